@@ -1,0 +1,2 @@
+#!/usr/bin/env node
+import('../dist/server/main.js').then((m) => m.main(process.argv.slice(2)));

@@ -1,0 +1,336 @@
+import { createHash, type Hash } from 'node:crypto';
+import type { Piscina } from 'piscina';
+import type { Config } from '../config.js';
+import { SvcError, ingestFailed, invalidBlob, payloadTooLarge } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { Stats } from '../ops/stats.js';
+import type { ChunkTask, ChunkTaskResult, StoredBlock } from './block-task.js';
+import { type ChunkerSpec, chunkerName, freshScanState, maxBlockBytes } from './chunkers.js';
+import type { BlobSummary, ManifestStore } from './manifests.js';
+import type { TransferMemory } from './transfer-memory.js';
+
+export interface IngestDeps {
+  config: Config;
+  pool: Piscina;
+  memory: TransferMemory;
+  manifests: ManifestStore;
+  stats: Stats;
+  log: Logger;
+}
+
+export interface IngestResult {
+  blob: BlobSummary;
+  freshBlocks: number;
+  duplicateBlocks: number;
+  durationSeconds: number;
+}
+
+export interface IngestOptions {
+  /** The Content-Type header as sent, if any. */
+  contentType?: string;
+  /** The Content-Length header, if any: an exact contract. */
+  declaredLength?: number;
+}
+
+const SNIFF_BYTES = 4096;
+const PDF_SIGNATURE = Buffer.from('%PDF-');
+
+/** The default chunker from the configuration; PDF bodies get the PDF-aware one. */
+export function defaultChunker(config: Config): ChunkerSpec {
+  return config.chunker === 'fixed'
+    ? { kind: 'fixed', size: config.chunkAvg }
+    : { kind: 'fastcdc', min: config.chunkMin, avg: config.chunkAvg, max: config.chunkMax };
+}
+
+export function pdfChunker(config: Config): ChunkerSpec {
+  return { kind: 'pdf', target: 1024 * 1024, max: 4 * 1024 * 1024, fallback: { kind: 'fastcdc', min: config.chunkMin, avg: config.chunkAvg, max: config.chunkMax } };
+}
+
+function mediaTypeEssence(contentType: string): string {
+  return contentType.split(';')[0].trim().toLowerCase();
+}
+
+/**
+ * One streaming upload, from the first body byte to a published manifest. The caller pushes
+ * body chunks (copied at once into shared segments), pauses the socket when `push` returns
+ * false and resumes on `onResume`. Chunking runs on the worker pool one step at a time per
+ * upload (a cut depends on the bytes before it) while the whole-object SHA-256 runs here.
+ * Memory is bounded by the reservation taken before the first byte is read.
+ */
+export class DirectIngest {
+  onResume: () => void = () => {};
+  onError: (err: SvcError) => void = () => {};
+
+  private readonly startedAt = process.hrtime.bigint();
+  private readonly sha: Hash = createHash('sha256');
+  private readonly segmentSize: number;
+  private readonly reservation: number;
+  private readonly pauseAtSegments: number;
+  private readonly maxUpload: number;
+  private segments: SharedArrayBuffer[] = [];
+  private views: Uint8Array[] = [];
+  private first = 0;
+  private received = 0;
+  private stored = 0;
+  private dispatched = 0;
+  private blockStart = 0;
+  private spec?: ChunkerSpec;
+  private mediaType = 'application/octet-stream';
+  private state = freshScanState();
+  private readonly blocks: StoredBlock[] = [];
+  private pendingBeforeAdmission: Buffer[] = [];
+  private admitted = false;
+  private cancelAdmission: () => void = () => {};
+  private inFlight = false;
+  private ended = false;
+  private paused = false;
+  private settled = false;
+  private released = false;
+  private finish?: { resolve: (r: IngestResult) => void; reject: (e: unknown) => void };
+
+  constructor(
+    private readonly deps: IngestDeps,
+    private readonly options: IngestOptions,
+  ) {
+    const { config, memory } = deps;
+    const declared = options.declaredLength;
+    this.maxUpload = config.maxUploadBytes;
+    if (declared !== undefined && declared > this.maxUpload) throw payloadTooLarge(this.maxUpload);
+    if (declared === 0) throw invalidBlob('Empty blobs are not supported');
+    // A small declared body gets one exact segment of its own instead of a pooled one.
+    this.segmentSize = declared !== undefined && declared < memory.segmentBytes ? declared : memory.segmentBytes;
+    const maxBlock = Math.max(maxBlockBytes(defaultChunker(config)), maxBlockBytes(pdfChunker(config)));
+    const worstCase = maxBlock + 3 * this.segmentSize;
+    this.reservation = declared === undefined ? worstCase : Math.min(worstCase, Math.ceil(declared / this.segmentSize) * this.segmentSize);
+    this.pauseAtSegments = Math.ceil(maxBlock / this.segmentSize) + 2;
+  }
+
+  /** Reserves memory; `admitted` runs once the body may be read (at once unless the server is full). */
+  admit(admitted: () => void): void {
+    this.cancelAdmission = this.deps.memory.reserve(this.reservation, () => {
+      this.admitted = true;
+      for (const chunk of this.pendingBeforeAdmission) this.store(chunk);
+      this.pendingBeforeAdmission = [];
+      admitted();
+      this.pump();
+    });
+  }
+
+  get isAdmitted(): boolean {
+    return this.admitted;
+  }
+
+  /** Takes a body chunk (valid only during the call). False: pause the socket until onResume. */
+  push(chunk: Uint8Array): boolean {
+    if (this.settled) return true;
+    const len = chunk.length;
+    if (this.received + len > this.maxUpload) throw this.fail(payloadTooLarge(this.maxUpload), false);
+    const declared = this.options.declaredLength;
+    if (declared !== undefined && this.received + len > declared) {
+      throw this.fail(invalidBlob(`Content-Length: expected ${declared} bytes but received more`), false);
+    }
+    this.sha.update(chunk);
+    this.received += len;
+    if (!this.admitted) {
+      this.pendingBeforeAdmission.push(Buffer.from(chunk));
+      return false;
+    }
+    this.store(chunk);
+    this.pump();
+    if (this.segments.length >= this.pauseAtSegments) this.paused = true;
+    return !this.paused;
+  }
+
+  /** The body ended: resolves once the manifest is published. */
+  end(): Promise<IngestResult> {
+    this.ended = true;
+    if (this.received === 0) throw this.fail(invalidBlob('Empty blobs are not supported'), false);
+    const declared = this.options.declaredLength;
+    if (declared !== undefined && this.received !== declared) {
+      throw this.fail(invalidBlob(`Content-Length: expected ${declared} bytes but received ${this.received}`), false);
+    }
+    const done = new Promise<IngestResult>((resolve, reject) => (this.finish = { resolve, reject }));
+    this.pump();
+    return done;
+  }
+
+  /** The client went away or the request failed: nothing is published. */
+  abort(): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.release();
+  }
+
+  private store(chunk: Uint8Array): void {
+    let off = 0;
+    while (off < chunk.length) {
+      const inSegment = (this.stored - this.first) % this.segmentSize;
+      if (inSegment === 0 && this.stored - this.first === this.segments.length * this.segmentSize) this.addSegment();
+      const view = this.views[this.views.length - 1];
+      const n = Math.min(chunk.length - off, this.segmentSize - inSegment);
+      view.set(chunk.subarray(off, off + n), inSegment);
+      off += n;
+      this.stored += n;
+    }
+  }
+
+  private addSegment(): void {
+    const { memory } = this.deps;
+    let seg: SharedArrayBuffer;
+    if (this.segmentSize === memory.segmentBytes) seg = memory.takeSegment();
+    else {
+      seg = new SharedArrayBuffer(this.segmentSize);
+      memory.trackSmall(this.segmentSize);
+    }
+    this.segments.push(seg);
+    this.views.push(new Uint8Array(seg));
+  }
+
+  private pump(): void {
+    if (this.settled || this.inFlight || !this.admitted) return;
+    const allStored = this.ended && this.stored === this.received;
+    if (!this.spec) {
+      if (this.stored < SNIFF_BYTES && !allStored) return;
+      try {
+        this.decide();
+      } catch (err) {
+        this.fail(err as SvcError);
+        return;
+      }
+    }
+    const ready = this.stored - this.dispatched;
+    if (allStored && this.blockStart === this.stored) {
+      void this.publish();
+      return;
+    }
+    if (!(ready >= this.segmentSize || allStored || (ready > 0 && this.paused))) return;
+    this.dispatch(allStored);
+  }
+
+  /** Looks at the first bytes once: PDF signature against the declared type. */
+  private decide(): void {
+    const head = this.views[0].subarray(0, Math.min(PDF_SIGNATURE.length, this.stored));
+    const isPdf = Buffer.compare(Buffer.from(head), PDF_SIGNATURE) === 0;
+    const declared = this.options.contentType;
+    const essence = declared === undefined ? undefined : mediaTypeEssence(declared);
+    if (essence === undefined || essence === '' || essence === 'application/octet-stream') {
+      this.mediaType = isPdf ? 'application/pdf' : 'application/octet-stream';
+    } else if (essence === 'application/pdf') {
+      if (!isPdf) throw invalidBlob('Advertised application/pdf but the body does not start with %PDF-');
+      this.mediaType = declared!.trim();
+    } else {
+      if (isPdf) throw invalidBlob(`Advertised ${essence} does not match detected application/pdf`);
+      this.mediaType = declared!.trim();
+    }
+    this.spec = isPdf ? pdfChunker(this.deps.config) : defaultChunker(this.deps.config);
+  }
+
+  private dispatch(final: boolean): void {
+    const firstIndex = Math.floor((this.blockStart - this.first) / this.segmentSize);
+    const task: ChunkTask = {
+      segments: this.segments.slice(firstIndex),
+      segmentSize: this.segmentSize,
+      first: this.first + firstIndex * this.segmentSize,
+      end: this.stored,
+      blockStart: this.blockStart,
+      final,
+      spec: this.spec!,
+      state: this.state,
+      root: this.deps.config.fsRoot,
+      durability: this.deps.config.durability,
+    };
+    this.inFlight = true;
+    const end = this.stored;
+    (this.deps.pool.run(task, { name: 'chunk' }) as Promise<ChunkTaskResult>).then(
+      (result) => {
+        this.inFlight = false;
+        if (this.settled) return this.release();
+        this.blocks.push(...result.blocks);
+        this.blockStart = result.blockStart;
+        this.state = result.state;
+        this.dispatched = end;
+        this.dropConsumedSegments();
+        if (this.paused && this.segments.length < this.pauseAtSegments) {
+          this.paused = false;
+          this.onResume();
+        }
+        this.pump();
+      },
+      (err) => {
+        this.inFlight = false;
+        if (this.settled) return this.release();
+        this.deps.log.error('ingest: block write failed', { err: String(err?.stack ?? err) });
+        this.fail(ingestFailed());
+      },
+    );
+  }
+
+  private dropConsumedSegments(): void {
+    const { memory } = this.deps;
+    while (this.segments.length > 0 && this.first + this.segmentSize <= this.blockStart) {
+      const seg = this.segments.shift()!;
+      this.views.shift();
+      if (this.segmentSize === memory.segmentBytes) memory.returnSegment(seg);
+      else memory.trackSmall(-this.segmentSize);
+      this.first += this.segmentSize;
+    }
+  }
+
+  private async publish(): Promise<void> {
+    this.settled = true;
+    try {
+      const hex = this.sha.digest('hex');
+      const manifest = await this.deps.manifests.publish(hex, this.received, this.mediaType, chunkerName(this.spec!), this.blocks);
+      const stats = this.deps.stats;
+      let fresh = 0;
+      for (const b of this.blocks) {
+        if (b.fresh) {
+          fresh++;
+          stats.freshBytes += b.size;
+        } else stats.duplicateBytes += b.size;
+      }
+      stats.ingests++;
+      stats.bytesIngested += this.received;
+      stats.freshBlocks += fresh;
+      stats.duplicateBlocks += this.blocks.length - fresh;
+      this.release();
+      this.finish?.resolve({
+        blob: manifest.summary(),
+        freshBlocks: fresh,
+        duplicateBlocks: this.blocks.length - fresh,
+        durationSeconds: Number(process.hrtime.bigint() - this.startedAt) / 1e9,
+      });
+    } catch (err) {
+      this.deps.log.error('ingest: manifest publication failed', { err: String((err as Error)?.stack ?? err) });
+      this.release();
+      this.finish?.reject(ingestFailed('The catalog could not publish the manifest'));
+    }
+  }
+
+  /** Settles the upload as failed. Async failures reach the caller through `end()` or `onError`. */
+  private fail(err: SvcError, notify = true): SvcError {
+    if (!this.settled) {
+      this.settled = true;
+      this.release();
+      if (this.finish) this.finish.reject(err);
+      else if (notify) this.onError(err);
+    }
+    return err;
+  }
+
+  /** Returns segments and the reservation exactly once, never while a worker may read them. */
+  private release(): void {
+    if (this.released || this.inFlight) return;
+    this.released = true;
+    this.cancelAdmission();
+    const { memory } = this.deps;
+    for (const seg of this.segments) {
+      if (this.segmentSize === memory.segmentBytes) memory.returnSegment(seg);
+      else memory.trackSmall(-this.segmentSize);
+    }
+    this.segments = [];
+    this.views = [];
+    this.pendingBeforeAdmission = [];
+    if (this.admitted) memory.unreserve(this.reservation);
+  }
+}

@@ -1,0 +1,177 @@
+import type { Database } from 'lmdb';
+import type { CatalogEnv } from '../store/catalog.js';
+import { formatContentId } from './content-id.js';
+import type { StoredBlock } from './block-task.js';
+
+/** A persisted manifest. Block references are packed: 32-byte digest + 8-byte xxh64 per block. */
+export interface ManifestRecord {
+  size: number;
+  mediaType: string;
+  chunker: string;
+  createdAt: number;
+  seq: number;
+  refs: Buffer;
+  sizes: Buffer;
+}
+
+export interface BlobSummary {
+  id: string;
+  size: number;
+  mediaType: string;
+  chunker: string;
+  blockCount: number;
+  createdAt: string;
+}
+
+export interface BlockRef {
+  index: number;
+  hex: string;
+  offset: number;
+  size: number;
+  checksum: bigint;
+}
+
+/** A manifest decoded for reading: block i covers [offsets[i], offsets[i] + sizes[i]). */
+export class Manifest {
+  readonly blockCount: number;
+  readonly offsets: Float64Array;
+
+  constructor(
+    readonly id: string,
+    readonly record: ManifestRecord,
+  ) {
+    this.blockCount = record.sizes.length / 4;
+    this.offsets = new Float64Array(this.blockCount + 1);
+    for (let i = 0; i < this.blockCount; i++) this.offsets[i + 1] = this.offsets[i] + record.sizes.readUInt32LE(i * 4);
+  }
+
+  block(index: number): BlockRef {
+    const r = this.record.refs;
+    return {
+      index,
+      hex: r.toString('hex', index * 40, index * 40 + 32),
+      offset: this.offsets[index],
+      size: this.record.sizes.readUInt32LE(index * 4),
+      checksum: r.readBigUInt64LE(index * 40 + 32),
+    };
+  }
+
+  /** Index of the block holding byte `pos` (0 <= pos < size). */
+  blockAt(pos: number): number {
+    let lo = 0;
+    let hi = this.blockCount - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (this.offsets[mid] <= pos) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
+  }
+
+  summary(): BlobSummary {
+    return summarize(this.id, this.record);
+  }
+}
+
+export function summarize(id: string, r: ManifestRecord): BlobSummary {
+  return {
+    id,
+    size: r.size,
+    mediaType: r.mediaType,
+    chunker: r.chunker,
+    blockCount: r.sizes.length / 4,
+    createdAt: new Date(r.createdAt).toISOString(),
+  };
+}
+
+interface BlockRecord {
+  size: number;
+  createdAt: number;
+}
+
+/**
+ * Owner of the `manifests`, `inventory` and `blocks` databases. Publication is one LMDB
+ * transaction: manifest, inventory entry and block records together, or nothing.
+ */
+export class ManifestStore {
+  private readonly manifests: Database<ManifestRecord, string>;
+  private readonly inventory: Database<string, number>;
+  private readonly blocks: Database<BlockRecord, Buffer>;
+  private nextSeq: number;
+
+  constructor(env: CatalogEnv) {
+    this.manifests = env.database<ManifestRecord, string>('manifests');
+    this.inventory = env.database<string, number>('inventory');
+    this.blocks = env.database<BlockRecord, Buffer>('blocks', { keyEncoding: 'binary' });
+    let last = 0;
+    for (const key of this.inventory.getKeys({ reverse: true, limit: 1 })) last = key;
+    this.nextSeq = last + 1;
+  }
+
+  get(id: string): Manifest | undefined {
+    const record = this.manifests.get(id);
+    return record ? new Manifest(id, record) : undefined;
+  }
+
+  /**
+   * Publishes a manifest once its blocks are durable. An id that is already published keeps its
+   * first manifest (same bytes, same id) and that one is returned.
+   */
+  async publish(hex: string, size: number, mediaType: string, chunker: string, blocks: readonly StoredBlock[]): Promise<Manifest> {
+    const id = formatContentId(hex, size);
+    const refs = Buffer.allocUnsafe(blocks.length * 40);
+    const sizes = Buffer.allocUnsafe(blocks.length * 4);
+    blocks.forEach((b, i) => {
+      refs.write(b.hex, i * 40, 'hex');
+      refs.writeBigUInt64LE(b.checksum, i * 40 + 32);
+      sizes.writeUInt32LE(b.size, i * 4);
+    });
+    const now = Date.now();
+    const record = await this.manifests.transaction(() => {
+      const existing = this.manifests.get(id);
+      if (existing) return existing;
+      const fresh: ManifestRecord = { size, mediaType, chunker, createdAt: now, seq: this.nextSeq++, refs, sizes };
+      this.manifests.put(id, fresh);
+      this.inventory.put(fresh.seq, id);
+      for (let i = 0; i < blocks.length; i++) {
+        const key = refs.subarray(i * 40, i * 40 + 32);
+        if (!this.blocks.doesExist(key)) this.blocks.put(Buffer.from(key), { size: blocks[i].size, createdAt: now });
+      }
+      return fresh;
+    });
+    return new Manifest(id, record);
+  }
+
+  /** Removes the manifest and its inventory entry; blocks stay for GC. False when absent. */
+  async remove(id: string): Promise<boolean> {
+    return this.manifests.transaction(() => {
+      const record = this.manifests.get(id);
+      if (!record) return false;
+      this.manifests.remove(id);
+      this.inventory.remove(record.seq);
+      return true;
+    });
+  }
+
+  /** Most recently published first, starting below `beforeSeq`. */
+  page(limit: number, beforeSeq?: number): { summaries: BlobSummary[]; nextSeq?: number } {
+    const summaries: BlobSummary[] = [];
+    let lastSeq: number | undefined;
+    let more = false;
+    for (const { key, value } of this.inventory.getRange({ reverse: true, start: beforeSeq === undefined ? undefined : beforeSeq - 1 })) {
+      if (summaries.length === limit) {
+        more = true;
+        break;
+      }
+      const record = this.manifests.get(value);
+      if (!record) continue;
+      summaries.push(summarize(value, record));
+      lastSeq = key;
+    }
+    return { summaries, nextSeq: more ? lastSeq : undefined };
+  }
+
+  counts(): { blobs: number; blocks: number } {
+    return { blobs: (this.manifests.getStats() as { entryCount: number }).entryCount, blocks: (this.blocks.getStats() as { entryCount: number }).entryCount };
+  }
+}

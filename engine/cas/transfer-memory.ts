@@ -1,0 +1,73 @@
+/**
+ * The memory budget of all uploads together. An upload reserves its worst-case footprint before
+ * its body is read and releases it when done, so buffered bytes never exceed the limit; uploads
+ * beyond it wait in arrival order. Segments are recycled to avoid zeroing fresh shared memory.
+ */
+export class TransferMemory {
+  private reserved = 0;
+  private inUse = 0;
+  private readonly waiting: Array<{ bytes: number; admit: () => void }> = [];
+  private readonly free: SharedArrayBuffer[] = [];
+  transfers = 0;
+
+  constructor(
+    readonly limitBytes: number,
+    readonly segmentBytes: number,
+  ) {}
+
+  get reservedBytes(): number {
+    return this.reserved;
+  }
+
+  /** Bytes actually held in segments and small-body buffers right now. */
+  get bufferedBytes(): number {
+    return this.inUse;
+  }
+
+  get queued(): number {
+    return this.waiting.length;
+  }
+
+  /** Calls `admit` once `bytes` fit in the budget (at once when they do now). Returns a cancel function. */
+  reserve(bytes: number, admit: () => void): () => void {
+    const need = Math.min(bytes, this.limitBytes);
+    if (this.waiting.length === 0 && this.reserved + need <= this.limitBytes) {
+      this.reserved += need;
+      this.transfers++;
+      admit();
+      return () => {};
+    }
+    const entry = { bytes: need, admit };
+    this.waiting.push(entry);
+    return () => {
+      const i = this.waiting.indexOf(entry);
+      if (i >= 0) this.waiting.splice(i, 1);
+    };
+  }
+
+  unreserve(bytes: number): void {
+    this.reserved -= Math.min(bytes, this.limitBytes);
+    this.transfers--;
+    while (this.waiting.length > 0 && this.reserved + this.waiting[0].bytes <= this.limitBytes) {
+      const next = this.waiting.shift()!;
+      this.reserved += next.bytes;
+      this.transfers++;
+      next.admit();
+    }
+  }
+
+  takeSegment(): SharedArrayBuffer {
+    this.inUse += this.segmentBytes;
+    return this.free.pop() ?? new SharedArrayBuffer(this.segmentBytes);
+  }
+
+  returnSegment(segment: SharedArrayBuffer): void {
+    this.inUse -= this.segmentBytes;
+    // Keep a modest free list; the rest goes back to the allocator.
+    if (this.free.length < 64) this.free.push(segment);
+  }
+
+  trackSmall(bytes: number): void {
+    this.inUse += bytes;
+  }
+}

@@ -1,0 +1,118 @@
+import os from 'node:os';
+import path from 'node:path';
+
+/** Every SVC_* variable: name, default, meaning. `svc --help` prints this table. */
+export const VARIABLES: ReadonlyArray<{ name: string; default: string; help: string }> = [
+  { name: 'SVC_HOST', default: '127.0.0.1', help: 'Address the HTTP listener binds.' },
+  { name: 'SVC_HTTP_PORT', default: '8081', help: 'Port of the blob API listener (0 = pick a free port).' },
+  { name: 'SVC_BLOB_BACKEND', default: 'fs', help: 'Block store backend. Only `fs` (files under SVC_FS_ROOT) for now.' },
+  { name: 'SVC_FS_ROOT', default: './data', help: 'Data directory: blocks/ (block files) and catalog/ (LMDB).' },
+  { name: 'SVC_DURABILITY', default: 'strict', help: '`strict`: fsync blocks, directories and LMDB before answering. `relaxed`: trust the page cache.' },
+  { name: 'SVC_CHUNKER', default: 'fastcdc', help: 'Default chunker for non-PDF bodies: `fastcdc` (normalized) or `fixed` (SVC_CHUNK_AVG-sized blocks).' },
+  { name: 'SVC_CHUNK_MIN', default: '256KiB', help: 'FastCDC minimum block size.' },
+  { name: 'SVC_CHUNK_AVG', default: '1MiB', help: 'FastCDC average block size; the block size of the fixed chunker.' },
+  { name: 'SVC_CHUNK_MAX', default: '4MiB', help: 'FastCDC maximum block size (at most 16 MiB).' },
+  { name: 'SVC_MAX_UPLOAD_BYTES', default: '5GiB', help: 'Largest direct upload, enforced while streaming (413 beyond).' },
+  { name: 'SVC_WORKERS', default: String(os.availableParallelism()), help: 'Worker threads in the pool (default: available parallelism).' },
+  { name: 'SVC_SEGMENT_BYTES', default: '1MiB', help: 'Size of the shared segments an upload is copied into and handed to workers.' },
+  { name: 'SVC_INGEST_BUFFER_BYTES', default: '512MiB', help: 'Bytes all uploads together may hold in segments; uploads pause beyond it.' },
+  { name: 'SVC_BLOCK_CACHE_BYTES', default: '64MiB', help: 'Memory for caching small blocks (64 KiB or less) on the read path; 0 disables.' },
+  { name: 'SVC_HEALTH_TIMEOUT', default: '5s', help: 'Timeout of each readiness check.' },
+  { name: 'SVC_SECURITY_CORS_ALLOWED_ORIGINS', default: '', help: 'Comma-separated exact browser origins (used when security is enabled; unsecured servers allow any origin).' },
+  { name: 'SVC_LOG_LEVEL', default: 'info', help: '`debug`, `info`, `warn`, `error` or `silent`. Logs are JSON lines on stderr.' },
+];
+
+export type Durability = 'strict' | 'relaxed';
+export type DefaultChunker = 'fastcdc' | 'fixed';
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
+
+export interface Config {
+  host: string;
+  httpPort: number;
+  blobBackend: 'fs';
+  fsRoot: string;
+  durability: Durability;
+  chunker: DefaultChunker;
+  chunkMin: number;
+  chunkAvg: number;
+  chunkMax: number;
+  maxUploadBytes: number;
+  workers: number;
+  segmentBytes: number;
+  ingestBufferBytes: number;
+  blockCacheBytes: number;
+  healthTimeoutMs: number;
+  corsAllowedOrigins: string[];
+  logLevel: LogLevel;
+}
+
+export class ConfigError extends Error {}
+
+const SIZE_UNITS: Record<string, number> = { '': 1, b: 1, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3, tib: 1024 ** 4, kb: 1e3, mb: 1e6, gb: 1e9, tb: 1e12 };
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** `1048576`, `256KiB`, `5GiB`, `1.5MB` → bytes. */
+export function parseSize(name: string, raw: string): number {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$/.exec(raw);
+  const unit = m ? SIZE_UNITS[m[2].toLowerCase()] : undefined;
+  if (!m || unit === undefined) throw new ConfigError(`${name}: "${raw}" is not a size (e.g. 1048576, 256KiB, 5GiB)`);
+  const value = Math.round(Number(m[1]) * unit);
+  if (!Number.isSafeInteger(value)) throw new ConfigError(`${name}: "${raw}" is too large`);
+  return value;
+}
+
+/** `500ms`, `90s`, `15m`, `24h`, `7d` → milliseconds. A unit is required. */
+export function parseDuration(name: string, raw: string): number {
+  const m = /^\s*(\d+(?:\.\d+)?)(ms|s|m|h|d)\s*$/.exec(raw);
+  if (!m) throw new ConfigError(`${name}: "${raw}" is not a duration with a unit (500ms, 90s, 15m, 24h, 7d)`);
+  return Math.round(Number(m[1]) * DURATION_UNITS[m[2]]);
+}
+
+function parseInteger(name: string, raw: string, min: number, max: number): number {
+  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(`${name}: "${raw}" is not a whole number`);
+  const n = Number(raw.trim());
+  if (n < min || n > max) throw new ConfigError(`${name}: ${n} is outside ${min}..${max}`);
+  return n;
+}
+
+function oneOf<T extends string>(name: string, raw: string, allowed: readonly T[]): T {
+  if (!(allowed as readonly string[]).includes(raw)) throw new ConfigError(`${name}: "${raw}" must be one of ${allowed.join(', ')}`);
+  return raw as T;
+}
+
+function inRange(name: string, value: number, min: number, max: number): number {
+  if (value < min || value > max) throw new ConfigError(`${name}: ${value} is outside ${min}..${max}`);
+  return value;
+}
+
+/** Parse and validate the whole configuration; throws ConfigError naming the variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const get = (name: string) => {
+    const v = env[name];
+    return v === undefined || v === '' ? VARIABLES.find((x) => x.name === name)!.default : v;
+  };
+  const MiB = 1024 ** 2;
+  const config: Config = {
+    host: get('SVC_HOST'),
+    httpPort: parseInteger('SVC_HTTP_PORT', get('SVC_HTTP_PORT'), 0, 65535),
+    blobBackend: oneOf('SVC_BLOB_BACKEND', get('SVC_BLOB_BACKEND'), ['fs'] as const),
+    fsRoot: path.resolve(get('SVC_FS_ROOT')),
+    durability: oneOf('SVC_DURABILITY', get('SVC_DURABILITY'), ['strict', 'relaxed'] as const),
+    chunker: oneOf('SVC_CHUNKER', get('SVC_CHUNKER'), ['fastcdc', 'fixed'] as const),
+    chunkMin: inRange('SVC_CHUNK_MIN', parseSize('SVC_CHUNK_MIN', get('SVC_CHUNK_MIN')), 64, 16 * MiB),
+    chunkAvg: inRange('SVC_CHUNK_AVG', parseSize('SVC_CHUNK_AVG', get('SVC_CHUNK_AVG')), 256, 16 * MiB),
+    chunkMax: inRange('SVC_CHUNK_MAX', parseSize('SVC_CHUNK_MAX', get('SVC_CHUNK_MAX')), 1024, 16 * MiB),
+    maxUploadBytes: inRange('SVC_MAX_UPLOAD_BYTES', parseSize('SVC_MAX_UPLOAD_BYTES', get('SVC_MAX_UPLOAD_BYTES')), 1, 2 ** 40),
+    workers: parseInteger('SVC_WORKERS', get('SVC_WORKERS'), 1, 256),
+    segmentBytes: inRange('SVC_SEGMENT_BYTES', parseSize('SVC_SEGMENT_BYTES', get('SVC_SEGMENT_BYTES')), 64 * 1024, 64 * MiB),
+    ingestBufferBytes: inRange('SVC_INGEST_BUFFER_BYTES', parseSize('SVC_INGEST_BUFFER_BYTES', get('SVC_INGEST_BUFFER_BYTES')), 16 * MiB, 2 ** 40),
+    blockCacheBytes: parseSize('SVC_BLOCK_CACHE_BYTES', get('SVC_BLOCK_CACHE_BYTES')),
+    healthTimeoutMs: parseDuration('SVC_HEALTH_TIMEOUT', get('SVC_HEALTH_TIMEOUT')),
+    corsAllowedOrigins: get('SVC_SECURITY_CORS_ALLOWED_ORIGINS').split(',').map((s) => s.trim()).filter(Boolean),
+    logLevel: oneOf('SVC_LOG_LEVEL', get('SVC_LOG_LEVEL'), ['debug', 'info', 'warn', 'error', 'silent'] as const),
+  };
+  if (!(config.chunkMin <= config.chunkAvg && config.chunkAvg <= config.chunkMax)) {
+    throw new ConfigError(`SVC_CHUNK_MIN <= SVC_CHUNK_AVG <= SVC_CHUNK_MAX must hold (got ${config.chunkMin}, ${config.chunkAvg}, ${config.chunkMax})`);
+  }
+  return config;
+}

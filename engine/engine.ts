@@ -1,0 +1,153 @@
+import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Piscina } from 'piscina';
+import type { VerifyTask, VerifyTaskResult } from './cas/block-task.js';
+import { type ContentId, formatContentId } from './cas/content-id.js';
+import { decodeCursor, encodeCursor } from './cas/cursors.js';
+import { DirectIngest, type IngestOptions } from './cas/ingest.js';
+import { type BlobSummary, type Manifest, ManifestStore } from './cas/manifests.js';
+import { BlobReader } from './cas/reader.js';
+import { TransferMemory } from './cas/transfer-memory.js';
+import type { Config } from './config.js';
+import { SvcError, blobNotFound, invalidPagination } from './errors.js';
+import type { Logger } from './log.js';
+import { Stats } from './ops/stats.js';
+import { CatalogEnv } from './store/catalog.js';
+import { FsBlockStore } from './store/fs-block-store.js';
+
+const WORKER_MODULE = fileURLToPath(new URL('../workers/ingest.js', import.meta.url));
+
+export interface HealthCheck {
+  name: string;
+  status: 'ok' | 'failed';
+  latencyMs: number;
+  detail?: string;
+}
+
+/** The blob engine: one per process, built from the config and handed to the server. No HTTP here. */
+export class Engine {
+  readonly stats = new Stats();
+  readonly memory: TransferMemory;
+  readonly reader: BlobReader;
+
+  private constructor(
+    readonly config: Config,
+    readonly log: Logger,
+    readonly catalog: CatalogEnv,
+    readonly manifests: ManifestStore,
+    readonly blocks: FsBlockStore,
+    readonly pool: Piscina,
+  ) {
+    this.memory = new TransferMemory(config.ingestBufferBytes, config.segmentBytes);
+    this.reader = new BlobReader(blocks, config.blockCacheBytes, this.stats, log);
+  }
+
+  static async open(config: Config, log: Logger): Promise<Engine> {
+    fs.mkdirSync(config.fsRoot, { recursive: true });
+    const { removedTempFiles } = FsBlockStore.prepare(config.fsRoot);
+    if (removedTempFiles > 0) log.info('removed temporary files of interrupted uploads', { count: removedTempFiles });
+    const catalog = CatalogEnv.open(config.fsRoot, config.durability);
+    const manifests = new ManifestStore(catalog);
+    const pool = new Piscina({ filename: WORKER_MODULE, minThreads: config.workers, maxThreads: config.workers, idleTimeout: 60_000 });
+    return new Engine(config, log, catalog, manifests, new FsBlockStore(config.fsRoot, config.durability), pool);
+  }
+
+  startIngest(options: IngestOptions): DirectIngest {
+    return new DirectIngest({ config: this.config, pool: this.pool, memory: this.memory, manifests: this.manifests, stats: this.stats, log: this.log }, options);
+  }
+
+  manifest(id: ContentId): Manifest {
+    const m = this.manifests.get(formatContentId(id.hex, id.size));
+    if (!m) throw blobNotFound(formatContentId(id.hex, id.size));
+    return m;
+  }
+
+  list(limit: number, cursor?: string): { blobs: BlobSummary[]; nextCursor?: string } {
+    let before: number | undefined;
+    if (cursor !== undefined) {
+      const payload = decodeCursor('inv1', cursor);
+      if (!/^[1-9][0-9]{0,15}$/.test(payload)) throw invalidPagination('cursor is not a token issued by this endpoint');
+      before = Number(payload);
+    }
+    const page = this.manifests.page(limit, before);
+    return { blobs: page.summaries, nextCursor: page.nextSeq === undefined ? undefined : encodeCursor('inv1', String(page.nextSeq)) };
+  }
+
+  metadata(id: ContentId, limit: number, cursor?: string) {
+    const m = this.manifest(id);
+    let from = 0;
+    if (cursor !== undefined) {
+      const payload = decodeCursor('blk1', cursor);
+      const sep = payload.lastIndexOf('|');
+      const index = Number(payload.slice(sep + 1));
+      if (sep < 0 || payload.slice(0, sep) !== m.id || !/^[0-9]+$/.test(payload.slice(sep + 1)) || index >= m.blockCount) {
+        throw invalidPagination('cursor does not belong to this blob');
+      }
+      from = index;
+    }
+    const to = Math.min(m.blockCount, from + limit);
+    const blocks = [];
+    for (let i = from; i < to; i++) {
+      const b = m.block(i);
+      blocks.push({ index: i, contentId: formatContentId(b.hex, b.size), offset: b.offset, size: b.size });
+    }
+    return { summary: m.summary(), blocks, nextCursor: to < m.blockCount ? encodeCursor('blk1', `${m.id}|${to}`) : undefined };
+  }
+
+  async verify(id: ContentId): Promise<{ id: string; verified: boolean; bytesChecked: number }> {
+    const m = this.manifest(id);
+    const blocks = [];
+    for (let i = 0; i < m.blockCount; i++) {
+      const b = m.block(i);
+      blocks.push({ hex: b.hex, size: b.size });
+    }
+    let result: VerifyTaskResult;
+    try {
+      const task: VerifyTask & { expectedHex: string } = { root: this.config.fsRoot, blocks, expectedHex: id.hex };
+      result = await this.pool.run(task, { name: 'verify' });
+    } catch (err) {
+      this.log.error('verify: persisted bytes could not be read', { blob: m.id, err: String(err) });
+      throw new SvcError(500, 'verification_failure', 'The persisted bytes of this blob could not be read and hashed');
+    }
+    for (const c of result.corruptBlocks) this.stats.corruptBlocks.add(c);
+    return { id: m.id, verified: result.digestHex === id.hex && result.bytesRead === id.size, bytesChecked: result.bytesRead };
+  }
+
+  async delete(id: ContentId): Promise<void> {
+    if (!(await this.manifests.remove(formatContentId(id.hex, id.size)))) throw blobNotFound(formatContentId(id.hex, id.size));
+  }
+
+  /** Readiness: the catalog and the block store, each bounded by the health timeout. */
+  async readiness(): Promise<HealthCheck[]> {
+    const probeDir = this.blocks.tmpDir;
+    return Promise.all([
+      this.check('catalog', () => this.catalog.probe()),
+      this.check('blockStore', async () => {
+        await fs.promises.access(probeDir, fs.constants.W_OK);
+      }),
+    ]);
+  }
+
+  private async check(name: string, probe: () => Promise<void>): Promise<HealthCheck> {
+    const started = performance.now();
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`timed out after ${this.config.healthTimeoutMs} ms`)), this.config.healthTimeoutMs);
+    });
+    try {
+      await Promise.race([probe(), timeout]);
+      return { name, status: 'ok', latencyMs: round(performance.now() - started) };
+    } catch (err) {
+      return { name, status: 'failed', latencyMs: round(performance.now() - started), detail: (err as Error).message };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.pool.destroy();
+    await this.catalog.close();
+  }
+}
+
+const round = (ms: number) => Math.round(ms * 1000) / 1000;

@@ -1,0 +1,127 @@
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import type { Durability } from '../config.js';
+
+/**
+ * Block bytes as files: `<root>/blocks/<h[0:2]>/<h[2:4]>/<hex>-<size>`, written as a temp file in
+ * `<root>/blocks/.tmp`, fsync'd (strict), renamed into place, then the directory fsync'd (strict).
+ * A file under its final name is always complete. The write side runs in worker threads (sync
+ * calls, blocking only that worker); the read side runs on the main thread.
+ */
+export class FsBlockStore {
+  readonly blocksDir: string;
+  readonly tmpDir: string;
+  private readonly knownDirs = new Set<string>();
+
+  constructor(
+    root: string,
+    readonly durability: Durability,
+  ) {
+    this.blocksDir = path.join(root, 'blocks');
+    this.tmpDir = path.join(this.blocksDir, '.tmp');
+  }
+
+  /** Creates the layout and removes temp files that interrupted writes left behind. */
+  static prepare(root: string): { removedTempFiles: number } {
+    const tmp = path.join(root, 'blocks', '.tmp');
+    fs.mkdirSync(tmp, { recursive: true });
+    let removed = 0;
+    for (const name of fs.readdirSync(tmp)) {
+      fs.rmSync(path.join(tmp, name), { force: true, recursive: true });
+      removed++;
+    }
+    return { removedTempFiles: removed };
+  }
+
+  blockPath(hex: string, size: number): string {
+    return path.join(this.blocksDir, hex.slice(0, 2), hex.slice(2, 4), `${hex}-${size}`);
+  }
+
+  /** Stores a block unless an intact copy exists. Returns true when this call wrote it. */
+  putSync(hex: string, size: number, pieces: readonly Uint8Array[]): boolean {
+    const final = this.blockPath(hex, size);
+    const existing = fs.statSync(final, { throwIfNoEntry: false });
+    if (existing && existing.size === size) return false;
+    const tmp = path.join(this.tmpDir, `${hex}.${randomBytes(6).toString('hex')}`);
+    const fd = fs.openSync(tmp, 'w');
+    try {
+      let written = 0;
+      for (const piece of pieces) {
+        let off = 0;
+        while (off < piece.length) off += fs.writeSync(fd, piece, off, piece.length - off);
+        written += piece.length;
+      }
+      if (written !== size) throw new Error(`block ${hex}: wrote ${written} of ${size} bytes`);
+      if (this.durability === 'strict') fs.fsyncSync(fd);
+    } catch (err) {
+      fs.closeSync(fd);
+      fs.rmSync(tmp, { force: true });
+      throw err;
+    }
+    fs.closeSync(fd);
+    const dir = path.dirname(final);
+    if (!this.knownDirs.has(dir)) {
+      fs.mkdirSync(dir, { recursive: true });
+      this.knownDirs.add(dir);
+    }
+    fs.renameSync(tmp, final);
+    if (this.durability === 'strict') syncDirectory(dir);
+    return true;
+  }
+
+  /** Reads a whole block. Small blocks are read synchronously: cheaper than three thread-pool hops. */
+  async read(hex: string, size: number): Promise<Buffer> {
+    const file = this.blockPath(hex, size);
+    if (size <= 65536) return readExactSync(file, size);
+    const handle = await fsp.open(file, 'r');
+    try {
+      const buf = Buffer.allocUnsafe(size);
+      let off = 0;
+      while (off < size) {
+        const { bytesRead } = await handle.read(buf, off, size - off, off);
+        if (bytesRead === 0) throw new Error(`block ${hex}: short file`);
+        off += bytesRead;
+      }
+      return buf;
+    } finally {
+      await handle.close();
+    }
+  }
+
+  /** Reads a whole block on the calling thread (workers). */
+  readSync(hex: string, size: number): Buffer {
+    return readExactSync(this.blockPath(hex, size), size);
+  }
+
+  async has(hex: string, size: number): Promise<boolean> {
+    const st = await fsp.stat(this.blockPath(hex, size)).catch(() => null);
+    return st !== null && st.size === size;
+  }
+}
+
+function readExactSync(file: string, size: number): Buffer {
+  const fd = fs.openSync(file, 'r');
+  try {
+    const buf = Buffer.allocUnsafe(size);
+    let off = 0;
+    while (off < size) {
+      const n = fs.readSync(fd, buf, off, size - off, off);
+      if (n === 0) throw new Error(`${file}: short file`);
+      off += n;
+    }
+    return buf;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+export function syncDirectory(dir: string): void {
+  const fd = fs.openSync(dir, 'r');
+  try {
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+}

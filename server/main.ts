@@ -1,0 +1,94 @@
+import * as uWS from 'uWebSockets.js';
+import { type Config, ConfigError, VARIABLES, loadConfig } from '../engine/config.js';
+import { Engine } from '../engine/engine.js';
+import { Logger } from '../engine/log.js';
+import { Metrics } from '../engine/ops/metrics.js';
+import { mountBlobApi } from './blob-api.js';
+import { Exchange, type ServerContext } from './http.js';
+import { VERSION, mountOpsApi } from './ops-api.js';
+
+const USAGE = `svc ${VERSION}: content-addressed storage service
+
+Usage:
+  svc serve        run the server (what \`npm start\` runs)
+  svc --help       this text
+  svc --version    print the version
+
+Configuration comes from environment variables only:
+`;
+
+export function helpText(): string {
+  const width = Math.max(...VARIABLES.map((v) => v.name.length));
+  const rows = VARIABLES.map((v) => `  ${v.name.padEnd(width)}  ${v.help} (default: ${v.default === '' ? 'empty' : v.default})`);
+  return `${USAGE}${rows.join('\n')}\n`;
+}
+
+export interface RunningServer {
+  port: number;
+  close(): Promise<void>;
+}
+
+/** Opens the engine, then listens: the port answers only once the stores are open. */
+export async function serve(config: Config, log = new Logger(config.logLevel)): Promise<RunningServer> {
+  const engine = await Engine.open(config, log);
+  const ctx: ServerContext = { engine, metrics: new Metrics(engine) };
+  const app = uWS.App();
+  mountBlobApi(app, ctx);
+  mountOpsApi(app, ctx);
+  app.any('/*', (res, req) => {
+    new Exchange(res, req.getCaseSensitiveMethod(), '/*', ctx).json(404, { error: 'not_found', message: `No route for ${req.getCaseSensitiveMethod()} ${req.getUrl()}` });
+  });
+  const listenSocket = await new Promise<uWS.us_listen_socket>((resolve, reject) => {
+    app.listen(config.host, config.httpPort, (socket) => (socket ? resolve(socket) : reject(new Error(`cannot listen on ${config.host}:${config.httpPort}`))));
+  });
+  const port = uWS.us_socket_local_port(listenSocket);
+  log.info('listening', { host: config.host, port, fsRoot: config.fsRoot, durability: config.durability, workers: config.workers });
+  return {
+    port,
+    async close() {
+      uWS.us_listen_socket_close(listenSocket);
+      app.close();
+      await engine.close();
+    },
+  };
+}
+
+export async function main(argv: string[]): Promise<void> {
+  const command = argv[0] ?? 'serve';
+  if (command === '--help' || command === '-h' || command === 'help') {
+    process.stdout.write(helpText());
+    return;
+  }
+  if (command === '--version') {
+    process.stdout.write(`${VERSION}\n`);
+    return;
+  }
+  if (command !== 'serve') {
+    process.stderr.write(`svc: unknown command "${command}"\n\n${helpText()}`);
+    process.exitCode = 2;
+    return;
+  }
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`svc: invalid configuration: ${err.message}\n`);
+      process.exitCode = 2;
+      return;
+    }
+    throw err;
+  }
+  const server = await serve(config);
+  // One line on stdout for whoever started us (tests, scripts): where to connect.
+  process.stdout.write(`${JSON.stringify({ event: 'listening', port: server.port })}\n`);
+  const stop = () => {
+    server.close().then(() => process.exit(0), () => process.exit(1));
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  void main(process.argv.slice(2));
+}
