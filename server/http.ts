@@ -71,8 +71,9 @@ export class Exchange {
     this.done = true;
     this.res.cork(() => {
       this.head(code, headers);
-      if (body === undefined) this.res.endWithoutBody(0, closeConnection);
-      else this.res.end(body, closeConnection);
+      // 204 and 304 carry no Content-Length at all (RFC 9110 8.6); other bodiless answers say 0.
+      if (body === undefined && (code === 204 || code === 304)) this.res.endWithoutBody();
+      else this.res.end(body ?? '', closeConnection);
     });
   }
 

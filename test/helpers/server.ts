@@ -1,0 +1,68 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const MAIN = fileURLToPath(new URL('../../dist/server/main.js', import.meta.url));
+
+export interface TestServer {
+  url: string;
+  port: number;
+  root: string;
+  proc: ChildProcess;
+  stderr: () => string;
+  /** SIGTERM and wait. */
+  stop(): Promise<void>;
+  /** SIGKILL and wait: the crash case. */
+  kill9(): Promise<void>;
+  /** Peak resident memory of the server process, in bytes, from /proc. */
+  rss(): number;
+}
+
+export function tempRoot(prefix = 'svc-test-'): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+}
+
+/** Starts `svc serve` as a real process on a free port with its own data directory. */
+export async function startServer(env: Record<string, string> = {}, root = tempRoot()): Promise<TestServer> {
+  const proc = spawn(process.execPath, [MAIN, 'serve'], {
+    env: { ...process.env, SVC_HTTP_PORT: '0', SVC_FS_ROOT: root, SVC_LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let err = '';
+  proc.stderr!.on('data', (d) => (err += d));
+  const port = await new Promise<number>((resolve, reject) => {
+    let out = '';
+    const onData = (d: Buffer) => {
+      out += d;
+      const line = out.split('\n').find((l) => l.includes('"listening"'));
+      if (line) {
+        proc.stdout!.off('data', onData);
+        resolve(JSON.parse(line).port);
+      }
+    };
+    proc.stdout!.on('data', onData);
+    proc.once('exit', (code) => reject(new Error(`server exited with ${code}: ${err}`)));
+  });
+  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    root,
+    proc,
+    stderr: () => err,
+    async stop() {
+      if (proc.exitCode === null) proc.kill('SIGTERM');
+      await exited;
+    },
+    async kill9() {
+      proc.kill('SIGKILL');
+      await exited;
+    },
+    rss() {
+      const status = fs.readFileSync(`/proc/${proc.pid}/status`, 'utf8');
+      return Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) * 1024;
+    },
+  };
+}

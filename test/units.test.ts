@@ -1,0 +1,110 @@
+import { describe, expect, it } from 'vitest';
+import { parseContentId, parseContentIdSegment } from '../dist/engine/cas/content-id.js';
+import { decodeCursor, encodeCursor, parseLimit } from '../dist/engine/cas/cursors.js';
+import { ConfigError, loadConfig, parseDuration, parseSize } from '../dist/engine/config.js';
+import { evaluate, parseRange } from '../dist/server/conditional.js';
+
+const HEX = 'a'.repeat(64);
+
+describe('content ids', () => {
+  it('parses the canonical form and percent-encoded segments', () => {
+    expect(parseContentId(`sha-256:${HEX}:5`)).toEqual({ hex: HEX, size: 5 });
+    expect(parseContentIdSegment(`sha-256%3A${HEX}%3A5`)).toEqual({ hex: HEX, size: 5 });
+  });
+
+  it.each([
+    ['', 'empty'],
+    [`sha-256:${HEX}:0`, 'zero length'],
+    [`sha-256:${HEX}:05`, 'leading zero'],
+    [`sha-256:${'A'.repeat(64)}:5`, 'uppercase hex'],
+    [`sha-256:${HEX.slice(1)}:5`, 'short digest'],
+    [`blake3:${HEX}:5`, 'other algorithm'],
+    [`sha-256:${HEX}:-1`, 'negative'],
+    [`sha-256:${HEX}:5:6`, 'extra part'],
+    [`sha-256:${HEX}`, 'no length'],
+  ])('rejects %s (%s) with invalid_blob_id', (id) => {
+    expect(() => parseContentId(id)).toThrowError(expect.objectContaining({ status: 400, code: 'invalid_blob_id' }));
+  });
+
+  it('rejects malformed percent-encoding', () => {
+    expect(() => parseContentIdSegment('sha-256%3')).toThrowError(expect.objectContaining({ code: 'invalid_blob_id', message: expect.stringContaining('encoding') }));
+  });
+});
+
+describe('pagination', () => {
+  it('limits 1..1000, default 100', () => {
+    expect(parseLimit(undefined)).toBe(100);
+    expect(parseLimit('1')).toBe(1);
+    expect(parseLimit('1000')).toBe(1000);
+    for (const bad of ['0', '1001', '-1', '1.5', 'ten', '', ' 5']) {
+      expect(() => parseLimit(bad)).toThrowError(expect.objectContaining({ code: 'invalid_pagination' }));
+    }
+  });
+
+  it('cursors round-trip and foreign ones are refused', () => {
+    expect(decodeCursor('inv1', encodeCursor('inv1', '42'))).toBe('42');
+    expect(() => decodeCursor('inv1', encodeCursor('blk1', '42'))).toThrowError(expect.objectContaining({ code: 'invalid_pagination' }));
+    expect(() => decodeCursor('inv1', 'garbage')).toThrowError(expect.objectContaining({ code: 'invalid_pagination' }));
+    expect(() => decodeCursor('inv1', 'inv1.@@')).toThrowError(expect.objectContaining({ code: 'invalid_pagination' }));
+  });
+});
+
+describe('configuration', () => {
+  it('parses sizes and durations with units', () => {
+    expect(parseSize('X', '256KiB')).toBe(262144);
+    expect(parseSize('X', '5GiB')).toBe(5 * 2 ** 30);
+    expect(parseSize('X', '1048576')).toBe(1048576);
+    expect(parseDuration('X', '500ms')).toBe(500);
+    expect(parseDuration('X', '15m')).toBe(900_000);
+    expect(parseDuration('X', '7d')).toBe(7 * 86_400_000);
+    expect(() => parseDuration('X', '15')).toThrow(ConfigError);
+  });
+
+  it('names the variable of an invalid value', () => {
+    expect(() => loadConfig({ SVC_DURABILITY: 'sometimes' })).toThrowError(/SVC_DURABILITY/);
+    expect(() => loadConfig({ SVC_HTTP_PORT: '70000' })).toThrowError(/SVC_HTTP_PORT/);
+    expect(() => loadConfig({ SVC_CHUNK_MIN: '8MiB' })).toThrowError(/SVC_CHUNK_MIN/);
+    expect(loadConfig({}).httpPort).toBe(8081);
+  });
+});
+
+describe('preconditions and ranges (RFC 9110)', () => {
+  const rep = { etag: '"x"', lastModified: Date.parse('Sat, 21 Nov 2026 10:00:00 GMT'), size: 1000 };
+  const before = 'Sat, 21 Nov 2026 09:00:00 GMT';
+  const after = 'Sat, 21 Nov 2026 11:00:00 GMT';
+
+  it('orders If-Match, If-Unmodified-Since, If-None-Match, If-Modified-Since', () => {
+    expect(evaluate(rep, { ifMatch: '"y"' }).status).toBe(412);
+    expect(evaluate(rep, { ifMatch: 'W/"x"' }).status).toBe(412);
+    expect(evaluate(rep, { ifMatch: '"y", "x"' }).status).toBe(200);
+    expect(evaluate(rep, { ifMatch: '*', ifUnmodifiedSince: before }).status).toBe(200);
+    expect(evaluate(rep, { ifUnmodifiedSince: before }).status).toBe(412);
+    expect(evaluate(rep, { ifUnmodifiedSince: after }).status).toBe(200);
+    expect(evaluate(rep, { ifNoneMatch: 'W/"x"' }).status).toBe(304);
+    expect(evaluate(rep, { ifNoneMatch: '*' }).status).toBe(304);
+    expect(evaluate(rep, { ifNoneMatch: '"y"', ifModifiedSince: after }).status).toBe(200);
+    expect(evaluate(rep, { ifModifiedSince: after }).status).toBe(304);
+    expect(evaluate(rep, { ifModifiedSince: before }).status).toBe(200);
+    expect(evaluate(rep, { ifModifiedSince: 'yesterday' }).status).toBe(200);
+    expect(evaluate(rep, { ifMatch: '"y"', ifNoneMatch: '"x"' }).status).toBe(412);
+  });
+
+  it('applies Range only when If-Range holds', () => {
+    expect(evaluate(rep, { range: 'bytes=0-9', ifRange: '"x"' })).toEqual({ status: 206, start: 0, end: 9 });
+    expect(evaluate(rep, { range: 'bytes=0-9', ifRange: '"y"' })).toEqual({ status: 200 });
+    expect(evaluate(rep, { range: 'bytes=0-9', ifRange: 'W/"x"' })).toEqual({ status: 200 });
+    expect(evaluate(rep, { range: 'bytes=0-9', ifRange: 'Sat, 21 Nov 2026 10:00:00 GMT' }).status).toBe(206);
+    expect(evaluate(rep, { range: 'bytes=0-9', ifRange: before })).toEqual({ status: 200 });
+  });
+
+  it('parses the three range forms and refuses the rest', () => {
+    expect(parseRange('bytes=10-19', 1000)).toEqual({ status: 206, start: 10, end: 19 });
+    expect(parseRange('bytes=990-', 1000)).toEqual({ status: 206, start: 990, end: 999 });
+    expect(parseRange('bytes=-10', 1000)).toEqual({ status: 206, start: 990, end: 999 });
+    expect(parseRange('bytes=-5000', 1000)).toEqual({ status: 206, start: 0, end: 999 });
+    expect(parseRange('bytes=900-5000', 1000)).toEqual({ status: 206, start: 900, end: 999 });
+    for (const bad of ['bytes=1000-', 'bytes=-0', 'bytes=5-1', 'bytes=0-1,3-4', 'items=0-1', 'bytes=', 'bytes=-', 'bytes=a-b']) {
+      expect(parseRange(bad, 1000)).toEqual({ status: 416 });
+    }
+  });
+});
