@@ -39,7 +39,7 @@ export class Engine {
     readonly pool: Piscina,
   ) {
     this.memory = new TransferMemory(config.ingestBufferBytes, config.segmentBytes);
-    this.reader = new BlobReader(blocks, config.blockCacheBytes, this.stats, log);
+    this.reader = new BlobReader(blocks, config.blockCacheBytes, this.stats, log, this.memory);
   }
 
   static async open(config: Config, log: Logger): Promise<Engine> {

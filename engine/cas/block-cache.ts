@@ -16,6 +16,7 @@ export class BlockCache {
   }
 
   set(hex: string, block: Buffer): void {
+    // Only small blocks, which are read into buffers of their own, are kept.
     if (block.length > BlockCache.MAX_ENTRY || block.length > this.capacity || this.entries.has(hex)) return;
     this.entries.set(hex, block);
     this.bytes += block.length;

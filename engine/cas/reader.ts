@@ -5,6 +5,7 @@ import type { Stats } from '../ops/stats.js';
 import type { FsBlockStore } from '../store/fs-block-store.js';
 import { BlockCache } from './block-cache.js';
 import type { Manifest } from './manifests.js';
+import type { TransferMemory } from './transfer-memory.js';
 
 /**
  * The read path: fetches only the blocks a range touches, checks each block's xxh64 before any
@@ -18,17 +19,18 @@ export class BlobReader {
     cacheBytes: number,
     private readonly stats: Stats,
     private readonly log: Logger,
+    private readonly memory: TransferMemory,
   ) {
     this.cache = new BlockCache(cacheBytes);
   }
 
   /** Block `index` of the manifest, verified. A mismatch is a 500 and is recorded as corruption. */
-  async block(manifest: Manifest, index: number): Promise<Buffer> {
+  async block(manifest: Manifest, index: number, into?: Buffer): Promise<Buffer> {
     const ref = manifest.block(index);
     let bytes = this.cache.get(ref.hex);
     if (!bytes) {
       try {
-        bytes = await this.store.read(ref.hex, ref.size);
+        bytes = await this.store.read(ref.hex, ref.size, into);
       } catch (err) {
         this.log.error('read: block unreadable', { block: ref.hex, err: String(err) });
         throw storageFailure('A block of this blob could not be read');
@@ -44,23 +46,45 @@ export class BlobReader {
     return bytes;
   }
 
-  /** The bytes [start, end) as verified pieces, in order. */
+  /**
+   * The bytes [start, end) as verified pieces, in order. A piece is valid until the next one is
+   * requested: two buffers alternate (one being sent, one being read ahead), reserved from the
+   * transfer memory budget, so a download holds at most two blocks whatever the blob size.
+   */
   async *range(manifest: Manifest, start: number, end: number): AsyncGenerator<Buffer> {
     if (start >= end) return;
     const firstIndex = manifest.blockAt(start);
     const lastIndex = manifest.blockAt(end - 1);
-    let next: Promise<Buffer> = this.block(manifest, firstIndex);
-    for (let i = firstIndex; i <= lastIndex; i++) {
-      const current = next;
-      if (i < lastIndex) {
-        next = this.block(manifest, i + 1);
-        next.catch(() => {}); // surfaced when awaited
+    let largest = 0;
+    for (let i = firstIndex; i <= lastIndex; i++) largest = Math.max(largest, manifest.block(i).size);
+    const pooled = largest > BlockCache.MAX_ENTRY;
+    const reserved = pooled ? 2 * largest : 0;
+    if (pooled) {
+      await new Promise<void>((admit) => this.memory.reserve(reserved, admit));
+      this.memory.trackSmall(reserved);
+    }
+    try {
+      const buffers = pooled ? [Buffer.allocUnsafe(largest), Buffer.allocUnsafe(largest)] : [];
+      const read = (i: number) => this.block(manifest, i, buffers[i % 2]);
+      let next: Promise<Buffer> = read(firstIndex);
+      for (let i = firstIndex; i <= lastIndex; i++) {
+        const current = next;
+        if (i < lastIndex) {
+          next = read(i + 1);
+          next.catch(() => {}); // surfaced when awaited
+        }
+        const bytes = await current;
+        const offset = manifest.offsets[i];
+        const from = Math.max(start, offset) - offset;
+        const to = Math.min(end, offset + bytes.length) - offset;
+        yield from === 0 && to === bytes.length ? bytes : bytes.subarray(from, to);
       }
-      const bytes = await current;
-      const offset = manifest.offsets[i];
-      const from = Math.max(start, offset) - offset;
-      const to = Math.min(end, offset + bytes.length) - offset;
-      yield from === 0 && to === bytes.length ? bytes : bytes.subarray(from, to);
+      await next.catch(() => {});
+    } finally {
+      if (pooled) {
+        this.memory.trackSmall(-reserved);
+        this.memory.unreserve(reserved);
+      }
     }
   }
 }

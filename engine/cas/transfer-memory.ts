@@ -63,10 +63,12 @@ export class TransferMemory {
 
   returnSegment(segment: SharedArrayBuffer): void {
     this.inUse -= this.segmentBytes;
-    // Keep a modest free list; the rest goes back to the allocator.
-    if (this.free.length < 64) this.free.push(segment);
+    // Keep every segment for reuse (the budget caps how many exist). Dropping one would not free
+    // it soon: worker threads keep references in garbage that their own GC collects only lazily.
+    this.free.push(segment);
   }
 
+  /** Accounts buffers that are not pooled segments (small bodies, read buffers); negative to release. */
   trackSmall(bytes: number): void {
     this.inUse += bytes;
   }

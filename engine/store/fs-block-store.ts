@@ -71,13 +71,16 @@ export class FsBlockStore {
     return true;
   }
 
-  /** Reads a whole block. Small blocks are read synchronously: cheaper than three thread-pool hops. */
-  async read(hex: string, size: number): Promise<Buffer> {
+  /**
+   * Reads a whole block, into `into` when given (reused by the caller to keep memory flat).
+   * Small blocks are read synchronously: cheaper than three thread-pool hops.
+   */
+  async read(hex: string, size: number, into?: Buffer): Promise<Buffer> {
     const file = this.blockPath(hex, size);
     if (size <= 65536) return readExactSync(file, size);
     const handle = await fsp.open(file, 'r');
     try {
-      const buf = Buffer.allocUnsafe(size);
+      const buf = into ? into.subarray(0, size) : Buffer.allocUnsafe(size);
       let off = 0;
       while (off < size) {
         const { bytesRead } = await handle.read(buf, off, size - off, off);
