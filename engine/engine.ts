@@ -53,7 +53,7 @@ export class Engine {
   }
 
   startIngest(options: IngestOptions): DirectIngest {
-    return new DirectIngest({ config: this.config, pool: this.pool, memory: this.memory, manifests: this.manifests, stats: this.stats, log: this.log }, options);
+    return new DirectIngest({ config: this.config, spillDir: this.blocks.tmpDir, pool: this.pool, memory: this.memory, manifests: this.manifests, stats: this.stats, log: this.log }, options);
   }
 
   manifest(id: ContentId): Manifest {

@@ -134,10 +134,9 @@ describe('robustness', () => {
       };
       await Promise.all(Array.from({ length: 50 }, (_, i) => roundTrip(i)));
       expect(stored.size).toBe(50);
-      // Segments are reserved within SVC_INGEST_BUFFER_BYTES (96 MiB), but uWS keeps delivering
-      // data for a while after pause() (docs/architecture.md, "Known limits"), so the observed
-      // ceiling is higher than the budget. It must still stay well under what was uploaded.
-      expect(peak - baseline).toBeLessThan(640 * MiB);
+      // Upload segments and download buffers live within SVC_INGEST_BUFFER_BYTES (96 MiB), bytes
+      // uWS delivers after pause() wait in spill files; the rest is the runtime's own.
+      expect(peak - baseline).toBeLessThan(224 * MiB);
       expect(await metric(server.url, 'svc_buffered_bytes')).toBe(0);
     } finally {
       clearInterval(sampler);

@@ -7,10 +7,13 @@ import type { Stats } from '../ops/stats.js';
 import type { ChunkTask, ChunkTaskResult, StoredBlock } from './block-task.js';
 import { type ChunkerSpec, chunkerName, freshScanState, maxBlockBytes } from './chunkers.js';
 import type { BlobSummary, ManifestStore } from './manifests.js';
+import { SpillFile } from './spill.js';
 import type { TransferMemory } from './transfer-memory.js';
 
 export interface IngestDeps {
   config: Config;
+  /** Directory for spill files (cleaned at start). */
+  spillDir: string;
   pool: Piscina;
   memory: TransferMemory;
   manifests: ManifestStore;
@@ -78,7 +81,7 @@ export class DirectIngest {
   private mediaType = 'application/octet-stream';
   private state = freshScanState();
   private readonly blocks: StoredBlock[] = [];
-  private pendingBeforeAdmission: Buffer[] = [];
+  private spill: SpillFile | null = null;
   private admitted = false;
   private cancelAdmission: () => void = () => {};
   private inFlight = false;
@@ -109,9 +112,8 @@ export class DirectIngest {
   admit(admitted: () => void): void {
     this.cancelAdmission = this.deps.memory.reserve(this.reservation, () => {
       this.admitted = true;
-      for (const chunk of this.pendingBeforeAdmission) this.store(chunk);
-      this.pendingBeforeAdmission = [];
-      admitted();
+      this.refill();
+      if (!this.spill) admitted();
       this.pump();
     });
   }
@@ -131,8 +133,15 @@ export class DirectIngest {
     }
     this.sha.update(chunk);
     this.received += len;
-    if (!this.admitted) {
-      this.pendingBeforeAdmission.push(Buffer.from(chunk));
+    // Bytes that arrive while the upload may not hold more in memory wait on disk, in order.
+    if (!this.admitted || this.spill || this.segments.length > this.pauseAtSegments) {
+      try {
+        (this.spill ??= new SpillFile(this.deps.spillDir)).append(chunk);
+      } catch (err) {
+        this.deps.log.error('ingest: spill write failed', { err: String(err) });
+        throw this.fail(ingestFailed(), false);
+      }
+      this.paused = true;
       return false;
     }
     this.store(chunk);
@@ -159,6 +168,28 @@ export class DirectIngest {
     if (this.settled) return;
     this.settled = true;
     this.release();
+  }
+
+  /** Moves spilled bytes back into segments while the upload has room for them. */
+  private refill(): void {
+    const spill = this.spill;
+    if (!spill) return;
+    try {
+      while (spill.pending > 0 && this.segments.length < this.pauseAtSegments) {
+        const inSegment = (this.stored - this.first) % this.segmentSize;
+        if (inSegment === 0 && this.stored - this.first === this.segments.length * this.segmentSize) this.addSegment();
+        const view = this.views[this.views.length - 1];
+        this.stored += spill.take(view.subarray(inSegment));
+      }
+    } catch (err) {
+      this.deps.log.error('ingest: spill read failed', { err: String(err) });
+      this.fail(ingestFailed());
+      return;
+    }
+    if (spill.pending === 0) {
+      spill.dispose();
+      this.spill = null;
+    }
   }
 
   private store(chunk: Uint8Array): void {
@@ -250,7 +281,8 @@ export class DirectIngest {
         this.state = result.state;
         this.dispatched = end;
         this.dropConsumedSegments();
-        if (this.paused && this.segments.length < this.pauseAtSegments) {
+        this.refill();
+        if (this.paused && !this.spill && this.segments.length < this.pauseAtSegments) {
           this.paused = false;
           this.onResume();
         }
@@ -330,7 +362,8 @@ export class DirectIngest {
     }
     this.segments = [];
     this.views = [];
-    this.pendingBeforeAdmission = [];
+    this.spill?.dispose();
+    this.spill = null;
     if (this.admitted) memory.unreserve(this.reservation);
   }
 }
