@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { type ChunkerSpec, chunkerName, findCut, freshScanState } from '../dist/engine/cas/chunkers.js';
 import { SegmentedBytes } from '../dist/engine/cas/segmented-bytes.js';
 import { seededBytes } from './helpers/http.js';
+import { syntheticPdf } from './helpers/pdf.js';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -80,17 +81,6 @@ describe('fixed chunker', () => {
     expect(cutAll({ kind: 'fixed', size: MiB }, data, 256 * KiB, 300_000)).toEqual([MiB, 2 * MiB, 3 * MiB, 3 * MiB + 5]);
   });
 });
-
-/** A PDF-like body: objects of 5..40 KiB, an xref-ish trailer and %%EOF. */
-export function syntheticPdf(objects: number, seed: number, firstObject = 1, header = true): Buffer {
-  const parts: Buffer[] = header ? [Buffer.from('%PDF-1.7\n')] : [];
-  for (let i = 0; i < objects; i++) {
-    const len = 5 * KiB + ((i * 7919 + seed) % (35 * KiB));
-    parts.push(Buffer.from(`${firstObject + i} 0 obj\n<< /Length ${len} >>\nstream\n`), seededBytes(len, seed + i), Buffer.from('\nendstream\nendobj\n'));
-  }
-  parts.push(Buffer.from(`xref\n0 ${objects}\ntrailer\n<< /Size ${firstObject + objects} >>\nstartxref\n0\n%%EOF\n`));
-  return Buffer.concat(parts);
-}
 
 describe('PDF-aware chunker', () => {
   it('cuts right after endobj + EOL once a block reaches 1 MiB', () => {
