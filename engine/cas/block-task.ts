@@ -5,16 +5,32 @@ import { FsBlockStore } from '../store/fs-block-store.js';
 import { type ChunkerSpec, type ScanState, findCut, freshScanState } from './chunkers.js';
 import { SegmentedBytes } from './segmented-bytes.js';
 
-/** One step of an upload's chunking, run on a worker: cut, hash and store every block it can. */
-export interface ChunkTask {
+/** Shared segments holding part of an upload: segment k covers [first + k*segmentSize, …). */
+interface SegmentWindow {
   segments: SharedArrayBuffer[];
   segmentSize: number;
   first: number;
   end: number;
-  blockStart: number;
+}
+
+/** Finding the next cut points of an upload (sequential: each depends on the one before). */
+export interface CutTask extends SegmentWindow {
+  start: number;
   final: boolean;
   spec: ChunkerSpec;
   state: ScanState;
+}
+
+export interface CutTaskResult {
+  /** Ends of the blocks completed, in order; the next block starts at the last one. */
+  cuts: number[];
+  state: ScanState;
+}
+
+/** Hashing and storing one block [from, to) (independent of every other block). */
+export interface StoreTask extends SegmentWindow {
+  from: number;
+  to: number;
   root: string;
   durability: Durability;
 }
@@ -26,12 +42,6 @@ export interface StoredBlock {
   fresh: boolean;
 }
 
-export interface ChunkTaskResult {
-  blocks: StoredBlock[];
-  blockStart: number;
-  state: ScanState;
-}
-
 const stores = new Map<string, FsBlockStore>();
 
 function storeFor(root: string, durability: Durability): FsBlockStore {
@@ -41,32 +51,32 @@ function storeFor(root: string, durability: Durability): FsBlockStore {
   return store;
 }
 
-export function runChunkTask(task: ChunkTask): ChunkTaskResult {
-  const data = new SegmentedBytes(
-    task.segments.map((s) => new Uint8Array(s)),
-    task.segmentSize,
-    task.first,
-    task.end,
-  );
-  const store = storeFor(task.root, task.durability);
-  const blocks: StoredBlock[] = [];
-  let start = task.blockStart;
+const view = (w: SegmentWindow) => new SegmentedBytes(w.segments.map((s) => new Uint8Array(s)), w.segmentSize, w.first, w.end);
+
+export function runCutTask(task: CutTask): CutTaskResult {
+  const data = view(task);
+  const cuts: number[] = [];
+  let start = task.start;
   let state = task.state;
   for (;;) {
     const cut = findCut(task.spec, data, start, task.final, state);
     if (cut < 0) break;
-    const pieces = data.pieces(start, cut);
-    const sha = createHash('sha256');
-    for (const p of pieces) sha.update(p);
-    const hex = sha.digest('hex');
-    const checksum = pieces.length === 1 ? xxh64(pieces[0]) : pieces.reduce((h, p) => h.update(p), new Xxh64()).digest();
-    const size = cut - start;
-    const fresh = store.putSync(hex, size, pieces);
-    blocks.push({ hex, size, checksum, fresh });
+    cuts.push(cut);
     start = cut;
     state = freshScanState();
   }
-  return { blocks, blockStart: start, state };
+  return { cuts, state };
+}
+
+export function runStoreTask(task: StoreTask): StoredBlock {
+  const pieces = view(task).pieces(task.from, task.to);
+  const sha = createHash('sha256');
+  for (const p of pieces) sha.update(p);
+  const hex = sha.digest('hex');
+  const checksum = pieces.length === 1 ? xxh64(pieces[0]) : pieces.reduce((h, p) => h.update(p), new Xxh64()).digest();
+  const size = task.to - task.from;
+  const fresh = storeFor(task.root, task.durability).putSync(hex, size, pieces);
+  return { hex, size, checksum, fresh };
 }
 
 export interface VerifyTask {

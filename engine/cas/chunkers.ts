@@ -80,33 +80,35 @@ function fastcdcCut(spec: { min: number; avg: number; max: number }, data: Segme
   let pos = state.pos >= minEnd ? state.pos : minEnd;
   let h = state.pos >= minEnd ? state.hash : 0;
   const limit = Math.min(end, maxEnd);
-  let cut = -1;
-  data.forEachPiece(pos, limit, (piece, pieceStart) => {
-    if (cut >= 0) return;
-    const n = piece.length;
-    let i = 0;
-    // Bytes before the average use the small-block mask.
-    const split = Math.min(n, Math.max(0, avgEnd - pieceStart));
-    for (; i < split; i++) {
-      h = ((h << 1) + GEAR[piece[i]]) | 0;
-      if ((h & maskSmall) === 0) {
-        cut = pieceStart + i + 1;
-        return;
-      }
+  while (pos < limit) {
+    const { bytes, offset, length } = data.pieceAt(pos, limit);
+    const split = Math.min(length, Math.max(0, avgEnd - pos));
+    let i = gearScan(bytes, offset, offset + split, h, maskSmall);
+    if (i < 0) {
+      h = scanHash;
+      i = gearScan(bytes, offset + split, offset + length, h, maskLarge);
     }
-    for (; i < n; i++) {
-      h = ((h << 1) + GEAR[piece[i]]) | 0;
-      if ((h & maskLarge) === 0) {
-        cut = pieceStart + i + 1;
-        return;
-      }
-    }
-  });
-  if (cut >= 0) return cut;
+    if (i >= 0) return pos + (i - offset) + 1;
+    h = scanHash;
+    pos += length;
+  }
   if (limit === maxEnd) return maxEnd;
   if (final) return end;
   state.pos = limit;
   state.hash = h;
+  return -1;
+}
+
+/** Gear hash value after the last gearScan that found no cut. */
+let scanHash = 0;
+
+/** Index of the first byte in bytes[from, to) after which (hash & mask) is 0, or -1. The hot loop. */
+function gearScan(bytes: Uint8Array, from: number, to: number, h: number, mask: number): number {
+  for (let i = from; i < to; i++) {
+    h = ((h << 1) + GEAR[bytes[i]]) | 0;
+    if ((h & mask) === 0) return i;
+  }
+  scanHash = h;
   return -1;
 }
 

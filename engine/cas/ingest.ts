@@ -4,7 +4,7 @@ import type { Config } from '../config.js';
 import { SvcError, ingestFailed, invalidBlob, payloadTooLarge } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Stats } from '../ops/stats.js';
-import type { ChunkTask, ChunkTaskResult, StoredBlock } from './block-task.js';
+import type { CutTask, CutTaskResult, StoreTask, StoredBlock } from './block-task.js';
 import { type ChunkerSpec, chunkerName, freshScanState, maxBlockBytes } from './chunkers.js';
 import type { BlobSummary, ManifestStore } from './manifests.js';
 import { SpillFile } from './spill.js';
@@ -36,6 +36,8 @@ export interface IngestOptions {
 }
 
 const SNIFF_BYTES = 4096;
+/** How many segments beyond its reservation an upload may borrow from idle budget. */
+const MAX_BORROWED_SEGMENTS = 16;
 const PDF_SIGNATURE = Buffer.from('%PDF-');
 
 /** The default chunker from the configuration; PDF bodies get the PDF-aware one. */
@@ -69,22 +71,31 @@ export class DirectIngest {
   private readonly segmentSize: number;
   private readonly reservation: number;
   private readonly pauseAtSegments: number;
+  private readonly spillAboveSegments: number;
   private readonly maxUpload: number;
   private segments: SharedArrayBuffer[] = [];
   private views: Uint8Array[] = [];
   private first = 0;
   private received = 0;
   private stored = 0;
+  /** End of the data given to the last cut task. */
   private dispatched = 0;
-  private blockStart = 0;
+  /** Where the next block begins (everything before it is cut). */
+  private cutStart = 0;
+  private readonly blockStarts: number[] = [];
+  /** Index of the first block not yet stored: bytes before its start can be let go. */
+  private firstUnstored = 0;
+  private storesInFlight = 0;
   private spec?: ChunkerSpec;
   private mediaType = 'application/octet-stream';
   private state = freshScanState();
-  private readonly blocks: StoredBlock[] = [];
+  private readonly blocks: Array<StoredBlock | undefined> = [];
   private spill: SpillFile | null = null;
+  /** Segments held beyond the reservation, borrowed from unused budget. */
+  private borrowed = 0;
   private admitted = false;
   private cancelAdmission: () => void = () => {};
-  private inFlight = false;
+  private cutInFlight = false;
   private ended = false;
   private paused = false;
   private settled = false;
@@ -103,9 +114,12 @@ export class DirectIngest {
     // A small declared body gets one exact segment of its own instead of a pooled one.
     this.segmentSize = declared !== undefined && declared < memory.segmentBytes ? declared : memory.segmentBytes;
     const maxBlock = Math.max(maxBlockBytes(defaultChunker(config)), maxBlockBytes(pdfChunker(config)));
-    const worstCase = maxBlock + 3 * this.segmentSize;
+    // Pause once a maximal block plus four segments are held (room for blocks being stored while
+    // the next are cut); spill to disk what uWS still delivers beyond two more segments.
+    this.pauseAtSegments = Math.ceil(maxBlock / this.segmentSize) + 4;
+    this.spillAboveSegments = this.pauseAtSegments + 2;
+    const worstCase = (this.spillAboveSegments + 1) * this.segmentSize;
     this.reservation = declared === undefined ? worstCase : Math.min(worstCase, Math.ceil(declared / this.segmentSize) * this.segmentSize);
-    this.pauseAtSegments = Math.ceil(maxBlock / this.segmentSize) + 2;
   }
 
   /** Reserves memory; `admitted` runs once the body may be read (at once unless the server is full). */
@@ -134,7 +148,7 @@ export class DirectIngest {
     this.sha.update(chunk);
     this.received += len;
     // Bytes that arrive while the upload may not hold more in memory wait on disk, in order.
-    if (!this.admitted || this.spill || this.segments.length > this.pauseAtSegments) {
+    if (!this.admitted || this.spill || !this.roomFor(len)) {
       try {
         (this.spill ??= new SpillFile(this.deps.spillDir)).append(chunk);
       } catch (err) {
@@ -168,6 +182,21 @@ export class DirectIngest {
     if (this.settled) return;
     this.settled = true;
     this.release();
+  }
+
+  /**
+   * Whether `len` more bytes may be held in memory: within the upload's own segments, or in
+   * segments borrowed from budget nobody else is using.
+   */
+  private roomFor(len: number): boolean {
+    const free = this.first + this.segments.length * this.segmentSize - this.stored;
+    const needed = len <= free ? 0 : Math.ceil((len - free) / this.segmentSize);
+    const beyond = this.segments.length + needed - (this.spillAboveSegments + 1) - this.borrowed;
+    if (beyond <= 0) return true;
+    if (this.segmentSize !== this.deps.memory.segmentBytes || this.borrowed + beyond > MAX_BORROWED_SEGMENTS) return false;
+    if (!this.deps.memory.borrow(beyond * this.segmentSize)) return false;
+    this.borrowed += beyond;
+    return true;
   }
 
   /** Moves spilled bytes back into segments while the upload has room for them. */
@@ -218,7 +247,7 @@ export class DirectIngest {
   }
 
   private pump(): void {
-    if (this.settled || this.inFlight || !this.admitted) return;
+    if (this.settled || this.cutInFlight || !this.admitted) return;
     const allStored = this.ended && this.stored === this.received;
     if (!this.spec) {
       if (this.stored < SNIFF_BYTES && !allStored) return;
@@ -229,13 +258,13 @@ export class DirectIngest {
         return;
       }
     }
-    const ready = this.stored - this.dispatched;
-    if (allStored && this.blockStart === this.stored) {
-      void this.publish();
+    if (allStored && this.cutStart === this.stored) {
+      if (this.storesInFlight === 0) void this.publish();
       return;
     }
+    const ready = this.stored - this.dispatched;
     if (!(ready >= this.segmentSize || allStored || (ready > 0 && this.paused))) return;
-    this.dispatch(allStored);
+    this.dispatchCut(allStored);
   }
 
   /** Looks at the first bytes once: PDF signature against the declared type. */
@@ -256,55 +285,91 @@ export class DirectIngest {
     this.spec = isPdf ? pdfChunker(this.deps.config) : defaultChunker(this.deps.config);
   }
 
-  private dispatch(final: boolean): void {
-    const firstIndex = Math.floor((this.blockStart - this.first) / this.segmentSize);
-    const task: ChunkTask = {
-      segments: this.segments.slice(firstIndex),
-      segmentSize: this.segmentSize,
-      first: this.first + firstIndex * this.segmentSize,
-      end: this.stored,
-      blockStart: this.blockStart,
-      final,
-      spec: this.spec!,
-      state: this.state,
-      root: this.deps.config.fsRoot,
-      durability: this.deps.config.durability,
-    };
-    this.inFlight = true;
+  /** The segments covering [from, end of data), as a task window. */
+  private window(from: number) {
+    const k = Math.floor((from - this.first) / this.segmentSize);
+    return { segments: this.segments.slice(k), segmentSize: this.segmentSize, first: this.first + k * this.segmentSize, end: this.stored };
+  }
+
+  private dispatchCut(final: boolean): void {
+    const task: CutTask = { ...this.window(this.cutStart), start: this.cutStart, final, spec: this.spec!, state: this.state };
     const end = this.stored;
-    (this.deps.pool.run(task, { name: 'chunk' }) as Promise<ChunkTaskResult>).then(
+    this.cutInFlight = true;
+    (this.deps.pool.run(task, { name: 'cut' }) as Promise<CutTaskResult>).then(
       (result) => {
-        this.inFlight = false;
+        this.cutInFlight = false;
         if (this.settled) return this.release();
-        this.blocks.push(...result.blocks);
-        this.blockStart = result.blockStart;
-        this.state = result.state;
         this.dispatched = end;
-        this.dropConsumedSegments();
-        this.refill();
-        if (this.paused && !this.spill && this.segments.length < this.pauseAtSegments) {
-          this.paused = false;
-          this.onResume();
+        this.state = result.state;
+        for (const cut of result.cuts) {
+          this.dispatchStore(this.blocks.length, this.cutStart, cut);
+          this.blockStarts.push(this.cutStart);
+          this.blocks.push(undefined);
+          this.cutStart = cut;
         }
-        this.pump();
+        this.afterProgress();
       },
       (err) => {
-        this.inFlight = false;
-        if (this.settled) return this.release();
-        this.deps.log.error('ingest: block write failed', { err: String(err?.stack ?? err) });
-        this.fail(ingestFailed());
+        this.cutInFlight = false;
+        this.taskFailed(err);
       },
     );
   }
 
+  private dispatchStore(index: number, from: number, to: number): void {
+    const { fsRoot: root, durability } = this.deps.config;
+    const task: StoreTask = { ...this.window(from), end: to, from, to, root, durability };
+    this.storesInFlight++;
+    (this.deps.pool.run(task, { name: 'store' }) as Promise<StoredBlock>).then(
+      (block) => {
+        this.storesInFlight--;
+        if (this.settled) return this.release();
+        this.blocks[index] = block;
+        while (this.firstUnstored < this.blocks.length && this.blocks[this.firstUnstored]) this.firstUnstored++;
+        this.afterProgress();
+      },
+      (err) => {
+        this.storesInFlight--;
+        this.taskFailed(err);
+      },
+    );
+  }
+
+  private afterProgress(): void {
+    this.dropConsumedSegments();
+    this.refill();
+    // Resume only well below the pause mark: every pause/resume cycle lets uWS overshoot.
+    if (this.paused && !this.spill && this.segments.length <= this.pauseAtSegments / 2) {
+      this.paused = false;
+      this.onResume();
+    }
+    this.pump();
+  }
+
+  private taskFailed(err: unknown): void {
+    if (this.settled) return this.release();
+    this.deps.log.error('ingest: chunking or block write failed', { err: String((err as Error)?.stack ?? err) });
+    this.fail(ingestFailed());
+  }
+
+  /** Offset before which no task needs the bytes any more. */
+  private neededFrom(): number {
+    return this.firstUnstored < this.blockStarts.length ? this.blockStarts[this.firstUnstored] : this.cutStart;
+  }
+
   private dropConsumedSegments(): void {
     const { memory } = this.deps;
-    while (this.segments.length > 0 && this.first + this.segmentSize <= this.blockStart) {
+    const needed = this.neededFrom();
+    while (this.segments.length > 0 && this.first + this.segmentSize <= needed) {
       const seg = this.segments.shift()!;
       this.views.shift();
       if (this.segmentSize === memory.segmentBytes) memory.returnSegment(seg);
       else memory.trackSmall(-this.segmentSize);
       this.first += this.segmentSize;
+      if (this.borrowed > 0) {
+        this.borrowed--;
+        memory.giveBack(this.segmentSize);
+      }
     }
   }
 
@@ -312,10 +377,11 @@ export class DirectIngest {
     this.settled = true;
     try {
       const hex = this.sha.digest('hex');
-      const manifest = await this.deps.manifests.publish(hex, this.received, this.mediaType, chunkerName(this.spec!), this.blocks);
+      const blocks = this.blocks as StoredBlock[];
+      const manifest = await this.deps.manifests.publish(hex, this.received, this.mediaType, chunkerName(this.spec!), blocks);
       const stats = this.deps.stats;
       let fresh = 0;
-      for (const b of this.blocks) {
+      for (const b of blocks) {
         if (b.fresh) {
           fresh++;
           stats.freshBytes += b.size;
@@ -352,7 +418,7 @@ export class DirectIngest {
 
   /** Returns segments and the reservation exactly once, never while a worker may read them. */
   private release(): void {
-    if (this.released || this.inFlight) return;
+    if (this.released || this.cutInFlight || this.storesInFlight > 0) return;
     this.released = true;
     this.cancelAdmission();
     const { memory } = this.deps;
@@ -364,6 +430,8 @@ export class DirectIngest {
     this.views = [];
     this.spill?.dispose();
     this.spill = null;
+    if (this.borrowed > 0) memory.giveBack(this.borrowed * this.segmentSize);
+    this.borrowed = 0;
     if (this.admitted) memory.unreserve(this.reservation);
   }
 }

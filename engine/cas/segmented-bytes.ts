@@ -15,6 +15,14 @@ export class SegmentedBytes {
     return this.segments[Math.floor(rel / this.segmentSize)][rel % this.segmentSize];
   }
 
+  /** The contiguous run of bytes at `abs`, up to `to`: a segment, an offset in it and a length. */
+  pieceAt(abs: number, to: number): { bytes: Uint8Array; offset: number; length: number } {
+    const rel = abs - this.first;
+    const k = Math.floor(rel / this.segmentSize);
+    const offset = rel - k * this.segmentSize;
+    return { bytes: this.segments[k], offset, length: Math.min(this.segmentSize - offset, to - abs) };
+  }
+
   /** Calls `fn` with each contiguous piece of [from, to), in order. */
   forEachPiece(from: number, to: number, fn: (piece: Uint8Array, pieceStart: number) => void): void {
     let abs = from;

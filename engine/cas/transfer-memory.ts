@@ -45,9 +45,25 @@ export class TransferMemory {
     };
   }
 
+  /** Extra room for an admitted transfer, granted only while nobody waits and the budget allows. */
+  borrow(bytes: number): boolean {
+    if (this.waiting.length > 0 || this.reserved + bytes > this.limitBytes) return false;
+    this.reserved += bytes;
+    return true;
+  }
+
+  giveBack(bytes: number): void {
+    this.reserved -= bytes;
+    this.admitWaiting();
+  }
+
   unreserve(bytes: number): void {
     this.reserved -= Math.min(bytes, this.limitBytes);
     this.transfers--;
+    this.admitWaiting();
+  }
+
+  private admitWaiting(): void {
     while (this.waiting.length > 0 && this.reserved + this.waiting[0].bytes <= this.limitBytes) {
       const next = this.waiting.shift()!;
       this.reserved += next.bytes;
