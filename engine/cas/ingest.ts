@@ -151,6 +151,7 @@ export class DirectIngest {
     if (!this.admitted || this.spill || !this.roomFor(len)) {
       try {
         (this.spill ??= new SpillFile(this.deps.spillDir)).append(chunk);
+        this.deps.stats.spilledBytes += len;
       } catch (err) {
         this.deps.log.error('ingest: spill write failed', { err: String(err) });
         throw this.fail(ingestFailed(), false);
@@ -262,6 +263,14 @@ export class DirectIngest {
       if (this.storesInFlight === 0) void this.publish();
       return;
     }
+    if (allStored && this.cutStart === 0 && this.isOneBlock(this.stored)) {
+      // A whole body smaller than any cut could be is one block: skip the cut task.
+      this.dispatchStore(0, 0, this.stored);
+      this.blockStarts.push(0);
+      this.blocks.push(undefined);
+      this.cutStart = this.stored;
+      return;
+    }
     const ready = this.stored - this.dispatched;
     if (!(ready >= this.segmentSize || allStored || (ready > 0 && this.paused))) return;
     this.dispatchCut(allStored);
@@ -283,6 +292,12 @@ export class DirectIngest {
       this.mediaType = declared!.trim();
     }
     this.spec = isPdf ? pdfChunker(this.deps.config) : defaultChunker(this.deps.config);
+  }
+
+  /** Whether the chunker cannot cut a body of `size` bytes (PDF bodies may cut at any %%EOF). */
+  private isOneBlock(size: number): boolean {
+    const spec = this.spec!;
+    return (spec.kind === 'fastcdc' && size <= spec.min) || (spec.kind === 'fixed' && size <= spec.size);
   }
 
   /** The segments covering [from, end of data), as a task window. */

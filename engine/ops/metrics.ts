@@ -22,6 +22,7 @@ export class Metrics {
     gauge('svc_dedup_ratio', 'Duplicate block bytes / all block bytes since start.', () => s.dedupRatio());
     gauge('svc_reads_total', 'Blob bodies served.', () => s.reads);
     gauge('svc_served_bytes_total', 'Body bytes served.', () => s.bytesServed);
+    gauge('svc_spilled_bytes_total', 'Upload bytes that waited on disk because their upload was full (uWS overshoot after pause).', () => s.spilledBytes);
     gauge('svc_corrupt_blocks', 'Distinct blocks that failed a checksum since start.', () => s.corruptBlocks.size);
     gauge('svc_transfers_in_flight', 'Uploads holding a memory reservation.', () => engine.memory.transfers);
     gauge('svc_transfers_queued', 'Uploads waiting for memory.', () => engine.memory.queued);

@@ -9,6 +9,8 @@ export class Stats {
   duplicateBytes = 0;
   reads = 0;
   bytesServed = 0;
+  /** Body bytes that arrived while their upload was full and waited in a spill file. */
+  spilledBytes = 0;
   requests = 0;
   errors = 0;
   readonly corruptBlocks = new Set<string>();

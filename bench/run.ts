@@ -1,0 +1,286 @@
+/**
+ * End-to-end benchmark of the blob API: starts the real server (dist/server/main.js) on a free
+ * port with a fresh data directory, measures large-blob ingest/download against same-run
+ * SHA-256, 4 KiB request rates and PDF-revision dedup, then prints a Markdown report and writes
+ * bench/results/<timestamp>.json and bench/results/latest.md.
+ *
+ *   npm run bench                 1 GiB body, 5 s upload / 10 s download load phases
+ *   npm run bench -- --quick      256 MiB body, 2 s load phases
+ *   npm run bench -- --strict     SVC_DURABILITY=strict (default: relaxed)
+ *
+ * Other SVC_* variables in the environment are passed to the server unchanged.
+ */
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { runDedup } from './dedup.js';
+import { downloadBlob, measureSha256, uploadFile, writeRandomFile } from './large.js';
+import { runLoad } from './load.js';
+import { RawConnection, getRequest, postRequest } from './raw-http.js';
+import { type Results, evaluateTargets, renderMarkdown } from './report.js';
+import { ServerProcess } from './server-process.js';
+
+const MiB = 1024 * 1024;
+const GiB = 1024 * MiB;
+const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const SEED = 'svc-bench-v1';
+
+interface Options {
+  quick: boolean;
+  strict: boolean;
+}
+
+function parseArgs(argv: string[]): Options {
+  const opts: Options = { quick: false, strict: false };
+  for (const a of argv) {
+    if (a === '--quick') opts.quick = true;
+    else if (a === '--strict') opts.strict = true;
+    else if (a === '--help' || a === '-h') {
+      process.stdout.write('usage: node dist/bench/run.js [--quick] [--strict]\n');
+      process.exit(0);
+    } else {
+      process.stderr.write(`bench: unknown argument "${a}" (expected --quick and/or --strict)\n`);
+      process.exit(2);
+    }
+  }
+  return opts;
+}
+
+function git(args: string[]): string | undefined {
+  try {
+    return execFileSync('git', args, { cwd: REPO, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  } catch {
+    return undefined;
+  }
+}
+
+/** Does the server still answer? For error reports. */
+async function probe(port: number): Promise<string> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const conn = await RawConnection.connect(port);
+    try {
+      const res = await Promise.race([
+        conn.request(getRequest('/api/health/live')),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error('no answer within 3 s')), 3000);
+        }),
+      ]);
+      return `GET /api/health/live on a new connection answered HTTP ${res.status}`;
+    } finally {
+      conn.close();
+    }
+  } catch (err) {
+    return `GET /api/health/live on a new connection failed: ${err instanceof Error ? err.message : String(err)}`;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+const progress = (msg: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
+
+async function main(): Promise<void> {
+  const opts = parseArgs(process.argv.slice(2));
+  const bodyBytes = opts.quick ? 256 * MiB : GiB;
+  const uploadMs = opts.quick ? 2000 : 5000;
+  const downloadMs = opts.quick ? 2000 : 10_000;
+  const warmupMs = opts.quick ? 500 : 1000;
+  const largeTimeoutMs = 10 * 60_000;
+  const durability = opts.strict ? 'strict' : 'relaxed';
+
+  const results: Results = {
+    tool: 'svc-bench',
+    startedAt: new Date().toISOString(),
+    mode: opts.quick ? 'quick' : 'full',
+    durability,
+    bodyBytes,
+    loadSeconds: { uploads: uploadMs / 1000, downloads: downloadMs / 1000, warmup: warmupMs / 1000 },
+    environment: {
+      cpuModel: os.cpus()[0]?.model ?? 'unknown',
+      cpus: os.availableParallelism(),
+      memoryBytes: os.totalmem(),
+      os: `${os.type()} ${os.release()} ${os.arch()}`,
+      node: process.version,
+      gitCommit: git(['rev-parse', 'HEAD']),
+      gitDirty: (git(['status', '--porcelain']) ?? '') !== '',
+      loadAverageAtStart: os.loadavg().map((v) => Math.round(v * 100) / 100),
+      loadGenerator: 'built-in (wrk not found): raw keep-alive HTTP/1.1 sockets, one Node.js thread',
+    },
+    server: { problems: [] },
+    errors: [],
+    targets: [],
+  };
+
+  const tmp = mkdtempSync(path.join(os.tmpdir(), 'svc-bench-'));
+  const fsRoot = path.join(tmp, 'data');
+  const bodyFile = path.join(tmp, 'body.bin');
+  mkdirSync(fsRoot);
+  let server: ServerProcess | undefined;
+  const emergencyCleanup = () => {
+    server?.kill();
+    rmSync(tmp, { recursive: true, force: true });
+  };
+  process.once('exit', emergencyCleanup);
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(sig, () => {
+      progress(`${sig}: stopping the server and removing ${tmp}`);
+      emergencyCleanup();
+      process.exit(130);
+    });
+  }
+
+  /** Runs a phase; records its failure and carries on unless the server is gone. */
+  const phase = async (name: string, fn: () => Promise<void> | void): Promise<boolean> => {
+    progress(name);
+    try {
+      await fn();
+      return true;
+    } catch (err) {
+      let message = err instanceof Error ? err.message : String(err);
+      await new Promise((r) => setTimeout(r, 200)); // let a server exit be noticed before judging
+      if (server && !server.alive && !message.includes('server exited')) message += `; ${server.describeExit()}`;
+      else if (server) message += `; afterwards ${await probe(server.port)}`;
+      results.errors.push({ phase: name, message });
+      progress(`${name} FAILED: ${message}`);
+      return false;
+    }
+  };
+
+  try {
+    await phase(`generating ${bodyBytes / MiB} MiB of deterministic random bytes in ${bodyFile}`, () => writeRandomFile(bodyFile, bodyBytes, SEED));
+    await phase('SHA-256 reference rate', () => {
+      results.sha256 = measureSha256(bodyFile);
+    });
+
+    progress(`starting the server (SVC_DURABILITY=${durability}, SVC_FS_ROOT=${fsRoot})`);
+    server = await ServerProcess.start({ entry: path.join(REPO, 'dist', 'server', 'main.js'), fsRoot, durability });
+    results.server.workers = server.listeningLog?.workers;
+    results.server.baselineRssBytes = server.memoryField('VmRSS');
+    const s = server;
+    const port = s.port;
+    progress(`server pid ${s.pid} listening on port ${port}`);
+
+    let largeId: string | undefined;
+    await phase(`ingest of ${bodyBytes / MiB} MiB`, async () => {
+      const up = await uploadFile(s, bodyFile, bodyBytes, 'application/octet-stream', largeTimeoutMs);
+      largeId = up.response.blob.id;
+      results.ingest = {
+        ...up,
+        ratioToSha256: results.sha256 ? up.mbPerSecond / results.sha256.mbPerSecond : undefined,
+        idMatchesSha256: results.sha256 ? up.response.blob.id === `sha-256:${results.sha256.hex}:${bodyBytes}` : undefined,
+      };
+      if (up.response.blob.size !== bodyBytes) throw new Error(`server stored ${up.response.blob.size} bytes, sent ${bodyBytes}`);
+    });
+
+    if (largeId && s.alive) {
+      const id = largeId;
+      await phase(`download of ${bodyBytes / MiB} MiB (3 passes)`, async () => {
+        const passes = [];
+        for (let i = 0; i < 3; i++) {
+          const d = await downloadBlob(s, id, largeTimeoutMs);
+          if (d.bytes !== bodyBytes) throw new Error(`download returned ${d.bytes} bytes, expected ${bodyBytes}`);
+          passes.push(d);
+        }
+        // The median pass is the result; all passes are kept in the JSON.
+        const sorted = [...passes].sort((a, b) => a.mbPerSecond - b.mbPerSecond);
+        results.download = { ...sorted[1], passesMbPerSecond: passes.map((p) => p.mbPerSecond) };
+      });
+    }
+    rmSync(bodyFile, { force: true });
+
+    const smallIds: string[] = [];
+    if (s.alive) {
+      await phase('4 KiB uploads', async () => {
+        const r = await runLoad({
+          port,
+          connections: 16,
+          pipeline: 1,
+          warmupMs,
+          durationMs: uploadMs,
+          next: () => postRequest('/api/v1/blobs', 'application/octet-stream', randomBytes(4096)),
+          expectStatus: 201,
+          keepBody: true,
+          onOk: (res) => {
+            if (smallIds.length < 16) smallIds.push((JSON.parse(res.body!.toString('utf8')) as { blob: { id: string } }).blob.id);
+          },
+          server: s,
+        });
+        results.smallUploads = { ...r, bodyBytes4k: 4096 };
+      });
+    }
+
+    if (s.alive) {
+      await phase('4 KiB downloads', async () => {
+        // A few stored 4 KiB blobs; upload them here if the upload phase produced none.
+        while (smallIds.length < 8) {
+          const conn = await RawConnection.connect(port);
+          try {
+            const res = await conn.request(postRequest('/api/v1/blobs', 'application/octet-stream', randomBytes(4096)));
+            if (res.status !== 201) throw new Error(`seeding a 4 KiB blob answered HTTP ${res.status}: ${res.body?.toString('utf8').slice(0, 300)}`);
+            smallIds.push((JSON.parse(res.body!.toString('utf8')) as { blob: { id: string } }).blob.id);
+          } finally {
+            conn.close();
+          }
+        }
+        const ids = smallIds.slice(0, 8);
+        const requests = ids.map((id) => getRequest(`/api/v1/blobs/${id}`));
+        results.smallDownloads = [];
+        // 64 requests in flight either way: 64 plain keep-alive connections, or 16 pipelining 4 each.
+        for (const [connections, pipeline] of [
+          [64, 1],
+          [16, 4],
+        ] as const) {
+          let seq = 0;
+          const r = await runLoad({
+            port,
+            connections,
+            pipeline,
+            warmupMs,
+            durationMs: downloadMs,
+            next: () => requests[seq++ % requests.length],
+            expectStatus: 200,
+            server: s,
+          });
+          const label = pipeline === 1 ? `${connections} keep-alive connections` : `${connections} connections, ${pipeline} pipelined each`;
+          results.smallDownloads.push({ ...r, label, blobs: ids.length });
+          if (r.bodyBytes !== r.requests * 4096 && r.errors === 0) throw new Error(`downloads returned ${r.bodyBytes} body bytes for ${r.requests} requests`);
+        }
+      });
+    }
+
+    if (s.alive) {
+      await phase('PDF revision dedup', async () => {
+        results.dedup = await runDedup(port, SEED, 5, 64 * MiB);
+      });
+    }
+  } catch (err) {
+    results.errors.push({ phase: 'harness', message: err instanceof Error ? err.message : String(err) });
+    progress(`FAILED: ${err instanceof Error ? err.stack : String(err)}`);
+  } finally {
+    if (server) {
+      progress('stopping the server');
+      const exit = await server.stop();
+      results.server.exit = { graceful: exit.graceful, alreadyExited: exit.alreadyExited, code: exit.code, signal: exit.signal };
+      results.server.problems = server.problems;
+    }
+    rmSync(tmp, { recursive: true, force: true });
+    process.off('exit', emergencyCleanup);
+  }
+
+  results.finishedAt = new Date().toISOString();
+  results.targets = evaluateTargets(results);
+  const markdown = renderMarkdown(results);
+  const outDir = path.join(REPO, 'bench', 'results');
+  mkdirSync(outDir, { recursive: true });
+  const jsonFile = path.join(outDir, `${results.startedAt.replace(/:/g, '-')}.json`);
+  writeFileSync(jsonFile, `${JSON.stringify(results, null, 2)}\n`);
+  writeFileSync(path.join(outDir, 'latest.md'), markdown);
+  process.stdout.write(markdown);
+  progress(`wrote ${path.relative(REPO, jsonFile)} and bench/results/latest.md`);
+  if (results.errors.length > 0) process.exitCode = 1;
+}
+
+await main();
