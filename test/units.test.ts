@@ -108,3 +108,30 @@ describe('preconditions and ranges (RFC 9110)', () => {
     }
   });
 });
+
+describe('upload backlog', async () => {
+  const { Backlog } = await import('../dist/engine/cas/backlog.js');
+  const fs = await import('node:fs');
+  const os = await import('node:os');
+  const path = await import('node:path');
+
+  it('keeps arrival order across memory and the spill file, and removes the file when drained', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'backlog-'));
+    let spilled = 0;
+    const backlog = new Backlog(10, dir, (n: number) => (spilled += n));
+    const input = Buffer.from('abcdefghijklmnopqrstuvwxyz0123456789');
+    for (let i = 0; i < input.length; i += 4) backlog.push(input.subarray(i, i + 4));
+    expect(backlog.pending).toBe(input.length);
+    expect(backlog.memoryBytes).toBeLessThanOrEqual(10);
+    expect(spilled).toBe(input.length - backlog.memoryBytes);
+    const out: Buffer[] = [];
+    const into = Buffer.alloc(3);
+    for (let n = backlog.take(into); n > 0; n = backlog.take(into)) out.push(Buffer.from(into.subarray(0, n)));
+    expect(Buffer.concat(out).toString()).toBe(input.toString());
+    expect(backlog.pending).toBe(0);
+    expect(fs.readdirSync(dir)).toEqual([]);
+    backlog.push(Buffer.from('again'));
+    expect(backlog.memoryBytes).toBe(5);
+    backlog.dispose();
+  });
+});

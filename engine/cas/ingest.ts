@@ -7,7 +7,7 @@ import type { Stats } from '../ops/stats.js';
 import type { CutTask, CutTaskResult, StoreTask, StoredBlock } from './block-task.js';
 import { type ChunkerSpec, chunkerName, freshScanState, maxBlockBytes } from './chunkers.js';
 import type { BlobSummary, ManifestStore } from './manifests.js';
-import { SpillFile } from './spill.js';
+import { Backlog } from './backlog.js';
 import type { TransferMemory } from './transfer-memory.js';
 
 export interface IngestDeps {
@@ -38,6 +38,8 @@ export interface IngestOptions {
 const SNIFF_BYTES = 4096;
 /** How many segments beyond its reservation an upload may borrow from idle budget. */
 const MAX_BORROWED_SEGMENTS = 16;
+/** Bytes an upload keeps in memory while paused before it spills to disk. */
+const BACKLOG_MEMORY_BYTES = 8 * 1024 * 1024;
 const PDF_SIGNATURE = Buffer.from('%PDF-');
 
 /** The default chunker from the configuration; PDF bodies get the PDF-aware one. */
@@ -71,7 +73,7 @@ export class DirectIngest {
   private readonly segmentSize: number;
   private readonly reservation: number;
   private readonly pauseAtSegments: number;
-  private readonly spillAboveSegments: number;
+  private readonly holdLimitSegments: number;
   private readonly maxUpload: number;
   private segments: SharedArrayBuffer[] = [];
   private views: Uint8Array[] = [];
@@ -90,7 +92,7 @@ export class DirectIngest {
   private mediaType = 'application/octet-stream';
   private state = freshScanState();
   private readonly blocks: Array<StoredBlock | undefined> = [];
-  private spill: SpillFile | null = null;
+  private readonly backlog: Backlog;
   /** Segments held beyond the reservation, borrowed from unused budget. */
   private borrowed = 0;
   private admitted = false;
@@ -115,11 +117,13 @@ export class DirectIngest {
     this.segmentSize = declared !== undefined && declared < memory.segmentBytes ? declared : memory.segmentBytes;
     const maxBlock = Math.max(maxBlockBytes(defaultChunker(config)), maxBlockBytes(pdfChunker(config)));
     // Pause once a maximal block plus four segments are held (room for blocks being stored while
-    // the next are cut); spill to disk what uWS still delivers beyond two more segments.
+    // the next are cut); what uWS still delivers beyond two more segments goes to the backlog.
     this.pauseAtSegments = Math.ceil(maxBlock / this.segmentSize) + 4;
-    this.spillAboveSegments = this.pauseAtSegments + 2;
-    const worstCase = (this.spillAboveSegments + 1) * this.segmentSize;
-    this.reservation = declared === undefined ? worstCase : Math.min(worstCase, Math.ceil(declared / this.segmentSize) * this.segmentSize);
+    this.holdLimitSegments = this.pauseAtSegments + 2;
+    const backlogMemory = Math.min(BACKLOG_MEMORY_BYTES, declared ?? BACKLOG_MEMORY_BYTES);
+    const worstCase = (this.holdLimitSegments + 1) * this.segmentSize;
+    this.reservation = backlogMemory + (declared === undefined ? worstCase : Math.min(worstCase, Math.ceil(declared / this.segmentSize) * this.segmentSize));
+    this.backlog = new Backlog(backlogMemory, deps.spillDir, (bytes) => (deps.stats.spilledBytes += bytes));
   }
 
   /** Reserves memory; `admitted` runs once the body may be read (at once unless the server is full). */
@@ -127,7 +131,7 @@ export class DirectIngest {
     this.cancelAdmission = this.deps.memory.reserve(this.reservation, () => {
       this.admitted = true;
       this.refill();
-      if (!this.spill) admitted();
+      if (this.backlog.pending === 0) admitted();
       this.pump();
     });
   }
@@ -145,20 +149,21 @@ export class DirectIngest {
     if (declared !== undefined && this.received + len > declared) {
       throw this.fail(invalidBlob(`Content-Length: expected ${declared} bytes but received more`), false);
     }
-    this.sha.update(chunk);
     this.received += len;
-    // Bytes that arrive while the upload may not hold more in memory wait on disk, in order.
-    if (!this.admitted || this.spill || !this.roomFor(len)) {
+    // While the upload cannot take more, bytes wait in the backlog, unhashed and in order.
+    if (!this.admitted || this.backlog.pending > 0 || !this.roomFor(len)) {
+      const before = this.backlog.memoryBytes;
       try {
-        (this.spill ??= new SpillFile(this.deps.spillDir)).append(chunk);
-        this.deps.stats.spilledBytes += len;
+        this.backlog.push(chunk);
       } catch (err) {
         this.deps.log.error('ingest: spill write failed', { err: String(err) });
         throw this.fail(ingestFailed(), false);
       }
+      this.deps.memory.trackSmall(this.backlog.memoryBytes - before);
       this.paused = true;
       return false;
     }
+    this.sha.update(chunk);
     this.store(chunk);
     this.pump();
     if (this.segments.length >= this.pauseAtSegments) this.paused = true;
@@ -192,7 +197,7 @@ export class DirectIngest {
   private roomFor(len: number): boolean {
     const free = this.first + this.segments.length * this.segmentSize - this.stored;
     const needed = len <= free ? 0 : Math.ceil((len - free) / this.segmentSize);
-    const beyond = this.segments.length + needed - (this.spillAboveSegments + 1) - this.borrowed;
+    const beyond = this.segments.length + needed - (this.holdLimitSegments + 1) - this.borrowed;
     if (beyond <= 0) return true;
     if (this.segmentSize !== this.deps.memory.segmentBytes || this.borrowed + beyond > MAX_BORROWED_SEGMENTS) return false;
     if (!this.deps.memory.borrow(beyond * this.segmentSize)) return false;
@@ -200,25 +205,28 @@ export class DirectIngest {
     return true;
   }
 
-  /** Moves spilled bytes back into segments while the upload has room for them. */
+  /** Moves backlog bytes into segments, hashing them on the way, while the upload has room. */
   private refill(): void {
-    const spill = this.spill;
-    if (!spill) return;
+    const backlog = this.backlog;
+    if (backlog.pending === 0) return;
+    const before = backlog.memoryBytes;
+    let failure: unknown;
     try {
-      while (spill.pending > 0 && this.segments.length < this.pauseAtSegments) {
+      while (backlog.pending > 0 && this.segments.length < this.pauseAtSegments) {
         const inSegment = (this.stored - this.first) % this.segmentSize;
         if (inSegment === 0 && this.stored - this.first === this.segments.length * this.segmentSize) this.addSegment();
         const view = this.views[this.views.length - 1];
-        this.stored += spill.take(view.subarray(inSegment));
+        const n = backlog.take(view.subarray(inSegment));
+        this.sha.update(view.subarray(inSegment, inSegment + n));
+        this.stored += n;
       }
     } catch (err) {
-      this.deps.log.error('ingest: spill read failed', { err: String(err) });
-      this.fail(ingestFailed());
-      return;
+      failure = err;
     }
-    if (spill.pending === 0) {
-      spill.dispose();
-      this.spill = null;
+    this.deps.memory.trackSmall(backlog.memoryBytes - before);
+    if (failure) {
+      this.deps.log.error('ingest: spill read failed', { err: String(failure) });
+      this.fail(ingestFailed());
     }
   }
 
@@ -354,7 +362,7 @@ export class DirectIngest {
     this.dropConsumedSegments();
     this.refill();
     // Resume only well below the pause mark: every pause/resume cycle lets uWS overshoot.
-    if (this.paused && !this.spill && this.segments.length <= this.pauseAtSegments / 2) {
+    if (this.paused && this.backlog.pending === 0 && this.segments.length <= this.pauseAtSegments / 2) {
       this.paused = false;
       this.onResume();
     }
@@ -443,8 +451,8 @@ export class DirectIngest {
     }
     this.segments = [];
     this.views = [];
-    this.spill?.dispose();
-    this.spill = null;
+    memory.trackSmall(-this.backlog.memoryBytes);
+    this.backlog.dispose();
     if (this.borrowed > 0) memory.giveBack(this.borrowed * this.segmentSize);
     this.borrowed = 0;
     if (this.admitted) memory.unreserve(this.reservation);

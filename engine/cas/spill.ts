@@ -2,11 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 
-/**
- * A FIFO of body bytes on disk. An upload's memory is a fixed number of segments, but uWS keeps
- * delivering data for a while after pause() (and before admission), and a chunk can only be
- * accepted during its callback: such bytes wait here, in order, instead of in memory.
- */
+/** A FIFO of body bytes on disk: the part of an upload's backlog that does not fit in memory. */
 export class SpillFile {
   private readonly file: string;
   private readonly fd: number;
