@@ -37,9 +37,9 @@ export interface IngestOptions {
 
 const SNIFF_BYTES = 4096;
 /** How many segments beyond its reservation an upload may borrow from idle budget. */
-const MAX_BORROWED_SEGMENTS = 16;
+const MAX_BORROWED_SEGMENTS = 8;
 /** Bytes an upload keeps in memory while paused before it spills to disk. */
-const BACKLOG_MEMORY_BYTES = 8 * 1024 * 1024;
+const BACKLOG_MEMORY_BYTES = 16 * 1024 * 1024;
 const PDF_SIGNATURE = Buffer.from('%PDF-');
 
 /** The default chunker from the configuration; PDF bodies get the PDF-aware one. */
@@ -88,6 +88,8 @@ export class DirectIngest {
   /** Index of the first block not yet stored: bytes before its start can be let go. */
   private firstUnstored = 0;
   private storesInFlight = 0;
+  /** Blocks cut but not yet handed to the pool: [index, from, to]. */
+  private readonly storeQueue: Array<[number, number, number]> = [];
   private spec?: ChunkerSpec;
   private mediaType = 'application/octet-stream';
   private state = freshScanState();
@@ -268,12 +270,13 @@ export class DirectIngest {
       }
     }
     if (allStored && this.cutStart === this.stored) {
-      if (this.storesInFlight === 0) void this.publish();
+      if (this.storesInFlight === 0 && this.storeQueue.length === 0) void this.publish();
       return;
     }
     if (allStored && this.cutStart === 0 && this.isOneBlock(this.stored)) {
       // A whole body smaller than any cut could be is one block: skip the cut task.
-      this.dispatchStore(0, 0, this.stored);
+      this.storeQueue.push([0, 0, this.stored]);
+      this.startStores();
       this.blockStarts.push(0);
       this.blocks.push(undefined);
       this.cutStart = this.stored;
@@ -325,11 +328,12 @@ export class DirectIngest {
         this.dispatched = end;
         this.state = result.state;
         for (const cut of result.cuts) {
-          this.dispatchStore(this.blocks.length, this.cutStart, cut);
+          this.storeQueue.push([this.blocks.length, this.cutStart, cut]);
           this.blockStarts.push(this.cutStart);
           this.blocks.push(undefined);
           this.cutStart = cut;
         }
+        this.startStores();
         this.afterProgress();
       },
       (err) => {
@@ -337,6 +341,17 @@ export class DirectIngest {
         this.taskFailed(err);
       },
     );
+  }
+
+  /**
+   * Hands queued blocks to the pool, at most one per worker thread at a time: the upload's next
+   * cut task then never waits behind a long queue of its own stores (cuts are the serial part).
+   */
+  private startStores(): void {
+    while (this.storeQueue.length > 0 && this.storesInFlight < this.deps.config.workers) {
+      const [index, from, to] = this.storeQueue.shift()!;
+      this.dispatchStore(index, from, to);
+    }
   }
 
   private dispatchStore(index: number, from: number, to: number): void {
@@ -349,6 +364,7 @@ export class DirectIngest {
         if (this.settled) return this.release();
         this.blocks[index] = block;
         while (this.firstUnstored < this.blocks.length && this.blocks[this.firstUnstored]) this.firstUnstored++;
+        this.startStores();
         this.afterProgress();
       },
       (err) => {
