@@ -36,11 +36,11 @@ export interface BenchResult {
 }
 
 export interface GroupOptions {
-  /** Time budget per task, ms (default 400). */
+  /** Time budget per task, ms (default 500). */
   time?: number;
   /** Minimum timed iterations per task (default 10). */
   iterations?: number;
-  /** Warmup budget per task, ms (default 100). */
+  /** Warmup budget per task, ms (default 150). */
   warmupTime?: number;
 }
 
@@ -48,9 +48,9 @@ export interface GroupOptions {
 export async function runGroup(group: string, cases: BenchCase[], options: GroupOptions = {}): Promise<BenchResult[]> {
   const bench = new Bench({
     name: group,
-    time: options.time ?? 400,
+    time: options.time ?? 500,
     iterations: options.iterations ?? 10,
-    warmupTime: options.warmupTime ?? 100,
+    warmupTime: options.warmupTime ?? 150,
     warmupIterations: 4,
     throws: true,
   });
@@ -86,6 +86,16 @@ export async function runGroup(group: string, cases: BenchCase[], options: Group
     }
   }
   return rows;
+}
+
+/**
+ * Calls `fn` repeatedly for `ms` milliseconds, untimed. WebAssembly starts in V8's baseline tier
+ * and is recompiled by the optimising tier in the background; without this the first task
+ * of each wasm hasher measures the baseline code (and competes with the compiler for a core).
+ */
+export function prewarm(fn: () => unknown, ms: number): void {
+  const until = performance.now() + ms;
+  while (performance.now() < until) fn();
 }
 
 /** Keeps results alive so no computation can be optimised away. */
