@@ -111,6 +111,7 @@ describe('preconditions and ranges (RFC 9110)', () => {
 
 describe('upload backlog', async () => {
   const { Backlog } = await import('../dist/engine/cas/backlog.js');
+  const { TransferMemory } = await import('../dist/engine/cas/transfer-memory.js');
   const fs = await import('node:fs');
   const os = await import('node:os');
   const path = await import('node:path');
@@ -118,7 +119,8 @@ describe('upload backlog', async () => {
   it('keeps arrival order across memory and the spill file, and removes the file when drained', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'backlog-'));
     let spilled = 0;
-    const backlog = new Backlog(10, dir, (n: number) => (spilled += n));
+    const memory = new TransferMemory(1024, 4);
+    const backlog = new Backlog(10, memory, dir, (n: number) => (spilled += n));
     const input = Buffer.from('abcdefghijklmnopqrstuvwxyz0123456789');
     for (let i = 0; i < input.length; i += 4) backlog.push(input.subarray(i, i + 4));
     expect(backlog.pending).toBe(input.length);
@@ -132,6 +134,8 @@ describe('upload backlog', async () => {
     expect(fs.readdirSync(dir)).toEqual([]);
     backlog.push(Buffer.from('again'));
     expect(backlog.memoryBytes).toBe(5);
+    expect(memory.bufferedBytes).toBe(8);
     backlog.dispose();
+    expect(memory.bufferedBytes).toBe(0);
   });
 });

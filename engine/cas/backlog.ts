@@ -1,39 +1,55 @@
 import { SpillFile } from './spill.js';
 
+/** Where the backlog gets its memory: recycled segments, so no garbage builds up. */
+export interface SegmentSource {
+  readonly segmentBytes: number;
+  takeSegment(): SharedArrayBuffer;
+  returnSegment(segment: SharedArrayBuffer): void;
+}
+
 /**
  * Body bytes that arrived while their upload could not take them, kept in arrival order: in
- * memory up to a limit, then in a spill file. uWS keeps reading a socket despite pause() for as
- * long as each data callback is slower than the sender refills the receive buffer, so such
- * bytes can be many; only the first `memoryLimit` of them stay in memory.
+ * memory (recycled segments) up to a limit, then in a spill file. uWS keeps reading a socket
+ * despite pause() for as long as each data callback is slower than the sender refills the
+ * receive buffer, so such bytes can be many; only the first `memoryLimit` of them stay in memory.
  */
 export class Backlog {
-  private chunks: Buffer[] = [];
-  /** Bytes of chunks[0] already taken. */
-  private head = 0;
-  private inMemory = 0;
+  private segments: Uint8Array[] = [];
+  private readPos = 0;
+  private writePos = 0;
   private file: SpillFile | null = null;
 
   constructor(
     private readonly memoryLimit: number,
+    private readonly source: SegmentSource,
     private readonly spillDir: string,
     private readonly onSpill: (bytes: number) => void,
   ) {}
 
-  /** Bytes waiting, in memory and on disk. */
-  get pending(): number {
-    return this.inMemory + (this.file?.pending ?? 0);
+  /** Bytes waiting in memory. */
+  get memoryBytes(): number {
+    return this.writePos - this.readPos;
   }
 
-  get memoryBytes(): number {
-    return this.inMemory;
+  /** Bytes waiting, in memory and on disk. */
+  get pending(): number {
+    return this.memoryBytes + (this.file?.pending ?? 0);
   }
 
   /** Copies `chunk` in (it is only valid during the caller's callback). */
   push(chunk: Uint8Array): void {
+    const size = this.source.segmentBytes;
     // Once bytes are on disk, later ones follow them there: order is the file's order.
-    if (!this.file && this.inMemory + chunk.length <= this.memoryLimit) {
-      this.chunks.push(Buffer.from(chunk));
-      this.inMemory += chunk.length;
+    if (!this.file && this.memoryBytes + chunk.length <= this.memoryLimit) {
+      let off = 0;
+      while (off < chunk.length) {
+        const at = this.writePos % size;
+        if (at === 0 && this.writePos === this.segments.length * size + this.dropped) this.segments.push(new Uint8Array(this.source.takeSegment()));
+        const n = Math.min(chunk.length - off, size - at);
+        this.segments[this.segments.length - 1].set(chunk.subarray(off, off + n), at);
+        off += n;
+        this.writePos += n;
+      }
       return;
     }
     (this.file ??= new SpillFile(this.spillDir)).append(chunk);
@@ -42,16 +58,13 @@ export class Backlog {
 
   /** Moves up to `into.length` of the oldest bytes into `into`; returns how many. */
   take(into: Uint8Array): number {
-    if (this.chunks.length > 0) {
-      const chunk = this.chunks[0];
-      const n = Math.min(into.length, chunk.length - this.head);
-      into.set(chunk.subarray(this.head, this.head + n));
-      this.head += n;
-      this.inMemory -= n;
-      if (this.head === chunk.length) {
-        this.chunks.shift();
-        this.head = 0;
-      }
+    if (this.memoryBytes > 0) {
+      const size = this.source.segmentBytes;
+      const at = this.readPos % size;
+      const n = Math.min(into.length, size - at, this.memoryBytes);
+      into.set(this.segments[0].subarray(at, at + n));
+      this.readPos += n;
+      if (this.readPos % size === 0 || this.readPos === this.writePos) this.releaseRead();
       return n;
     }
     if (!this.file) return 0;
@@ -64,9 +77,26 @@ export class Backlog {
   }
 
   dispose(): void {
-    this.chunks = [];
-    this.inMemory = 0;
+    for (const s of this.segments) this.source.returnSegment(s.buffer as SharedArrayBuffer);
+    this.segments = [];
+    this.readPos = this.writePos = this.dropped = 0;
     this.file?.dispose();
     this.file = null;
+  }
+
+  /** Bytes of segments already given back, so positions stay absolute. */
+  private dropped = 0;
+
+  private releaseRead(): void {
+    const size = this.source.segmentBytes;
+    if (this.readPos === this.writePos) {
+      // Empty: give every segment back and start over.
+      for (const s of this.segments) this.source.returnSegment(s.buffer as SharedArrayBuffer);
+      this.segments = [];
+      this.readPos = this.writePos = this.dropped = 0;
+      return;
+    }
+    this.source.returnSegment(this.segments.shift()!.buffer as SharedArrayBuffer);
+    this.dropped += size;
   }
 }

@@ -37,9 +37,9 @@ export interface IngestOptions {
 
 const SNIFF_BYTES = 4096;
 /** How many segments beyond its reservation an upload may borrow from idle budget. */
-const MAX_BORROWED_SEGMENTS = 8;
+const MAX_BORROWED_SEGMENTS = 4;
 /** Bytes an upload keeps in memory while paused before it spills to disk. */
-const BACKLOG_MEMORY_BYTES = 16 * 1024 * 1024;
+const BACKLOG_MEMORY_BYTES = 8 * 1024 * 1024;
 const PDF_SIGNATURE = Buffer.from('%PDF-');
 
 /** The default chunker from the configuration; PDF bodies get the PDF-aware one. */
@@ -125,7 +125,7 @@ export class DirectIngest {
     const backlogMemory = Math.min(BACKLOG_MEMORY_BYTES, declared ?? BACKLOG_MEMORY_BYTES);
     const worstCase = (this.holdLimitSegments + 1) * this.segmentSize;
     this.reservation = backlogMemory + (declared === undefined ? worstCase : Math.min(worstCase, Math.ceil(declared / this.segmentSize) * this.segmentSize));
-    this.backlog = new Backlog(backlogMemory, deps.spillDir, (bytes) => (deps.stats.spilledBytes += bytes));
+    this.backlog = new Backlog(backlogMemory, deps.memory, deps.spillDir, (bytes) => (deps.stats.spilledBytes += bytes));
   }
 
   /** Reserves memory; `admitted` runs once the body may be read (at once unless the server is full). */
@@ -154,14 +154,12 @@ export class DirectIngest {
     this.received += len;
     // While the upload cannot take more, bytes wait in the backlog, unhashed and in order.
     if (!this.admitted || this.backlog.pending > 0 || !this.roomFor(len)) {
-      const before = this.backlog.memoryBytes;
       try {
         this.backlog.push(chunk);
       } catch (err) {
         this.deps.log.error('ingest: spill write failed', { err: String(err) });
         throw this.fail(ingestFailed(), false);
       }
-      this.deps.memory.trackSmall(this.backlog.memoryBytes - before);
       this.paused = true;
       return false;
     }
@@ -211,7 +209,6 @@ export class DirectIngest {
   private refill(): void {
     const backlog = this.backlog;
     if (backlog.pending === 0) return;
-    const before = backlog.memoryBytes;
     let failure: unknown;
     try {
       while (backlog.pending > 0 && this.segments.length < this.pauseAtSegments) {
@@ -225,7 +222,6 @@ export class DirectIngest {
     } catch (err) {
       failure = err;
     }
-    this.deps.memory.trackSmall(backlog.memoryBytes - before);
     if (failure) {
       this.deps.log.error('ingest: spill read failed', { err: String(failure) });
       this.fail(ingestFailed());
@@ -467,7 +463,6 @@ export class DirectIngest {
     }
     this.segments = [];
     this.views = [];
-    memory.trackSmall(-this.backlog.memoryBytes);
     this.backlog.dispose();
     if (this.borrowed > 0) memory.giveBack(this.borrowed * this.segmentSize);
     this.borrowed = 0;
