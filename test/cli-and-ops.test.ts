@@ -20,7 +20,9 @@ describe('svc command', () => {
   });
 
   it('refuses an invalid configuration naming the variable', async () => {
-    const err = await run(process.execPath, [SVC, 'serve'], { env: { ...process.env, SVC_DURABILITY: 'maybe', SVC_FS_ROOT: tempRoot() } }).catch((e) => e);
+    const root = tempRoot();
+    const err = await run(process.execPath, [SVC, 'serve'], { env: { ...process.env, SVC_DURABILITY: 'maybe', SVC_FS_ROOT: root } }).catch((e) => e);
+    fs.rmSync(root, { recursive: true, force: true });
     expect(err.code).toBe(2);
     expect(err.stderr).toContain('SVC_DURABILITY');
   });

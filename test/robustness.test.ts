@@ -101,6 +101,7 @@ describe('robustness', () => {
       }
     } finally {
       await server.stop();
+      fs.rmSync(root, { recursive: true, force: true });
     }
   });
 

@@ -137,5 +137,6 @@ describe('upload backlog', async () => {
     expect(memory.bufferedBytes).toBe(8);
     backlog.dispose();
     expect(memory.bufferedBytes).toBe(0);
+    fs.rmSync(dir, { recursive: true, force: true });
   });
 });

@@ -24,8 +24,12 @@ export function tempRoot(prefix = 'svc-test-'): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
 }
 
-/** Starts `svc serve` as a real process on a free port with its own data directory. */
-export async function startServer(env: Record<string, string> = {}, root = tempRoot()): Promise<TestServer> {
+/**
+ * Starts `svc serve` as a real process on a free port with its own data directory. A directory
+ * made here is removed by stop(); one passed in belongs to the caller.
+ */
+export async function startServer(env: Record<string, string> = {}, given?: string): Promise<TestServer> {
+  const root = given ?? tempRoot();
   const proc = spawn(process.execPath, [MAIN, 'serve'], {
     env: { ...process.env, SVC_HTTP_PORT: '0', SVC_FS_ROOT: root, SVC_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -55,6 +59,7 @@ export async function startServer(env: Record<string, string> = {}, root = tempR
     async stop() {
       if (proc.exitCode === null) proc.kill('SIGTERM');
       await exited;
+      if (!given) fs.rmSync(root, { recursive: true, force: true });
     },
     async kill9() {
       proc.kill('SIGKILL');
