@@ -60,9 +60,10 @@ function mediaTypeEssence(contentType: string): string {
 /**
  * One streaming upload, from the first body byte to a published manifest. The caller pushes
  * body chunks (copied at once into shared segments), pauses the socket when `push` returns
- * false and resumes on `onResume`. Chunking runs on the worker pool one step at a time per
- * upload (a cut depends on the bytes before it) while the whole-object SHA-256 runs here.
- * Memory is bounded by the reservation taken before the first byte is read.
+ * false and resumes on `onResume`. The whole-object SHA-256 runs here; on the worker pool, one
+ * `cut` task at a time finds block boundaries (a cut depends on the bytes before it) and each
+ * block found is hashed and stored by a `store` task of its own. Memory is bounded by the
+ * reservation taken before the first byte is read (docs/architecture.md, "The upload path").
  */
 export class DirectIngest {
   onResume: () => void = () => {};
@@ -207,50 +208,50 @@ export class DirectIngest {
 
   /** Moves backlog bytes into segments, hashing them on the way, while the upload has room. */
   private refill(): void {
-    const backlog = this.backlog;
-    if (backlog.pending === 0) return;
-    let failure: unknown;
     try {
-      while (backlog.pending > 0 && this.segments.length < this.pauseAtSegments) {
-        const inSegment = (this.stored - this.first) % this.segmentSize;
-        if (inSegment === 0 && this.stored - this.first === this.segments.length * this.segmentSize) this.addSegment();
-        const view = this.views[this.views.length - 1];
-        const n = backlog.take(view.subarray(inSegment));
-        this.sha.update(view.subarray(inSegment, inSegment + n));
+      while (this.backlog.pending > 0 && this.segments.length < this.pauseAtSegments) {
+        const { view, at } = this.tail();
+        const n = this.backlog.take(view.subarray(at));
+        this.sha.update(view.subarray(at, at + n));
         this.stored += n;
       }
     } catch (err) {
-      failure = err;
-    }
-    if (failure) {
-      this.deps.log.error('ingest: spill read failed', { err: String(failure) });
+      this.deps.log.error('ingest: spill read failed', { err: String(err) });
       this.fail(ingestFailed());
     }
   }
 
   private store(chunk: Uint8Array): void {
-    let off = 0;
-    while (off < chunk.length) {
-      const inSegment = (this.stored - this.first) % this.segmentSize;
-      if (inSegment === 0 && this.stored - this.first === this.segments.length * this.segmentSize) this.addSegment();
-      const view = this.views[this.views.length - 1];
-      const n = Math.min(chunk.length - off, this.segmentSize - inSegment);
-      view.set(chunk.subarray(off, off + n), inSegment);
+    for (let off = 0; off < chunk.length; ) {
+      const { view, at } = this.tail();
+      const n = Math.min(chunk.length - off, this.segmentSize - at);
+      view.set(chunk.subarray(off, off + n), at);
       off += n;
       this.stored += n;
     }
   }
 
-  private addSegment(): void {
-    const { memory } = this.deps;
-    let seg: SharedArrayBuffer;
-    if (this.segmentSize === memory.segmentBytes) seg = memory.takeSegment();
-    else {
-      seg = new SharedArrayBuffer(this.segmentSize);
-      memory.trackSmall(this.segmentSize);
+  /** The segment the next stored byte goes to (added when the last one is full) and its offset there. */
+  private tail(): { view: Uint8Array; at: number } {
+    const at = (this.stored - this.first) % this.segmentSize;
+    if (at === 0 && this.stored - this.first === this.segments.length * this.segmentSize) {
+      const { memory } = this.deps;
+      let seg: SharedArrayBuffer;
+      if (this.segmentSize === memory.segmentBytes) seg = memory.takeSegment();
+      else {
+        seg = new SharedArrayBuffer(this.segmentSize);
+        memory.trackSmall(this.segmentSize);
+      }
+      this.segments.push(seg);
+      this.views.push(new Uint8Array(seg));
     }
-    this.segments.push(seg);
-    this.views.push(new Uint8Array(seg));
+    return { view: this.views[this.views.length - 1], at };
+  }
+
+  private giveSegmentBack(seg: SharedArrayBuffer): void {
+    const { memory } = this.deps;
+    if (this.segmentSize === memory.segmentBytes) memory.returnSegment(seg);
+    else memory.trackSmall(-this.segmentSize);
   }
 
   private pump(): void {
@@ -396,10 +397,8 @@ export class DirectIngest {
     const { memory } = this.deps;
     const needed = this.neededFrom();
     while (this.segments.length > 0 && this.first + this.segmentSize <= needed) {
-      const seg = this.segments.shift()!;
+      this.giveSegmentBack(this.segments.shift()!);
       this.views.shift();
-      if (this.segmentSize === memory.segmentBytes) memory.returnSegment(seg);
-      else memory.trackSmall(-this.segmentSize);
       this.first += this.segmentSize;
       if (this.borrowed > 0) {
         this.borrowed--;
@@ -457,10 +456,7 @@ export class DirectIngest {
     this.released = true;
     this.cancelAdmission();
     const { memory } = this.deps;
-    for (const seg of this.segments) {
-      if (this.segmentSize === memory.segmentBytes) memory.returnSegment(seg);
-      else memory.trackSmall(-this.segmentSize);
-    }
+    for (const seg of this.segments) this.giveSegmentBack(seg);
     this.segments = [];
     this.views = [];
     this.backlog.dispose();
