@@ -114,6 +114,16 @@ function parseContentLength(raw: string | undefined): number | undefined {
   return n;
 }
 
+const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+";
+const MEDIA_TYPE = new RegExp(`^${TOKEN}/${TOKEN}(\\s*;\\s*(${TOKEN}=(${TOKEN}|"[^"\\\\]*"))?)*\\s*$`);
+
+/** Content-Type, when sent, must be a media type (RFC 9110 8.3): `type/subtype` and parameters. */
+function parseContentType(raw: string | undefined): string | undefined {
+  if (raw === undefined) return undefined;
+  if (!MEDIA_TYPE.test(raw.trim())) throw invalidBlob(`Invalid Content-Type: "${raw.slice(0, 100)}" is not a media type`);
+  return raw.trim();
+}
+
 function checkLocalityHeaders(req: HttpRequest): void {
   const tenant = header(req, 'x-svc-tenant-id');
   const session = header(req, 'x-svc-upload-session-id');
@@ -132,7 +142,7 @@ function upload(engine: Engine, ex: Exchange, req: HttpRequest): void {
   let ingest;
   try {
     checkLocalityHeaders(req);
-    ingest = engine.startIngest({ contentType: header(req, 'content-type'), declaredLength: parseContentLength(header(req, 'content-length')) });
+    ingest = engine.startIngest({ contentType: parseContentType(header(req, 'content-type')), declaredLength: parseContentLength(header(req, 'content-length')) });
   } catch (err) {
     // Answer before the body is read; close so the unread body is not parsed as a request.
     ex.error(err, 'ingest_failed', true);

@@ -161,6 +161,24 @@ describe('POST /api/v1/blobs', () => {
     expect((await fetch(`${url}/api/v1/blobs/${contentId(Buffer.from('qwert'))}`)).status).toBe(404);
   });
 
+  it('refuses a Content-Type that is not a media type', async () => {
+    for (const type of ['text', 'a/b c', ';;']) {
+      const { res, json } = await upload(url, Buffer.from('typed body 5521'), { 'Content-Type': type });
+      expect(res.status).toBe(400);
+      expect(json).toEqual({ error: 'invalid_blob', message: expect.stringContaining('Content-Type') });
+    }
+    const ok = await upload(url, Buffer.from('typed body 5521'), { 'Content-Type': 'text/plain;' });
+    expect(ok.res.status).toBe(201);
+  });
+
+  it('bytes past Content-Length stop the exchange and publish nothing', async () => {
+    // uWS frames the body by Content-Length; what follows must be a request, and this is not.
+    const raw = await rawRequest(server.port, 'POST /api/v1/blobs HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nfiveXEXTRA BYTES', 800);
+    expect(raw!.status).toBeGreaterThanOrEqual(400);
+    expect((await fetch(`${url}/api/v1/blobs/${contentId(Buffer.from('fiveX'))}`)).status).toBe(404);
+    expect((await fetch(`${url}/api/v1/blobs/${contentId(Buffer.from('fiveXEXTRA BYTES'))}`)).status).toBe(404);
+  });
+
   it('answers 503 locality_unavailable for session-localized uploads and 400 for half of them', async () => {
     const tenant = '00000000-0000-4000-8000-000000000000';
     const session = '0190f5a2-7c3e-7aaa-8bbb-123456789abc';
