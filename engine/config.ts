@@ -16,6 +16,7 @@ export const VARIABLES: ReadonlyArray<{ name: string; default: string; help: str
   { name: 'SVC_WORKERS', default: String(os.availableParallelism()), help: 'Worker threads in the pool (default: available parallelism).' },
   { name: 'SVC_SEGMENT_BYTES', default: '1MiB', help: 'Size of the shared segments an upload is copied into and handed to workers.' },
   { name: 'SVC_INGEST_BUFFER_BYTES', default: '512MiB', help: 'Bytes all uploads together may hold in segments; uploads pause beyond it.' },
+  { name: 'SVC_INLINE_MAX_BYTES', default: '16KiB', help: 'Blobs up to this size (one block) are kept in the catalog with their manifest instead of as block files; 0 disables.' },
   { name: 'SVC_BLOCK_CACHE_BYTES', default: '64MiB', help: 'Memory for caching small blocks (64 KiB or less) on the read path; 0 disables.' },
   { name: 'SVC_HEALTH_TIMEOUT', default: '5s', help: 'Timeout of each readiness check.' },
   { name: 'SVC_SECURITY_CORS_ALLOWED_ORIGINS', default: '', help: 'Comma-separated exact browser origins (used when security is enabled; unsecured servers allow any origin).' },
@@ -40,6 +41,7 @@ export interface Config {
   workers: number;
   segmentBytes: number;
   ingestBufferBytes: number;
+  inlineMaxBytes: number;
   blockCacheBytes: number;
   healthTimeoutMs: number;
   corsAllowedOrigins: string[];
@@ -106,6 +108,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     workers: parseInteger('SVC_WORKERS', get('SVC_WORKERS'), 1, 256),
     segmentBytes: inRange('SVC_SEGMENT_BYTES', parseSize('SVC_SEGMENT_BYTES', get('SVC_SEGMENT_BYTES')), 64 * 1024, 64 * MiB),
     ingestBufferBytes: inRange('SVC_INGEST_BUFFER_BYTES', parseSize('SVC_INGEST_BUFFER_BYTES', get('SVC_INGEST_BUFFER_BYTES')), 16 * MiB, 2 ** 40),
+    inlineMaxBytes: inRange('SVC_INLINE_MAX_BYTES', parseSize('SVC_INLINE_MAX_BYTES', get('SVC_INLINE_MAX_BYTES')), 0, 64 * 1024),
     blockCacheBytes: parseSize('SVC_BLOCK_CACHE_BYTES', get('SVC_BLOCK_CACHE_BYTES')),
     healthTimeoutMs: parseDuration('SVC_HEALTH_TIMEOUT', get('SVC_HEALTH_TIMEOUT')),
     corsAllowedOrigins: get('SVC_SECURITY_CORS_ALLOWED_ORIGINS').split(',').map((s) => s.trim()).filter(Boolean),

@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { VARIABLES } from '../dist/engine/config.js';
 import { startServer, tempRoot } from './helpers/server.js';
-import { upload } from './helpers/http.js';
+import { seededBytes, upload } from './helpers/http.js';
 import { syntheticPdf } from './helpers/pdf.js';
 
 const run = promisify(execFile);
@@ -46,7 +46,7 @@ describe('readiness', () => {
       expect(failed).toMatchObject({ status: 'failed', detail: expect.any(String) });
       expect((await fetch(`${server.url}/api/health/live`)).status).toBe(200);
       // An upload now fails cleanly with the envelope and leaks nothing internal.
-      const up = await upload(server.url, Buffer.from('after the block store vanished'));
+      const up = await upload(server.url, seededBytes(100_000, 77));
       expect(up.res.status).toBe(500);
       expect(up.json).toEqual({ error: 'ingest_failed', message: expect.any(String) });
       expect(up.json.message).not.toContain('ENOENT');

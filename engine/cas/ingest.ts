@@ -1,4 +1,5 @@
 import { createHash, type Hash } from 'node:crypto';
+import { xxh64 } from '@node-rs/xxhash';
 import type { Piscina } from 'piscina';
 import type { Config } from '../config.js';
 import { SvcError, ingestFailed, invalidBlob, payloadTooLarge } from '../errors.js';
@@ -270,6 +271,12 @@ export class DirectIngest {
       if (this.storesInFlight === 0 && this.storeQueue.length === 0) void this.publish();
       return;
     }
+    if (allStored && this.cutStart === 0 && this.isOneBlock(this.stored) && this.stored <= this.deps.config.inlineMaxBytes) {
+      // A small one-block body goes into the catalog with its manifest: no file, no worker.
+      this.cutStart = this.stored;
+      void this.publish(this.views[0].subarray(0, this.stored));
+      return;
+    }
     if (allStored && this.cutStart === 0 && this.isOneBlock(this.stored)) {
       // A whole body smaller than any cut could be is one block: skip the cut task.
       this.storeQueue.push([0, 0, this.stored]);
@@ -407,16 +414,16 @@ export class DirectIngest {
     }
   }
 
-  private async publish(): Promise<void> {
+  private async publish(inline?: Uint8Array): Promise<void> {
     this.settled = true;
     try {
       const hex = this.sha.digest('hex');
-      const blocks = this.blocks as StoredBlock[];
-      const manifest = await this.deps.manifests.publish(hex, this.received, this.mediaType, chunkerName(this.spec!), blocks);
+      const blocks = inline ? [{ hex, size: inline.length, checksum: xxh64(inline), fresh: true }] : (this.blocks as StoredBlock[]);
+      const { manifest, existed } = await this.deps.manifests.publish(hex, this.received, this.mediaType, chunkerName(this.spec!), blocks, inline);
       const stats = this.deps.stats;
       let fresh = 0;
       for (const b of blocks) {
-        if (b.fresh) {
+        if (b.fresh && !(inline && existed)) {
           fresh++;
           stats.freshBytes += b.size;
         } else stats.duplicateBytes += b.size;
@@ -424,12 +431,12 @@ export class DirectIngest {
       stats.ingests++;
       stats.bytesIngested += this.received;
       stats.freshBlocks += fresh;
-      stats.duplicateBlocks += this.blocks.length - fresh;
+      stats.duplicateBlocks += blocks.length - fresh;
       this.release();
       this.finish?.resolve({
         blob: manifest.summary(),
         freshBlocks: fresh,
-        duplicateBlocks: this.blocks.length - fresh,
+        duplicateBlocks: blocks.length - fresh,
         durationSeconds: Number(process.hrtime.bigint() - this.startedAt) / 1e9,
       });
     } catch (err) {

@@ -12,6 +12,8 @@ export interface ManifestRecord {
   seq: number;
   refs: Buffer;
   sizes: Buffer;
+  /** The blob is one small block kept in the catalog (`inline` database), not in the block store. */
+  inline?: true;
 }
 
 export interface BlobSummary {
@@ -97,12 +99,15 @@ export class ManifestStore {
   private readonly manifests: Database<ManifestRecord, string>;
   private readonly inventory: Database<string, number>;
   private readonly blocks: Database<BlockRecord, Buffer>;
+  /** Bytes of single-block blobs small enough to live in the catalog: blob id → bytes. */
+  private readonly inline: Database<Buffer, string>;
   private nextSeq: number;
 
   constructor(env: CatalogEnv) {
     this.manifests = env.database<ManifestRecord, string>('manifests');
     this.inventory = env.database<string, number>('inventory');
     this.blocks = env.database<BlockRecord, Buffer>('blocks', { keyEncoding: 'binary' });
+    this.inline = env.database<Buffer, string>('inline', { encoding: 'binary' });
     let last = 0;
     for (const key of this.inventory.getKeys({ reverse: true, limit: 1 })) last = key;
     this.nextSeq = last + 1;
@@ -113,11 +118,17 @@ export class ManifestStore {
     return record ? new Manifest(id, record) : undefined;
   }
 
+  /** The bytes of an inline blob. */
+  inlineBytes(id: string): Buffer | undefined {
+    return this.inline.get(id);
+  }
+
   /**
    * Publishes a manifest once its blocks are durable. An id that is already published keeps its
-   * first manifest (same bytes, same id) and that one is returned.
+   * first manifest (same bytes, same id) and that one is returned. With `inlineBytes` the blob's
+   * one block is written in the same transaction instead of to the block store.
    */
-  async publish(hex: string, size: number, mediaType: string, chunker: string, blocks: readonly StoredBlock[]): Promise<Manifest> {
+  async publish(hex: string, size: number, mediaType: string, chunker: string, blocks: readonly StoredBlock[], inlineBytes?: Uint8Array): Promise<{ manifest: Manifest; existed: boolean }> {
     const id = formatContentId(hex, size);
     const refs = Buffer.allocUnsafe(blocks.length * 40);
     const sizes = Buffer.allocUnsafe(blocks.length * 4);
@@ -127,19 +138,28 @@ export class ManifestStore {
       sizes.writeUInt32LE(b.size, i * 4);
     });
     const now = Date.now();
+    let existed = false;
     const record = await this.manifests.transaction(() => {
       const existing = this.manifests.get(id);
-      if (existing) return existing;
+      if (existing) {
+        existed = true;
+        return existing;
+      }
       const fresh: ManifestRecord = { size, mediaType, chunker, createdAt: now, seq: this.nextSeq++, refs, sizes };
+      if (inlineBytes) {
+        fresh.inline = true;
+        this.inline.put(id, Buffer.from(inlineBytes));
+      } else {
+        for (let i = 0; i < blocks.length; i++) {
+          const key = refs.subarray(i * 40, i * 40 + 32);
+          if (!this.blocks.doesExist(key)) this.blocks.put(Buffer.from(key), { size: blocks[i].size, createdAt: now });
+        }
+      }
       this.manifests.put(id, fresh);
       this.inventory.put(fresh.seq, id);
-      for (let i = 0; i < blocks.length; i++) {
-        const key = refs.subarray(i * 40, i * 40 + 32);
-        if (!this.blocks.doesExist(key)) this.blocks.put(Buffer.from(key), { size: blocks[i].size, createdAt: now });
-      }
       return fresh;
     });
-    return new Manifest(id, record);
+    return { manifest: new Manifest(id, record), existed };
   }
 
   /** Removes the manifest and its inventory entry; blocks stay for GC. False when absent. */
@@ -149,6 +169,8 @@ export class ManifestStore {
       if (!record) return false;
       this.manifests.remove(id);
       this.inventory.remove(record.seq);
+      // An inline blob's bytes are its own (no other manifest refers to them): they go with it.
+      if (record.inline) this.inline.remove(id);
       return true;
     });
   }

@@ -4,7 +4,7 @@ import type { Logger } from '../log.js';
 import type { Stats } from '../ops/stats.js';
 import type { FsBlockStore } from '../store/fs-block-store.js';
 import { BlockCache } from './block-cache.js';
-import type { Manifest } from './manifests.js';
+import type { Manifest, ManifestStore } from './manifests.js';
 import type { TransferMemory } from './transfer-memory.js';
 
 /**
@@ -15,6 +15,7 @@ export class BlobReader {
   private readonly cache: BlockCache;
 
   constructor(
+    private readonly manifests: ManifestStore,
     private readonly store: FsBlockStore,
     cacheBytes: number,
     private readonly stats: Stats,
@@ -27,9 +28,10 @@ export class BlobReader {
   /** Block `index` of the manifest, verified. A mismatch is a 500 and is recorded as corruption. */
   async block(manifest: Manifest, index: number, into?: Buffer): Promise<Buffer> {
     const ref = manifest.block(index);
-    let bytes = this.cache.get(ref.hex);
+    let bytes = manifest.record.inline ? this.manifests.inlineBytes(manifest.id) : this.cache.get(ref.hex);
     if (!bytes) {
       try {
+        if (manifest.record.inline) throw new Error('inline bytes missing from the catalog');
         bytes = await this.store.read(ref.hex, ref.size, into);
       } catch (err) {
         this.log.error('read: block unreadable', { block: ref.hex, err: String(err) });
@@ -39,10 +41,11 @@ export class BlobReader {
     if (xxh64(bytes) !== ref.checksum) {
       this.cache.delete(ref.hex);
       this.stats.corruptBlocks.add(`sha-256:${ref.hex}:${ref.size}`);
+      if (manifest.record.inline) this.log.error('read: inline blob bytes corrupt in the catalog', { blob: manifest.id });
       this.log.error('read: block checksum mismatch', { block: ref.hex, blob: manifest.id });
       throw storageFailure('A block of this blob failed its checksum; nothing corrupt is served');
     }
-    this.cache.set(ref.hex, bytes);
+    if (!manifest.record.inline) this.cache.set(ref.hex, bytes);
     return bytes;
   }
 
