@@ -222,6 +222,14 @@ function download(engine: Engine, ex: Exchange, req: HttpRequest, headOnly: bool
     });
     return;
   }
+  const cached = engine.reader.cachedRange(manifest, start, end);
+  if (cached) {
+    // Small and already verified in memory: answer at once, without the streaming machinery.
+    ex.send(decision.status, headers, cached);
+    engine.stats.reads++;
+    engine.stats.bytesServed += cached.length;
+    return;
+  }
   void stream(engine, ex, manifest, start, end, decision.status, headers);
 }
 

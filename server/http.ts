@@ -61,9 +61,7 @@ export class Exchange {
       if (v !== undefined) this.res.writeHeader(k, v);
     }
     if (code >= 400) this.ctx.engine.stats.errors++;
-    const label = `${this.method} ${this.route}`;
-    this.ctx.metrics.httpRequests.inc({ route: label, status: String(code) });
-    this.ctx.metrics.httpDuration.observe({ route: label }, (performance.now() - this.started) / 1000);
+    this.ctx.metrics.observeHttp(`${this.method} ${this.route}`, code, (performance.now() - this.started) / 1000);
   }
 
   send(code: number, headers: Record<string, string | undefined>, body?: string | Uint8Array, closeConnection = false): void {

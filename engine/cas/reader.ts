@@ -28,7 +28,7 @@ export class BlobReader {
   /** Block `index` of the manifest, verified. A mismatch is a 500 and is recorded as corruption. */
   async block(manifest: Manifest, index: number, into?: Buffer): Promise<Buffer> {
     const ref = manifest.block(index);
-    let bytes = manifest.record.inline ? this.manifests.inlineBytes(manifest.id) : this.cache.get(ref.hex);
+    let bytes = this.cache.get(ref.hex) ?? (manifest.record.inline ? this.manifests.inlineBytes(manifest.id) : undefined);
     if (!bytes) {
       try {
         if (manifest.record.inline) throw new Error('inline bytes missing from the catalog');
@@ -45,8 +45,21 @@ export class BlobReader {
       this.log.error('read: block checksum mismatch', { block: ref.hex, blob: manifest.id });
       throw storageFailure('A block of this blob failed its checksum; nothing corrupt is served');
     }
-    if (!manifest.record.inline) this.cache.set(ref.hex, bytes);
+    this.cache.set(ref.hex, bytes);
     return bytes;
+  }
+
+  /**
+   * The bytes [start, end) when they lie in one cached block that still passes its checksum,
+   * else undefined (then use `range`).
+   */
+  cachedRange(manifest: Manifest, start: number, end: number): Buffer | undefined {
+    const index = manifest.blockAt(start);
+    if (manifest.blockAt(end - 1) !== index) return undefined;
+    const ref = manifest.block(index);
+    const bytes = this.cache.get(ref.hex);
+    if (!bytes || xxh64(bytes) !== ref.checksum) return undefined;
+    return bytes.subarray(start - ref.offset, end - ref.offset);
   }
 
   /**

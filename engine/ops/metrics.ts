@@ -41,6 +41,20 @@ export class Metrics {
     });
   }
 
+  private readonly children = new Map<string, { count: { inc(): void }; time: { observe(v: number): void } }>();
+
+  /** Counts one response. Label children are cached: looking labels up per request is costly. */
+  observeHttp(route: string, status: number, seconds: number): void {
+    const key = `${route} ${status}`;
+    let child = this.children.get(key);
+    if (!child) {
+      child = { count: this.httpRequests.labels(route, String(status)), time: this.httpDuration.labels(route) };
+      this.children.set(key, child);
+    }
+    child.count.inc();
+    child.time.observe(seconds);
+  }
+
   render(): Promise<string> {
     return this.registry.metrics();
   }
