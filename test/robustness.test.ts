@@ -152,7 +152,7 @@ describe('robustness', () => {
       const { json } = await upload(server.url, body);
       const meta = (await (await fetch(`${server.url}/api/v1/blobs/${json.blob.id}/metadata`)).json()) as any;
       const first = meta.blocks[0].contentId.split(':');
-      const file = path.join(server.root, 'blocks', first[1].slice(0, 2), first[1].slice(2, 4), `${first[1]}-${first[2]}`);
+      const file = path.join(server.root, 'blocks', first[1].slice(0, 3), `${first[1]}-${first[2]}`);
       const bytes = fs.readFileSync(file);
       bytes[1000] ^= 0xff;
       fs.writeFileSync(file, bytes);

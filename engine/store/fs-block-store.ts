@@ -4,8 +4,11 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { Durability } from '../config.js';
 
+/** Blocks are spread over 4096 directories named by the first three hex digits of their digest. */
+const PARTITION_DIGITS = 3;
+
 /**
- * Block bytes as files: `<root>/blocks/<h[0:2]>/<h[2:4]>/<hex>-<size>`, written as a temp file in
+ * Block bytes as files: `<root>/blocks/<h[0:3]>/<hex>-<size>`, written as a temp file in
  * `<root>/blocks/.tmp`, fsync'd (strict), renamed into place, then the directory fsync'd (strict).
  * A file under its final name is always complete. The write side runs in worker threads (sync
  * calls, blocking only that worker); the read side runs on the main thread.
@@ -13,7 +16,6 @@ import type { Durability } from '../config.js';
 export class FsBlockStore {
   readonly blocksDir: string;
   readonly tmpDir: string;
-  private readonly knownDirs = new Set<string>();
 
   constructor(
     root: string,
@@ -23,10 +25,19 @@ export class FsBlockStore {
     this.tmpDir = path.join(this.blocksDir, '.tmp');
   }
 
-  /** Creates the layout and removes temp files that interrupted writes left behind. */
+  /**
+   * Creates the layout (all partition directories, once: no mkdir on the write path) and
+   * removes temp files that interrupted writes left behind.
+   */
   static prepare(root: string): { removedTempFiles: number } {
-    const tmp = path.join(root, 'blocks', '.tmp');
+    const blocks = path.join(root, 'blocks');
+    const tmp = path.join(blocks, '.tmp');
     fs.mkdirSync(tmp, { recursive: true });
+    const partitions = 16 ** PARTITION_DIGITS;
+    const last = path.join(blocks, (partitions - 1).toString(16).padStart(PARTITION_DIGITS, '0'));
+    if (!fs.existsSync(last)) {
+      for (let i = 0; i < partitions; i++) fs.mkdirSync(path.join(blocks, i.toString(16).padStart(PARTITION_DIGITS, '0')), { recursive: true });
+    }
     let removed = 0;
     for (const name of fs.readdirSync(tmp)) {
       fs.rmSync(path.join(tmp, name), { force: true, recursive: true });
@@ -36,7 +47,7 @@ export class FsBlockStore {
   }
 
   blockPath(hex: string, size: number): string {
-    return path.join(this.blocksDir, hex.slice(0, 2), hex.slice(2, 4), `${hex}-${size}`);
+    return path.join(this.blocksDir, hex.slice(0, PARTITION_DIGITS), `${hex}-${size}`);
   }
 
   /** Stores a block unless an intact copy exists. Returns true when this call wrote it. */
@@ -61,13 +72,8 @@ export class FsBlockStore {
       throw err;
     }
     fs.closeSync(fd);
-    const dir = path.dirname(final);
-    if (!this.knownDirs.has(dir)) {
-      fs.mkdirSync(dir, { recursive: true });
-      this.knownDirs.add(dir);
-    }
     fs.renameSync(tmp, final);
-    if (this.durability === 'strict') syncDirectory(dir);
+    if (this.durability === 'strict') syncDirectory(path.dirname(final));
     return true;
   }
 
