@@ -27,10 +27,9 @@ export interface CutTaskResult {
   state: ScanState;
 }
 
-/** Hashing and storing one block [from, to) (independent of every other block). */
+/** Hashing and storing consecutive blocks: block i is [bounds[i], bounds[i + 1]). */
 export interface StoreTask extends SegmentWindow {
-  from: number;
-  to: number;
+  bounds: number[];
   root: string;
   durability: Durability;
 }
@@ -68,15 +67,20 @@ export function runCutTask(task: CutTask): CutTaskResult {
   return { cuts, state };
 }
 
-export function runStoreTask(task: StoreTask): StoredBlock {
-  const pieces = view(task).pieces(task.from, task.to);
-  const sha = createHash('sha256');
-  for (const p of pieces) sha.update(p);
-  const hex = sha.digest('hex');
-  const checksum = pieces.length === 1 ? xxh64(pieces[0]) : pieces.reduce((h, p) => h.update(p), new Xxh64()).digest();
-  const size = task.to - task.from;
-  const fresh = storeFor(task.root, task.durability).putSync(hex, size, pieces);
-  return { hex, size, checksum, fresh };
+export function runStoreTask(task: StoreTask): StoredBlock[] {
+  const data = view(task);
+  const store = storeFor(task.root, task.durability);
+  const stored: StoredBlock[] = [];
+  for (let i = 0; i + 1 < task.bounds.length; i++) {
+    const pieces = data.pieces(task.bounds[i], task.bounds[i + 1]);
+    const sha = createHash('sha256');
+    for (const p of pieces) sha.update(p);
+    const hex = sha.digest('hex');
+    const checksum = pieces.length === 1 ? xxh64(pieces[0]) : pieces.reduce((h, p) => h.update(p), new Xxh64()).digest();
+    const size = task.bounds[i + 1] - task.bounds[i];
+    stored.push({ hex, size, checksum, fresh: store.putSync(hex, size, pieces) });
+  }
+  return stored;
 }
 
 export interface VerifyTask {

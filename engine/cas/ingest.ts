@@ -40,7 +40,7 @@ const SNIFF_BYTES = 4096;
 /** How many segments beyond its reservation an upload may borrow from idle budget. */
 const MAX_BORROWED_SEGMENTS = 4;
 /** Bytes an upload keeps in memory while paused before it spills to disk. */
-const BACKLOG_MEMORY_BYTES = 8 * 1024 * 1024;
+const BACKLOG_MEMORY_BYTES = 16 * 1024 * 1024;
 const PDF_SIGNATURE = Buffer.from('%PDF-');
 
 /** The default chunker from the configuration; PDF bodies get the PDF-aware one. */
@@ -287,7 +287,8 @@ export class DirectIngest {
       return;
     }
     const ready = this.stored - this.dispatched;
-    if (!(ready >= this.segmentSize || allStored || (ready > 0 && this.paused))) return;
+    // Cut in steps of two segments: fewer tasks, and the worker scans more per hand-off.
+    if (!(ready >= 2 * this.segmentSize || allStored || (ready > 0 && this.paused))) return;
     this.dispatchCut(allStored);
   }
 
@@ -348,25 +349,33 @@ export class DirectIngest {
   }
 
   /**
-   * Hands queued blocks to the pool, at most one per worker thread at a time: the upload's next
-   * cut task then never waits behind a long queue of its own stores (cuts are the serial part).
+   * Hands queued blocks to the pool, at most one task per worker thread at a time, each with
+   * about a segment's worth of consecutive blocks: the upload's next cut task then never waits
+   * behind a long queue of its own stores (cuts are the serial part), and small blocks do not
+   * each pay for a task.
    */
   private startStores(): void {
     while (this.storeQueue.length > 0 && this.storesInFlight < this.deps.config.workers) {
-      const [index, from, to] = this.storeQueue.shift()!;
-      this.dispatchStore(index, from, to);
+      const [first, from] = this.storeQueue[0];
+      const bounds = [from];
+      let count = 0;
+      while (this.storeQueue.length > 0 && (count === 0 || this.storeQueue[0][2] - from <= this.segmentSize)) {
+        bounds.push(this.storeQueue.shift()![2]);
+        count++;
+      }
+      this.dispatchStore(first, bounds);
     }
   }
 
-  private dispatchStore(index: number, from: number, to: number): void {
+  private dispatchStore(first: number, bounds: number[]): void {
     const { fsRoot: root, durability } = this.deps.config;
-    const task: StoreTask = { ...this.window(from), end: to, from, to, root, durability };
+    const task: StoreTask = { ...this.window(bounds[0]), end: bounds[bounds.length - 1], bounds, root, durability };
     this.storesInFlight++;
-    (this.deps.pool.run(task, { name: 'store' }) as Promise<StoredBlock>).then(
-      (block) => {
+    (this.deps.pool.run(task, { name: 'store' }) as Promise<StoredBlock[]>).then(
+      (stored) => {
         this.storesInFlight--;
         if (this.settled) return this.release();
-        this.blocks[index] = block;
+        stored.forEach((block, i) => (this.blocks[first + i] = block));
         while (this.firstUnstored < this.blocks.length && this.blocks[this.firstUnstored]) this.firstUnstored++;
         this.startStores();
         this.afterProgress();
