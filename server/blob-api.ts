@@ -214,12 +214,7 @@ function download(engine: Engine, ex: Exchange, req: HttpRequest, headOnly: bool
   const headers: Record<string, string> = { 'Content-Type': manifest.record.mediaType, ...validators, 'Accept-Ranges': 'bytes' };
   if (decision.status === 206) headers['Content-Range'] = `bytes ${start}-${end - 1}/${size}`;
   if (headOnly) {
-    if (!ex.live) return;
-    ex.done = true;
-    ex.res.cork(() => {
-      ex.head(decision.status, headers);
-      ex.res.endWithoutBody(end - start);
-    });
+    ex.sendHead(decision.status, headers, end - start);
     return;
   }
   const cached = engine.reader.cachedRange(manifest, start, end);

@@ -75,6 +75,16 @@ export class Exchange {
     });
   }
 
+  /** A HEAD answer: the headers a GET would carry, Content-Length included, and no body. */
+  sendHead(code: number, headers: Record<string, string | undefined>, contentLength: number): void {
+    if (!this.live) return;
+    this.done = true;
+    this.res.cork(() => {
+      this.head(code, headers);
+      this.res.endWithoutBody(contentLength);
+    });
+  }
+
   json(code: number, body: unknown, headers: Record<string, string | undefined> = {}): void {
     this.send(code, { 'Content-Type': JSON_UTF8, ...headers }, JSON.stringify(body));
   }

@@ -1,11 +1,11 @@
-import type { TemplatedApp } from 'uWebSockets.js';
+import type { HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import { Exchange, type ServerContext } from './http.js';
 
 export const VERSION = '0.1.0';
 
 export function mountOpsApi(app: TemplatedApp, ctx: ServerContext): void {
   const { engine, metrics } = ctx;
-  const ex = (res: Parameters<Parameters<TemplatedApp['get']>[1]>[0], path: string) => new Exchange(res, 'GET', path, ctx);
+  const ex = (res: HttpResponse, path: string) => new Exchange(res, 'GET', path, ctx);
 
   app.get('/api/health/live', (res) => {
     ex(res, '/api/health/live').json(200, { status: 'ok', version: VERSION, uptimeSeconds: engine.stats.uptimeSeconds() });
