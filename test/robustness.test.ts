@@ -139,6 +139,8 @@ describe('robustness', () => {
       // uWS delivers after pause() wait in spill files; the rest is the runtime's own.
       expect(peak - baseline).toBeLessThan(224 * MiB);
       expect(await metric(server.url, 'svc_buffered_bytes')).toBe(0);
+      // Spill files of backlogs are gone once their uploads are done.
+      await eventually(async () => listTemp(server.root).length === 0);
     } finally {
       clearInterval(sampler);
       await server.stop();
