@@ -9,6 +9,7 @@ import { DirectIngest, type IngestOptions } from './cas/ingest.js';
 import { type BlobSummary, type Manifest, ManifestStore } from './cas/manifests.js';
 import { BlobReader } from './cas/reader.js';
 import { TransferMemory } from './cas/transfer-memory.js';
+import { WholeHasher } from './cas/whole-hasher.js';
 import type { Config } from './config.js';
 import { SvcError, blobNotFound, invalidPagination } from './errors.js';
 import type { Logger } from './log.js';
@@ -17,6 +18,7 @@ import { CatalogEnv } from './store/catalog.js';
 import { FsBlockStore } from './store/fs-block-store.js';
 
 const WORKER_MODULE = fileURLToPath(new URL('../workers/ingest.js', import.meta.url));
+const HASHER_MODULE = fileURLToPath(new URL('../workers/hasher.js', import.meta.url));
 
 export interface HealthCheck {
   name: string;
@@ -38,6 +40,7 @@ export class Engine {
     readonly manifests: ManifestStore,
     readonly blocks: FsBlockStore,
     readonly pool: Piscina,
+    readonly hasher: WholeHasher,
   ) {
     this.memory = new TransferMemory(config.ingestBufferBytes, config.segmentBytes);
     this.reader = new BlobReader(manifests, blocks, config.blockCacheBytes, this.stats, log, this.memory);
@@ -50,11 +53,11 @@ export class Engine {
     const catalog = CatalogEnv.open(config.fsRoot, config.durability);
     const manifests = new ManifestStore(catalog);
     const pool = new Piscina({ filename: WORKER_MODULE, minThreads: config.workers, maxThreads: config.workers, idleTimeout: 60_000 });
-    return new Engine(config, log, catalog, manifests, new FsBlockStore(config.fsRoot, config.durability), pool);
+    return new Engine(config, log, catalog, manifests, new FsBlockStore(config.fsRoot, config.durability), pool, new WholeHasher(HASHER_MODULE));
   }
 
   startIngest(options: IngestOptions): DirectIngest {
-    return new DirectIngest({ config: this.config, spillDir: this.blocks.tmpDir, pool: this.pool, memory: this.memory, manifests: this.manifests, stats: this.stats, log: this.log }, options);
+    return new DirectIngest({ config: this.config, spillDir: this.blocks.tmpDir, pool: this.pool, hasher: this.hasher, memory: this.memory, manifests: this.manifests, stats: this.stats, log: this.log }, options);
   }
 
   manifest(id: ContentId): Manifest {
@@ -155,6 +158,7 @@ export class Engine {
 
   async close(): Promise<void> {
     await this.pool.destroy();
+    await this.hasher.close();
     await this.catalog.close();
   }
 }

@@ -10,12 +10,14 @@ import { type ChunkerSpec, chunkerName, freshScanState, maxBlockBytes } from './
 import type { BlobSummary, ManifestStore } from './manifests.js';
 import { Backlog } from './backlog.js';
 import type { TransferMemory } from './transfer-memory.js';
+import type { HashStream, WholeHasher } from './whole-hasher.js';
 
 export interface IngestDeps {
   config: Config;
   /** Directory for spill files (cleaned at start). */
   spillDir: string;
   pool: Piscina;
+  hasher: WholeHasher;
   memory: TransferMemory;
   manifests: ManifestStore;
   stats: Stats;
@@ -71,7 +73,12 @@ export class DirectIngest {
   onError: (err: SvcError) => void = () => {};
 
   private readonly startedAt = process.hrtime.bigint();
-  private readonly sha: Hash = createHash('sha256');
+  /** The whole-object hash: here for small declared bodies, on the hasher thread otherwise. */
+  private readonly sha: Hash | null;
+  private readonly hashStream: HashStream | null;
+  /** Bytes handed to the hasher thread, and bytes it has consumed (segments before stay). */
+  private hashPosted = 0;
+  private hashedUpTo = 0;
   private readonly segmentSize: number;
   private readonly reservation: number;
   private readonly pauseAtSegments: number;
@@ -128,6 +135,14 @@ export class DirectIngest {
     const worstCase = (this.holdLimitSegments + 1) * this.segmentSize;
     this.reservation = backlogMemory + (declared === undefined ? worstCase : Math.min(worstCase, Math.ceil(declared / this.segmentSize) * this.segmentSize));
     this.backlog = new Backlog(backlogMemory, deps.memory, deps.spillDir, (bytes) => (deps.stats.spilledBytes += bytes));
+    const small = declared !== undefined && declared < memory.segmentBytes;
+    this.sha = small ? createHash('sha256') : null;
+    this.hashStream = small
+      ? null
+      : deps.hasher.open((hashed) => {
+          this.hashedUpTo = hashed;
+          if (!this.settled) this.afterProgress();
+        });
   }
 
   /** Reserves memory; `admitted` runs once the body may be read (at once unless the server is full). */
@@ -165,7 +180,7 @@ export class DirectIngest {
       this.paused = true;
       return false;
     }
-    this.sha.update(chunk);
+    this.sha?.update(chunk);
     this.store(chunk);
     this.pump();
     if (this.segments.length >= this.pauseAtSegments) this.paused = true;
@@ -213,7 +228,7 @@ export class DirectIngest {
       while (this.backlog.pending > 0 && this.segments.length < this.pauseAtSegments) {
         const { view, at } = this.tail();
         const n = this.backlog.take(view.subarray(at));
-        this.sha.update(view.subarray(at, at + n));
+        this.sha?.update(view.subarray(at, at + n));
         this.stored += n;
       }
     } catch (err) {
@@ -255,9 +270,25 @@ export class DirectIngest {
     else memory.trackSmall(-this.segmentSize);
   }
 
+  /** Hands whole segments (and, at the end, the rest) to the hasher thread, in order. */
+  private postHashRanges(final: boolean): void {
+    const stream = this.hashStream;
+    if (!stream) return;
+    while (this.hashPosted < this.stored) {
+      const k = Math.floor((this.hashPosted - this.first) / this.segmentSize);
+      const segStart = this.first + k * this.segmentSize;
+      const to = Math.min(segStart + this.segmentSize, this.stored);
+      if (to < segStart + this.segmentSize && !final) return;
+      stream.update(this.segments[k], this.hashPosted - segStart, to - this.hashPosted);
+      this.hashPosted = to;
+    }
+  }
+
   private pump(): void {
-    if (this.settled || this.cutInFlight || !this.admitted) return;
+    if (this.settled || !this.admitted) return;
     const allStored = this.ended && this.stored === this.received;
+    this.postHashRanges(allStored);
+    if (this.cutInFlight) return;
     if (!this.spec) {
       if (this.stored < SNIFF_BYTES && !allStored) return;
       try {
@@ -406,7 +437,8 @@ export class DirectIngest {
 
   /** Offset before which no task needs the bytes any more. */
   private neededFrom(): number {
-    return this.firstUnstored < this.blockStarts.length ? this.blockStarts[this.firstUnstored] : this.cutStart;
+    const forStores = this.firstUnstored < this.blockStarts.length ? this.blockStarts[this.firstUnstored] : this.cutStart;
+    return this.hashStream ? Math.min(forStores, this.hashedUpTo) : forStores;
   }
 
   private dropConsumedSegments(): void {
@@ -426,7 +458,7 @@ export class DirectIngest {
   private async publish(inline?: Uint8Array): Promise<void> {
     this.settled = true;
     try {
-      const hex = this.sha.digest('hex');
+      const hex = this.hashStream ? await this.hashStream.digest() : this.sha!.digest('hex');
       const blocks = inline ? [{ hex, size: inline.length, checksum: xxh64(inline), fresh: true }] : (this.blocks as StoredBlock[]);
       const { manifest, existed } = await this.deps.manifests.publish(hex, this.received, this.mediaType, chunkerName(this.spec!), blocks, inline);
       const stats = this.deps.stats;
@@ -476,6 +508,7 @@ export class DirectIngest {
     this.segments = [];
     this.views = [];
     this.backlog.dispose();
+    this.hashStream?.discard();
     if (this.borrowed > 0) memory.giveBack(this.borrowed * this.segmentSize);
     this.borrowed = 0;
     if (this.admitted) memory.unreserve(this.reservation);

@@ -16,6 +16,8 @@ const PARTITION_DIGITS = 3;
 export class FsBlockStore {
   readonly blocksDir: string;
   readonly tmpDir: string;
+  /** Partition directories known to exist (each is made on its first block). */
+  private readonly knownDirs = new Set<string>();
 
   constructor(
     root: string,
@@ -25,19 +27,10 @@ export class FsBlockStore {
     this.tmpDir = path.join(this.blocksDir, '.tmp');
   }
 
-  /**
-   * Creates the layout (all partition directories, once: no mkdir on the write path) and
-   * removes temp files that interrupted writes left behind.
-   */
+  /** Creates the layout and removes temp files that interrupted writes left behind. */
   static prepare(root: string): { removedTempFiles: number } {
-    const blocks = path.join(root, 'blocks');
-    const tmp = path.join(blocks, '.tmp');
+    const tmp = path.join(root, 'blocks', '.tmp');
     fs.mkdirSync(tmp, { recursive: true });
-    const partitions = 16 ** PARTITION_DIGITS;
-    const last = path.join(blocks, (partitions - 1).toString(16).padStart(PARTITION_DIGITS, '0'));
-    if (!fs.existsSync(last)) {
-      for (let i = 0; i < partitions; i++) fs.mkdirSync(path.join(blocks, i.toString(16).padStart(PARTITION_DIGITS, '0')), { recursive: true });
-    }
     let removed = 0;
     for (const name of fs.readdirSync(tmp)) {
       fs.rmSync(path.join(tmp, name), { force: true, recursive: true });
@@ -72,8 +65,13 @@ export class FsBlockStore {
       throw err;
     }
     fs.closeSync(fd);
+    const dir = path.dirname(final);
+    if (!this.knownDirs.has(dir)) {
+      fs.mkdirSync(dir, { recursive: true });
+      this.knownDirs.add(dir);
+    }
     fs.renameSync(tmp, final);
-    if (this.durability === 'strict') syncDirectory(path.dirname(final));
+    if (this.durability === 'strict') syncDirectory(dir);
     return true;
   }
 
