@@ -197,10 +197,9 @@ function download(engine: Engine, ex: Exchange, req: HttpRequest, headOnly: bool
     return;
   }
   const size = manifest.record.size;
-  const lastModified = Math.floor(manifest.record.createdAt / 1000) * 1000;
   const etag = `"${manifest.id}"`;
-  const validators = { ETag: etag, 'Last-Modified': new Date(lastModified).toUTCString(), 'Cache-Control': IMMUTABLE };
-  const decision = evaluate({ etag, lastModified, size }, conditions);
+  const validators = { ETag: etag, 'Last-Modified': manifest.lastModified, 'Cache-Control': IMMUTABLE };
+  const decision = evaluate({ etag, lastModified: manifest.lastModifiedMs, size }, conditions);
   switch (decision.status) {
     case 304:
     case 412:

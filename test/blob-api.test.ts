@@ -357,6 +357,7 @@ describe('metadata, verify, inventory, delete', () => {
     const body = seededBytes(100_000, 19283);
     const { json } = await upload(url, body);
     const id = json.blob.id;
+    expect((await fetch(`${url}/api/v1/blobs/${id}`, { method: 'HEAD' })).status).toBe(200); // now cached
     const del = await fetch(`${url}/api/v1/blobs/${id}`, { method: 'DELETE' });
     expect(del.status).toBe(204);
     expect((await fetch(`${url}/api/v1/blobs/${id}`)).status).toBe(404);

@@ -73,7 +73,22 @@ export class Manifest {
   summary(): BlobSummary {
     return summarize(this.id, this.record);
   }
+
+  private httpDate?: string;
+
+  /** Publication time in whole seconds, as an HTTP date (Last-Modified); computed once. */
+  get lastModified(): string {
+    return (this.httpDate ??= new Date(this.lastModifiedMs).toUTCString());
+  }
+
+  get lastModifiedMs(): number {
+    return Math.floor(this.record.createdAt / 1000) * 1000;
+  }
 }
+
+/** Decoded manifests of small blobs, most recently used last: they are immutable, so reads skip LMDB. */
+const CACHED_MANIFESTS = 10_000;
+const CACHEABLE_BLOCKS = 64;
 
 export function summarize(id: string, r: ManifestRecord): BlobSummary {
   return {
@@ -113,9 +128,23 @@ export class ManifestStore {
     this.nextSeq = last + 1;
   }
 
+  private readonly cache = new Map<string, Manifest>();
+
   get(id: string): Manifest | undefined {
+    const hit = this.cache.get(id);
+    if (hit) {
+      this.cache.delete(id);
+      this.cache.set(id, hit);
+      return hit;
+    }
     const record = this.manifests.get(id);
-    return record ? new Manifest(id, record) : undefined;
+    if (!record) return undefined;
+    const manifest = new Manifest(id, record);
+    if (manifest.blockCount <= CACHEABLE_BLOCKS) {
+      this.cache.set(id, manifest);
+      if (this.cache.size > CACHED_MANIFESTS) this.cache.delete(this.cache.keys().next().value!);
+    }
+    return manifest;
   }
 
   /** The bytes of an inline blob. */
@@ -164,7 +193,8 @@ export class ManifestStore {
 
   /** Removes the manifest and its inventory entry; blocks stay for GC. False when absent. */
   async remove(id: string): Promise<boolean> {
-    return this.manifests.transaction(() => {
+    this.cache.delete(id);
+    const removed = await this.manifests.transaction(() => {
       const record = this.manifests.get(id);
       if (!record) return false;
       this.manifests.remove(id);
@@ -173,6 +203,9 @@ export class ManifestStore {
       if (record.inline) this.inline.remove(id);
       return true;
     });
+    // Again: a read between the first eviction and the commit may have cached it anew.
+    this.cache.delete(id);
+    return removed;
   }
 
   /** Most recently published first, starting below `beforeSeq`. */
