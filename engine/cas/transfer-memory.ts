@@ -15,10 +15,6 @@ export class TransferMemory {
     readonly segmentBytes: number,
   ) {}
 
-  get reservedBytes(): number {
-    return this.reserved;
-  }
-
   /** Bytes actually held in segments and small-body buffers right now. */
   get bufferedBytes(): number {
     return this.inUse;

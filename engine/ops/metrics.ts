@@ -20,6 +20,8 @@ export class Metrics {
     gauge('svc_fresh_block_bytes_total', 'Bytes of new blocks written.', () => s.freshBytes);
     gauge('svc_duplicate_block_bytes_total', 'Bytes of deduplicated blocks.', () => s.duplicateBytes);
     gauge('svc_dedup_ratio', 'Duplicate block bytes / all block bytes since start.', () => s.dedupRatio());
+    gauge('svc_requests_total', 'HTTP requests answered or aborted.', () => s.requests);
+    gauge('svc_request_errors_total', 'HTTP responses with a status of 400 or more.', () => s.errors);
     gauge('svc_reads_total', 'Blob bodies served.', () => s.reads);
     gauge('svc_served_bytes_total', 'Body bytes served.', () => s.bytesServed);
     gauge('svc_spilled_bytes_total', 'Upload bytes that waited on disk because their upload was full (uWS overshoot after pause).', () => s.spilledBytes);

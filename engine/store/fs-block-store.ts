@@ -101,11 +101,6 @@ export class FsBlockStore {
   readSync(hex: string, size: number): Buffer {
     return readExactSync(this.blockPath(hex, size), size);
   }
-
-  async has(hex: string, size: number): Promise<boolean> {
-    const st = await fsp.stat(this.blockPath(hex, size)).catch(() => null);
-    return st !== null && st.size === size;
-  }
 }
 
 function readExactSync(file: string, size: number): Buffer {
