@@ -11,7 +11,7 @@ import { BlobReader } from './cas/reader.js';
 import { TransferMemory } from './cas/transfer-memory.js';
 import { WholeHasher } from './cas/whole-hasher.js';
 import type { Config } from './config.js';
-import { SvcError, blobNotFound, invalidPagination } from './errors.js';
+import { blobNotFound, invalidPagination, verificationFailure } from './errors.js';
 import type { Logger } from './log.js';
 import { Stats } from './ops/stats.js';
 import { CatalogEnv } from './store/catalog.js';
@@ -61,8 +61,9 @@ export class Engine {
   }
 
   manifest(id: ContentId): Manifest {
-    const m = this.manifests.get(formatContentId(id.hex, id.size));
-    if (!m) throw blobNotFound(formatContentId(id.hex, id.size));
+    const key = formatContentId(id.hex, id.size);
+    const m = this.manifests.get(key);
+    if (!m) throw blobNotFound(key);
     return m;
   }
 
@@ -103,7 +104,7 @@ export class Engine {
     if (m.record.inline) {
       // At most SVC_INLINE_MAX_BYTES (64 KiB): hashing here is cheaper than a worker hop.
       const bytes = this.manifests.inlineBytes(m.id);
-      if (!bytes) throw new SvcError(500, 'verification_failure', 'The persisted bytes of this blob could not be read and hashed');
+      if (!bytes) throw verificationFailure();
       const verified = createHash('sha256').update(bytes).digest('hex') === id.hex && bytes.length === id.size;
       if (!verified) this.stats.corruptBlocks.add(m.id);
       return { id: m.id, verified, bytesChecked: bytes.length };
@@ -115,18 +116,19 @@ export class Engine {
     }
     let result: VerifyTaskResult;
     try {
-      const task: VerifyTask & { expectedHex: string } = { root: this.config.fsRoot, blocks, expectedHex: id.hex };
+      const task: VerifyTask = { root: this.config.fsRoot, blocks, expectedHex: id.hex };
       result = await this.pool.run(task, { name: 'verify' });
     } catch (err) {
       this.log.error('verify: persisted bytes could not be read', { blob: m.id, err: String(err) });
-      throw new SvcError(500, 'verification_failure', 'The persisted bytes of this blob could not be read and hashed');
+      throw verificationFailure();
     }
     for (const c of result.corruptBlocks) this.stats.corruptBlocks.add(c);
     return { id: m.id, verified: result.digestHex === id.hex && result.bytesRead === id.size, bytesChecked: result.bytesRead };
   }
 
   async delete(id: ContentId): Promise<void> {
-    if (!(await this.manifests.remove(formatContentId(id.hex, id.size)))) throw blobNotFound(formatContentId(id.hex, id.size));
+    const key = formatContentId(id.hex, id.size);
+    if (!(await this.manifests.remove(key))) throw blobNotFound(key);
   }
 
   /** Readiness: the catalog and the block store, each bounded by the health timeout. */

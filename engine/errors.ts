@@ -18,5 +18,7 @@ export const blobNotFound = (id: string) => new SvcError(404, 'blob_not_found', 
 export const payloadTooLarge = (limit: number) =>
   new SvcError(413, 'payload_too_large', `Upload exceeds the configured maximum of ${limit} bytes`);
 export const storageFailure = (message = 'Storage operation failed') => new SvcError(500, 'storage_failure', message);
+export const verificationFailure = () =>
+  new SvcError(500, 'verification_failure', 'The persisted bytes of this blob could not be read and hashed');
 export const ingestFailed = (message = 'The block store could not complete the write') =>
   new SvcError(500, 'ingest_failed', message);

@@ -24,7 +24,7 @@ const ONE_TIB = 2 ** 40;
 export function mountBlobApi(app: TemplatedApp, ctx: ServerContext): void {
   const engine = ctx.engine;
   const on = (pattern: string) => (res: HttpResponse, req: HttpRequest) => new Exchange(res, req.getCaseSensitiveMethod(), pattern, ctx, CORS);
-  const exchange = on('/api/v1/blobs/:id');
+  const onBlob = on('/api/v1/blobs/:id');
   const routes: Array<[string, string[]]> = [
     ['/api/v1/blobs', ['GET', 'POST']],
     ['/api/v1/blobs/:id', ['DELETE', 'GET', 'HEAD']],
@@ -45,11 +45,11 @@ export function mountBlobApi(app: TemplatedApp, ctx: ServerContext): void {
     }
   });
 
-  app.get('/api/v1/blobs/:id', (res, req) => download(engine, exchange(res, req), req, false));
-  app.head('/api/v1/blobs/:id', (res, req) => download(engine, exchange(res, req), req, true));
+  app.get('/api/v1/blobs/:id', (res, req) => download(engine, onBlob(res, req), req, false));
+  app.head('/api/v1/blobs/:id', (res, req) => download(engine, onBlob(res, req), req, true));
 
   app.del('/api/v1/blobs/:id', (res, req) => {
-    const ex = exchange(res, req);
+    const ex = onBlob(res, req);
     try {
       const id = parseContentIdSegment(req.getParameter(0) ?? '');
       engine.delete(id).then(

@@ -85,6 +85,8 @@ export function runStoreTask(task: StoreTask): StoredBlock[] {
 
 export interface VerifyTask {
   root: string;
+  /** The digest the blob's id names. */
+  expectedHex: string;
   blocks: Array<{ hex: string; size: number }>;
 }
 
@@ -99,7 +101,7 @@ export interface VerifyTaskResult {
  * Re-reads every block of a blob and recomputes the whole-object SHA-256 (worker side). Only when
  * that fails is each block hashed again, to name the corrupt ones.
  */
-export function runVerifyTask(task: VerifyTask & { expectedHex: string }): VerifyTaskResult {
+export function runVerifyTask(task: VerifyTask): VerifyTaskResult {
   const store = storeFor(task.root, 'relaxed');
   const whole = createHash('sha256');
   let bytesRead = 0;

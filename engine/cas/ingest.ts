@@ -256,7 +256,7 @@ export class DirectIngest {
       if (this.segmentSize === memory.segmentBytes) seg = memory.takeSegment();
       else {
         seg = new SharedArrayBuffer(this.segmentSize);
-        memory.trackSmall(this.segmentSize);
+        memory.track(this.segmentSize);
       }
       this.segments.push(seg);
       this.views.push(new Uint8Array(seg));
@@ -267,7 +267,7 @@ export class DirectIngest {
   private giveSegmentBack(seg: SharedArrayBuffer): void {
     const { memory } = this.deps;
     if (this.segmentSize === memory.segmentBytes) memory.returnSegment(seg);
-    else memory.trackSmall(-this.segmentSize);
+    else memory.track(-this.segmentSize);
   }
 
   /** Hands whole segments (and, at the end, the rest) to the hasher thread, in order. */

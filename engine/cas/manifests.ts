@@ -53,9 +53,13 @@ export class Manifest {
       index,
       hex: r.toString('hex', index * 40, index * 40 + 32),
       offset: this.offsets[index],
-      size: this.record.sizes.readUInt32LE(index * 4),
+      size: this.blockSize(index),
       checksum: r.readBigUInt64LE(index * 40 + 32),
     };
+  }
+
+  blockSize(index: number): number {
+    return this.record.sizes.readUInt32LE(index * 4);
   }
 
   /** Index of the block holding byte `pos` (0 <= pos < size). */

@@ -41,8 +41,7 @@ export class BlobReader {
     if (xxh64(bytes) !== ref.checksum) {
       this.cache.delete(ref.hex);
       this.stats.corruptBlocks.add(`sha-256:${ref.hex}:${ref.size}`);
-      if (manifest.record.inline) this.log.error('read: inline blob bytes corrupt in the catalog', { blob: manifest.id });
-      this.log.error('read: block checksum mismatch', { block: ref.hex, blob: manifest.id });
+      this.log.error('read: block checksum mismatch', { block: ref.hex, blob: manifest.id, inline: manifest.record.inline === true });
       throw storageFailure('A block of this blob failed its checksum; nothing corrupt is served');
     }
     this.cache.set(ref.hex, bytes);
@@ -72,12 +71,12 @@ export class BlobReader {
     const firstIndex = manifest.blockAt(start);
     const lastIndex = manifest.blockAt(end - 1);
     let largest = 0;
-    for (let i = firstIndex; i <= lastIndex; i++) largest = Math.max(largest, manifest.block(i).size);
+    for (let i = firstIndex; i <= lastIndex; i++) largest = Math.max(largest, manifest.blockSize(i));
     const pooled = largest > BlockCache.MAX_ENTRY;
     const reserved = pooled ? 2 * largest : 0;
     if (pooled) {
       await new Promise<void>((admit) => this.memory.reserve(reserved, admit));
-      this.memory.trackSmall(reserved);
+      this.memory.track(reserved);
     }
     try {
       const buffers = pooled ? [Buffer.allocUnsafe(largest), Buffer.allocUnsafe(largest)] : [];
@@ -98,7 +97,7 @@ export class BlobReader {
       await next.catch(() => {});
     } finally {
       if (pooled) {
-        this.memory.trackSmall(-reserved);
+        this.memory.track(-reserved);
         this.memory.unreserve(reserved);
       }
     }

@@ -81,7 +81,7 @@ export class TransferMemory {
   }
 
   /** Accounts buffers that are not pooled segments (small bodies, read buffers); negative to release. */
-  trackSmall(bytes: number): void {
+  track(bytes: number): void {
     this.inUse += bytes;
   }
 }
