@@ -1,0 +1,96 @@
+// Helpers shared by the feature transformers: attribute conventions, input types, vectors.
+
+import { bundleError, transformError } from '../../errors.js';
+import type { NodeSpec } from '../../bundle/spec.js';
+import { scalar, tensor, type DataType, type Tensor, type Value } from '../../types.js';
+
+export type HandleInvalid = 'error' | 'skip' | 'keep';
+
+/** `handle_invalid` (error|skip|keep); `fallback` when the attribute is absent. */
+export function readHandleInvalid(node: NodeSpec, fallback: HandleInvalid = 'error'): HandleInvalid {
+  if (!node.attrs.has('handle_invalid')) return fallback;
+  const mode = node.attrs.string('handle_invalid');
+  if (mode === 'error' || mode === 'skip' || mode === 'keep') return mode;
+  throw bundleError(`${node.path}: handle_invalid "${mode}" is not error, skip or keep`);
+}
+
+/** Rows cannot be dropped one at a time: a row that MLeap's `skip` would filter out fails. */
+export function skippedRow(node: NodeSpec, why: string): Error {
+  return transformError(`${node.name}: ${why} (handle_invalid=skip drops such rows; send only valid rows)`);
+}
+
+export const DOUBLE_INPUT = scalar('double', true);
+export const STRING_INPUT = scalar('string', true);
+
+/** A nullable double vector input of `size` elements (any size when undefined). */
+export function vectorInput(size?: number): DataType {
+  return tensor('double', size === undefined || size < 0 ? undefined : [size], true);
+}
+
+/** A double vector output of `size` elements (any size when undefined). */
+export function vectorOutput(size?: number): DataType {
+  return tensor('double', size === undefined || size < 0 ? undefined : [size]);
+}
+
+/** Number of elements of a vector value (a 0-d tensor cast from a scalar counts one). */
+export function vectorLength(t: Tensor): number {
+  return t.dims.length === 0 ? 1 : t.dims[0]!;
+}
+
+/** Fails the row when a vector does not have the size the model was fitted on. */
+export function checkLength(node: NodeSpec, t: Tensor, expected: number): void {
+  const n = vectorLength(t);
+  if (n !== expected) throw transformError(`${node.name}: input vector has ${n} elements, the model expects ${expected}`);
+}
+
+/**
+ * Spark's `Vector.compressed`: sparse when 1.5·(nnz+1) < size, dense otherwise.
+ * `indices`/`values` hold the non-zero entries, ascending.
+ */
+export function compressed(size: number, indices: number[], values: number[]): Tensor {
+  if (1.5 * (values.length + 1) < size) return { kind: 'sparse', dims: [size], indices, values };
+  const out = new Array<number>(size).fill(0);
+  for (let i = 0; i < indices.length; i++) out[indices[i]!] = values[i]!;
+  return { kind: 'dense', dims: [size], values: out };
+}
+
+/**
+ * Input sockets of an op that takes one column on `input` or several on `input0..n`, in column
+ * order; the matching output sockets on `output` / `output0..n`.
+ */
+export function columnPorts(node: NodeSpec): { inputs: number[]; outputs: number[] } {
+  const single = node.inputs.length === 1 && node.inputs[0]!.port === 'input';
+  const inputs = single ? [0] : numbered(node, node.inputs.map((s) => s.port), 'input');
+  const outputs = node.outputs.length === 1 && node.outputs[0]!.port === 'output'
+    ? [0]
+    : numbered(node, node.outputs.map((s) => s.port), 'output');
+  if (inputs.length !== outputs.length) {
+    throw bundleError(`${node.path}: op ${node.op} has ${inputs.length} input and ${outputs.length} output columns`);
+  }
+  return { inputs, outputs };
+}
+
+/** Per-socket values from per-column ones: `sockets[c]` is the socket of column `c`. */
+export function bySocket<T>(sockets: number[], ofColumn: (column: number) => T): T[] {
+  const out = new Array<T>(sockets.length);
+  sockets.forEach((socket, c) => (out[socket] = ofColumn(c)));
+  return out;
+}
+
+function numbered(node: NodeSpec, ports: string[], prefix: string): number[] {
+  const byNumber = ports.map((port, i) => {
+    const n = port.startsWith(prefix) ? Number(port.slice(prefix.length)) : NaN;
+    if (!Number.isInteger(n) || port.length === prefix.length) {
+      throw bundleError(`${node.path}: unexpected port "${port}" for op ${node.op}`);
+    }
+    return { n, i };
+  });
+  byNumber.sort((a, b) => a.n - b.n);
+  byNumber.forEach((x, k) => {
+    if (x.n !== k) throw bundleError(`${node.path}: ports of op ${node.op} are not ${prefix}0..${ports.length - 1}`);
+  });
+  return byNumber.map((x) => x.i);
+}
+
+/** The value as a tensor (the compiler has cast it to the declared tensor type). */
+export const asTensor = (v: Value): Tensor => v as Tensor;
