@@ -1,5 +1,13 @@
 // Predictors (regressions, classifiers, trees and ensembles, clustering).
 import type { OpDefinition } from '../op.js';
+import { generalizedLinearRegression } from './glm.js';
+import { isotonicRegression } from './isotonic-regression.js';
 import { linearRegression } from './linear-regression.js';
+import { logisticRegression } from './logistic-regression.js';
 
-export const predictorOps: OpDefinition[] = [linearRegression];
+export const predictorOps: OpDefinition[] = [
+  linearRegression,
+  logisticRegression,
+  generalizedLinearRegression,
+  isotonicRegression,
+];
