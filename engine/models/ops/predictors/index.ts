@@ -4,10 +4,12 @@ import { generalizedLinearRegression } from './glm.js';
 import { isotonicRegression } from './isotonic-regression.js';
 import { linearRegression } from './linear-regression.js';
 import { logisticRegression } from './logistic-regression.js';
+import { treeOps } from './trees.js';
 
 export const predictorOps: OpDefinition[] = [
   linearRegression,
   logisticRegression,
   generalizedLinearRegression,
   isotonicRegression,
+  ...treeOps,
 ];

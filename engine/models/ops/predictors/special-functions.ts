@@ -3,13 +3,13 @@
 const SQRT_PI = Math.sqrt(Math.PI);
 
 /**
- * erf(x) to about 1e-16: a series of positive terms for |x| < 3
+ * erf(x) to about 1e-16: a series of positive terms for |x| < 2
  * (erf x = 2/√π · e^(−x²) · Σ 2ⁿ x^(2n+1) / (1·3·…·(2n+1))), a continued fraction of erfc beyond.
  */
 export function erf(x: number): number {
   if (Number.isNaN(x)) return NaN;
   const a = Math.abs(x);
-  if (a >= 3) {
+  if (a >= 2) {
     const value = 1 - erfcContinuedFraction(a);
     return x < 0 ? -value : value;
   }
@@ -24,7 +24,7 @@ export function erf(x: number): number {
   return (2 / SQRT_PI) * Math.exp(-x2) * sum;
 }
 
-/** erfc(x) for x ≥ 3 by the continued fraction x + (1/2)/(x + 1/(x + (3/2)/(x + …))), modified Lentz. */
+/** erfc(x) for x ≥ 2 by the continued fraction x + (1/2)/(x + 1/(x + (3/2)/(x + …))), modified Lentz. */
 function erfcContinuedFraction(x: number): number {
   const tiny = 1e-300;
   let f = x;
