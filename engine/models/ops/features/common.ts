@@ -3,6 +3,7 @@
 import { bundleError, transformError } from '../../errors.js';
 import type { NodeSpec } from '../../bundle/spec.js';
 import { scalar, tensor, type DataType, type Tensor, type Value } from '../../types.js';
+import type { CompiledStage } from '../op.js';
 
 export type HandleInvalid = 'error' | 'skip' | 'keep';
 
@@ -44,14 +45,71 @@ export function checkLength(node: NodeSpec, t: Tensor, expected: number): void {
 }
 
 /**
- * Spark's `Vector.compressed`: sparse when 1.5·(nnz+1) < size, dense otherwise.
- * `indices`/`values` hold the non-zero entries, ascending.
+ * Spark's `Vector.compressed` of the entries `indices`/`values` (ascending; zeros allowed):
+ * sparse without the zeros when 1.5·(nnz+1) < size, dense otherwise.
  */
 export function compressed(size: number, indices: number[], values: number[]): Tensor {
-  if (1.5 * (values.length + 1) < size) return { kind: 'sparse', dims: [size], indices, values };
+  let nnz = 0;
+  for (let i = 0; i < values.length; i++) if (values[i] !== 0) nnz++;
+  if (1.5 * (nnz + 1) < size) {
+    if (nnz === values.length) return { kind: 'sparse', dims: [size], indices, values };
+    const keptIndices: number[] = [];
+    const kept: number[] = [];
+    for (let i = 0; i < values.length; i++) {
+      if (values[i] !== 0) {
+        keptIndices.push(indices[i]!);
+        kept.push(values[i]!);
+      }
+    }
+    return { kind: 'sparse', dims: [size], indices: keptIndices, values: kept };
+  }
   const out = new Array<number>(size).fill(0);
   for (let i = 0; i < indices.length; i++) out[indices[i]!] = values[i]!;
   return { kind: 'dense', dims: [size], values: out };
+}
+
+/** Spark's `Vector.compressed` of a dense array. */
+export function compressedDense(values: number[]): Tensor {
+  let nnz = 0;
+  for (let i = 0; i < values.length; i++) if (values[i] !== 0) nnz++;
+  if (!(1.5 * (nnz + 1) < values.length)) return { kind: 'dense', dims: [values.length], values };
+  const indices: number[] = [];
+  const kept: number[] = [];
+  for (let i = 0; i < values.length; i++) {
+    if (values[i] !== 0) {
+      indices.push(i);
+      kept.push(values[i]!);
+    }
+  }
+  return { kind: 'sparse', dims: [values.length], indices, values: kept };
+}
+
+/** Fails the load unless the node binds exactly one `input` and one `output` port. */
+export function requireSingleColumn(node: NodeSpec): void {
+  const ok = node.inputs.length === 1 && node.inputs[0]!.port === 'input' && node.outputs.length === 1 && node.outputs[0]!.port === 'output';
+  if (!ok) throw bundleError(`${node.path}: op ${node.op} has one "input" and one "output" port`);
+}
+
+/** A stage mapping one vector of `size` elements (checked per row; any when undefined) to another of `outputSize`. */
+export function vectorStage(
+  node: NodeSpec,
+  size: number | undefined,
+  map: (t: Tensor) => Tensor,
+  outputSize = size,
+): CompiledStage {
+  requireSingleColumn(node);
+  return {
+    inputs: [vectorInput(size)],
+    outputs: [vectorOutput(outputSize)],
+    run:
+      size === undefined
+        ? (args) => [map(args[0] as Tensor)]
+        : (args) => {
+            const t = args[0] as Tensor;
+            checkLength(node, t, size);
+            return [map(t)];
+          },
+  };
 }
 
 /**
@@ -91,6 +149,3 @@ function numbered(node: NodeSpec, ports: string[], prefix: string): number[] {
   });
   return byNumber.map((x) => x.i);
 }
-
-/** The value as a tensor (the compiler has cast it to the declared tensor type). */
-export const asTensor = (v: Value): Tensor => v as Tensor;

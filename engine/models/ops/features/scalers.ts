@@ -4,27 +4,7 @@ import { bundleError } from '../../errors.js';
 import type { NodeSpec } from '../../bundle/spec.js';
 import { toDense, type Tensor } from '../../types.js';
 import type { CompiledStage, OpDefinition } from '../op.js';
-import { asTensor, checkLength, vectorInput, vectorOutput } from './common.js';
-
-function requireSinglePorts(node: NodeSpec): void {
-  if (node.inputs.length !== 1 || node.inputs[0]!.port !== 'input' || node.outputs.length !== 1 || node.outputs[0]!.port !== 'output') {
-    throw bundleError(`${node.path}: op ${node.op} has one "input" and one "output" port`);
-  }
-}
-
-/** A stage mapping one vector of `size` elements to another of the same size. */
-function vectorStage(node: NodeSpec, size: number, map: (t: Tensor) => Tensor): CompiledStage {
-  requireSinglePorts(node);
-  return {
-    inputs: [vectorInput(size)],
-    outputs: [vectorOutput(size)],
-    run(args) {
-      const t = asTensor(args[0]!);
-      checkLength(node, t, size);
-      return [map(t)];
-    },
-  };
-}
+import { compressedDense, vectorStage } from './common.js';
 
 /** Spark multiplies by the reciprocal (not divides); 0 where the deviation is 0. */
 function reciprocals(std: number[]): number[] {
@@ -69,3 +49,43 @@ function compileStandardScaler(node: NodeSpec): CompiledStage {
 }
 
 export const standardScaler: OpDefinition = { op: 'standard_scaler', className: 'StandardScaler', compile: compileStandardScaler };
+
+function compileMinMaxScaler(node: NodeSpec): CompiledStage {
+  const min = node.attrs.doubles('min');
+  const max = node.attrs.doubles('max');
+  if (min.length !== max.length) throw bundleError(`${node.path}: min and max differ in size`);
+  const minValue = node.attrs.double('minValue', 0);
+  const maxValue = node.attrs.double('maxValue', 1);
+  const scale = maxValue - minValue;
+  const constantOutput = (minValue + maxValue) / 2;
+  // 0 marks a constant feature (max = min).
+  const factor = min.map((lo, i) => (max[i]! - lo !== 0 ? scale / (max[i]! - lo) : 0));
+  return vectorStage(node, max.length, (t) => {
+    const vs = toDense(t);
+    const out = new Array<number>(vs.length);
+    for (let i = 0; i < vs.length; i++) {
+      const x = vs[i]!;
+      if (Number.isNaN(x)) out[i] = x;
+      else out[i] = factor[i] !== 0 ? (x - min[i]!) * factor[i]! + minValue : constantOutput;
+    }
+    return compressedDense(out);
+  });
+}
+
+function compileMaxAbsScaler(node: NodeSpec): CompiledStage {
+  const divisor = node.attrs.doubles('maxAbs').map((m) => (m === 0 ? 1 : m));
+  const clip = (x: number) => Math.max(-1, Math.min(1, x));
+  return vectorStage(node, divisor.length, (t) => {
+    const vs = t.values;
+    const out = new Array<number>(vs.length);
+    if (t.kind === 'sparse') {
+      for (let i = 0; i < vs.length; i++) out[i] = clip(vs[i]! / divisor[t.indices[i]!]!);
+      return { kind: 'sparse', dims: t.dims, indices: t.indices, values: out };
+    }
+    for (let i = 0; i < vs.length; i++) out[i] = Number.isNaN(vs[i]!) ? vs[i]! : clip(vs[i]! / divisor[i]!);
+    return { kind: 'dense', dims: t.dims, values: out };
+  });
+}
+
+export const minMaxScaler: OpDefinition = { op: 'min_max_scaler', className: 'MinMaxScaler', compile: compileMinMaxScaler };
+export const maxAbsScaler: OpDefinition = { op: 'max_abs_scaler', className: 'MaxAbsScaler', compile: compileMaxAbsScaler };

@@ -1,10 +1,11 @@
-// string_indexer: label → its index (as a double), one or several columns.
+// string_indexer: label → its index (as a double), one or several columns;
+// reverse_string_indexer: index → label.
 
 import { bundleError, transformError } from '../../errors.js';
 import type { NodeSpec } from '../../bundle/spec.js';
-import { DOUBLE, type Value } from '../../types.js';
+import { DOUBLE, list, scalar, type Value } from '../../types.js';
 import type { CompiledStage, OpDefinition } from '../op.js';
-import { STRING_INPUT, columnPorts, readHandleInvalid, skippedRow } from './common.js';
+import { DOUBLE_INPUT, STRING_INPUT, columnPorts, readHandleInvalid, requireSingleColumn, skippedRow } from './common.js';
 
 /** `labels` (one column), or `labels_length` + `labels_array_0..n` (MLeap ≥ 0.18, one list per column). */
 function labelLists(node: NodeSpec): string[][] {
@@ -38,9 +39,12 @@ function compile(node: NodeSpec): CompiledStage {
     throw transformError(`${node.name}: unseen label "${label}" (set handle_invalid to keep to index unseen labels)`);
   };
 
+  const domains = new Array<readonly Value[] | undefined>(node.inputs.length);
+  lists.forEach((labels, c) => (domains[inputs[c]!] = labels));
   return {
     inputs: node.inputs.map(() => STRING_INPUT),
     outputs: node.outputs.map(() => DOUBLE),
+    domains,
     run: columns === 1
       ? (args) => [indexOf(0, args[0]!)]
       : (args) => {
@@ -52,3 +56,26 @@ function compile(node: NodeSpec): CompiledStage {
 }
 
 export const stringIndexer: OpDefinition = { op: 'string_indexer', className: 'StringIndexer', compile };
+
+function compileReverse(node: NodeSpec): CompiledStage {
+  requireSingleColumn(node);
+  const labels = node.attrs.strings('labels');
+  const shape = node.attrs.dataShape('input_shape', scalar('double'));
+  if (shape.shape === 'tensor') throw bundleError(`${node.path}: reverse_string_indexer input must be a scalar or a list`);
+  const label = (index: number): string => {
+    // The index is truncated to an integer as Scala's `toInt` does.
+    const found = labels[Math.trunc(index)];
+    if (found === undefined || !Number.isFinite(index)) throw transformError(`${node.name}: no label for index ${index}`);
+    return found;
+  };
+  if (shape.shape === 'list') {
+    return {
+      inputs: [list('double', true)],
+      outputs: [list('string')],
+      run: (args) => [(args[0] as number[]).map(label)],
+    };
+  }
+  return { inputs: [DOUBLE_INPUT], outputs: [scalar('string')], run: (args) => [label(args[0] as number)] };
+}
+
+export const reverseStringIndexer: OpDefinition = { op: 'reverse_string_indexer', className: 'ReverseStringIndexer', compile: compileReverse };

@@ -1,0 +1,123 @@
+// Text transformers: tokenizer, regex_tokenizer, ngram, stopwords_remover, count_vectorizer.
+
+import { bundleError } from '../../errors.js';
+import type { NodeSpec } from '../../bundle/spec.js';
+import { STRING_LIST, list, type Tensor } from '../../types.js';
+import type { CompiledStage, OpDefinition } from '../op.js';
+import { STRING_INPUT, requireSingleColumn, vectorOutput } from './common.js';
+
+const STRING_LIST_INPUT = list('string', true);
+
+/** Java's `String.split(regex)`: like JS split, but trailing empty strings are dropped ("" gives [""]). */
+export function javaSplit(text: string, separator: RegExp): string[] {
+  if (text === '') return [''];
+  const parts = text.split(separator);
+  let end = parts.length;
+  while (end > 0 && parts[end - 1] === '') end--;
+  return end === parts.length ? parts : parts.slice(0, end);
+}
+
+// Java's `\s`: ASCII whitespace only.
+const JAVA_WHITESPACE = /[ \t\n\x0B\f\r]/;
+
+function compileTokenizer(node: NodeSpec): CompiledStage {
+  requireSingleColumn(node);
+  return {
+    inputs: [STRING_INPUT],
+    outputs: [STRING_LIST],
+    run: (args) => [javaSplit((args[0] as string).toLowerCase(), JAVA_WHITESPACE)],
+  };
+}
+
+/** A Java regex as a JS one: groups made non-capturing so `split` does not return them. */
+function javaRegex(node: NodeSpec, source: string, flags: string): RegExp {
+  const withoutCaptures = source.replace(/(?<!\\)\((?!\?)/g, '(?:');
+  try {
+    return new RegExp(withoutCaptures, flags);
+  } catch {
+    throw bundleError(`${node.path}: regex "${source}" is not supported`);
+  }
+}
+
+function compileRegexTokenizer(node: NodeSpec): CompiledStage {
+  requireSingleColumn(node);
+  const source = node.attrs.string('regex', '\\s+');
+  const matchGaps = node.attrs.boolean('match_gaps', true);
+  const minLength = node.attrs.integer('token_min_length', 1);
+  const lowercase = node.attrs.boolean('lowercase_text', true);
+  const separator = javaRegex(node, source, '');
+  const matcher = javaRegex(node, source, 'g');
+  return {
+    inputs: [STRING_INPUT],
+    outputs: [STRING_LIST],
+    run(args) {
+      const text = lowercase ? (args[0] as string).toLowerCase() : (args[0] as string);
+      const tokens = matchGaps ? javaSplit(text, separator) : (text.match(matcher) ?? []);
+      return [tokens.filter((t) => t.length >= minLength)];
+    },
+  };
+}
+
+function compileNgram(node: NodeSpec): CompiledStage {
+  requireSingleColumn(node);
+  const n = node.attrs.integer('n');
+  if (n < 1) throw bundleError(`${node.path}: ngram n must be at least 1`);
+  return {
+    inputs: [STRING_LIST_INPUT],
+    outputs: [STRING_LIST],
+    run(args) {
+      const tokens = args[0] as string[];
+      const grams: string[] = [];
+      for (let i = 0; i + n <= tokens.length; i++) grams.push(tokens.slice(i, i + n).join(' '));
+      return [grams];
+    },
+  };
+}
+
+function compileStopWordsRemover(node: NodeSpec): CompiledStage {
+  requireSingleColumn(node);
+  const caseSensitive = node.attrs.boolean('case_sensitive', false);
+  const words = node.attrs.strings('stop_words');
+  const stop = new Set(caseSensitive ? words : words.map((w) => w.toLowerCase()));
+  return {
+    inputs: [STRING_LIST_INPUT],
+    outputs: [STRING_LIST],
+    run: caseSensitive
+      ? (args) => [(args[0] as string[]).filter((t) => !stop.has(t))]
+      : (args) => [(args[0] as string[]).filter((t) => !stop.has(t.toLowerCase()))],
+  };
+}
+
+function compileCountVectorizer(node: NodeSpec): CompiledStage {
+  requireSingleColumn(node);
+  const vocabulary = node.attrs.strings('vocabulary');
+  const binary = node.attrs.boolean('binary', false);
+  const minTf = node.attrs.double('min_tf', 1);
+  const index = new Map<string, number>();
+  vocabulary.forEach((term, i) => index.set(term, i));
+  const size = index.size;
+  return {
+    inputs: [STRING_LIST_INPUT],
+    outputs: [vectorOutput(size)],
+    run(args) {
+      const tokens = args[0] as string[];
+      const counts = new Map<number, number>();
+      for (const token of tokens) {
+        const i = index.get(token);
+        if (i !== undefined) counts.set(i, (counts.get(i) ?? 0) + 1);
+      }
+      // min_tf ≥ 1 is a count, below 1 a fraction of the document's tokens.
+      const effectiveMinTf = minTf >= 1 ? minTf : tokens.length * minTf;
+      const indices = [...counts.keys()].filter((i) => counts.get(i)! >= effectiveMinTf).sort((a, b) => a - b);
+      const values = indices.map((i) => (binary ? 1 : counts.get(i)!));
+      const out: Tensor = { kind: 'sparse', dims: [size], indices, values };
+      return [out];
+    },
+  };
+}
+
+export const tokenizer: OpDefinition = { op: 'tokenizer', className: 'Tokenizer', compile: compileTokenizer };
+export const regexTokenizer: OpDefinition = { op: 'regex_tokenizer', className: 'RegexTokenizer', compile: compileRegexTokenizer };
+export const ngram: OpDefinition = { op: 'ngram', className: 'NGram', compile: compileNgram };
+export const stopWordsRemover: OpDefinition = { op: 'stopwords_remover', className: 'StopWordsRemover', compile: compileStopWordsRemover };
+export const countVectorizer: OpDefinition = { op: 'count_vectorizer', className: 'CountVectorizer', compile: compileCountVectorizer };
