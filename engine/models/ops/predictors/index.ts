@@ -1,9 +1,12 @@
 // Predictors (regressions, classifiers, trees and ensembles, clustering).
 import type { OpDefinition } from '../op.js';
 import { generalizedLinearRegression } from './glm.js';
+import { kMeans } from './k-means.js';
 import { isotonicRegression } from './isotonic-regression.js';
 import { linearRegression } from './linear-regression.js';
 import { logisticRegression } from './logistic-regression.js';
+import { naiveBayes } from './naive-bayes.js';
+import { linearSvc, supportVectorMachine } from './svm.js';
 import { treeOps } from './trees.js';
 
 export const predictorOps: OpDefinition[] = [
@@ -12,4 +15,8 @@ export const predictorOps: OpDefinition[] = [
   generalizedLinearRegression,
   isotonicRegression,
   ...treeOps,
+  naiveBayes,
+  linearSvc,
+  supportVectorMachine,
+  kMeans,
 ];

@@ -62,27 +62,19 @@ export function element(x: Tensor, i: number): number {
 }
 
 /**
- * out = M·x + b for a column-major matrix M of `rows` × (x's size), in the order Spark's BLAS
- * adds: dense x column by column onto b (skipping zero entries, as reference dgemv does),
- * sparse x row by row and then onto b.
+ * out = M·x + y0 for a column-major matrix M of `rows` × (x's size), y0 = `start` or zeros.
+ * Column by column onto y0, as Spark's BLAS does for an untransposed matrix (dense x skips
+ * its zero entries, as reference dgemv does).
  */
-export function gemv(matrix: Float64Array, rows: number, x: Tensor, intercept: Float64Array, out: number[]): void {
+export function gemv(matrix: Float64Array, rows: number, x: Tensor, start: Float64Array | null, out: number[]): void {
+  for (let r = 0; r < rows; r++) out[r] = start ? start[r]! : 0;
   const values = x.values;
-  if (x.kind === 'dense') {
-    for (let r = 0; r < rows; r++) out[r] = intercept[r]!;
-    for (let c = 0; c < values.length; c++) {
-      const v = values[c]!;
-      if (v === 0) continue;
-      const base = c * rows;
-      for (let r = 0; r < rows; r++) out[r] += v * matrix[base + r]!;
-    }
-  } else {
-    const indices = x.indices;
-    for (let r = 0; r < rows; r++) {
-      let sum = 0;
-      for (let k = 0; k < values.length; k++) sum += values[k]! * matrix[indices[k]! * rows + r]!;
-      out[r] = intercept[r]! + sum;
-    }
+  const sparse = x.kind === 'sparse';
+  for (let k = 0; k < values.length; k++) {
+    const v = values[k]!;
+    if (v === 0 && !sparse) continue;
+    const base = (sparse ? x.indices[k]! : k) * rows;
+    for (let r = 0; r < rows; r++) out[r] += matrix[base + r]! * v;
   }
 }
 
