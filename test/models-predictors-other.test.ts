@@ -122,3 +122,70 @@ describe('k_means', () => {
     expect(km.model.outputSchema[1]!.type).toEqual({ shape: 'scalar', base: 'int', nullable: false });
   });
 });
+
+describe('one_vs_rest', () => {
+  const ovr = predictor({
+    op: 'one_vs_rest',
+    attributes: { num_classes: attr.long(2), num_features: attr.long(1) },
+    children: {
+      model0: { op: 'logistic_regression', attributes: { num_classes: attr.long(2), coefficients: attr.tensor([1]), intercept: attr.double(0) } },
+      model1: { op: 'logistic_regression', attributes: { num_classes: attr.long(2), coefficients: attr.tensor([-1]), intercept: attr.double(0) } },
+    },
+    outputs: [['prediction', 'pred'], ['probability', 'prob']],
+  });
+
+  it('predicts the classifier with the highest probability of class 1, and that probability', () => {
+    const [pred, prob] = ovr.run(dense([2]));
+    expect(pred).toBe(0);
+    expect(prob).toBeCloseTo(0.8807970779778823, 15);
+    const [pred1, prob1] = ovr.run(dense([-1]));
+    expect(pred1).toBe(1);
+    expect(prob1).toBeCloseTo(0.7310585786300049, 15);
+    expect(ovr.run(dense([0]))[0]).toBe(0); // tie: the first classifier
+  });
+});
+
+describe('multi_layer_perceptron_classifier', () => {
+  const mlp = predictor({
+    op: 'multi_layer_perceptron_classifier',
+    attributes: {
+      layers: attr.longs([2, 2, 2]),
+      // layer 1: identity weights, zero bias; layer 2: [[1, -1], [-1, 1]] (column-major), bias [0, 0.5]
+      weights: attr.doubles([1, 0, 0, 1, 0, 0, 1, -1, -1, 1, 0, 0.5]),
+    },
+    outputs: CLASSIFIER_OUTPUTS,
+  });
+
+  it('sigmoid hidden layers, raw = last affine output, probability = softmax', () => {
+    const [raw, prob, pred] = mlp.run(dense([0, 0])); // hidden [0.5, 0.5]
+    expect(values(raw)).toEqual([0, 0.5]);
+    expect(values(prob)[0]).toBeCloseTo(0.3775406687981454, 15);
+    expect(values(prob)[1]).toBeCloseTo(0.6224593312018546, 15);
+    expect(pred).toBe(1);
+  });
+
+  it('rejects weights that do not fit the layers', () => {
+    expect(() =>
+      predictor({ op: 'multi_layer_perceptron_classifier', attributes: { layers: attr.longs([2, 2]), weights: attr.doubles([1, 2, 3]) }, outputs: [['prediction', 'p']] }),
+    ).toThrowError(expect.objectContaining({ error: 'BundleException' }));
+  });
+});
+
+describe('aft_survival_regression', () => {
+  it('prediction = exp(x·β + b), quantiles = λ·exp(log(−log(1 − q))·scale)', () => {
+    const aft = predictor({
+      op: 'aft_survival_regression',
+      attributes: {
+        coefficients: attr.tensor([1, 0]),
+        intercept: attr.double(0),
+        quantile_probabilities: attr.doubles([1 - Math.exp(-1), 0.5]),
+        scale: attr.double(0.5),
+      },
+      outputs: [['quantiles', 'q'], ['prediction', 'y']],
+    });
+    const [quantiles, prediction] = aft.run(dense([Math.LN2, 5]));
+    expect(prediction).toBeCloseTo(2, 15);
+    expect(values(quantiles)[0]).toBeCloseTo(2, 14);
+    expect(values(quantiles)[1]).toBeCloseTo(1.6651092223153954, 14);
+  });
+});

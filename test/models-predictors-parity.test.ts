@@ -31,6 +31,9 @@ const PREDICTOR_SPECS = [
   'classification.NaiveBayesClassifierParitySpec',
   'clustering.KMeansParitySpec',
   'classification.SupportVectorMachineParitySpec',
+  'classification.OneVsRestParitySpec',
+  'classification.MultiLayerPerceptronClassifierParitySpec',
+  'regression.AFTSurvivalRegressionParitySpec',
 ];
 
 /** Extracts the outer zip's inner zips (one bundle each) into `dir`. */

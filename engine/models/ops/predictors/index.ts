@@ -1,11 +1,14 @@
 // Predictors (regressions, classifiers, trees and ensembles, clustering).
 import type { OpDefinition } from '../op.js';
+import { aftSurvivalRegression } from './aft-survival-regression.js';
 import { generalizedLinearRegression } from './glm.js';
 import { kMeans } from './k-means.js';
 import { isotonicRegression } from './isotonic-regression.js';
 import { linearRegression } from './linear-regression.js';
 import { logisticRegression } from './logistic-regression.js';
+import { multiLayerPerceptronClassifier } from './multilayer-perceptron.js';
 import { naiveBayes } from './naive-bayes.js';
+import { oneVsRest } from './one-vs-rest.js';
 import { linearSvc, supportVectorMachine } from './svm.js';
 import { treeOps } from './trees.js';
 
@@ -19,4 +22,7 @@ export const predictorOps: OpDefinition[] = [
   linearSvc,
   supportVectorMachine,
   kMeans,
+  oneVsRest,
+  multiLayerPerceptronClassifier,
+  aftSurvivalRegression,
 ];

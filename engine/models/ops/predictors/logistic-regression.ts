@@ -2,7 +2,7 @@
 // multinomial (coefficient_matrix [classes, features] column-major, intercept_vector,
 // thresholds), as MLeap's BinaryLogisticRegressionModel / ProbabilisticLogisticsRegressionModel.
 
-import type { NodeSpec } from '../../bundle/spec.js';
+import type { ModelSpec, NodeSpec } from '../../bundle/spec.js';
 import { bundleError } from '../../errors.js';
 import type { Tensor } from '../../types.js';
 import type { OpDefinition } from '../op.js';
@@ -13,14 +13,18 @@ export const logisticRegression: OpDefinition = {
   op: 'logistic_regression',
   className: 'LogisticRegression',
   compile(node: NodeSpec) {
-    const numClasses = node.attrs.integer('num_classes', 2);
-    return compileClassifier(node, numClasses > 2 ? multinomialModel(node) : binaryModel(node));
+    return compileClassifier(node, logisticModel(node));
   },
 };
 
+/** The binary or multinomial model of a logistic_regression folder (also a one_vs_rest child). */
+export function logisticModel(spec: ModelSpec): ProbabilisticModel {
+  return spec.attrs.integer('num_classes', 2) > 2 ? multinomialModel(spec) : binaryModel(spec);
+}
+
 const sigmoid = (m: number) => 1 / (1 + Math.exp(-m));
 
-export function binaryModel(node: NodeSpec): ProbabilisticModel {
+function binaryModel(node: ModelSpec): ProbabilisticModel {
   const coefficients = Float64Array.from(node.attrs.doubles('coefficients'));
   const intercept = node.attrs.double('intercept');
   const threshold = node.attrs.double('threshold', 0.5);
@@ -42,7 +46,7 @@ export function binaryModel(node: NodeSpec): ProbabilisticModel {
   };
 }
 
-function multinomialModel(node: NodeSpec): ProbabilisticModel {
+function multinomialModel(node: ModelSpec): ProbabilisticModel {
   const matrix = node.attrs.tensor('coefficient_matrix');
   if (matrix.dims.length !== 2) throw bundleError(`${node.path}: coefficient_matrix is not a matrix`);
   const [rows, cols] = matrix.dims as [number, number];
