@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { compileBundle } from '../engine/models/compile.js';
 import { dense, sparse, type Value } from '../engine/models/types.js';
-import { attr, pipelineBundle, type Stage } from './helpers/bundles.js';
+import { attr, pipelineBundle, treeFile, type Stage } from './helpers/bundles.js';
 
 function predictor(stage: Omit<Stage, 'name' | 'inputs'>) {
   const model = compileBundle(pipelineBundle([{ name: 'p', inputs: [['features', 'features']], ...stage }]));
@@ -187,5 +187,30 @@ describe('aft_survival_regression', () => {
     expect(prediction).toBeCloseTo(2, 15);
     expect(values(quantiles)[0]).toBeCloseTo(2, 14);
     expect(values(quantiles)[1]).toBeCloseTo(1.6651092223153954, 14);
+  });
+});
+
+describe('bisecting_k_means', () => {
+  const node = (index: number, values: number[], numChildren: number) => ({ index, norm: Math.hypot(...values), values, numChildren });
+  const km = predictor({
+    op: 'bisecting_k_means',
+    attributes: {},
+    files: {
+      'tree.json': treeFile([
+        node(-1, [5, 5], 2),
+        node(-2, [0, 0], 2),
+        node(0, [-1, 0], 0),
+        node(1, [1, 0], 0),
+        node(2, [10, 10], 0),
+      ]),
+    },
+    outputs: [['prediction', 'cluster']],
+  });
+
+  it('descends to the nearest child centre and answers the leaf index as an int', () => {
+    expect(km.run(dense([0.9, 0]))).toEqual([1]);
+    expect(km.run(dense([-3, 1]))).toEqual([0]);
+    expect(km.run(sparse(2, [0, 1], [9, 9]))).toEqual([2]);
+    expect(km.model.outputSchema[1]!.type).toEqual({ shape: 'scalar', base: 'int', nullable: false });
   });
 });

@@ -34,6 +34,7 @@ const PREDICTOR_SPECS = [
   'classification.OneVsRestParitySpec',
   'classification.MultiLayerPerceptronClassifierParitySpec',
   'regression.AFTSurvivalRegressionParitySpec',
+  'clustering.BisectingKMeansParitySpec',
 ];
 
 /** Extracts the outer zip's inner zips (one bundle each) into `dir`. */

@@ -1,6 +1,7 @@
 // Predictors (regressions, classifiers, trees and ensembles, clustering).
 import type { OpDefinition } from '../op.js';
 import { aftSurvivalRegression } from './aft-survival-regression.js';
+import { bisectingKMeans } from './bisecting-k-means.js';
 import { generalizedLinearRegression } from './glm.js';
 import { kMeans } from './k-means.js';
 import { isotonicRegression } from './isotonic-regression.js';
@@ -25,4 +26,5 @@ export const predictorOps: OpDefinition[] = [
   oneVsRest,
   multiLayerPerceptronClassifier,
   aftSurvivalRegression,
+  bisectingKMeans,
 ];

@@ -18,14 +18,14 @@ export function centre(values: number[]): Centre {
   return { values: Float64Array.from(values), norm: norm2(values) };
 }
 
-function norm2(values: ArrayLike<number>): number {
+export function norm2(values: ArrayLike<number>): number {
   let sum = 0;
   for (let i = 0; i < values.length; i++) sum += values[i]! * values[i]!;
   return Math.sqrt(sum);
 }
 
 /** Spark's MLUtils.fastSquaredDistance(centre, point). */
-function fastSquaredDistance(c: Centre, x: Tensor, xNorm: number): number {
+export function fastSquaredDistance(c: Centre, x: Tensor, xNorm: number): number {
   const sumSquaredNorm = c.norm * c.norm + xNorm * xNorm;
   const normDiff = c.norm - xNorm;
   const precisionBound1 = (2 * Number.EPSILON * sumSquaredNorm) / (normDiff * normDiff + Number.EPSILON);
