@@ -1,4 +1,4 @@
-// Text transformers: tokenizer, regex_tokenizer, ngram, stopwords_remover, count_vectorizer.
+// Text transformers: tokenizer, regex_tokenizer, ngram, stopwords_remover, count_vectorizer, word_filter.
 
 import { bundleError } from '../../errors.js';
 import type { NodeSpec } from '../../bundle/spec.js';
@@ -116,8 +116,29 @@ function compileCountVectorizer(node: NodeSpec): CompiledStage {
   };
 }
 
+// Java's Character.isLetter on one UTF-16 unit (a lone surrogate is not a letter).
+const LETTER = /^\p{L}$/u;
+
+function isWord(token: string, minLength: number): boolean {
+  if (token.length <= minLength) return false;
+  for (let i = 0; i < token.length; i++) if (!LETTER.test(token[i]!)) return false;
+  return true;
+}
+
+/** Keeps tokens made only of letters and longer than `length`. */
+function compileWordFilter(node: NodeSpec): CompiledStage {
+  requireSingleColumn(node);
+  const length = node.attrs.integer('length', 3);
+  return {
+    inputs: [STRING_LIST_INPUT],
+    outputs: [STRING_LIST],
+    run: (args) => [(args[0] as string[]).filter((t) => isWord(t, length))],
+  };
+}
+
 export const tokenizer: OpDefinition = { op: 'tokenizer', className: 'Tokenizer', compile: compileTokenizer };
 export const regexTokenizer: OpDefinition = { op: 'regex_tokenizer', className: 'RegexTokenizer', compile: compileRegexTokenizer };
 export const ngram: OpDefinition = { op: 'ngram', className: 'NGram', compile: compileNgram };
 export const stopWordsRemover: OpDefinition = { op: 'stopwords_remover', className: 'StopWordsRemover', compile: compileStopWordsRemover };
 export const countVectorizer: OpDefinition = { op: 'count_vectorizer', className: 'CountVectorizer', compile: compileCountVectorizer };
+export const wordFilter: OpDefinition = { op: 'word_filter', className: 'WordLengthFilter', compile: compileWordFilter };
