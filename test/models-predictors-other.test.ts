@@ -214,3 +214,20 @@ describe('bisecting_k_means', () => {
     expect(km.model.outputSchema[1]!.type).toEqual({ shape: 'scalar', base: 'int', nullable: false });
   });
 });
+
+describe('multinomial_labeler', () => {
+  it('lists the probabilities >= threshold and their labels, in class order', () => {
+    const labeler = predictor({
+      op: 'multinomial_labeler',
+      attributes: { threshold: attr.double(0.25), labels: attr.strings(['a', 'b', 'c']) },
+      outputs: [['labels', 'l'], ['probabilities', 'p']],
+    });
+    expect(labeler.run(dense([0.25, 0.1, 0.65]))).toEqual([['a', 'c'], [0.25, 0.65]]);
+    expect(labeler.run(sparse(3, [1], [0.5]))).toEqual([['b'], [0.5]]);
+    expect(labeler.run(dense([0, 0, 0]))).toEqual([[], []]);
+    expect(labeler.model.outputSchema.slice(1).map((f) => f.type)).toEqual([
+      { shape: 'list', base: 'string', nullable: false },
+      { shape: 'list', base: 'double', nullable: false },
+    ]);
+  });
+});

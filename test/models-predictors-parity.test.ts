@@ -35,6 +35,7 @@ const PREDICTOR_SPECS = [
   'classification.MultiLayerPerceptronClassifierParitySpec',
   'regression.AFTSurvivalRegressionParitySpec',
   'clustering.BisectingKMeansParitySpec',
+  'feature.MultinomialLabelerParitySpec',
 ];
 
 /** Extracts the outer zip's inner zips (one bundle each) into `dir`. */
@@ -75,7 +76,7 @@ describe.skipIf(!haveFixtures)('Spark parity bundles with predictors', () => {
     dir = mkdtempSync(join(tmpdir(), 'predictor-parity-'));
     await extractZip(parityZip, dir);
     for (const spec of PREDICTOR_SPECS) {
-      const prefix = spec.includes('Support') ? 'org.apache.spark.ml.mleap.parity.' : 'org.apache.spark.ml.parity.';
+      const prefix = spec.includes('Support') || spec.includes('MultinomialLabeler') ? 'org.apache.spark.ml.mleap.parity.' : 'org.apache.spark.ml.parity.';
       docs.set(spec, await readBundle(join(dir, `${prefix}${spec}.zip`), { maxBytes: 50 << 20, maxFiles: 10_000 }));
     }
   });
@@ -96,8 +97,8 @@ describe.skipIf(!haveFixtures)('Spark parity bundles with predictors', () => {
     const row = model.inputSchema.map((field, i) => model.inputDomains[i]?.[0] ?? (field.type.base === 'string' ? '0.25' : 0.25));
     const produced = model.run(row);
     const last = produced[produced.length - 1]!;
-    const numbers = typeof last === 'number' ? [last] : (last as { values: number[] }).values;
-    expect(numbers.every(Number.isFinite)).toBe(true);
+    const numbers = typeof last === 'number' ? [last] : Array.isArray(last) ? last : (last as { values: number[] }).values;
+    expect(numbers.every((v) => typeof v === 'string' || Number.isFinite(v))).toBe(true);
   });
 
   it('random forest classifier with num_classes 1 predicts class 0 with probability 1', () => {

@@ -8,6 +8,7 @@ import { isotonicRegression } from './isotonic-regression.js';
 import { linearRegression } from './linear-regression.js';
 import { logisticRegression } from './logistic-regression.js';
 import { multiLayerPerceptronClassifier } from './multilayer-perceptron.js';
+import { multinomialLabeler } from './multinomial-labeler.js';
 import { naiveBayes } from './naive-bayes.js';
 import { oneVsRest } from './one-vs-rest.js';
 import { linearSvc, supportVectorMachine } from './svm.js';
@@ -27,4 +28,5 @@ export const predictorOps: OpDefinition[] = [
   multiLayerPerceptronClassifier,
   aftSurvivalRegression,
   bisectingKMeans,
+  multinomialLabeler,
 ];
