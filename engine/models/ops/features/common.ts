@@ -2,7 +2,7 @@
 
 import { bundleError, transformError } from '../../errors.js';
 import type { NodeSpec } from '../../bundle/spec.js';
-import { scalar, tensor, type DataType, type Tensor, type Value } from '../../types.js';
+import { scalar, tensor, type DataType, type Tensor } from '../../types.js';
 import type { CompiledStage } from '../op.js';
 
 export type HandleInvalid = 'error' | 'skip' | 'keep';

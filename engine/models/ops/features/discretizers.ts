@@ -5,7 +5,7 @@ import type { NodeSpec } from '../../bundle/spec.js';
 import { DOUBLE, scalar, type DataType, type Tensor } from '../../types.js';
 import type { CompiledStage, OpDefinition } from '../op.js';
 import {
-  DOUBLE_INPUT, compressed, readHandleInvalid, requireSingleColumn, skippedRow, vectorInput, vectorOutput,
+  DOUBLE_INPUT, compressed, readHandleInvalid, requireSingleColumn, skippedRow, vectorInput, vectorLength, vectorOutput,
 } from './common.js';
 
 function compileBinarizer(node: NodeSpec): CompiledStage {
@@ -33,7 +33,7 @@ function compileBinarizer(node: NodeSpec): CompiledStage {
           values.push(1);
         }
       }
-      return [compressed(t.dims.length === 0 ? 1 : t.dims[0]!, indices, values)];
+      return [compressed(vectorLength(t), indices, values)];
     },
   };
 }

@@ -4,7 +4,7 @@ import { bundleError } from '../../errors.js';
 import type { NodeSpec } from '../../bundle/spec.js';
 import { toDense, type SparseTensor } from '../../types.js';
 import type { CompiledStage, OpDefinition } from '../op.js';
-import { vectorStage } from './common.js';
+import { vectorLength, vectorStage } from './common.js';
 
 /** C(n + degree, degree): the number of monomials of n variables up to `degree`, the constant included. */
 function polySize(n: number, degree: number): number {
@@ -71,7 +71,7 @@ function compilePolynomialExpansion(node: NodeSpec): CompiledStage {
     node,
     size,
     (t) => {
-      const n = t.dims.length === 0 ? 1 : t.dims[0]!;
+      const n = vectorLength(t);
       const length = polySize(n, degree) - 1;
       if (t.kind === 'sparse') {
         const out: SparseOut = { indices: [], values: [] };

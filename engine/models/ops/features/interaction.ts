@@ -6,7 +6,7 @@ import { bundleError, transformError } from '../../errors.js';
 import type { NodeSpec } from '../../bundle/spec.js';
 import type { DataType, Tensor, Value } from '../../types.js';
 import { numberedInputs, type CompiledStage, type OpDefinition } from '../op.js';
-import { DOUBLE_INPUT, compressed, vectorInput, vectorOutput } from './common.js';
+import { DOUBLE_INPUT, compressed, vectorInput, vectorLength, vectorOutput } from './common.js';
 
 interface FeatureEncoder {
   /** Categories per element of the input (1 = numeric). */
@@ -48,7 +48,7 @@ function encode(node: NodeSpec, enc: FeatureEncoder, value: Value, emit: (index:
     return;
   }
   const t = value as Tensor;
-  const size = t.dims.length === 0 ? 1 : t.dims[0]!;
+  const size = vectorLength(t);
   if (size !== enc.numFeatures.length) {
     throw transformError(`${node.name}: vector input has ${size} elements, expected ${enc.numFeatures.length}`);
   }

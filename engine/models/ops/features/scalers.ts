@@ -2,7 +2,7 @@
 
 import { bundleError } from '../../errors.js';
 import type { NodeSpec } from '../../bundle/spec.js';
-import { toDense, type Tensor } from '../../types.js';
+import { toDense } from '../../types.js';
 import type { CompiledStage, OpDefinition } from '../op.js';
 import { compressedDense, vectorStage } from './common.js';
 
