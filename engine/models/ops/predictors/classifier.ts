@@ -32,12 +32,11 @@ export const CLASSIFIER_PORTS = ['prediction', 'raw_prediction', 'probability'] 
 export function thresholdedArgmax(probability: number[], thresholds: Float64Array | undefined): number {
   if (!thresholds) return argmax(probability);
   const n = Math.min(probability.length, thresholds.length);
-  const scaled = (i: number) => (thresholds[i] === 0 ? Infinity : probability[i]! / thresholds[i]!);
   let best = 0;
-  let max = scaled(0);
-  for (let i = 1; i < n; i++) {
-    const s = scaled(i);
-    if (s > max) {
+  let max = -Infinity;
+  for (let i = 0; i < n; i++) {
+    const s = thresholds[i] === 0 ? Infinity : probability[i]! / thresholds[i]!;
+    if (i === 0 || s > max) {
       max = s;
       best = i;
     }
