@@ -196,6 +196,9 @@ describe('text', () => {
     expect(apply('regex_tokenizer', words, 'Hi, you!')).toEqual(['Hi', 'you']);
     const grouped = { regex: attr.string('(a)b'), match_gaps: attr.boolean(true), token_min_length: attr.int(1) };
     expect(apply('regex_tokenizer', grouped, 'xaby')).toEqual(['x', 'y']);
+    // A zero-width match at the start gives no leading empty token (Java's split).
+    const camel = { regex: attr.string('(?=[A-Z])'), match_gaps: attr.boolean(true), token_min_length: attr.int(1), lowercase_text: attr.boolean(false) };
+    expect(apply('regex_tokenizer', camel, 'HelloBigWorld')).toEqual(['Hello', 'Big', 'World']);
   });
 
   it('ngram: space-joined windows, none when too few tokens', () => {

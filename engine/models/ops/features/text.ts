@@ -8,17 +8,32 @@ import { STRING_INPUT, requireSingleColumn, vectorOutput } from './common.js';
 
 const STRING_LIST_INPUT = list('string', true);
 
-/** Java's `String.split(regex)`: like JS split, but trailing empty strings are dropped ("" gives [""]). */
-export function javaSplit(text: string, separator: RegExp): string[] {
-  if (text === '') return [''];
-  const parts = text.split(separator);
-  let end = parts.length;
-  while (end > 0 && parts[end - 1] === '') end--;
-  return end === parts.length ? parts : parts.slice(0, end);
+/**
+ * Java's `String.split(regex)` with a global `separator`: the text between matches (capture
+ * groups are not returned), no leading empty string for a zero-width match at the start,
+ * trailing empty strings dropped, and the whole text when nothing matches.
+ */
+function javaSplit(text: string, separator: RegExp): string[] {
+  const parts: string[] = [];
+  let index = 0;
+  separator.lastIndex = 0;
+  for (let m = separator.exec(text); m !== null; m = separator.exec(text)) {
+    const start = m.index;
+    const end = start + m[0].length;
+    if (end === start) separator.lastIndex = start + 1;
+    if (index === 0 && start === 0 && end === 0) continue;
+    parts.push(text.slice(index, start));
+    index = end;
+  }
+  if (index === 0) return [text];
+  parts.push(text.slice(index));
+  let kept = parts.length;
+  while (kept > 0 && parts[kept - 1] === '') kept--;
+  return kept === parts.length ? parts : parts.slice(0, kept);
 }
 
 // Java's `\s`: ASCII whitespace only.
-const JAVA_WHITESPACE = /[ \t\n\x0B\f\r]/;
+const JAVA_WHITESPACE = /[ \t\n\x0B\f\r]/g;
 
 function compileTokenizer(node: NodeSpec): CompiledStage {
   requireSingleColumn(node);
@@ -29,30 +44,24 @@ function compileTokenizer(node: NodeSpec): CompiledStage {
   };
 }
 
-/** A Java regex as a JS one: groups made non-capturing so `split` does not return them. */
-function javaRegex(node: NodeSpec, source: string, flags: string): RegExp {
-  const withoutCaptures = source.replace(/(?<!\\)\((?!\?)/g, '(?:');
-  try {
-    return new RegExp(withoutCaptures, flags);
-  } catch {
-    throw bundleError(`${node.path}: regex "${source}" is not supported`);
-  }
-}
-
 function compileRegexTokenizer(node: NodeSpec): CompiledStage {
   requireSingleColumn(node);
   const source = node.attrs.string('regex', '\\s+');
   const matchGaps = node.attrs.boolean('match_gaps', true);
   const minLength = node.attrs.integer('token_min_length', 1);
   const lowercase = node.attrs.boolean('lowercase_text', true);
-  const separator = javaRegex(node, source, '');
-  const matcher = javaRegex(node, source, 'g');
+  let pattern: RegExp;
+  try {
+    pattern = new RegExp(source, 'g');
+  } catch {
+    throw bundleError(`${node.path}: regex "${source}" is not a supported regular expression`);
+  }
   return {
     inputs: [STRING_INPUT],
     outputs: [STRING_LIST],
     run(args) {
       const text = lowercase ? (args[0] as string).toLowerCase() : (args[0] as string);
-      const tokens = matchGaps ? javaSplit(text, separator) : (text.match(matcher) ?? []);
+      const tokens = matchGaps ? javaSplit(text, pattern) : (text.match(pattern) ?? []);
       return [tokens.filter((t) => t.length >= minLength)];
     },
   };
