@@ -20,6 +20,20 @@ export const VARIABLES: ReadonlyArray<{ name: string; default: string; help: str
   { name: 'SVC_BLOCK_CACHE_BYTES', default: '64MiB', help: 'Memory for caching small blocks (64 KiB or less) on the read path; 0 disables.' },
   { name: 'SVC_HEALTH_TIMEOUT', default: '5s', help: 'Timeout of each readiness check.' },
   { name: 'SVC_SECURITY_CORS_ALLOWED_ORIGINS', default: '', help: 'Comma-separated exact browser origins (used when security is enabled; unsecured servers allow any origin).' },
+  { name: 'HTTP_PORT', default: '8080', help: 'Port of the model runtime listener (0 = pick a free port).' },
+  { name: 'MODEL_EXECUTION_STRATEGY', default: 'par', help: 'Default execution mode of transform and rank: `seq`, `par` (every pool thread) or `par-N` (at most N tasks in flight).' },
+  { name: 'MODEL_CACHE_SIZE', default: '5', help: 'Loaded models kept in memory (least recently used are dropped and reloaded on next use).' },
+  { name: 'MODEL_CACHE_TTL', default: '30m', help: 'How long a loaded model stays cached after it was loaded.' },
+  { name: 'MODEL_LOAD_TIMEOUT', default: '60s', help: 'Limit for acquiring, reading, compiling and warming one bundle (408 beyond).' },
+  { name: 'MODEL_REQUEST_TIMEOUT', default: '30s', help: 'Limit for one transform, rank, sample, graph or health request (408 beyond).' },
+  { name: 'MODEL_MAX_BUNDLE_BYTES', default: '512MiB', help: 'Largest bundle, downloaded and expanded (its JSON files together); larger bundles are refused.' },
+  { name: 'MODEL_MAX_BUNDLE_FILES', default: '100000', help: 'Most files a bundle may hold.' },
+  { name: 'MODEL_MAX_FRAME_BYTES', default: '64MiB', help: 'Largest request body of transform and rank (413 beyond).' },
+  { name: 'MODEL_MAX_FRAME_ROWS', default: '1000000', help: 'Most rows a flattened request frame may have (a Cartesian frame multiplies).' },
+  { name: 'MODEL_WARMUP_ROWS', default: '200', help: 'Rows of generated sample data run through a model when it is registered.' },
+  { name: 'MODEL_S3_ENDPOINT', default: '', help: 'Endpoint of an S3-compatible store for s3:// bundle URIs (empty: AWS). Credentials and region come from the AWS SDK\'s usual sources.' },
+  { name: 'MODEL_S3_FORCE_PATH_STYLE', default: 'false', help: '`true` to address buckets by path (most S3-compatible servers).' },
+  { name: 'MODEL_GCS_ENDPOINT', default: 'https://storage.googleapis.com', help: 'Endpoint of Google Cloud Storage for gs:// bundle URIs (an emulator for tests).' },
   { name: 'SVC_LOG_LEVEL', default: 'info', help: '`debug`, `info`, `warn`, `error` or `silent`. Logs are JSON lines on stderr.' },
 ];
 
@@ -46,9 +60,37 @@ export interface Config {
   healthTimeoutMs: number;
   corsAllowedOrigins: string[];
   logLevel: LogLevel;
+  model: ModelConfig;
+}
+
+export type ExecutionMode = { kind: 'seq' } | { kind: 'par' } | { kind: 'par-n'; n: number };
+
+export interface ModelConfig {
+  httpPort: number;
+  executionStrategy: ExecutionMode;
+  cacheSize: number;
+  cacheTtlMs: number;
+  loadTimeoutMs: number;
+  requestTimeoutMs: number;
+  maxBundleBytes: number;
+  maxBundleFiles: number;
+  maxFrameBytes: number;
+  maxFrameRows: number;
+  warmupRows: number;
+  s3Endpoint: string;
+  s3ForcePathStyle: boolean;
+  gcsEndpoint: string;
 }
 
 export class ConfigError extends Error {}
+
+/** `seq`, `par`, `par-N` (N >= 1); undefined when the text is none of them. */
+export function parseExecutionMode(raw: string): ExecutionMode | undefined {
+  if (raw === 'seq' || raw === 'par') return { kind: raw };
+  const m = /^par-(\d{1,6})$/.exec(raw);
+  if (!m || Number(m[1]) < 1) return undefined;
+  return { kind: 'par-n', n: Number(m[1]) };
+}
 
 const SIZE_UNITS: Record<string, number> = { '': 1, b: 1, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3, tib: 1024 ** 4, kb: 1e3, mb: 1e6, gb: 1e9, tb: 1e12 };
 const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
@@ -87,6 +129,12 @@ function inRange(name: string, value: number, min: number, max: number): number 
   return value;
 }
 
+function executionMode(raw: string): ExecutionMode {
+  const mode = parseExecutionMode(raw);
+  if (!mode) throw new ConfigError(`MODEL_EXECUTION_STRATEGY: "${raw}" is not seq, par or par-N (N >= 1)`);
+  return mode;
+}
+
 /** Parse and validate the whole configuration; throws ConfigError naming the variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const get = (name: string) => {
@@ -113,6 +161,22 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     healthTimeoutMs: parseDuration('SVC_HEALTH_TIMEOUT', get('SVC_HEALTH_TIMEOUT')),
     corsAllowedOrigins: get('SVC_SECURITY_CORS_ALLOWED_ORIGINS').split(',').map((s) => s.trim()).filter(Boolean),
     logLevel: oneOf('SVC_LOG_LEVEL', get('SVC_LOG_LEVEL'), ['debug', 'info', 'warn', 'error', 'silent'] as const),
+    model: {
+      httpPort: parseInteger('HTTP_PORT', get('HTTP_PORT'), 0, 65535),
+      executionStrategy: executionMode(get('MODEL_EXECUTION_STRATEGY')),
+      cacheSize: parseInteger('MODEL_CACHE_SIZE', get('MODEL_CACHE_SIZE'), 1, 10_000),
+      cacheTtlMs: parseDuration('MODEL_CACHE_TTL', get('MODEL_CACHE_TTL')),
+      loadTimeoutMs: parseDuration('MODEL_LOAD_TIMEOUT', get('MODEL_LOAD_TIMEOUT')),
+      requestTimeoutMs: parseDuration('MODEL_REQUEST_TIMEOUT', get('MODEL_REQUEST_TIMEOUT')),
+      maxBundleBytes: parseSize('MODEL_MAX_BUNDLE_BYTES', get('MODEL_MAX_BUNDLE_BYTES')),
+      maxBundleFiles: parseInteger('MODEL_MAX_BUNDLE_FILES', get('MODEL_MAX_BUNDLE_FILES'), 1, 10_000_000),
+      maxFrameBytes: parseSize('MODEL_MAX_FRAME_BYTES', get('MODEL_MAX_FRAME_BYTES')),
+      maxFrameRows: parseInteger('MODEL_MAX_FRAME_ROWS', get('MODEL_MAX_FRAME_ROWS'), 1, 100_000_000),
+      warmupRows: parseInteger('MODEL_WARMUP_ROWS', get('MODEL_WARMUP_ROWS'), 0, 1_000_000),
+      s3Endpoint: get('MODEL_S3_ENDPOINT'),
+      s3ForcePathStyle: oneOf('MODEL_S3_FORCE_PATH_STYLE', get('MODEL_S3_FORCE_PATH_STYLE'), ['true', 'false'] as const) === 'true',
+      gcsEndpoint: get('MODEL_GCS_ENDPOINT').replace(/\/+$/, ''),
+    },
   };
   if (!(config.chunkMin <= config.chunkAvg && config.chunkAvg <= config.chunkMax)) {
     throw new ConfigError(`SVC_CHUNK_MIN <= SVC_CHUNK_AVG <= SVC_CHUNK_MAX must hold (got ${config.chunkMin}, ${config.chunkAvg}, ${config.chunkMax})`);

@@ -3,7 +3,9 @@ import { type Config, ConfigError, VARIABLES, loadConfig } from '../engine/confi
 import { Engine } from '../engine/engine.js';
 import { Logger } from '../engine/log.js';
 import { Metrics } from '../engine/ops/metrics.js';
+import { ModelService } from '../engine/models/service.js';
 import { mountBlobApi } from './blob-api.js';
+import { mountModelApi } from './model-api.js';
 import { Exchange, type ServerContext } from './http.js';
 import { VERSION, mountOpsApi } from './ops-api.js';
 
@@ -25,6 +27,8 @@ export function helpText(): string {
 
 export interface RunningServer {
   port: number;
+  /** Port of the model runtime listener. */
+  modelPort: number;
   close(): Promise<void>;
 }
 
@@ -38,19 +42,32 @@ export async function serve(config: Config, log = new Logger(config.logLevel)): 
   app.any('/*', (res, req) => {
     new Exchange(res, req.getCaseSensitiveMethod(), '/*', ctx).json(404, { error: 'not_found', message: `No route for ${req.getCaseSensitiveMethod()} ${req.getUrl()}` });
   });
-  const listenSocket = await new Promise<uWS.us_listen_socket>((resolve, reject) => {
-    app.listen(config.host, config.httpPort, (socket) => (socket ? resolve(socket) : reject(new Error(`cannot listen on ${config.host}:${config.httpPort}`))));
-  });
+  const listenSocket = await listen(app, config.host, config.httpPort);
   const port = uWS.us_socket_local_port(listenSocket);
-  log.info('listening', { host: config.host, port, fsRoot: config.fsRoot, durability: config.durability, workers: config.workers });
+  const models = new ModelService(config.model, engine.catalog, config.fsRoot, engine.pool, log);
+  const modelApp = uWS.App();
+  mountModelApi(modelApp, models, log, VERSION);
+  const modelSocket = await listen(modelApp, config.host, config.model.httpPort);
+  const modelPort = uWS.us_socket_local_port(modelSocket);
+  log.info('listening', { host: config.host, port, modelPort, fsRoot: config.fsRoot, durability: config.durability, workers: config.workers });
   return {
     port,
+    modelPort,
     async close() {
       uWS.us_listen_socket_close(listenSocket);
+      uWS.us_listen_socket_close(modelSocket);
       app.close();
+      modelApp.close();
+      models.close();
       await engine.close();
     },
   };
+}
+
+function listen(app: uWS.TemplatedApp, host: string, port: number): Promise<uWS.us_listen_socket> {
+  return new Promise((resolve, reject) => {
+    app.listen(host, port, (socket) => (socket ? resolve(socket) : reject(new Error(`cannot listen on ${host}:${port}`))));
+  });
 }
 
 export async function main(argv: string[]): Promise<void> {
@@ -81,7 +98,7 @@ export async function main(argv: string[]): Promise<void> {
   }
   const server = await serve(config);
   // One line on stdout for whoever started us (tests, scripts): where to connect.
-  process.stdout.write(`${JSON.stringify({ event: 'listening', port: server.port })}\n`);
+  process.stdout.write(`${JSON.stringify({ event: 'listening', port: server.port, modelPort: server.modelPort })}\n`);
   const stop = () => {
     server.close().then(() => process.exit(0), () => process.exit(1));
   };

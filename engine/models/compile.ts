@@ -28,6 +28,8 @@ export interface CompiledModel {
   inputSchema: Field[];
   /** `inputSchema` followed by every column produced, in stage order. */
   outputSchema: Field[];
+  /** Per input field, the values the model accepts when it accepts only a known set. */
+  inputDomains: (readonly Value[] | undefined)[];
   graph: GraphStage;
   /** Input values in `inputSchema` order → produced values (the rest of `outputSchema`). */
   run(inputs: Value[]): Value[];
@@ -60,6 +62,7 @@ export function compileBundle(doc: BundleDoc): CompiledModel {
 class PipelineCompiler {
   private readonly columns = new Map<string, { ref: ColumnRef; type: DataType }>();
   private readonly inputs: Field[] = [];
+  private readonly domains: (readonly Value[] | undefined)[] = [];
   private readonly produced: Field[] = [];
   private readonly steps: Step[] = [];
 
@@ -84,6 +87,8 @@ class PipelineCompiler {
         );
       }
       reads.push(column.ref);
+      const domain = stage.domains?.[i];
+      if (domain && !column.ref.produced && cast === null) this.domains[column.ref.index] ??= domain;
       casts.push(cast);
       inputFields.push({ name: socket.name, type: column.type });
     });
@@ -102,6 +107,7 @@ class PipelineCompiler {
       info,
       inputSchema: this.inputs,
       outputSchema: [...this.inputs, ...this.produced],
+      inputDomains: this.inputs.map((_, i) => this.domains[i]),
       graph,
       run(inputs: Value[]): Value[] {
         const slots = new Array<Value>(slotCount);

@@ -9,6 +9,9 @@ const MAIN = fileURLToPath(new URL('../../dist/server/main.js', import.meta.url)
 export interface TestServer {
   url: string;
   port: number;
+  /** The model runtime listener. */
+  modelUrl: string;
+  modelPort: number;
   root: string;
   proc: ChildProcess;
   stderr: () => string;
@@ -31,19 +34,19 @@ export function tempRoot(prefix = 'svc-test-'): string {
 export async function startServer(env: Record<string, string> = {}, given?: string): Promise<TestServer> {
   const root = given ?? tempRoot();
   const proc = spawn(process.execPath, [MAIN, 'serve'], {
-    env: { ...process.env, SVC_HTTP_PORT: '0', SVC_FS_ROOT: root, SVC_LOG_LEVEL: 'warn', ...env },
+    env: { ...process.env, SVC_HTTP_PORT: '0', HTTP_PORT: '0', SVC_FS_ROOT: root, SVC_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let err = '';
   proc.stderr!.on('data', (d) => (err += d));
-  const port = await new Promise<number>((resolve, reject) => {
+  const { port, modelPort } = await new Promise<{ port: number; modelPort: number }>((resolve, reject) => {
     let out = '';
     const onData = (d: Buffer) => {
       out += d;
       const line = out.split('\n').find((l) => l.includes('"listening"'));
       if (line) {
         proc.stdout!.off('data', onData);
-        resolve(JSON.parse(line).port);
+        resolve(JSON.parse(line));
       }
     };
     proc.stdout!.on('data', onData);
@@ -53,6 +56,8 @@ export async function startServer(env: Record<string, string> = {}, given?: stri
   return {
     url: `http://127.0.0.1:${port}`,
     port,
+    modelUrl: `http://127.0.0.1:${modelPort}`,
+    modelPort,
     root,
     proc,
     stderr: () => err,

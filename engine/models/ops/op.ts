@@ -18,6 +18,11 @@ export interface CompiledStage {
   outputs: DataType[];
   /** One row: values in `node.inputs` order → values in `node.outputs` order. */
   run(args: Value[]): Value[];
+  /**
+   * Per input socket, the values it accepts when the op accepts only a known set (a string
+   * indexer's labels with handle_invalid=error). Sample frames and warm-up draw from them.
+   */
+  domains?: (readonly Value[] | undefined)[];
 }
 
 export interface OpDefinition {

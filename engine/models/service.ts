@@ -1,0 +1,202 @@
+// The model runtime's state: registrations (LMDB), loaded models (LRU + TTL cache), loading
+// with a timeout and size limits, and row execution on the shared worker pool.
+
+import { mkdirSync, rmSync, writeFileSync, renameSync } from 'node:fs';
+import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import type { Piscina } from 'piscina';
+import type { ExecutionMode, ModelConfig } from '../config.js';
+import type { Logger } from '../log.js';
+import type { CatalogEnv } from '../store/catalog.js';
+import { readBundle } from './bundle/read.js';
+import { compileBundle, type CompiledModel } from './compile.js';
+import { ModelError } from './errors.js';
+import { ModelRegistry, type Registration } from './registry.js';
+import { Repositories } from './repositories.js';
+import { randomRows } from './sample.js';
+import { TtlLru } from './ttl-lru.js';
+import type { Value } from './types.js';
+import type { RowsResult, RowsTask } from '../../workers/model.js';
+
+export interface LoadedModel {
+  registration: Registration;
+  /** One load of the model: workers key their compiled copy by it. */
+  key: string;
+  docPath: string;
+  model: CompiledModel;
+  /** Requests running rows now; the document is deleted once it is dropped and unused. */
+  users: number;
+  dropped: boolean;
+}
+
+const WORKER_MODULE = new URL('../../workers/model.js', import.meta.url).href;
+
+export class ModelService {
+  readonly registry: ModelRegistry;
+  private readonly repositories: Repositories;
+  private readonly cache: TtlLru<string, LoadedModel>;
+  private readonly loading = new Map<string, Promise<LoadedModel>>();
+  private readonly docDir: string;
+  private tasksInFlight = 0;
+
+  constructor(
+    readonly config: ModelConfig,
+    catalog: CatalogEnv,
+    fsRoot: string,
+    private readonly pool: Piscina,
+    private readonly log: Logger,
+  ) {
+    this.registry = new ModelRegistry(catalog);
+    const workDir = join(fsRoot, 'models');
+    // Downloads and compiled documents of a previous run are never reused.
+    rmSync(workDir, { recursive: true, force: true });
+    this.docDir = join(workDir, 'loaded');
+    mkdirSync(this.docDir, { recursive: true });
+    this.repositories = new Repositories(config, join(workDir, 'downloads'));
+    this.cache = new TtlLru(config.cacheSize, config.cacheTtlMs, (_name, loaded) => this.forget(loaded));
+  }
+
+  get poolThreads(): number {
+    return this.pool.threads.length;
+  }
+
+  get queueSize(): number {
+    return this.pool.queueSize;
+  }
+
+  get runningTasks(): number {
+    return this.tasksInFlight;
+  }
+
+  /** Registers (or replaces) a model: acquires, loads and warms it first; on failure the previous registration stays. */
+  async register(name: string, uri: string): Promise<{ created: boolean; registration: Registration }> {
+    Repositories.parse(uri);
+    const registration: Registration = { modelName: name, uri: uri.trim(), registeredAt: new Date().toISOString() };
+    const loaded = await this.load(registration);
+    try {
+      await this.warm(loaded, 1, this.config.warmupRows);
+    } catch (err) {
+      this.forget(loaded);
+      throw err;
+    }
+    const created = this.registry.get(name) === undefined;
+    await this.registry.put(registration);
+    this.cache.set(name, loaded);
+    this.log.info('model registered', { model: name, uri: registration.uri, inputs: loaded.model.inputSchema.length });
+    return { created, registration };
+  }
+
+  /** Loads the model if needed, then drops it from the cache and the registry. */
+  async unregister(name: string): Promise<LoadedModel> {
+    const loaded = await this.get(name);
+    this.cache.delete(name);
+    this.loading.delete(name);
+    await this.registry.remove(name);
+    return loaded;
+  }
+
+  async get(name: string): Promise<LoadedModel> {
+    const cached = this.cache.get(name);
+    if (cached) return cached;
+    const registration = this.registry.get(name);
+    if (!registration) {
+      const names = this.registry.names();
+      if (names.length === 0) throw new ModelError('NoModelsLoaded', 'No models loaded', 404);
+      throw new ModelError('ModelNotFound', `${name} not found in [${names.join(',')}]`, 404);
+    }
+    let pending = this.loading.get(name);
+    if (!pending) {
+      pending = this.load(registration).finally(() => this.loading.delete(name));
+      this.loading.set(name, pending);
+      const loaded = await pending;
+      if (this.registry.get(name)?.uri === registration.uri) this.cache.set(name, loaded);
+      return loaded;
+    }
+    return pending;
+  }
+
+  /** Runs rows through the model on the pool: `seq` one task, `par` one per thread, `par-N` at most N. */
+  async runRows(loaded: LoadedModel, rows: Value[][], mode: ExecutionMode, signal: AbortSignal): Promise<Value[][]> {
+    if (rows.length === 0) return [];
+    loaded.users++;
+    try {
+      return await this.runChunks(loaded, rows, mode, signal);
+    } finally {
+      if (--loaded.users === 0 && loaded.dropped) rmSync(loaded.docPath, { force: true });
+    }
+  }
+
+  private async runChunks(loaded: LoadedModel, rows: Value[][], mode: ExecutionMode, signal: AbortSignal): Promise<Value[][]> {
+    const width = mode.kind === 'seq' ? 1 : mode.kind === 'par' ? this.poolThreads : Math.min(mode.n, this.poolThreads);
+    const chunks = Math.max(1, Math.min(width, rows.length));
+    const size = Math.ceil(rows.length / chunks);
+    const parts: Promise<Value[][]>[] = [];
+    for (let start = 0; start < rows.length; start += size) {
+      parts.push(this.runTask({ key: loaded.key, docPath: loaded.docPath, rows: rows.slice(start, start + size) }, signal));
+    }
+    return (await Promise.all(parts)).flat();
+  }
+
+  /** Runs `frames` random frames of `rows` rows through the model with the default mode. */
+  async warm(loaded: LoadedModel, frames: number, rows: number): Promise<void> {
+    const signal = AbortSignal.timeout(this.config.loadTimeoutMs);
+    for (let i = 0; i < frames; i++) {
+      const sample = randomRows(loaded.model.inputSchema, loaded.model.inputDomains, rows);
+      await this.runRows(loaded, sample, this.config.executionStrategy, signal).catch((err: unknown) => {
+        throw timeoutOr(err, signal, `Timeout error within ${this.config.loadTimeoutMs}ms for model [${loaded.registration.modelName}]: warm-up timed out`);
+      });
+    }
+  }
+
+  close(): void {
+    this.cache.clear();
+  }
+
+  private async runTask(task: RowsTask, signal: AbortSignal): Promise<Value[][]> {
+    this.tasksInFlight++;
+    try {
+      const result = (await this.pool.run(task, { filename: WORKER_MODULE, name: 'runRows', signal })) as RowsResult;
+      if (!result.ok) throw new ModelError(result.error, result.message, result.code as 400);
+      return result.rows;
+    } finally {
+      this.tasksInFlight--;
+    }
+  }
+
+  private async load(registration: Registration): Promise<LoadedModel> {
+    const { modelName, uri } = registration;
+    const signal = AbortSignal.timeout(this.config.loadTimeoutMs);
+    const started = Date.now();
+    const work = (async () => {
+      const acquired = await this.repositories.acquire(uri, signal);
+      try {
+        const doc = await readBundle(acquired.path, { maxBytes: this.config.maxBundleBytes, maxFiles: this.config.maxBundleFiles });
+        const model = compileBundle(doc);
+        const key = randomUUID();
+        const docPath = join(this.docDir, `${key}.json`);
+        writeFileSync(`${docPath}.tmp`, JSON.stringify(doc));
+        renameSync(`${docPath}.tmp`, docPath);
+        return { registration, key, docPath, model, users: 0, dropped: false };
+      } finally {
+        await acquired.release();
+      }
+    })();
+    const timeout = new Promise<never>((_, reject) =>
+      signal.addEventListener('abort', () =>
+        reject(new ModelError('ModelTimeout', `Timeout error within ${this.config.loadTimeoutMs}ms for model [${modelName}]: bundle load timed out`, 408)),
+      ),
+    );
+    const loaded = await Promise.race([work, timeout]);
+    this.log.info('model loaded', { model: modelName, uri, ms: Date.now() - started });
+    return loaded;
+  }
+
+  private forget(loaded: LoadedModel): void {
+    loaded.dropped = true;
+    if (loaded.users === 0) rmSync(loaded.docPath, { force: true });
+  }
+}
+
+export function timeoutOr(err: unknown, signal: AbortSignal, message: string): unknown {
+  return signal.aborted ? new ModelError('ModelTimeout', message, 408) : err;
+}

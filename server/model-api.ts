@@ -1,0 +1,261 @@
+// The model runtime listener (HTTP_PORT): the reference runtime's operations over ModelService.
+
+import * as uWS from 'uWebSockets.js';
+import { parseExecutionMode, type ExecutionMode, type ModelConfig } from '../engine/config.js';
+import type { Logger } from '../engine/log.js';
+import { ModelError, frameError, queryError } from '../engine/models/errors.js';
+import { decodeFrame } from '../engine/models/frame.js';
+import { encodeRow, encodeSchema, encodeFieldType } from '../engine/models/frame-json.js';
+import { renderGraphSvg } from '../engine/models/graph-svg.js';
+import { sampleFrame } from '../engine/models/sample.js';
+import { timeoutOr, type LoadedModel, type ModelService } from '../engine/models/service.js';
+import { parseSelection, rankFrame, transformFrame, type Missing } from '../engine/models/transform.js';
+import type { LeapFrame } from '../engine/models/types.js';
+import { ModelMetrics } from './model-metrics.js';
+import { ModelExchange } from './model-http.js';
+import { docsAsset } from './model-docs.js';
+import { header } from './http.js';
+
+const ROWS_PER_PIECE = 512;
+const MAX_MODEL_NAME = 256;
+const MAX_URI_BYTES = 64 * 1024;
+
+export function mountModelApi(app: uWS.TemplatedApp, service: ModelService, log: Logger, version: string): void {
+  const metrics = new ModelMetrics(service);
+  const config = service.config;
+
+  interface Request {
+    param: (i: number) => string;
+    query: URLSearchParams;
+    /** The body, read from the first moment: uWS drops body data that arrives before onData is set. */
+    body: Promise<Buffer>;
+  }
+  type Handler = (ex: ModelExchange, req: Request) => Promise<void>;
+  const NO_BODY = Promise.resolve(Buffer.alloc(0));
+  const route = (method: 'get' | 'put' | 'post' | 'del', pattern: string, name: string, handler: Handler, maxBody?: number) => {
+    app[method](pattern, (res, req) => {
+      const started = performance.now();
+      const ex = new ModelExchange(res, log, (code, error) => metrics.observe(name, code, performance.now() - started, error));
+      const params: string[] = [];
+      for (let i = 0; pattern.split(':').length - 1 > i; i++) params.push(req.getParameter(i) ?? '');
+      const body = maxBody === undefined ? NO_BODY : ex.readBody(maxBody, header(req, 'content-length'));
+      body.catch(() => {});
+      const request = { param: (i: number) => modelName(params[i]!), query: new URLSearchParams(req.getQuery() ?? ''), body };
+      handler(ex, request).catch((err: unknown) => ex.error(err));
+    });
+  };
+  const timeout = () => AbortSignal.timeout(config.requestTimeoutMs);
+
+  route('put', '/models/:model', 'load', async (ex, req) => {
+    const name = req.param(0);
+    const uri = (await req.body).toString('utf8');
+    const { created, registration } = await service.register(name, uri);
+    ex.json(created ? 201 : 200, { modelName: registration.modelName, uri: registration.uri });
+  }, MAX_URI_BYTES);
+
+  route('del', '/models/:model', 'unload', async (ex, req) => {
+    ex.json(200, describe(await service.unregister(req.param(0))));
+  });
+
+  route('get', '/models/:model', 'describe', async (ex, req) => {
+    ex.json(200, describe(await service.get(req.param(0))));
+  });
+
+  route('get', '/models', 'list', async (ex) => {
+    ex.json(200, service.registry.list().map((r) => ({ modelName: r.modelName, uri: r.uri })));
+  });
+
+  route('post', '/models/:model/transform', 'transform', async (ex, req) => {
+    const q = req.query;
+    const options = {
+      select: parseSelection(q.getAll('select')),
+      rank: parseSelection(q.getAll('rank')),
+      desc: booleanParam(q, 'desc', true),
+      k: optionalCount(q, 'k'),
+      mode: execParam(q, config.executionStrategy),
+      missing: missingParam(q),
+    };
+    const loaded = await service.get(req.param(0));
+    const frame = await readFrame(req.body, config);
+    const signal = timeout();
+    const out = await transformFrame(service, loaded, frame, options, signal).catch((err: unknown) => {
+      throw timeoutOr(err, signal, `Timeout error within ${config.requestTimeoutMs}ms for model [${loaded.registration.modelName}]: transform timed out`);
+    });
+    await ex.stream('application/json; charset=utf-8', frameJson(out));
+  }, config.maxFrameBytes);
+
+  route('post', '/models/:model/rank', 'rank', async (ex, req) => {
+    const q = req.query;
+    const id = q.get('id');
+    if (!id) throw queryError('query parameter "id" is required');
+    const rank = parseSelection(q.getAll('rank'));
+    if (rank.length === 0) throw queryError('query parameter "rank" is required');
+    const group = q.get('group') ?? undefined;
+    const options = {
+      id, rank, group: group === '' ? undefined : group,
+      desc: booleanParam(q, 'desc', true),
+      k: optionalCount(q, 'k'),
+      avg: booleanParam(q, 'avg', false),
+      mode: execParam(q, config.executionStrategy),
+      missing: missingParam(q),
+    };
+    const loaded = await service.get(req.param(0));
+    const frame = await readFrame(req.body, config);
+    const signal = timeout();
+    const results = await rankFrame(service, loaded, frame, options, signal).catch((err: unknown) => {
+      throw timeoutOr(err, signal, `Timeout error within ${config.requestTimeoutMs}ms for model [${loaded.registration.modelName}]: rank timed out`);
+    });
+    ex.json(200, { results });
+  }, config.maxFrameBytes);
+
+  route('get', '/models/:model/sample', 'sample', async (ex, req) => {
+    const q = req.query;
+    const nrow = integerParam(q, 'nrow', 1);
+    if (nrow > config.maxFrameRows) throw queryError(`nrow is larger than ${config.maxFrameRows} (MODEL_MAX_FRAME_ROWS)`);
+    const contexts = q.getAll('context').flatMap((c) => c.split(',')).map((c) => c.trim()).filter(Boolean);
+    const select = parseSelection(q.getAll('select'));
+    const loaded = await service.get(req.param(0));
+    const frame = sampleFrame(loaded.model.inputSchema, loaded.model.inputDomains, nrow, contexts);
+    if (select.length === 0) return ex.json(200, frame);
+    const flat = decodeFrame(frame, { maxRows: config.maxFrameRows });
+    const indexes = select.map((name) => flat.fields.findIndex((f) => f.name === name));
+    const unknown = select.filter((_, i) => indexes[i]! < 0);
+    if (unknown.length) throw queryError(`unknown field(s) in select: ${unknown.join(', ')}`);
+    ex.json(200, {
+      schema: encodeSchema(indexes.map((i) => flat.fields[i]!)),
+      rows: flat.rows.map((row) => encodeRow(indexes.map((i) => row[i]!))),
+    });
+  });
+
+  route('get', '/models/:model/graph', 'graph', async (ex, req) => {
+    const q = req.query;
+    const options = {
+      elideParentSchema: booleanParam(q, 'elide-parent-schema', true),
+      uniqueSchemas: booleanParam(q, 'unique-schemas', true),
+      density: integerParam(q, 'density', 50),
+      verticalSpacing: numberParam(q, 'vertical-spacing', 0.5),
+    };
+    const loaded = await service.get(req.param(0));
+    ex.send(200, 'application/xml; charset=utf-8', renderGraphSvg(loaded.model.graph, options));
+  });
+
+  route('get', '/models/:model/health', 'model-health', async (ex, req) => {
+    const n = integerParam(req.query, 'n', 1);
+    const nrow = integerParam(req.query, 'nrow', 1);
+    if (n * nrow > config.maxFrameRows) throw queryError(`n × nrow is larger than ${config.maxFrameRows} (MODEL_MAX_FRAME_ROWS)`);
+    await service.warm(await service.get(req.param(0)), n, nrow);
+    ex.send(200, undefined);
+  });
+
+  route('get', '/health', 'service-health', async (ex) => {
+    service.registry.names();
+    ex.send(200, undefined);
+  });
+
+  route('get', '/metrics', 'metrics', async (ex) => {
+    ex.send(200, metrics.registry.contentType, await metrics.registry.metrics());
+  });
+
+  app.get('/docs', (res, req) => serveDocs(res, req, log, version));
+  app.get('/docs/*', (res, req) => serveDocs(res, req, log, version));
+
+  app.any('/*', (res, req) => {
+    new ModelExchange(res, log, () => {}).json(404, { error: 'NotFound', message: `No route for ${req.getCaseSensitiveMethod().toUpperCase()} ${req.getUrl()}`, code: 404 });
+  });
+}
+
+function serveDocs(res: uWS.HttpResponse, req: uWS.HttpRequest, log: Logger, version: string): void {
+  const ex = new ModelExchange(res, log, () => {});
+  const asset = docsAsset(req.getUrl(), version);
+  if (!asset) return ex.json(404, { error: 'NotFound', message: `No document ${req.getUrl()}`, code: 404 });
+  ex.send(200, asset.contentType, asset.body);
+}
+
+function describe(loaded: LoadedModel): unknown {
+  const m = loaded.model;
+  const schema = (fields: LeapFrame['fields']) => ({ fields: fields.map((f) => ({ name: f.name, type: encodeFieldType(f.type) })) });
+  return {
+    model: { modelName: loaded.registration.modelName, uri: loaded.registration.uri },
+    bundleMeta: { info: m.info, inputSchema: schema(m.inputSchema), outputSchema: schema(m.outputSchema) },
+  };
+}
+
+async function readFrame(pending: Promise<Buffer>, config: ModelConfig): Promise<LeapFrame> {
+  const body = await pending;
+  let json: unknown;
+  try {
+    json = JSON.parse(body.toString('utf8'));
+  } catch {
+    throw frameError('the body is not valid JSON');
+  }
+  return decodeFrame(json, { maxRows: config.maxFrameRows });
+}
+
+function* frameJson(frame: LeapFrame): Generator<string> {
+  let piece = `{"schema":${JSON.stringify(encodeSchema(frame.fields))},"rows":[`;
+  for (let i = 0; i < frame.rows.length; i++) {
+    piece += (i ? ',' : '') + JSON.stringify(encodeRow(frame.rows[i]!));
+    if ((i + 1) % ROWS_PER_PIECE === 0) {
+      yield piece;
+      piece = '';
+    }
+  }
+  yield `${piece}]}`;
+}
+
+function modelName(raw: string): string {
+  let name: string;
+  try {
+    name = decodeURIComponent(raw);
+  } catch {
+    throw new ModelError('DecodeFailure', `model name "${raw}" is not valid percent-encoding`, 400);
+  }
+  if (name === '' || name.length > MAX_MODEL_NAME || /[\u0000-\u001f/]/.test(name)) {
+    throw new ModelError('DecodeFailure', `model name must be 1..${MAX_MODEL_NAME} characters without "/" or control characters`, 400);
+  }
+  return name;
+}
+
+function booleanParam(q: URLSearchParams, name: string, fallback: boolean): boolean {
+  const v = q.get(name);
+  if (v === null) return fallback;
+  if (v === 'true') return true;
+  if (v === 'false') return false;
+  throw queryError(`query parameter "${name}" must be true or false`);
+}
+
+function integerParam(q: URLSearchParams, name: string, fallback: number): number {
+  const v = q.get(name);
+  if (v === null) return fallback;
+  if (!/^-?\d{1,9}$/.test(v)) throw queryError(`query parameter "${name}" must be an integer`);
+  return Number(v);
+}
+
+function optionalCount(q: URLSearchParams, name: string): number | undefined {
+  if (q.get(name) === null) return undefined;
+  const n = integerParam(q, name, 0);
+  if (n < 0) throw queryError(`query parameter "${name}" must not be negative`);
+  return n;
+}
+
+function numberParam(q: URLSearchParams, name: string, fallback: number): number {
+  const v = q.get(name);
+  if (v === null) return fallback;
+  const n = Number(v);
+  if (v.trim() === '' || !Number.isFinite(n)) throw queryError(`query parameter "${name}" must be a number`);
+  return n;
+}
+
+function execParam(q: URLSearchParams, fallback: ExecutionMode): ExecutionMode {
+  const v = q.get('exec');
+  if (v === null) return fallback;
+  const mode = parseExecutionMode(v);
+  if (!mode) throw queryError("Must be one of ['par', 'seq', 'par-n'] (n >= 1)");
+  return mode;
+}
+
+function missingParam(q: URLSearchParams): Missing {
+  const v = q.get('missing') ?? 'impute';
+  if (v !== 'impute' && v !== 'error') throw queryError('query parameter "missing" must be impute or error');
+  return v;
+}

@@ -1,0 +1,127 @@
+// Request/response plumbing of the model runtime listener: bounded body reading, the
+// `{ error, message, code }` envelope, and chunked JSON output that waits for the socket.
+
+import type { HttpResponse } from 'uWebSockets.js';
+import { ModelError } from '../engine/models/errors.js';
+import type { Logger } from '../engine/log.js';
+import { JSON_UTF8, status } from './http.js';
+
+export class ModelExchange {
+  aborted = false;
+  done = false;
+  private readonly abortHandlers: Array<() => void> = [];
+  private writable: (() => void) | null = null;
+  private writableHooked = false;
+
+  constructor(
+    readonly res: HttpResponse,
+    private readonly log: Logger,
+    /** Called once with the status when the response is complete (metrics). */
+    private readonly onFinish: (code: number, error?: string) => void,
+  ) {
+    res.onAborted(() => {
+      this.aborted = true;
+      this.done = true;
+      for (const h of this.abortHandlers) h();
+      this.writable?.();
+    });
+  }
+
+  onAbort(handler: () => void): void {
+    this.abortHandlers.push(handler);
+  }
+
+  get live(): boolean {
+    return !this.aborted && !this.done;
+  }
+
+  send(code: number, contentType: string | undefined, body: string | Uint8Array = '', error?: string): void {
+    if (!this.live) return;
+    this.done = true;
+    this.res.cork(() => {
+      this.res.writeStatus(status(code));
+      if (contentType) this.res.writeHeader('Content-Type', contentType);
+      this.res.end(body);
+    });
+    this.onFinish(code, error);
+  }
+
+  json(code: number, body: unknown): void {
+    this.send(code, JSON_UTF8, JSON.stringify(body));
+  }
+
+  /** The envelope for ModelErrors; anything else is logged and answered 500 without its text. */
+  error(err: unknown): void {
+    if (!this.live) return;
+    if (err instanceof ModelError) {
+      this.send(err.code, JSON_UTF8, JSON.stringify({ error: err.error, message: err.message, code: err.code }), err.error);
+      return;
+    }
+    const requestId = Math.random().toString(36).slice(2, 10);
+    this.log.error('model request failed', { requestId, err: String((err as Error)?.stack ?? err) });
+    const body = { error: 'InternalError', message: `Internal service error (request ${requestId})`, code: 500 };
+    this.send(500, JSON_UTF8, JSON.stringify(body), 'unchecked');
+  }
+
+  /** Reads the body (at most `max` bytes, else 413) into one buffer: frames are parsed whole. */
+  readBody(max: number, declaredLength: string | undefined): Promise<Buffer> {
+    return new Promise((resolve, reject) => {
+      if (declaredLength !== undefined && Number(declaredLength) > max) {
+        reject(new ModelError('PayloadTooLarge', `request body is larger than ${max} bytes (MODEL_MAX_FRAME_BYTES)`, 413));
+        return;
+      }
+      const chunks: Buffer[] = [];
+      let size = 0;
+      let failed = false;
+      this.onAbort(() => reject(new Error('client went away')));
+      this.res.onData((chunk, last) => {
+        if (failed) return;
+        size += chunk.byteLength;
+        if (size > max) {
+          failed = true;
+          reject(new ModelError('PayloadTooLarge', `request body is larger than ${max} bytes (MODEL_MAX_FRAME_BYTES)`, 413));
+          return;
+        }
+        chunks.push(Buffer.from(chunk.slice(0)));
+        if (last) resolve(Buffer.concat(chunks, size));
+      });
+    });
+  }
+
+  /** Starts a chunked 200 response; `piece` writes wait while the socket is full. */
+  async stream(contentType: string, pieces: Iterable<string>): Promise<void> {
+    if (!this.live) return;
+    this.res.cork(() => {
+      this.res.writeStatus(status(200));
+      this.res.writeHeader('Content-Type', contentType);
+    });
+    for (const piece of pieces) {
+      if (!this.live) return;
+      let ok = true;
+      this.res.cork(() => {
+        ok = this.res.write(piece);
+      });
+      if (!ok) await this.drained();
+    }
+    if (!this.live) return;
+    this.done = true;
+    this.res.cork(() => this.res.end());
+    this.onFinish(200);
+  }
+
+  private drained(): Promise<void> {
+    return new Promise((resolve) => {
+      this.writable = () => {
+        this.writable = null;
+        resolve();
+      };
+      if (!this.writableHooked) {
+        this.writableHooked = true;
+        this.res.onWritable(() => {
+          this.writable?.();
+          return true;
+        });
+      }
+    });
+  }
+}

@@ -1,0 +1,71 @@
+// Prometheus metrics of the model runtime listener, with the reference runtime's names.
+
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { ModelService } from '../engine/models/service.js';
+
+/** Only these operations are measured, as in the reference runtime. */
+const MEASURED = new Set(['load', 'unload', 'transform', 'rank']);
+
+export class ModelMetrics {
+  readonly registry = new Registry();
+  private readonly duration = new Histogram({
+    name: 'http_requests_duration_millis',
+    help: 'Duration of model runtime requests in milliseconds',
+    labelNames: ['endpoint', 'status'] as const,
+    buckets: [10, 25, 50, 75, 85, 95, 100, 125, 150, 175, 200, 225, 250, 275, 300, 325, 350, 400, 450, 500, 600, 700, 1000, 2000, 3000, 5000, 10000],
+    registers: [this.registry],
+  });
+  private readonly responses = new Counter({
+    name: 'total_reponse_count',
+    help: 'Responses of model runtime requests (name as in the reference runtime)',
+    labelNames: ['service', 'status'] as const,
+    registers: [this.registry],
+  });
+  private readonly failures = new Counter({
+    name: 'http_requests_total',
+    help: 'Model runtime requests that ended in an error, by error name',
+    labelNames: ['service', 'error'] as const,
+    registers: [this.registry],
+  });
+
+  constructor(service: ModelService) {
+    const pools = (set: (pool: string, value: number) => void, blocking: () => number, async: number) => () => {
+      set('blocking', blocking());
+      set('async', async);
+    };
+    new Gauge({
+      name: 'workers_count',
+      help: 'Threads of each pool: blocking = the worker pool that runs rows, async = the event loop',
+      labelNames: ['pool'] as const,
+      registers: [this.registry],
+      collect() {
+        pools((p, v) => this.set({ pool: p }, v), () => service.poolThreads, 1)();
+      },
+    });
+    new Gauge({
+      name: 'pool_size',
+      help: 'Row tasks running or queued on each pool',
+      labelNames: ['pool'] as const,
+      registers: [this.registry],
+      collect() {
+        pools((p, v) => this.set({ pool: p }, v), () => service.runningTasks, 0)();
+      },
+    });
+    new Gauge({
+      name: 'pool_tasks_enqueued',
+      help: 'Tasks waiting for a thread of each pool',
+      labelNames: ['pool'] as const,
+      registers: [this.registry],
+      collect() {
+        pools((p, v) => this.set({ pool: p }, v), () => service.queueSize, 0)();
+      },
+    });
+  }
+
+  observe(service: string, status: number, millis: number, error?: string): void {
+    if (!MEASURED.has(service)) return;
+    this.duration.observe({ endpoint: service, status: String(status) }, millis);
+    this.responses.inc({ service, status: String(status) });
+    if (error) this.failures.inc({ service, error });
+  }
+}

@@ -1,0 +1,314 @@
+// The model runtime over HTTP: a real server, real bundles (fixtures and bundles built here).
+
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { attr, pipelineBundle, writeBundleDir } from './helpers/bundles.js';
+import { startServer, tempRoot, type TestServer } from './helpers/server.js';
+
+const FIXTURES = fileURLToPath(new URL('../../shared/fixtures/mleap/', import.meta.url));
+const haveFixtures = existsSync(FIXTURES);
+const AIRBNB = join(FIXTURES, 'combust-mleap/mleap-benchmark/src/main/resources/models/airbnb.model.lr.zip');
+const AIRBNB_FRAME = join(FIXTURES, 'combust-mleap/mleap-benchmark/src/main/resources/leap_frame/frame.airbnb.json');
+const DEMO = join(FIXTURES, 'combust-mleap/mleap-spring-boot/src/test/resources/demo.zip');
+if (!haveFixtures) console.warn(`model fixtures not found at ${FIXTURES}: fixture tests are skipped`);
+
+/** price = 2·x + 3·y + 1, with a string column indexed into the features. */
+function scoringBundle(dir: string): string {
+  const doc = pipelineBundle([
+    {
+      name: 'color_indexer', op: 'string_indexer',
+      attributes: { labels: attr.strings(['red', 'green', 'blue']), handle_invalid: attr.string('error') },
+      inputs: [['input', 'color']], outputs: [['output', 'color_index']],
+    },
+    {
+      name: 'assembler', op: 'vector_assembler',
+      attributes: { input_shapes: attr.dataShapes([attr.scalarShape(), attr.scalarShape(), attr.scalarShape()]) },
+      inputs: [['input0', 'x'], ['input1', 'y'], ['input2', 'color_index']], outputs: [['output', 'features']],
+    },
+    {
+      name: 'lr', op: 'linear_regression',
+      attributes: { coefficients: attr.tensor([2, 3, 10]), intercept: attr.double(1) },
+      inputs: [['features', 'features']], outputs: [['prediction', 'price']],
+    },
+  ]);
+  return writeBundleDir(doc, dir);
+}
+
+const leap = (fields: [string, unknown][], rows: unknown[][]) => ({
+  schema: { fields: fields.map(([name, type]) => ({ name, type })) },
+  rows,
+});
+
+let server: TestServer;
+let base: string;
+let scoringUri: string;
+const work = tempRoot('svc-model-test-');
+
+async function call(method: string, path: string, body?: unknown) {
+  const res = await fetch(base + path, {
+    method,
+    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await res.text();
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, text, json: json as any, type: res.headers.get('content-type') };
+}
+
+beforeAll(async () => {
+  server = await startServer({ MODEL_WARMUP_ROWS: '20' });
+  base = server.modelUrl;
+  scoringUri = pathToFileURL(scoringBundle(join(work, 'scoring'))).href;
+});
+
+afterAll(async () => {
+  await server?.stop();
+  rmSync(work, { recursive: true, force: true });
+});
+
+describe('registry', () => {
+  test('no models yet: NoModelsLoaded 404; /health 200 empty', async () => {
+    const r = await call('GET', '/models/nothing');
+    expect(r.status).toBe(404);
+    expect(r.json).toEqual({ error: 'NoModelsLoaded', message: 'No models loaded', code: 404 });
+    const h = await call('GET', '/health');
+    expect(h.status).toBe(200);
+    expect(h.text).toBe('');
+  });
+
+  test('PUT registers (201), PUT again replaces (200), GET /models lists, unknown is ModelNotFound', async () => {
+    const first = await call('PUT', '/models/scoring', scoringUri);
+    expect(first.status).toBe(201);
+    expect(first.json).toEqual({ modelName: 'scoring', uri: scoringUri });
+    const again = await call('PUT', '/models/scoring', scoringUri);
+    expect(again.status).toBe(200);
+    const list = await call('GET', '/models');
+    expect(list.json).toContainEqual({ modelName: 'scoring', uri: scoringUri });
+    const missing = await call('GET', '/models/other');
+    expect(missing.status).toBe(404);
+    expect(missing.json.error).toBe('ModelNotFound');
+    expect(missing.json.message).toMatch(/^other not found in \[.*scoring.*\]$/);
+  });
+
+  test('a bundle that cannot load is refused and the previous registration stays', async () => {
+    const bad = await call('PUT', '/models/scoring', 'file:///does/not/exist.zip');
+    expect(bad.status).toBe(400);
+    expect(bad.json.code).toBe(400);
+    expect((await call('GET', '/models/scoring')).json.model.uri).toBe(scoringUri);
+    const scheme = await call('PUT', '/models/x', 'ftp://host/model.zip');
+    expect(scheme.status).toBe(400);
+    expect(scheme.json.error).toBe('URIError');
+    const garbage = await call('PUT', '/models/x', 'not a uri');
+    expect(garbage.status).toBe(400);
+  });
+
+  test('an unsupported op is refused with a 400 naming it', async () => {
+    const doc = pipelineBundle([{ name: 'weird', op: 'no_such_op', attributes: {}, inputs: [['input', 'a']], outputs: [['output', 'b']] }]);
+    const uri = pathToFileURL(writeBundleDir(doc, join(work, 'weird'))).href;
+    const r = await call('PUT', '/models/weird', uri);
+    expect(r.status).toBe(400);
+    expect(r.json.error).toBe('BundleException');
+    expect(r.json.message).toContain('no_such_op');
+  });
+
+  test('describe: bundle info, input schema and output schema', async () => {
+    const r = await call('GET', '/models/scoring');
+    expect(r.status).toBe(200);
+    expect(r.json.model).toEqual({ modelName: 'scoring', uri: scoringUri });
+    expect(r.json.bundleMeta.info).toMatchObject({ format: 'json', name: 'test_pipeline' });
+    expect(r.json.bundleMeta.inputSchema.fields.map((f: any) => f.name)).toEqual(['color', 'x', 'y']);
+    expect(r.json.bundleMeta.outputSchema.fields.map((f: any) => f.name)).toEqual(['color', 'x', 'y', 'color_index', 'features', 'price']);
+  });
+});
+
+describe('transform', () => {
+  const frame = leap([['x', 'double'], ['y', 'double'], ['color', 'string'], ['id', 'string']], [
+    [1, 1, 'red', 'a'],
+    [2, 0, 'blue', 'b'],
+    [0, 5, 'green', 'c'],
+  ]);
+  // price = 2x + 3y + 10·index + 1 → a: 6, b: 25, c: 26
+  test('outputs: model columns then extra request columns; hand-computed predictions', async () => {
+    const r = await call('POST', '/models/scoring/transform', frame);
+    expect(r.status).toBe(200);
+    expect(r.json.schema.fields.map((f: any) => f.name)).toEqual(['color', 'x', 'y', 'color_index', 'features', 'price', 'id']);
+    const price = r.json.schema.fields.findIndex((f: any) => f.name === 'price');
+    expect(r.json.rows.map((row: any[]) => row[price])).toEqual([6, 25, 26]);
+    expect(r.json.rows.map((row: any[]) => row[6])).toEqual(['a', 'b', 'c']);
+  });
+
+  test('select keeps exactly the named columns in order; rank/k/desc', async () => {
+    const sel = await call('POST', '/models/scoring/transform?select=id,price', frame);
+    expect(sel.json.schema.fields.map((f: any) => f.name)).toEqual(['id', 'price']);
+    expect(sel.json.rows).toEqual([['a', 6], ['b', 25], ['c', 26]]);
+    const top = await call('POST', '/models/scoring/transform?select=id&rank=price&k=2', frame);
+    expect(top.json.rows).toEqual([['c'], ['b']]);
+    const low = await call('POST', '/models/scoring/transform?select=id,price&rank=price&k=2&desc=false', frame);
+    expect(low.json.rows).toEqual([['a', 6], ['b', 25]]);
+    const kOnly = await call('POST', '/models/scoring/transform?select=id&k=1', frame);
+    expect(kOnly.json.rows).toHaveLength(3);
+    const unknown = await call('POST', '/models/scoring/transform?select=nope', frame);
+    expect(unknown.status).toBe(400);
+  });
+
+  test('missing inputs: impute by default, error when asked', async () => {
+    const partial = leap([['x', 'double'], ['color', 'string']], [[1, 'red']]);
+    const imputed = await call('POST', '/models/scoring/transform?select=y,price', partial);
+    expect(imputed.status).toBe(200);
+    expect(imputed.json.rows).toEqual([[0, 3]]);
+    const refused = await call('POST', '/models/scoring/transform?missing=error', partial);
+    expect(refused.status).toBe(400);
+    expect(refused.json.message).toBe('Missing required fields: [y]');
+  });
+
+  test('casts request types to the model types (int → double)', async () => {
+    const r = await call('POST', '/models/scoring/transform?select=price', leap([['x', 'int'], ['y', 'long'], ['color', 'string']], [[1, 1, 'green']]));
+    expect(r.json.rows).toEqual([[16]]);
+  });
+
+  test('seq, par and par-N give identical outputs in input order; bad exec is 400', async () => {
+    const rows = Array.from({ length: 500 }, (_, i) => [i, i % 7, ['red', 'green', 'blue'][i % 3], `id${i}`]);
+    const big = leap([['x', 'double'], ['y', 'double'], ['color', 'string'], ['id', 'string']], rows);
+    const outs = await Promise.all(['seq', 'par', 'par-1', 'par-3', 'par-64'].map((m) => call('POST', `/models/scoring/transform?exec=${m}`, big)));
+    for (const o of outs) expect(o.json).toEqual(outs[0]!.json);
+    expect(outs[0]!.json.rows[499][6]).toBe('id499');
+    for (const bad of ['foo', 'par-0', 'par-x']) {
+      const r = await call('POST', `/models/scoring/transform?exec=${bad}`, big);
+      expect(r.status).toBe(400);
+      expect(r.json.message).toContain("Must be one of ['par', 'seq', 'par-n']");
+    }
+  });
+
+  test('frame shapes: Cartesian, Context, Prefixed', async () => {
+    const cart = await call('POST', '/models/scoring/transform?select=id,price', {
+      contextFrame: leap([['color', 'string']], [['blue']]),
+      targetFrame: leap([['x', 'double'], ['y', 'double'], ['id', 'string']], [[0, 0, 't1'], [1, 0, 't2'], [0, 1, 't3']]),
+    });
+    expect(cart.json.rows).toEqual([['t1', 21], ['t2', 23], ['t3', 24]]);
+    const ctx = await call('POST', '/models/scoring/transform?select=id,price', {
+      contextSchema: { fields: [{ name: 'color', type: 'string' }] },
+      targetSchema: { fields: [{ name: 'x', type: 'double' }, { name: 'y', type: 'double' }, { name: 'id', type: 'string' }] },
+      rows: [
+        { contextRow: ['red'], targetRows: [[0, 0, 'a'], [1, 0, 'b']] },
+        { contextRow: ['green'], targetRows: [[0, 0, 'c'], [1, 0, 'd']] },
+      ],
+    });
+    expect(ctx.json.rows).toEqual([['a', 1], ['b', 3], ['c', 11], ['d', 13]]);
+    const pre = await call('POST', '/models/scoring/transform?select=color,price', { frame: leap([['lor', 'string']], [['green']]), prefix: 'co' });
+    expect(pre.json.rows).toEqual([['green', 11]]);
+  });
+
+  test('bad bodies and values are 400 with the envelope', async () => {
+    for (const body of ['{not json', '[]', '{"schema":{"fields":[]}}', JSON.stringify(leap([['x', 'double']], [['text']])), JSON.stringify(leap([['x', 'double'], ['x', 'double']], []))]) {
+      const r = await call('POST', '/models/scoring/transform', body);
+      expect(r.status, body).toBe(400);
+      expect(r.json).toMatchObject({ code: 400 });
+      expect(typeof r.json.error).toBe('string');
+      expect(typeof r.json.message).toBe('string');
+    }
+    const unseen = await call('POST', '/models/scoring/transform', leap([['color', 'string']], [['purple']]));
+    expect(unseen.status).toBe(400);
+  });
+});
+
+describe('rank, sample, graph, health, metrics', () => {
+  const candidates = leap([['x', 'double'], ['y', 'double'], ['color', 'string'], ['item', 'string'], ['parent', 'string']], [
+    [1, 0, 'red', 'i1', 'p1'], // 3
+    [5, 0, 'red', 'i2', 'p1'], // 11
+    [0, 2, 'red', 'i3', 'p2'], // 7
+    [0, 0, 'blue', 'i4', 'p2'], // 21
+    [0, 0, 'green', 'i1', 'p3'], // 11
+  ]);
+
+  test('rank: highest first, k, desc=false, group keeps each group’s best, avg by id', async () => {
+    expect((await call('POST', '/models/scoring/rank?id=item&rank=price', candidates)).json).toEqual({ results: ['i4', 'i2', 'i1', 'i3', 'i1'] });
+    expect((await call('POST', '/models/scoring/rank?id=item&rank=price&k=2', candidates)).json).toEqual({ results: ['i4', 'i2'] });
+    expect((await call('POST', '/models/scoring/rank?id=item&rank=price&desc=false&k=2', candidates)).json).toEqual({ results: ['i1', 'i3'] });
+    expect((await call('POST', '/models/scoring/rank?id=item&rank=price&group=parent', candidates)).json).toEqual({ results: ['i4', 'i2', 'i1'] });
+    // i1: (3 + 11) / 2 = 7, i3: 7 → ties keep first appearance
+    expect((await call('POST', '/models/scoring/rank?id=item&rank=price&avg=true', candidates)).json).toEqual({ results: ['i4', 'i2', 'i1', 'i3'] });
+    const noId = await call('POST', '/models/scoring/rank?rank=price', candidates);
+    expect(noId.status).toBe(400);
+  });
+
+  test('sample: nrow rows, fields sorted by name, values the model accepts; context gives a Cartesian frame', async () => {
+    const s = await call('GET', '/models/scoring/sample?nrow=5');
+    expect(s.status).toBe(200);
+    expect(s.json.schema.fields.map((f: any) => f.name)).toEqual(['color', 'x', 'y']);
+    expect(s.json.rows).toHaveLength(5);
+    for (const row of s.json.rows) expect(['red', 'green', 'blue']).toContain(row[0]);
+    const c = await call('GET', '/models/scoring/sample?nrow=5&context=col');
+    expect(c.json.contextFrame.schema.fields.map((f: any) => f.name)).toEqual(['color']);
+    expect(c.json.contextFrame.rows).toHaveLength(1);
+    expect(c.json.targetFrame.rows).toHaveLength(5);
+    const t = await call('POST', '/models/scoring/transform', c.json);
+    expect(t.status).toBe(200);
+    expect(t.json.rows).toHaveLength(5);
+  });
+
+  test('graph is SVG naming every stage; health runs samples', async () => {
+    const g = await call('GET', '/models/scoring/graph');
+    expect(g.status).toBe(200);
+    expect(g.type).toContain('xml');
+    expect(g.text).toContain('<svg');
+    for (const name of ['color_indexer', 'assembler', 'lr']) expect(g.text).toContain(name);
+    const h = await call('GET', '/models/scoring/health?n=3&nrow=10');
+    expect(h.status).toBe(200);
+    expect(h.text).toBe('');
+  });
+
+  test('metrics carry the reference names', async () => {
+    const m = await call('GET', '/metrics');
+    expect(m.status).toBe(200);
+    for (const name of ['http_requests_duration_millis_bucket', 'total_reponse_count', 'workers_count{pool="blocking"}', 'pool_tasks_enqueued{pool="blocking"}']) {
+      expect(m.text).toContain(name);
+    }
+  });
+
+  test('DELETE answers the model info and forgets it; registrations survive a restart', async () => {
+    await call('PUT', '/models/keep', scoringUri);
+    const del = await call('DELETE', '/models/scoring');
+    expect(del.status).toBe(200);
+    expect(del.json.model.modelName).toBe('scoring');
+    expect((await call('GET', '/models/scoring')).status).toBe(404);
+    const root = tempRoot();
+    const first = await startServer({}, root);
+    await fetch(`${first.modelUrl}/models/keep`, { method: 'PUT', body: scoringUri });
+    await first.stop();
+    const second = await startServer({}, root);
+    try {
+      const list = await (await fetch(`${second.modelUrl}/models`)).json();
+      expect(list).toEqual([{ modelName: 'keep', uri: scoringUri }]);
+      const t = await fetch(`${second.modelUrl}/models/keep/transform?select=price`, { method: 'POST', body: JSON.stringify(leap([['x', 'double'], ['color', 'string']], [[1, 'red']])) });
+      expect(await t.json()).toMatchObject({ rows: [[3]] });
+    } finally {
+      await second.stop();
+    }
+  });
+});
+
+describe.skipIf(!haveFixtures)('published fixture predictions', () => {
+  test('airbnb.model.lr.zip with frame.airbnb.json → price_prediction 232.62463916840318', async () => {
+    expect((await call('PUT', '/models/airbnb', pathToFileURL(AIRBNB).href)).status).toBe(201);
+    const frame = readFileSync(AIRBNB_FRAME, 'utf8');
+    for (const exec of ['seq', 'par', 'par-2']) {
+      const r = await call('POST', `/models/airbnb/transform?select=price_prediction&exec=${exec}`, frame);
+      expect(r.status).toBe(200);
+      expect(Math.abs(r.json.rows[0][0] - 232.62463916840318)).toBeLessThan(1e-9);
+    }
+  });
+
+  test('demo.zip → demo:prediction -67.78953193834998', async () => {
+    expect((await call('PUT', '/models/demo', pathToFileURL(DEMO).href)).status).toBe(201);
+    const frame = leap([['demo:a', 'double'], ['demo:c', 'double'], ['demo:d', 'double']], [[44.5, 22.1, 98.2]]);
+    const r = await call('POST', '/models/demo/transform?select=demo:prediction', frame);
+    expect(r.status).toBe(200);
+    expect(Math.abs(r.json.rows[0][0] - -67.78953193834998)).toBeLessThan(1e-9);
+  });
+});
