@@ -263,6 +263,19 @@ describe('rank, sample, graph, health, metrics', () => {
     expect(h.text).toBe('');
   });
 
+  test('docs: the Swagger UI page, its assets and the OpenAPI document', async () => {
+    const page = await call('GET', '/docs');
+    expect(page.status).toBe(200);
+    expect(page.type).toContain('text/html');
+    expect(page.text).toContain('swagger-ui-bundle.js');
+    const bundle = await call('GET', '/docs/swagger-ui-bundle.js');
+    expect(bundle.status).toBe(200);
+    const spec = await call('GET', '/docs/swagger.yaml');
+    expect(spec.status).toBe(200);
+    expect(spec.text).toContain('/models/{model}/transform');
+    expect((await call('GET', '/docs/../package.json')).status).toBe(404);
+  });
+
   test('metrics carry the reference names', async () => {
     const m = await call('GET', '/metrics');
     expect(m.status).toBe(200);

@@ -266,16 +266,13 @@ describe('docsAsset', () => {
     'swagger-ui-standalone-preset.js': 'text/javascript; charset=utf-8',
   };
 
-  it.skipIf(!installed)('serves the swagger-ui-dist files (skipped: swagger-ui-dist is not installed, run npm install swagger-ui-dist)', () => {
+  it('serves the swagger-ui-dist files', () => {
+    expect(installed).toBe(true);
     const dir = swaggerUiDistPath()!;
     for (const [name, contentType] of Object.entries(files)) {
       const asset = docsAsset(`/docs/${name}`, '1')!;
       expect(asset.contentType).toBe(contentType);
       expect(Buffer.compare(Buffer.from(asset.body), readFileSync(join(dir, name)))).toBe(0);
     }
-  });
-
-  it.skipIf(installed)('answers 404 (null) for the swagger-ui-dist files while the package is not installed', () => {
-    for (const name of Object.keys(files)) expect(docsAsset(`/docs/${name}`, '1')).toBeNull();
   });
 });
