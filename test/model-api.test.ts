@@ -276,6 +276,17 @@ describe('rank, sample, graph, health, metrics', () => {
     expect((await call('GET', '/docs/../package.json')).status).toBe(404);
   });
 
+  test('timeouts: a load or a request past its limit is 408 ModelTimeout', async () => {
+    const slow = await startServer({ MODEL_LOAD_TIMEOUT: '1ms', MODEL_REQUEST_TIMEOUT: '1ms' });
+    try {
+      const put = await fetch(`${slow.modelUrl}/models/scoring`, { method: 'PUT', body: scoringUri });
+      expect(put.status).toBe(408);
+      expect(await put.json()).toMatchObject({ error: 'ModelTimeout', code: 408 });
+    } finally {
+      await slow.stop();
+    }
+  });
+
   test('metrics carry the reference names', async () => {
     const m = await call('GET', '/metrics');
     expect(m.status).toBe(200);
@@ -314,6 +325,31 @@ describe.skipIf(!haveFixtures)('published fixture predictions', () => {
       const r = await call('POST', `/models/airbnb/transform?select=price_prediction&exec=${exec}`, frame);
       expect(r.status).toBe(200);
       expect(Math.abs(r.json.rows[0][0] - 232.62463916840318)).toBeLessThan(1e-9);
+    }
+  });
+
+  test('sample, health and graph on every fixture bundle', async () => {
+    const bundles = { fx_airbnb: AIRBNB, fx_demo: DEMO, fx_minmax: join(FIXTURES, 'combust-mleap/mleap-runtime/src/test/resources/min_max_scaler_tf.zip'), fx_onehot: join(FIXTURES, 'combust-mleap/mleap-runtime/src/test/resources/one_hot_encoder_pipeline.zip') };
+    for (const [name, path] of Object.entries(bundles)) {
+      expect((await call('PUT', `/models/${name}`, pathToFileURL(path).href)).status, name).toBe(201);
+      const sample = await call('GET', `/models/${name}/sample?nrow=4`);
+      expect(sample.json.rows, name).toHaveLength(4);
+      const t = await call('POST', `/models/${name}/transform`, sample.json);
+      expect(t.status, `${name}: ${t.text}`).toBe(200);
+      expect((await call('GET', `/models/${name}/health?n=2&nrow=50`)).status, name).toBe(200);
+      const graph = await call('GET', `/models/${name}/graph`);
+      expect(graph.text.startsWith('<?xml'), name).toBe(true);
+    }
+  });
+
+  test('a bundle over MODEL_MAX_BUNDLE_BYTES is refused without being expanded', async () => {
+    const small = await startServer({ MODEL_MAX_BUNDLE_BYTES: '4KiB' });
+    try {
+      const r = await fetch(`${small.modelUrl}/models/airbnb`, { method: 'PUT', body: pathToFileURL(AIRBNB).href });
+      expect(r.status).toBe(400);
+      expect(((await r.json()) as { message: string }).message).toMatch(/bundle expands to more than 4096 bytes/);
+    } finally {
+      await small.stop();
     }
   });
 
