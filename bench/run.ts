@@ -7,11 +7,17 @@
  *   npm run bench                 1 GiB body, 5 s upload / 10 s download load phases
  *   npm run bench -- --quick      256 MiB body, 2 s load phases
  *   npm run bench -- --strict     SVC_DURABILITY=strict (default: relaxed)
+ *   npm run bench -- --models-only   only the model runtime scenario (bench/models.ts)
  *
- * Other SVC_* variables in the environment are passed to the server unchanged.
+ * Every run ends with the model runtime scenario (issue 3): the airbnb MLeap bundle on the
+ * model listener, transform at 1 / 100 / 10,000 rows in seq, par and par-2, and rank.
+ *
+ * Other SVC_* variables in the environment are passed to the server unchanged; the model
+ * listener always gets a free port (HTTP_PORT=0).
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import net from 'node:net';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -19,6 +25,7 @@ import { fileURLToPath } from 'node:url';
 import { runDedup } from './dedup.js';
 import { downloadBlob, measureSha256, uploadFile, writeRandomFile } from './large.js';
 import { runLoad } from './load.js';
+import { type ModelsResult, renderModelsReport, renderModelsSection, runModels } from './models.js';
 import { RawConnection, getRequest, postRequest } from './raw-http.js';
 import { type Results, evaluateTargets, renderMarkdown } from './report.js';
 import { ServerProcess } from './server-process.js';
@@ -31,18 +38,20 @@ const SEED = 'svc-bench-v1';
 interface Options {
   quick: boolean;
   strict: boolean;
+  modelsOnly: boolean;
 }
 
 function parseArgs(argv: string[]): Options {
-  const opts: Options = { quick: false, strict: false };
+  const opts: Options = { quick: false, strict: false, modelsOnly: false };
   for (const a of argv) {
     if (a === '--quick') opts.quick = true;
     else if (a === '--strict') opts.strict = true;
+    else if (a === '--models-only') opts.modelsOnly = true;
     else if (a === '--help' || a === '-h') {
-      process.stdout.write('usage: node dist/bench/run.js [--quick] [--strict]\n');
+      process.stdout.write('usage: node dist/bench/run.js [--quick] [--strict] [--models-only]\n');
       process.exit(0);
     } else {
-      process.stderr.write(`bench: unknown argument "${a}" (expected --quick and/or --strict)\n`);
+      process.stderr.write(`bench: unknown argument "${a}" (expected --quick, --strict and/or --models-only)\n`);
       process.exit(2);
     }
   }
@@ -80,6 +89,18 @@ async function probe(port: number): Promise<string> {
   }
 }
 
+/** A port nobody listens on right now (the kernel's pick for port 0). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
 const progress = (msg: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 
 async function main(): Promise<void> {
@@ -91,7 +112,8 @@ async function main(): Promise<void> {
   const largeTimeoutMs = 10 * 60_000;
   const durability = opts.strict ? 'strict' : 'relaxed';
 
-  const results: Results = {
+  const results: Results & { scenarios: string[]; models?: ModelsResult } = {
+    scenarios: opts.modelsOnly ? ['models'] : ['blobs', 'models'],
     tool: 'svc-bench',
     startedAt: new Date().toISOString(),
     mode: opts.quick ? 'quick' : 'full',
@@ -150,12 +172,17 @@ async function main(): Promise<void> {
   };
 
   try {
-    await phase(`generating ${bodyBytes / MiB} MiB of deterministic random bytes in ${bodyFile}`, () => writeRandomFile(bodyFile, bodyBytes, SEED));
-    await phase('SHA-256 reference rate', () => {
+    if (!opts.modelsOnly) await phase(`generating ${bodyBytes / MiB} MiB of deterministic random bytes in ${bodyFile}`, () => writeRandomFile(bodyFile, bodyBytes, SEED));
+    if (!opts.modelsOnly) await phase('SHA-256 reference rate', () => {
       results.sha256 = measureSha256(bodyFile);
     });
 
     progress(`starting the server (SVC_DURABILITY=${durability}, SVC_FS_ROOT=${fsRoot})`);
+    // The model listener defaults to 8080; a bench server must not take (or collide on) it. Its
+    // port is read from the `listening` log line, or chosen here when the log level hides it.
+    const quietLog = ['warn', 'error', 'silent'].includes(process.env.SVC_LOG_LEVEL ?? '');
+    const chosenModelPort = quietLog ? await freePort() : undefined;
+    process.env.HTTP_PORT = String(chosenModelPort ?? 0);
     server = await ServerProcess.start({ entry: path.join(REPO, 'dist', 'server', 'main.js'), fsRoot, durability });
     results.server.workers = server.listeningLog?.workers;
     results.server.baselineRssBytes = server.memoryField('VmRSS');
@@ -164,7 +191,7 @@ async function main(): Promise<void> {
     progress(`server pid ${s.pid} listening on port ${port}`);
 
     let largeId: string | undefined;
-    await phase(`ingest of ${bodyBytes / MiB} MiB`, async () => {
+    if (!opts.modelsOnly) await phase(`ingest of ${bodyBytes / MiB} MiB`, async () => {
       const up = await uploadFile(s, bodyFile, bodyBytes, 'application/octet-stream', largeTimeoutMs);
       largeId = up.response.blob.id;
       results.ingest = {
@@ -175,7 +202,7 @@ async function main(): Promise<void> {
       if (up.response.blob.size !== bodyBytes) throw new Error(`server stored ${up.response.blob.size} bytes, sent ${bodyBytes}`);
     });
 
-    if (largeId && s.alive) {
+    if (!opts.modelsOnly && largeId && s.alive) {
       const id = largeId;
       await phase(`download of ${bodyBytes / MiB} MiB (3 passes)`, async () => {
         const passes = [];
@@ -192,7 +219,7 @@ async function main(): Promise<void> {
     rmSync(bodyFile, { force: true });
 
     const smallIds: string[] = [];
-    if (s.alive) {
+    if (!opts.modelsOnly && s.alive) {
       await phase('4 KiB uploads', async () => {
         const r = await runLoad({
           port,
@@ -212,7 +239,7 @@ async function main(): Promise<void> {
       });
     }
 
-    if (s.alive) {
+    if (!opts.modelsOnly && s.alive) {
       await phase('4 KiB downloads', async () => {
         // A few stored 4 KiB blobs; upload them here if the upload phase produced none.
         while (smallIds.length < 8) {
@@ -251,9 +278,18 @@ async function main(): Promise<void> {
       });
     }
 
-    if (s.alive) {
+    if (!opts.modelsOnly && s.alive) {
       await phase('PDF revision dedup', async () => {
         results.dedup = await runDedup(port, SEED, 5, 64 * MiB);
+      });
+    }
+
+    if (s.alive) {
+      await phase('model runtime (airbnb bundle)', async () => {
+        for (let i = 0; i < 200 && chosenModelPort === undefined && typeof s.listeningLog?.modelPort !== 'number'; i++) await new Promise((r) => setTimeout(r, 10));
+        const modelPort = chosenModelPort ?? s.listeningLog?.modelPort;
+        if (typeof modelPort !== 'number') throw new Error('the server logged no modelPort in its "listening" line');
+        results.models = await runModels({ repo: REPO, server: s, modelPort, quick: opts.quick, progress });
       });
     }
   } catch (err) {
@@ -271,8 +307,11 @@ async function main(): Promise<void> {
   }
 
   results.finishedAt = new Date().toISOString();
-  results.targets = evaluateTargets(results);
-  const markdown = renderMarkdown(results);
+  const modelTargets = results.models?.targets ?? [];
+  results.targets = opts.modelsOnly ? modelTargets : [...evaluateTargets(results), ...modelTargets];
+  let markdown: string;
+  if (opts.modelsOnly) markdown = renderModelsReport(results, results.models ?? { skipped: 'the scenario did not run (see Errors)', cells: [], rank: [], targets: [] });
+  else markdown = `${renderMarkdown(results)}\n${results.models ? renderModelsSection(results.models) : ''}`;
   const outDir = path.join(REPO, 'bench', 'results');
   mkdirSync(outDir, { recursive: true });
   const jsonFile = path.join(outDir, `${results.startedAt.replace(/:/g, '-')}.json`);
