@@ -1,3 +1,4 @@
+import { GearScanner } from './gear-scan.js';
 import type { SegmentedBytes } from './segmented-bytes.js';
 
 export type ChunkerSpec =
@@ -64,6 +65,8 @@ const GEAR = (() => {
   return table;
 })();
 
+const gear = new GearScanner(GEAR);
+
 /** A mask of the `bits` highest bits: the gear hash's high bits depend on the last 32 bytes. */
 const highBits = (bits: number) => (bits >= 32 ? -1 : (0xffffffff << (32 - bits)) | 0);
 
@@ -83,32 +86,19 @@ function fastcdcCut(spec: { min: number; avg: number; max: number }, data: Segme
   while (pos < limit) {
     const { bytes, offset, length } = data.pieceAt(pos, limit);
     const split = Math.min(length, Math.max(0, avgEnd - pos));
-    let i = gearScan(bytes, offset, offset + split, h, maskSmall);
+    let i = gear.scan(bytes, offset, offset + split, h, maskSmall);
     if (i < 0) {
-      h = scanHash;
-      i = gearScan(bytes, offset + split, offset + length, h, maskLarge);
+      h = gear.hash;
+      i = gear.scan(bytes, offset + split, offset + length, h, maskLarge);
     }
     if (i >= 0) return pos + (i - offset) + 1;
-    h = scanHash;
+    h = gear.hash;
     pos += length;
   }
   if (limit === maxEnd) return maxEnd;
   if (final) return end;
   state.pos = limit;
   state.hash = h;
-  return -1;
-}
-
-/** Gear hash value after the last gearScan that found no cut. */
-let scanHash = 0;
-
-/** Index of the first byte in bytes[from, to) after which (hash & mask) is 0, or -1. The hot loop. */
-function gearScan(bytes: Uint8Array, from: number, to: number, h: number, mask: number): number {
-  for (let i = from; i < to; i++) {
-    h = ((h << 1) + GEAR[bytes[i]]) | 0;
-    if ((h & mask) === 0) return i;
-  }
-  scanHash = h;
   return -1;
 }
 
