@@ -17,8 +17,12 @@ function openFiles(pid: number): number {
   return fs.readdirSync(`/proc/${pid}/fd`).length;
 }
 
+/** Files under blocks/.tmp (block writes in progress sit in one directory per writing thread). */
 function listTemp(root: string): string[] {
-  return fs.readdirSync(path.join(root, 'blocks', '.tmp'));
+  return fs
+    .readdirSync(path.join(root, 'blocks', '.tmp'), { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => e.name);
 }
 
 /** Sends headers and `sent` bytes of a declared `declared`-byte body, then drops the connection. */
@@ -83,6 +87,8 @@ describe('robustness', () => {
     stop = true;
     await Promise.all(writers);
     fs.writeFileSync(path.join(root, 'blocks', '.tmp', 'leftover.partial'), 'x');
+    fs.mkdirSync(path.join(root, 'blocks', '.tmp', 'w7'), { recursive: true });
+    fs.writeFileSync(path.join(root, 'blocks', '.tmp', 'w7', 'leftover.0'), 'x');
     server = await startServer({ SVC_DURABILITY: 'strict' }, root);
     try {
       expect(listTemp(root)).toEqual([]);
