@@ -54,8 +54,7 @@ export class FsBlockStore {
     const final = this.blockPath(hex, size);
     const existing = fs.statSync(final, { throwIfNoEntry: false });
     if (existing && existing.size === size) return false;
-    if (!this.writeDir) fs.mkdirSync((this.writeDir = path.join(this.tmpDir, `w${threadId}`)), { recursive: true });
-    const tmp = path.join(this.writeDir, `${hex}.${this.tempCounter++}`);
+    const tmp = path.join(this.writeDir ?? this.makeWriteDir(), `${hex}.${this.tempCounter++}`);
     const fd = fs.openSync(tmp, 'w');
     try {
       let written = 0;
@@ -80,6 +79,17 @@ export class FsBlockStore {
     fs.renameSync(tmp, final);
     if (this.durability === 'strict') syncDirectory(dir);
     return true;
+  }
+
+  /** Not recursive: a block store whose directories are gone must fail writes, not recreate them. */
+  private makeWriteDir(): string {
+    const dir = path.join(this.tmpDir, `w${threadId}`);
+    try {
+      fs.mkdirSync(dir);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+    return (this.writeDir = dir);
   }
 
   /**
