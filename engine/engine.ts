@@ -30,7 +30,6 @@ export interface HealthCheck {
 /** The blob engine: one per process, built from the config and handed to the server. No HTTP here. */
 export class Engine {
   readonly stats = new Stats();
-  readonly memory: TransferMemory;
   readonly reader: BlobReader;
 
   private constructor(
@@ -40,9 +39,9 @@ export class Engine {
     readonly manifests: ManifestStore,
     readonly blocks: FsBlockStore,
     readonly pool: Piscina,
+    readonly memory: TransferMemory,
     readonly scanner: StreamScanner,
   ) {
-    this.memory = new TransferMemory(config.ingestBufferBytes, config.segmentBytes);
     this.reader = new BlobReader(manifests, blocks, config.blockCacheBytes, this.stats, log, this.memory);
   }
 
@@ -53,7 +52,8 @@ export class Engine {
     const catalog = CatalogEnv.open(config.fsRoot, config.durability);
     const manifests = new ManifestStore(catalog);
     const pool = new Piscina({ filename: WORKER_MODULE, minThreads: config.workers, maxThreads: config.workers, idleTimeout: 60_000 });
-    return new Engine(config, log, catalog, manifests, new FsBlockStore(config.fsRoot, config.durability), pool, new StreamScanner(SCANNER_MODULE));
+    const memory = new TransferMemory(config.ingestBufferBytes, config.segmentBytes);
+    return new Engine(config, log, catalog, manifests, new FsBlockStore(config.fsRoot, config.durability), pool, memory, new StreamScanner(SCANNER_MODULE, memory.arena));
   }
 
   startIngest(options: IngestOptions): DirectIngest {

@@ -1,8 +1,8 @@
 // The scanning thread (engine/cas/stream-scanner.ts): per upload, in order, the whole-object
 // SHA-256 and the cut points of its blocks.
 import { createHash, type Hash } from 'node:crypto';
-import { parentPort } from 'node:worker_threads';
-import { type ChunkerSpec, findCut, freshScanState } from '../engine/cas/chunkers.js';
+import { parentPort, workerData } from 'node:worker_threads';
+import { type ChunkerSpec, findCut, freshScanState, scanInArena } from '../engine/cas/chunkers.js';
 import { SegmentedBytes } from '../engine/cas/segmented-bytes.js';
 import type { ScanMessage } from '../engine/cas/stream-scanner.js';
 
@@ -19,11 +19,12 @@ interface Stream {
 }
 
 const streams = new Map<number, Stream>();
+const arena = (workerData as { arena: WebAssembly.Memory }).arena;
+scanInArena(arena);
 
-function update(s: Stream, segment: SharedArrayBuffer, offset: number, length: number, final: boolean): number[] {
-  const bytes = new Uint8Array(segment, offset, length);
-  s.hash?.update(bytes);
-  if (offset === 0 && length > 0 && s.spec) s.segments.push(new Uint8Array(segment));
+function update(s: Stream, segment: Uint8Array, offset: number, length: number, final: boolean): number[] {
+  s.hash?.update(segment.subarray(offset, offset + length));
+  if (offset === 0 && length > 0 && s.spec) s.segments.push(segment);
   s.end += length;
   const cuts: number[] = [];
   if (!s.spec) return cuts;
@@ -50,7 +51,9 @@ parentPort!.on('message', (m: ScanMessage) => {
     case 'update': {
       const s = streams.get(m.id);
       if (!s) return;
-      const cuts = update(s, m.segment, m.offset, m.length, m.final);
+      // A view rebuilt over this thread's own arena buffer: the wasm gear loop then reads it in place.
+      const segment = m.inArena ? new Uint8Array(arena.buffer, m.segment.byteOffset, m.segment.length) : m.segment;
+      const cuts = update(s, segment, m.offset, m.length, m.final);
       parentPort!.postMessage({ id: m.id, scanned: s.end, cuts });
       break;
     }

@@ -6,7 +6,7 @@ import { SegmentedBytes } from './segmented-bytes.js';
 
 /** Shared segments holding part of an upload: segment k covers [first + k*segmentSize, …). */
 interface SegmentWindow {
-  segments: SharedArrayBuffer[];
+  segments: Uint8Array[];
   segmentSize: number;
   first: number;
   end: number;
@@ -35,7 +35,7 @@ function storeFor(root: string, durability: Durability): FsBlockStore {
   return store;
 }
 
-const view = (w: SegmentWindow) => new SegmentedBytes(w.segments.map((s) => new Uint8Array(s)), w.segmentSize, w.first, w.end);
+const view = (w: SegmentWindow) => new SegmentedBytes(w.segments, w.segmentSize, w.first, w.end);
 
 export function runStoreTask(task: StoreTask): StoredBlock[] {
   const data = view(task);

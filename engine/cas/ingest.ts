@@ -45,7 +45,7 @@ const MAX_BORROWED_SEGMENTS = 4;
 const BACKLOG_MEMORY_BYTES = 16 * 1024 * 1024;
 const PDF_SIGNATURE = Buffer.from('%PDF-');
 /** The data of a final scan message that carries no bytes. */
-const NO_BYTES = new SharedArrayBuffer(0);
+const NO_BYTES = new Uint8Array(new SharedArrayBuffer(0));
 
 /** The default chunker from the configuration; PDF bodies get the PDF-aware one. */
 export function defaultChunker(config: Config): ChunkerSpec {
@@ -90,8 +90,7 @@ export class DirectIngest {
   private readonly pauseAtSegments: number;
   private readonly holdLimitSegments: number;
   private readonly maxUpload: number;
-  private segments: SharedArrayBuffer[] = [];
-  private views: Uint8Array[] = [];
+  private segments: Uint8Array[] = [];
   private first = 0;
   private received = 0;
   private stored = 0;
@@ -252,19 +251,18 @@ export class DirectIngest {
     const at = (this.stored - this.first) % this.segmentSize;
     if (at === 0 && this.stored - this.first === this.segments.length * this.segmentSize) {
       const { memory } = this.deps;
-      let seg: SharedArrayBuffer;
+      let seg: Uint8Array;
       if (this.segmentSize === memory.segmentBytes) seg = memory.takeSegment();
       else {
-        seg = new SharedArrayBuffer(this.segmentSize);
+        seg = new Uint8Array(new SharedArrayBuffer(this.segmentSize));
         memory.track(this.segmentSize);
       }
       this.segments.push(seg);
-      this.views.push(new Uint8Array(seg));
     }
-    return { view: this.views[this.views.length - 1], at };
+    return { view: this.segments[this.segments.length - 1], at };
   }
 
-  private giveSegmentBack(seg: SharedArrayBuffer): void {
+  private giveSegmentBack(seg: Uint8Array): void {
     const { memory } = this.deps;
     if (this.segmentSize === memory.segmentBytes) memory.returnSegment(seg);
     else memory.track(-this.segmentSize);
@@ -319,7 +317,7 @@ export class DirectIngest {
       this.cutStart = this.stored;
       if (this.stored <= this.deps.config.inlineMaxBytes) {
         // A small one-block body goes into the catalog with its manifest: no file, no worker.
-        void this.publish(this.views[0].subarray(0, this.stored));
+        void this.publish(this.segments[0].subarray(0, this.stored));
         return;
       }
       this.storeQueue.push([0, 0, this.stored]);
@@ -333,7 +331,7 @@ export class DirectIngest {
 
   /** Looks at the first bytes once: PDF signature against the declared type. */
   private decide(): void {
-    const head = this.views[0].subarray(0, Math.min(PDF_SIGNATURE.length, this.stored));
+    const head = this.segments[0].subarray(0, Math.min(PDF_SIGNATURE.length, this.stored));
     const isPdf = Buffer.compare(Buffer.from(head), PDF_SIGNATURE) === 0;
     const declared = this.options.contentType;
     const essence = declared === undefined ? undefined : mediaTypeEssence(declared);
@@ -450,7 +448,6 @@ export class DirectIngest {
     const needed = this.neededFrom();
     while (this.segments.length > 0 && this.first + this.segmentSize <= needed) {
       this.giveSegmentBack(this.segments.shift()!);
-      this.views.shift();
       this.first += this.segmentSize;
       if (this.borrowed > 0) {
         this.borrowed--;
@@ -510,7 +507,6 @@ export class DirectIngest {
     const { memory } = this.deps;
     for (const seg of this.segments) this.giveSegmentBack(seg);
     this.segments = [];
-    this.views = [];
     this.backlog.dispose();
     this.scan?.discard();
     if (this.borrowed > 0) memory.giveBack(this.borrowed * this.segmentSize);

@@ -4,7 +4,7 @@ import type { ChunkerSpec } from './chunkers.js';
 /** Messages to the scanning thread (workers/scanner.ts). */
 export type ScanMessage =
   | { op: 'open'; id: number; hash: boolean; spec: ChunkerSpec | null; segmentSize: number }
-  | { op: 'update'; id: number; segment: SharedArrayBuffer; offset: number; length: number; final: boolean }
+  | { op: 'update'; id: number; segment: Uint8Array; inArena: boolean; offset: number; length: number; final: boolean }
   | { op: 'digest' | 'discard'; id: number };
 
 interface Stream {
@@ -26,8 +26,12 @@ export class StreamScanner {
   private nextId = 1;
   private failure: Error | null = null;
 
-  constructor(filename: string) {
-    this.worker = new Worker(filename);
+  /** `arena`: the shared memory most segments live in (TransferMemory), scanned in place there. */
+  constructor(
+    filename: string,
+    private readonly arena: WebAssembly.Memory,
+  ) {
+    this.worker = new Worker(filename, { workerData: { arena } });
     this.worker.on('message', (m: { id: number; scanned?: number; cuts?: number[]; digest?: string }) => {
       const stream = this.streams.get(m.id);
       if (!stream) return;
@@ -50,6 +54,10 @@ export class StreamScanner {
     else this.streams.set(id, { onProgress, onFailure });
     this.post({ op: 'open', id, hash, spec, segmentSize });
     return new ScanStream(this, id);
+  }
+
+  /** @internal */ inArena(segment: Uint8Array): boolean {
+    return segment.buffer === this.arena.buffer;
   }
 
   /** @internal */ post(message: ScanMessage): void {
@@ -96,8 +104,8 @@ export class ScanStream {
    * segment starts at offset 0); `final` once, with the last. The segment must stay untouched
    * until progress passes it.
    */
-  update(segment: SharedArrayBuffer, offset: number, length: number, final: boolean): void {
-    this.scanner.post({ op: 'update', id: this.id, segment, offset, length, final });
+  update(segment: Uint8Array, offset: number, length: number, final: boolean): void {
+    this.scanner.post({ op: 'update', id: this.id, segment, inArena: this.scanner.inArena(segment), offset, length, final });
   }
 
   digest(): Promise<string> {
