@@ -2,7 +2,7 @@
 // SHA-256 and the cut points of its blocks.
 import { createHash, type Hash } from 'node:crypto';
 import { parentPort, workerData } from 'node:worker_threads';
-import { type ChunkerSpec, findCut, freshScanState, scanInArena } from '../engine/cas/chunkers.js';
+import { type ChunkerSpec, type ScanState, findCut, freshScanState, scanInArena } from '../engine/cas/chunkers.js';
 import { SegmentedBytes } from '../engine/cas/segmented-bytes.js';
 import type { ScanMessage } from '../engine/cas/stream-scanner.js';
 
@@ -15,7 +15,7 @@ interface Stream {
   first: number;
   end: number;
   cutStart: number;
-  state: ReturnType<typeof freshScanState>;
+  state: ScanState;
 }
 
 const streams = new Map<number, Stream>();
