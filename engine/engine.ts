@@ -9,7 +9,7 @@ import { DirectIngest, type IngestOptions } from './cas/ingest.js';
 import { type BlobSummary, type Manifest, ManifestStore } from './cas/manifests.js';
 import { BlobReader } from './cas/reader.js';
 import { TransferMemory } from './cas/transfer-memory.js';
-import { WholeHasher } from './cas/whole-hasher.js';
+import { StreamScanner } from './cas/stream-scanner.js';
 import type { Config } from './config.js';
 import { blobNotFound, invalidPagination, verificationFailure } from './errors.js';
 import type { Logger } from './log.js';
@@ -18,7 +18,7 @@ import { CatalogEnv } from './store/catalog.js';
 import { FsBlockStore } from './store/fs-block-store.js';
 
 const WORKER_MODULE = fileURLToPath(new URL('../workers/ingest.js', import.meta.url));
-const HASHER_MODULE = fileURLToPath(new URL('../workers/hasher.js', import.meta.url));
+const SCANNER_MODULE = fileURLToPath(new URL('../workers/scanner.js', import.meta.url));
 
 export interface HealthCheck {
   name: string;
@@ -30,7 +30,6 @@ export interface HealthCheck {
 /** The blob engine: one per process, built from the config and handed to the server. No HTTP here. */
 export class Engine {
   readonly stats = new Stats();
-  readonly memory: TransferMemory;
   readonly reader: BlobReader;
 
   private constructor(
@@ -40,9 +39,9 @@ export class Engine {
     readonly manifests: ManifestStore,
     readonly blocks: FsBlockStore,
     readonly pool: Piscina,
-    readonly hasher: WholeHasher,
+    readonly memory: TransferMemory,
+    readonly scanner: StreamScanner,
   ) {
-    this.memory = new TransferMemory(config.ingestBufferBytes, config.segmentBytes);
     this.reader = new BlobReader(manifests, blocks, config.blockCacheBytes, this.stats, log, this.memory);
   }
 
@@ -53,11 +52,12 @@ export class Engine {
     const catalog = CatalogEnv.open(config.fsRoot, config.durability);
     const manifests = new ManifestStore(catalog);
     const pool = new Piscina({ filename: WORKER_MODULE, minThreads: config.workers, maxThreads: config.workers, idleTimeout: 60_000 });
-    return new Engine(config, log, catalog, manifests, new FsBlockStore(config.fsRoot, config.durability), pool, new WholeHasher(HASHER_MODULE));
+    const memory = new TransferMemory(config.ingestBufferBytes, config.segmentBytes);
+    return new Engine(config, log, catalog, manifests, new FsBlockStore(config.fsRoot, config.durability), pool, memory, new StreamScanner(SCANNER_MODULE, memory.arena));
   }
 
   startIngest(options: IngestOptions): DirectIngest {
-    return new DirectIngest({ config: this.config, spillDir: this.blocks.tmpDir, pool: this.pool, hasher: this.hasher, memory: this.memory, manifests: this.manifests, stats: this.stats, log: this.log }, options);
+    return new DirectIngest({ config: this.config, spillDir: this.blocks.tmpDir, pool: this.pool, scanner: this.scanner, memory: this.memory, manifests: this.manifests, stats: this.stats, log: this.log }, options);
   }
 
   manifest(id: ContentId): Manifest {
@@ -160,7 +160,7 @@ export class Engine {
 
   async close(): Promise<void> {
     await this.pool.destroy();
-    await this.hasher.close();
+    await this.scanner.close();
     await this.catalog.close();
   }
 }

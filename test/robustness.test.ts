@@ -3,7 +3,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { startServer, tempRoot } from './helpers/server.js';
-import { contentId, seededBytes, sha256, upload } from './helpers/http.js';
+import { contentId, rawRequest, seededBytes, sha256, upload } from './helpers/http.js';
 
 const MiB = 1024 * 1024;
 
@@ -17,8 +17,12 @@ function openFiles(pid: number): number {
   return fs.readdirSync(`/proc/${pid}/fd`).length;
 }
 
+/** Files under blocks/.tmp (block writes in progress sit in one directory per writing thread). */
 function listTemp(root: string): string[] {
-  return fs.readdirSync(path.join(root, 'blocks', '.tmp'));
+  return fs
+    .readdirSync(path.join(root, 'blocks', '.tmp'), { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => e.name);
 }
 
 /** Sends headers and `sent` bytes of a declared `declared`-byte body, then drops the connection. */
@@ -83,6 +87,8 @@ describe('robustness', () => {
     stop = true;
     await Promise.all(writers);
     fs.writeFileSync(path.join(root, 'blocks', '.tmp', 'leftover.partial'), 'x');
+    fs.mkdirSync(path.join(root, 'blocks', '.tmp', 'w7'), { recursive: true });
+    fs.writeFileSync(path.join(root, 'blocks', '.tmp', 'w7', 'leftover.0'), 'x');
     server = await startServer({ SVC_DURABILITY: 'strict' }, root);
     try {
       expect(listTemp(root)).toEqual([]);
@@ -146,6 +152,25 @@ describe('robustness', () => {
       await server.stop();
     }
   });
+
+  it('maximal blocks that straddle segments do not stall a paused upload', async () => {
+    // Zeros never cut, so every block after the random prefix is maximal (4 MiB) and starts 986 KB
+    // into a 1 MiB segment (the prefix's first cut is at 986,252): each spans five segments, more
+    // than the resume mark, while the upload waits paused for the bytes that end it.
+    const server = await startServer({ SVC_DURABILITY: 'relaxed' });
+    try {
+      const body = Buffer.concat([seededBytes(1_800_000, 10), Buffer.alloc(96 * MiB)]);
+      const head = `POST /api/v1/blobs HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: ${body.length}\r\n\r\n`;
+      for (let i = 0; i < 4; i++) {
+        // One write of the whole request: the sender outruns the server, so the upload pauses.
+        const res = await rawRequest(server.port, Buffer.concat([Buffer.from(head), body]), 20_000);
+        expect(res?.status).toBe(201);
+        expect(JSON.parse(res!.body.toString()).blob.id).toBe(contentId(body));
+      }
+    } finally {
+      await server.stop();
+    }
+  }, 60_000);
 
   it('a corrupted block is never served: 500 storage_failure, verify false, counted in metrics', async () => {
     const server = await startServer({ SVC_DURABILITY: 'relaxed' });

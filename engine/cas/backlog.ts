@@ -3,8 +3,8 @@ import { SpillFile } from './spill.js';
 /** Where the backlog gets its memory: recycled segments, so no garbage builds up. */
 export interface SegmentSource {
   readonly segmentBytes: number;
-  takeSegment(): SharedArrayBuffer;
-  returnSegment(segment: SharedArrayBuffer): void;
+  takeSegment(): Uint8Array;
+  returnSegment(segment: Uint8Array): void;
 }
 
 /**
@@ -44,7 +44,7 @@ export class Backlog {
       let off = 0;
       while (off < chunk.length) {
         const at = this.writePos % size;
-        if (at === 0 && this.writePos === this.segments.length * size + this.dropped) this.segments.push(new Uint8Array(this.source.takeSegment()));
+        if (at === 0 && this.writePos === this.segments.length * size + this.dropped) this.segments.push(this.source.takeSegment());
         const n = Math.min(chunk.length - off, size - at);
         this.segments[this.segments.length - 1].set(chunk.subarray(off, off + n), at);
         off += n;
@@ -77,7 +77,7 @@ export class Backlog {
   }
 
   dispose(): void {
-    for (const s of this.segments) this.source.returnSegment(s.buffer as SharedArrayBuffer);
+    for (const s of this.segments) this.source.returnSegment(s);
     this.segments = [];
     this.readPos = this.writePos = this.dropped = 0;
     this.file?.dispose();
@@ -91,12 +91,12 @@ export class Backlog {
     const size = this.source.segmentBytes;
     if (this.readPos === this.writePos) {
       // Empty: give every segment back and start over.
-      for (const s of this.segments) this.source.returnSegment(s.buffer as SharedArrayBuffer);
+      for (const s of this.segments) this.source.returnSegment(s);
       this.segments = [];
       this.readPos = this.writePos = this.dropped = 0;
       return;
     }
-    this.source.returnSegment(this.segments.shift()!.buffer as SharedArrayBuffer);
+    this.source.returnSegment(this.segments.shift()!);
     this.dropped += size;
   }
 }

@@ -2,29 +2,14 @@ import { createHash } from 'node:crypto';
 import { Xxh64, xxh64 } from '@node-rs/xxhash';
 import type { Durability } from '../config.js';
 import { FsBlockStore } from '../store/fs-block-store.js';
-import { type ChunkerSpec, type ScanState, findCut, freshScanState } from './chunkers.js';
 import { SegmentedBytes } from './segmented-bytes.js';
 
 /** Shared segments holding part of an upload: segment k covers [first + k*segmentSize, …). */
 interface SegmentWindow {
-  segments: SharedArrayBuffer[];
+  segments: Uint8Array[];
   segmentSize: number;
   first: number;
   end: number;
-}
-
-/** Finding the next cut points of an upload (sequential: each depends on the one before). */
-export interface CutTask extends SegmentWindow {
-  start: number;
-  final: boolean;
-  spec: ChunkerSpec;
-  state: ScanState;
-}
-
-export interface CutTaskResult {
-  /** Ends of the blocks completed, in order; the next block starts at the last one. */
-  cuts: number[];
-  state: ScanState;
 }
 
 /** Hashing and storing consecutive blocks: block i is [bounds[i], bounds[i + 1]). */
@@ -50,22 +35,7 @@ function storeFor(root: string, durability: Durability): FsBlockStore {
   return store;
 }
 
-const view = (w: SegmentWindow) => new SegmentedBytes(w.segments.map((s) => new Uint8Array(s)), w.segmentSize, w.first, w.end);
-
-export function runCutTask(task: CutTask): CutTaskResult {
-  const data = view(task);
-  const cuts: number[] = [];
-  let start = task.start;
-  let state = task.state;
-  for (;;) {
-    const cut = findCut(task.spec, data, start, task.final, state);
-    if (cut < 0) break;
-    cuts.push(cut);
-    start = cut;
-    state = freshScanState();
-  }
-  return { cuts, state };
-}
+const view = (w: SegmentWindow) => new SegmentedBytes(w.segments, w.segmentSize, w.first, w.end);
 
 export function runStoreTask(task: StoreTask): StoredBlock[] {
   const data = view(task);

@@ -65,7 +65,12 @@ const GEAR = (() => {
   return table;
 })();
 
-const gear = new GearScanner(GEAR);
+let gear = new GearScanner(GEAR);
+
+/** Scans in place the bytes that live in `arena` (the scanning thread's segment memory). */
+export function scanInArena(arena: WebAssembly.Memory): void {
+  gear = new GearScanner(GEAR, arena);
+}
 
 /** A mask of the `bits` highest bits: the gear hash's high bits depend on the last 32 bytes. */
 const highBits = (bits: number) => (bits >= 32 ? -1 : (0xffffffff << (32 - bits)) | 0);

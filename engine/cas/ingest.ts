@@ -5,19 +5,19 @@ import type { Config } from '../config.js';
 import { SvcError, ingestFailed, invalidBlob, payloadTooLarge } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Stats } from '../ops/stats.js';
-import type { CutTask, CutTaskResult, StoreTask, StoredBlock } from './block-task.js';
-import { type ChunkerSpec, chunkerName, freshScanState, maxBlockBytes } from './chunkers.js';
+import type { StoreTask, StoredBlock } from './block-task.js';
+import { type ChunkerSpec, chunkerName, maxBlockBytes } from './chunkers.js';
 import type { BlobSummary, ManifestStore } from './manifests.js';
 import { Backlog } from './backlog.js';
 import type { TransferMemory } from './transfer-memory.js';
-import type { HashStream, WholeHasher } from './whole-hasher.js';
+import type { ScanStream, StreamScanner } from './stream-scanner.js';
 
 export interface IngestDeps {
   config: Config;
   /** Directory for spill files (cleaned at start). */
   spillDir: string;
   pool: Piscina;
-  hasher: WholeHasher;
+  scanner: StreamScanner;
   memory: TransferMemory;
   manifests: ManifestStore;
   stats: Stats;
@@ -44,6 +44,8 @@ const MAX_BORROWED_SEGMENTS = 4;
 /** Bytes an upload keeps in memory while paused before it spills to disk. */
 const BACKLOG_MEMORY_BYTES = 16 * 1024 * 1024;
 const PDF_SIGNATURE = Buffer.from('%PDF-');
+/** The data of a final scan message that carries no bytes. */
+const NO_BYTES = new Uint8Array(new SharedArrayBuffer(0));
 
 /** The default chunker from the configuration; PDF bodies get the PDF-aware one. */
 export function defaultChunker(config: Config): ChunkerSpec {
@@ -63,34 +65,35 @@ function mediaTypeEssence(contentType: string): string {
 /**
  * One streaming upload, from the first body byte to a published manifest. The caller pushes
  * body chunks (copied at once into shared segments), pauses the socket when `push` returns
- * false and resumes on `onResume`. The whole-object SHA-256 runs here; on the worker pool, one
- * `cut` task at a time finds block boundaries (a cut depends on the bytes before it) and each
- * block found is hashed and stored by a `store` task of its own. Memory is bounded by the
- * reservation taken before the first byte is read (docs/architecture.md, "The upload path").
+ * false and resumes on `onResume`. Each full segment goes to the scanning thread, which hashes
+ * the whole object and finds block boundaries in order; blocks found are hashed and stored by
+ * `store` tasks on the worker pool. Memory is bounded by the reservation taken before the first
+ * byte is read (docs/architecture.md, "The upload path").
  */
 export class DirectIngest {
   onResume: () => void = () => {};
   onError: (err: SvcError) => void = () => {};
 
   private readonly startedAt = process.hrtime.bigint();
-  /** The whole-object hash: here for small declared bodies, on the hasher thread otherwise. */
+  /** The whole-object hash: here for small declared bodies, on the scanning thread otherwise. */
   private readonly sha: Hash | null;
-  private readonly hashStream: HashStream | null;
-  /** Bytes handed to the hasher thread, and bytes it has consumed (segments before stay). */
-  private hashPosted = 0;
-  private hashedUpTo = 0;
+  /** Hashing and cutting on the scanning thread; opened once the first segment is full. */
+  private scan: ScanStream | null = null;
+  /** Decided when the scan is opened: a body too small for any cut is one block, not scanned for cuts. */
+  private oneBlock?: boolean;
+  /** Bytes handed to the scanning thread, and bytes it is done with (segments before stay). */
+  private posted = 0;
+  private finalPosted = false;
+  private scannedUpTo = 0;
   private readonly segmentSize: number;
   private readonly reservation: number;
   private readonly pauseAtSegments: number;
   private readonly holdLimitSegments: number;
   private readonly maxUpload: number;
-  private segments: SharedArrayBuffer[] = [];
-  private views: Uint8Array[] = [];
+  private segments: Uint8Array[] = [];
   private first = 0;
   private received = 0;
   private stored = 0;
-  /** End of the data given to the last cut task. */
-  private dispatched = 0;
   /** Where the next block begins (everything before it is cut). */
   private cutStart = 0;
   private readonly blockStarts: number[] = [];
@@ -101,14 +104,12 @@ export class DirectIngest {
   private readonly storeQueue: Array<[number, number, number]> = [];
   private spec?: ChunkerSpec;
   private mediaType = 'application/octet-stream';
-  private state = freshScanState();
   private readonly blocks: Array<StoredBlock | undefined> = [];
   private readonly backlog: Backlog;
   /** Segments held beyond the reservation, borrowed from unused budget. */
   private borrowed = 0;
   private admitted = false;
   private cancelAdmission: () => void = () => {};
-  private cutInFlight = false;
   private ended = false;
   private paused = false;
   private settled = false;
@@ -127,9 +128,10 @@ export class DirectIngest {
     // A small declared body gets one exact segment of its own instead of a pooled one.
     this.segmentSize = declared !== undefined && declared < memory.segmentBytes ? declared : memory.segmentBytes;
     const maxBlock = Math.max(maxBlockBytes(defaultChunker(config)), maxBlockBytes(pdfChunker(config)));
-    // Pause once a maximal block plus four segments are held (room for blocks being stored while
-    // the next are cut); what uWS still delivers beyond two more segments goes to the backlog.
-    this.pauseAtSegments = Math.ceil(maxBlock / this.segmentSize) + 4;
+    // Pause once a maximal block plus eight segments are held (room for blocks being stored while
+    // the next are scanned; with four, 1 GiB paused ~150 times and ingested 5-20% slower); what uWS
+    // still delivers beyond two more segments goes to the backlog.
+    this.pauseAtSegments = Math.ceil(maxBlock / this.segmentSize) + 8;
     this.holdLimitSegments = this.pauseAtSegments + 2;
     const backlogMemory = Math.min(BACKLOG_MEMORY_BYTES, declared ?? BACKLOG_MEMORY_BYTES);
     const worstCase = (this.holdLimitSegments + 1) * this.segmentSize;
@@ -137,12 +139,6 @@ export class DirectIngest {
     this.backlog = new Backlog(backlogMemory, deps.memory, deps.spillDir, (bytes) => (deps.stats.spilledBytes += bytes));
     const small = declared !== undefined && declared < memory.segmentBytes;
     this.sha = small ? createHash('sha256') : null;
-    this.hashStream = small
-      ? null
-      : deps.hasher.open((hashed) => {
-          this.hashedUpTo = hashed;
-          if (!this.settled) this.afterProgress();
-        });
   }
 
   /** Reserves memory; `admitted` runs once the body may be read (at once unless the server is full). */
@@ -150,7 +146,10 @@ export class DirectIngest {
     this.cancelAdmission = this.deps.memory.reserve(this.reservation, () => {
       this.admitted = true;
       this.refill();
-      if (this.backlog.pending === 0) admitted();
+      if (this.backlog.pending === 0) {
+        this.paused = false;
+        admitted();
+      }
       this.pump();
     });
   }
@@ -252,45 +251,52 @@ export class DirectIngest {
     const at = (this.stored - this.first) % this.segmentSize;
     if (at === 0 && this.stored - this.first === this.segments.length * this.segmentSize) {
       const { memory } = this.deps;
-      let seg: SharedArrayBuffer;
+      let seg: Uint8Array;
       if (this.segmentSize === memory.segmentBytes) seg = memory.takeSegment();
       else {
-        seg = new SharedArrayBuffer(this.segmentSize);
+        seg = new Uint8Array(new SharedArrayBuffer(this.segmentSize));
         memory.track(this.segmentSize);
       }
       this.segments.push(seg);
-      this.views.push(new Uint8Array(seg));
     }
-    return { view: this.views[this.views.length - 1], at };
+    return { view: this.segments[this.segments.length - 1], at };
   }
 
-  private giveSegmentBack(seg: SharedArrayBuffer): void {
+  private giveSegmentBack(seg: Uint8Array): void {
     const { memory } = this.deps;
     if (this.segmentSize === memory.segmentBytes) memory.returnSegment(seg);
     else memory.track(-this.segmentSize);
   }
 
-  /** Hands whole segments (and, at the end, the rest) to the hasher thread, in order. */
-  private postHashRanges(final: boolean): void {
-    const stream = this.hashStream;
-    if (!stream) return;
-    while (this.hashPosted < this.stored) {
-      const k = Math.floor((this.hashPosted - this.first) / this.segmentSize);
+  /**
+   * Hands whole segments to the scanning thread, in order, and the rest once the body is complete
+   * or the socket is paused (the block being cut may then need those bytes to end).
+   */
+  private postRanges(complete: boolean): void {
+    const scan = this.scan;
+    if (!scan || this.finalPosted) return;
+    while (this.posted < this.stored) {
+      const k = Math.floor((this.posted - this.first) / this.segmentSize);
       const segStart = this.first + k * this.segmentSize;
       const to = Math.min(segStart + this.segmentSize, this.stored);
-      if (to < segStart + this.segmentSize && !final) return;
-      stream.update(this.segments[k], this.hashPosted - segStart, to - this.hashPosted);
-      this.hashPosted = to;
+      if (to < segStart + this.segmentSize && !complete && !this.paused) return;
+      const last = complete && to === this.stored;
+      scan.update(this.segments[k], this.posted - segStart, to - this.posted, last);
+      this.posted = to;
+      if (last) return void (this.finalPosted = true);
+    }
+    if (complete) {
+      scan.update(NO_BYTES, 0, 0, true);
+      this.finalPosted = true;
     }
   }
 
   private pump(): void {
     if (this.settled || !this.admitted) return;
     const allStored = this.ended && this.stored === this.received;
-    this.postHashRanges(allStored);
-    if (this.cutInFlight) return;
+    const complete = allStored || this.stored === this.options.declaredLength;
     if (!this.spec) {
-      if (this.stored < SNIFF_BYTES && !allStored) return;
+      if (this.stored < SNIFF_BYTES && !complete) return;
       try {
         this.decide();
       } catch (err) {
@@ -298,34 +304,34 @@ export class DirectIngest {
         return;
       }
     }
-    if (allStored && this.cutStart === this.stored) {
-      if (this.storesInFlight === 0 && this.storeQueue.length === 0) void this.publish();
-      return;
+    if (this.oneBlock === undefined && (complete || this.paused || this.stored >= this.segmentSize)) {
+      this.oneBlock = complete && this.isOneBlock(this.stored);
+      if (!this.oneBlock || !this.sha) {
+        const spec = this.oneBlock ? null : this.spec!;
+        this.scan = this.deps.scanner.open(!this.sha, spec, this.segmentSize, (scanned, cuts) => this.onScanned(scanned, cuts), (err) => this.scannerFailed(err));
+      }
     }
-    if (allStored && this.cutStart === 0 && this.isOneBlock(this.stored) && this.stored <= this.deps.config.inlineMaxBytes) {
-      // A small one-block body goes into the catalog with its manifest: no file, no worker.
+    this.postRanges(complete);
+    if (!allStored) return;
+    if (this.oneBlock && this.cutStart === 0) {
       this.cutStart = this.stored;
-      void this.publish(this.views[0].subarray(0, this.stored));
-      return;
-    }
-    if (allStored && this.cutStart === 0 && this.isOneBlock(this.stored)) {
-      // A whole body smaller than any cut could be is one block: skip the cut task.
+      if (this.stored <= this.deps.config.inlineMaxBytes) {
+        // A small one-block body goes into the catalog with its manifest: no file, no worker.
+        void this.publish(this.segments[0].subarray(0, this.stored));
+        return;
+      }
       this.storeQueue.push([0, 0, this.stored]);
-      this.startStores();
       this.blockStarts.push(0);
       this.blocks.push(undefined);
-      this.cutStart = this.stored;
+      this.startStores();
       return;
     }
-    const ready = this.stored - this.dispatched;
-    // Cut in steps of two segments: fewer tasks, and the worker scans more per hand-off.
-    if (!(ready >= 2 * this.segmentSize || allStored || (ready > 0 && this.paused))) return;
-    this.dispatchCut(allStored);
+    if (this.cutStart === this.stored && this.storesInFlight === 0 && this.storeQueue.length === 0) void this.publish();
   }
 
   /** Looks at the first bytes once: PDF signature against the declared type. */
   private decide(): void {
-    const head = this.views[0].subarray(0, Math.min(PDF_SIGNATURE.length, this.stored));
+    const head = this.segments[0].subarray(0, Math.min(PDF_SIGNATURE.length, this.stored));
     const isPdf = Buffer.compare(Buffer.from(head), PDF_SIGNATURE) === 0;
     const declared = this.options.contentType;
     const essence = declared === undefined ? undefined : mediaTypeEssence(declared);
@@ -353,30 +359,23 @@ export class DirectIngest {
     return { segments: this.segments.slice(k), segmentSize: this.segmentSize, first: this.first + k * this.segmentSize, end: this.stored };
   }
 
-  private dispatchCut(final: boolean): void {
-    const task: CutTask = { ...this.window(this.cutStart), start: this.cutStart, final, spec: this.spec!, state: this.state };
-    const end = this.stored;
-    this.cutInFlight = true;
-    (this.deps.pool.run(task, { name: 'cut' }) as Promise<CutTaskResult>).then(
-      (result) => {
-        this.cutInFlight = false;
-        if (this.settled) return this.release();
-        this.dispatched = end;
-        this.state = result.state;
-        for (const cut of result.cuts) {
-          this.storeQueue.push([this.blocks.length, this.cutStart, cut]);
-          this.blockStarts.push(this.cutStart);
-          this.blocks.push(undefined);
-          this.cutStart = cut;
-        }
-        this.startStores();
-        this.afterProgress();
-      },
-      (err) => {
-        this.cutInFlight = false;
-        this.taskFailed(err);
-      },
-    );
+  /** Blocks found by the scanning thread: queued for storing. */
+  private onScanned(scanned: number, cuts: number[]): void {
+    if (this.settled) return;
+    this.scannedUpTo = scanned;
+    for (const cut of cuts) {
+      this.storeQueue.push([this.blocks.length, this.cutStart, cut]);
+      this.blockStarts.push(this.cutStart);
+      this.blocks.push(undefined);
+      this.cutStart = cut;
+    }
+    this.startStores();
+    this.afterProgress();
+  }
+
+  private scannerFailed(err: Error): void {
+    this.deps.log.error('ingest: scanning thread failed', { err: String(err.stack ?? err) });
+    this.fail(ingestFailed());
   }
 
   /**
@@ -421,8 +420,11 @@ export class DirectIngest {
   private afterProgress(): void {
     this.dropConsumedSegments();
     this.refill();
-    // Resume only well below the pause mark: every pause/resume cycle lets uWS overshoot.
-    if (this.paused && this.backlog.pending === 0 && this.segments.length <= this.pauseAtSegments / 2) {
+    // Resume well below the pause mark (every pause/resume cycle lets uWS overshoot), or when
+    // nothing in flight can free a segment: the block being cut then needs more bytes to end
+    // (a long block can hold more than half the pause mark; waiting would never end).
+    const settling = this.storesInFlight > 0 || this.storeQueue.length > 0 || this.scannedUpTo < this.stored;
+    if (this.paused && this.backlog.pending === 0 && (this.segments.length <= this.pauseAtSegments / 2 || !settling)) {
       this.paused = false;
       this.onResume();
     }
@@ -431,14 +433,14 @@ export class DirectIngest {
 
   private taskFailed(err: unknown): void {
     if (this.settled) return this.release();
-    this.deps.log.error('ingest: chunking or block write failed', { err: String((err as Error)?.stack ?? err) });
+    this.deps.log.error('ingest: block write failed', { err: String((err as Error)?.stack ?? err) });
     this.fail(ingestFailed());
   }
 
   /** Offset before which no task needs the bytes any more. */
   private neededFrom(): number {
     const forStores = this.firstUnstored < this.blockStarts.length ? this.blockStarts[this.firstUnstored] : this.cutStart;
-    return this.hashStream ? Math.min(forStores, this.hashedUpTo) : forStores;
+    return this.scan ? Math.min(forStores, this.scannedUpTo) : forStores;
   }
 
   private dropConsumedSegments(): void {
@@ -446,7 +448,6 @@ export class DirectIngest {
     const needed = this.neededFrom();
     while (this.segments.length > 0 && this.first + this.segmentSize <= needed) {
       this.giveSegmentBack(this.segments.shift()!);
-      this.views.shift();
       this.first += this.segmentSize;
       if (this.borrowed > 0) {
         this.borrowed--;
@@ -458,7 +459,7 @@ export class DirectIngest {
   private async publish(inline?: Uint8Array): Promise<void> {
     this.settled = true;
     try {
-      const hex = this.hashStream ? await this.hashStream.digest() : this.sha!.digest('hex');
+      const hex = this.sha ? this.sha.digest('hex') : await this.scan!.digest();
       const blocks = inline ? [{ hex, size: inline.length, checksum: xxh64(inline), fresh: true }] : (this.blocks as StoredBlock[]);
       const { manifest, existed } = await this.deps.manifests.publish(hex, this.received, this.mediaType, chunkerName(this.spec!), blocks, inline);
       const stats = this.deps.stats;
@@ -500,15 +501,14 @@ export class DirectIngest {
 
   /** Returns segments and the reservation exactly once, never while a worker may read them. */
   private release(): void {
-    if (this.released || this.cutInFlight || this.storesInFlight > 0) return;
+    if (this.released || this.storesInFlight > 0) return;
     this.released = true;
     this.cancelAdmission();
     const { memory } = this.deps;
     for (const seg of this.segments) this.giveSegmentBack(seg);
     this.segments = [];
-    this.views = [];
     this.backlog.dispose();
-    this.hashStream?.discard();
+    this.scan?.discard();
     if (this.borrowed > 0) memory.giveBack(this.borrowed * this.segmentSize);
     this.borrowed = 0;
     if (this.admitted) memory.unreserve(this.reservation);

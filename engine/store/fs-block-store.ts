@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { randomBytes } from 'node:crypto';
+import { threadId } from 'node:worker_threads';
 import type { Durability } from '../config.js';
 
 /** Blocks are spread over 4096 directories named by the first three hex digits of their digest. */
@@ -9,7 +9,9 @@ const PARTITION_DIGITS = 3;
 
 /**
  * Block bytes as files: `<root>/blocks/<h[0:3]>/<hex>-<size>`, written as a temp file in
- * `<root>/blocks/.tmp`, fsync'd (strict), renamed into place, then the directory fsync'd (strict).
+ * `<root>/blocks/.tmp/w<thread>` (one directory per writing thread: creating files in one shared
+ * directory serialised the workers on its lock), fsync'd (strict), renamed into place, then the
+ * directory fsync'd (strict).
  * A file under its final name is always complete. The write side runs in worker threads (sync
  * calls, blocking only that worker); the read side runs on the main thread.
  */
@@ -18,6 +20,9 @@ export class FsBlockStore {
   readonly tmpDir: string;
   /** Partition directories known to exist (each is made on its first block). */
   private readonly knownDirs = new Set<string>();
+  /** This thread's directory of writes in progress, made on its first write. */
+  private writeDir?: string;
+  private tempCounter = 0;
 
   constructor(
     root: string,
@@ -32,9 +37,10 @@ export class FsBlockStore {
     const tmp = path.join(root, 'blocks', '.tmp');
     fs.mkdirSync(tmp, { recursive: true });
     let removed = 0;
-    for (const name of fs.readdirSync(tmp)) {
-      fs.rmSync(path.join(tmp, name), { force: true, recursive: true });
-      removed++;
+    for (const entry of fs.readdirSync(tmp, { withFileTypes: true })) {
+      const file = path.join(tmp, entry.name);
+      removed += entry.isDirectory() ? fs.readdirSync(file).length : 1;
+      fs.rmSync(file, { force: true, recursive: true });
     }
     return { removedTempFiles: removed };
   }
@@ -48,7 +54,7 @@ export class FsBlockStore {
     const final = this.blockPath(hex, size);
     const existing = fs.statSync(final, { throwIfNoEntry: false });
     if (existing && existing.size === size) return false;
-    const tmp = path.join(this.tmpDir, `${hex}.${randomBytes(6).toString('hex')}`);
+    const tmp = path.join(this.writeDir ?? this.makeWriteDir(), `${hex}.${this.tempCounter++}`);
     const fd = fs.openSync(tmp, 'w');
     try {
       let written = 0;
@@ -73,6 +79,17 @@ export class FsBlockStore {
     fs.renameSync(tmp, final);
     if (this.durability === 'strict') syncDirectory(dir);
     return true;
+  }
+
+  /** Not recursive: a block store whose directories are gone must fail writes, not recreate them. */
+  private makeWriteDir(): string {
+    const dir = path.join(this.tmpDir, `w${threadId}`);
+    try {
+      fs.mkdirSync(dir);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+    return (this.writeDir = dir);
   }
 
   /**

@@ -1,0 +1,118 @@
+import { Worker } from 'node:worker_threads';
+import type { ChunkerSpec } from './chunkers.js';
+
+/** Messages to the scanning thread (workers/scanner.ts). */
+export type ScanMessage =
+  | { op: 'open'; id: number; hash: boolean; spec: ChunkerSpec | null; segmentSize: number }
+  | { op: 'update'; id: number; segment: Uint8Array; inArena: boolean; offset: number; length: number; final: boolean }
+  | { op: 'digest' | 'discard'; id: number };
+
+interface Stream {
+  onProgress: (scannedBytes: number, cuts: number[]) => void;
+  onFailure: (err: Error) => void;
+  digest?: { resolve: (hex: string) => void; reject: (err: Error) => void };
+}
+
+/**
+ * The in-order work of large uploads, on a thread of its own: the whole-object SHA-256 and the
+ * block cut points (each cut depends on the bytes before it, and node:crypto's hash state cannot
+ * move between Piscina's threads). One message per segment does both, so neither costs a pool
+ * task. Keeping this off the main thread also matters beyond the CPU: uWS honours pause() only
+ * while its data callback is quicker than the sender (docs/architecture.md, Known limits).
+ */
+export class StreamScanner {
+  private readonly worker: Worker;
+  private readonly streams = new Map<number, Stream>();
+  private nextId = 1;
+  private failure: Error | null = null;
+
+  /** `arena`: the shared memory most segments live in (TransferMemory), scanned in place there. */
+  constructor(
+    filename: string,
+    private readonly arena: WebAssembly.Memory,
+  ) {
+    this.worker = new Worker(filename, { workerData: { arena } });
+    this.worker.on('message', (m: { id: number; scanned?: number; cuts?: number[]; digest?: string }) => {
+      const stream = this.streams.get(m.id);
+      if (!stream) return;
+      if (m.digest !== undefined) {
+        this.streams.delete(m.id);
+        stream.digest?.resolve(m.digest);
+      } else stream.onProgress(m.scanned!, m.cuts!);
+    });
+    this.worker.on('error', (err) => this.fail(err));
+    this.worker.on('exit', (code) => this.fail(new Error(`scanner thread exited with code ${code}`)));
+  }
+
+  /**
+   * A new stream: hashed when `hash`, cut with `spec` unless null. `onProgress` hears how many
+   * bytes the thread is done with and the cut points (absolute offsets) found in them.
+   */
+  open(hash: boolean, spec: ChunkerSpec | null, segmentSize: number, onProgress: Stream['onProgress'], onFailure: Stream['onFailure']): ScanStream {
+    const id = this.nextId++;
+    if (this.failure) queueMicrotask(() => onFailure(this.failure!));
+    else this.streams.set(id, { onProgress, onFailure });
+    this.post({ op: 'open', id, hash, spec, segmentSize });
+    return new ScanStream(this, id);
+  }
+
+  /** @internal */ inArena(segment: Uint8Array): boolean {
+    return segment.buffer === this.arena.buffer;
+  }
+
+  /** @internal */ post(message: ScanMessage): void {
+    this.worker.postMessage(message);
+  }
+
+  /** @internal */ awaitDigest(id: number): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const stream = this.streams.get(id);
+      if (this.failure || !stream) return reject(this.failure ?? new Error('scan stream closed'));
+      stream.digest = { resolve, reject };
+      this.post({ op: 'digest', id });
+    });
+  }
+
+  /** @internal */ forget(id: number): void {
+    if (this.streams.delete(id)) this.post({ op: 'discard', id });
+  }
+
+  private fail(err: Error): void {
+    this.failure = err;
+    const streams = [...this.streams.values()];
+    this.streams.clear();
+    for (const s of streams) {
+      if (s.digest) s.digest.reject(err);
+      else s.onFailure(err);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.worker.removeAllListeners('exit');
+    await this.worker.terminate();
+  }
+}
+
+export class ScanStream {
+  constructor(
+    private readonly scanner: StreamScanner,
+    private readonly id: number,
+  ) {}
+
+  /**
+   * Scans bytes [offset, offset + length) of a shared segment, the next ones of the stream (a new
+   * segment starts at offset 0); `final` once, with the last. The segment must stay untouched
+   * until progress passes it.
+   */
+  update(segment: Uint8Array, offset: number, length: number, final: boolean): void {
+    this.scanner.post({ op: 'update', id: this.id, segment, inArena: this.scanner.inArena(segment), offset, length, final });
+  }
+
+  digest(): Promise<string> {
+    return this.scanner.awaitDigest(this.id);
+  }
+
+  discard(): void {
+    this.scanner.forget(this.id);
+  }
+}
