@@ -9,7 +9,7 @@ import { encodeRow, encodeSchema, encodeFieldType } from '../engine/models/frame
 import { renderGraphSvg } from '../engine/models/graph-svg.js';
 import { sampleFrame } from '../engine/models/sample.js';
 import { timeoutOr, type LoadedModel, type ModelService } from '../engine/models/service.js';
-import { parseSelection, rankFrame, transformFrame, type Missing } from '../engine/models/transform.js';
+import { parseSelection, rankFrame, selectColumns, transformFrame, type Missing } from '../engine/models/transform.js';
 import type { LeapFrame } from '../engine/models/types.js';
 import { ModelMetrics } from './model-metrics.js';
 import { ModelExchange } from './model-http.js';
@@ -33,18 +33,32 @@ export function mountModelApi(app: uWS.TemplatedApp, service: ModelService, log:
   type Handler = (ex: ModelExchange, req: Request) => Promise<void>;
   const NO_BODY = Promise.resolve(Buffer.alloc(0));
   const route = (method: 'get' | 'put' | 'post' | 'del', pattern: string, name: string, handler: Handler, maxBody?: number) => {
+    const paramCount = pattern.split(':').length - 1;
     app[method](pattern, (res, req) => {
       const started = performance.now();
       const ex = new ModelExchange(res, log, (code, error) => metrics.observe(name, code, performance.now() - started, error));
       const params: string[] = [];
-      for (let i = 0; pattern.split(':').length - 1 > i; i++) params.push(req.getParameter(i) ?? '');
+      for (let i = 0; i < paramCount; i++) params.push(req.getParameter(i) ?? '');
       const body = maxBody === undefined ? NO_BODY : ex.readBody(maxBody, header(req, 'content-length'));
       body.catch(() => {});
       const request = { param: (i: number) => modelName(params[i]!), query: new URLSearchParams(req.getQuery() ?? ''), body };
       handler(ex, request).catch((err: unknown) => ex.error(err));
     });
   };
-  const timeout = () => AbortSignal.timeout(config.requestTimeoutMs);
+  /** Runs `work` under MODEL_REQUEST_TIMEOUT; past it the answer is 408 ModelTimeout. */
+  const timed = <T>(loaded: LoadedModel, what: string, work: (signal: AbortSignal) => Promise<T>): Promise<T> => {
+    const signal = AbortSignal.timeout(config.requestTimeoutMs);
+    return work(signal).catch((err: unknown) => {
+      throw timeoutOr(err, signal, `Timeout error within ${config.requestTimeoutMs}ms for model [${loaded.registration.modelName}]: ${what} timed out`);
+    });
+  };
+  /** Parameters transform and rank share. */
+  const runOptions = (q: URLSearchParams) => ({
+    desc: booleanParam(q, 'desc', true),
+    k: optionalCount(q, 'k'),
+    mode: execParam(q, config.executionStrategy),
+    missing: missingParam(q),
+  });
 
   route('put', '/models/:model', 'load', async (ex, req) => {
     const name = req.param(0);
@@ -67,20 +81,10 @@ export function mountModelApi(app: uWS.TemplatedApp, service: ModelService, log:
 
   route('post', '/models/:model/transform', 'transform', async (ex, req) => {
     const q = req.query;
-    const options = {
-      select: parseSelection(q.getAll('select')),
-      rank: parseSelection(q.getAll('rank')),
-      desc: booleanParam(q, 'desc', true),
-      k: optionalCount(q, 'k'),
-      mode: execParam(q, config.executionStrategy),
-      missing: missingParam(q),
-    };
+    const options = { select: parseSelection(q.getAll('select')), rank: parseSelection(q.getAll('rank')), ...runOptions(q) };
     const loaded = await service.get(req.param(0));
     const frame = await readFrame(req.body, config);
-    const signal = timeout();
-    const out = await transformFrame(service, loaded, frame, options, signal).catch((err: unknown) => {
-      throw timeoutOr(err, signal, `Timeout error within ${config.requestTimeoutMs}ms for model [${loaded.registration.modelName}]: transform timed out`);
-    });
+    const out = await timed(loaded, 'transform', (signal) => transformFrame(service, loaded, frame, options, signal));
     await ex.stream('application/json; charset=utf-8', frameJson(out));
   }, config.maxFrameBytes);
 
@@ -91,20 +95,10 @@ export function mountModelApi(app: uWS.TemplatedApp, service: ModelService, log:
     const rank = parseSelection(q.getAll('rank'));
     if (rank.length === 0) throw queryError('query parameter "rank" is required');
     const group = q.get('group') ?? undefined;
-    const options = {
-      id, rank, group: group === '' ? undefined : group,
-      desc: booleanParam(q, 'desc', true),
-      k: optionalCount(q, 'k'),
-      avg: booleanParam(q, 'avg', false),
-      mode: execParam(q, config.executionStrategy),
-      missing: missingParam(q),
-    };
+    const options = { id, rank, group: group === '' ? undefined : group, avg: booleanParam(q, 'avg', false), ...runOptions(q) };
     const loaded = await service.get(req.param(0));
     const frame = await readFrame(req.body, config);
-    const signal = timeout();
-    const results = await rankFrame(service, loaded, frame, options, signal).catch((err: unknown) => {
-      throw timeoutOr(err, signal, `Timeout error within ${config.requestTimeoutMs}ms for model [${loaded.registration.modelName}]: rank timed out`);
-    });
+    const results = await timed(loaded, 'rank', (signal) => rankFrame(service, loaded, frame, options, signal));
     ex.json(200, { results });
   }, config.maxFrameBytes);
 
@@ -117,14 +111,8 @@ export function mountModelApi(app: uWS.TemplatedApp, service: ModelService, log:
     const loaded = await service.get(req.param(0));
     const frame = sampleFrame(loaded.model.inputSchema, loaded.model.inputDomains, nrow, contexts);
     if (select.length === 0) return ex.json(200, frame);
-    const flat = decodeFrame(frame, { maxRows: config.maxFrameRows });
-    const indexes = select.map((name) => flat.fields.findIndex((f) => f.name === name));
-    const unknown = select.filter((_, i) => indexes[i]! < 0);
-    if (unknown.length) throw queryError(`unknown field(s) in select: ${unknown.join(', ')}`);
-    ex.json(200, {
-      schema: encodeSchema(indexes.map((i) => flat.fields[i]!)),
-      rows: flat.rows.map((row) => encodeRow(indexes.map((i) => row[i]!))),
-    });
+    const selected = selectColumns(decodeFrame(frame, { maxRows: config.maxFrameRows }), select);
+    ex.json(200, { schema: encodeSchema(selected.fields), rows: selected.rows.map(encodeRow) });
   });
 
   route('get', '/models/:model/graph', 'graph', async (ex, req) => {

@@ -29,37 +29,21 @@ export class ModelMetrics {
   });
 
   constructor(service: ModelService) {
-    const pools = (set: (pool: string, value: number) => void, blocking: () => number, async: number) => () => {
-      set('blocking', blocking());
-      set('async', async);
-    };
-    new Gauge({
-      name: 'workers_count',
-      help: 'Threads of each pool: blocking = the worker pool that runs rows, async = the event loop',
-      labelNames: ['pool'] as const,
-      registers: [this.registry],
-      collect() {
-        pools((p, v) => this.set({ pool: p }, v), () => service.poolThreads, 1)();
-      },
-    });
-    new Gauge({
-      name: 'pool_size',
-      help: 'Row tasks running or queued on each pool',
-      labelNames: ['pool'] as const,
-      registers: [this.registry],
-      collect() {
-        pools((p, v) => this.set({ pool: p }, v), () => service.runningTasks, 0)();
-      },
-    });
-    new Gauge({
-      name: 'pool_tasks_enqueued',
-      help: 'Tasks waiting for a thread of each pool',
-      labelNames: ['pool'] as const,
-      registers: [this.registry],
-      collect() {
-        pools((p, v) => this.set({ pool: p }, v), () => service.queueSize, 0)();
-      },
-    });
+    // Pools as the reference names them: `blocking` runs rows (the worker pool), `async` is the event loop.
+    const poolGauge = (name: string, help: string, blocking: () => number, async: number) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ['pool'] as const,
+        registers: [this.registry],
+        collect() {
+          this.set({ pool: 'blocking' }, blocking());
+          this.set({ pool: 'async' }, async);
+        },
+      });
+    poolGauge('workers_count', 'Threads of each pool', () => service.poolThreads, 1);
+    poolGauge('pool_size', 'Row tasks running on each pool', () => service.runningTasks, 0);
+    poolGauge('pool_tasks_enqueued', 'Tasks waiting for a thread of each pool', () => service.queueSize, 0);
   }
 
   observe(service: string, status: number, millis: number, error?: string): void {

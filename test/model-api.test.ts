@@ -1,14 +1,14 @@
 // The model runtime over HTTP: a real server, real bundles (fixtures and bundles built here).
 
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { attr, pipelineBundle, writeBundleDir } from './helpers/bundles.js';
+import { FIXTURES, HAVE_FIXTURES } from './helpers/models.js';
 import { startServer, tempRoot, type TestServer } from './helpers/server.js';
 
-const FIXTURES = fileURLToPath(new URL('../../shared/fixtures/mleap/', import.meta.url));
-const haveFixtures = existsSync(FIXTURES);
+const haveFixtures = HAVE_FIXTURES;
 const AIRBNB = join(FIXTURES, 'combust-mleap/mleap-benchmark/src/main/resources/models/airbnb.model.lr.zip');
 const AIRBNB_FRAME = join(FIXTURES, 'combust-mleap/mleap-benchmark/src/main/resources/leap_frame/frame.airbnb.json');
 const DEMO = join(FIXTURES, 'combust-mleap/mleap-spring-boot/src/test/resources/demo.zip');

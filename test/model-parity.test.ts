@@ -1,15 +1,14 @@
 // Every bundle of MLeap's Spark parity suite (spark-parity.zip, a zip of 52 zips) over HTTP:
 // it registers and transforms a generated sample, or it is refused naming the unsupported op.
 
-import { createWriteStream, existsSync, mkdirSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
-import { pipeline } from 'node:stream/promises';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import yauzl from 'yauzl';
+import { existsSync, rmSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { PARITY_ZIP, extractInnerZips } from './helpers/models.js';
 import { startServer, tempRoot, type TestServer } from './helpers/server.js';
 
-const PARITY = fileURLToPath(new URL('../../shared/fixtures/mleap/combust-mleap-docs/assets/bundles/spark-parity.zip', import.meta.url));
+const PARITY = PARITY_ZIP;
 const haveFixtures = existsSync(PARITY);
 if (!haveFixtures) console.warn(`${PARITY} not found: the parity suite is skipped`);
 
@@ -21,38 +20,13 @@ const UNSUPPORTED: Record<string, string> = {
   'org.apache.spark.ml.parity.feature.WordToVectorParitySpec': 'word_to_vector',
 };
 
-async function extractAll(zipPath: string, dir: string): Promise<string[]> {
-  mkdirSync(dir, { recursive: true });
-  const zip = await new Promise<yauzl.ZipFile>((resolve, reject) =>
-    yauzl.open(zipPath, { lazyEntries: true }, (err, z) => (err || !z ? reject(err) : resolve(z))),
-  );
-  const names: string[] = [];
-  await new Promise<void>((resolve, reject) => {
-    zip.on('error', reject);
-    zip.on('end', resolve);
-    zip.on('entry', (entry: yauzl.Entry) => {
-      if (!entry.fileName.endsWith('.zip')) return zip.readEntry();
-      const name = entry.fileName.split('/').pop()!;
-      zip.openReadStream(entry, (err, stream) => {
-        if (err || !stream) return reject(err);
-        pipeline(stream, createWriteStream(join(dir, name))).then(() => {
-          names.push(name);
-          zip.readEntry();
-        }, reject);
-      });
-    });
-    zip.readEntry();
-  });
-  return names.sort();
-}
-
 describe.skipIf(!haveFixtures)('spark-parity bundles', () => {
   let server: TestServer;
   let bundles: string[] = [];
   const dir = tempRoot('svc-parity-');
 
   beforeAll(async () => {
-    bundles = await extractAll(PARITY, dir);
+    bundles = (await extractInnerZips(PARITY, dir)).map((path) => basename(path));
     server = await startServer({ MODEL_WARMUP_ROWS: '5' });
   });
 

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { docsAsset, modelOpenApi, swaggerUiDistPath, toYaml } from '../server/model-docs.js';
+import { pythonHas } from './helpers/python.js';
 
 type Json = Record<string, any>;
 const doc = modelOpenApi('1.2.3') as Json;
@@ -23,15 +24,6 @@ function refsIn(node: unknown): string[] {
 
 const operation = (path: string, method: string): Json => doc.paths[path][method];
 const paramNames = (path: string, method: string) => (operation(path, method).parameters ?? []).map((p: Json) => p.name);
-
-function hasPyYaml(): boolean {
-  try {
-    execFileSync('python3', ['-c', 'import yaml'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** Parses YAML with PyYAML (an independent reader) and returns it as JSON. */
 function pyYaml(text: string): unknown {
@@ -179,7 +171,7 @@ describe('toYaml', () => {
     expect(() => toYaml(Number.NaN)).toThrow();
   });
 
-  it.skipIf(!hasPyYaml())('reads back as the same data with PyYAML (skipped when python3 with PyYAML is absent)', () => {
+  it.skipIf(!pythonHas('yaml'))('reads back as the same data with PyYAML (skipped when python3 with PyYAML is absent)', () => {
     expect(pyYaml(toYaml(tricky))).toEqual(JSON.parse(JSON.stringify(tricky)));
     expect(pyYaml(toYaml(doc))).toEqual(JSON.parse(JSON.stringify(doc)));
   });

@@ -3,76 +3,21 @@
 // hand from the bundle's attributes; demo.zip and airbnb give MLeap's published predictions
 // once the predictors they end with are registered.
 
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import yauzl from 'yauzl';
 import { readBundle } from '../engine/models/bundle/read.js';
 import type { BundleDoc } from '../engine/models/bundle/spec.js';
 import { compileBundle } from '../engine/models/compile.js';
 import { opDefinition } from '../engine/models/ops/index.js';
-import { dense, sparse, type Value } from '../engine/models/types.js';
+import { dense, sparse } from '../engine/models/types.js';
+import { BUNDLE_LIMITS, FIXTURES, HAVE_FIXTURES, PARITY_ZIP, extractInnerZips, runRow, stageOps } from './helpers/models.js';
 
-const fixtures = fileURLToPath(new URL('../../shared/fixtures/mleap/', import.meta.url));
-const haveFixtures = existsSync(fixtures);
+const fixtures = FIXTURES;
+const haveFixtures = HAVE_FIXTURES;
+const LIMITS = BUNDLE_LIMITS;
 if (!haveFixtures) console.warn(`skipping the real-bundle feature tests: ${fixtures} is absent`);
-
-const LIMITS = { maxBytes: 50 << 20, maxFiles: 1000 };
-
-/** Writes each entry of a zip of zips into `dir`; returns the written paths. */
-async function extractZips(zipPath: string, dir: string): Promise<string[]> {
-  const zip = await new Promise<yauzl.ZipFile>((resolve, reject) =>
-    yauzl.open(zipPath, { lazyEntries: true, autoClose: true }, (err, z) => (err || !z ? reject(err) : resolve(z))),
-  );
-  return new Promise((resolve, reject) => {
-    const written: string[] = [];
-    zip.on('error', reject);
-    zip.on('end', () => resolve(written));
-    zip.on('entry', (entry: yauzl.Entry) => {
-      if (!entry.fileName.endsWith('.zip')) return zip.readEntry();
-      zip.openReadStream(entry, (err, stream) => {
-        if (err || !stream) return reject(err);
-        const chunks: Buffer[] = [];
-        stream.on('data', (c: Buffer) => chunks.push(c));
-        stream.on('error', reject);
-        stream.on('end', () => {
-          const path = join(dir, basename(entry.fileName));
-          writeFileSync(path, Buffer.concat(chunks));
-          written.push(path);
-          zip.readEntry();
-        });
-      });
-    });
-    zip.readEntry();
-  });
-}
-
-function opsOf(doc: BundleDoc): string[] {
-  return Object.entries(doc.files)
-    .filter(([path]) => path.endsWith('/model.json'))
-    .map(([, text]) => (JSON.parse(text) as { op: string }).op)
-    .filter((op) => op !== 'pipeline');
-}
-
-/** Ops of stages (not ensemble child models, which have no node.json). */
-function stageOps(doc: BundleDoc): string[] {
-  return Object.entries(doc.files)
-    .filter(([path]) => path.endsWith('/model.json') && doc.files[path.replace(/model\.json$/, 'node.json')] !== undefined)
-    .map(([, text]) => (JSON.parse(text) as { op: string }).op)
-    .filter((op) => op !== 'pipeline');
-}
-
-function runRow(doc: BundleDoc, row: Record<string, Value>): Record<string, Value> {
-  const model = compileBundle(doc);
-  const produced = model.run(model.inputSchema.map((f) => {
-    if (!(f.name in row)) throw new Error(`test row lacks column ${f.name}`);
-    return row[f.name]!;
-  }));
-  const names = model.outputSchema.slice(model.inputSchema.length).map((f) => f.name);
-  return Object.fromEntries(names.map((n, i) => [n, produced[i]!]));
-}
 
 describe.skipIf(!haveFixtures)('spark-parity bundles with feature ops', () => {
   let dir = '';
@@ -80,7 +25,7 @@ describe.skipIf(!haveFixtures)('spark-parity bundles with feature ops', () => {
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'mleap-parity-'));
-    const paths = await extractZips(`${fixtures}combust-mleap-docs/assets/bundles/spark-parity.zip`, dir);
+    const paths = await extractInnerZips(PARITY_ZIP, dir);
     for (const path of paths) bundles.set(basename(path, '.zip'), await readBundle(path, LIMITS));
   });
   afterAll(() => {
@@ -94,7 +39,7 @@ describe.skipIf(!haveFixtures)('spark-parity bundles with feature ops', () => {
     return bundles.get(matches[0]!)!;
   };
 
-  it('compiles every bundle whose ops are all registered; at most four feature bundles use ops not supported', () => {
+  it('compiles every bundle whose ops are all registered; exactly three feature bundles use ops not supported', () => {
     expect(bundles.size).toBe(52);
     const unsupportedFeatureBundles: string[] = [];
     for (const [name, doc] of bundles) {
@@ -104,8 +49,7 @@ describe.skipIf(!haveFixtures)('spark-parity bundles with feature ops', () => {
       }
       expect(() => compileBundle(doc), name).not.toThrow();
     }
-    const notImplementedHere = ['BucketedRandomProjectionLSHParitySpec', 'MinHashLSHParitySpec', 'MultinomialLabelerParitySpec', 'WordToVectorParitySpec'];
-    expect(notImplementedHere).toEqual(expect.arrayContaining(unsupportedFeatureBundles));
+    expect(unsupportedFeatureBundles.sort()).toEqual(['BucketedRandomProjectionLSHParitySpec', 'MinHashLSHParitySpec', 'WordToVectorParitySpec']);
   });
 
   it('string_indexer and old one_hot_encoder (51 states, size 50: the last state is all zeros)', () => {
@@ -143,16 +87,14 @@ describe.skipIf(!haveFixtures)('spark-parity bundles with feature ops', () => {
 });
 
 describe.skipIf(!haveFixtures)('published predictions through the feature ops', () => {
-  it('demo.zip: vector_assembler + standard_scaler (mean and std) + linear_regression → -67.78953193834998', async (ctx) => {
+  it('demo.zip: vector_assembler + standard_scaler (mean and std) + linear_regression → -67.78953193834998', async () => {
     const doc = await readBundle(`${fixtures}combust-mleap/mleap-spring-boot/src/test/resources/demo.zip`, LIMITS);
-    if (!opsOf(doc).every((op) => opDefinition(op))) ctx.skip();
     const out = runRow(doc, { 'demo:a': 44.5, 'demo:c': 22.1, 'demo:d': 98.2 });
     expect(out['demo:prediction']).toBeCloseTo(-67.78953193834998, 10);
   });
 
-  it('airbnb.model.lr.zip → 232.62463916840318', async (ctx) => {
+  it('airbnb.model.lr.zip → 232.62463916840318', async () => {
     const doc = await readBundle(`${fixtures}combust-mleap/mleap-benchmark/src/main/resources/models/airbnb.model.lr.zip`, LIMITS);
-    if (!opsOf(doc).every((op) => opDefinition(op))) ctx.skip();
     const out = runRow(doc, {
       state: 'NY', bathrooms: 2, square_feet: 1250, bedrooms: 3, security_deposit: 50, cleaning_fee: 30,
       extra_people: 2, number_of_reviews: 56, review_scores_rating: 90,

@@ -2,25 +2,12 @@
 // checked against hand-computed values, and the airbnb feature pipeline against MLeap's
 // published prediction.
 
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { readBundle } from '../engine/models/bundle/read.js';
-import type { BundleDoc } from '../engine/models/bundle/spec.js';
 import { compileBundle } from '../engine/models/compile.js';
 import { dense, sparse, toDense, type Tensor, type Value } from '../engine/models/types.js';
 import { attr, pipelineBundle, type Stage } from './helpers/bundles.js';
-
-function runRow(doc: BundleDoc, row: Record<string, Value>): Record<string, Value> {
-  const model = compileBundle(doc);
-  const inputs = model.inputSchema.map((f) => {
-    if (!(f.name in row)) throw new Error(`test row lacks column ${f.name}`);
-    return row[f.name]!;
-  });
-  const produced = model.run(inputs);
-  const names = model.outputSchema.slice(model.inputSchema.length).map((f) => f.name);
-  return Object.fromEntries(names.map((n, i) => [n, produced[i]!]));
-}
+import { BUNDLE_LIMITS, FIXTURES, HAVE_FIXTURES, runRow } from './helpers/models.js';
 
 const run = (stages: Stage[], row: Record<string, Value>) => runRow(pipelineBundle(stages), row);
 const transformFailure = expect.objectContaining({ error: 'TransformException' });
@@ -186,16 +173,13 @@ describe('standard_scaler', () => {
   });
 });
 
-const fixtures = fileURLToPath(new URL('../../shared/fixtures/mleap/', import.meta.url));
-const haveFixtures = existsSync(fixtures);
+const fixtures = FIXTURES;
+const haveFixtures = HAVE_FIXTURES;
 if (!haveFixtures) console.warn(`skipping the airbnb feature pipeline test: ${fixtures} is absent`);
 
 describe.skipIf(!haveFixtures)('airbnb feature pipeline (real bundle)', () => {
   it('assembles the features whose linear model gives MLeap\'s published 232.62463916840318', async () => {
-    const doc = await readBundle(`${fixtures}combust-mleap/mleap-benchmark/src/main/resources/models/airbnb.model.lr.zip`, {
-      maxBytes: 50 << 20,
-      maxFiles: 1000,
-    });
+    const doc = await readBundle(`${fixtures}combust-mleap/mleap-benchmark/src/main/resources/models/airbnb.model.lr.zip`, BUNDLE_LIMITS);
     // The feature pipeline alone: its folder becomes the root.
     const prefix = 'root/feature_pipeline.node/';
     const files = Object.fromEntries(

@@ -5,7 +5,7 @@
 
 import { transformError } from './errors.js';
 import {
-  NUMERIC_TYPES, isTensor, sameType, typeLabel,
+  NUMERIC_TYPES, sameType, typeLabel,
   type BasicType, type DataType, type Tensor, type Value,
 } from './types.js';
 
@@ -100,9 +100,3 @@ function mapTensor(t: Tensor, f: (n: number) => number): Tensor {
     : { kind: 'sparse', dims: t.dims, indices: t.indices, values: t.values.map(f) };
 }
 
-/** True when `value` has the shape `type` describes (used to validate decoded cells). */
-export function fitsShape(value: Value, type: DataType): boolean {
-  if (type.shape === 'tensor') return isTensor(value);
-  if (type.shape === 'list') return Array.isArray(value);
-  return !isTensor(value) && !Array.isArray(value);
-}

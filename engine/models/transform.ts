@@ -160,7 +160,8 @@ function outputSelection(select: string[], rank: string[]): string[] {
   return [...select, ...rank.filter((r) => !select.includes(r))];
 }
 
-function selectColumns(frame: LeapFrame, select: string[]): LeapFrame {
+/** The named columns, in order (all when `select` is empty); an unknown name is a 400. */
+export function selectColumns(frame: LeapFrame, select: string[]): LeapFrame {
   if (select.length === 0) return frame;
   const indexes = select.map((name) => frame.fields.findIndex((f) => f.name === name));
   const unknown = select.filter((_, i) => indexes[i]! < 0);
