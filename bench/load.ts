@@ -16,6 +16,15 @@ export interface LoadSpec {
   /** Called for every successful response (warm-up included). */
   onOk?: (res: RawResponse) => void;
   server?: ServerProcess;
+  /**
+   * At least this many measured responses: the window stays open past `durationMs` until then.
+   * With a floor the window's edges are responses (it opens on the first response after the
+   * warm-up and closes on the response that completes it), so slow requests (hundreds of ms)
+   * count whole and one connection's window is a whole number of requests.
+   */
+  minRequests?: number;
+  /** With `minRequests`: the load fails when the floor is not reached this long after the warm-up (default max(20 x durationMs, 120 s)). */
+  maxWindowMs?: number;
 }
 
 export interface LatencySummary {
@@ -52,8 +61,9 @@ export function summarize(latencies: number[]): LatencySummary {
 
 /**
  * Closed-loop load: `connections` keep-alive sockets, each keeping `pipeline` requests in
- * flight; a warm-up, then a measured window. Only responses that complete inside the window
- * count (throughput and latency); CPU of this process and of the server is taken over it.
+ * flight; a warm-up, then a measured window (`durationMs`, or longer to reach `minRequests`).
+ * Only responses that complete inside the window count (throughput and latency); CPU of this
+ * process and of the server is taken over it.
  */
 export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
   const conns = await Promise.all(Array.from({ length: spec.connections }, () => RawConnection.connect(spec.port)));
@@ -65,6 +75,8 @@ export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
   let measuring = false;
   let stopping = false;
   let failure: Error | undefined;
+  const floor = spec.minRequests;
+  let warmedUp = false;
 
   let finish!: () => void;
   let abort!: (err: Error) => void;
@@ -85,6 +97,9 @@ export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
         errors++;
         firstError ??= `HTTP ${res.status}${res.body ? `: ${res.body.toString('utf8').slice(0, 300)}` : ''}`;
       }
+      if (floor !== undefined && requests >= floor && res.doneAt - t0 >= spec.durationMs) closeWindow();
+    } else if (warmedUp && !stopping) {
+      openWindow();
     }
     const conn = conns[i];
     if (!stopping) conn.enqueue(spec.next(i), handlers[i], spec.keepBody ?? false);
@@ -104,27 +119,39 @@ export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
   }
 
   let window: CpuWindow | undefined;
+  let cpu: CpuReport = { benchPercent: NaN };
   let t0 = performance.now();
   let t1 = t0;
-  const warm = setTimeout(() => {
+  let drainWatchdog: NodeJS.Timeout | undefined;
+  const maxWindowMs = spec.maxWindowMs ?? Math.max(spec.durationMs * 20, 120_000);
+  const floorLimit =
+    floor === undefined ? undefined : setTimeout(() => abort(new Error(`load phase got ${requests} of at least ${floor} measured responses within ${maxWindowMs / 1000} s`)), spec.warmupMs + maxWindowMs);
+  const openWindow = () => {
     measuring = true;
     window = new CpuWindow(spec.server?.pid);
     t0 = performance.now();
-  }, spec.warmupMs);
-  let cpu: CpuReport = { benchPercent: NaN };
-  const stop = setTimeout(() => {
+  };
+  const closeWindow = () => {
     measuring = false;
     stopping = true;
     t1 = performance.now();
     if (window) cpu = window.end();
-  }, spec.warmupMs + spec.durationMs);
-  const watchdog = setTimeout(() => abort(new Error(`load phase did not drain within 30 s after its end (${conns.reduce((n, c) => n + c.inFlight, 0)} request(s) still in flight)`)), spec.warmupMs + spec.durationMs + 30_000);
+    clearTimeout(floorLimit);
+    drainWatchdog = setTimeout(() => abort(new Error(`load phase did not drain within 30 s after its end (${conns.reduce((n, c) => n + c.inFlight, 0)} request(s) still in flight)`)), 30_000);
+  };
+  // Without a floor the window is timed; with one, responses open and close it (onResponse).
+  const warm = setTimeout(() => {
+    if (floor === undefined) openWindow();
+    else warmedUp = true;
+  }, spec.warmupMs);
+  const stop = floor === undefined ? setTimeout(closeWindow, spec.warmupMs + spec.durationMs) : undefined;
   try {
     await done;
   } finally {
     clearTimeout(warm);
     clearTimeout(stop);
-    clearTimeout(watchdog);
+    clearTimeout(floorLimit);
+    clearTimeout(drainWatchdog);
     for (const c of conns) c.close();
   }
   if (failure) throw failure;

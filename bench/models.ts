@@ -5,17 +5,18 @@
  * over 1,000 candidates. Per cell: requests/s, rows/s, p50/p99 latency, the per-row cost
  * (wall time / rows processed) and the server's CPU.
  *
- * Transform answers are chunked (Transfer-Encoding: chunked), which bench/raw-http.ts does not
- * read, so this file has its own small keep-alive client: one request in flight per connection,
- * Content-Length and chunked bodies, bodies counted and only kept when asked.
+ * The load is bench/load.ts's closed loop (one request in flight per connection, a floor of
+ * measured requests for the slow cells) over bench/raw-http.ts connections, which read the
+ * chunked transform answers.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { type CpuReport, CpuWindow } from './cpu.js';
-import { type LatencySummary, summarize } from './load.js';
-import type { Results, Target } from './report.js';
+import type { CpuReport } from './cpu.js';
+import { type LatencySummary, type LoadResult, runLoad } from './load.js';
+import { ByteStream } from './prng.js';
+import { RawConnection, type RawResponse, bodyRequest } from './raw-http.js';
+import { type Results, type Target, f, ms, pct, renderErrors, renderHeader, renderServer, renderTargets, us } from './report.js';
 import type { ServerProcess } from './server-process.js';
 
 export const BUNDLE_PATH = '../shared/fixtures/mleap/combust-mleap/mleap-benchmark/src/main/resources/models/airbnb.model.lr.zip';
@@ -25,213 +26,9 @@ const PUBLISHED_PREDICTION = 232.62463916840318;
 const MODES = ['seq', 'par', 'par-2'] as const;
 type Mode = (typeof MODES)[number];
 
-// ---------------------------------------------------------------------------------------------
-// A keep-alive HTTP/1.1 client that reads chunked bodies
-
-interface Reply {
-  status: number;
-  bodyBytes: number;
-  body?: Buffer;
-  sentAt: number;
-  doneAt: number;
-}
-
-const CRLF = Buffer.from('\r\n');
-const CRLF2 = Buffer.from('\r\n\r\n');
-
-type ReadState = 'head' | 'length' | 'chunk-size' | 'chunk-data' | 'chunk-crlf' | 'trailer' | 'idle';
-
-class ModelConnection {
-  private state: ReadState = 'idle';
-  private carry: Buffer | null = null;
-  private remaining = 0;
-  private status = 0;
-  private keep: Buffer[] | null = null;
-  private bodyBytes = 0;
-  private sentAt = 0;
-  private pending: { resolve: (r: Reply) => void; reject: (e: Error) => void; keepBody: boolean } | undefined;
-  private failure: Error | undefined;
-  private closing = false;
-
-  private constructor(private readonly socket: net.Socket) {}
-
-  static connect(port: number): Promise<ModelConnection> {
-    return new Promise((resolve, reject) => {
-      let conn: ModelConnection | undefined = undefined;
-      const socket = net.connect({
-        port,
-        host: '127.0.0.1',
-        onread: {
-          buffer: Buffer.allocUnsafe(256 * 1024),
-          callback: (n: number, buf: Uint8Array) => {
-            conn!.feed(buf as Buffer, n);
-            return true;
-          },
-        },
-      });
-      conn = new ModelConnection(socket);
-      socket.setNoDelay(true);
-      socket.once('error', reject);
-      socket.once('connect', () => {
-        socket.off('error', reject);
-        socket.on('error', (err) => conn!.fail(err));
-        socket.on('close', () => conn!.fail(new Error('server closed the connection')));
-        resolve(conn!);
-      });
-    });
-  }
-
-  request(bytes: Buffer, keepBody = false): Promise<Reply> {
-    if (this.failure) return Promise.reject(this.failure);
-    if (this.pending) return Promise.reject(new Error('one request at a time'));
-    return new Promise((resolve, reject) => {
-      this.pending = { resolve, reject, keepBody };
-      this.state = 'head';
-      this.sentAt = performance.now();
-      this.socket.write(bytes);
-    });
-  }
-
-  close(): void {
-    this.closing = true;
-    this.socket.destroy();
-  }
-
-  private fail(err: Error): void {
-    if (this.closing || this.failure) return;
-    this.failure = err;
-    const p = this.pending;
-    this.pending = undefined;
-    p?.reject(err);
-  }
-
-  /** Bytes up to and including the next `delimiter` (carried across reads), or undefined. */
-  private takeUntil(buf: Buffer, pos: number, end: number, delimiter: Buffer): { text: string; next: number } | undefined {
-    const carried = this.carry ? this.carry.length : 0;
-    const data = this.carry ? Buffer.concat([this.carry, buf.subarray(pos, end)]) : buf.subarray(pos, end);
-    const idx = data.indexOf(delimiter);
-    if (idx < 0) {
-      if (data.length > 64 * 1024) throw new Error('response line or header larger than 64 KiB');
-      this.carry = Buffer.from(data);
-      return undefined;
-    }
-    this.carry = null;
-    return { text: data.toString('latin1', 0, idx), next: pos + idx + delimiter.length - carried };
-  }
-
-  private body(buf: Buffer, from: number, to: number): void {
-    this.bodyBytes += to - from;
-    if (this.keep) this.keep.push(Buffer.from(buf.subarray(from, to)));
-  }
-
-  private feed(buf: Buffer, end: number): void {
-    let pos = 0;
-    try {
-      while (pos < end && this.pending) {
-        switch (this.state) {
-          case 'head': {
-            const t = this.takeUntil(buf, pos, end, CRLF2);
-            if (!t) return;
-            pos = t.next;
-            if (!t.text.startsWith('HTTP/1.')) throw new Error(`malformed status line: ${t.text.slice(0, 200)}`);
-            this.status = Number(t.text.slice(9, 12));
-            this.bodyBytes = 0;
-            this.keep = this.pending.keepBody || this.status >= 400 ? [] : null;
-            const length = /\r\ncontent-length:[ \t]*(\d+)/i.exec(t.text);
-            if (/\r\ntransfer-encoding:[^\r]*chunked/i.test(t.text)) this.state = 'chunk-size';
-            else if (length) {
-              this.remaining = Number(length[1]);
-              this.state = 'length';
-              if (this.remaining === 0) this.finish();
-            } else throw new Error(`response with neither Content-Length nor chunked: ${t.text.slice(0, 200)}`);
-            break;
-          }
-          case 'length': {
-            const take = Math.min(this.remaining, end - pos);
-            this.body(buf, pos, pos + take);
-            pos += take;
-            this.remaining -= take;
-            if (this.remaining === 0) this.finish();
-            break;
-          }
-          case 'chunk-size': {
-            const t = this.takeUntil(buf, pos, end, CRLF);
-            if (!t) return;
-            pos = t.next;
-            const size = parseInt(t.text, 16);
-            if (!Number.isFinite(size)) throw new Error(`bad chunk size line "${t.text.slice(0, 40)}"`);
-            this.remaining = size;
-            this.state = size === 0 ? 'trailer' : 'chunk-data';
-            break;
-          }
-          case 'chunk-data': {
-            const take = Math.min(this.remaining, end - pos);
-            this.body(buf, pos, pos + take);
-            pos += take;
-            this.remaining -= take;
-            if (this.remaining === 0) {
-              this.state = 'chunk-crlf';
-              this.remaining = 2;
-            }
-            break;
-          }
-          case 'chunk-crlf': {
-            const take = Math.min(this.remaining, end - pos);
-            pos += take;
-            this.remaining -= take;
-            if (this.remaining === 0) this.state = 'chunk-size';
-            break;
-          }
-          case 'trailer': {
-            // Trailer lines, if any, end with an empty line; uWS sends none.
-            const t = this.takeUntil(buf, pos, end, CRLF);
-            if (!t) return;
-            pos = t.next;
-            if (t.text === '') this.finish();
-            break;
-          }
-          case 'idle':
-            throw new Error('bytes from the server without a request');
-        }
-      }
-      if (pos < end && !this.pending) throw new Error('bytes from the server without a request');
-    } catch (err) {
-      this.fail(err as Error);
-      this.socket.destroy();
-    }
-  }
-
-  private finish(): void {
-    const p = this.pending!;
-    this.pending = undefined;
-    this.state = 'idle';
-    const reply: Reply = { status: this.status, bodyBytes: this.bodyBytes, sentAt: this.sentAt, doneAt: performance.now() };
-    if (this.keep) reply.body = Buffer.concat(this.keep);
-    this.keep = null;
-    p.resolve(reply);
-  }
-}
-
-function httpRequest(method: string, target: string, body: Buffer | string): Buffer {
-  const b = typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
-  const head = `${method} ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${b.length}\r\n\r\n`;
-  return Buffer.concat([Buffer.from(head, 'latin1'), b]);
-}
-
-async function once(port: number, method: string, target: string, body: Buffer | string, timeoutMs = 120_000): Promise<Reply> {
-  const conn = await ModelConnection.connect(port);
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([
-      conn.request(httpRequest(method, target, body), true),
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`${method} ${target}: no answer within ${timeoutMs / 1000} s`)), timeoutMs);
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-    conn.close();
-  }
+/** One JSON request on a new connection, its body kept. */
+function once(port: number, method: string, target: string, body: string): Promise<RawResponse> {
+  return RawConnection.requestOnce(port, bodyRequest(method, target, 'application/json', body), 120_000);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -242,30 +39,18 @@ interface LeapFrameJson {
   rows: unknown[][];
 }
 
-/** Deterministic [0, 1) numbers (mulberry32). */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /**
  * `rows` copies of the frame's row; from the second copy on, every double is scaled by a factor
  * in [0.5, 1.5) and rounded to 2 decimals (strings unchanged: they are categories the model knows).
  * With `id`, a string column `id` is added (candidate ids for rank).
  */
 function buildFrame(base: LeapFrameJson, rows: number, seed: number, id = false): string {
-  const random = prng(seed);
+  const random = new ByteStream(`airbnb-frame:${seed}`);
   const template = base.rows[0]!;
-  const doubles = base.schema.fields.map((f) => f.type === 'double');
+  const doubles = base.schema.fields.map((field) => field.type === 'double');
   const out: unknown[][] = new Array(rows);
   for (let i = 0; i < rows; i++) {
-    const row = template.map((v, c) => (i > 0 && doubles[c] && typeof v === 'number' ? Math.round(v * (0.5 + random()) * 100) / 100 : v));
+    const row = template.map((v, c) => (i > 0 && doubles[c] && typeof v === 'number' ? Math.round(v * (0.5 + random.fraction()) * 100) / 100 : v));
     if (id) row.push(`c${seed}-${i}`);
     out[i] = row;
   }
@@ -274,7 +59,7 @@ function buildFrame(base: LeapFrameJson, rows: number, seed: number, id = false)
 }
 
 // ---------------------------------------------------------------------------------------------
-// Closed-loop load
+// Results
 
 export interface ModelCell {
   /** What is measured, e.g. "transform" or "transform, select=price_prediction". */
@@ -296,84 +81,6 @@ export interface ModelCell {
   firstError?: string;
   latency: LatencySummary;
   cpu: CpuReport;
-}
-
-interface LoadCellSpec {
-  port: number;
-  server: ServerProcess;
-  connections: number;
-  warmupMs: number;
-  durationMs: number;
-  /** At least this many measured requests (the window is extended until then). */
-  minRequests: number;
-  requests: Buffer[];
-}
-
-interface LoadCellResult {
-  durationSeconds: number;
-  requests: number;
-  bodyBytes: number;
-  errors: number;
-  firstError?: string;
-  latencies: number[];
-  cpu: CpuReport;
-}
-
-async function runCell(spec: LoadCellSpec): Promise<LoadCellResult> {
-  const conns = await Promise.all(Array.from({ length: spec.connections }, () => ModelConnection.connect(spec.port)));
-  const latencies: number[] = [];
-  let requests = 0;
-  let errors = 0;
-  let bodyBytes = 0;
-  let firstError: string | undefined;
-  let measuring = false;
-  let stopping = false;
-  let window: CpuWindow | undefined;
-  let cpu: CpuReport = { benchPercent: NaN };
-  let t0 = 0;
-  let t1 = 0;
-  const begin = performance.now();
-  const maybeStop = () => {
-    const now = performance.now();
-    if (!measuring && !stopping && now - begin >= spec.warmupMs) {
-      measuring = true;
-      window = new CpuWindow(spec.server.pid);
-      t0 = now;
-    } else if (measuring && now - t0 >= spec.durationMs && requests >= spec.minRequests) {
-      measuring = false;
-      stopping = true;
-      t1 = now;
-      cpu = window!.end();
-    }
-  };
-  // Requests are taken round-robin from a shared counter so every connection sends varied frames.
-  let seq = 0;
-  const hardLimit = spec.warmupMs + Math.max(spec.durationMs * 20, 120_000);
-  try {
-    await Promise.all(
-      conns.map(async (conn) => {
-        while (!stopping) {
-          if (performance.now() - begin > hardLimit) throw new Error(`cell did not reach ${spec.minRequests} requests within ${hardLimit / 1000} s`);
-          const reply = await conn.request(spec.requests[seq++ % spec.requests.length]!);
-          if (measuring && reply.sentAt >= t0) {
-            requests++;
-            bodyBytes += reply.bodyBytes;
-            latencies.push(reply.doneAt - reply.sentAt);
-            if (reply.status !== 200) {
-              errors++;
-              firstError ??= `HTTP ${reply.status}: ${reply.body?.toString('utf8').slice(0, 300)}`;
-            }
-          } else if (reply.status !== 200) {
-            firstError ??= `HTTP ${reply.status} (warm-up): ${reply.body?.toString('utf8').slice(0, 300)}`;
-          }
-          maybeStop();
-        }
-      }),
-    );
-  } finally {
-    for (const c of conns) c.close();
-  }
-  return { durationSeconds: (t1 - t0) / 1000, requests, bodyBytes, errors, firstError, latencies, cpu };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -424,9 +131,9 @@ export async function runModels(opts: ModelsOptions): Promise<ModelsResult> {
   const result: ModelsResult = { cells: [], rank: [], targets: [] };
   const bundle = path.resolve(opts.repo, BUNDLE_PATH);
   const framePath = path.resolve(opts.repo, FRAME_PATH);
-  for (const f of [bundle, framePath]) {
-    if (!existsSync(f)) {
-      result.skipped = `model runtime scenario skipped: fixture ${f} is absent (the MLeap fixtures live in ../shared/fixtures/mleap next to the project)`;
+  for (const file of [bundle, framePath]) {
+    if (!existsSync(file)) {
+      result.skipped = `model runtime scenario skipped: fixture ${file} is absent (the MLeap fixtures live in ../shared/fixtures/mleap next to the project)`;
       opts.progress(result.skipped);
       return result;
     }
@@ -473,19 +180,25 @@ export async function runModels(opts: ModelsOptions): Promise<ModelsResult> {
     const r = await once(port, 'POST', '/models/airbnb/transform?exec=par', list[list.length - 1]!);
     if (r.status !== 200) throw new Error(`transform of a ${rows}-row frame answered HTTP ${r.status}: ${r.body?.toString('utf8').slice(0, 500)}`);
     const out = JSON.parse(r.body!.toString('utf8')) as LeapFrameJson;
-    const at = out.schema.fields.findIndex((f) => f.name === 'price_prediction');
+    const at = out.schema.fields.findIndex((field) => field.name === 'price_prediction');
     if (out.rows.length !== rows || at < 0 || !out.rows.every((row) => Number.isFinite(row[at]))) {
       throw new Error(`transform of a ${rows}-row frame: ${out.rows.length} rows back, price_prediction column ${at < 0 ? 'missing' : 'not all finite'}`);
     }
   }
 
+  /** Closed-loop load on `target`, the bodies taken round-robin so every connection sends varied frames. */
+  const load = (target: string, bodies: string[], connections: number, durationMs: number, minRequests: number): Promise<LoadResult> => {
+    const requests = bodies.map((body) => bodyRequest('POST', target, 'application/json', body));
+    let seq = 0;
+    const next = () => requests[seq++ % requests.length]!;
+    return runLoad({ port, server: opts.server, connections, pipeline: 1, warmupMs, durationMs, minRequests, next, expectStatus: 200 });
+  };
+
   const cell = async (label: string, mode: Mode, rows: number, connections: number, durationMs: number, minRequests: number, query = ''): Promise<void> => {
     const list = frames.get(rows)!;
     const target = `/models/airbnb/transform?exec=${mode}${query}`;
     opts.progress(`models: ${label} exec=${mode}, ${rows} row(s) per request, ${connections} connection(s), ${durationMs / 1000} s`);
-    const requests = list.map((body) => httpRequest('POST', target, body));
-    const r = await runCell({ port, server: opts.server, connections, warmupMs, durationMs, minRequests, requests });
-    const latency = summarize(r.latencies);
+    const r = await load(target, list, connections, durationMs, minRequests);
     const rowsDone = r.requests * rows;
     result.cells.push({
       label,
@@ -496,13 +209,13 @@ export async function runModels(opts: ModelsOptions): Promise<ModelsResult> {
       responseBytesPerRequest: r.requests ? Math.round(r.bodyBytes / r.requests) : NaN,
       durationSeconds: r.durationSeconds,
       requests: r.requests,
-      requestsPerSecond: r.requests / r.durationSeconds,
+      requestsPerSecond: r.requestsPerSecond,
       rowsPerSecond: rowsDone / r.durationSeconds,
       usPerRow: (r.durationSeconds * 1e6) / rowsDone,
-      p50UsPerRow: (latency.p50Ms * 1000) / rows,
+      p50UsPerRow: (r.latency.p50Ms * 1000) / rows,
       errors: r.errors,
       firstError: r.firstError,
-      latency,
+      latency: r.latency,
       cpu: r.cpu,
     });
     if (r.errors > 0) throw new Error(`${label} exec=${mode} ${rows} rows: ${r.errors} error(s), first: ${r.firstError}`);
@@ -528,17 +241,16 @@ export async function runModels(opts: ModelsOptions): Promise<ModelsResult> {
     const sample = (JSON.parse(first.body!.toString('utf8')) as { results: string[] }).results;
     if (!Array.isArray(sample) || sample.length !== k) throw new Error(`rank exec=${mode} returned ${JSON.stringify(sample).slice(0, 200)}, expected ${k} ids`);
     opts.progress(`models: rank exec=${mode}, ${candidates} candidates, k=${k}, 1 connection, ${settings.rankMs / 1000} s`);
-    const r = await runCell({ port, server: opts.server, connections: 1, warmupMs, durationMs: settings.rankMs, minRequests: 100, requests: rankFrames.map((b) => httpRequest('POST', target, b)) });
-    const latency = summarize(r.latencies);
+    const r = await load(target, rankFrames, 1, settings.rankMs, 100);
     result.rank.push({
       mode,
       candidates,
       k,
       requests: r.requests,
       durationSeconds: r.durationSeconds,
-      requestsPerSecond: r.requests / r.durationSeconds,
+      requestsPerSecond: r.requestsPerSecond,
       usPerCandidate: (r.durationSeconds * 1e6) / (r.requests * candidates),
-      latency,
+      latency: r.latency,
       errors: r.errors,
       firstError: r.firstError,
       cpu: r.cpu,
@@ -552,11 +264,6 @@ export async function runModels(opts: ModelsOptions): Promise<ModelsResult> {
 
 // ---------------------------------------------------------------------------------------------
 // Targets and report
-
-const f = (n: number | undefined, digits = 0) => (n === undefined || !Number.isFinite(n) ? 'n/a' : n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits }));
-const ms = (n: number | undefined) => (n === undefined || !Number.isFinite(n) ? 'n/a' : n < 10 ? `${f(n, 2)} ms` : `${f(n, 1)} ms`);
-const us = (n: number | undefined) => (n === undefined || !Number.isFinite(n) ? 'n/a' : n < 100 ? `${f(n, 1)} µs` : `${f(n)} µs`);
-const pct = (n: number | undefined) => (n === undefined || !Number.isFinite(n) ? 'n/a' : `${f(n)}%`);
 
 export function modelTargets(m: ModelsResult): Target[] {
   const targets: Target[] = [];
@@ -583,8 +290,6 @@ export function modelTargets(m: ModelsResult): Target[] {
   return targets;
 }
 
-const mark = (pass: boolean | undefined) => (pass === undefined ? 'NOT MEASURED' : pass ? 'PASS' : 'FAIL');
-
 /** The model runtime section of the report (Markdown, `##` headings). */
 export function renderModelsSection(m: ModelsResult): string {
   const L: string[] = [];
@@ -599,12 +304,7 @@ export function renderModelsSection(m: ModelsResult): string {
   if (m.check) L.push(`- frame.airbnb.json → price_prediction ${m.check.prediction} in seq, par and par-2 (MLeap publishes ${m.check.published}: ${m.check.matches ? 'equal' : 'DIFFERENT'})`);
   if (m.settings) L.push(`- Each cell: ${m.settings.warmupMs} ms warm-up, then ${m.settings.oneRowMs / 1000} s (1 and 100 rows), ${m.settings.tenKRowMs / 1000} s (10,000 rows), ${m.settings.rankMs / 1000} s (rank) or until enough requests; closed loop, one request in flight per connection`);
   L.push('');
-  if (m.targets.length) {
-    L.push('| Check | Result | Target | Verdict |');
-    L.push('|---|---|---|---|');
-    for (const t of m.targets) L.push(`| ${t.name} | ${t.value} | ${t.target} | ${mark(t.pass)} |`);
-    L.push('');
-  }
+  if (m.targets.length) L.push(...renderTargets(m.targets));
   L.push('### POST /models/airbnb/transform');
   L.push('');
   L.push('| Request | exec | Rows/request | Connections | Requests/s | Rows/s | µs per row | p50 | p99 | p50 / row | Response | Server CPU | Bench CPU |');
@@ -628,23 +328,7 @@ export function renderModelsSection(m: ModelsResult): string {
 
 /** The whole report of a `--models-only` run. */
 export function renderModelsReport(r: Results, m: ModelsResult): string {
-  const e = r.environment;
-  const L: string[] = [];
-  L.push(`# svc benchmark: model runtime only (--models-only${r.mode === 'quick' ? ', --quick' : ''})`);
-  L.push('');
-  L.push(`- Run: ${r.startedAt}`);
-  L.push(`- Host: ${e.cpuModel}, ${e.cpus} CPU(s), ${f(e.memoryBytes / 1024 ** 3)} GiB RAM, ${e.os}, Node ${e.node}; load average at start ${e.loadAverageAtStart.join(' / ')}`);
-  L.push(`- Code: ${e.gitCommit ? `\`${e.gitCommit.slice(0, 12)}\`${e.gitDirty ? ' (working tree has uncommitted changes)' : ''}` : 'unknown'}; server workers: ${r.server.workers ?? 'unknown'}`);
-  L.push('');
-  if (r.errors.length > 0) {
-    L.push('## Errors');
-    L.push('');
-    for (const err of r.errors) L.push(`- **${err.phase}**: ${err.message.replace(/\n/g, ' ')}`);
-    L.push('');
-  }
-  L.push(renderModelsSection(m));
-  L.push(`Server warnings/errors logged: ${r.server.problems.length === 0 ? 'none' : r.server.problems.length}`);
-  for (const p of r.server.problems.slice(0, 10)) L.push(`- \`${p.replace(/`/g, "'").slice(0, 500)}\``);
-  L.push('');
+  const L = renderHeader(r, `svc benchmark: model runtime only (--models-only${r.mode === 'quick' ? ', --quick' : ''})`, r.startedAt);
+  L.push(...renderErrors(r), renderModelsSection(m), ...renderServer(r));
   return L.join('\n');
 }

@@ -23,9 +23,13 @@ export class ByteStream {
     return Buffer.concat(parts, n);
   }
 
+  /** A uniform number in [0, 1), 48 bits. */
+  fraction(): number {
+    return this.bytes(6).readUIntLE(0, 6) / 2 ** 48;
+  }
+
   /** A uniform integer in [min, max]. */
   int(min: number, max: number): number {
-    const r = this.bytes(6).readUIntLE(0, 6) / 2 ** 48;
-    return min + Math.floor(r * (max - min + 1));
+    return min + Math.floor(this.fraction() * (max - min + 1));
   }
 }

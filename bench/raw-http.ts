@@ -4,7 +4,11 @@ import net from 'node:net';
  * A minimal keep-alive HTTP/1.1 client over one TCP socket, for load generation: requests are
  * written as prepared bytes (pipelining allowed), responses are parsed in order from a reused
  * read buffer (`onread`), and bodies are only counted unless the caller asks to keep them.
- * Supports Content-Length framed responses (what uWS sends), not chunked ones.
+ * Bodies are framed by Content-Length (what uWS sends for whole answers: the fast path, with no
+ * per-response allocation beyond the header string) or by `Transfer-Encoding: chunked` (streamed
+ * answers such as the model runtime's transforms): chunk-size lines with optional extensions,
+ * data, CRLF, the last `0` chunk, optional trailer lines (read and ignored) and the final CRLF.
+ * A response with neither (other than 1xx/204/304) is an error, as is a malformed chunk framing.
  */
 
 export interface RawResponse {
@@ -27,10 +31,16 @@ interface Pending {
   onError?: (err: Error) => void;
 }
 
+const CRLF = Buffer.from('\r\n');
 const CRLF2 = Buffer.from('\r\n\r\n');
 const CONTENT_LENGTH = /\r\ncontent-length:[ \t]*(\d+)/i;
 const CHUNKED = /\r\ntransfer-encoding:[^\r]*chunked/i;
 const MAX_HEADER = 64 * 1024;
+/** A chunk-size line: hex size, optional whitespace and `;extensions`. */
+const CHUNK_SIZE = /^([0-9a-f]+)[ \t]*(?:;.*)?$/i;
+
+/** Where a chunked body is: `none` (a head or a Content-Length body), or what comes next. */
+type ChunkState = 'none' | 'size-line' | 'data' | 'data-end' | 'trailer';
 
 export class RawConnection {
   /** Set when the connection failed or closed with requests outstanding. */
@@ -41,7 +51,11 @@ export class RawConnection {
   private queueHead = 0;
   private outgoing: Array<Buffer | string> = [];
   private carry: Buffer | null = null;
+  /** The line `takeLine` read last. */
+  private line = '';
+  /** Body bytes left: of the Content-Length body, or of the current chunk; -1 while reading a head. */
   private remaining = -1;
+  private chunk: ChunkState = 'none';
   private current: Pending | undefined;
   private status = 0;
   private bodyParts: Buffer[] | null = null;
@@ -101,13 +115,33 @@ export class RawConnection {
     }
   }
 
-  /** Send one request and wait for its response. */
-  request(request: Buffer | string, keepBody = true): Promise<RawResponse> {
+  /** Send one request and wait for its response (rejecting after `timeoutMs`, if given). */
+  request(request: Buffer | string, keepBody = true, timeoutMs?: number): Promise<RawResponse> {
     return new Promise((resolve, reject) => {
       if (this.failure) return reject(this.failure);
-      this.enqueue(request, resolve, keepBody, reject);
+      let timer: NodeJS.Timeout | undefined;
+      if (timeoutMs !== undefined) timer = setTimeout(() => reject(new Error(`no answer to ${requestLine(request)} within ${timeoutMs / 1000} s`)), timeoutMs);
+      const onResponse = (res: RawResponse) => {
+        clearTimeout(timer);
+        resolve(res);
+      };
+      const onError = (err: Error) => {
+        clearTimeout(timer);
+        reject(err);
+      };
+      this.enqueue(request, onResponse, keepBody, onError);
       this.flush();
     });
+  }
+
+  /** One request on a new connection, closed afterwards; the body is kept. */
+  static async requestOnce(port: number, request: Buffer | string, timeoutMs: number): Promise<RawResponse> {
+    const conn = await RawConnection.connect(port);
+    try {
+      return await conn.request(request, true, timeoutMs);
+    } finally {
+      conn.close();
+    }
   }
 
   /** Write raw bytes now (e.g. a large body after its headers), returning false on backpressure. */
@@ -141,18 +175,13 @@ export class RawConnection {
     try {
       while (pos < end && !this.closedByUs && !this.failure) {
         if (this.remaining < 0) {
-          const carried = this.carry ? this.carry.length : 0;
-          const data = this.carry ? Buffer.concat([this.carry, buf.subarray(pos, end)]) : buf.subarray(pos, end);
-          const idx = data.indexOf(CRLF2);
-          if (idx < 0) {
-            if (data.length > MAX_HEADER) throw new Error('response header larger than 64 KiB');
-            this.carry = Buffer.from(data); // copy: `buf` is reused by the next read
-            return;
-          }
-          this.carry = null;
-          pos += idx + 4 - carried;
-          this.startResponse(data.toString('latin1', 0, idx));
-          if (this.remaining === 0) this.finishResponse();
+          const next = this.takeLine(buf, pos, end, CRLF2);
+          if (next < 0) return;
+          pos = next;
+          this.startResponse(this.line);
+          if (this.remaining === 0 && this.chunk === 'none') this.finishResponse();
+        } else if (this.chunk !== 'none') {
+          pos = this.feedChunked(buf, pos, end);
         } else {
           const take = Math.min(this.remaining, end - pos);
           if (this.bodyParts) this.bodyParts.push(Buffer.from(buf.subarray(pos, pos + take)));
@@ -170,6 +199,52 @@ export class RawConnection {
     this.flush();
   }
 
+  /**
+   * Reads up to `delimiter` (carrying a partial line across reads) into `this.line`; returns the
+   * position after the delimiter, or -1 when the rest of `buf` was carried.
+   */
+  private takeLine(buf: Buffer, pos: number, end: number, delimiter: Buffer): number {
+    const carried = this.carry ? this.carry.length : 0;
+    const data = this.carry ? Buffer.concat([this.carry, buf.subarray(pos, end)]) : buf.subarray(pos, end);
+    const idx = data.indexOf(delimiter);
+    if (idx < 0) {
+      if (data.length > MAX_HEADER) throw new Error(delimiter === CRLF2 ? 'response header larger than 64 KiB' : 'chunk-size or trailer line longer than 64 KiB');
+      this.carry = Buffer.from(data); // copy: `buf` is reused by the next read
+      return -1;
+    }
+    this.carry = null;
+    this.line = data.toString('latin1', 0, idx);
+    return pos + idx + delimiter.length - carried;
+  }
+
+  /** One step of a chunked body; returns the new position (`end` when it needs more bytes). */
+  private feedChunked(buf: Buffer, pos: number, end: number): number {
+    if (this.chunk === 'data') {
+      const take = Math.min(this.remaining, end - pos);
+      if (this.bodyParts) this.bodyParts.push(Buffer.from(buf.subarray(pos, pos + take)));
+      this.bodyBytes += take;
+      this.remaining -= take;
+      if (this.remaining === 0) this.chunk = 'data-end';
+      return pos + take;
+    }
+    const next = this.takeLine(buf, pos, end, CRLF);
+    if (next < 0) return end;
+    const line = this.line;
+    if (this.chunk === 'size-line') {
+      const m = CHUNK_SIZE.exec(line);
+      if (!m || m[1].length > 12) throw new Error(`bad chunk-size line "${line.slice(0, 60)}"`);
+      const size = parseInt(m[1], 16);
+      this.remaining = size;
+      this.chunk = size === 0 ? 'trailer' : 'data';
+    } else if (this.chunk === 'data-end') {
+      if (line !== '') throw new Error(`chunk data not followed by CRLF but by "${line.slice(0, 60)}"`);
+      this.chunk = 'size-line';
+    } else if (line === '') {
+      this.finishResponse(); // the empty line after the last chunk and its trailers, if any
+    }
+    return next;
+  }
+
   private startResponse(head: string): void {
     if (this.queueHead >= this.queue.length) throw new Error(`unexpected response without a request: ${head.slice(0, 200)}`);
     if (!head.startsWith('HTTP/1.')) throw new Error(`malformed status line: ${head.slice(0, 200)}`);
@@ -180,10 +255,16 @@ export class RawConnection {
     }
     this.status = Number(head.slice(9, 12));
     const m = CONTENT_LENGTH.exec(head);
-    if (m) this.remaining = Number(m[1]);
-    else if (CHUNKED.test(head)) throw new Error('chunked responses are not supported by the bench client');
-    else if (this.status === 204 || this.status === 304 || (this.status >= 100 && this.status < 200)) this.remaining = 0;
-    else throw new Error(`response without Content-Length: ${head.slice(0, 200)}`);
+    if (m) {
+      this.remaining = Number(m[1]);
+    } else if (CHUNKED.test(head)) {
+      this.remaining = 0; // not -1: the body has begun, with a chunk-size line
+      this.chunk = 'size-line';
+    } else if (this.status === 204 || this.status === 304 || (this.status >= 100 && this.status < 200)) {
+      this.remaining = 0;
+    } else {
+      throw new Error(`response with neither Content-Length nor chunked framing: ${head.slice(0, 200)}`);
+    }
     this.bodyBytes = 0;
     // Error bodies are kept (small JSON envelopes) so they can be reported.
     this.bodyParts = this.current.keepBody || this.status >= 400 ? [] : null;
@@ -201,6 +282,7 @@ export class RawConnection {
     this.current = undefined;
     this.bodyParts = null;
     this.remaining = -1;
+    this.chunk = 'none';
     p.handler(res);
   }
 }
@@ -210,6 +292,19 @@ export function getRequest(path: string, extraHeaders = ''): string {
 }
 
 export function postRequest(path: string, contentType: string, body: Buffer): Buffer {
-  const head = `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: ${contentType}\r\nContent-Length: ${body.length}\r\n\r\n`;
-  return Buffer.concat([Buffer.from(head, 'latin1'), body]);
+  return bodyRequest('POST', path, contentType, body);
+}
+
+/** A request with a body (POST, PUT, ...); a string body is sent as UTF-8. */
+export function bodyRequest(method: string, path: string, contentType: string, body: Buffer | string): Buffer {
+  const bytes = typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
+  const head = `${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: ${contentType}\r\nContent-Length: ${bytes.length}\r\n\r\n`;
+  return Buffer.concat([Buffer.from(head, 'latin1'), bytes]);
+}
+
+/** `METHOD target` of a request, for messages. */
+function requestLine(request: Buffer | string): string {
+  const start = typeof request === 'string' ? request.slice(0, 300) : request.toString('latin1', 0, 300);
+  const end = start.indexOf(' HTTP/1.');
+  return end < 0 ? start.slice(0, 80) : start.slice(0, end);
 }

@@ -54,13 +54,17 @@ export interface Results {
 }
 
 const MiB = 1024 * 1024;
-const f = (n: number | undefined, digits = 0) => (n === undefined || !Number.isFinite(n) ? 'n/a' : n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits }));
-const mib = (n: number | undefined, digits = 1) => (n === undefined ? 'n/a' : `${f(n / MiB, digits)} MiB`);
-const mbs = (n: number | undefined) => (n === undefined ? 'n/a' : `${f(n)} MB/s`);
-const pct = (n: number | undefined, digits = 0) => (n === undefined ? 'n/a' : `${f(n, digits)}%`);
-const cpuText = (c: CpuReport) =>
+
+// Formatters shared by every report section ('n/a' for a missing or non-finite value).
+export const f = (n: number | undefined, digits = 0) => (n === undefined || !Number.isFinite(n) ? 'n/a' : n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits }));
+export const mib = (n: number | undefined, digits = 1) => (n === undefined ? 'n/a' : `${f(n / MiB, digits)} MiB`);
+export const mbs = (n: number | undefined) => (n === undefined ? 'n/a' : `${f(n)} MB/s`);
+export const pct = (n: number | undefined, digits = 0) => (n === undefined || !Number.isFinite(n) ? 'n/a' : `${f(n, digits)}%`);
+export const cpuText = (c: CpuReport) =>
   `server ${pct(c.serverPercent)}, bench ${pct(c.benchPercent)}, other processes ${pct(c.otherPercent)}${c.stealPercent ? ` (steal ${pct(c.stealPercent)})` : ''}`;
-const ms = (n: number | undefined) => (n === undefined || !Number.isFinite(n) ? 'n/a' : n < 10 ? `${f(n, 2)} ms` : `${f(n, 1)} ms`);
+export const ms = (n: number | undefined) => (n === undefined || !Number.isFinite(n) ? 'n/a' : n < 10 ? `${f(n, 2)} ms` : `${f(n, 1)} ms`);
+export const us = (n: number | undefined) => (n === undefined || !Number.isFinite(n) ? 'n/a' : n < 100 ? `${f(n, 1)} µs` : `${f(n)} µs`);
+export const mark = (pass: boolean | undefined) => (pass === undefined ? 'NOT MEASURED' : pass ? 'PASS' : 'FAIL');
 
 export function evaluateTargets(r: Results): Target[] {
   const targets: Target[] = [];
@@ -106,32 +110,54 @@ export function evaluateTargets(r: Results): Target[] {
   return targets;
 }
 
-const mark = (pass: boolean | undefined) => (pass === undefined ? 'NOT MEASURED' : pass ? 'PASS' : 'FAIL');
+/** A report's title and its run, host and code lines, then `details` (more `- ` lines). */
+export function renderHeader(r: Results, title: string, run: string, details: string[] = []): string[] {
+  const e = r.environment;
+  return [
+    `# ${title}`,
+    '',
+    `- Run: ${run}`,
+    `- Host: ${e.cpuModel}, ${e.cpus} CPU(s), ${mib(e.memoryBytes, 0)} RAM, ${e.os}, Node ${e.node}; load average at start ${e.loadAverageAtStart.join(' / ')}`,
+    `- Code: ${e.gitCommit ? `\`${e.gitCommit.slice(0, 12)}\`${e.gitDirty ? ' (working tree has uncommitted changes)' : ''}` : 'unknown'}; server workers: ${r.server.workers ?? 'unknown'}`,
+    ...details,
+    '',
+  ];
+}
+
+/** The check / result / target / verdict table (no heading). */
+export function renderTargets(targets: Target[]): string[] {
+  return ['| Check | Result | Target | Verdict |', '|---|---|---|---|', ...targets.map((t) => `| ${t.name} | ${t.value} | ${t.target} | ${mark(t.pass)} |`), ''];
+}
+
+/** The `## Errors` section, or nothing when the run had none. */
+export function renderErrors(r: Results): string[] {
+  if (r.errors.length === 0) return [];
+  return ['## Errors', '', ...r.errors.map((err) => `- **${err.phase}**: ${err.message.replace(/\n/g, ' ')}`), ''];
+}
+
+/** The `## Server` section: how it shut down and what it logged at warn/error. */
+export function renderServer(r: Results): string[] {
+  const exit = r.server.exit;
+  let shutdown = 'n/a';
+  if (exit?.alreadyExited) shutdown = `the server had already exited before the bench stopped it (code ${exit.code}, signal ${exit.signal})`;
+  else if (exit && !exit.graceful) shutdown = `did not exit within 15 s of SIGTERM; killed with SIGKILL (code ${exit.code}, signal ${exit.signal})`;
+  else if (exit?.signal === 'SIGTERM') shutdown = 'SIGTERM killed it outright (no SIGTERM handler installed any more: had it already received a SIGTERM from elsewhere?)';
+  else if (exit) shutdown = `exited after SIGTERM (code ${exit.code}, signal ${exit.signal})`;
+  const L = ['## Server', '', `- Shutdown: ${shutdown}`, `- Warnings/errors logged: ${r.server.problems.length === 0 ? 'none' : r.server.problems.length}`];
+  for (const p of r.server.problems.slice(0, 10)) L.push(`  - \`${p.replace(/`/g, "'").slice(0, 500)}\``);
+  L.push('');
+  return L;
+}
 
 export function renderMarkdown(r: Results): string {
-  const L: string[] = [];
-  const e = r.environment;
-  L.push(`# svc end-to-end benchmark (${r.mode === 'quick' ? 'quick run, --quick' : 'full run'}; SVC_DURABILITY=${r.durability})`);
-  L.push('');
-  L.push(`- Run: ${r.startedAt}; durability \`${r.durability}\`; large body ${mib(r.bodyBytes, 0)}; load phases ${r.loadSeconds.uploads} s (uploads) / ${r.loadSeconds.downloads} s (downloads) after ${r.loadSeconds.warmup} s warm-up`);
-  L.push(`- Host: ${e.cpuModel}, ${e.cpus} CPU(s), ${mib(e.memoryBytes, 0)} RAM, ${e.os}, Node ${e.node}; load average at start ${e.loadAverageAtStart.join(' / ')}`);
-  L.push(`- Code: ${e.gitCommit ? `\`${e.gitCommit.slice(0, 12)}\`${e.gitDirty ? ' (working tree has uncommitted changes)' : ''}` : 'unknown'}; server workers: ${r.server.workers ?? 'unknown'}`);
-  L.push(`- Load generator: ${e.loadGenerator}; server and load generator share the host's CPUs`);
-  L.push('- MB/s and GB/s are decimal (10^6, 10^9 bytes per second); sizes are binary (KiB, MiB, GiB)');
-  L.push('');
-  L.push('## Targets');
-  L.push('');
-  L.push('| Check | Result | Target | Verdict |');
-  L.push('|---|---|---|---|');
-  for (const t of r.targets) L.push(`| ${t.name} | ${t.value} | ${t.target} | ${mark(t.pass)} |`);
-  L.push('');
-
-  if (r.errors.length > 0) {
-    L.push('## Errors');
-    L.push('');
-    for (const err of r.errors) L.push(`- **${err.phase}**: ${err.message.replace(/\n/g, ' ')}`);
-    L.push('');
-  }
+  const title = `svc end-to-end benchmark (${r.mode === 'quick' ? 'quick run, --quick' : 'full run'}; SVC_DURABILITY=${r.durability})`;
+  const run = `${r.startedAt}; durability \`${r.durability}\`; large body ${mib(r.bodyBytes, 0)}; load phases ${r.loadSeconds.uploads} s (uploads) / ${r.loadSeconds.downloads} s (downloads) after ${r.loadSeconds.warmup} s warm-up`;
+  const L = renderHeader(r, title, run, [
+    `- Load generator: ${r.environment.loadGenerator}; server and load generator share the host's CPUs`,
+    '- MB/s and GB/s are decimal (10^6, 10^9 bytes per second); sizes are binary (KiB, MiB, GiB)',
+  ]);
+  L.push('## Targets', '', ...renderTargets(r.targets));
+  L.push(...renderErrors(r));
 
   L.push('## Large blob');
   L.push('');
@@ -175,17 +201,6 @@ export function renderMarkdown(r: Results): string {
     L.push('');
   }
 
-  L.push('## Server');
-  L.push('');
-  const exit = r.server.exit;
-  let shutdown = 'n/a';
-  if (exit?.alreadyExited) shutdown = `the server had already exited before the bench stopped it (code ${exit.code}, signal ${exit.signal})`;
-  else if (exit && !exit.graceful) shutdown = `did not exit within 15 s of SIGTERM; killed with SIGKILL (code ${exit.code}, signal ${exit.signal})`;
-  else if (exit?.signal === 'SIGTERM') shutdown = 'SIGTERM killed it outright (no SIGTERM handler installed any more: had it already received a SIGTERM from elsewhere?)';
-  else if (exit) shutdown = `exited after SIGTERM (code ${exit.code}, signal ${exit.signal})`;
-  L.push(`- Shutdown: ${shutdown}`);
-  L.push(`- Warnings/errors logged: ${r.server.problems.length === 0 ? 'none' : r.server.problems.length}`);
-  for (const p of r.server.problems.slice(0, 10)) L.push(`  - \`${p.replace(/`/g, "'").slice(0, 500)}\``);
-  L.push('');
+  L.push(...renderServer(r));
   return L.join('\n');
 }

@@ -68,24 +68,11 @@ function git(args: string[]): string | undefined {
 
 /** Does the server still answer? For error reports. */
 async function probe(port: number): Promise<string> {
-  let timer: NodeJS.Timeout | undefined;
   try {
-    const conn = await RawConnection.connect(port);
-    try {
-      const res = await Promise.race([
-        conn.request(getRequest('/api/health/live')),
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new Error('no answer within 3 s')), 3000);
-        }),
-      ]);
-      return `GET /api/health/live on a new connection answered HTTP ${res.status}`;
-    } finally {
-      conn.close();
-    }
+    const res = await RawConnection.requestOnce(port, getRequest('/api/health/live'), 3000);
+    return `GET /api/health/live on a new connection answered HTTP ${res.status}`;
   } catch (err) {
     return `GET /api/health/live on a new connection failed: ${err instanceof Error ? err.message : String(err)}`;
-  } finally {
-    clearTimeout(timer);
   }
 }
 
@@ -243,14 +230,9 @@ async function main(): Promise<void> {
       await phase('4 KiB downloads', async () => {
         // A few stored 4 KiB blobs; upload them here if the upload phase produced none.
         while (smallIds.length < 8) {
-          const conn = await RawConnection.connect(port);
-          try {
-            const res = await conn.request(postRequest('/api/v1/blobs', 'application/octet-stream', randomBytes(4096)));
-            if (res.status !== 201) throw new Error(`seeding a 4 KiB blob answered HTTP ${res.status}: ${res.body?.toString('utf8').slice(0, 300)}`);
-            smallIds.push((JSON.parse(res.body!.toString('utf8')) as { blob: { id: string } }).blob.id);
-          } finally {
-            conn.close();
-          }
+          const res = await RawConnection.requestOnce(port, postRequest('/api/v1/blobs', 'application/octet-stream', randomBytes(4096)), 60_000);
+          if (res.status !== 201) throw new Error(`seeding a 4 KiB blob answered HTTP ${res.status}: ${res.body?.toString('utf8').slice(0, 300)}`);
+          smallIds.push((JSON.parse(res.body!.toString('utf8')) as { blob: { id: string } }).blob.id);
         }
         const ids = smallIds.slice(0, 8);
         const requests = ids.map((id) => getRequest(`/api/v1/blobs/${id}`));
