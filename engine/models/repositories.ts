@@ -81,10 +81,12 @@ export class Repositories {
     });
     const key = decodeURIComponent(url.pathname.slice(1));
     const out = await this.s3.send(new GetObjectCommand({ Bucket: url.hostname, Key: key }), { abortSignal: signal });
+    if (!(out.Body instanceof Readable)) throw uriError(uri, 'S3 returned no body');
     if (out.ContentLength !== undefined && out.ContentLength > this.config.maxBundleBytes) {
+      // An unread body holds the client's socket (50 per client): close it before refusing.
+      out.Body.destroy();
       throw tooLarge(uri, this.config.maxBundleBytes);
     }
-    if (!(out.Body instanceof Readable)) throw uriError(uri, 'S3 returned no body');
     return out.Body;
   }
 
@@ -98,7 +100,10 @@ export class Repositories {
       throw uriError(uri, `Google Cloud Storage answered ${response.status}`);
     }
     const length = Number(response.headers.get('content-length'));
-    if (length > this.config.maxBundleBytes) throw tooLarge(uri, this.config.maxBundleBytes);
+    if (length > this.config.maxBundleBytes) {
+      await response.body.cancel();
+      throw tooLarge(uri, this.config.maxBundleBytes);
+    }
     return Readable.fromWeb(response.body as import('node:stream/web').ReadableStream<Uint8Array>);
   }
 
