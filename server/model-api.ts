@@ -1,22 +1,21 @@
 // The model runtime listener (HTTP_PORT): the reference runtime's operations over ModelService.
 
 import * as uWS from 'uWebSockets.js';
-import { parseExecutionMode, type ExecutionMode, type ModelConfig } from '../engine/config.js';
+import { parseExecutionMode, type ExecutionMode } from '../engine/config.js';
 import type { Logger } from '../engine/log.js';
 import { ModelError, frameError, queryError } from '../engine/models/errors.js';
 import { decodeFrame } from '../engine/models/frame.js';
 import { encodeRow, encodeSchema, encodeFieldType } from '../engine/models/frame-json.js';
 import { renderGraphSvg } from '../engine/models/graph-svg.js';
 import { sampleFrame } from '../engine/models/sample.js';
-import { timeoutOr, type LoadedModel, type ModelService } from '../engine/models/service.js';
-import { parseSelection, rankFrame, selectColumns, transformFrame, type Missing } from '../engine/models/transform.js';
+import { timeoutOr, type FrameBody, type LoadedModel, type ModelService } from '../engine/models/service.js';
+import { finishRank, parseSelection, selectColumns, transformBody, type Missing } from '../engine/models/transform.js';
 import type { LeapFrame } from '../engine/models/types.js';
 import { ModelMetrics } from './model-metrics.js';
 import { ModelExchange } from './model-http.js';
 import { docsAsset } from './model-docs.js';
-import { header } from './http.js';
+import { JSON_UTF8, header } from './http.js';
 
-const ROWS_PER_PIECE = 512;
 const MAX_MODEL_NAME = 256;
 const MAX_URI_BYTES = 64 * 1024;
 
@@ -28,10 +27,10 @@ export function mountModelApi(app: uWS.TemplatedApp, service: ModelService, log:
     param: (i: number) => string;
     query: URLSearchParams;
     /** The body, read from the first moment: uWS drops body data that arrives before onData is set. */
-    body: Promise<Buffer>;
+    body: Promise<FrameBody>;
   }
   type Handler = (ex: ModelExchange, req: Request) => Promise<void>;
-  const NO_BODY = Promise.resolve(Buffer.alloc(0));
+  const NO_BODY = Promise.resolve({ bytes: new SharedArrayBuffer(0), length: 0 });
   const route = (method: 'get' | 'put' | 'post' | 'del', pattern: string, name: string, handler: Handler, maxBody?: number) => {
     const paramCount = pattern.split(':').length - 1;
     app[method](pattern, (res, req) => {
@@ -62,7 +61,8 @@ export function mountModelApi(app: uWS.TemplatedApp, service: ModelService, log:
 
   route('put', '/models/:model', 'load', async (ex, req) => {
     const name = req.param(0);
-    const uri = (await req.body).toString('utf8');
+    const body = await req.body;
+    const uri = Buffer.from(body.bytes, 0, body.length).toString('utf8');
     const { created, registration } = await service.register(name, uri);
     ex.json(created ? 201 : 200, { modelName: registration.modelName, uri: registration.uri });
   }, MAX_URI_BYTES);
@@ -81,11 +81,12 @@ export function mountModelApi(app: uWS.TemplatedApp, service: ModelService, log:
 
   route('post', '/models/:model/transform', 'transform', async (ex, req) => {
     const q = req.query;
-    const options = { select: parseSelection(q.getAll('select')), rank: parseSelection(q.getAll('rank')), ...runOptions(q) };
+    const { mode, ...common } = runOptions(q);
+    const query = { select: parseSelection(q.getAll('select')), rank: parseSelection(q.getAll('rank')), ...common };
     const loaded = await service.get(req.param(0));
-    const frame = await readFrame(req.body, config);
-    const out = await timed(loaded, 'transform', (signal) => transformFrame(service, loaded, frame, options, signal));
-    await ex.stream('application/json; charset=utf-8', frameJson(out));
+    const body = await req.body;
+    const parts = await timed(loaded, 'transform', (signal) => service.transform(loaded, body, query, mode, signal));
+    await ex.sendPieces(JSON_UTF8, [`{"schema":${parts[0]!.schema},"rows":[`, ...transformBody(parts, query), ']}']);
   }, config.maxFrameBytes);
 
   route('post', '/models/:model/rank', 'rank', async (ex, req) => {
@@ -95,11 +96,12 @@ export function mountModelApi(app: uWS.TemplatedApp, service: ModelService, log:
     const rank = parseSelection(q.getAll('rank'));
     if (rank.length === 0) throw queryError('query parameter "rank" is required');
     const group = q.get('group') ?? undefined;
-    const options = { id, rank, group: group === '' ? undefined : group, avg: booleanParam(q, 'avg', false), ...runOptions(q) };
+    const { mode, ...common } = runOptions(q);
+    const query = { id, rank, group: group === '' ? undefined : group, avg: booleanParam(q, 'avg', false), ...common };
     const loaded = await service.get(req.param(0));
-    const frame = await readFrame(req.body, config);
-    const results = await timed(loaded, 'rank', (signal) => rankFrame(service, loaded, frame, options, signal));
-    ex.json(200, { results });
+    const body = await req.body;
+    const parts = await timed(loaded, 'rank', (signal) => service.rank(loaded, body, query, mode, signal));
+    ex.json(200, { results: finishRank(parts, query) });
   }, config.maxFrameBytes);
 
   route('get', '/models/:model/sample', 'sample', async (ex, req) => {
@@ -166,29 +168,6 @@ function describe(loaded: LoadedModel): unknown {
     model: { modelName: loaded.registration.modelName, uri: loaded.registration.uri },
     bundleMeta: { info: m.info, inputSchema: schema(m.inputSchema), outputSchema: schema(m.outputSchema) },
   };
-}
-
-async function readFrame(pending: Promise<Buffer>, config: ModelConfig): Promise<LeapFrame> {
-  const body = await pending;
-  let json: unknown;
-  try {
-    json = JSON.parse(body.toString('utf8'));
-  } catch {
-    throw frameError('the body is not valid JSON');
-  }
-  return decodeFrame(json, { maxRows: config.maxFrameRows });
-}
-
-function* frameJson(frame: LeapFrame): Generator<string> {
-  let piece = `{"schema":${JSON.stringify(encodeSchema(frame.fields))},"rows":[`;
-  for (let i = 0; i < frame.rows.length; i++) {
-    piece += (i ? ',' : '') + JSON.stringify(encodeRow(frame.rows[i]!));
-    if ((i + 1) % ROWS_PER_PIECE === 0) {
-      yield piece;
-      piece = '';
-    }
-  }
-  yield `${piece}]}`;
 }
 
 function modelName(raw: string): string {

@@ -4,7 +4,11 @@
 import type { HttpResponse } from 'uWebSockets.js';
 import { ModelError } from '../engine/models/errors.js';
 import type { Logger } from '../engine/log.js';
+import type { FrameBody } from '../engine/models/service.js';
 import { JSON_UTF8, status } from './http.js';
+
+/** Answers up to this size are written at once, with a Content-Length. */
+const SINGLE_WRITE_BYTES = 256 * 1024;
 
 export class ModelExchange {
   aborted = false;
@@ -63,33 +67,57 @@ export class ModelExchange {
     this.send(500, JSON_UTF8, JSON.stringify(body), 'unchecked');
   }
 
-  /** Reads the body (at most `max` bytes, else 413) into one buffer: frames are parsed whole. */
-  readBody(max: number, declaredLength: string | undefined): Promise<Buffer> {
+  /**
+   * Reads the body (at most `max` bytes, else 413) into one shared buffer, sized by
+   * Content-Length when there is one: frames are parsed whole, by workers reading it in place.
+   */
+  readBody(max: number, declaredLength: string | undefined): Promise<FrameBody> {
     return new Promise((resolve, reject) => {
-      if (declaredLength !== undefined && Number(declaredLength) > max) {
+      const declared = declaredLength === undefined ? undefined : Number(declaredLength);
+      if (declared !== undefined && declared > max) {
         reject(new ModelError('PayloadTooLarge', `request body is larger than ${max} bytes (MODEL_MAX_FRAME_BYTES)`, 413));
         return;
       }
-      const chunks: Buffer[] = [];
-      let size = 0;
+      let bytes = new SharedArrayBuffer(declared !== undefined && Number.isSafeInteger(declared) ? declared : 16 * 1024);
+      let view = new Uint8Array(bytes);
+      let length = 0;
       let failed = false;
       this.onAbort(() => reject(new Error('client went away')));
       this.res.onData((chunk, last) => {
         if (failed) return;
-        size += chunk.byteLength;
-        if (size > max) {
+        if (length + chunk.byteLength > max) {
           failed = true;
           reject(new ModelError('PayloadTooLarge', `request body is larger than ${max} bytes (MODEL_MAX_FRAME_BYTES)`, 413));
           return;
         }
-        chunks.push(Buffer.from(chunk.slice(0)));
-        if (last) resolve(Buffer.concat(chunks, size));
+        if (length + chunk.byteLength > bytes.byteLength) {
+          const grown = new SharedArrayBuffer(Math.min(max, Math.max(bytes.byteLength * 2, length + chunk.byteLength)));
+          new Uint8Array(grown).set(view.subarray(0, length));
+          bytes = grown;
+          view = new Uint8Array(grown);
+        }
+        view.set(new Uint8Array(chunk), length);
+        length += chunk.byteLength;
+        if (last) resolve({ bytes, length });
       });
     });
   }
 
+  /** A 200 of `pieces`: one write with Content-Length when small, else chunked as the socket drains. */
+  async sendPieces(contentType: string, pieces: Array<string | Uint8Array>): Promise<void> {
+    let size = 0;
+    for (const p of pieces) size += typeof p === 'string' ? Buffer.byteLength(p) : p.byteLength;
+    if (size <= SINGLE_WRITE_BYTES) {
+      const body = Buffer.allocUnsafe(size);
+      let at = 0;
+      for (const p of pieces) at += typeof p === 'string' ? body.write(p, at, 'utf8') : (body.set(p, at), p.byteLength);
+      return this.send(200, contentType, body);
+    }
+    await this.stream(contentType, pieces);
+  }
+
   /** Starts a chunked 200 response; `piece` writes wait while the socket is full. */
-  async stream(contentType: string, pieces: Iterable<string>): Promise<void> {
+  async stream(contentType: string, pieces: Iterable<string | Uint8Array>): Promise<void> {
     if (!this.live) return;
     this.res.cork(() => {
       this.res.writeStatus(status(200));

@@ -185,6 +185,31 @@ describe('transform', () => {
     }
   });
 
+  test('a frame split over several tasks ranks and reports errors as one frame', async () => {
+    // price = 2x + 1 for red rows: row i scores 2·((i · 7919) mod 2000) + 1, a permutation.
+    const rows = Array.from({ length: 2000 }, (_, i) => [(i * 7919) % 2000, 0, 'red', `id${i}`, `g${i % 10}`]);
+    const fields: [string, unknown][] = [['x', 'double'], ['y', 'double'], ['color', 'string'], ['id', 'string'], ['g', 'string']];
+    const big = leap(fields, rows);
+    const expected = rows
+      .map((r, i) => ({ id: `id${i}`, price: 2 * (r[0] as number) + 1, g: r[4] as string }))
+      .sort((a, b) => b.price - a.price);
+    for (const mode of ['seq', 'par', 'par-2']) {
+      const top = await call('POST', `/models/scoring/transform?exec=${mode}&select=id,price&rank=price&k=5`, big);
+      expect(top.json.rows, mode).toEqual(expected.slice(0, 5).map((e) => [e.id, e.price]));
+      const ranked = await call('POST', `/models/scoring/rank?exec=${mode}&id=id&rank=price&k=3`, big);
+      expect(ranked.json.results, mode).toEqual(expected.slice(0, 3).map((e) => e.id));
+      const grouped = await call('POST', `/models/scoring/rank?exec=${mode}&id=id&rank=price&group=g&desc=false`, big);
+      const bestOfGroup = [...new Map([...expected].reverse().map((e) => [e.g, e])).values()].sort((a, b) => b.price - a.price);
+      expect(grouped.json.results, mode).toEqual(bestOfGroup.map((e) => e.id).reverse());
+      const bad = rows.map((r) => [...r]);
+      bad[1700]![0] = 'late';
+      bad[300]![0] = 'early';
+      const refused = await call('POST', `/models/scoring/transform?exec=${mode}`, leap(fields, bad));
+      expect(refused.status, mode).toBe(400);
+      expect(refused.json.message, mode).toBe('row 300: field x expects double, got "early"');
+    }
+  });
+
   test('frame shapes: Cartesian, Context, Prefixed', async () => {
     const cart = await call('POST', '/models/scoring/transform?select=id,price', {
       contextFrame: leap([['color', 'string']], [['blue']]),

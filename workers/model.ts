@@ -1,27 +1,42 @@
-// Piscina task module of the model runtime: run rows through a model. Each worker compiles a
-// model once (from the bundle document its loader wrote) and keeps it, keyed by load.
+// Piscina task module of the model runtime: run rows through a model, or one part of a
+// transform/rank request frame. Each worker compiles a model once (from the bundle document
+// its loader wrote) and keeps it, keyed by load.
 
 import { readFileSync } from 'node:fs';
 import { compileBundle, type CompiledModel } from '../engine/models/compile.js';
 import type { BundleDoc } from '../engine/models/bundle/spec.js';
-import { ModelError } from '../engine/models/errors.js';
+import { ModelError, frameError } from '../engine/models/errors.js';
+import type { FrameLimits, FramePart } from '../engine/models/frame.js';
+import { rankPart, transformPart, type RankQuery, type RankedPart, type TransformQuery, type TransformedPart } from '../engine/models/transform.js';
 import type { Value } from '../engine/models/types.js';
 
-export interface RowsTask {
+interface ModelTask {
   /** Identifies one load of one model; a reload gets a new key. */
   key: string;
   /** JSON file holding the model's BundleDoc. */
   docPath: string;
+}
+
+export interface RowsTask extends ModelTask {
   rows: Value[][];
 }
 
-/** Produced values per row, or the model's error as data (errors lose their fields when cloned). */
-export type RowsResult = { ok: true; rows: Value[][] } | { ok: false; error: string; message: string; code: number };
+export interface FrameTask<Q> extends ModelTask {
+  /** The request body (a frame as JSON), shared by every part's task. */
+  body: SharedArrayBuffer;
+  length: number;
+  limits: FrameLimits;
+  part: FramePart;
+  query: Q;
+}
+
+/** A task's value, or the model's error as data (errors lose their fields when cloned). */
+export type TaskResult<T> = { ok: true; value: T } | { ok: false; error: string; message: string; code: number };
 
 const KEEP = 16;
 const compiled = new Map<string, CompiledModel>();
 
-function model(task: RowsTask): CompiledModel {
+function model(task: ModelTask): CompiledModel {
   let m = compiled.get(task.key);
   if (m) {
     compiled.delete(task.key);
@@ -33,14 +48,34 @@ function model(task: RowsTask): CompiledModel {
   return m;
 }
 
-export function runRows(task: RowsTask): RowsResult {
+function settle<T>(work: () => T): TaskResult<T> {
   try {
-    const m = model(task);
-    const out = new Array<Value[]>(task.rows.length);
-    for (let i = 0; i < task.rows.length; i++) out[i] = m.run(task.rows[i]!);
-    return { ok: true, rows: out };
+    return { ok: true, value: work() };
   } catch (err) {
     if (err instanceof ModelError) return { ok: false, error: err.error, message: err.message, code: err.code };
     throw err;
   }
+}
+
+function frameJson(task: FrameTask<unknown>): unknown {
+  try {
+    return JSON.parse(Buffer.from(task.body, 0, task.length).toString('utf8'));
+  } catch {
+    throw frameError('the body is not valid JSON');
+  }
+}
+
+export function runRows(task: RowsTask): TaskResult<Value[][]> {
+  return settle(() => {
+    const m = model(task);
+    return task.rows.map((row) => m.run(row));
+  });
+}
+
+export function transform(task: FrameTask<TransformQuery>): TaskResult<TransformedPart> {
+  return settle(() => transformPart(model(task), frameJson(task), task.limits, task.part, task.query));
+}
+
+export function rank(task: FrameTask<RankQuery>): TaskResult<RankedPart> {
+  return settle(() => rankPart(model(task), frameJson(task), task.limits, task.part, task.query));
 }

@@ -14,8 +14,45 @@ const MAX_NESTING = 16;
 
 type Json = Record<string, unknown>;
 
+/** Which share of a frame's rows one task handles: part `index` of `count` equal ranges. */
+export interface FramePart {
+  index: number;
+  count: number;
+}
+
+/** A frame's rows of one part; `first` is the flattened index of its first row. */
+export interface FrameSlice extends LeapFrame {
+  first: number;
+  /** Rows of the whole flattened frame. */
+  total: number;
+}
+
 export function decodeFrame(json: unknown, limits: FrameLimits): LeapFrame {
   return flatten(json, limits, 0);
+}
+
+/** Row range [start, end) of part `index` of `count` over `total` rows. */
+export function partRange(total: number, part: FramePart): [number, number] {
+  return [Math.floor((total * part.index) / part.count), Math.floor((total * (part.index + 1)) / part.count)];
+}
+
+/**
+ * Decodes one part's rows. A Leap frame at the top decodes only those rows (the other parts
+ * check the rest); the other shapes are flattened whole, then sliced.
+ */
+export function decodeFramePart(json: unknown, limits: FrameLimits, part: FramePart): FrameSlice {
+  if (isObject(json) && 'schema' in json && 'rows' in json) {
+    const fields = schemaFields(json.schema, 'schema');
+    if (!Array.isArray(json.rows)) throw frameError('"rows" is not a list');
+    checkRows(json.rows.length, limits);
+    const [start, end] = partRange(json.rows.length, part);
+    const rows = new Array<Row>(end - start);
+    for (let i = start; i < end; i++) rows[i - start] = decodeRow(json.rows[i], fields, `row ${i}`);
+    return { fields, rows, first: start, total: json.rows.length };
+  }
+  const whole = flatten(json, limits, 0);
+  const [start, end] = partRange(whole.rows.length, part);
+  return { fields: whole.fields, rows: whole.rows.slice(start, end), first: start, total: whole.rows.length };
 }
 
 function flatten(json: unknown, limits: FrameLimits, depth: number): LeapFrame {

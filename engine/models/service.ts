@@ -16,7 +16,8 @@ import { Repositories } from './repositories.js';
 import { randomRows } from './sample.js';
 import { TtlLru } from './ttl-lru.js';
 import type { Value } from './types.js';
-import type { RowsResult, RowsTask } from '../../workers/model.js';
+import type { FrameTask, RowsTask, TaskResult } from '../../workers/model.js';
+import type { RankQuery, RankedPart, TransformQuery, TransformedPart } from './transform.js';
 
 export interface LoadedModel {
   registration: Registration;
@@ -27,6 +28,20 @@ export interface LoadedModel {
   /** Requests running rows now; the document is deleted once it is dropped and unused. */
   users: number;
   dropped: boolean;
+}
+
+/** A frame request's body, shared with the workers that run its parts. */
+export interface FrameBody {
+  bytes: SharedArrayBuffer;
+  length: number;
+}
+
+/** Body bytes per part below which a frame is not split further (each part parses the whole body). */
+const PART_MIN_BYTES = 4096;
+
+/** How many parts a frame runs in: at most `width`, and one per PART_MIN_BYTES of body. */
+export function frameParts(width: number, bodyLength: number): number {
+  return Math.max(1, Math.min(width, Math.ceil(bodyLength / PART_MIN_BYTES)));
 }
 
 const WORKER_MODULE = new URL('../../workers/model.js', import.meta.url).href;
@@ -118,23 +133,46 @@ export class ModelService {
   /** Runs rows through the model on the pool: `seq` one task, `par` one per thread, `par-N` at most N. */
   async runRows(loaded: LoadedModel, rows: Value[][], mode: ExecutionMode, signal: AbortSignal): Promise<Value[][]> {
     if (rows.length === 0) return [];
+    const chunks = Math.max(1, Math.min(this.width(mode), rows.length));
+    const size = Math.ceil(rows.length / chunks);
+    const tasks: RowsTask[] = [];
+    for (let start = 0; start < rows.length; start += size) tasks.push({ key: loaded.key, docPath: loaded.docPath, rows: rows.slice(start, start + size) });
+    return (await this.using(loaded, () => this.runTasks<Value[][]>('runRows', tasks, signal))).flat();
+  }
+
+  /** A transform of a request frame, in parts (see `frameParts`), in row order. */
+  transform(loaded: LoadedModel, body: FrameBody, query: TransformQuery, mode: ExecutionMode, signal: AbortSignal): Promise<TransformedPart[]> {
+    return this.runFrame('transform', loaded, body, query, mode, signal);
+  }
+
+  /** A rank of a request frame, in parts, in row order. */
+  rank(loaded: LoadedModel, body: FrameBody, query: RankQuery, mode: ExecutionMode, signal: AbortSignal): Promise<RankedPart[]> {
+    return this.runFrame('rank', loaded, body, query, mode, signal);
+  }
+
+  private runFrame<Q, T>(name: string, loaded: LoadedModel, body: FrameBody, query: Q, mode: ExecutionMode, signal: AbortSignal): Promise<T[]> {
+    const count = frameParts(this.width(mode), body.length);
+    const limits = { maxRows: this.config.maxFrameRows };
+    const tasks: FrameTask<Q>[] = [];
+    for (let index = 0; index < count; index++) {
+      tasks.push({ key: loaded.key, docPath: loaded.docPath, body: body.bytes, length: body.length, limits, part: { index, count }, query });
+    }
+    return this.using(loaded, () => this.runTasks<T>(name, tasks, signal));
+  }
+
+  /** Most tasks a request may use: `seq` one, `par` one per thread, `par-N` at most N. */
+  private width(mode: ExecutionMode): number {
+    return mode.kind === 'seq' ? 1 : mode.kind === 'par' ? this.poolThreads : Math.max(1, Math.min(mode.n, this.poolThreads));
+  }
+
+  /** Keeps the model's document while `work` runs (a dropped model's is deleted after). */
+  private async using<T>(loaded: LoadedModel, work: () => Promise<T>): Promise<T> {
     loaded.users++;
     try {
-      return await this.runChunks(loaded, rows, mode, signal);
+      return await work();
     } finally {
       if (--loaded.users === 0 && loaded.dropped) rmSync(loaded.docPath, { force: true });
     }
-  }
-
-  private async runChunks(loaded: LoadedModel, rows: Value[][], mode: ExecutionMode, signal: AbortSignal): Promise<Value[][]> {
-    const width = mode.kind === 'seq' ? 1 : mode.kind === 'par' ? this.poolThreads : Math.min(mode.n, this.poolThreads);
-    const chunks = Math.max(1, Math.min(width, rows.length));
-    const size = Math.ceil(rows.length / chunks);
-    const parts: Promise<Value[][]>[] = [];
-    for (let start = 0; start < rows.length; start += size) {
-      parts.push(this.runTask({ key: loaded.key, docPath: loaded.docPath, rows: rows.slice(start, start + size) }, signal));
-    }
-    return (await Promise.all(parts)).flat();
   }
 
   /** Runs `frames` random frames of `rows` rows through the model with the default mode. */
@@ -152,15 +190,19 @@ export class ModelService {
     this.cache.clear();
   }
 
-  private async runTask(task: RowsTask, signal: AbortSignal): Promise<Value[][]> {
-    this.tasksInFlight++;
-    try {
-      const result = (await this.pool.run(task, { filename: WORKER_MODULE, name: 'runRows', signal })) as RowsResult;
-      if (!result.ok) throw new ModelError(result.error, result.message, result.code as 400);
-      return result.rows;
-    } finally {
-      this.tasksInFlight--;
-    }
+  /** Runs the tasks together; results in task order; the first failing task (in order) gives the error. */
+  private async runTasks<T>(name: string, tasks: object[], signal: AbortSignal): Promise<T[]> {
+    this.tasksInFlight += tasks.length;
+    const settled = await Promise.allSettled(
+      tasks.map((task) =>
+        (this.pool.run(task, { filename: WORKER_MODULE, name, signal }) as Promise<TaskResult<T>>).finally(() => this.tasksInFlight--),
+      ),
+    );
+    return settled.map((s) => {
+      if (s.status === 'rejected') throw s.reason;
+      if (!s.value.ok) throw new ModelError(s.value.error, s.value.message, s.value.code as 400);
+      return s.value.value;
+    });
   }
 
   private async load(registration: Registration): Promise<LoadedModel> {

@@ -1,17 +1,20 @@
-// Transform and rank over a flattened request frame: missing inputs imputed or refused, request
-// types cast to the model's, rows run on the pool, extra request columns echoed after the
-// model's columns, then rank / k / select.
+// Transform and rank over a request frame, one part of its rows at a time (a worker task per
+// part): missing inputs imputed or refused, request types cast to the model's, rows run
+// through the model, extra request columns echoed after the model's columns, then select.
+// Rows are written out as JSON bytes as they are produced; the listener joins the parts in
+// order (transform) or merges their scores (rank, and transform with `rank`).
 
-import type { ExecutionMode } from '../config.js';
 import { caster, javaDouble } from './cast.js';
+import type { CompiledModel } from './compile.js';
 import { frameError, queryError } from './errors.js';
-import { defaultValue } from './frame.js';
-import type { LoadedModel, ModelService } from './service.js';
+import { decodeFramePart, defaultValue, type FrameLimits, type FramePart } from './frame.js';
+import { encodeSchema } from './frame-json.js';
+import { RowWriter, type RowBytes } from './row-writer.js';
 import { NUMERIC_TYPES, typeLabel, type Field, type LeapFrame, type Value } from './types.js';
 
 export type Missing = 'impute' | 'error';
 
-export interface TransformOptions {
+export interface TransformQuery {
   /** Output columns in this order; empty: all. */
   select: string[];
   /** Rank expression fields (the score is their product); empty: no ranking. */
@@ -19,19 +22,33 @@ export interface TransformOptions {
   desc: boolean;
   /** Top k rows, applied only with `rank`. */
   k?: number;
-  mode: ExecutionMode;
   missing: Missing;
 }
 
-export interface RankOptions {
+export interface RankQuery {
   id: string;
   rank: string[];
   desc: boolean;
   k?: number;
   group?: string;
   avg: boolean;
-  mode: ExecutionMode;
   missing: Missing;
+}
+
+/** One part of a transform: its rows as JSON (with row ends and scores when ranked). */
+export interface TransformedPart extends RowBytes {
+  /** The output schema as JSON text (the same in every part). */
+  schema: string;
+  first: number;
+  scores?: Float64Array;
+}
+
+/** One part of a rank: id, score and group key of each of its rows. */
+export interface RankedPart {
+  first: number;
+  ids: string[];
+  scores: Float64Array;
+  groups?: string[];
 }
 
 /** `select=a,b&select=c*d` → [a, b, c, d]: each value comma-separated, `*` joins factors. */
@@ -39,56 +56,56 @@ export function parseSelection(values: string[]): string[] {
   return values.flatMap((v) => v.split(/[,*]/)).map((s) => s.trim()).filter((s) => s !== '');
 }
 
-export async function transformFrame(
-  service: ModelService,
-  loaded: LoadedModel,
-  frame: LeapFrame,
-  options: TransformOptions,
-  signal: AbortSignal,
-): Promise<LeapFrame> {
-  const { inputs, extras } = bindInputs(loaded, frame, options.missing);
-  const produced = await service.runRows(loaded, inputs, options.mode, signal);
-  const model = loaded.model;
-  const fields = [...model.outputSchema, ...extras.map((e) => frame.fields[e]!)];
-  let rows = inputs.map((input, i) => {
-    const row = input.concat(produced[i]!);
-    for (const e of extras) row.push(frame.rows[i]![e]!);
-    return row;
-  });
-  if (options.rank.length) rows = rankRows(fields, rows, options.rank, options.desc, options.k);
-  return selectColumns({ fields, rows }, outputSelection(options.select, options.rank));
+export function transformPart(model: CompiledModel, json: unknown, limits: FrameLimits, part: FramePart, query: TransformQuery): TransformedPart {
+  const frame = decodeFramePart(json, limits, part);
+  const bound = bindInputs(model, frame, query.missing);
+  const selection = outputSelection(query.select, query.rank);
+  const columns = selection.length ? columnIndexes(bound.fields, selection, 'select') : undefined;
+  const scoreOf = query.rank.length ? scorer(bound.fields, query.rank) : undefined;
+  const scores = scoreOf ? new Float64Array(frame.rows.length) : undefined;
+  const writer = new RowWriter(scoreOf !== undefined);
+  for (let i = 0; i < frame.rows.length; i++) {
+    const row = bound.run(i);
+    if (scores) scores[i] = scoreOf!(row);
+    writer.write(row, columns);
+  }
+  const fields = columns ? columns.map((c) => bound.fields[c]!) : bound.fields;
+  return { schema: JSON.stringify(encodeSchema(fields)), first: frame.first, ...writer.finish(), scores };
 }
 
-export async function rankFrame(
-  service: ModelService,
-  loaded: LoadedModel,
-  frame: LeapFrame,
-  options: RankOptions,
-  signal: AbortSignal,
-): Promise<string[]> {
-  const wanted = [options.id, ...options.rank, ...(options.group ? [options.group] : [])];
-  const out = await transformFrame(service, loaded, frame, { select: wanted, rank: [], desc: options.desc, mode: options.mode, missing: options.missing }, signal);
-  const index = (name: string) => out.fields.findIndex((f) => f.name === name);
-  const idIndex = index(options.id);
-  const idType = out.fields[idIndex]!.type;
-  const scoreOf = scorer(out.fields, options.rank);
-  let entries = out.rows.map((row, i) => ({
-    id: typeof row[idIndex] === 'number' && (idType.base === 'double' || idType.base === 'float') ? javaDouble(row[idIndex] as number) : String(row[idIndex]),
-    score: scoreOf(row),
-    group: options.group ? row[index(options.group)] : undefined,
-    order: i,
-  }));
-  if (options.group) {
+export function rankPart(model: CompiledModel, json: unknown, limits: FrameLimits, part: FramePart, query: RankQuery): RankedPart {
+  const frame = decodeFramePart(json, limits, part);
+  const bound = bindInputs(model, frame, query.missing);
+  const [idAt, groupAt] = columnIndexes(bound.fields, [query.id, ...(query.group ? [query.group] : [])], 'select');
+  const idType = bound.fields[idAt!]!.type;
+  const doubleIds = idType.base === 'double' || idType.base === 'float';
+  const scoreOf = scorer(bound.fields, query.rank);
+  const ids = new Array<string>(frame.rows.length);
+  const scores = new Float64Array(frame.rows.length);
+  const groups = groupAt === undefined ? undefined : new Array<string>(frame.rows.length);
+  for (let i = 0; i < frame.rows.length; i++) {
+    const row = bound.run(i);
+    const id = row[idAt!]!;
+    ids[i] = typeof id === 'number' && doubleIds ? javaDouble(id) : String(id);
+    scores[i] = scoreOf(row);
+    if (groups) groups[i] = JSON.stringify(row[groupAt!]);
+  }
+  return { first: frame.first, ids, scores, groups };
+}
+
+/** The ranked ids over all parts: best per group, averaged per id, sorted, top k. */
+export function finishRank(parts: RankedPart[], query: RankQuery): string[] {
+  let entries = parts.flatMap((p) => p.ids.map((id, i) => ({ id, score: p.scores[i]!, group: p.groups?.[i], order: p.first + i })));
+  if (query.group) {
     // One row per group: its highest score (ties: the first row).
     const best = new Map<string, (typeof entries)[number]>();
     for (const e of entries) {
-      const key = JSON.stringify(e.group);
-      const current = best.get(key);
-      if (!current || e.score > current.score) best.set(key, e);
+      const current = best.get(e.group!);
+      if (!current || e.score > current.score) best.set(e.group!, e);
     }
     entries = [...best.values()].sort((a, b) => a.order - b.order);
   }
-  if (options.avg) {
+  if (query.avg) {
     const sums = new Map<string, { sum: number; n: number; order: number }>();
     for (const e of entries) {
       const s = sums.get(e.id) ?? { sum: 0, n: 0, order: e.order };
@@ -98,14 +115,46 @@ export async function rankFrame(
     }
     entries = [...sums].map(([id, s]) => ({ id, score: s.sum / s.n, group: undefined, order: s.order }));
   }
-  const sign = options.desc ? -1 : 1;
-  entries.sort((a, b) => sign * (a.score - b.score) || a.order - b.order);
-  const top = options.k === undefined ? entries : entries.slice(0, options.k);
-  return top.map((e) => e.id);
+  sortByScore(entries, query.desc);
+  return (query.k === undefined ? entries : entries.slice(0, query.k)).map((e) => e.id);
 }
 
-function bindInputs(loaded: LoadedModel, frame: LeapFrame, missing: Missing): { inputs: Value[][]; extras: number[] } {
-  const model = loaded.model;
+/** Transform output bytes in answer order: the parts in turn, or the rows by score (top k) when ranked. */
+export function transformBody(parts: TransformedPart[], query: TransformQuery): Uint8Array[] {
+  const rows: Uint8Array[] = [];
+  if (!query.rank.length) {
+    for (const p of parts) if (p.length) rows.push(new Uint8Array(p.bytes, 0, p.length));
+    return withCommas(rows);
+  }
+  const entries = parts.flatMap((p, n) => Array.from(p.scores!, (score, i) => ({ score, order: p.first + i, part: n, row: i })));
+  sortByScore(entries, query.desc);
+  for (const e of query.k === undefined ? entries : entries.slice(0, query.k)) {
+    const p = parts[e.part]!;
+    const start = e.row === 0 ? 0 : p.ends![e.row - 1]!;
+    rows.push(new Uint8Array(p.bytes, start, p.ends![e.row]! - start));
+  }
+  return withCommas(rows);
+}
+
+const COMMA = new Uint8Array([0x2c]);
+
+function withCommas(pieces: Uint8Array[]): Uint8Array[] {
+  return pieces.flatMap((p, i) => (i ? [COMMA, p] : [p]));
+}
+
+function sortByScore<T extends { score: number; order: number }>(entries: T[], desc: boolean): void {
+  const sign = desc ? -1 : 1;
+  entries.sort((a, b) => sign * (a.score - b.score) || a.order - b.order);
+}
+
+interface BoundFrame {
+  /** The model's output columns, then the request's extra columns. */
+  fields: Field[];
+  /** Runs row `i` of the frame: the model's inputs and outputs, then the extra request values. */
+  run(i: number): Value[];
+}
+
+function bindInputs(model: CompiledModel, frame: LeapFrame, missing: Missing): BoundFrame {
   const byName = new Map(frame.fields.map((f, i) => [f.name, i]));
   const absent = model.inputSchema.filter((f) => !byName.has(f.name)).map((f) => f.name);
   if (absent.length && missing === 'error') throw frameError(`Missing required fields: [${absent.join(', ')}]`);
@@ -124,8 +173,16 @@ function bindInputs(loaded: LoadedModel, frame: LeapFrame, missing: Missing): { 
   });
   const modelColumns = new Set(model.outputSchema.map((f) => f.name));
   const extras = frame.fields.map((f, i) => (modelColumns.has(f.name) ? -1 : i)).filter((i) => i >= 0);
-  const inputs = frame.rows.map((row) => readers.map((read) => read(row)));
-  return { inputs, extras };
+  return {
+    fields: [...model.outputSchema, ...extras.map((e) => frame.fields[e]!)],
+    run(i) {
+      const request = frame.rows[i]!;
+      const input = readers.map((read) => read(request));
+      const row = input.concat(model.run(input));
+      for (const e of extras) row.push(request[e]!);
+      return row;
+    },
+  };
 }
 
 function scorer(fields: Field[], rank: string[]): (row: Value[]) => number {
@@ -145,14 +202,6 @@ function scorer(fields: Field[], rank: string[]): (row: Value[]) => number {
   };
 }
 
-function rankRows(fields: Field[], rows: Value[][], rank: string[], desc: boolean, k?: number): Value[][] {
-  const scoreOf = scorer(fields, rank);
-  const sign = desc ? -1 : 1;
-  const scored = rows.map((row, order) => ({ row, order, score: scoreOf(row) }));
-  scored.sort((a, b) => sign * (a.score - b.score) || a.order - b.order);
-  return (k === undefined ? scored : scored.slice(0, k)).map((s) => s.row);
-}
-
 /** Rank fields join the selection unless the caller's selection mentions none of them. */
 function outputSelection(select: string[], rank: string[]): string[] {
   if (select.length === 0) return [];
@@ -160,11 +209,17 @@ function outputSelection(select: string[], rank: string[]): string[] {
   return [...select, ...rank.filter((r) => !select.includes(r))];
 }
 
+/** Column positions of `names`; an unknown name is a 400. */
+function columnIndexes(fields: Field[], names: string[], what: string): number[] {
+  const indexes = names.map((name) => fields.findIndex((f) => f.name === name));
+  const unknown = names.filter((_, i) => indexes[i]! < 0);
+  if (unknown.length) throw queryError(`unknown field(s) in ${what}: ${unknown.join(', ')}`);
+  return indexes;
+}
+
 /** The named columns, in order (all when `select` is empty); an unknown name is a 400. */
 export function selectColumns(frame: LeapFrame, select: string[]): LeapFrame {
   if (select.length === 0) return frame;
-  const indexes = select.map((name) => frame.fields.findIndex((f) => f.name === name));
-  const unknown = select.filter((_, i) => indexes[i]! < 0);
-  if (unknown.length) throw queryError(`unknown field(s) in select: ${unknown.join(', ')}`);
+  const indexes = columnIndexes(frame.fields, select, 'select');
   return { fields: indexes.map((i) => frame.fields[i]!), rows: frame.rows.map((row) => indexes.map((i) => row[i]!)) };
 }
