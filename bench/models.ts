@@ -119,7 +119,11 @@ export interface ModelsResult {
   registerStatus?: number;
   /** price_prediction of the published frame, and whether it equals MLeap's. */
   check?: { prediction: number; published: number; matches: boolean };
-  poolThreads?: unknown;
+  /**
+   * The same-run limit of the 10k-row cell: JSON.parse of its request plus JSON.stringify of its
+   * answer's rows, on one thread of the bench process (best of 5), and the server's pool threads.
+   */
+  jsonLimit?: { usPerRowOneThread: number; poolThreads: number };
   cells: ModelCell[];
   rank: RankResult[];
   targets: Target[];
@@ -178,6 +182,7 @@ export async function runModels(opts: ModelsOptions): Promise<ModelsResult> {
   ]);
   for (const [rows, list] of frames) {
     const r = await once(port, 'POST', '/models/airbnb/transform?exec=par', list[list.length - 1]!);
+    if (rows === 10_000 && r.status === 200) result.jsonLimit = { usPerRowOneThread: jsonUsPerRow(list[list.length - 1]!, r.body!.toString('utf8'), rows), poolThreads: await poolThreads(port) };
     if (r.status !== 200) throw new Error(`transform of a ${rows}-row frame answered HTTP ${r.status}: ${r.body?.toString('utf8').slice(0, 500)}`);
     const out = JSON.parse(r.body!.toString('utf8')) as LeapFrameJson;
     const at = out.schema.fields.findIndex((field) => field.name === 'price_prediction');
@@ -262,6 +267,27 @@ export async function runModels(opts: ModelsOptions): Promise<ModelsResult> {
   return result;
 }
 
+/** µs per row of JSON.parse(request) + JSON.stringify(answer rows), best of 5. */
+function jsonUsPerRow(request: string, answer: string, rows: number): number {
+  const parsed = JSON.parse(answer) as LeapFrameJson;
+  let best = Infinity;
+  for (let i = 0; i < 5; i++) {
+    const t = performance.now();
+    JSON.parse(request);
+    JSON.stringify(parsed.rows);
+    best = Math.min(best, performance.now() - t);
+  }
+  return (best * 1000) / rows;
+}
+
+/** The `workers_count{pool="blocking"}` gauge of the model listener's /metrics. */
+async function poolThreads(port: number): Promise<number> {
+  const r = await RawConnection.requestOnce(port, bodyRequest('GET', '/metrics', 'text/plain', ''), 10_000);
+  const m = /^workers_count\{pool="blocking"\} (\d+)/m.exec(r.body?.toString('utf8') ?? '');
+  if (!m) throw new Error('model /metrics has no workers_count{pool="blocking"} gauge');
+  return Number(m[1]);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Targets and report
 
@@ -305,6 +331,14 @@ export function renderModelsSection(m: ModelsResult): string {
   if (m.settings) L.push(`- Each cell: ${m.settings.warmupMs} ms warm-up, then ${m.settings.oneRowMs / 1000} s (1 and 100 rows), ${m.settings.tenKRowMs / 1000} s (10,000 rows), ${m.settings.rankMs / 1000} s (rank) or until enough requests; closed loop, one request in flight per connection`);
   L.push('');
   if (m.targets.length) L.push(...renderTargets(m.targets));
+  const tenK = m.cells.filter((c) => c.rowsPerRequest === 10_000 && c.label === 'transform');
+  if (m.jsonLimit && tenK.length) {
+    const { usPerRowOneThread, poolThreads } = m.jsonLimit;
+    const limit = usPerRowOneThread / poolThreads;
+    const best = Math.min(...tenK.map((c) => c.usPerRow));
+    L.push(`Same-run limit of the 10,000-row cells: JSON.parse of the request plus JSON.stringify of the answer's rows takes ${us(usPerRowOneThread)} per row on one thread of the bench process; over the server's ${poolThreads} pool threads that is ${us(limit)} per row. The best mode runs at ${f(best / limit, 2)}× that limit.`);
+    L.push('');
+  }
   L.push('### POST /models/airbnb/transform');
   L.push('');
   L.push('| Request | exec | Rows/request | Connections | Requests/s | Rows/s | µs per row | p50 | p99 | p50 / row | Response | Server CPU | Bench CPU |');

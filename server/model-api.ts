@@ -3,7 +3,7 @@
 import * as uWS from 'uWebSockets.js';
 import { parseExecutionMode, type ExecutionMode } from '../engine/config.js';
 import type { Logger } from '../engine/log.js';
-import { ModelError, frameError, queryError } from '../engine/models/errors.js';
+import { ModelError, queryError } from '../engine/models/errors.js';
 import { decodeFrame } from '../engine/models/frame.js';
 import { encodeRow, encodeSchema, encodeFieldType } from '../engine/models/frame-json.js';
 import { renderGraphSvg } from '../engine/models/graph-svg.js';
@@ -46,10 +46,14 @@ export function mountModelApi(app: uWS.TemplatedApp, service: ModelService, log:
   };
   /** Runs `work` under MODEL_REQUEST_TIMEOUT; past it the answer is 408 ModelTimeout. */
   const timed = <T>(loaded: LoadedModel, what: string, work: (signal: AbortSignal) => Promise<T>): Promise<T> => {
-    const signal = AbortSignal.timeout(config.requestTimeoutMs);
-    return work(signal).catch((err: unknown) => {
-      throw timeoutOr(err, signal, `Timeout error within ${config.requestTimeoutMs}ms for model [${loaded.registration.modelName}]: ${what} timed out`);
-    });
+    // A timer cleared on completion (AbortSignal.timeout would keep one per request pending for the whole limit).
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), config.requestTimeoutMs);
+    return work(controller.signal)
+      .catch((err: unknown) => {
+        throw timeoutOr(err, controller.signal, `Timeout error within ${config.requestTimeoutMs}ms for model [${loaded.registration.modelName}]: ${what} timed out`);
+      })
+      .finally(() => clearTimeout(timer));
   };
   /** Parameters transform and rank share. */
   const runOptions = (q: URLSearchParams) => ({

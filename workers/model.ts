@@ -1,5 +1,4 @@
-// Piscina task module of the model runtime: run rows through a model, or one part of a
-// transform/rank request frame. Each worker compiles a model once (from the bundle document
+// Piscina task module of the model runtime: one part of a transform or rank request frame. Each worker compiles a model once (from the bundle document
 // its loader wrote) and keeps it, keyed by load.
 
 import { readFileSync } from 'node:fs';
@@ -8,17 +7,12 @@ import type { BundleDoc } from '../engine/models/bundle/spec.js';
 import { ModelError, frameError } from '../engine/models/errors.js';
 import type { FrameLimits, FramePart } from '../engine/models/frame.js';
 import { rankPart, transformPart, type RankQuery, type RankedPart, type TransformQuery, type TransformedPart } from '../engine/models/transform.js';
-import type { Value } from '../engine/models/types.js';
 
 interface ModelTask {
   /** Identifies one load of one model; a reload gets a new key. */
   key: string;
   /** JSON file holding the model's BundleDoc. */
   docPath: string;
-}
-
-export interface RowsTask extends ModelTask {
-  rows: Value[][];
 }
 
 export interface FrameTask<Q> extends ModelTask {
@@ -63,13 +57,6 @@ function frameJson(task: FrameTask<unknown>): unknown {
   } catch {
     throw frameError('the body is not valid JSON');
   }
-}
-
-export function runRows(task: RowsTask): TaskResult<Value[][]> {
-  return settle(() => {
-    const m = model(task);
-    return task.rows.map((row) => m.run(row));
-  });
 }
 
 export function transform(task: FrameTask<TransformQuery>): TaskResult<TransformedPart> {

@@ -8,12 +8,6 @@ import type { BasicType, DataType, Field, Value } from './types.js';
 
 type Domains = readonly (readonly Value[] | undefined)[];
 
-export function randomRows(fields: Field[], domains: Domains, count: number): Value[][] {
-  const rows: Value[][] = [];
-  for (let r = 0; r < count; r++) rows.push(fields.map((f, i) => randomValue(f.type, domains[i])));
-  return rows;
-}
-
 export function randomValue(type: DataType, domain?: readonly Value[]): Value {
   if (domain && domain.length) return domain[randomInt(domain.length)]!;
   if (type.shape === 'scalar') return randomScalar(type.base);

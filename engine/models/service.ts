@@ -13,10 +13,9 @@ import { compileBundle, type CompiledModel } from './compile.js';
 import { ModelError } from './errors.js';
 import { ModelRegistry, type Registration } from './registry.js';
 import { Repositories } from './repositories.js';
-import { randomRows } from './sample.js';
+import { sampleFrame } from './sample.js';
 import { TtlLru } from './ttl-lru.js';
-import type { Value } from './types.js';
-import type { FrameTask, RowsTask, TaskResult } from '../../workers/model.js';
+import type { FrameTask, TaskResult } from '../../workers/model.js';
 import type { RankQuery, RankedPart, TransformQuery, TransformedPart } from './transform.js';
 
 export interface LoadedModel {
@@ -43,6 +42,8 @@ const PART_MIN_BYTES = 4096;
 export function frameParts(width: number, bodyLength: number): number {
   return Math.max(1, Math.min(width, Math.ceil(bodyLength / PART_MIN_BYTES)));
 }
+
+const WARMUP_SINGLE_ROW_FRAMES = 256;
 
 const WORKER_MODULE = new URL('../../workers/model.js', import.meta.url).href;
 
@@ -89,7 +90,10 @@ export class ModelService {
     const registration: Registration = { modelName: name, uri: uri.trim(), registeredAt: new Date().toISOString() };
     const loaded = await this.load(registration);
     try {
+      // One frame of MODEL_WARMUP_ROWS, then single-row frames on every thread: the request
+      // path's code is compiled by the JIT before the first request rather than during the first thousands.
       await this.warm(loaded, 1, this.config.warmupRows);
+      await this.warm(loaded, WARMUP_SINGLE_ROW_FRAMES, 1, this.poolThreads);
     } catch (err) {
       this.forget(loaded);
       throw err;
@@ -130,16 +134,6 @@ export class ModelService {
     return pending;
   }
 
-  /** Runs rows through the model on the pool: `seq` one task, `par` one per thread, `par-N` at most N. */
-  async runRows(loaded: LoadedModel, rows: Value[][], mode: ExecutionMode, signal: AbortSignal): Promise<Value[][]> {
-    if (rows.length === 0) return [];
-    const chunks = Math.max(1, Math.min(this.width(mode), rows.length));
-    const size = Math.ceil(rows.length / chunks);
-    const tasks: RowsTask[] = [];
-    for (let start = 0; start < rows.length; start += size) tasks.push({ key: loaded.key, docPath: loaded.docPath, rows: rows.slice(start, start + size) });
-    return (await this.using(loaded, () => this.runTasks<Value[][]>('runRows', tasks, signal))).flat();
-  }
-
   /** A transform of a request frame, in parts (see `frameParts`), in row order. */
   transform(loaded: LoadedModel, body: FrameBody, query: TransformQuery, mode: ExecutionMode, signal: AbortSignal): Promise<TransformedPart[]> {
     return this.runFrame('transform', loaded, body, query, mode, signal);
@@ -175,15 +169,25 @@ export class ModelService {
     }
   }
 
-  /** Runs `frames` random frames of `rows` rows through the model with the default mode. */
-  async warm(loaded: LoadedModel, frames: number, rows: number): Promise<void> {
+  /**
+   * Transforms `frames` random frames of `rows` rows each (health checks and warm-up), on the
+   * request path: JSON body, parse, run, JSON output. `concurrency` chains run side by side.
+   */
+  async warm(loaded: LoadedModel, frames: number, rows: number, concurrency = 1): Promise<void> {
     const signal = AbortSignal.timeout(this.config.loadTimeoutMs);
-    for (let i = 0; i < frames; i++) {
-      const sample = randomRows(loaded.model.inputSchema, loaded.model.inputDomains, rows);
-      await this.runRows(loaded, sample, this.config.executionStrategy, signal).catch((err: unknown) => {
-        throw timeoutOr(err, signal, `Timeout error within ${this.config.loadTimeoutMs}ms for model [${loaded.registration.modelName}]: warm-up timed out`);
-      });
-    }
+    const query: TransformQuery = { select: [], rank: [], desc: true, missing: 'impute' };
+    const chain = async (count: number) => {
+      for (let i = 0; i < count; i++) {
+        const text = Buffer.from(JSON.stringify(sampleFrame(loaded.model.inputSchema, loaded.model.inputDomains, rows, [])));
+        const bytes = new SharedArrayBuffer(text.length);
+        text.copy(new Uint8Array(bytes));
+        await this.transform(loaded, { bytes, length: text.length }, query, this.config.executionStrategy, signal).catch((err: unknown) => {
+          throw timeoutOr(err, signal, `Timeout error within ${this.config.loadTimeoutMs}ms for model [${loaded.registration.modelName}]: warm-up timed out`);
+        });
+      }
+    };
+    const chains = Math.max(1, Math.min(concurrency, frames));
+    await Promise.all(Array.from({ length: chains }, (_, c) => chain(Math.floor(frames / chains) + (c < frames % chains ? 1 : 0))));
   }
 
   close(): void {
