@@ -210,6 +210,29 @@ describe('transform', () => {
     }
   });
 
+  test('handle_invalid=skip leaves the row out of transform and rank, in every mode', async () => {
+    const skipping = pipelineBundle([
+      {
+        name: 'color_indexer', op: 'string_indexer',
+        attributes: { labels: attr.strings(['red', 'green']), handle_invalid: attr.string('skip') },
+        inputs: [['input', 'color']], outputs: [['output', 'color_index']],
+      },
+    ]);
+    const uri = pathToFileURL(writeBundleDir(skipping, join(work, 'skipping'))).href;
+    expect((await call('PUT', '/models/skipping', uri)).status).toBe(201);
+    const rows = Array.from({ length: 600 }, (_, i) => [['red', 'green', 'purple'][i % 3], `id${i}`]);
+    const frame = leap([['color', 'string'], ['id', 'string']], rows);
+    const kept = rows.filter((r) => r[0] !== 'purple');
+    for (const mode of ['seq', 'par']) {
+      const r = await call('POST', `/models/skipping/transform?exec=${mode}&select=id,color_index`, frame);
+      expect(r.status, mode).toBe(200);
+      expect(r.json.rows, mode).toEqual(kept.map((k) => [k[1], k[0] === 'red' ? 0 : 1]));
+      const ranked = await call('POST', `/models/skipping/rank?exec=${mode}&id=id&rank=color_index&k=2`, frame);
+      expect(ranked.json.results, mode).toEqual(['id1', 'id4']);
+    }
+    expect((await call('DELETE', '/models/skipping')).status).toBe(200);
+  });
+
   test('frame shapes: Cartesian, Context, Prefixed', async () => {
     const cart = await call('POST', '/models/scoring/transform?select=id,price', {
       contextFrame: leap([['color', 'string']], [['blue']]),

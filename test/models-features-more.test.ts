@@ -3,6 +3,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { compileBundle } from '../engine/models/compile.js';
+import { SkippedRow } from '../engine/models/errors.js';
 import { dense, sparse } from '../engine/models/types.js';
 import { attr, pipelineBundle, type Stage } from './helpers/bundles.js';
 import { applyStage, runRow } from './helpers/models.js';
@@ -86,10 +87,10 @@ describe('bucketizer', () => {
     expect(() => applyStage('bucketizer', closed, 25)).toThrowError(transformFailure);
     expect(() => applyStage('bucketizer', closed, -1)).toThrowError(transformFailure);
   });
-  it('NaN: error by default, extra bucket with keep', () => {
+  it('NaN: error by default, extra bucket with keep, row skipped with skip', () => {
     expect(() => applyStage('bucketizer', open, NaN)).toThrowError(transformFailure);
     expect(applyStage('bucketizer', { ...open, handle_invalid: attr.string('keep') }, NaN)).toBe(3);
-    expect(() => applyStage('bucketizer', { ...open, handle_invalid: attr.string('skip') }, NaN)).toThrowError(transformFailure);
+    expect(() => applyStage('bucketizer', { ...open, handle_invalid: attr.string('skip') }, NaN)).toThrowError(SkippedRow);
   });
   it('refuses splits that do not increase', () => {
     expect(() => compileStage({ name: 'b', op: 'bucketizer', attributes: { splits: attr.doubles([0, 5, 5]) }, inputs: [['input', 'x']], outputs: [['output', 'y']] })).toThrowError(bundleFailure);

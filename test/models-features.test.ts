@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { readBundle } from '../engine/models/bundle/read.js';
 import { compileBundle } from '../engine/models/compile.js';
+import { SkippedRow } from '../engine/models/errors.js';
 import { dense, sparse, toDense, type Tensor, type Value } from '../engine/models/types.js';
 import { attr, pipelineBundle, type Stage } from './helpers/bundles.js';
 import { BUNDLE_LIMITS, FIXTURES, HAVE_FIXTURES, runRow } from './helpers/models.js';
@@ -26,10 +27,10 @@ describe('string_indexer', () => {
     expect(run([indexer('error')], { label: 'c' })).toEqual({ out: 2 });
   });
 
-  it('fails on an unseen label by default and with error or skip', () => {
+  it('fails on an unseen label by default and with error, skips the row with skip', () => {
     expect(() => run([indexer()], { label: 'z' })).toThrowError(transformFailure);
     expect(() => run([indexer('error')], { label: 'z' })).toThrowError(transformFailure);
-    expect(() => run([indexer('skip')], { label: 'z' })).toThrowError(transformFailure);
+    expect(() => run([indexer('skip')], { label: 'z' })).toThrowError(SkippedRow);
   });
 
   it('indexes an unseen label as len(labels) with keep', () => {
@@ -107,7 +108,7 @@ describe('one_hot_encoder', () => {
     expect(run([newForm([3], 'keep', false)], { i0: -1 })).toEqual({ o0: sparse(4, [3], [1]) });
     expect(run([newForm([3], 'keep', true)], { i0: 7 })).toEqual({ o0: sparse(3, [], []) });
     expect(run([newForm([3], 'keep', true)], { i0: 2 })).toEqual({ o0: sparse(3, [2], [1]) });
-    expect(() => run([newForm([3], 'skip', true)], { i0: 3 })).toThrowError(transformFailure);
+    expect(() => run([newForm([3], 'skip', true)], { i0: 3 })).toThrowError(SkippedRow);
   });
 
   it('new form on the single input/output ports', () => {

@@ -22,3 +22,6 @@ export const frameError = (message: string): ModelError => new ModelError('Frame
 export const transformError = (message: string): ModelError => new ModelError('TransformException', message, 400);
 
 export const queryError = (message: string): ModelError => new ModelError('QueryException', message, 400);
+
+/** Thrown by a stage whose `handle_invalid=skip` filters the row out: the row is left out of the answer. */
+export class SkippedRow extends Error {}

@@ -6,7 +6,7 @@
 
 import { caster, javaDouble } from './cast.js';
 import type { CompiledModel } from './compile.js';
-import { frameError, queryError } from './errors.js';
+import { SkippedRow, frameError, queryError } from './errors.js';
 import { decodeFramePart, defaultValue, type FrameLimits, type FramePart } from './frame.js';
 import { encodeSchema } from './frame-json.js';
 import { RowWriter, type RowBytes } from './row-writer.js';
@@ -64,13 +64,16 @@ export function transformPart(model: CompiledModel, json: unknown, limits: Frame
   const scoreOf = query.rank.length ? scorer(bound.fields, query.rank) : undefined;
   const scores = scoreOf ? new Float64Array(frame.rows.length) : undefined;
   const writer = new RowWriter(scoreOf !== undefined);
+  let kept = 0;
   for (let i = 0; i < frame.rows.length; i++) {
     const row = bound.run(i);
-    if (scores) scores[i] = scoreOf!(row);
+    if (!row) continue;
+    if (scores) scores[kept] = scoreOf!(row);
     writer.write(row, columns);
+    kept++;
   }
   const fields = columns ? columns.map((c) => bound.fields[c]!) : bound.fields;
-  return { schema: JSON.stringify(encodeSchema(fields)), first: frame.first, ...writer.finish(), scores };
+  return { schema: JSON.stringify(encodeSchema(fields)), first: frame.first, ...writer.finish(), scores: scores?.subarray(0, kept) };
 }
 
 export function rankPart(model: CompiledModel, json: unknown, limits: FrameLimits, part: FramePart, query: RankQuery): RankedPart {
@@ -80,17 +83,18 @@ export function rankPart(model: CompiledModel, json: unknown, limits: FrameLimit
   const idType = bound.fields[idAt!]!.type;
   const doubleIds = idType.base === 'double' || idType.base === 'float';
   const scoreOf = scorer(bound.fields, query.rank);
-  const ids = new Array<string>(frame.rows.length);
+  const ids: string[] = [];
   const scores = new Float64Array(frame.rows.length);
-  const groups = groupAt === undefined ? undefined : new Array<string>(frame.rows.length);
+  const groups: string[] | undefined = groupAt === undefined ? undefined : [];
   for (let i = 0; i < frame.rows.length; i++) {
     const row = bound.run(i);
+    if (!row) continue;
     const id = row[idAt!]!;
-    ids[i] = typeof id === 'number' && doubleIds ? javaDouble(id) : String(id);
-    scores[i] = scoreOf(row);
-    if (groups) groups[i] = JSON.stringify(row[groupAt!]);
+    scores[ids.length] = scoreOf(row);
+    ids.push(typeof id === 'number' && doubleIds ? javaDouble(id) : String(id));
+    groups?.push(JSON.stringify(row[groupAt!]));
   }
-  return { first: frame.first, ids, scores, groups };
+  return { first: frame.first, ids, scores: scores.subarray(0, ids.length), groups };
 }
 
 /** The ranked ids over all parts: best per group, averaged per id, sorted, top k. */
@@ -150,8 +154,8 @@ function sortByScore<T extends { score: number; order: number }>(entries: T[], d
 interface BoundFrame {
   /** The model's output columns, then the request's extra columns. */
   fields: Field[];
-  /** Runs row `i` of the frame: the model's inputs and outputs, then the extra request values. */
-  run(i: number): Value[];
+  /** Runs row `i` of the frame: the model's inputs and outputs, then the extra request values; undefined when a stage skips it. */
+  run(i: number): Value[] | undefined;
 }
 
 function bindInputs(model: CompiledModel, frame: LeapFrame, missing: Missing): BoundFrame {
@@ -178,7 +182,14 @@ function bindInputs(model: CompiledModel, frame: LeapFrame, missing: Missing): B
     run(i) {
       const request = frame.rows[i]!;
       const input = readers.map((read) => read(request));
-      const row = input.concat(model.run(input));
+      let produced: Value[];
+      try {
+        produced = model.run(input);
+      } catch (err) {
+        if (err instanceof SkippedRow) return undefined;
+        throw err;
+      }
+      const row = input.concat(produced);
       for (const e of extras) row.push(request[e]!);
       return row;
     },

@@ -1,6 +1,6 @@
 // Helpers shared by the feature transformers: attribute conventions, input types, vectors.
 
-import { bundleError, transformError } from '../../errors.js';
+import { SkippedRow, bundleError, transformError } from '../../errors.js';
 import type { NodeSpec } from '../../bundle/spec.js';
 import { scalar, tensor, type DataType, type Tensor } from '../../types.js';
 import type { CompiledStage } from '../op.js';
@@ -15,9 +15,9 @@ export function readHandleInvalid(node: NodeSpec, fallback: HandleInvalid = 'err
   throw bundleError(`${node.path}: handle_invalid "${mode}" is not error, skip or keep`);
 }
 
-/** Rows cannot be dropped one at a time: a row that MLeap's `skip` would filter out fails. */
+/** MLeap's `skip`: the row is filtered out of the frame. */
 export function skippedRow(node: NodeSpec, why: string): Error {
-  return transformError(`${node.name}: ${why} (handle_invalid=skip drops such rows; send only valid rows)`);
+  return new SkippedRow(`${node.name}: ${why}`);
 }
 
 export const DOUBLE_INPUT = scalar('double', true);
