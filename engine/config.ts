@@ -16,6 +16,12 @@ export const VARIABLES: ReadonlyArray<{ name: string; default: string; help: str
   { name: 'SVC_WORKERS', default: String(os.availableParallelism()), help: 'Worker threads in the pool (default: available parallelism).' },
   { name: 'SVC_SEGMENT_BYTES', default: '1MiB', help: 'Size of the shared segments an upload is copied into and handed to workers.' },
   { name: 'SVC_INGEST_BUFFER_BYTES', default: '512MiB', help: 'Bytes all uploads together may hold in segments; uploads pause beyond it.' },
+  { name: 'SVC_UPLOAD_TTL', default: '24h', help: 'Lifetime of a resumable upload session, fixed when it is created (410 upload_expired after).' },
+  { name: 'SVC_UPLOAD_MAX_PART_BYTES', default: '256MiB', help: 'Largest part of a resumable upload (400 invalid_upload beyond).' },
+  { name: 'SVC_UPLOAD_MAX_PARTS', default: '8192', help: 'Most parts one resumable upload session may have.' },
+  { name: 'SVC_UPLOAD_PART_LEASE', default: '15m', help: 'How long a part in progress holds its session (409 upload_busy for others meanwhile).' },
+  { name: 'SVC_UPLOAD_COMMIT_LEASE', default: '30m', help: 'How long a commit in progress holds its session.' },
+  { name: 'SVC_UPLOAD_CLEANUP_INTERVAL', default: '15m', help: 'Period of the cleanup of expired, cancelled and interrupted sessions (also run at start).' },
   { name: 'SVC_INLINE_MAX_BYTES', default: '16KiB', help: 'Blobs up to this size (one block) are kept in the catalog with their manifest instead of as block files; 0 disables.' },
   { name: 'SVC_BLOCK_CACHE_BYTES', default: '64MiB', help: 'Memory for caching small blocks (64 KiB or less) on the read path; 0 disables.' },
   { name: 'SVC_HEALTH_TIMEOUT', default: '5s', help: 'Timeout of each readiness check.' },
@@ -58,9 +64,19 @@ export interface Config {
   inlineMaxBytes: number;
   blockCacheBytes: number;
   healthTimeoutMs: number;
+  uploads: UploadConfig;
   corsAllowedOrigins: string[];
   logLevel: LogLevel;
   model: ModelConfig;
+}
+
+export interface UploadConfig {
+  ttlMs: number;
+  maxPartBytes: number;
+  maxParts: number;
+  partLeaseMs: number;
+  commitLeaseMs: number;
+  cleanupIntervalMs: number;
 }
 
 export type ExecutionMode = { kind: 'seq' } | { kind: 'par' } | { kind: 'par-n'; n: number };
@@ -159,6 +175,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     inlineMaxBytes: inRange('SVC_INLINE_MAX_BYTES', parseSize('SVC_INLINE_MAX_BYTES', get('SVC_INLINE_MAX_BYTES')), 0, 64 * 1024),
     blockCacheBytes: parseSize('SVC_BLOCK_CACHE_BYTES', get('SVC_BLOCK_CACHE_BYTES')),
     healthTimeoutMs: parseDuration('SVC_HEALTH_TIMEOUT', get('SVC_HEALTH_TIMEOUT')),
+    uploads: {
+      ttlMs: parseDuration('SVC_UPLOAD_TTL', get('SVC_UPLOAD_TTL')),
+      maxPartBytes: inRange('SVC_UPLOAD_MAX_PART_BYTES', parseSize('SVC_UPLOAD_MAX_PART_BYTES', get('SVC_UPLOAD_MAX_PART_BYTES')), 1, 4 * 1024 * MiB),
+      maxParts: parseInteger('SVC_UPLOAD_MAX_PARTS', get('SVC_UPLOAD_MAX_PARTS'), 1, 1_000_000),
+      partLeaseMs: parseDuration('SVC_UPLOAD_PART_LEASE', get('SVC_UPLOAD_PART_LEASE')),
+      commitLeaseMs: parseDuration('SVC_UPLOAD_COMMIT_LEASE', get('SVC_UPLOAD_COMMIT_LEASE')),
+      cleanupIntervalMs: parseDuration('SVC_UPLOAD_CLEANUP_INTERVAL', get('SVC_UPLOAD_CLEANUP_INTERVAL')),
+    },
     corsAllowedOrigins: get('SVC_SECURITY_CORS_ALLOWED_ORIGINS').split(',').map((s) => s.trim()).filter(Boolean),
     logLevel: oneOf('SVC_LOG_LEVEL', get('SVC_LOG_LEVEL'), ['debug', 'info', 'warn', 'error', 'silent'] as const),
     model: {

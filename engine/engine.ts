@@ -16,6 +16,9 @@ import type { Logger } from './log.js';
 import { Stats } from './ops/stats.js';
 import { CatalogEnv } from './store/catalog.js';
 import { FsBlockStore } from './store/fs-block-store.js';
+import { UploadLedger } from './uploads/ledger.js';
+import { Staging } from './uploads/staging.js';
+import { Uploads } from './uploads/uploads.js';
 
 const WORKER_MODULE = fileURLToPath(new URL('../workers/ingest.js', import.meta.url));
 const SCANNER_MODULE = fileURLToPath(new URL('../workers/scanner.js', import.meta.url));
@@ -31,6 +34,7 @@ export interface HealthCheck {
 export class Engine {
   readonly stats = new Stats();
   readonly reader: BlobReader;
+  readonly uploads: Uploads;
 
   private constructor(
     readonly config: Config,
@@ -43,6 +47,17 @@ export class Engine {
     readonly scanner: StreamScanner,
   ) {
     this.reader = new BlobReader(manifests, blocks, config.blockCacheBytes, this.stats, log, this.memory);
+    this.uploads = new Uploads({
+      config: config.uploads,
+      ledger: new UploadLedger(catalog),
+      staging: new Staging(config.fsRoot, config.durability),
+      blocks,
+      scanner,
+      manifests,
+      stats: this.stats,
+      log,
+      startIngest: (options) => this.startIngest(options),
+    });
   }
 
   static async open(config: Config, log: Logger): Promise<Engine> {
@@ -53,7 +68,11 @@ export class Engine {
     const manifests = new ManifestStore(catalog);
     const pool = new Piscina({ filename: WORKER_MODULE, minThreads: config.workers, maxThreads: config.workers, idleTimeout: 60_000 });
     const memory = new TransferMemory(config.ingestBufferBytes, config.segmentBytes);
-    return new Engine(config, log, catalog, manifests, new FsBlockStore(config.fsRoot, config.durability), pool, memory, new StreamScanner(SCANNER_MODULE, memory.arena));
+    const engine = new Engine(config, log, catalog, manifests, new FsBlockStore(config.fsRoot, config.durability), pool, memory, new StreamScanner(SCANNER_MODULE, memory.arena));
+    const cleaned = await engine.uploads.cleanup();
+    if (cleaned.expired || cleaned.recovered || cleaned.removed) log.info('uploads: cleanup at start', cleaned);
+    engine.uploads.startCleanup();
+    return engine;
   }
 
   startIngest(options: IngestOptions): DirectIngest {
@@ -159,6 +178,7 @@ export class Engine {
   }
 
   async close(): Promise<void> {
+    this.uploads.stop();
     await this.pool.destroy();
     await this.scanner.close();
     await this.catalog.close();

@@ -22,3 +22,12 @@ export const verificationFailure = () =>
   new SvcError(500, 'verification_failure', 'The persisted bytes of this blob could not be read and hashed');
 export const ingestFailed = (message = 'The block store could not complete the write') =>
   new SvcError(500, 'ingest_failed', message);
+
+export const invalidUpload = (message: string) => new SvcError(400, 'invalid_upload', message);
+export const uploadNotFound = (id: string) => new SvcError(404, 'upload_not_found', `No upload session ${id}`);
+export const uploadExists = (id: string) => new SvcError(409, 'upload_exists', `Upload session ${id} already exists; read its checkpoint with GET /api/v1/uploads/${id}`);
+export const uploadOffsetMismatch = (offset: number) =>
+  new SvcError(409, 'upload_offset_mismatch', `The part does not start at the committed offset ${offset}`, { 'Upload-Offset': String(offset) });
+export const uploadBusy = (what: string) => new SvcError(409, 'upload_busy', `Another ${what} holds this upload session; retry later`);
+export const uploadState = (state: string, action: string) => new SvcError(409, 'upload_state', `The upload session is ${state}: cannot ${action}`);
+export const uploadExpired = (id: string) => new SvcError(410, 'upload_expired', `Upload session ${id} has expired`);

@@ -13,12 +13,12 @@ const ALLOWED_REQUEST_HEADERS = [
 ].join(', ');
 const EXPOSED_HEADERS = 'Accept-Ranges, Content-Length, Content-Range, ETag, Last-Modified, Location, Upload-Length, Upload-Offset, Upload-Expires, X-Svc-Upload-Session-Id';
 /** Security is off in this build: CORS is permissive. */
-const CORS: ReadonlyArray<[string, string]> = [
+export const CORS: ReadonlyArray<[string, string]> = [
   ['Access-Control-Allow-Origin', '*'],
   ['Access-Control-Expose-Headers', EXPOSED_HEADERS],
 ];
 const IMMUTABLE = 'public, max-age=31536000, immutable';
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const ONE_TIB = 2 ** 40;
 
 export function mountBlobApi(app: TemplatedApp, ctx: ServerContext): void {
@@ -85,6 +85,11 @@ export function mountBlobApi(app: TemplatedApp, ctx: ServerContext): void {
     }
   });
 
+  allowMethods(app, ctx, routes);
+}
+
+/** OPTIONS (CORS preflight) and 405 for the other methods of each route. */
+export function allowMethods(app: TemplatedApp, ctx: ServerContext, routes: Array<[string, string[]]>): void {
   for (const [pattern, methods] of routes) {
     app.options(pattern, (res, req) => {
       const origin = header(req, 'origin');
@@ -99,7 +104,7 @@ export function mountBlobApi(app: TemplatedApp, ctx: ServerContext): void {
       });
     });
     app.any(pattern, (res, req) => {
-      const ex = on(pattern)(res, req);
+      const ex = new Exchange(res, req.getCaseSensitiveMethod(), pattern, ctx, CORS);
       ex.error(new SvcError(405, 'method_not_allowed', `${req.getCaseSensitiveMethod()} is not allowed here`, { Allow: [...methods, 'OPTIONS'].join(', ') }));
     });
   }
@@ -118,7 +123,7 @@ const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+";
 const MEDIA_TYPE = new RegExp(`^${TOKEN}/${TOKEN}(\\s*;\\s*(${TOKEN}=(${TOKEN}|"[^"\\\\]*"))?)*\\s*$`);
 
 /** Content-Type, when sent, must be a media type (RFC 9110 8.3): `type/subtype` and parameters. */
-function parseContentType(raw: string | undefined): string | undefined {
+export function parseContentType(raw: string | undefined): string | undefined {
   if (raw === undefined) return undefined;
   if (!MEDIA_TYPE.test(raw.trim())) throw invalidBlob(`Invalid Content-Type: "${raw.slice(0, 100)}" is not a media type`);
   return raw.trim();

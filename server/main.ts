@@ -5,6 +5,7 @@ import { Logger } from '../engine/log.js';
 import { Metrics } from '../engine/ops/metrics.js';
 import { ModelService } from '../engine/models/service.js';
 import { mountBlobApi } from './blob-api.js';
+import { mountUploadsApi } from './uploads-api.js';
 import { mountModelApi } from './model-api.js';
 import { Exchange, type ServerContext } from './http.js';
 import { VERSION, mountOpsApi } from './ops-api.js';
@@ -38,6 +39,7 @@ export async function serve(config: Config, log = new Logger(config.logLevel)): 
   const ctx: ServerContext = { engine, metrics: new Metrics(engine) };
   const app = uWS.App();
   mountBlobApi(app, ctx);
+  mountUploadsApi(app, ctx);
   mountOpsApi(app, ctx);
   app.any('/*', (res, req) => {
     new Exchange(res, req.getCaseSensitiveMethod(), '/*', ctx).json(404, { error: 'not_found', message: `No route for ${req.getCaseSensitiveMethod()} ${req.getUrl()}` });

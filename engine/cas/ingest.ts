@@ -36,6 +36,34 @@ export interface IngestOptions {
   contentType?: string;
   /** The Content-Length header, if any: an exact contract. */
   declaredLength?: number;
+  /** Set for one part of a resumable upload: the body continues an object instead of being one. */
+  part?: PartContext;
+}
+
+/** How a resumable upload's part continues its object (engine/uploads). */
+export interface PartContext {
+  /** Key of the whole-object hash kept on the scanning thread; it covers every byte before the part. */
+  hashKey: string;
+  /** The object's bytes after its last cut: cut again together with the part, not hashed again. */
+  replay: Uint8Array;
+  /** Chunker and media type, once the object's first bytes decided them. */
+  decided?: Decision;
+  /** Most bytes a part may carry. */
+  maxBytes: number;
+  /** The object ends here (commit): the tail is cut to the end and no tail is left. */
+  final?: boolean;
+}
+
+export interface Decision {
+  spec: ChunkerSpec;
+  mediaType: string;
+}
+
+/** What a part leaves: blocks cut and stored, the new uncut tail, the decision if made. */
+export interface PartResult {
+  blocks: StoredBlock[];
+  tail: Buffer;
+  decided?: Decision;
 }
 
 const SNIFF_BYTES = 4096;
@@ -115,16 +143,21 @@ export class DirectIngest {
   private settled = false;
   private released = false;
   private finish?: { resolve: (r: IngestResult) => void; reject: (e: unknown) => void };
+  private partFinish?: { resolve: (r: PartResult) => void; reject: (e: unknown) => void };
+  /** Bytes of the replayed tail at the start of the stream (parts only). */
+  private readonly replayed: number;
 
   constructor(
     private readonly deps: IngestDeps,
     private readonly options: IngestOptions,
   ) {
     const { config, memory } = deps;
-    const declared = options.declaredLength;
-    this.maxUpload = config.maxUploadBytes;
-    if (declared !== undefined && declared > this.maxUpload) throw payloadTooLarge(this.maxUpload);
-    if (declared === 0) throw invalidBlob('Empty blobs are not supported');
+    const part = options.part;
+    this.replayed = part?.replay.length ?? 0;
+    const declared = options.declaredLength === undefined ? undefined : options.declaredLength + this.replayed;
+    this.maxUpload = part ? part.maxBytes : config.maxUploadBytes;
+    if (options.declaredLength !== undefined && options.declaredLength > this.maxUpload) throw payloadTooLarge(this.maxUpload);
+    if (options.declaredLength === 0) throw invalidBlob('Empty blobs are not supported');
     // A small declared body gets one exact segment of its own instead of a pooled one.
     this.segmentSize = declared !== undefined && declared < memory.segmentBytes ? declared : memory.segmentBytes;
     const maxBlock = Math.max(maxBlockBytes(defaultChunker(config)), maxBlockBytes(pdfChunker(config)));
@@ -138,13 +171,19 @@ export class DirectIngest {
     this.reservation = backlogMemory + (declared === undefined ? worstCase : Math.min(worstCase, Math.ceil(declared / this.segmentSize) * this.segmentSize));
     this.backlog = new Backlog(backlogMemory, deps.memory, deps.spillDir, (bytes) => (deps.stats.spilledBytes += bytes));
     const small = declared !== undefined && declared < memory.segmentBytes;
-    this.sha = small ? createHash('sha256') : null;
+    // A part's bytes are hashed into the object's kept hash on the scanning thread.
+    this.sha = small && !part ? createHash('sha256') : null;
+    if (part?.decided) {
+      this.spec = part.decided.spec;
+      this.mediaType = part.decided.mediaType;
+    }
   }
 
   /** Reserves memory; `admitted` runs once the body may be read (at once unless the server is full). */
   admit(admitted: () => void): void {
     this.cancelAdmission = this.deps.memory.reserve(this.reservation, () => {
       this.admitted = true;
+      if (this.replayed > 0) this.store(this.options.part!.replay);
       this.refill();
       if (this.backlog.pending === 0) {
         this.paused = false;
@@ -184,6 +223,18 @@ export class DirectIngest {
     this.pump();
     if (this.segments.length >= this.pauseAtSegments) this.paused = true;
     return !this.paused;
+  }
+
+  /** A part's body ended: resolves once its blocks are stored and its tail is known. */
+  endPart(): Promise<PartResult> {
+    this.ended = true;
+    const declared = this.options.declaredLength;
+    if (declared !== undefined && this.received !== declared) {
+      throw this.fail(invalidBlob(`Content-Length: expected ${declared} bytes but received ${this.received}`), false);
+    }
+    const done = new Promise<PartResult>((resolve, reject) => (this.partFinish = { resolve, reject }));
+    this.pump();
+    return done;
   }
 
   /** The body ended: resolves once the manifest is published. */
@@ -293,16 +344,32 @@ export class DirectIngest {
 
   private pump(): void {
     if (this.settled || !this.admitted) return;
-    const allStored = this.ended && this.stored === this.received;
-    const complete = allStored || this.stored === this.options.declaredLength;
+    const allStored = this.ended && this.stored === this.replayed + this.received;
+    const complete = allStored || this.stored - this.replayed === this.options.declaredLength;
+    const part = this.options.part;
     if (!this.spec) {
       if (this.stored < SNIFF_BYTES && !complete) return;
-      try {
-        this.decide();
-      } catch (err) {
-        this.fail(err as SvcError);
-        return;
+      // A part cannot decide on fewer bytes than the sniff: they are hashed, not cut, and all
+      // stay the object's tail (only a part that ends the stream gets here).
+      if (!(part && !part.final && this.stored < SNIFF_BYTES)) {
+        try {
+          this.decide();
+        } catch (err) {
+          this.fail(err as SvcError);
+          return;
+        }
       }
+    }
+    if (part) {
+      if (!this.scan) {
+        this.oneBlock = false;
+        const kept = { key: part.hashKey, skip: this.replayed };
+        this.scan = this.deps.scanner.open(true, this.spec ?? null, this.segmentSize, (scanned, cuts) => this.onScanned(scanned, cuts), (err) => this.scannerFailed(err), kept);
+      }
+      this.postPartRanges(complete, part.final === true);
+      const settled = this.scannedUpTo === this.stored && this.storesInFlight === 0 && this.storeQueue.length === 0;
+      if (allStored && this.finalPosted && settled && (!part.final || this.cutStart === this.stored)) this.finishPart();
+      return;
     }
     if (this.oneBlock === undefined && (complete || this.paused || this.stored >= this.segmentSize)) {
       this.oneBlock = complete && this.isOneBlock(this.stored);
@@ -327,6 +394,48 @@ export class DirectIngest {
       return;
     }
     if (this.cutStart === this.stored && this.storesInFlight === 0 && this.storeQueue.length === 0) void this.publish();
+  }
+
+  /**
+   * A part's ranges go to the scanning thread like a direct upload's, final only when the part
+   * ends the object: otherwise the object goes on, so the bytes after the last cut stay its tail.
+   */
+  private postPartRanges(complete: boolean, final: boolean): void {
+    const scan = this.scan!;
+    if (this.finalPosted) return;
+    while (this.posted < this.stored) {
+      const k = Math.floor((this.posted - this.first) / this.segmentSize);
+      const segStart = this.first + k * this.segmentSize;
+      const to = Math.min(segStart + this.segmentSize, this.stored);
+      if (to < segStart + this.segmentSize && !complete && !this.paused) return;
+      const last = final && complete && to === this.stored;
+      scan.update(this.segments[k], this.posted - segStart, to - this.posted, last);
+      this.posted = to;
+      if (last) return void (this.finalPosted = true);
+    }
+    if (complete) {
+      if (final) scan.update(NO_BYTES, 0, 0, true);
+      this.finalPosted = true;
+    }
+  }
+
+  /** The part is cut and stored: its blocks, and the bytes after its last cut as the new tail. */
+  private finishPart(): void {
+    this.settled = true;
+    const tail = Buffer.allocUnsafe(this.stored - this.cutStart);
+    let at = 0;
+    for (let k = 0; k < this.segments.length && at < tail.length; k++) {
+      const segStart = this.first + k * this.segmentSize;
+      const from = Math.max(this.cutStart, segStart);
+      const to = Math.min(this.stored, segStart + this.segmentSize);
+      if (from >= to) continue;
+      tail.set(this.segments[k].subarray(from - segStart, to - segStart), at);
+      at += to - from;
+    }
+    const blocks = this.blocks as StoredBlock[];
+    const decided = this.spec ? { spec: this.spec, mediaType: this.mediaType } : undefined;
+    this.release();
+    this.partFinish?.resolve({ blocks, tail, decided });
   }
 
   /** Looks at the first bytes once: PDF signature against the declared type. */
@@ -494,6 +603,7 @@ export class DirectIngest {
       this.settled = true;
       this.release();
       if (this.finish) this.finish.reject(err);
+      else if (this.partFinish) this.partFinish.reject(err);
       else if (notify) this.onError(err);
     }
     return err;

@@ -3,9 +3,21 @@ import type { ChunkerSpec } from './chunkers.js';
 
 /** Messages to the scanning thread (workers/scanner.ts). */
 export type ScanMessage =
-  | { op: 'open'; id: number; hash: boolean; spec: ChunkerSpec | null; segmentSize: number }
+  | { op: 'open'; id: number; hash: boolean; spec: ChunkerSpec | null; segmentSize: number; kept?: KeptHash }
   | { op: 'update'; id: number; segment: Uint8Array; inArena: boolean; offset: number; length: number; final: boolean }
-  | { op: 'digest' | 'discard'; id: number };
+  | { op: 'digest' | 'discard'; id: number }
+  | { op: 'kept-digest'; id: number; key: string }
+  | { op: 'kept-drop'; key: string };
+
+/**
+ * A whole-object hash that outlives its stream (a resumable upload's, across parts): the stream
+ * continues the hash kept under `key` (a new one when none is kept) and leaves it there; its
+ * first `skip` bytes are only cut, not hashed (bytes an earlier stream already hashed).
+ */
+export interface KeptHash {
+  key: string;
+  skip: number;
+}
 
 interface Stream {
   onProgress: (scannedBytes: number, cuts: number[]) => void;
@@ -25,6 +37,7 @@ export class StreamScanner {
   private readonly streams = new Map<number, Stream>();
   private nextId = 1;
   private failure: Error | null = null;
+  private readonly keptKeys = new Set<string>();
 
   /** `arena`: the shared memory most segments live in (TransferMemory), scanned in place there. */
   constructor(
@@ -48,12 +61,32 @@ export class StreamScanner {
    * A new stream: hashed when `hash`, cut with `spec` unless null. `onProgress` hears how many
    * bytes the thread is done with and the cut points (absolute offsets) found in them.
    */
-  open(hash: boolean, spec: ChunkerSpec | null, segmentSize: number, onProgress: Stream['onProgress'], onFailure: Stream['onFailure']): ScanStream {
+  open(hash: boolean, spec: ChunkerSpec | null, segmentSize: number, onProgress: Stream['onProgress'], onFailure: Stream['onFailure'], kept?: KeptHash): ScanStream {
     const id = this.nextId++;
     if (this.failure) queueMicrotask(() => onFailure(this.failure!));
     else this.streams.set(id, { onProgress, onFailure });
-    this.post({ op: 'open', id, hash, spec, segmentSize });
+    if (kept) this.keptKeys.add(kept.key);
+    this.post({ op: 'open', id, hash, spec, segmentSize, kept });
     return new ScanStream(this, id);
+  }
+
+  /** Whether a hash is kept under `key` in this process (kept hashes do not survive a restart). */
+  hasKept(key: string): boolean {
+    return this.keptKeys.has(key);
+  }
+
+  /** The digest of the hash kept under `key`, which stays kept (its streams must have been scanned). */
+  keptDigest(key: string): Promise<string> {
+    return new Promise((resolve, reject) => {
+      if (this.failure || !this.keptKeys.has(key)) return reject(this.failure ?? new Error(`no hash kept under ${key}`));
+      const id = this.nextId++;
+      this.streams.set(id, { onProgress: () => {}, onFailure: reject, digest: { resolve, reject } });
+      this.post({ op: 'kept-digest', id, key });
+    });
+  }
+
+  dropKept(key: string): void {
+    if (this.keptKeys.delete(key)) this.post({ op: 'kept-drop', key });
   }
 
   /** @internal */ inArena(segment: Uint8Array): boolean {
@@ -79,6 +112,7 @@ export class StreamScanner {
 
   private fail(err: Error): void {
     this.failure = err;
+    this.keptKeys.clear();
     const streams = [...this.streams.values()];
     this.streams.clear();
     for (const s of streams) {

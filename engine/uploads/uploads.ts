@@ -1,0 +1,378 @@
+// Resumable upload sessions: create, parts, status, commit, cancel, expiry and cleanup.
+//
+// Parts are cut and hashed as they arrive (docs/architecture.md, "Resumable uploads"): a part
+// runs through the direct-upload pipeline continuing its object, so its blocks are stored, the
+// object's SHA-256 (kept on the scanning thread between parts) advances, and only the bytes
+// after the last cut, less than one block, are staged as the session's tail. A commit cuts that
+// tail, takes the digest and publishes: its cost does not grow with the object.
+
+import { randomUUID } from 'node:crypto';
+import type { StoredBlock } from '../cas/block-task.js';
+import { chunkerName } from '../cas/chunkers.js';
+import { formatContentId } from '../cas/content-id.js';
+import type { DirectIngest, IngestOptions, PartResult } from '../cas/ingest.js';
+import type { ManifestStore } from '../cas/manifests.js';
+import type { StreamScanner } from '../cas/stream-scanner.js';
+import type { UploadConfig } from '../config.js';
+import {
+  SvcError, ingestFailed, invalidBlob, invalidUpload, uploadBusy, uploadExists, uploadExpired, uploadNotFound, uploadOffsetMismatch, uploadState,
+} from '../errors.js';
+import type { Logger } from '../log.js';
+import type { Stats } from '../ops/stats.js';
+import type { FsBlockStore } from '../store/fs-block-store.js';
+import { UploadLedger, packBlocks, type SessionRecord } from './ledger.js';
+import { Staging } from './staging.js';
+
+export interface UploadsDeps {
+  config: UploadConfig;
+  ledger: UploadLedger;
+  staging: Staging;
+  blocks: FsBlockStore;
+  scanner: StreamScanner;
+  manifests: ManifestStore;
+  stats: Stats;
+  log: Logger;
+  startIngest: (options: IngestOptions) => DirectIngest;
+}
+
+export interface CreateRequest {
+  tenant: string;
+  id: string;
+  declaredLength?: number;
+  contentType?: string;
+}
+
+export interface PartRequest {
+  tenant: string;
+  id: string;
+  partId: string;
+  offset: number;
+  length: number;
+}
+
+/** A part being received: push its body into `ingest` once `ready`, then `finish`. */
+export interface PartUpload {
+  ingest: DirectIngest;
+  /** The object's hash is ready to continue (rebuilt after a restart, else at once). */
+  ready: Promise<void>;
+  /** After the body ended: stages the tail and records the part. */
+  finish(): Promise<SessionRecord>;
+  /** The request failed or the client went away: the session is left as it was. */
+  abort(): void;
+}
+
+/** Terminal sessions are kept this long past their expiry, then forgotten. */
+const TOMBSTONE_MS = 24 * 60 * 60 * 1000;
+
+export class Uploads {
+  /** Leases taken by this process; an owner id from an earlier process is a dead lease. */
+  readonly owner = randomUUID();
+  private cleanupTimer?: NodeJS.Timeout;
+
+  constructor(private readonly deps: UploadsDeps) {}
+
+  async create(request: CreateRequest): Promise<SessionRecord> {
+    const now = Date.now();
+    const record: SessionRecord = {
+      id: request.id,
+      tenant: request.tenant,
+      state: 'Open',
+      offset: 0,
+      declaredLength: request.declaredLength,
+      partCount: 0,
+      contentType: request.contentType,
+      createdAt: now,
+      expiresAt: now + this.deps.config.ttlMs,
+      tailStart: 0,
+    };
+    return this.deps.ledger.update(request.id, (current) => {
+      if (current) throw uploadExists(request.id);
+      return record;
+    });
+  }
+
+  /** The session as its tenant sees it; an expired open session is 410. */
+  status(tenant: string, id: string): SessionRecord {
+    const record = this.deps.ledger.get(id);
+    if (!record || record.tenant !== tenant) throw uploadNotFound(id);
+    if (record.state === 'Expired' || (record.state === 'Open' && Date.now() >= record.expiresAt)) throw uploadExpired(id);
+    return record;
+  }
+
+  /**
+   * Starts a part, synchronously (the body must be taken from the first byte): the answer for a
+   * part id already applied, else a lease on the session and an ingest continuing its object.
+   */
+  beginPart(request: PartRequest): { replayed: SessionRecord } | { part: PartUpload } {
+    const { config, ledger } = this.deps;
+    const current = this.status(request.tenant, request.id);
+    if (current.state !== 'Open') this.refuse(current, 'add a part');
+    if (ledger.hasPart(request.id, request.partId)) return { replayed: current };
+    if (this.liveLease(current)) throw uploadBusy(current.lease!.kind === 'part' ? 'part upload' : 'commit');
+    if (request.offset !== current.offset) throw uploadOffsetMismatch(current.offset);
+    if (request.length < 1 || request.length > config.maxPartBytes) throw invalidUpload(`A part must carry 1 to ${config.maxPartBytes} bytes (SVC_UPLOAD_MAX_PART_BYTES)`);
+    if (current.partCount >= config.maxParts) throw invalidUpload(`The session already has ${config.maxParts} parts (SVC_UPLOAD_MAX_PARTS)`);
+    if (current.declaredLength !== undefined && current.offset + request.length > current.declaredLength) {
+      throw invalidUpload(`The part would take the object past its Upload-Length of ${current.declaredLength} bytes`);
+    }
+    const leased = this.takeLeaseSync(current, 'part', request.offset);
+    let replay: Buffer;
+    try {
+      replay = this.deps.staging.readSync(leased.id, leased.tail);
+    } catch (err) {
+      this.releaseLease(leased.id);
+      this.deps.log.error('uploads: staged tail unreadable', { session: leased.id, err: String(err) });
+      throw ingestFailed('The staged bytes of this session could not be read');
+    }
+    const ingest = this.deps.startIngest({
+      declaredLength: request.length,
+      contentType: leased.contentType,
+      part: { hashKey: leased.id, replay, decided: leased.decided, maxBytes: config.maxPartBytes },
+    });
+    let settled = false;
+    const abort = () => {
+      if (settled) return;
+      settled = true;
+      ingest.abort();
+      // The kept hash may have taken some of this part's bytes: it is rebuilt on the next part.
+      this.deps.scanner.dropKept(leased.id);
+      void this.releaseLease(leased.id);
+    };
+    const finish = async (): Promise<SessionRecord> => {
+      let result: PartResult;
+      try {
+        result = await ingest.endPart();
+      } catch (err) {
+        abort();
+        throw err;
+      }
+      try {
+        return await this.recordPart(leased, request, result);
+      } catch (err) {
+        abort();
+        throw err;
+      } finally {
+        settled = true;
+      }
+    };
+    return { part: { ingest, ready: this.ensureHash(leased), finish, abort } };
+  }
+
+  /** Publishes the object; a committed session answers with the same blob again. */
+  async commit(tenant: string, id: string): Promise<SessionRecord> {
+    const current = this.status(tenant, id);
+    if (current.state === 'Committed') return current;
+    if (current.state !== 'Open') this.refuse(current, 'commit');
+    if (this.liveLease(current)) throw uploadBusy(current.lease!.kind === 'part' ? 'part upload' : 'commit');
+    if (current.offset === 0) throw invalidBlob('Empty blobs are not supported');
+    if (current.declaredLength !== undefined && current.offset !== current.declaredLength) {
+      throw invalidUpload(`${current.offset} bytes staged but Upload-Length declared ${current.declaredLength}`);
+    }
+    const leased = this.takeLeaseSync(current, 'commit', current.offset);
+    try {
+      await this.ensureHash(leased);
+      const result = await this.cutTail(leased);
+      const hex = await this.deps.scanner.keptDigest(id);
+      const blocks = [...this.deps.ledger.blocks(id), ...result.blocks];
+      const blobId = formatContentId(hex, leased.offset);
+      await this.deps.ledger.update(id, (r) => ({ ...r!, state: 'Committing', pendingBlob: blobId }));
+      const { manifest, existed } = await this.deps.manifests.publish(hex, leased.offset, result.decided!.mediaType, chunkerName(result.decided!.spec), blocks);
+      this.count(blocks, leased.offset, existed);
+      const committed = await this.deps.ledger.update(id, (r) => ({ ...r!, state: 'Committed', committedBlob: manifest.id, pendingBlob: undefined, lease: undefined }));
+      await this.forgetStaged(id);
+      return committed;
+    } catch (err) {
+      this.deps.scanner.dropKept(id);
+      await this.deps.ledger.update(id, (r) => ({ ...r!, state: 'Open', pendingBlob: undefined, lease: undefined }));
+      if (err instanceof SvcError) throw err;
+      this.deps.log.error('uploads: commit failed', { session: id, err: String((err as Error)?.stack ?? err) });
+      throw ingestFailed('The upload could not be committed');
+    }
+  }
+
+  /** Cancels an open session and removes what it staged. Cancelling again is a no-op. */
+  async cancel(tenant: string, id: string): Promise<void> {
+    const current = this.status(tenant, id);
+    if (current.state === 'Cancelled') return;
+    if (current.state !== 'Open') this.refuse(current, 'cancel');
+    if (this.liveLease(current)) throw uploadBusy(current.lease!.kind === 'part' ? 'part upload' : 'commit');
+    await this.deps.ledger.update(id, (r) => {
+      if (!r || r.state !== 'Open' || this.liveLease(r)) throw uploadBusy('request');
+      return { ...r, state: 'Cancelled', lease: undefined };
+    });
+    await this.forgetStaged(id);
+  }
+
+  /**
+   * Expires open sessions past their lifetime, settles commits a crash interrupted (published:
+   * Committed; not: Open again), removes staged files nobody refers to, and forgets terminal
+   * sessions a day past their expiry. Runs at start and every SVC_UPLOAD_CLEANUP_INTERVAL.
+   */
+  async cleanup(now = Date.now()): Promise<{ expired: number; recovered: number; removed: number }> {
+    const { ledger, staging, manifests } = this.deps;
+    let expired = 0;
+    let recovered = 0;
+    let removed = 0;
+    const known = new Set<string>();
+    for (const record of [...ledger.all()]) {
+      known.add(record.id);
+      const leaseDead = !this.liveLease(record, now);
+      if (record.state === 'Open' && now >= record.expiresAt && leaseDead) {
+        await ledger.update(record.id, (r) => ({ ...r!, state: 'Expired', lease: undefined }));
+        await this.forgetStaged(record.id);
+        expired++;
+      } else if (record.state === 'Committing' && leaseDead) {
+        const published = record.pendingBlob !== undefined && manifests.get(record.pendingBlob) !== undefined;
+        await ledger.update(record.id, (r) => ({ ...r!, state: published ? 'Committed' : 'Open', committedBlob: published ? r!.pendingBlob : undefined, pendingBlob: undefined, lease: undefined }));
+        if (published) await this.forgetStaged(record.id);
+        recovered++;
+      } else if (record.state === 'Open') {
+        // A crash after a tail was written but before its part was recorded leaves a stray file.
+        if (leaseDead) await staging.prune(record.id, record.tail);
+      } else if (now >= record.expiresAt + TOMBSTONE_MS) {
+        await this.forgetStaged(record.id);
+        await ledger.remove(record.id);
+        removed++;
+      } else {
+        await staging.remove(record.id);
+      }
+    }
+    for (const id of await staging.sessions()) if (!known.has(id)) await staging.remove(id);
+    return { expired, recovered, removed };
+  }
+
+  startCleanup(): void {
+    const run = () =>
+      this.cleanup().then(
+        (r) => (r.expired || r.recovered || r.removed) && this.deps.log.info('uploads: cleanup', r),
+        (err) => this.deps.log.error('uploads: cleanup failed', { err: String(err) }),
+      );
+    this.cleanupTimer = setInterval(run, this.deps.config.cleanupIntervalMs);
+    this.cleanupTimer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.cleanupTimer);
+  }
+
+  private refuse(record: SessionRecord, action: string): never {
+    if (record.state === 'Committing' && this.liveLease(record)) throw uploadBusy('commit');
+    throw uploadState(record.state, action);
+  }
+
+  private liveLease(record: SessionRecord, now = Date.now()): boolean {
+    const lease = record.lease;
+    return lease !== undefined && lease.owner === this.owner && lease.until > now;
+  }
+
+  /** Takes the lease in one synchronous transaction, checking again against the current record. */
+  private takeLeaseSync(seen: SessionRecord, kind: 'part' | 'commit', offset: number): SessionRecord {
+    const until = Date.now() + (kind === 'part' ? this.deps.config.partLeaseMs : this.deps.config.commitLeaseMs);
+    return this.deps.ledger.updateSync(seen.id, (r) => {
+      if (!r || r.state !== 'Open') throw uploadState(r?.state ?? 'gone', kind === 'part' ? 'add a part' : 'commit');
+      if (this.liveLease(r)) throw uploadBusy(r.lease!.kind === 'part' ? 'part upload' : 'commit');
+      if (r.offset !== offset) throw uploadOffsetMismatch(r.offset);
+      return { ...r, state: kind === 'commit' ? 'Committing' : 'Open', lease: { kind, owner: this.owner, until } };
+    });
+  }
+
+  private async releaseLease(id: string): Promise<void> {
+    await this.deps.ledger.update(id, (r) => {
+      if (!r) throw uploadNotFound(id);
+      return r.lease?.owner === this.owner ? { ...r, lease: undefined, state: r.state === 'Committing' ? 'Open' : r.state } : r;
+    });
+  }
+
+  /** Stages the part's new tail, then records the part and the new offset in one transaction. */
+  private async recordPart(leased: SessionRecord, request: PartRequest, result: PartResult): Promise<SessionRecord> {
+    const { ledger, staging } = this.deps;
+    const index = leased.partCount;
+    const offset = leased.offset + request.length;
+    const tail = result.tail.length > 0 ? `tail-${index + 1}` : undefined;
+    if (tail) await staging.write(leased.id, tail, result.tail);
+    const next: SessionRecord = {
+      ...leased,
+      offset,
+      partCount: index + 1,
+      tailStart: offset - result.tail.length,
+      tail,
+      decided: result.decided ?? leased.decided,
+      lease: undefined,
+    };
+    await ledger.addPart(next, index, { partId: request.partId, offset: leased.offset, length: request.length, blocks: packBlocks(result.blocks) });
+    await staging.prune(leased.id, tail);
+    return next;
+  }
+
+  /** Cuts the staged tail to the object's end and stores its blocks. */
+  private async cutTail(leased: SessionRecord): Promise<PartResult> {
+    const replay = await this.deps.staging.read(leased.id, leased.tail);
+    const ingest = this.deps.startIngest({
+      contentType: leased.contentType,
+      part: { hashKey: leased.id, replay, decided: leased.decided, maxBytes: this.deps.config.maxPartBytes, final: true },
+    });
+    const admitted = new Promise<void>((resolve) => ingest.admit(resolve));
+    await admitted;
+    return ingest.endPart();
+  }
+
+  /**
+   * The object's hash must cover every acknowledged byte before a part continues it. It lives on
+   * the scanning thread; after a restart (or a failed part) it is rebuilt from the stored blocks
+   * and the staged tail: the one case whose cost grows with the object.
+   */
+  private async ensureHash(session: SessionRecord): Promise<void> {
+    const { scanner, blocks: store, ledger, staging } = this.deps;
+    if (scanner.hasKept(session.id) || session.offset === 0) return;
+    const started = performance.now();
+    const total = session.offset;
+    let scanned = 0;
+    let failure: Error | undefined;
+    let done: () => void = () => {};
+    const finished = new Promise<void>((resolve) => (done = resolve));
+    const stream = scanner.open(true, null, 1, (n) => {
+      scanned = n;
+      if (scanned === total) done();
+    }, (err) => {
+      failure = err;
+      done();
+    }, { key: session.id, skip: 0 });
+    const pieces: Array<() => Promise<Uint8Array>> = ledger.blocks(session.id).map((b: StoredBlock) => () => store.read(b.hex, b.size));
+    pieces.push(() => staging.read(session.id, session.tail));
+    try {
+      for (const read of pieces) {
+        const bytes = await read();
+        if (bytes.length) stream.update(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length), 0, bytes.length, false);
+      }
+      await finished;
+      if (failure) throw failure;
+    } catch (err) {
+      scanner.dropKept(session.id);
+      throw err;
+    } finally {
+      stream.discard();
+    }
+    this.deps.log.info('uploads: object hash rebuilt', { session: session.id, bytes: total, ms: Math.round(performance.now() - started) });
+  }
+
+  private async forgetStaged(id: string): Promise<void> {
+    this.deps.scanner.dropKept(id);
+    await this.deps.staging.remove(id);
+    await this.deps.ledger.dropParts(id);
+  }
+
+  private count(blocks: StoredBlock[], size: number, existed: boolean): void {
+    const stats = this.deps.stats;
+    let fresh = 0;
+    for (const b of blocks) {
+      if (b.fresh && !existed) {
+        fresh++;
+        stats.freshBytes += b.size;
+      } else stats.duplicateBytes += b.size;
+    }
+    stats.ingests++;
+    stats.bytesIngested += size;
+    stats.freshBlocks += fresh;
+    stats.duplicateBlocks += blocks.length - fresh;
+  }
+}

@@ -1,0 +1,186 @@
+// Resumable upload sessions over HTTP (`/api/v1/uploads`): a thin layer over engine/uploads.
+
+import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
+import { invalidUpload } from '../engine/errors.js';
+import type { SessionRecord } from '../engine/uploads/ledger.js';
+import type { PartUpload } from '../engine/uploads/uploads.js';
+import { CORS, UUID, allowMethods, parseContentType } from './blob-api.js';
+import { Exchange, type ServerContext, header } from './http.js';
+
+const DEFAULT_TENANT = '00000000-0000-4000-8000-000000000000';
+const COLLECTION = '/api/v1/uploads';
+const SESSION = '/api/v1/uploads/:id';
+const COMMIT = '/api/v1/uploads/:id/commit';
+
+export function mountUploadsApi(app: TemplatedApp, ctx: ServerContext): void {
+  const uploads = ctx.engine.uploads;
+  const on = (pattern: string) => (res: HttpResponse, req: HttpRequest) => new Exchange(res, req.getCaseSensitiveMethod(), pattern, ctx, CORS);
+  /** Runs a handler whose failures are answered with the error envelope. */
+  const handle = (pattern: string, work: (ex: Exchange, req: HttpRequest) => Promise<void> | void) => (res: HttpResponse, req: HttpRequest) => {
+    const ex = on(pattern)(res, req);
+    try {
+      const pending = work(ex, req);
+      if (pending) pending.catch((err: unknown) => ex.error(err, 'ingest_failed'));
+    } catch (err) {
+      ex.error(err, 'ingest_failed');
+    }
+  };
+
+  app.post(COLLECTION, handle(COLLECTION, async (ex, req) => {
+    const id = sessionId(header(req, 'x-svc-upload-session-id'), 'X-Svc-Upload-Session-Id');
+    const request = { tenant: tenantOf(req), id, declaredLength: uploadLength(header(req, 'upload-length')), contentType: contentTypeOf(req) };
+    const record = await uploads.create(request);
+    ex.json(201, statusJson(record), { ...sessionHeaders(record), Location: `${COLLECTION}/${record.id}` });
+  }));
+
+  app.get(SESSION, handle(SESSION, (ex, req) => {
+    const record = uploads.status(tenantOf(req), sessionId(req.getParameter(0)));
+    ex.json(200, statusJson(record), sessionHeaders(record));
+  }));
+
+  app.head(SESSION, handle(SESSION, (ex, req) => {
+    const record = uploads.status(tenantOf(req), sessionId(req.getParameter(0)));
+    ex.sendHead(200, { 'Content-Type': 'application/json; charset=utf-8', ...sessionHeaders(record) }, Buffer.byteLength(JSON.stringify(statusJson(record))));
+  }));
+
+  app.patch(SESSION, (res, req) => part(on(SESSION)(res, req), req, ctx));
+
+  app.post(COMMIT, handle(COMMIT, async (ex, req) => {
+    const record = await uploads.commit(tenantOf(req), sessionId(req.getParameter(0)));
+    ex.json(200, statusJson(record), { ...sessionHeaders(record), Location: `/api/v1/blobs/${record.committedBlob}` });
+  }));
+
+  app.del(SESSION, handle(SESSION, async (ex, req) => {
+    await uploads.cancel(tenantOf(req), sessionId(req.getParameter(0)));
+    ex.send(204, { 'Cache-Control': 'no-store' });
+  }));
+
+  allowMethods(app, ctx, [
+    [COLLECTION, ['POST']],
+    [SESSION, ['DELETE', 'GET', 'HEAD', 'PATCH']],
+    [COMMIT, ['POST']],
+  ]);
+}
+
+/** PATCH: one part, taken from the first body byte; acknowledged once it and the offset are durable. */
+function part(ex: Exchange, req: HttpRequest, ctx: ServerContext): void {
+  const res = ex.res;
+  let started: { replayed: SessionRecord } | { part: PartUpload };
+  try {
+    started = ctx.engine.uploads.beginPart({
+      tenant: tenantOf(req),
+      id: sessionId(req.getParameter(0)),
+      partId: sessionId(header(req, 'upload-part-id'), 'Upload-Part-Id'),
+      offset: byteCount(header(req, 'upload-offset'), 'Upload-Offset', true),
+      length: byteCount(header(req, 'content-length'), 'Content-Length', true),
+    });
+  } catch (err) {
+    // Answered before the body is read: close so the unread body is not parsed as a request.
+    ex.error(err, 'ingest_failed', true);
+    return;
+  }
+  if ('replayed' in started) {
+    ex.send(204, sessionHeaders(started.replayed), undefined, true);
+    return;
+  }
+  const upload = started.part;
+  const ingest = upload.ingest;
+  const fail = (err: unknown) => {
+    upload.abort();
+    ex.error(err, 'ingest_failed', true);
+  };
+  // uWS misbehaves on resume() without a pause() before it, so track the state here.
+  let paused = false;
+  const pause = () => {
+    if (!paused) res.pause();
+    paused = true;
+  };
+  const resume = () => {
+    if (paused && ex.live) res.resume();
+    paused = false;
+  };
+  ex.onAbort(() => upload.abort());
+  ingest.onResume = resume;
+  ingest.onError = fail;
+  res.onData((chunk, isLast) => {
+    if (!ex.live) return;
+    try {
+      if (!ingest.push(new Uint8Array(chunk))) pause();
+      if (isLast) {
+        upload.finish().then(
+          (record) => ex.send(204, sessionHeaders(record)),
+          (err) => ex.error(err, 'ingest_failed'),
+        );
+      }
+    } catch (err) {
+      fail(err);
+    }
+  });
+  pause();
+  upload.ready.then(
+    () => ingest.admit(resume),
+    (err) => fail(err),
+  );
+}
+
+function statusJson(r: SessionRecord) {
+  return {
+    id: r.id,
+    state: r.state,
+    offset: r.offset,
+    declaredLength: r.declaredLength,
+    partCount: r.partCount,
+    contentType: r.contentType ?? 'application/octet-stream',
+    createdAt: new Date(r.createdAt).toISOString(),
+    expiresAt: new Date(r.expiresAt).toISOString(),
+    committedBlob: r.committedBlob,
+  };
+}
+
+function sessionHeaders(r: SessionRecord): Record<string, string | undefined> {
+  return {
+    'Upload-Offset': String(r.offset),
+    'Upload-Expires': new Date(r.expiresAt).toUTCString(),
+    'Upload-Length': r.declaredLength === undefined ? undefined : String(r.declaredLength),
+    'X-Svc-Upload-Session-Id': r.id,
+    'Cache-Control': 'no-store',
+  };
+}
+
+function sessionId(raw: string | undefined, name = 'The upload session id'): string {
+  if (raw === undefined) throw invalidUpload(`${name} is required`);
+  if (!UUID.test(raw)) throw invalidUpload(`${name} must be a canonical lowercase UUID`);
+  return raw;
+}
+
+function tenantOf(req: HttpRequest): string {
+  const raw = header(req, 'x-svc-tenant-id');
+  if (raw === undefined) return DEFAULT_TENANT;
+  if (!UUID.test(raw)) throw invalidUpload('X-Svc-Tenant-Id must be a canonical lowercase UUID');
+  return raw;
+}
+
+/** A decimal byte count (digits only, at most 2^53 - 1). */
+function byteCount(raw: string | undefined, name: string, required: boolean): number {
+  if (raw === undefined) {
+    if (required) throw invalidUpload(`${name} is required`);
+    return NaN;
+  }
+  if (!/^[0-9]{1,16}$/.test(raw) || !Number.isSafeInteger(Number(raw))) throw invalidUpload(`${name} must be a decimal byte count`);
+  return Number(raw);
+}
+
+function uploadLength(raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  const n = byteCount(raw, 'Upload-Length', true);
+  if (n === 0) throw invalidUpload('Upload-Length must be at least 1 (empty blobs are not supported)');
+  return n;
+}
+
+function contentTypeOf(req: HttpRequest): string | undefined {
+  try {
+    return parseContentType(header(req, 'content-type'));
+  } catch {
+    throw invalidUpload(`Invalid Content-Type: "${header(req, 'content-type')?.slice(0, 100)}" is not a media type`);
+  }
+}
