@@ -66,21 +66,22 @@ export function mountUploadsApi(app: TemplatedApp, ctx: ServerContext): void {
 function part(ex: Exchange, req: HttpRequest, ctx: ServerContext): void {
   const res = ex.res;
   let started: { replayed: SessionRecord } | { part: PartUpload };
+  const declared = header(req, 'content-length');
   try {
     started = ctx.engine.uploads.beginPart({
       tenant: tenantOf(req),
       id: sessionId(req.getParameter(0)),
       partId: sessionId(header(req, 'upload-part-id'), 'Upload-Part-Id'),
       offset: byteCount(header(req, 'upload-offset'), 'Upload-Offset', true),
-      length: byteCount(header(req, 'content-length'), 'Content-Length', true),
+      length: byteCount(declared, 'Content-Length', true),
     });
   } catch (err) {
-    // Answered before the body is read: close so the unread body is not parsed as a request.
-    ex.error(err, 'ingest_failed', true);
+    afterBody(ex, declared, ctx.engine.config.uploads.maxPartBytes, (close) => ex.error(err, 'ingest_failed', close));
     return;
   }
   if ('replayed' in started) {
-    ex.send(204, sessionHeaders(started.replayed), undefined, true);
+    const record = started.replayed;
+    afterBody(ex, declared, ctx.engine.config.uploads.maxPartBytes, (close) => ex.send(204, sessionHeaders(record), undefined, close));
     return;
   }
   const upload = started.part;
@@ -121,6 +122,19 @@ function part(ex: Exchange, req: HttpRequest, ctx: ServerContext): void {
     () => ingest.admit(resume),
     (err) => fail(err),
   );
+}
+
+/**
+ * Answers a part that will not be used once its body is read and dropped, so the client, still
+ * sending, gets the answer and the connection stays usable. A body larger than a part may be,
+ * or of unknown length, is not waited for: the answer closes the connection.
+ */
+function afterBody(ex: Exchange, declared: string | undefined, maxPart: number, answer: (close: boolean) => void): void {
+  const length = declared !== undefined && /^[0-9]{1,16}$/.test(declared) ? Number(declared) : undefined;
+  if (length === undefined || length === 0 || length > maxPart) return answer(true);
+  ex.res.onData((_chunk, isLast) => {
+    if (isLast) answer(false);
+  });
 }
 
 function statusJson(r: SessionRecord) {

@@ -8,6 +8,8 @@ import type { ScanMessage } from '../engine/cas/stream-scanner.js';
 
 interface Stream {
   hash: Hash | null;
+  /** Bytes at the start that are cut but not hashed (an earlier stream hashed them). */
+  skip: number;
   spec: ChunkerSpec | null;
   segmentSize: number;
   /** Segments from the one holding `cutStart`; segments[0] starts at `first`. */
@@ -19,11 +21,16 @@ interface Stream {
 }
 
 const streams = new Map<number, Stream>();
+/** Whole-object hashes of resumable uploads, kept between their streams. */
+const kept = new Map<string, Hash>();
 const arena = (workerData as { arena: WebAssembly.Memory }).arena;
 scanInArena(arena);
 
 function update(s: Stream, segment: Uint8Array, offset: number, length: number, final: boolean): number[] {
-  s.hash?.update(segment.subarray(offset, offset + length));
+  if (s.hash) {
+    const from = Math.min(length, Math.max(0, s.skip - s.end));
+    if (from < length) s.hash.update(segment.subarray(offset + from, offset + length));
+  }
   if (offset === 0 && length > 0 && s.spec) s.segments.push(segment);
   s.end += length;
   const cuts: number[] = [];
@@ -45,8 +52,20 @@ function update(s: Stream, segment: Uint8Array, offset: number, length: number, 
 
 parentPort!.on('message', (m: ScanMessage) => {
   switch (m.op) {
-    case 'open':
-      streams.set(m.id, { hash: m.hash ? createHash('sha256') : null, spec: m.spec, segmentSize: m.segmentSize, segments: [], first: 0, end: 0, cutStart: 0, state: freshScanState() });
+    case 'open': {
+      let hash: Hash | null = null;
+      if (m.kept) {
+        hash = kept.get(m.kept.key) ?? createHash('sha256');
+        kept.set(m.kept.key, hash);
+      } else if (m.hash) hash = createHash('sha256');
+      streams.set(m.id, { hash, skip: m.kept?.skip ?? 0, spec: m.spec, segmentSize: m.segmentSize, segments: [], first: 0, end: 0, cutStart: 0, state: freshScanState() });
+      break;
+    }
+    case 'kept-digest':
+      parentPort!.postMessage({ id: m.id, digest: kept.get(m.key)?.copy().digest('hex') ?? '' });
+      break;
+    case 'kept-drop':
+      kept.delete(m.key);
       break;
     case 'update': {
       const s = streams.get(m.id);
