@@ -392,6 +392,29 @@ describe('resumable uploads across restarts and failures', () => {
     }
   });
 
+  test('a block write error during a part fails it cleanly and the part can be retried', async () => {
+    const server = await startServer({ SVC_DURABILITY: 'relaxed' });
+    const tmp = path.join(server.root, 'blocks', '.tmp');
+    try {
+      const { id } = await create(server.url);
+      // Nothing written yet: the workers' write directories do not exist; files in their place make every block write fail.
+      const blockers = Array.from({ length: 64 }, (_, i) => path.join(tmp, `w${i}`)).filter((p) => !fs.existsSync(p));
+      for (const p of blockers) fs.writeFileSync(p, '');
+      const data = seededBytes(6 * MiB, 32);
+      const partId = randomUUID();
+      const failed = await patch(server.url, id, 0, data, partId);
+      expect(failed.res.status).toBe(500);
+      expect(failed.json.error).toBe('ingest_failed');
+      expect((await status(server.url, id)).json).toMatchObject({ offset: 0, partCount: 0 });
+      for (const p of blockers) fs.rmSync(p);
+      const retried = await patch(server.url, id, 0, data, partId);
+      expect(retried.res.status).toBe(204);
+      expect((await commit(server.url, id)).json.committedBlob).toBe(contentId(data));
+    } finally {
+      await server.stop();
+    }
+  });
+
   test('expiry: 410 upload_expired, and the cleanup removes staged bytes', async () => {
     const server = await startServer({ SVC_DURABILITY: 'relaxed', SVC_UPLOAD_TTL: '1s', SVC_UPLOAD_CLEANUP_INTERVAL: '300ms' });
     try {

@@ -55,7 +55,14 @@ export class FsBlockStore {
     const existing = fs.statSync(final, { throwIfNoEntry: false });
     if (existing && existing.size === size) return false;
     const tmp = path.join(this.writeDir ?? this.makeWriteDir(), `${hex}.${this.tempCounter++}`);
-    const fd = fs.openSync(tmp, 'w');
+    let fd: number;
+    try {
+      fd = fs.openSync(tmp, 'w');
+    } catch (err) {
+      // The write directory is not usable (gone, or something else in its place): look again next time.
+      this.writeDir = undefined;
+      throw err;
+    }
     try {
       let written = 0;
       for (const piece of pieces) {

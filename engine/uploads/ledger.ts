@@ -13,6 +13,8 @@ export interface Lease {
   kind: 'part' | 'commit';
   /** The process that holds it (a lease of an earlier process is dead). */
   owner: string;
+  /** This lease among those of the same process. */
+  token: string;
   until: number;
 }
 
@@ -105,9 +107,10 @@ export class UploadLedger {
     });
   }
 
-  /** Records an acknowledged part and the session's new state together. */
-  addPart(session: SessionRecord, index: number, part: PartRecord): Promise<void> {
+  /** Records an acknowledged part and the session's new state together, once `check` accepts the current record. */
+  addPart(session: SessionRecord, index: number, part: PartRecord, check: (current: SessionRecord | undefined) => void): Promise<void> {
     return this.sessions.transaction(() => {
+      check(this.sessions.get(session.id));
       this.parts.put([session.id, index], part);
       this.partIds.put([session.id, part.partId], index);
       this.sessions.put(session.id, session);

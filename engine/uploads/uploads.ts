@@ -120,7 +120,7 @@ export class Uploads {
     try {
       replay = this.deps.staging.readSync(leased.id, leased.tail);
     } catch (err) {
-      this.releaseLease(leased.id);
+      void this.releaseLease(leased);
       this.deps.log.error('uploads: staged tail unreadable', { session: leased.id, err: String(err) });
       throw ingestFailed('The staged bytes of this session could not be read');
     }
@@ -130,13 +130,17 @@ export class Uploads {
       part: { hashKey: leased.id, replay, decided: leased.decided, maxBytes: config.maxPartBytes },
     });
     let settled = false;
+    // A part that takes long keeps its lease alive; only a dead process or client loses it.
+    const renewal = setInterval(() => void this.renewLease(leased).catch(() => {}), Math.max(1000, config.partLeaseMs / 3));
+    renewal.unref();
     const abort = () => {
+      clearInterval(renewal);
       if (settled) return;
       settled = true;
       ingest.abort();
       // The kept hash may have taken some of this part's bytes: it is rebuilt on the next part.
       this.deps.scanner.dropKept(leased.id);
-      void this.releaseLease(leased.id);
+      void this.releaseLease(leased);
     };
     const finish = async (): Promise<SessionRecord> => {
       let result: PartResult;
@@ -153,6 +157,7 @@ export class Uploads {
         throw err;
       } finally {
         settled = true;
+        clearInterval(renewal);
       }
     };
     return { part: { ingest, ready: this.ensureHash(leased), finish, abort } };
@@ -272,14 +277,23 @@ export class Uploads {
       if (!r || r.state !== 'Open') throw uploadState(r?.state ?? 'gone', kind === 'part' ? 'add a part' : 'commit');
       if (this.liveLease(r)) throw uploadBusy(r.lease!.kind === 'part' ? 'part upload' : 'commit');
       if (r.offset !== offset) throw uploadOffsetMismatch(r.offset);
-      return { ...r, state: kind === 'commit' ? 'Committing' : 'Open', lease: { kind, owner: this.owner, until } };
+      return { ...r, state: kind === 'commit' ? 'Committing' : 'Open', lease: { kind, owner: this.owner, token: randomUUID(), until } };
     });
   }
 
-  private async releaseLease(id: string): Promise<void> {
-    await this.deps.ledger.update(id, (r) => {
-      if (!r) throw uploadNotFound(id);
-      return r.lease?.owner === this.owner ? { ...r, lease: undefined, state: r.state === 'Committing' ? 'Open' : r.state } : r;
+  private async renewLease(leased: SessionRecord): Promise<void> {
+    const until = Date.now() + this.deps.config.partLeaseMs;
+    await this.deps.ledger.update(leased.id, (r) => {
+      if (!r || r.lease?.token !== leased.lease!.token) throw uploadBusy('part upload');
+      return { ...r, lease: { ...r.lease, until } };
+    });
+  }
+
+  /** Gives the lease back, if it is still this one. */
+  private async releaseLease(leased: SessionRecord): Promise<void> {
+    await this.deps.ledger.update(leased.id, (r) => {
+      if (!r) throw uploadNotFound(leased.id);
+      return r.lease?.token === leased.lease!.token ? { ...r, lease: undefined, state: r.state === 'Committing' ? 'Open' : r.state } : r;
     });
   }
 
@@ -299,7 +313,10 @@ export class Uploads {
       decided: result.decided ?? leased.decided,
       lease: undefined,
     };
-    await ledger.addPart(next, index, { partId: request.partId, offset: leased.offset, length: request.length, blocks: packBlocks(result.blocks) });
+    await ledger.addPart(next, index, { partId: request.partId, offset: leased.offset, length: request.length, blocks: packBlocks(result.blocks) }, (current) => {
+      // Only the holder of this very lease may move the offset.
+      if (current?.lease?.token !== leased.lease!.token || current.offset !== leased.offset) throw uploadBusy('part upload');
+    });
     await staging.prune(leased.id, tail);
     return next;
   }

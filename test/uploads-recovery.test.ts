@@ -1,0 +1,97 @@
+// Recovery of resumable sessions by the cleanup, on the engine itself (real LMDB, real files):
+// the states a crash can leave behind, set up exactly, then one cleanup pass.
+
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, test } from 'vitest';
+import { loadConfig } from '../dist/engine/config.js';
+import { Engine } from '../dist/engine/engine.js';
+import { Logger } from '../dist/engine/log.js';
+import { UploadLedger } from '../dist/engine/uploads/ledger.js';
+import { contentId, seededBytes } from './helpers/http.js';
+import { tempRoot } from './helpers/server.js';
+
+const TENANT = '00000000-0000-4000-8000-000000000000';
+let engine: Engine | undefined;
+let root: string | undefined;
+
+async function open(): Promise<Engine> {
+  root ??= tempRoot();
+  engine = await Engine.open(loadConfig({ SVC_FS_ROOT: root, SVC_DURABILITY: 'relaxed', SVC_WORKERS: '2' }), new Logger('silent'));
+  return engine;
+}
+
+/** One part through the engine, as the HTTP layer drives it. */
+async function part(e: Engine, id: string, offset: number, bytes: Buffer): Promise<void> {
+  const started = e.uploads.beginPart({ tenant: TENANT, id, partId: randomUUID(), offset, length: bytes.length });
+  if (!('part' in started)) throw new Error('unexpected replay');
+  await started.part.ready;
+  await new Promise<void>((resolve) => started.part.ingest.admit(resolve));
+  started.part.ingest.push(bytes);
+  await started.part.finish();
+}
+
+afterEach(async () => {
+  await engine?.close();
+  engine = undefined;
+  if (root) fs.rmSync(root, { recursive: true, force: true });
+  root = undefined;
+});
+
+describe('cleanup after a crash', () => {
+  test('a commit that published its manifest but not its state becomes Committed; its staging goes', async () => {
+    let e = await open();
+    const id = randomUUID();
+    const data = seededBytes(3 * 1024 * 1024 + 11, 5);
+    await e.uploads.create({ tenant: TENANT, id });
+    await part(e, id, 0, data);
+    expect(fs.readdirSync(path.join(root!, 'blocks', '.staging', id))).toHaveLength(1);
+    // The crash window: the manifest is published, the session still says Committing under a lease of the dead process.
+    const ingest = e.startIngest({ declaredLength: data.length });
+    await new Promise<void>((resolve) => ingest.admit(resolve));
+    ingest.push(data);
+    await ingest.end();
+    const ledger = new UploadLedger(e.catalog);
+    await ledger.update(id, (r) => ({ ...r!, state: 'Committing', pendingBlob: contentId(data), lease: { kind: 'commit', owner: 'the-dead-process', token: 't', until: Date.now() + 60_000 } }));
+    await e.close();
+    e = await open(); // the cleanup runs at start
+    const s = e.uploads.status(TENANT, id);
+    expect(s.state).toBe('Committed');
+    expect(s.committedBlob).toBe(contentId(data));
+    expect(fs.existsSync(path.join(root!, 'blocks', '.staging', id))).toBe(false);
+  });
+
+  test('a commit that did not publish goes back to Open and can be committed', async () => {
+    let e = await open();
+    const id = randomUUID();
+    const data = seededBytes(2 * 1024 * 1024 + 3, 6);
+    await e.uploads.create({ tenant: TENANT, id });
+    await part(e, id, 0, data);
+    const ledger = new UploadLedger(e.catalog);
+    await ledger.update(id, (r) => ({ ...r!, state: 'Committing', pendingBlob: contentId(data), lease: { kind: 'commit', owner: 'the-dead-process', token: 't', until: Date.now() + 60_000 } }));
+    await e.close();
+    e = await open();
+    expect(e.uploads.status(TENANT, id).state).toBe('Open');
+    const committed = await e.uploads.commit(TENANT, id);
+    expect(committed.committedBlob).toBe(contentId(data));
+  });
+
+  test('a part lease of a dead process does not block; stray tails and orphan staging directories are removed', async () => {
+    let e = await open();
+    const id = randomUUID();
+    await e.uploads.create({ tenant: TENANT, id });
+    await part(e, id, 0, seededBytes(5000, 7));
+    const ledger = new UploadLedger(e.catalog);
+    await ledger.update(id, (r) => ({ ...r!, lease: { kind: 'part', owner: 'the-dead-process', token: 't', until: Date.now() + 60_000 } }));
+    const staging = path.join(root!, 'blocks', '.staging');
+    fs.writeFileSync(path.join(staging, id, 'tail-9'), 'a part that crashed before it was recorded');
+    fs.mkdirSync(path.join(staging, randomUUID()));
+    await e.close();
+    e = await open();
+    expect(fs.readdirSync(path.join(staging, id))).toEqual(['tail-1']);
+    expect(fs.readdirSync(staging)).toEqual([id]);
+    await part(e, id, 5000, seededBytes(100, 8));
+    expect(e.uploads.status(TENANT, id).offset).toBe(5100);
+  });
+});
