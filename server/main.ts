@@ -14,11 +14,20 @@ const USAGE = `svc ${VERSION}: content-addressed storage service
 
 Usage:
   svc serve        run the server (what \`npm start\` runs)
+  svc put FILE     upload a file (resumable above --threshold), print its blob id
+  svc get ID       download a blob to stdout or -o FILE (resumable), checked against ID
+  svc stat ID      a blob's headers and summary as JSON
+  svc ls           the inventory (--limit N, --all)
   svc --help       this text
   svc --version    print the version
 
+Client commands talk to --server URL, else $SVC_SERVER, else http://127.0.0.1:8081.
+\`svc put --help\` shows their options; docs/cli.md describes them.
+
 Configuration comes from environment variables only:
 `;
+
+const CLIENT_COMMANDS = new Set(['put', 'get', 'stat', 'ls']);
 
 export function helpText(): string {
   const width = Math.max(...VARIABLES.map((v) => v.name.length));
@@ -80,6 +89,11 @@ export async function main(argv: string[]): Promise<void> {
   }
   if (command === '--version') {
     process.stdout.write(`${VERSION}\n`);
+    return;
+  }
+  if (CLIENT_COMMANDS.has(command)) {
+    const { run } = await import('../cli/main.js');
+    process.exitCode = await run(argv);
     return;
   }
   if (command !== 'serve') {
