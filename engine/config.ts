@@ -22,10 +22,22 @@ export const VARIABLES: ReadonlyArray<{ name: string; default: string; help: str
   { name: 'SVC_UPLOAD_PART_LEASE', default: '15m', help: 'How long a part in progress holds its session (409 upload_busy for others meanwhile).' },
   { name: 'SVC_UPLOAD_COMMIT_LEASE', default: '30m', help: 'How long a commit in progress holds its session.' },
   { name: 'SVC_UPLOAD_CLEANUP_INTERVAL', default: '15m', help: 'Period of the cleanup of expired, cancelled and interrupted sessions (also run at start).' },
+  { name: 'SVC_JOB_CONCURRENCY', default: '', help: 'Most jobs running at once (empty: SVC_WORKERS, the pool\'s thread count).' },
+  { name: 'SVC_JOB_MAX_ATTEMPTS', default: '5', help: 'Attempts of a job before it is `dead`; a non-retryable failure is `failed` at once.' },
+  { name: 'SVC_JOB_BACKOFF', default: '1s', help: 'Delay before a failed job runs again; doubles with each attempt.' },
+  { name: 'SVC_JOB_BACKOFF_MAX', default: '5m', help: 'Longest delay between two attempts of a job.' },
+  { name: 'SVC_JOB_LEASE', default: '5m', help: 'How long a running job stays with its process without renewal (renewed while it runs); jobs of a stopped process are taken up again at the next start.' },
   { name: 'SVC_INLINE_MAX_BYTES', default: '16KiB', help: 'Blobs up to this size (one block) are kept in the catalog with their manifest instead of as block files; 0 disables.' },
   { name: 'SVC_BLOCK_CACHE_BYTES', default: '64MiB', help: 'Memory for caching small blocks (64 KiB or less) on the read path; 0 disables.' },
   { name: 'SVC_HEALTH_TIMEOUT', default: '5s', help: 'Timeout of each readiness check.' },
   { name: 'SVC_SECURITY_CORS_ALLOWED_ORIGINS', default: '', help: 'Comma-separated exact browser origins (used when security is enabled; unsecured servers allow any origin).' },
+  { name: 'SVC_DEV_SHARED_SECRET', default: '', help: 'HS256 secret of development tokens; empty: one is generated at first start and kept in <SVC_FS_ROOT>/secrets/dev-shared-secret. `off` disables HS256 tokens and POST /dev/token.' },
+  { name: 'SVC_DEV_TOKEN_ENDPOINT', default: 'loopback', help: '`loopback`: POST /dev/token answers requests from 127.0.0.1/::1 only; `off`: disabled.' },
+  { name: 'SVC_OIDC_ISSUER', default: '', help: 'Required `iss` of RS256/ES256 tokens (checked when a JWKS is configured).' },
+  { name: 'SVC_OIDC_AUDIENCE', default: '', help: 'Required `aud` of RS256/ES256 tokens.' },
+  { name: 'SVC_OIDC_JWKS_URI', default: '', help: 'URL of the JWKS that verifies RS256/ES256 tokens.' },
+  { name: 'SVC_OIDC_JWKS_FILE', default: '', help: 'Local JWKS file that verifies RS256/ES256 tokens (instead of SVC_OIDC_JWKS_URI).' },
+  { name: 'SVC_DOC_MAX_JSON_BYTES', default: '1MiB', help: 'Largest JSON request body of the document platform (413 beyond); metadata patches are bounded at 64 KiB.' },
   { name: 'HTTP_PORT', default: '8080', help: 'Port of the model runtime listener (0 = pick a free port).' },
   { name: 'MODEL_EXECUTION_STRATEGY', default: 'par', help: 'Default execution mode of transform and rank: `seq`, `par` (every pool thread) or `par-N` (at most N tasks in flight).' },
   { name: 'MODEL_CACHE_SIZE', default: '5', help: 'Loaded models kept in memory (least recently used are dropped and reloaded on next use).' },
@@ -65,9 +77,22 @@ export interface Config {
   blockCacheBytes: number;
   healthTimeoutMs: number;
   uploads: UploadConfig;
+  jobs: JobConfig;
+  auth: AuthConfig;
+  docMaxJsonBytes: number;
   corsAllowedOrigins: string[];
   logLevel: LogLevel;
   model: ModelConfig;
+}
+
+export interface AuthConfig {
+  /** '' = generate and keep one; 'off' = no HS256 tokens. */
+  devSharedSecret: string;
+  devTokenEndpoint: 'loopback' | 'off';
+  oidcIssuer: string;
+  oidcAudience: string;
+  jwksUri: string;
+  jwksFile: string;
 }
 
 export interface UploadConfig {
@@ -77,6 +102,15 @@ export interface UploadConfig {
   partLeaseMs: number;
   commitLeaseMs: number;
   cleanupIntervalMs: number;
+}
+
+export interface JobConfig {
+  /** Most jobs running at once. */
+  concurrency: number;
+  maxAttempts: number;
+  backoffMs: number;
+  backoffMaxMs: number;
+  leaseMs: number;
 }
 
 export type ExecutionMode = { kind: 'seq' } | { kind: 'par' } | { kind: 'par-n'; n: number };
@@ -175,6 +209,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     inlineMaxBytes: inRange('SVC_INLINE_MAX_BYTES', parseSize('SVC_INLINE_MAX_BYTES', get('SVC_INLINE_MAX_BYTES')), 0, 64 * 1024),
     blockCacheBytes: parseSize('SVC_BLOCK_CACHE_BYTES', get('SVC_BLOCK_CACHE_BYTES')),
     healthTimeoutMs: parseDuration('SVC_HEALTH_TIMEOUT', get('SVC_HEALTH_TIMEOUT')),
+    auth: {
+      devSharedSecret: env.SVC_DEV_SHARED_SECRET ?? '',
+      devTokenEndpoint: oneOf('SVC_DEV_TOKEN_ENDPOINT', get('SVC_DEV_TOKEN_ENDPOINT'), ['loopback', 'off'] as const),
+      oidcIssuer: get('SVC_OIDC_ISSUER'),
+      oidcAudience: get('SVC_OIDC_AUDIENCE'),
+      jwksUri: get('SVC_OIDC_JWKS_URI'),
+      jwksFile: get('SVC_OIDC_JWKS_FILE'),
+    },
+    docMaxJsonBytes: inRange('SVC_DOC_MAX_JSON_BYTES', parseSize('SVC_DOC_MAX_JSON_BYTES', get('SVC_DOC_MAX_JSON_BYTES')), 1024, 64 * MiB),
     uploads: {
       ttlMs: parseDuration('SVC_UPLOAD_TTL', get('SVC_UPLOAD_TTL')),
       maxPartBytes: inRange('SVC_UPLOAD_MAX_PART_BYTES', parseSize('SVC_UPLOAD_MAX_PART_BYTES', get('SVC_UPLOAD_MAX_PART_BYTES')), 1, 4 * 1024 * MiB),
@@ -182,6 +225,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       partLeaseMs: parseDuration('SVC_UPLOAD_PART_LEASE', get('SVC_UPLOAD_PART_LEASE')),
       commitLeaseMs: parseDuration('SVC_UPLOAD_COMMIT_LEASE', get('SVC_UPLOAD_COMMIT_LEASE')),
       cleanupIntervalMs: parseDuration('SVC_UPLOAD_CLEANUP_INTERVAL', get('SVC_UPLOAD_CLEANUP_INTERVAL')),
+    },
+    jobs: {
+      // Empty: one job per pool thread.
+      concurrency: get('SVC_JOB_CONCURRENCY') === '' ? parseInteger('SVC_WORKERS', get('SVC_WORKERS'), 1, 256) : parseInteger('SVC_JOB_CONCURRENCY', get('SVC_JOB_CONCURRENCY'), 1, 1024),
+      maxAttempts: parseInteger('SVC_JOB_MAX_ATTEMPTS', get('SVC_JOB_MAX_ATTEMPTS'), 1, 1000),
+      backoffMs: parseDuration('SVC_JOB_BACKOFF', get('SVC_JOB_BACKOFF')),
+      backoffMaxMs: parseDuration('SVC_JOB_BACKOFF_MAX', get('SVC_JOB_BACKOFF_MAX')),
+      leaseMs: inRange('SVC_JOB_LEASE', parseDuration('SVC_JOB_LEASE', get('SVC_JOB_LEASE')), 100, 2 ** 31 - 1),
     },
     corsAllowedOrigins: get('SVC_SECURITY_CORS_ALLOWED_ORIGINS').split(',').map((s) => s.trim()).filter(Boolean),
     logLevel: oneOf('SVC_LOG_LEVEL', get('SVC_LOG_LEVEL'), ['debug', 'info', 'warn', 'error', 'silent'] as const),

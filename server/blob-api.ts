@@ -187,7 +187,18 @@ function upload(engine: Engine, ex: Exchange, req: HttpRequest): void {
 
 function download(engine: Engine, ex: Exchange, req: HttpRequest, headOnly: boolean): void {
   let manifest: Manifest;
-  const conditions = {
+  try {
+    manifest = engine.manifest(parseContentIdSegment(req.getParameter(0) ?? ''));
+  } catch (err) {
+    ex.error(err);
+    return;
+  }
+  serveBlob(engine, ex, readConditions(req), manifest, headOnly);
+}
+
+/** The precondition and range headers (read in the handler: uWS requests do not outlive it). */
+export function readConditions(req: HttpRequest) {
+  return {
     ifMatch: header(req, 'if-match'),
     ifNoneMatch: header(req, 'if-none-match'),
     ifModifiedSince: header(req, 'if-modified-since'),
@@ -195,14 +206,14 @@ function download(engine: Engine, ex: Exchange, req: HttpRequest, headOnly: bool
     ifRange: header(req, 'if-range'),
     range: header(req, 'range'),
   };
-  try {
-    manifest = engine.manifest(parseContentIdSegment(req.getParameter(0) ?? ''));
-  } catch (err) {
-    ex.error(err);
-    return;
-  }
+}
+
+/**
+ * A blob's bytes with the full read contract: preconditions, one range, validators, the read
+ * path that fetches and checks only the blocks needed. `etag` defaults to the blob id.
+ */
+export function serveBlob(engine: Engine, ex: Exchange, conditions: ReturnType<typeof readConditions>, manifest: Manifest, headOnly: boolean, etag = `"${manifest.id}"`): void {
   const size = manifest.record.size;
-  const etag = `"${manifest.id}"`;
   const validators = { ETag: etag, 'Last-Modified': manifest.lastModified, 'Cache-Control': IMMUTABLE };
   const decision = evaluate({ etag, lastModified: manifest.lastModifiedMs, size }, conditions);
   switch (decision.status) {

@@ -197,6 +197,11 @@ export class DirectIngest {
     return this.admitted;
   }
 
+  /** Whether bytes of this stream may have reached the scanning thread (and a kept hash). */
+  get scanStarted(): boolean {
+    return this.scan !== null;
+  }
+
   /** Takes a body chunk (valid only during the call). False: pause the socket until onResume. */
   push(chunk: Uint8Array): boolean {
     if (this.settled) return true;

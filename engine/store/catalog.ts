@@ -23,6 +23,8 @@ export class CatalogEnv {
       // relaxed: commits are not fsync'd; the OS page cache is trusted.
       noSync: durability === 'relaxed',
       mapSize: 2 ** 34,
+      // Each module owns its named databases; lmdb-js's default of 12 is too few.
+      maxDbs: 128,
       encoding: 'msgpack',
       useVersions: false,
     });

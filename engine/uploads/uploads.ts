@@ -68,6 +68,8 @@ export class Uploads {
   /** Leases taken by this process; an owner id from an earlier process is a dead lease. */
   readonly owner = randomUUID();
   private cleanupTimer?: NodeJS.Timeout;
+  /** Kept hashes being rebuilt: a retried part waits for the same rebuild. */
+  private readonly rebuilding = new Map<string, Promise<void>>();
 
   constructor(private readonly deps: UploadsDeps) {}
 
@@ -137,9 +139,11 @@ export class Uploads {
       clearInterval(renewal);
       if (settled) return;
       settled = true;
+      const hashed = ingest.scanStarted;
       ingest.abort();
       // The kept hash may have taken some of this part's bytes: it is rebuilt on the next part.
-      this.deps.scanner.dropKept(leased.id);
+      // A part that never got that far leaves it (a rebuild it waited for is not wasted).
+      if (hashed) this.deps.scanner.dropKept(leased.id);
       void this.releaseLease(leased);
     };
     const finish = async (): Promise<SessionRecord> => {
@@ -338,9 +342,17 @@ export class Uploads {
    * the scanning thread; after a restart (or a failed part) it is rebuilt from the stored blocks
    * and the staged tail: the one case whose cost grows with the object.
    */
-  private async ensureHash(session: SessionRecord): Promise<void> {
+  private ensureHash(session: SessionRecord): Promise<void> {
+    const running = this.rebuilding.get(session.id);
+    if (running) return running;
+    if (this.deps.scanner.hasKept(session.id) || session.offset === 0) return Promise.resolve();
+    const rebuild = this.rebuildHash(session).finally(() => this.rebuilding.delete(session.id));
+    this.rebuilding.set(session.id, rebuild);
+    return rebuild;
+  }
+
+  private async rebuildHash(session: SessionRecord): Promise<void> {
     const { scanner, blocks: store, ledger, staging } = this.deps;
-    if (scanner.hasKept(session.id) || session.offset === 0) return;
     const started = performance.now();
     const total = session.offset;
     let scanned = 0;

@@ -1,0 +1,156 @@
+// Bearer JWT verification with jose: HS256 with the development shared secret, RS256/ES256
+// against a JWKS (file or URL) with issuer and audience checks. Also mints development tokens.
+
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { SignJWT, createLocalJWKSet, createRemoteJWKSet, decodeProtectedHeader, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import type { AuthConfig } from '../config.js';
+import { SvcError } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { Principal } from './principal.js';
+
+export const unauthenticated = (message: string) => new SvcError(401, 'unauthenticated', message, { 'WWW-Authenticate': 'Bearer' });
+
+/** Every capability of the document platform: what a development token gets by default. */
+export const ALL_CAPABILITIES = [
+  'doc.create', 'doc.read', 'doc.write', 'meta.read', 'meta.write:*', 'meta.patch:*', 'schema.write', 'migration.write',
+  'workflow.run:*', 'job.read', 'legacy.read', 'legacy.import',
+].join(' ');
+
+export interface DevTokenRequest {
+  org_id?: string;
+  sub?: string;
+  scope?: string;
+  roles?: string[];
+  ttl_seconds?: number;
+}
+
+const MAX_DEV_TTL = 7 * 24 * 3600;
+
+export class TokenVerifier {
+  private readonly secret?: Uint8Array;
+  private readonly jwks?: JWTVerifyGetKey;
+
+  private constructor(
+    private readonly config: AuthConfig,
+    secret: Uint8Array | undefined,
+  ) {
+    this.secret = secret;
+    if (config.jwksFile) this.jwks = createLocalJWKSet(JSON.parse(fs.readFileSync(config.jwksFile, 'utf8')));
+    else if (config.jwksUri) this.jwks = createRemoteJWKSet(new URL(config.jwksUri));
+  }
+
+  /** The development secret: configured, or generated once and kept under `<fsRoot>/secrets/`. */
+  static open(config: AuthConfig, fsRoot: string, log: Logger): TokenVerifier {
+    if (config.devSharedSecret === 'off') return new TokenVerifier(config, undefined);
+    if (config.devSharedSecret) return new TokenVerifier(config, new TextEncoder().encode(config.devSharedSecret));
+    const file = path.join(fsRoot, 'secrets', 'dev-shared-secret');
+    let secret: string;
+    try {
+      secret = fs.readFileSync(file, 'utf8').trim();
+    } catch {
+      fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+      secret = randomBytes(32).toString('base64url');
+      fs.writeFileSync(file, `${secret}\n`, { mode: 0o600, flag: 'wx' });
+      log.info('generated the development token secret (SVC_DEV_SHARED_SECRET); mint tokens with POST /dev/token from this host', { file });
+    }
+    return new TokenVerifier(config, new TextEncoder().encode(secret));
+  }
+
+  get devTokensEnabled(): boolean {
+    return this.secret !== undefined && this.config.devTokenEndpoint !== 'off';
+  }
+
+  /** The principal of an `Authorization` header value; 401 `unauthenticated` otherwise. */
+  async verify(authorization: string | undefined): Promise<Principal> {
+    if (!authorization) throw unauthenticated('An Authorization: Bearer <JWT> header is required');
+    const m = /^Bearer\s+([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*)\s*$/i.exec(authorization);
+    if (!m) throw unauthenticated('The Authorization header is not a Bearer JWT');
+    const token = m[1]!;
+    let payload: JWTPayload;
+    try {
+      payload = await this.check(token);
+    } catch (err) {
+      if (err instanceof SvcError) throw err;
+      throw unauthenticated(`The bearer token is not valid: ${describe(err)}`);
+    }
+    return principalOf(payload);
+  }
+
+  private async check(token: string): Promise<JWTPayload> {
+    const { alg } = decodeProtectedHeader(token);
+    if (alg === 'HS256') {
+      if (!this.secret) throw unauthenticated('HS256 tokens are not accepted by this server');
+      return (await jwtVerify(token, this.secret, { algorithms: ['HS256'], requiredClaims: ['exp'] })).payload;
+    }
+    if (alg === 'RS256' || alg === 'ES256') {
+      if (!this.jwks) throw unauthenticated(`${alg} tokens need SVC_OIDC_JWKS_URI or SVC_OIDC_JWKS_FILE on the server`);
+      const options = {
+        algorithms: [alg],
+        requiredClaims: ['exp'],
+        issuer: this.config.oidcIssuer || undefined,
+        audience: this.config.oidcAudience || undefined,
+      };
+      return (await jwtVerify(token, this.jwks, options)).payload;
+    }
+    throw unauthenticated(`Token algorithm ${JSON.stringify(alg)} is not accepted (HS256, RS256, ES256)`);
+  }
+
+  /** A development token (POST /dev/token): HS256 with the shared secret. */
+  async mint(request: DevTokenRequest): Promise<{ access_token: string; token_type: 'Bearer'; expires_in: number }> {
+    if (!this.secret) throw new SvcError(404, 'not_found', 'Development tokens are disabled');
+    const ttl = request.ttl_seconds ?? 3600;
+    const jwt = await new SignJWT({ org_id: request.org_id ?? 'dev', scope: request.scope ?? ALL_CAPABILITIES, roles: request.roles ?? [] })
+      .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+      .setSubject(request.sub ?? 'dev-user')
+      .setIssuedAt()
+      .setExpirationTime(Math.floor(Date.now() / 1000) + ttl)
+      .sign(this.secret);
+    return { access_token: jwt, token_type: 'Bearer', expires_in: ttl };
+  }
+}
+
+/** Checks a POST /dev/token body. */
+export function parseDevTokenRequest(body: unknown): DevTokenRequest {
+  const bad = (message: string) => new SvcError(400, 'invalid_request', message);
+  if (body === undefined) return {};
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw bad('The body must be a JSON object');
+  const b = body as Record<string, unknown>;
+  for (const key of Object.keys(b)) if (!['org_id', 'sub', 'scope', 'roles', 'ttl_seconds'].includes(key)) throw bad(`Unknown field "${key}"`);
+  for (const key of ['org_id', 'sub', 'scope'] as const) {
+    if (b[key] !== undefined && (typeof b[key] !== 'string' || (b[key] as string).length === 0 || (b[key] as string).length > 1024)) throw bad(`"${key}" must be a non-empty string`);
+  }
+  if (b.roles !== undefined && (!Array.isArray(b.roles) || !b.roles.every((r) => typeof r === 'string' && r.length > 0))) throw bad('"roles" must be an array of strings');
+  if (b.ttl_seconds !== undefined && (!Number.isInteger(b.ttl_seconds) || (b.ttl_seconds as number) < 1 || (b.ttl_seconds as number) > MAX_DEV_TTL)) {
+    throw bad(`"ttl_seconds" must be an integer from 1 to ${MAX_DEV_TTL}`);
+  }
+  return b as DevTokenRequest;
+}
+
+function principalOf(payload: JWTPayload): Principal {
+  const tenant = payload.org_id;
+  if (typeof tenant !== 'string' || tenant === '') throw unauthenticated('The token has no org_id claim');
+  if (typeof payload.sub !== 'string' || payload.sub === '') throw unauthenticated('The token has no sub claim');
+  const scope = payload.scope;
+  if (scope !== undefined && typeof scope !== 'string') throw unauthenticated('The token\'s scope claim is not a string');
+  const roles = payload.roles ?? [];
+  if (!Array.isArray(roles) || !roles.every((r) => typeof r === 'string')) throw unauthenticated('The token\'s roles claim is not an array of strings');
+  return { subject: payload.sub, tenant, scopes: (scope ?? '').split(' ').filter(Boolean), roles };
+}
+
+function describe(err: unknown): string {
+  const code = (err as { code?: string })?.code;
+  switch (code) {
+    case 'ERR_JWT_EXPIRED':
+      return 'it has expired';
+    case 'ERR_JWS_SIGNATURE_VERIFICATION_FAILED':
+      return 'the signature does not verify';
+    case 'ERR_JWT_CLAIM_VALIDATION_FAILED':
+      return (err as Error).message;
+    case 'ERR_JWKS_NO_MATCHING_KEY':
+      return 'no key of the JWKS matches it';
+    default:
+      return 'it cannot be decoded or verified';
+  }
+}

@@ -1,0 +1,336 @@
+// Documents, their upload, immutable versions (a DAG through `parents`), labels, content
+// references and canonical metadata. Owner of the `documents`, `doc_uploads`, `doc_versions`,
+// `doc_labels`, `doc_content_keys` and `doc_patches` databases. No HTTP here.
+
+import type { Database } from 'lmdb';
+import type { Principal } from '../auth/principal.js';
+import type { DirectIngest, IngestOptions } from '../cas/ingest.js';
+import { SvcError } from '../errors.js';
+import type { CatalogEnv } from '../store/catalog.js';
+import { Blake3Stream } from './blake3-stream.js';
+import { MetadataRejection, applyEntryPatch, checkPatchBody, readBundle } from './metadata.js';
+import {
+  badRequest, documentNotFound, isUuid, newId, newMetadataId, onlyKeys, parseExternalRefs, parseLabels, parsePermissions,
+  isPlainObject, type Bundle, type ContentRef, type DocumentRecord, type PlacementHint, type UploadRecord, type VersionRecord,
+} from './model.js';
+import { requireCapability, requireRule } from './permissions.js';
+import type { SchemaRegistry } from './schemas.js';
+
+export const uploadNotFound = (id: string) => new SvcError(404, 'upload_not_found', `No upload ${id}`);
+const PLACEMENTS: PlacementHint[] = ['transient', 'archival', 'legal_hold'];
+const CURRENT = 'CURRENT';
+
+export interface PatchAudit {
+  newMetadataId: string;
+  baseMetadataId: string;
+  namespaceUrn: string;
+  versionId: string;
+  patch: unknown[];
+  actor: string;
+  reason: string;
+  at: number;
+}
+
+/** An upload's bytes being received: push them into `ingest` and `hash`, then `finish`. */
+export interface BytesUpload {
+  ingest: DirectIngest;
+  hash: Blake3Stream;
+  finish(): Promise<void>;
+}
+
+export class DocumentService {
+  private readonly documents: Database<DocumentRecord, [string, string]>;
+  private readonly uploads: Database<UploadRecord, string>;
+  private readonly versions: Database<VersionRecord, [string, string, string]>;
+  private readonly labels: Database<string, [string, string, string]>;
+  private readonly contentKeys: Database<string, string>;
+  private readonly patches: Database<PatchAudit, [string, string, string, string]>;
+
+  constructor(
+    env: CatalogEnv,
+    readonly schemas: SchemaRegistry,
+    private readonly startIngest: (options: IngestOptions) => DirectIngest,
+  ) {
+    this.documents = env.database('documents') as unknown as Database<DocumentRecord, [string, string]>;
+    this.uploads = env.database<UploadRecord, string>('doc_uploads');
+    this.versions = env.database('doc_versions') as unknown as Database<VersionRecord, [string, string, string]>;
+    this.labels = env.database('doc_labels') as unknown as Database<string, [string, string, string]>;
+    this.contentKeys = env.database<string, string>('doc_content_keys');
+    this.patches = env.database('doc_patches') as unknown as Database<PatchAudit, [string, string, string, string]>;
+  }
+
+  /** POST /v1/documents: a new document and its upload, or (same documentId again) the same ones. */
+  async create(principal: Principal, body: unknown): Promise<{ documentId: string; uploadId: string; created: boolean }> {
+    requireCapability(principal, 'doc.create');
+    if (!isPlainObject(body)) throw badRequest('The body must be a JSON object');
+    onlyKeys(body, ['documentId', 'placementHint', 'externalRefs', 'initialMetadata', 'initialPermissions'], 'document');
+    if (body.documentId !== undefined && !isUuid(body.documentId)) throw badRequest('documentId must be a UUID');
+    if (body.placementHint !== undefined && !PLACEMENTS.includes(body.placementHint as PlacementHint)) {
+      throw badRequest(`placementHint must be one of ${PLACEMENTS.join(', ')}`);
+    }
+    const externalRefs = parseExternalRefs(body.externalRefs);
+    const permissions = parsePermissions(body.initialPermissions);
+    const initialMetadata = body.initialMetadata === undefined ? {} : this.canonicalBundle(principal, body.initialMetadata, 'initialMetadata');
+    const documentId = (body.documentId as string | undefined) ?? newId();
+    const now = Date.now();
+    let created = false;
+    const record = await this.documents.transaction(() => {
+      const existing = this.documents.get([principal.tenant, documentId]);
+      if (existing) return existing;
+      const uploadId = newId();
+      const fresh: DocumentRecord = {
+        documentId, tenant: principal.tenant, currentVersionId: null, externalRefs, permissions, initialMetadata,
+        placementHint: (body.placementHint as PlacementHint | undefined) ?? 'transient', uploadId, createdBy: principal.subject, createdAt: now, updatedAt: now,
+      };
+      this.documents.put([principal.tenant, documentId], fresh);
+      this.uploads.put(uploadId, { uploadId, tenant: principal.tenant, documentId, state: 'open' });
+      created = true;
+      return fresh;
+    });
+    if (!created) requireRule(record.permissions, principal, 'doc.write');
+    return { documentId, uploadId: record.uploadId, created };
+  }
+
+  /** PUT /v1/uploads/{id}/bytes: checks, then an ingest into the CAS with BLAKE3 beside it (synchronous: the body is read from its first byte). */
+  beginBytes(principal: Principal, uploadId: string, options: IngestOptions): BytesUpload {
+    const upload = this.upload(principal, uploadId);
+    const doc = this.document(principal, upload.documentId);
+    requireCapability(principal, 'doc.create');
+    requireRule(doc.permissions, principal, 'doc.write');
+    if (upload.state === 'finalized') throw new SvcError(409, 'upload_finalized', 'The upload is finalized; its bytes cannot change');
+    const ingest = this.startIngest(options);
+    const hash = new Blake3Stream();
+    const finish = async () => {
+      const [result, hex] = await Promise.all([ingest.end(), hash.hex()]);
+      const key = `b3:${hex}`;
+      await this.uploads.transaction(() => {
+        const current = this.uploads.get(uploadId);
+        if (!current || current.state === 'finalized') throw new SvcError(409, 'upload_finalized', 'The upload was finalized meanwhile');
+        this.contentKeys.put(key, result.blob.id);
+        this.uploads.put(uploadId, { ...current, state: 'received', content: { blobId: result.blob.id, key, size: result.blob.size, mediaType: result.blob.mediaType } });
+      });
+    };
+    return { ingest, hash, finish };
+  }
+
+  /** POST /v1/uploads/{id}/finalize: the document's first version (again: the same answer). */
+  async finalize(principal: Principal, uploadId: string, body: unknown): Promise<{ documentId: string; versionId: string; contentRef: ContentRef; created: boolean }> {
+    const upload = this.upload(principal, uploadId);
+    const doc = this.document(principal, upload.documentId);
+    requireCapability(principal, 'doc.create');
+    requireRule(doc.permissions, principal, 'doc.write');
+    const b = body === undefined ? {} : body;
+    if (!isPlainObject(b)) throw badRequest('The body must be a JSON object { labels, reason }');
+    onlyKeys(b, ['labels', 'reason'], 'finalize');
+    const labels = parseLabels(b.labels);
+    if (b.reason !== undefined && typeof b.reason !== 'string') throw badRequest('reason must be a string');
+    let created = false;
+    const result = await this.documents.transaction(() => {
+      const current = this.uploads.get(uploadId)!;
+      if (current.state === 'finalized') {
+        return { documentId: current.documentId, versionId: current.versionId!, contentRef: this.version(doc, current.versionId!).contentRef };
+      }
+      if (current.state !== 'received' || !current.content) throw new SvcError(409, 'upload_incomplete', 'PUT the bytes of the upload before finalizing it');
+      const contentRef: ContentRef = { kind: 'blob', key: current.content.key };
+      const latest = this.documents.get([principal.tenant, doc.documentId])!;
+      const version = this.addVersion(latest, principal, {
+        contentRef,
+        metadata: latest.currentVersionId ? this.version(latest, latest.currentVersionId).metadata : latest.initialMetadata,
+        reason: (b.reason as string | undefined) ?? 'upload finalized',
+        labels,
+      });
+      this.uploads.put(uploadId, { ...current, state: 'finalized', versionId: version.versionId });
+      created = true;
+      return { documentId: doc.documentId, versionId: version.versionId, contentRef };
+    });
+    return { ...result, created };
+  }
+
+  get(principal: Principal, documentId: string) {
+    const doc = this.readable(principal, documentId, 'doc.read', 'doc.read');
+    return {
+      documentId: doc.documentId,
+      currentVersionId: doc.currentVersionId,
+      externalRefs: doc.externalRefs,
+      placementHint: doc.placementHint,
+      createdAt: new Date(doc.createdAt).toISOString(),
+      updatedAt: new Date(doc.updatedAt).toISOString(),
+    };
+  }
+
+  listVersions(principal: Principal, documentId: string) {
+    const doc = this.readable(principal, documentId, 'doc.read', 'doc.read');
+    const labelsOf = new Map<string, string[]>();
+    for (const { key, value } of this.labels.getRange({ start: [doc.tenant, doc.documentId, ''], end: [doc.tenant, doc.documentId, '\uffff'] })) {
+      labelsOf.set(value, [...(labelsOf.get(value) ?? []), key[2]]);
+    }
+    const versions = [];
+    for (const { value } of this.versions.getRange({ start: [doc.tenant, doc.documentId, ''], end: [doc.tenant, doc.documentId, '\uffff'] })) {
+      versions.push({
+        versionId: value.versionId,
+        parents: value.parents,
+        labels: labelsOf.get(value.versionId) ?? [],
+        contentRef: value.contentRef,
+        actor: value.actor,
+        reason: value.reason,
+        createdAt: new Date(value.createdAt).toISOString(),
+      });
+    }
+    return { versions };
+  }
+
+  /** The CAS blob of the current version's content. */
+  content(principal: Principal, documentId: string): { blobId: string; key: string } {
+    const doc = this.readable(principal, documentId, 'doc.read', 'doc.read');
+    if (!doc.currentVersionId) throw new SvcError(404, 'content_not_found', 'The document has no finalized version yet');
+    const ref = this.version(doc, doc.currentVersionId).contentRef;
+    const blobId = this.contentKeys.get(ref.key);
+    if (!blobId) throw new SvcError(500, 'storage_failure', 'The content of this version is missing from the catalog');
+    return { blobId, key: ref.key };
+  }
+
+  /** The current version's metadata: `{ namespaces: { urn: { schema, id, data, mode } } }`. */
+  metadata(principal: Principal, documentId: string) {
+    const doc = this.readable(principal, documentId, 'meta.read', 'meta.read');
+    const bundle = doc.currentVersionId ? this.version(doc, doc.currentVersionId).metadata : {};
+    const namespaces: Record<string, unknown> = {};
+    for (const [ns, entry] of Object.entries(bundle)) namespaces[ns] = { ...entry, mode: 'canonical' };
+    return { namespaces };
+  }
+
+  namespace(principal: Principal, documentId: string, namespaceUrn: string) {
+    const doc = this.readable(principal, documentId, 'meta.read', 'meta.read');
+    const entry = doc.currentVersionId ? this.version(doc, doc.currentVersionId).metadata[namespaceUrn] : undefined;
+    if (!entry) throw new SvcError(404, 'metadata_not_found', `The current version has no ${namespaceUrn} metadata`);
+    return { namespaceUrn, entry: { id: entry.id, schema: entry.schema, data: entry.data } };
+  }
+
+  /** Canonical write (replace semantics per namespace): a new version. */
+  async writeCanonical(principal: Principal, documentId: string, body: Record<string, unknown>): Promise<{ versionId: string; metadataIds: Record<string, string> }> {
+    const doc = this.document(principal, documentId);
+    const bundle = this.canonicalBundle(principal, body.bundle, 'bundle');
+    requireRule(doc.permissions, principal, 'meta.write');
+    if (body.reason !== undefined && typeof body.reason !== 'string') throw new MetadataRejection(400, 'invalid_request', 'reason must be a string');
+    return this.documents.transaction(() => {
+      const latest = this.documents.get([principal.tenant, documentId])!;
+      if (!latest.currentVersionId) throw new MetadataRejection(409, 'no_version', 'The document has no finalized version to add metadata to');
+      const base = this.version(latest, latest.currentVersionId);
+      const version = this.addVersion(latest, principal, {
+        contentRef: base.contentRef,
+        metadata: { ...base.metadata, ...bundle },
+        reason: (body.reason as string | undefined) ?? 'canonical metadata write',
+        labels: [],
+      });
+      return { versionId: version.versionId, metadataIds: Object.fromEntries(Object.entries(bundle).map(([ns, e]) => [ns, e.id])) };
+    });
+  }
+
+  /** RFC 6902 patch of one namespace entry's data, on top of `baseMetadataId`: a new version and an audit record. */
+  async patch(principal: Principal, documentId: string, namespaceUrn: string, body: unknown, bodyBytes: number): Promise<{ versionId: string; newMetadataId: string }> {
+    const doc = this.document(principal, documentId);
+    requireCapability(principal, `meta.patch:${namespaceUrn}`);
+    requireRule(doc.permissions, principal, 'meta.patch');
+    const request = checkPatchBody(body, bodyBytes);
+    return this.documents.transaction(() => {
+      const latest = this.documents.get([principal.tenant, documentId])!;
+      const base = latest.currentVersionId ? this.version(latest, latest.currentVersionId) : undefined;
+      const entry = base?.metadata[namespaceUrn];
+      if (!base || !entry) throw new MetadataRejection(404, 'metadata_not_found', `The current version has no ${namespaceUrn} metadata`);
+      if (entry.id !== request.baseMetadataId) {
+        throw new MetadataRejection(409, 'metadata_conflict', `baseMetadataId ${request.baseMetadataId} is not the current entry`, { currentMetadataId: entry.id });
+      }
+      const data = applyEntryPatch(entry, request.patch);
+      const issues = this.schemas.validate(entry.schema, data);
+      if (issues.length) throw MetadataRejection.invalid(issues.map((i) => ({ ...i, path: `/data${i.path === '/' ? '' : i.path}` })));
+      const metadataId = newMetadataId();
+      const version = this.addVersion(latest, principal, {
+        contentRef: base.contentRef,
+        metadata: { ...base.metadata, [namespaceUrn]: { schema: entry.schema, id: metadataId, data } },
+        reason: request.reason,
+        labels: [],
+      });
+      this.patches.put([latest.tenant, documentId, namespaceUrn, metadataId], {
+        newMetadataId: metadataId, baseMetadataId: entry.id, namespaceUrn, versionId: version.versionId, patch: request.patch, actor: principal.subject, reason: request.reason, at: Date.now(),
+      });
+      return { versionId: version.versionId, newMetadataId: metadataId };
+    });
+  }
+
+  /** The patches applied to a namespace, oldest first: the immutable audit record. */
+  patchHistory(principal: Principal, documentId: string, namespaceUrn: string) {
+    const doc = this.readable(principal, documentId, 'meta.read', 'meta.read');
+    const patches = [];
+    for (const { value } of this.patches.getRange({ start: [doc.tenant, documentId, namespaceUrn, ''], end: [doc.tenant, documentId, namespaceUrn, '\uffff'] })) {
+      patches.push({ ...value, at: new Date(value.at).toISOString() });
+    }
+    return { namespaceUrn, patches };
+  }
+
+  /** A request bundle checked and validated as canonical metadata; entries get new ids. */
+  private canonicalBundle(principal: Principal, raw: unknown, where: string): Bundle {
+    const entries = readBundle(raw, where);
+    for (const ns of Object.keys(entries)) requireCapability(principal, `meta.write:${ns}`);
+    const issues = [];
+    for (const [ns, e] of Object.entries(entries)) {
+      const schema = this.schemas.get(e.schema);
+      if (!schema) {
+        issues.push({ path: `/namespaces/${ns}/schema`, code: 'schema_not_found', message: `No schema ${e.schema} is registered` });
+        continue;
+      }
+      if (schema.namespaceUrn !== ns) {
+        issues.push({ path: `/namespaces/${ns}/schema`, code: 'schema_namespace_mismatch', message: `${e.schema} is a schema of ${schema.namespaceUrn}` });
+        continue;
+      }
+      for (const i of this.schemas.validate(e.schema, e.data)) issues.push({ ...i, path: `/namespaces/${ns}/data${i.path === '/' ? '' : i.path}` });
+    }
+    if (issues.length) throw MetadataRejection.invalid(issues);
+    return Object.fromEntries(Object.entries(entries).map(([ns, e]) => [ns, { schema: e.schema, id: newMetadataId(), data: e.data }]));
+  }
+
+  /** Inside a transaction: stores a new version after the document's current one and moves CURRENT (and `labels`) to it. */
+  private addVersion(doc: DocumentRecord, principal: Principal, v: { contentRef: ContentRef; metadata: Bundle; reason: string; labels: string[] }): VersionRecord {
+    const now = Date.now();
+    const version: VersionRecord = {
+      versionId: newId(),
+      parents: doc.currentVersionId ? [doc.currentVersionId] : [],
+      contentRef: v.contentRef,
+      metadata: v.metadata,
+      permissionsSnapshot: doc.permissions,
+      actor: principal.subject,
+      reason: v.reason,
+      createdAt: now,
+    };
+    this.versions.put([doc.tenant, doc.documentId, version.versionId], version);
+    for (const label of new Set([CURRENT, ...v.labels])) this.labels.put([doc.tenant, doc.documentId, label], version.versionId);
+    this.documents.put([doc.tenant, doc.documentId], { ...doc, currentVersionId: version.versionId, updatedAt: now });
+    return version;
+  }
+
+  private upload(principal: Principal, uploadId: string): UploadRecord {
+    if (!isUuid(uploadId)) throw badRequest('The upload id must be a UUID');
+    const upload = this.uploads.get(uploadId);
+    if (!upload || upload.tenant !== principal.tenant) throw uploadNotFound(uploadId);
+    return upload;
+  }
+
+  /** The document of the principal's tenant (another tenant's is 404). */
+  document(principal: Principal, documentId: string): DocumentRecord {
+    if (!isUuid(documentId)) throw badRequest('The document id must be a UUID');
+    const doc = this.documents.get([principal.tenant, documentId]);
+    if (!doc) throw documentNotFound(documentId);
+    return doc;
+  }
+
+  private readable(principal: Principal, documentId: string, capability: string, action: string): DocumentRecord {
+    const doc = this.document(principal, documentId);
+    requireCapability(principal, capability);
+    requireRule(doc.permissions, principal, action);
+    return doc;
+  }
+
+  private version(doc: DocumentRecord, versionId: string): VersionRecord {
+    const v = this.versions.get([doc.tenant, doc.documentId, versionId]);
+    if (!v) throw new SvcError(500, 'storage_failure', 'A version of this document is missing from the catalog');
+    return v;
+  }
+}

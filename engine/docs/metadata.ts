@@ -1,0 +1,95 @@
+// Metadata requests: bundles, patches, and the rejection form of metadata writes
+// (`{ status: "rejected", error: { code, message, errors? } }`).
+
+import fastJsonPatch, { type Operation } from 'fast-json-patch';
+import { SvcError } from '../errors.js';
+import { isNamespaceUrn, isPlainObject, isSchemaUrn, type MetadataEntry } from './model.js';
+import type { ValidationIssue } from './schemas.js';
+
+const { applyPatch, validate: validatePatch, deepClone } = fastJsonPatch;
+
+export const MAX_PATCH_OPS = 100;
+export const MAX_PATCH_BYTES = 64 * 1024;
+const MAX_NAMESPACES = 64;
+
+/** A refused metadata write; its body is the rejection form, with `extra` beside `error` (e.g. currentMetadataId). */
+export class MetadataRejection extends SvcError {
+  constructor(
+    status: number,
+    code: string,
+    message: string,
+    readonly extra: Record<string, unknown> = {},
+    readonly errors?: ValidationIssue[],
+  ) {
+    super(status, code, message);
+  }
+
+  static invalid(errors: ValidationIssue[]): MetadataRejection {
+    return new MetadataRejection(422, 'VALIDATION_FAILED', `The metadata does not validate (${errors.length} issue${errors.length === 1 ? '' : 's'})`, {}, errors);
+  }
+
+  body(): unknown {
+    return { status: 'rejected', error: { code: this.code, message: this.message, ...(this.errors ? { errors: this.errors } : {}) }, ...this.extra };
+  }
+}
+
+const reject = (message: string) => new MetadataRejection(400, 'invalid_request', message);
+
+/** `{ namespaces: { <urn:svc:ns>: { schema, data } } }` → entries (ids are minted by the caller). */
+export function readBundle(raw: unknown, where: string): Record<string, { schema: string; data: Record<string, unknown> }> {
+  if (!isPlainObject(raw) || !isPlainObject(raw.namespaces)) throw reject(`${where} must be { namespaces: { <namespace URN>: { schema, data } } }`);
+  for (const key of Object.keys(raw)) if (key !== 'namespaces') throw reject(`${where}: unknown field "${key}"`);
+  const entries = Object.entries(raw.namespaces);
+  if (entries.length === 0) throw reject(`${where}.namespaces is empty`);
+  if (entries.length > MAX_NAMESPACES) throw reject(`${where} has more than ${MAX_NAMESPACES} namespaces`);
+  const out: Record<string, { schema: string; data: Record<string, unknown> }> = {};
+  for (const [ns, entry] of entries) {
+    if (!isNamespaceUrn(ns)) throw reject(`${where}: namespace key "${String(ns).slice(0, 200)}" is not a URN of the form urn:svc:<name>`);
+    if (!isPlainObject(entry)) throw reject(`${where}.namespaces["${ns}"] must be { schema, data }`);
+    for (const key of Object.keys(entry)) if (!['schema', 'data', 'id'].includes(key)) throw reject(`${where}.namespaces["${ns}"]: unknown field "${key}"`);
+    if (!isSchemaUrn(entry.schema)) throw reject(`${where}.namespaces["${ns}"].schema must be urn:svc:schema:<name>@<semver>`);
+    if (!isPlainObject(entry.data)) throw reject(`${where}.namespaces["${ns}"].data must be a JSON object (no scalar or array roots)`);
+    out[ns] = { schema: entry.schema, data: entry.data };
+  }
+  return out;
+}
+
+export interface PatchRequest {
+  baseMetadataId: string;
+  patch: Operation[];
+  reason: string;
+}
+
+export function checkPatchBody(body: unknown, bodyBytes: number): PatchRequest {
+  if (bodyBytes > MAX_PATCH_BYTES) throw new MetadataRejection(413, 'patch_too_large', `A patch request is at most ${MAX_PATCH_BYTES} bytes`);
+  if (!isPlainObject(body)) throw reject('The body must be { mode: "canonical", baseMetadataId, patch, reason }');
+  for (const key of Object.keys(body)) if (!['mode', 'baseMetadataId', 'patch', 'reason'].includes(key)) throw reject(`unknown field "${key}"`);
+  if (body.mode !== 'canonical') throw reject('mode must be "canonical" (derived metadata is not patched)');
+  if (typeof body.baseMetadataId !== 'string' || !/^meta_[0-9A-HJKMNP-TV-Z]{26}$/.test(body.baseMetadataId)) throw reject('baseMetadataId must be a metadata id (meta_<ULID>)');
+  if (typeof body.reason !== 'string' || body.reason.trim() === '') throw reject('reason is required');
+  if (!Array.isArray(body.patch) || body.patch.length === 0) throw reject('patch must be a non-empty array of RFC 6902 operations');
+  if (body.patch.length > MAX_PATCH_OPS) throw new MetadataRejection(413, 'patch_too_large', `A patch has at most ${MAX_PATCH_OPS} operations`);
+  const error = validatePatch(body.patch as Operation[]);
+  if (error) throw reject(`patch[${error.index}] is not a valid RFC 6902 operation: ${error.name}`);
+  for (const [i, op] of (body.patch as Operation[]).entries()) {
+    const paths = [op.path, 'from' in op ? op.from : undefined].filter((p): p is string => p !== undefined);
+    if (paths.some((p) => p === '/schema' || p.startsWith('/schema/') || p === '/id' || p.startsWith('/id/'))) {
+      throw new MetadataRejection(400, 'schema_change_forbidden', `patch[${i}] touches ${op.path}: the schema and id of an entry cannot be patched (schema changes go through a migration)`);
+    }
+    if (!paths.every((p) => p === '/data' || p.startsWith('/data/'))) throw reject(`patch[${i}]: paths are relative to the entry and must be under /data`);
+  }
+  return { baseMetadataId: body.baseMetadataId, patch: body.patch as Operation[], reason: body.reason };
+}
+
+/** The entry's data after the patch (the entry is untouched); a failing `test` or a bad path is 422. */
+export function applyEntryPatch(entry: MetadataEntry, patch: Operation[]): Record<string, unknown> {
+  const doc = { data: deepClone(entry.data) as Record<string, unknown> };
+  try {
+    applyPatch(doc, patch, true, true, true);
+  } catch (err) {
+    const e = err as { name?: string; index?: number; message?: string };
+    throw new MetadataRejection(422, 'patch_failed', `patch[${e.index ?? '?'}] cannot apply: ${e.name ?? 'error'}`);
+  }
+  if (!isPlainObject(doc.data)) throw MetadataRejection.invalid([{ path: '/data', code: 'type', message: 'data must stay a JSON object' }]);
+  return doc.data;
+}

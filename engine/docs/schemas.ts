@@ -1,0 +1,115 @@
+// Metadata schemas: registration (idempotent by canonical hash), lookup, and validation of
+// metadata data with ajv against JSON Schema 2020-12. Owner of the `schemas` database.
+
+import { createHash } from 'node:crypto';
+import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
+import type { Database } from 'lmdb';
+import { SvcError } from '../errors.js';
+import type { CatalogEnv } from '../store/catalog.js';
+import { badRequest, isNamespaceUrn, isPlainObject, isSchemaUrn, onlyKeys } from './model.js';
+
+export interface SchemaRecord {
+  schemaUrn: string;
+  namespaceUrn: string;
+  lifecycle: string;
+  jsonSchema: Record<string, unknown>;
+  /** SHA-256 of the registration's canonical JSON. */
+  hash: string;
+  createdAt: number;
+}
+
+export interface ValidationIssue {
+  path: string;
+  code: string;
+  message: string;
+}
+
+const LIFECYCLES = ['draft', 'published', 'deprecated', 'retired'];
+
+export const schemaNotFound = (urn: string) => new SvcError(404, 'schema_not_found', `No schema ${urn}`);
+
+const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
+
+export class SchemaRegistry {
+  private readonly schemas: Database<SchemaRecord, string>;
+  private readonly compiled = new Map<string, ValidateFunction>();
+  private readonly ajv: Ajv2020;
+
+  constructor(env: CatalogEnv) {
+    this.schemas = env.database<SchemaRecord, string>('schemas');
+    this.ajv = new Ajv2020({ allErrors: true, strict: false, validateFormats: true });
+    addFormats(this.ajv);
+  }
+
+  get(urn: string): SchemaRecord | undefined {
+    return this.schemas.get(urn);
+  }
+
+  /** Registers a schema: `created` false for an identical re-registration; 409 for a different body. */
+  async register(body: unknown): Promise<{ record: SchemaRecord; created: boolean }> {
+    if (!isPlainObject(body)) throw badRequest('The body must be a schema registration object');
+    onlyKeys(body, ['schemaUrn', 'namespaceUrn', 'lifecycle', 'jsonSchema'], 'schema registration');
+    const { schemaUrn, namespaceUrn, lifecycle, jsonSchema } = body;
+    if (!isSchemaUrn(schemaUrn)) throw badRequest('schemaUrn must be urn:svc:schema:<name>@<semver>');
+    if (!isNamespaceUrn(namespaceUrn)) throw badRequest('namespaceUrn must be urn:svc:<name>');
+    if (typeof lifecycle !== 'string' || !LIFECYCLES.includes(lifecycle)) throw badRequest(`lifecycle must be one of ${LIFECYCLES.join(', ')}`);
+    if (!isPlainObject(jsonSchema) || jsonSchema.type !== 'object') throw badRequest('jsonSchema must be a JSON Schema object with "type": "object"');
+    if (jsonSchema.$schema !== undefined && jsonSchema.$schema !== 'https://json-schema.org/draft/2020-12/schema') {
+      throw badRequest('jsonSchema must use the JSON Schema 2020-12 dialect ($schema absent or https://json-schema.org/draft/2020-12/schema)');
+    }
+    let validate: ValidateFunction;
+    try {
+      validate = this.ajv.compile({ ...jsonSchema, $id: undefined });
+    } catch (err) {
+      throw badRequest(`jsonSchema does not compile: ${(err as Error).message}`);
+    }
+    const canonical = { schemaUrn, namespaceUrn, lifecycle, jsonSchema };
+    const hash = createHash('sha256').update(canonicalJson(canonical)).digest('hex');
+    let created = false;
+    const record = await this.schemas.transaction(() => {
+      const existing = this.schemas.get(schemaUrn);
+      if (existing) {
+        if (existing.hash !== hash) throw new SvcError(409, 'schema_conflict', `${schemaUrn} is registered with a different body; register a new version`);
+        return existing;
+      }
+      const fresh: SchemaRecord = { schemaUrn, namespaceUrn, lifecycle, jsonSchema, hash, createdAt: Date.now() };
+      this.schemas.put(schemaUrn, fresh);
+      created = true;
+      return fresh;
+    });
+    this.compiled.set(schemaUrn, validate);
+    return { record, created };
+  }
+
+  /** Issues of `data` against the schema (empty: valid). The schema must exist. */
+  validate(schemaUrn: string, data: unknown): ValidationIssue[] {
+    const record = this.get(schemaUrn);
+    if (!record) return [{ path: '', code: 'schema_not_found', message: `No schema ${schemaUrn} is registered` }];
+    let validate = this.compiled.get(schemaUrn);
+    if (!validate) {
+      validate = this.ajv.compile({ ...record.jsonSchema, $id: undefined });
+      this.compiled.set(schemaUrn, validate);
+    }
+    if (validate(data)) return [];
+    return (validate.errors ?? []).map(issue);
+  }
+}
+
+function issue(e: ErrorObject): ValidationIssue {
+  const path = e.keyword === 'required' ? `${e.instancePath}/${(e.params as { missingProperty: string }).missingProperty}` : e.instancePath;
+  return { path: path || '/', code: e.keyword, message: e.message ?? 'is invalid' };
+}
+
+/** JSON with object keys sorted at every level: equal data, equal text. */
+export function canonicalJson(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
+  if (isPlainObject(v)) {
+    return `{${Object.keys(v)
+      .filter((k) => v[k] !== undefined)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson(v[k])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(v);
+}

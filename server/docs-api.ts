@@ -1,0 +1,227 @@
+// The document platform over HTTP (`/v1`, and `POST /dev/token`): bearer tokens, JSON bodies
+// of bounded size, and the byte upload streamed into the CAS. A thin layer over engine/docs.
+
+import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
+import type { Principal } from '../engine/auth/principal.js';
+import { parseDevTokenRequest, type TokenVerifier } from '../engine/auth/tokens.js';
+import type { DocumentService } from '../engine/docs/documents.js';
+import { MetadataRejection } from '../engine/docs/metadata.js';
+import { badRequest, isPlainObject } from '../engine/docs/model.js';
+import { requireCapability } from '../engine/docs/permissions.js';
+import { SvcError, payloadTooLarge } from '../engine/errors.js';
+import { parseContentType, readConditions, serveBlob } from './blob-api.js';
+import { HeldBody } from './held-body.js';
+import { Exchange, JSON_UTF8, type ServerContext, header } from './http.js';
+
+export interface DocsContext {
+  docs: DocumentService;
+  tokens: TokenVerifier;
+  maxJsonBytes: number;
+}
+
+interface Call {
+  ex: Exchange;
+  params: string[];
+  query: URLSearchParams;
+  authorization?: string;
+}
+
+export function mountDocsApi(app: TemplatedApp, ctx: ServerContext, docsCtx: DocsContext): void {
+  const { docs, tokens, maxJsonBytes } = docsCtx;
+
+  /** A JSON route: the body read (bounded), the token verified, then `work`; errors in the envelope. */
+  const json = (method: 'get' | 'post' | 'put', pattern: string, work: (call: Call, principal: Principal, body: unknown, bodyBytes: number) => Promise<void> | void) => {
+    const paramCount = pattern.split(':').length - 1;
+    app[method](pattern, (res, req) => {
+      const call = start(res, req, pattern, paramCount, ctx);
+      const body = method === 'get' ? Promise.resolve({ value: undefined, bytes: 0 }) : readJson(call.ex, maxJsonBytes);
+      body.catch(() => {});
+      (async () => {
+        const principal = await tokens.verify(call.authorization);
+        const { value, bytes } = await body;
+        await work(call, principal, value, bytes);
+      })().catch((err: unknown) => fail(call.ex, err));
+    });
+  };
+
+  app.post('/dev/token', (res, req) => {
+    const call = start(res, req, '/dev/token', 0, ctx);
+    const loopback = isLoopback(Buffer.from(res.getRemoteAddressAsText()).toString());
+    const body = readJson(call.ex, 64 * 1024);
+    body.catch(() => {});
+    (async () => {
+      if (!tokens.devTokensEnabled || !loopback) throw new SvcError(404, 'not_found', 'No route POST /dev/token');
+      const { value } = await body;
+      call.ex.json(200, await tokens.mint(parseDevTokenRequest(value)), { 'Cache-Control': 'no-store' });
+    })().catch((err: unknown) => fail(call.ex, err));
+  });
+
+  json('post', '/v1/documents', async ({ ex }, principal, body) => {
+    const r = await docs.create(principal, body);
+    ex.json(r.created ? 201 : 200, { documentId: r.documentId, uploadId: r.uploadId }, { Location: `/v1/documents/${r.documentId}` });
+  });
+
+  app.put('/v1/uploads/:uploadId/bytes', (res, req) => {
+    const call = start(res, req, '/v1/uploads/:uploadId/bytes', 1, ctx);
+    const held = new HeldBody(res, () => call.ex.live);
+    const contentType = header(req, 'content-type');
+    const declared = header(req, 'content-length');
+    (async () => {
+      const principal = await tokens.verify(call.authorization);
+      const length = declared === undefined ? undefined : /^[0-9]{1,16}$/.test(declared) ? Number(declared) : NaN;
+      if (Number.isNaN(length)) throw badRequest('Content-Length must be a decimal byte count');
+      const upload = docs.beginBytes(principal, call.params[0]!, { contentType: parseContentType(contentType), declaredLength: length });
+      streamInto(call.ex, held, upload);
+    })().catch((err: unknown) => fail(call.ex, err, true));
+  });
+
+  json('post', '/v1/uploads/:uploadId/finalize', async ({ ex, params }, principal, body) => {
+    const r = await docs.finalize(principal, params[0]!, body);
+    ex.json(r.created ? 201 : 200, { documentId: r.documentId, versionId: r.versionId, contentRef: r.contentRef });
+  });
+
+  json('get', '/v1/documents/:documentId', ({ ex, params }, principal) => ex.json(200, docs.get(principal, params[0]!)));
+  json('get', '/v1/documents/:documentId/versions', ({ ex, params }, principal) => ex.json(200, docs.listVersions(principal, params[0]!)));
+
+  for (const method of ['get', 'head'] as const) {
+    app[method]('/v1/documents/:documentId/content', (res, req) => {
+      const call = start(res, req, '/v1/documents/:documentId/content', 1, ctx);
+      const conditions = readConditions(req);
+      (async () => {
+        const principal = await tokens.verify(call.authorization);
+        for (const name of ['view', 'stripSignatures', 'redactionProfile']) {
+          if (call.query.has(name)) throw new SvcError(422, 'view_unsupported', `${name}: views are not available in this release (they come with the workflow runtime)`);
+        }
+        const { blobId, key } = docs.content(principal, call.params[0]!);
+        serveBlob(ctx.engine, call.ex, conditions, ctx.engine.manifests.get(blobId) ?? missingBlob(), method === 'head', `"${key}"`);
+      })().catch((err: unknown) => fail(call.ex, err));
+    });
+  }
+
+  json('get', '/v1/documents/:documentId/metadata', ({ ex, params }, principal) => ex.json(200, docs.metadata(principal, params[0]!)));
+  json('get', '/v1/documents/:documentId/metadata/:namespaceUrn', ({ ex, params }, principal) => ex.json(200, docs.namespace(principal, params[0]!, params[1]!)));
+  json('get', '/v1/documents/:documentId/metadata/:namespaceUrn/patches', ({ ex, params }, principal) => ex.json(200, docs.patchHistory(principal, params[0]!, params[1]!)));
+
+  json('post', '/v1/documents/:documentId/metadata', async ({ ex, params }, principal, body) => {
+    if (!isPlainObject(body)) throw new MetadataRejection(400, 'invalid_request', 'The body must be { mode, bundle, provenance?, reason? }');
+    for (const key of Object.keys(body)) if (!['mode', 'bundle', 'provenance', 'reason'].includes(key)) throw new MetadataRejection(400, 'invalid_request', `unknown field "${key}"`);
+    if (body.mode === 'canonical') {
+      const r = await docs.writeCanonical(principal, params[0]!, body);
+      ex.json(201, { status: 'accepted', versionId: r.versionId, metadataIds: r.metadataIds });
+      return;
+    }
+    if (body.mode === 'derived') throw new MetadataRejection(501, 'not_implemented', 'Derived metadata writes are not available yet');
+    throw new MetadataRejection(400, 'invalid_request', 'mode must be "canonical" or "derived"');
+  });
+
+  json('post', '/v1/documents/:documentId/metadata/:namespaceUrn/patch', async ({ ex, params }, principal, body, bytes) => {
+    const r = await docs.patch(principal, params[0]!, params[1]!, body, bytes);
+    ex.json(200, { status: 'accepted', versionId: r.versionId, newMetadataId: r.newMetadataId });
+  });
+
+  json('post', '/v1/schemas', async ({ ex }, principal, body) => {
+    requireCapability(principal, 'schema.write');
+    const { record, created } = await docs.schemas.register(body);
+    ex.json(created ? 201 : 200, schemaJson(record), { Location: `/v1/schemas/${encodeURIComponent(record.schemaUrn)}` });
+  });
+
+  json('get', '/v1/schemas/:schemaUrn', ({ ex, params }) => {
+    const record = docs.schemas.get(params[0]!);
+    if (!record) throw new SvcError(404, 'schema_not_found', `No schema ${params[0]}`);
+    ex.json(200, schemaJson(record));
+  });
+
+  app.any('/v1/*', (res, req) => {
+    const ex = new Exchange(res, req.getCaseSensitiveMethod(), '/v1/*', ctx);
+    ex.error(new SvcError(404, 'not_found', `No route ${req.getCaseSensitiveMethod().toUpperCase()} ${req.getUrl()}`));
+  });
+}
+
+function start(res: HttpResponse, req: HttpRequest, pattern: string, paramCount: number, ctx: ServerContext): Call {
+  const ex = new Exchange(res, req.getCaseSensitiveMethod(), pattern, ctx);
+  const params: string[] = [];
+  for (let i = 0; i < paramCount; i++) params.push(decodeSegment(req.getParameter(i) ?? ''));
+  return { ex, params, query: new URLSearchParams(req.getQuery() ?? ''), authorization: header(req, 'authorization') };
+}
+
+function decodeSegment(raw: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw;
+  }
+}
+
+/** Error envelope; metadata writes answer in their rejection form. */
+function fail(ex: Exchange, err: unknown, close = false): void {
+  if (err instanceof MetadataRejection) {
+    ex.send(err.status, { 'Content-Type': JSON_UTF8 }, JSON.stringify(err.body()), close);
+    return;
+  }
+  ex.error(err, 'storage_failure', close);
+}
+
+/** The whole JSON body (at most `max` bytes: 413 beyond); 400 `invalid_json` when it does not parse. */
+function readJson(ex: Exchange, max: number): Promise<{ value: unknown; bytes: number }> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let failed = false;
+    ex.onAbort(() => reject(new Error('client went away')));
+    ex.res.onData((chunk, isLast) => {
+      if (failed) return;
+      size += chunk.byteLength;
+      if (size > max) {
+        failed = true;
+        reject(payloadTooLarge(max));
+        return;
+      }
+      chunks.push(Buffer.from(chunk.slice(0)));
+      if (!isLast) return;
+      if (size === 0) return resolve({ value: undefined, bytes: 0 });
+      try {
+        resolve({ value: JSON.parse(Buffer.concat(chunks, size).toString('utf8')), bytes: size });
+      } catch {
+        reject(new SvcError(400, 'invalid_json', 'The body is not valid JSON'));
+      }
+    });
+  });
+}
+
+/** Streams the held body into the document's ingest (and BLAKE3); 204 once the bytes are durable. */
+function streamInto(ex: Exchange, held: HeldBody, upload: ReturnType<DocumentService['beginBytes']>): void {
+  const { ingest, hash } = upload;
+  const failUpload = (err: unknown) => {
+    ingest.abort();
+    fail(ex, err, true);
+  };
+  ex.onAbort(() => ingest.abort());
+  ingest.onResume = () => held.resume();
+  ingest.onError = failUpload;
+  held.release((chunk, isLast) => {
+    if (!ex.live) return;
+    try {
+      if (chunk.length) {
+        hash.update(chunk);
+        if (!ingest.push(chunk)) held.pause();
+      }
+      if (isLast) upload.finish().then(() => ex.send(204, {}), (err) => fail(ex, err));
+    } catch (err) {
+      failUpload(err);
+    }
+  });
+  ingest.admit(() => held.resume());
+}
+
+function schemaJson(r: { schemaUrn: string; namespaceUrn: string; lifecycle: string; jsonSchema: unknown; hash: string; createdAt: number }) {
+  return { schemaUrn: r.schemaUrn, namespaceUrn: r.namespaceUrn, lifecycle: r.lifecycle, jsonSchema: r.jsonSchema, hash: `sha-256:${r.hash}`, createdAt: new Date(r.createdAt).toISOString() };
+}
+
+function isLoopback(address: string): boolean {
+  return address === '127.0.0.1' || address === '::1' || address === '::ffff:127.0.0.1' || address === '0000:0000:0000:0000:0000:0000:0000:0001';
+}
+
+function missingBlob(): never {
+  throw new SvcError(500, 'storage_failure', 'The content blob of this version is missing');
+}
+
