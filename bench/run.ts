@@ -8,9 +8,13 @@
  *   npm run bench -- --quick      256 MiB body, 2 s load phases
  *   npm run bench -- --strict     SVC_DURABILITY=strict (default: relaxed)
  *   npm run bench -- --models-only   only the model runtime scenario (bench/models.ts)
+ *   npm run bench -- --resumable-only   only the resumable-upload scenario (bench/resumable.ts)
  *
- * Every run ends with the model runtime scenario (issue 3): the airbnb MLeap bundle on the
- * model listener, transform at 1 / 100 / 10,000 rows in seq, par and par-2, and rank.
+ * After the blob scenarios, every run measures resumable uploads (issue 4): a 1 GiB file (256 MiB
+ * with --quick) as one session of 8 MiB parts to svc and to the tus reference server
+ * (bench/tus-server.ts), alternating, 2 rounds each (1 with --quick). It ends with the model
+ * runtime scenario (issue 3): the airbnb MLeap bundle on the model listener, transform at
+ * 1 / 100 / 10,000 rows in seq, par and par-2, and rank.
  *
  * Other SVC_* variables in the environment are passed to the server unchanged; the model
  * listener always gets a free port (HTTP_PORT=0).
@@ -28,6 +32,7 @@ import { runLoad } from './load.js';
 import { type ModelsResult, renderModelsReport, renderModelsSection, runModels } from './models.js';
 import { RawConnection, getRequest, postRequest } from './raw-http.js';
 import { type Results, evaluateTargets, renderMarkdown } from './report.js';
+import { type ResumableResult, renderResumableReport, renderResumableSection, runResumable } from './resumable.js';
 import { ServerProcess } from './server-process.js';
 
 const MiB = 1024 * 1024;
@@ -39,21 +44,34 @@ interface Options {
   quick: boolean;
   strict: boolean;
   modelsOnly: boolean;
+  resumableOnly: boolean;
 }
 
+const USAGE = `usage: node dist/bench/run.js [--quick] [--strict] [--models-only | --resumable-only]
+  --quick           256 MiB bodies, shorter load phases, 1 resumable round instead of 2
+  --strict          SVC_DURABILITY=strict (default: relaxed)
+  --models-only     only the model runtime scenario (bench/models.ts)
+  --resumable-only  only the resumable-upload scenario, svc vs tus (bench/resumable.ts)
+`;
+
 function parseArgs(argv: string[]): Options {
-  const opts: Options = { quick: false, strict: false, modelsOnly: false };
+  const opts: Options = { quick: false, strict: false, modelsOnly: false, resumableOnly: false };
   for (const a of argv) {
     if (a === '--quick') opts.quick = true;
     else if (a === '--strict') opts.strict = true;
     else if (a === '--models-only') opts.modelsOnly = true;
+    else if (a === '--resumable-only') opts.resumableOnly = true;
     else if (a === '--help' || a === '-h') {
-      process.stdout.write('usage: node dist/bench/run.js [--quick] [--strict] [--models-only]\n');
+      process.stdout.write(USAGE);
       process.exit(0);
     } else {
-      process.stderr.write(`bench: unknown argument "${a}" (expected --quick, --strict and/or --models-only)\n`);
+      process.stderr.write(`bench: unknown argument "${a}" (expected --quick, --strict, --models-only or --resumable-only)\n${USAGE}`);
       process.exit(2);
     }
+  }
+  if (opts.modelsOnly && opts.resumableOnly) {
+    process.stderr.write(`bench: --models-only and --resumable-only exclude each other (a full run has both)\n${USAGE}`);
+    process.exit(2);
   }
   return opts;
 }
@@ -88,6 +106,11 @@ function freePort(): Promise<number> {
   });
 }
 
+/** The resumable section of a run whose scenario failed before it had a result. */
+function notRun(bodyBytes: number, durability: 'strict' | 'relaxed'): ResumableResult {
+  return { skipped: 'the scenario did not run (see Errors)', bodyBytes, partBytes: 8 * MiB, rounds: 0, durability, roundFiles: [], runs: [], tusProblems: [], targets: [] };
+}
+
 const progress = (msg: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 
 async function main(): Promise<void> {
@@ -98,9 +121,12 @@ async function main(): Promise<void> {
   const warmupMs = opts.quick ? 500 : 1000;
   const largeTimeoutMs = 10 * 60_000;
   const durability = opts.strict ? 'strict' : 'relaxed';
+  const blobs = !opts.modelsOnly && !opts.resumableOnly;
+  const models = !opts.resumableOnly;
+  const resumable = !opts.modelsOnly;
 
-  const results: Results & { scenarios: string[]; models?: ModelsResult } = {
-    scenarios: opts.modelsOnly ? ['models'] : ['blobs', 'models'],
+  const results: Results & { scenarios: string[]; resumable?: ResumableResult; models?: ModelsResult } = {
+    scenarios: [...(blobs ? ['blobs'] : []), ...(resumable ? ['resumable'] : []), ...(models ? ['models'] : [])],
     tool: 'svc-bench',
     startedAt: new Date().toISOString(),
     mode: opts.quick ? 'quick' : 'full',
@@ -159,8 +185,8 @@ async function main(): Promise<void> {
   };
 
   try {
-    if (!opts.modelsOnly) await phase(`generating ${bodyBytes / MiB} MiB of deterministic random bytes in ${bodyFile}`, () => writeRandomFile(bodyFile, bodyBytes, SEED));
-    if (!opts.modelsOnly) await phase('SHA-256 reference rate', () => {
+    if (blobs) await phase(`generating ${bodyBytes / MiB} MiB of deterministic random bytes in ${bodyFile}`, () => writeRandomFile(bodyFile, bodyBytes, SEED));
+    if (blobs) await phase('SHA-256 reference rate', () => {
       results.sha256 = measureSha256(bodyFile);
     });
 
@@ -178,7 +204,7 @@ async function main(): Promise<void> {
     progress(`server pid ${s.pid} listening on port ${port}`);
 
     let largeId: string | undefined;
-    if (!opts.modelsOnly) await phase(`ingest of ${bodyBytes / MiB} MiB`, async () => {
+    if (blobs) await phase(`ingest of ${bodyBytes / MiB} MiB`, async () => {
       const up = await uploadFile(s, bodyFile, bodyBytes, 'application/octet-stream', largeTimeoutMs);
       largeId = up.response.blob.id;
       results.ingest = {
@@ -189,7 +215,7 @@ async function main(): Promise<void> {
       if (up.response.blob.size !== bodyBytes) throw new Error(`server stored ${up.response.blob.size} bytes, sent ${bodyBytes}`);
     });
 
-    if (!opts.modelsOnly && largeId && s.alive) {
+    if (blobs && largeId && s.alive) {
       const id = largeId;
       await phase(`download of ${bodyBytes / MiB} MiB (3 passes)`, async () => {
         const passes = [];
@@ -203,10 +229,9 @@ async function main(): Promise<void> {
         results.download = { ...sorted[1], passesMbPerSecond: passes.map((p) => p.mbPerSecond) };
       });
     }
-    rmSync(bodyFile, { force: true });
 
     const smallIds: string[] = [];
-    if (!opts.modelsOnly && s.alive) {
+    if (blobs && s.alive) {
       await phase('4 KiB uploads', async () => {
         const r = await runLoad({
           port,
@@ -226,7 +251,7 @@ async function main(): Promise<void> {
       });
     }
 
-    if (!opts.modelsOnly && s.alive) {
+    if (blobs && s.alive) {
       await phase('4 KiB downloads', async () => {
         // A few stored 4 KiB blobs; upload them here if the upload phase produced none.
         while (smallIds.length < 8) {
@@ -260,13 +285,24 @@ async function main(): Promise<void> {
       });
     }
 
-    if (!opts.modelsOnly && s.alive) {
+    if (blobs && s.alive) {
       await phase('PDF revision dedup', async () => {
         results.dedup = await runDedup(port, SEED, 5, 64 * MiB);
       });
     }
 
-    if (s.alive) {
+    if (resumable && s.alive) {
+      // The blob scenario's file (already stored by the ingest above) is sent once more as a
+      // resumable session after the rounds: the dedup case, reported apart from the comparison.
+      const stored = results.ingest?.idMatchesSha256 && results.sha256 ? { file: bodyFile, sha256Hex: results.sha256.hex } : undefined;
+      await phase(`resumable uploads of ${bodyBytes / MiB} MiB, svc vs tus`, async () => {
+        results.resumable = await runResumable({ repo: REPO, server: s, durability, tmp, bodyBytes, rounds: opts.quick ? 1 : 2, seed: SEED, storedFile: stored, progress });
+        if (results.resumable.error) throw new Error(results.resumable.error);
+      });
+    }
+    rmSync(bodyFile, { force: true });
+
+    if (models && s.alive) {
       await phase('model runtime (airbnb bundle)', async () => {
         for (let i = 0; i < 200 && chosenModelPort === undefined && typeof s.listeningLog?.modelPort !== 'number'; i++) await new Promise((r) => setTimeout(r, 10));
         const modelPort = chosenModelPort ?? s.listeningLog?.modelPort;
@@ -290,10 +326,12 @@ async function main(): Promise<void> {
 
   results.finishedAt = new Date().toISOString();
   const modelTargets = results.models?.targets ?? [];
-  results.targets = opts.modelsOnly ? modelTargets : [...evaluateTargets(results), ...modelTargets];
+  const resumableTargets = results.resumable?.targets ?? [];
+  results.targets = [...(blobs ? evaluateTargets(results) : []), ...resumableTargets, ...modelTargets];
   let markdown: string;
   if (opts.modelsOnly) markdown = renderModelsReport(results, results.models ?? { skipped: 'the scenario did not run (see Errors)', cells: [], rank: [], targets: [] });
-  else markdown = `${renderMarkdown(results)}\n${results.models ? renderModelsSection(results.models) : ''}`;
+  else if (opts.resumableOnly) markdown = renderResumableReport(results, results.resumable ?? notRun(bodyBytes, durability));
+  else markdown = `${renderMarkdown(results)}\n${results.resumable ? renderResumableSection(results.resumable) : ''}\n${results.models ? renderModelsSection(results.models) : ''}`;
   const outDir = path.join(REPO, 'bench', 'results');
   mkdirSync(outDir, { recursive: true });
   const jsonFile = path.join(outDir, `${results.startedAt.replace(/:/g, '-')}.json`);
