@@ -12,6 +12,7 @@ import { TransferMemory } from './cas/transfer-memory.js';
 import { StreamScanner } from './cas/stream-scanner.js';
 import type { Config } from './config.js';
 import { blobNotFound, invalidPagination, verificationFailure } from './errors.js';
+import { JobQueue } from './jobs/queue.js';
 import type { Logger } from './log.js';
 import { Stats } from './ops/stats.js';
 import { CatalogEnv } from './store/catalog.js';
@@ -35,6 +36,8 @@ export class Engine {
   readonly stats = new Stats();
   readonly reader: BlobReader;
   readonly uploads: Uploads;
+  /** The durable job queue (document platform): kinds are defined by the modules that use it. */
+  readonly jobs: JobQueue;
 
   private constructor(
     readonly config: Config,
@@ -58,6 +61,7 @@ export class Engine {
       log,
       startIngest: (options) => this.startIngest(options),
     });
+    this.jobs = new JobQueue({ env: catalog, pool, config: config.jobs, log });
   }
 
   static async open(config: Config, log: Logger): Promise<Engine> {
@@ -72,6 +76,7 @@ export class Engine {
     const cleaned = await engine.uploads.cleanup();
     if (cleaned.expired || cleaned.recovered || cleaned.removed) log.info('uploads: cleanup at start', cleaned);
     engine.uploads.startCleanup();
+    engine.jobs.start();
     return engine;
   }
 
@@ -178,6 +183,7 @@ export class Engine {
   }
 
   async close(): Promise<void> {
+    await this.jobs.stop();
     this.uploads.stop();
     await this.pool.destroy();
     await this.scanner.close();
