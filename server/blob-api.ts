@@ -196,6 +196,14 @@ function download(engine: Engine, ex: Exchange, req: HttpRequest, headOnly: bool
   serveBlob(engine, ex, readConditions(req), manifest, headOnly);
 }
 
+/** How bytes served by another resource differ from the blob's own answer (document content). */
+export interface ServedAs {
+  etag?: string;
+  mediaType?: string;
+  lastModifiedMs?: number;
+  cacheControl?: string;
+}
+
 /** The precondition and range headers (read in the handler: uWS requests do not outlive it). */
 export function readConditions(req: HttpRequest) {
   return {
@@ -212,10 +220,12 @@ export function readConditions(req: HttpRequest) {
  * A blob's bytes with the full read contract: preconditions, one range, validators, the read
  * path that fetches and checks only the blocks needed. `etag` defaults to the blob id.
  */
-export function serveBlob(engine: Engine, ex: Exchange, conditions: ReturnType<typeof readConditions>, manifest: Manifest, headOnly: boolean, etag = `"${manifest.id}"`): void {
+export function serveBlob(engine: Engine, ex: Exchange, conditions: ReturnType<typeof readConditions>, manifest: Manifest, headOnly: boolean, view: ServedAs = {}): void {
   const size = manifest.record.size;
-  const validators = { ETag: etag, 'Last-Modified': manifest.lastModified, 'Cache-Control': IMMUTABLE };
-  const decision = evaluate({ etag, lastModified: manifest.lastModifiedMs, size }, conditions);
+  const etag = view.etag ?? `"${manifest.id}"`;
+  const lastModifiedMs = view.lastModifiedMs === undefined ? manifest.lastModifiedMs : Math.floor(view.lastModifiedMs / 1000) * 1000;
+  const validators = { ETag: etag, 'Last-Modified': new Date(lastModifiedMs).toUTCString(), 'Cache-Control': view.cacheControl ?? IMMUTABLE };
+  const decision = evaluate({ etag, lastModified: lastModifiedMs, size }, conditions);
   switch (decision.status) {
     case 304:
     case 412:
@@ -226,7 +236,7 @@ export function serveBlob(engine: Engine, ex: Exchange, conditions: ReturnType<t
       return;
   }
   const [start, end] = decision.status === 206 ? [decision.start, decision.end + 1] : [0, size];
-  const headers: Record<string, string> = { 'Content-Type': manifest.record.mediaType, ...validators, 'Accept-Ranges': 'bytes' };
+  const headers: Record<string, string> = { 'Content-Type': view.mediaType ?? manifest.record.mediaType, ...validators, 'Accept-Ranges': 'bytes' };
   if (decision.status === 206) headers['Content-Range'] = `bytes ${start}-${end - 1}/${size}`;
   if (headOnly) {
     ex.sendHead(decision.status, headers, end - start);

@@ -30,7 +30,13 @@ export function mountDocsApi(app: TemplatedApp, ctx: ServerContext, docsCtx: Doc
   const { docs, tokens, maxJsonBytes } = docsCtx;
 
   /** A JSON route: the body read (bounded), the token verified, then `work`; errors in the envelope. */
-  const json = (method: 'get' | 'post' | 'put', pattern: string, work: (call: Call, principal: Principal, body: unknown, bodyBytes: number) => Promise<void> | void) => {
+  const json = (
+    method: 'get' | 'post' | 'put',
+    pattern: string,
+    work: (call: Call, principal: Principal, body: unknown, bodyBytes: number) => Promise<void> | void,
+    /** Metadata writes answer every error in the rejected form. */
+    rejectedForm = false,
+  ) => {
     const paramCount = pattern.split(':').length - 1;
     app[method](pattern, (res, req) => {
       const call = start(res, req, pattern, paramCount, ctx);
@@ -40,7 +46,7 @@ export function mountDocsApi(app: TemplatedApp, ctx: ServerContext, docsCtx: Doc
         const principal = await tokens.verify(call.authorization);
         const { value, bytes } = await body;
         await work(call, principal, value, bytes);
-      })().catch((err: unknown) => fail(call.ex, err));
+      })().catch((err: unknown) => fail(call.ex, rejectedForm ? asRejection(err) : err));
     });
   };
 
@@ -92,13 +98,34 @@ export function mountDocsApi(app: TemplatedApp, ctx: ServerContext, docsCtx: Doc
         for (const name of ['view', 'stripSignatures', 'redactionProfile']) {
           if (call.query.has(name)) throw new SvcError(422, 'view_unsupported', `${name}: views are not available in this release (they come with the workflow runtime)`);
         }
-        const { blobId, key } = docs.content(principal, call.params[0]!);
-        serveBlob(ctx.engine, call.ex, conditions, ctx.engine.manifests.get(blobId) ?? missingBlob(), method === 'head', `"${key}"`);
+        const content = docs.content(principal, call.params[0]!);
+        // The current version of a permission-checked resource: caches must ask again each time.
+        serveBlob(ctx.engine, call.ex, conditions, content.manifest, method === 'head', {
+          etag: `"${content.key}"`, mediaType: content.mediaType, lastModifiedMs: content.createdAt, cacheControl: 'private, no-cache',
+        });
       })().catch((err: unknown) => fail(call.ex, err));
     });
   }
 
-  json('get', '/v1/documents/:documentId/metadata', ({ ex, params }, principal) => ex.json(200, docs.metadata(principal, params[0]!)));
+  json('get', '/v1/documents/:documentId/metadata', ({ ex, params, query }, principal) =>
+    ex.json(200, docs.metadata(principal, params[0]!, booleanParam(query, 'includeQuarantined'))),
+  );
+
+  json('post', '/v1/documents/:documentId/migrate', async ({ ex, params }, principal, body) => {
+    const r = await docs.migrate(principal, params[0]!, body);
+    ex.json(202, { jobId: r.jobId }, { Location: `/v1/jobs/${r.jobId}` });
+  });
+
+  json('post', '/v1/migrations', async ({ ex }, principal, body) => {
+    requireCapability(principal, 'migration.write');
+    const { record, created } = await docs.migrations.register(body);
+    ex.json(created ? 201 : 200, {
+      fromSchemaUrn: record.fromSchemaUrn, toSchemaUrn: record.toSchemaUrn, namespaceUrn: record.namespaceUrn,
+      forward: record.forward, inverse: record.inverse, probedInstances: record.probedInstances, createdAt: new Date(record.createdAt).toISOString(),
+    });
+  });
+
+  json('get', '/v1/jobs/:jobId', ({ ex, params }, principal) => ex.json(200, docs.job(principal, params[0]!)));
   json('get', '/v1/documents/:documentId/metadata/:namespaceUrn', ({ ex, params }, principal) => ex.json(200, docs.namespace(principal, params[0]!, params[1]!)));
   json('get', '/v1/documents/:documentId/metadata/:namespaceUrn/patches', ({ ex, params }, principal) => ex.json(200, docs.patchHistory(principal, params[0]!, params[1]!)));
 
@@ -110,14 +137,18 @@ export function mountDocsApi(app: TemplatedApp, ctx: ServerContext, docsCtx: Doc
       ex.json(201, { status: 'accepted', versionId: r.versionId, metadataIds: r.metadataIds });
       return;
     }
-    if (body.mode === 'derived') throw new MetadataRejection(501, 'not_implemented', 'Derived metadata writes are not available yet');
+    if (body.mode === 'derived') {
+      const r = await docs.writeDerived(principal, params[0]!, body);
+      ex.json(202, { status: 'accepted', jobId: r.jobId }, { Location: `/v1/jobs/${r.jobId}` });
+      return;
+    }
     throw new MetadataRejection(400, 'invalid_request', 'mode must be "canonical" or "derived"');
-  });
+  }, true);
 
   json('post', '/v1/documents/:documentId/metadata/:namespaceUrn/patch', async ({ ex, params }, principal, body, bytes) => {
     const r = await docs.patch(principal, params[0]!, params[1]!, body, bytes);
     ex.json(200, { status: 'accepted', versionId: r.versionId, newMetadataId: r.newMetadataId });
-  });
+  }, true);
 
   json('post', '/v1/schemas', async ({ ex }, principal, body) => {
     requireCapability(principal, 'schema.write');
@@ -155,10 +186,18 @@ function decodeSegment(raw: string): string {
 /** Error envelope; metadata writes answer in their rejection form. */
 function fail(ex: Exchange, err: unknown, close = false): void {
   if (err instanceof MetadataRejection) {
-    ex.send(err.status, { 'Content-Type': JSON_UTF8 }, JSON.stringify(err.body()), close);
+    ex.send(err.status, { 'Content-Type': JSON_UTF8, ...err.headers }, JSON.stringify(err.body()), close);
     return;
   }
   ex.error(err, 'storage_failure', close);
+}
+
+/** Any failure of a metadata write in its rejected form (internal errors keep their generic text). */
+function asRejection(err: unknown): unknown {
+  if (err instanceof MetadataRejection || !(err instanceof SvcError)) return err;
+  const rejection = new MetadataRejection(err.status, err.code, err.message);
+  Object.assign(rejection.headers, err.headers);
+  return rejection;
 }
 
 /** The whole JSON body (at most `max` bytes: 413 beyond); 400 `invalid_json` when it does not parse. */
@@ -217,11 +256,15 @@ function schemaJson(r: { schemaUrn: string; namespaceUrn: string; lifecycle: str
   return { schemaUrn: r.schemaUrn, namespaceUrn: r.namespaceUrn, lifecycle: r.lifecycle, jsonSchema: r.jsonSchema, hash: `sha-256:${r.hash}`, createdAt: new Date(r.createdAt).toISOString() };
 }
 
+function booleanParam(query: URLSearchParams, name: string): boolean {
+  const v = query.get(name);
+  if (v === null || v === 'false') return false;
+  if (v === 'true') return true;
+  throw badRequest(`${name} must be true or false`);
+}
+
 function isLoopback(address: string): boolean {
   return address === '127.0.0.1' || address === '::1' || address === '::ffff:127.0.0.1' || address === '0000:0000:0000:0000:0000:0000:0000:0001';
 }
 
-function missingBlob(): never {
-  throw new SvcError(500, 'storage_failure', 'The content blob of this version is missing');
-}
 

@@ -10,6 +10,7 @@ import { mountDocsApi } from './docs-api.js';
 import { TokenVerifier } from '../engine/auth/tokens.js';
 import { DocumentService } from '../engine/docs/documents.js';
 import { SchemaRegistry } from '../engine/docs/schemas.js';
+import { MigrationRegistry } from '../engine/docs/migrations.js';
 import { mountModelApi } from './model-api.js';
 import { Exchange, type ServerContext } from './http.js';
 import { VERSION, mountOpsApi } from './ops-api.js';
@@ -54,7 +55,8 @@ export async function serve(config: Config, log = new Logger(config.logLevel)): 
   mountBlobApi(app, ctx);
   mountUploadsApi(app, ctx);
   mountOpsApi(app, ctx);
-  const docs = new DocumentService(engine.catalog, new SchemaRegistry(engine.catalog), (options) => engine.startIngest(options));
+  const schemas = new SchemaRegistry(engine.catalog);
+  const docs = new DocumentService(engine.catalog, schemas, new MigrationRegistry(engine.catalog, schemas), engine.jobs, (options) => engine.startIngest(options));
   mountDocsApi(app, ctx, { docs, tokens: TokenVerifier.open(config.auth, config.fsRoot, log), maxJsonBytes: config.docMaxJsonBytes });
   app.any('/*', (res, req) => {
     new Exchange(res, req.getCaseSensitiveMethod(), '/*', ctx).json(404, { error: 'not_found', message: `No route for ${req.getCaseSensitiveMethod()} ${req.getUrl()}` });

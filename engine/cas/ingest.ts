@@ -7,7 +7,7 @@ import type { Logger } from '../log.js';
 import type { Stats } from '../ops/stats.js';
 import type { StoreTask, StoredBlock } from './block-task.js';
 import { type ChunkerSpec, chunkerName, maxBlockBytes } from './chunkers.js';
-import type { BlobSummary, ManifestStore } from './manifests.js';
+import type { BlobSummary, ManifestRecord, ManifestStore } from './manifests.js';
 import { Backlog } from './backlog.js';
 import type { TransferMemory } from './transfer-memory.js';
 import type { ScanStream, StreamScanner } from './stream-scanner.js';
@@ -31,6 +31,14 @@ export interface IngestResult {
   durationSeconds: number;
 }
 
+/** An unlisted ingest's result: the manifest record is the caller's to keep (not in the blob namespace). */
+export interface UnlistedResult {
+  id: string;
+  record: ManifestRecord;
+  /** This upload's media type (a listed manifest keeps the first uploader's). */
+  mediaType: string;
+}
+
 export interface IngestOptions {
   /** The Content-Type header as sent, if any. */
   contentType?: string;
@@ -38,6 +46,11 @@ export interface IngestOptions {
   declaredLength?: number;
   /** Set for one part of a resumable upload: the body continues an object instead of being one. */
   part?: PartContext;
+  /**
+   * Blocks are stored and recorded, but no manifest is published in the blob namespace: the
+   * caller keeps the record (document content, which the blob API must not list or delete).
+   */
+  unlisted?: boolean;
 }
 
 /** How a resumable upload's part continues its object (engine/uploads). */
@@ -242,6 +255,11 @@ export class DirectIngest {
     return done;
   }
 
+  /** The body of an unlisted ingest ended: resolves once its blocks are durable, with the manifest record. */
+  endUnlisted(): Promise<UnlistedResult> {
+    return this.end() as unknown as Promise<UnlistedResult>;
+  }
+
   /** The body ended: resolves once the manifest is published. */
   end(): Promise<IngestResult> {
     this.ended = true;
@@ -387,7 +405,7 @@ export class DirectIngest {
     if (!allStored) return;
     if (this.oneBlock && this.cutStart === 0) {
       this.cutStart = this.stored;
-      if (this.stored <= this.deps.config.inlineMaxBytes) {
+      if (this.stored <= this.deps.config.inlineMaxBytes && !this.options.unlisted) {
         // A small one-block body goes into the catalog with its manifest: no file, no worker.
         void this.publish(this.segments[0].subarray(0, this.stored));
         return;
@@ -575,6 +593,12 @@ export class DirectIngest {
     try {
       const hex = this.sha ? this.sha.digest('hex') : await this.scan!.digest();
       const blocks = inline ? [{ hex, size: inline.length, checksum: xxh64(inline), fresh: true }] : (this.blocks as StoredBlock[]);
+      if (this.options.unlisted) {
+        const unlisted = await this.deps.manifests.recordUnlisted(hex, this.received, this.mediaType, chunkerName(this.spec!), blocks);
+        this.release();
+        (this.finish?.resolve as unknown as (r: UnlistedResult) => void)({ ...unlisted, mediaType: this.mediaType });
+        return;
+      }
       const { manifest, existed } = await this.deps.manifests.publish(hex, this.received, this.mediaType, chunkerName(this.spec!), blocks, inline);
       const stats = this.deps.stats;
       let fresh = 0;

@@ -105,6 +105,18 @@ export function summarize(id: string, r: ManifestRecord): BlobSummary {
   };
 }
 
+/** Block references as stored in a manifest: 32-byte digest + 8-byte xxh64 each, and the sizes. */
+function pack(blocks: readonly StoredBlock[]): { refs: Buffer; sizes: Buffer } {
+  const refs = Buffer.allocUnsafe(blocks.length * 40);
+  const sizes = Buffer.allocUnsafe(blocks.length * 4);
+  blocks.forEach((b, i) => {
+    refs.write(b.hex, i * 40, 'hex');
+    refs.writeBigUInt64LE(b.checksum, i * 40 + 32);
+    sizes.writeUInt32LE(b.size, i * 4);
+  });
+  return { refs, sizes };
+}
+
 interface BlockRecord {
   size: number;
   createdAt: number;
@@ -163,13 +175,7 @@ export class ManifestStore {
    */
   async publish(hex: string, size: number, mediaType: string, chunker: string, blocks: readonly StoredBlock[], inlineBytes?: Uint8Array): Promise<{ manifest: Manifest; existed: boolean }> {
     const id = formatContentId(hex, size);
-    const refs = Buffer.allocUnsafe(blocks.length * 40);
-    const sizes = Buffer.allocUnsafe(blocks.length * 4);
-    blocks.forEach((b, i) => {
-      refs.write(b.hex, i * 40, 'hex');
-      refs.writeBigUInt64LE(b.checksum, i * 40 + 32);
-      sizes.writeUInt32LE(b.size, i * 4);
-    });
+    const { refs, sizes } = pack(blocks);
     const now = Date.now();
     let existed = false;
     const record = await this.manifests.transaction(() => {
@@ -193,6 +199,22 @@ export class ManifestStore {
       return fresh;
     });
     return { manifest: new Manifest(id, record), existed };
+  }
+
+  /**
+   * A manifest record kept by its caller instead of published (document content): the block
+   * records are written as for a publication, nothing enters the manifests or the inventory.
+   */
+  async recordUnlisted(hex: string, size: number, mediaType: string, chunker: string, blocks: readonly StoredBlock[]): Promise<{ id: string; record: ManifestRecord }> {
+    const { refs, sizes } = pack(blocks);
+    const now = Date.now();
+    await this.manifests.transaction(() => {
+      for (let i = 0; i < blocks.length; i++) {
+        const key = refs.subarray(i * 40, i * 40 + 32);
+        if (!this.blocks.doesExist(key)) this.blocks.put(Buffer.from(key), { size: blocks[i].size, createdAt: now });
+      }
+    });
+    return { id: formatContentId(hex, size), record: { size, mediaType, chunker, createdAt: now, seq: 0, refs, sizes } };
   }
 
   /** Removes the manifest and its inventory entry; blocks stay for GC. False when absent. */

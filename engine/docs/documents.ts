@@ -4,11 +4,16 @@
 
 import type { Database } from 'lmdb';
 import type { Principal } from '../auth/principal.js';
+import { JobError, type JobQueue, type JobRecord } from '../jobs/queue.js';
+import { DOC_JOBS_MODULE, type DerivedInput, type MigrateInput, type Provenance } from './doc-jobs.js';
+import type { MigrationRegistry } from './migrations.js';
+import type { ValidationIssue } from './validator.js';
 import type { DirectIngest, IngestOptions } from '../cas/ingest.js';
+import { Manifest, type ManifestRecord } from '../cas/manifests.js';
 import { SvcError } from '../errors.js';
 import type { CatalogEnv } from '../store/catalog.js';
 import { Blake3Stream } from './blake3-stream.js';
-import { MetadataRejection, applyEntryPatch, checkPatchBody, readBundle } from './metadata.js';
+import { MetadataRejection, applyEntryPatch, checkPatchBody, readBundle, readProvenance } from './metadata.js';
 import {
   badRequest, documentNotFound, isUuid, newId, newMetadataId, onlyKeys, parseExternalRefs, parseLabels, parsePermissions,
   isPlainObject, type Bundle, type ContentRef, type DocumentRecord, type PlacementHint, type UploadRecord, type VersionRecord,
@@ -16,9 +21,28 @@ import {
 import { requireCapability, requireRule } from './permissions.js';
 import type { SchemaRegistry } from './schemas.js';
 
+interface ContentRecord {
+  blobId: string;
+  record: ManifestRecord;
+}
+
 export const uploadNotFound = (id: string) => new SvcError(404, 'upload_not_found', `No upload ${id}`);
 const PLACEMENTS: PlacementHint[] = ['transient', 'archival', 'legal_hold'];
 const CURRENT = 'CURRENT';
+
+export interface DerivedEntry {
+  schema: string;
+  id: string;
+  data: Record<string, unknown>;
+  status: 'valid' | 'quarantined';
+  issues: ValidationIssue[];
+  provenance: Provenance;
+  jobId: string;
+  actor: string;
+  at: number;
+}
+
+export const jobNotFound = (id: string) => new SvcError(404, 'job_not_found', `No job ${id}`);
 
 export interface PatchAudit {
   newMetadataId: string;
@@ -43,19 +67,34 @@ export class DocumentService {
   private readonly uploads: Database<UploadRecord, string>;
   private readonly versions: Database<VersionRecord, [string, string, string]>;
   private readonly labels: Database<string, [string, string, string]>;
-  private readonly contentKeys: Database<string, string>;
+  /** `b3:<hex>` → the content's manifest record, kept here: document bytes are not in the blob namespace. */
+  private readonly contentKeys: Database<ContentRecord, string>;
   private readonly patches: Database<PatchAudit, [string, string, string, string]>;
+  private readonly derived: Database<DerivedEntry, [string, string, string]>;
 
   constructor(
     env: CatalogEnv,
     readonly schemas: SchemaRegistry,
+    readonly migrations: MigrationRegistry,
+    private readonly jobs: JobQueue,
     private readonly startIngest: (options: IngestOptions) => DirectIngest,
   ) {
+    this.derived = env.database('doc_derived') as unknown as Database<DerivedEntry, [string, string, string]>;
+    jobs.define<DerivedInput, Record<string, ValidationIssue[]>>({
+      kind: 'metadata.derived',
+      task: { filename: DOC_JOBS_MODULE, name: 'validateDerived' },
+      apply: (job, issues) => this.applyDerived(job, issues),
+    });
+    jobs.define<MigrateInput, { data: Record<string, unknown> }>({
+      kind: 'metadata.migrate',
+      task: { filename: DOC_JOBS_MODULE, name: 'migrate' },
+      apply: (job, output) => this.applyMigration(job, output.data),
+    });
     this.documents = env.database('documents') as unknown as Database<DocumentRecord, [string, string]>;
     this.uploads = env.database<UploadRecord, string>('doc_uploads');
     this.versions = env.database('doc_versions') as unknown as Database<VersionRecord, [string, string, string]>;
     this.labels = env.database('doc_labels') as unknown as Database<string, [string, string, string]>;
-    this.contentKeys = env.database<string, string>('doc_content_keys');
+    this.contentKeys = env.database<ContentRecord, string>('doc_content_keys');
     this.patches = env.database('doc_patches') as unknown as Database<PatchAudit, [string, string, string, string]>;
   }
 
@@ -98,16 +137,16 @@ export class DocumentService {
     requireCapability(principal, 'doc.create');
     requireRule(doc.permissions, principal, 'doc.write');
     if (upload.state === 'finalized') throw new SvcError(409, 'upload_finalized', 'The upload is finalized; its bytes cannot change');
-    const ingest = this.startIngest(options);
+    const ingest = this.startIngest({ ...options, unlisted: true });
     const hash = new Blake3Stream();
     const finish = async () => {
-      const [result, hex] = await Promise.all([ingest.end(), hash.hex()]);
+      const [result, hex] = await Promise.all([ingest.endUnlisted(), hash.hex()]);
       const key = `b3:${hex}`;
       await this.uploads.transaction(() => {
         const current = this.uploads.get(uploadId);
         if (!current || current.state === 'finalized') throw new SvcError(409, 'upload_finalized', 'The upload was finalized meanwhile');
-        this.contentKeys.put(key, result.blob.id);
-        this.uploads.put(uploadId, { ...current, state: 'received', content: { blobId: result.blob.id, key, size: result.blob.size, mediaType: result.blob.mediaType } });
+        if (!this.contentKeys.doesExist(key)) this.contentKeys.put(key, { blobId: result.id, record: result.record });
+        this.uploads.put(uploadId, { ...current, state: 'received', content: { key, size: result.record.size, mediaType: result.mediaType } });
       });
     };
     return { ingest, hash, finish };
@@ -135,6 +174,7 @@ export class DocumentService {
       const latest = this.documents.get([principal.tenant, doc.documentId])!;
       const version = this.addVersion(latest, principal, {
         contentRef,
+        contentType: current.content.mediaType,
         metadata: latest.currentVersionId ? this.version(latest, latest.currentVersionId).metadata : latest.initialMetadata,
         reason: (b.reason as string | undefined) ?? 'upload finalized',
         labels,
@@ -179,23 +219,121 @@ export class DocumentService {
     return { versions };
   }
 
-  /** The CAS blob of the current version's content. */
-  content(principal: Principal, documentId: string): { blobId: string; key: string } {
+  /** The current version's content: its manifest (blocks in the CAS), media type and when the version was made. */
+  content(principal: Principal, documentId: string): { manifest: Manifest; key: string; mediaType: string; createdAt: number } {
     const doc = this.readable(principal, documentId, 'doc.read', 'doc.read');
     if (!doc.currentVersionId) throw new SvcError(404, 'content_not_found', 'The document has no finalized version yet');
-    const ref = this.version(doc, doc.currentVersionId).contentRef;
-    const blobId = this.contentKeys.get(ref.key);
-    if (!blobId) throw new SvcError(500, 'storage_failure', 'The content of this version is missing from the catalog');
-    return { blobId, key: ref.key };
+    const version = this.version(doc, doc.currentVersionId);
+    const content = this.contentKeys.get(version.contentRef.key);
+    if (!content) throw new SvcError(500, 'storage_failure', 'The content of this version is missing from the catalog');
+    return { manifest: new Manifest(content.blobId, content.record), key: version.contentRef.key, mediaType: version.contentType, createdAt: version.createdAt };
   }
 
-  /** The current version's metadata: `{ namespaces: { urn: { schema, id, data, mode } } }`. */
-  metadata(principal: Principal, documentId: string) {
+  /**
+   * The current version's canonical metadata plus derived entries of namespaces it does not have
+   * (valid ones; quarantined too on request), each marked with its `mode`.
+   */
+  metadata(principal: Principal, documentId: string, includeQuarantined = false) {
     const doc = this.readable(principal, documentId, 'meta.read', 'meta.read');
     const bundle = doc.currentVersionId ? this.version(doc, doc.currentVersionId).metadata : {};
     const namespaces: Record<string, unknown> = {};
     for (const [ns, entry] of Object.entries(bundle)) namespaces[ns] = { ...entry, mode: 'canonical' };
+    for (const { key, value } of this.derived.getRange({ start: [doc.tenant, documentId, ''], end: [doc.tenant, documentId, '\uffff'] })) {
+      if (namespaces[key[2]] || (value.status === 'quarantined' && !includeQuarantined)) continue;
+      namespaces[key[2]] = {
+        schema: value.schema, id: value.id, data: value.data, mode: 'derived', status: value.status, provenance: value.provenance,
+        ...(value.issues.length ? { issues: value.issues } : {}),
+      };
+    }
     return { namespaces };
+  }
+
+  /** Derived write: provenance required; validated by a job that stores each entry as valid or quarantined. */
+  async writeDerived(principal: Principal, documentId: string, body: Record<string, unknown>): Promise<{ jobId: string }> {
+    const doc = this.document(principal, documentId);
+    const entries = readBundle(body.bundle, 'bundle');
+    for (const ns of Object.keys(entries)) requireCapability(principal, `meta.write:${ns}`);
+    requireRule(doc.permissions, principal, 'meta.write');
+    const provenance = readProvenance(body.provenance);
+    const schemas: Record<string, Record<string, unknown>> = {};
+    for (const e of Object.values(entries)) {
+      const record = this.schemas.get(e.schema);
+      if (record) schemas[e.schema] = record.jsonSchema;
+    }
+    const input: DerivedInput = { documentId, actor: principal.subject, entries, schemas, provenance };
+    const job = await this.jobs.enqueue(principal.tenant, 'metadata.derived', input);
+    return { jobId: job.jobId };
+  }
+
+  /** POST /v1/documents/{id}/migrate: a job moving one namespace's current entry to another schema version. */
+  async migrate(principal: Principal, documentId: string, body: unknown): Promise<{ jobId: string }> {
+    const doc = this.document(principal, documentId);
+    if (!isPlainObject(body)) throw badRequest('The body must be { namespaceUrn, toSchemaUrn, reason }');
+    onlyKeys(body, ['namespaceUrn', 'toSchemaUrn', 'reason'], 'migrate');
+    const { namespaceUrn, toSchemaUrn, reason } = body;
+    if (typeof namespaceUrn !== 'string' || typeof toSchemaUrn !== 'string') throw badRequest('namespaceUrn and toSchemaUrn are required strings');
+    if (typeof reason !== 'string' || reason.trim() === '') throw badRequest('reason is required');
+    requireCapability(principal, `meta.write:${namespaceUrn}`);
+    requireRule(doc.permissions, principal, 'meta.write');
+    const entry = doc.currentVersionId ? this.version(doc, doc.currentVersionId).metadata[namespaceUrn] : undefined;
+    if (!entry) throw new SvcError(404, 'metadata_not_found', `The current version has no ${namespaceUrn} metadata`);
+    const migration = this.migrations.get(entry.schema, toSchemaUrn);
+    if (!migration) throw new SvcError(404, 'migration_not_found', `No migration from ${entry.schema} to ${toSchemaUrn} is registered`);
+    const target = this.schemas.get(toSchemaUrn)!;
+    const input: MigrateInput = {
+      documentId, namespaceUrn, baseMetadataId: entry.id, data: entry.data, fromSchemaUrn: entry.schema, toSchemaUrn,
+      ops: migration.forward.ops, targetSchema: target.jsonSchema, actor: principal.subject, reason,
+    };
+    const job = await this.jobs.enqueue(principal.tenant, 'metadata.migrate', input);
+    return { jobId: job.jobId };
+  }
+
+  /** A job of the principal's tenant, as the API shows it. */
+  job(principal: Principal, jobId: string) {
+    requireCapability(principal, 'job.read');
+    if (!isUuid(jobId)) throw badRequest('The job id must be a UUID');
+    const job = this.jobs.get(principal.tenant, jobId);
+    if (!job) throw jobNotFound(jobId);
+    const iso = (t?: number) => (t === undefined ? null : new Date(t).toISOString());
+    return {
+      jobId: job.jobId, kind: job.kind, state: job.state, attempts: job.attempts, maxAttempts: job.maxAttempts,
+      createdAt: iso(job.createdAt), nextRunAt: job.state === 'pending' ? iso(job.nextRunAt) : null,
+      startedAt: iso(job.startedAt), finishedAt: iso(job.finishedAt), error: job.error, outputs: job.outputs,
+    };
+  }
+
+  /** In the job's completion transaction: each entry stored as valid or quarantined; canonical data untouched. */
+  private applyDerived(job: JobRecord, issues: Record<string, ValidationIssue[]>) {
+    const input = job.input as DerivedInput;
+    if (!this.documents.get([job.tenant, input.documentId])) throw new JobError('document_not_found', 'The document no longer exists', false);
+    for (const [ns, entry] of Object.entries(input.entries)) {
+      const found = issues[ns] ?? [];
+      this.derived.put([job.tenant, input.documentId, ns], {
+        schema: entry.schema, id: newMetadataId(), data: entry.data, status: found.length ? 'quarantined' : 'valid', issues: found,
+        provenance: input.provenance, jobId: job.jobId, actor: input.actor, at: Date.now(),
+      });
+    }
+    return { derivedNamespaces: Object.keys(input.entries), viewKeys: [] };
+  }
+
+  /** In the job's completion transaction: a new version with the migrated entry, if the entry is still the one migrated. */
+  private applyMigration(job: JobRecord, data: Record<string, unknown>) {
+    const input = job.input as MigrateInput;
+    const doc = this.documents.get([job.tenant, input.documentId]);
+    if (!doc?.currentVersionId) throw new JobError('document_not_found', 'The document no longer exists', false);
+    const base = this.version(doc, doc.currentVersionId);
+    const current = base.metadata[input.namespaceUrn];
+    if (current?.id !== input.baseMetadataId) {
+      throw new JobError('metadata_conflict', `The ${input.namespaceUrn} entry changed after the migration was requested (now ${current?.id ?? 'absent'}); request it again`, false);
+    }
+    this.addVersion(doc, { subject: input.actor }, {
+      contentRef: base.contentRef,
+      contentType: base.contentType,
+      metadata: { ...base.metadata, [input.namespaceUrn]: { schema: input.toSchemaUrn, id: newMetadataId(), data } },
+      reason: input.reason,
+      labels: [],
+    });
+    return { derivedNamespaces: [], viewKeys: [] };
   }
 
   namespace(principal: Principal, documentId: string, namespaceUrn: string) {
@@ -217,6 +355,7 @@ export class DocumentService {
       const base = this.version(latest, latest.currentVersionId);
       const version = this.addVersion(latest, principal, {
         contentRef: base.contentRef,
+        contentType: base.contentType,
         metadata: { ...base.metadata, ...bundle },
         reason: (body.reason as string | undefined) ?? 'canonical metadata write',
         labels: [],
@@ -245,6 +384,7 @@ export class DocumentService {
       const metadataId = newMetadataId();
       const version = this.addVersion(latest, principal, {
         contentRef: base.contentRef,
+        contentType: base.contentType,
         metadata: { ...base.metadata, [namespaceUrn]: { schema: entry.schema, id: metadataId, data } },
         reason: request.reason,
         labels: [],
@@ -288,12 +428,13 @@ export class DocumentService {
   }
 
   /** Inside a transaction: stores a new version after the document's current one and moves CURRENT (and `labels`) to it. */
-  private addVersion(doc: DocumentRecord, principal: Principal, v: { contentRef: ContentRef; metadata: Bundle; reason: string; labels: string[] }): VersionRecord {
+  private addVersion(doc: DocumentRecord, principal: Pick<Principal, 'subject'>, v: { contentRef: ContentRef; contentType: string; metadata: Bundle; reason: string; labels: string[] }): VersionRecord {
     const now = Date.now();
     const version: VersionRecord = {
       versionId: newId(),
       parents: doc.currentVersionId ? [doc.currentVersionId] : [],
       contentRef: v.contentRef,
+      contentType: v.contentType,
       metadata: v.metadata,
       permissionsSnapshot: doc.permissions,
       actor: principal.subject,

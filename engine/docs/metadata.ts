@@ -5,6 +5,7 @@ import fastJsonPatch, { type Operation } from 'fast-json-patch';
 import { SvcError } from '../errors.js';
 import { isNamespaceUrn, isPlainObject, isSchemaUrn, type MetadataEntry } from './model.js';
 import type { ValidationIssue } from './schemas.js';
+import type { Provenance } from './doc-jobs.js';
 
 const { applyPatch, validate: validatePatch, deepClone } = fastJsonPatch;
 
@@ -92,4 +93,25 @@ export function applyEntryPatch(entry: MetadataEntry, patch: Operation[]): Recor
   }
   if (!isPlainObject(doc.data)) throw MetadataRejection.invalid([{ path: '/data', code: 'type', message: 'data must stay a JSON object' }]);
   return doc.data;
+}
+
+/** Provenance of a derived write: required; producer, producedAt, input and an optional confidence in 0..1. */
+export function readProvenance(v: unknown): Provenance {
+  if (v === undefined) throw new MetadataRejection(400, 'provenance_required', 'A derived write needs provenance { producer, producedAt, input, confidence? }');
+  if (!isPlainObject(v)) throw reject('provenance must be an object');
+  for (const key of Object.keys(v)) if (!['producer', 'producedAt', 'input', 'confidence'].includes(key)) throw reject(`provenance: unknown field "${key}"`);
+  const p = v.producer;
+  if (!isPlainObject(p) || typeof p.name !== 'string' || p.name === '' || typeof p.version !== 'string' || p.version === '') throw reject('provenance.producer must be { name, version }');
+  if (typeof v.producedAt !== 'string' || Number.isNaN(Date.parse(v.producedAt)) || !/^\d{4}-\d{2}-\d{2}T/.test(v.producedAt)) throw reject('provenance.producedAt must be an ISO 8601 timestamp');
+  const input = v.input;
+  if (!isPlainObject(input) || (input.kind !== 'blob' && input.kind !== 'view') || typeof input.key !== 'string' || input.key === '') {
+    throw reject('provenance.input must be { kind: "blob" | "view", key }');
+  }
+  if (v.confidence !== undefined && (typeof v.confidence !== 'number' || !(v.confidence >= 0 && v.confidence <= 1))) throw reject('provenance.confidence must be a number from 0 to 1');
+  return {
+    producer: { name: p.name, version: p.version },
+    producedAt: v.producedAt,
+    input: { kind: input.kind, key: input.key },
+    ...(v.confidence === undefined ? {} : { confidence: v.confidence }),
+  };
 }

@@ -56,7 +56,7 @@ export interface UploadRecord {
   tenant: string;
   documentId: string;
   state: 'open' | 'received' | 'finalized';
-  content?: { blobId: string; key: string; size: number; mediaType: string };
+  content?: { key: string; size: number; mediaType: string };
   versionId?: string;
 }
 
@@ -64,6 +64,8 @@ export interface VersionRecord {
   versionId: string;
   parents: string[];
   contentRef: ContentRef;
+  /** The media type the content was uploaded with (served as its Content-Type). */
+  contentType: string;
   metadata: Bundle;
   permissionsSnapshot: PermissionRule[];
   actor: string;

@@ -2,12 +2,13 @@
 // metadata data with ajv against JSON Schema 2020-12. Owner of the `schemas` database.
 
 import { createHash } from 'node:crypto';
-import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
-import addFormatsModule from 'ajv-formats';
 import type { Database } from 'lmdb';
 import { SvcError } from '../errors.js';
 import type { CatalogEnv } from '../store/catalog.js';
 import { badRequest, isNamespaceUrn, isPlainObject, isSchemaUrn, onlyKeys } from './model.js';
+import { compileSchema, type ValidationIssue } from './validator.js';
+
+export type { ValidationIssue };
 
 export interface SchemaRecord {
   schemaUrn: string;
@@ -19,27 +20,16 @@ export interface SchemaRecord {
   createdAt: number;
 }
 
-export interface ValidationIssue {
-  path: string;
-  code: string;
-  message: string;
-}
-
 const LIFECYCLES = ['draft', 'published', 'deprecated', 'retired'];
 
 export const schemaNotFound = (urn: string) => new SvcError(404, 'schema_not_found', `No schema ${urn}`);
 
-const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
-
 export class SchemaRegistry {
   private readonly schemas: Database<SchemaRecord, string>;
-  private readonly compiled = new Map<string, ValidateFunction>();
-  private readonly ajv: Ajv2020;
+  private readonly compiled = new Map<string, (data: unknown) => ValidationIssue[]>();
 
   constructor(env: CatalogEnv) {
     this.schemas = env.database<SchemaRecord, string>('schemas');
-    this.ajv = new Ajv2020({ allErrors: true, strict: false, validateFormats: true });
-    addFormats(this.ajv);
   }
 
   get(urn: string): SchemaRecord | undefined {
@@ -58,9 +48,9 @@ export class SchemaRegistry {
     if (jsonSchema.$schema !== undefined && jsonSchema.$schema !== 'https://json-schema.org/draft/2020-12/schema') {
       throw badRequest('jsonSchema must use the JSON Schema 2020-12 dialect ($schema absent or https://json-schema.org/draft/2020-12/schema)');
     }
-    let validate: ValidateFunction;
+    let validate: (data: unknown) => ValidationIssue[];
     try {
-      validate = this.ajv.compile({ ...jsonSchema, $id: undefined });
+      validate = compileSchema(jsonSchema);
     } catch (err) {
       throw badRequest(`jsonSchema does not compile: ${(err as Error).message}`);
     }
@@ -88,17 +78,11 @@ export class SchemaRegistry {
     if (!record) return [{ path: '', code: 'schema_not_found', message: `No schema ${schemaUrn} is registered` }];
     let validate = this.compiled.get(schemaUrn);
     if (!validate) {
-      validate = this.ajv.compile({ ...record.jsonSchema, $id: undefined });
+      validate = compileSchema(record.jsonSchema);
       this.compiled.set(schemaUrn, validate);
     }
-    if (validate(data)) return [];
-    return (validate.errors ?? []).map(issue);
+    return validate(data);
   }
-}
-
-function issue(e: ErrorObject): ValidationIssue {
-  const path = e.keyword === 'required' ? `${e.instancePath}/${(e.params as { missingProperty: string }).missingProperty}` : e.instancePath;
-  return { path: path || '/', code: e.keyword, message: e.message ?? 'is invalid' };
 }
 
 /** JSON with object keys sorted at every level: equal data, equal text. */
