@@ -17,6 +17,7 @@ import type { Logger } from './log.js';
 import { Stats } from './ops/stats.js';
 import { CatalogEnv } from './store/catalog.js';
 import { FsBlockStore } from './store/fs-block-store.js';
+import type { BlockRoots } from './cas/block-roots.js';
 import { UploadLedger } from './uploads/ledger.js';
 import { Staging } from './uploads/staging.js';
 import { Uploads } from './uploads/uploads.js';
@@ -36,6 +37,8 @@ export class Engine {
   readonly stats = new Stats();
   readonly reader: BlobReader;
   readonly uploads: Uploads;
+  /** Block references outside published manifests, for garbage collection (the document service adds its own). */
+  readonly blockRoots: BlockRoots[] = [];
   /** The durable job queue (document platform): kinds are defined by the modules that use it. */
   readonly jobs: JobQueue;
 
@@ -61,6 +64,7 @@ export class Engine {
       log,
       startIngest: (options) => this.startIngest(options),
     });
+    this.blockRoots.push(this.uploads.blockRoots());
     this.jobs = new JobQueue({ env: catalog, pool, config: config.jobs, log });
   }
 

@@ -57,6 +57,7 @@ export async function serve(config: Config, log = new Logger(config.logLevel)): 
   mountOpsApi(app, ctx);
   const schemas = new SchemaRegistry(engine.catalog);
   const docs = new DocumentService(engine.catalog, schemas, new MigrationRegistry(engine.catalog, schemas), engine.jobs, (options) => engine.startIngest(options));
+  engine.blockRoots.push(docs.blockRoots());
   mountDocsApi(app, ctx, { docs, tokens: TokenVerifier.open(config.auth, config.fsRoot, log), maxJsonBytes: config.docMaxJsonBytes });
   app.any('/*', (res, req) => {
     new Exchange(res, req.getCaseSensitiveMethod(), '/*', ctx).json(404, { error: 'not_found', message: `No route for ${req.getCaseSensitiveMethod()} ${req.getUrl()}` });

@@ -8,6 +8,7 @@ import { JobError, type JobQueue, type JobRecord } from '../jobs/queue.js';
 import { DOC_JOBS_MODULE, type DerivedInput, type MigrateInput, type Provenance } from './doc-jobs.js';
 import type { MigrationRegistry } from './migrations.js';
 import type { ValidationIssue } from './validator.js';
+import type { BlockRoots } from '../cas/block-roots.js';
 import type { DirectIngest, IngestOptions } from '../cas/ingest.js';
 import { Manifest, type ManifestRecord } from '../cas/manifests.js';
 import { SvcError } from '../errors.js';
@@ -96,6 +97,19 @@ export class DocumentService {
     this.labels = env.database('doc_labels') as unknown as Database<string, [string, string, string]>;
     this.contentKeys = env.database<ContentRecord, string>('doc_content_keys');
     this.patches = env.database('doc_patches') as unknown as Database<PatchAudit, [string, string, string, string]>;
+  }
+
+  /** Blocks of document content (unlisted manifests): garbage collection keeps them. */
+  blockRoots(): BlockRoots {
+    const contentKeys = this.contentKeys;
+    return {
+      name: 'document content',
+      *digests() {
+        for (const { value } of contentKeys.getRange()) {
+          for (let at = 0; at < value.record.refs.length; at += 40) yield value.record.refs.subarray(at, at + 32);
+        }
+      },
+    };
   }
 
   /** POST /v1/documents: a new document and its upload, or (same documentId again) the same ones. */

@@ -124,6 +124,16 @@ export class UploadLedger {
     return out;
   }
 
+  /** The digests of every block cut by sessions that may still commit (Open or Committing). */
+  *liveBlockDigests(): Generator<Buffer> {
+    for (const { value: session } of this.sessions.getRange()) {
+      if (session.state !== 'Open' && session.state !== 'Committing') continue;
+      for (const { value } of this.parts.getRange({ start: [session.id, 0], end: [session.id, Number.MAX_SAFE_INTEGER] })) {
+        for (let at = 0; at < value.blocks.length; at += BLOCK_BYTES) yield value.blocks.subarray(at, at + 32);
+      }
+    }
+  }
+
   /** Forgets the session's parts (after commit, cancel or expiry); the record stays. */
   dropParts(id: string): Promise<void> {
     return this.sessions.transaction(() => {

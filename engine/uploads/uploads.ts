@@ -8,6 +8,7 @@
 
 import { randomUUID } from 'node:crypto';
 import type { StoredBlock } from '../cas/block-task.js';
+import type { BlockRoots } from '../cas/block-roots.js';
 import { chunkerName } from '../cas/chunkers.js';
 import { formatContentId } from '../cas/content-id.js';
 import type { DirectIngest, IngestOptions, PartResult } from '../cas/ingest.js';
@@ -248,6 +249,11 @@ export class Uploads {
     }
     for (const id of await staging.sessions()) if (!known.has(id)) await staging.remove(id);
     return { expired, recovered, removed };
+  }
+
+  /** Blocks of open sessions: garbage collection keeps them. */
+  blockRoots(): BlockRoots {
+    return { name: 'upload sessions', digests: () => this.deps.ledger.liveBlockDigests() };
   }
 
   startCleanup(): void {

@@ -1,0 +1,9 @@
+// What garbage collection must keep besides published manifests: each module that references
+// blocks on its own (resumable sessions, document content) registers a source of their digests.
+
+export interface BlockRoots {
+  /** The owner, for GC reports. */
+  name: string;
+  /** Every block digest (32 bytes) the owner still references; read in one pass, in any order. */
+  digests(): Iterable<Buffer>;
+}
