@@ -1,10 +1,12 @@
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import { parseContentIdSegment } from '../engine/cas/content-id.js';
 import { parseLimit } from '../engine/cas/cursors.js';
+import type { DirectIngest } from '../engine/cas/ingest.js';
 import type { Manifest } from '../engine/cas/manifests.js';
 import type { Engine } from '../engine/engine.js';
 import { SvcError, invalidBlob } from '../engine/errors.js';
 import { evaluate } from './conditional.js';
+import { SocketBody, feedIngest } from './body-feed.js';
 import { Exchange, JSON_UTF8, type ServerContext, header, query } from './http.js';
 
 const ALLOWED_REQUEST_HEADERS = [
@@ -143,8 +145,7 @@ function checkLocalityHeaders(req: HttpRequest): void {
 }
 
 function upload(engine: Engine, ex: Exchange, req: HttpRequest): void {
-  const res = ex.res;
-  let ingest;
+  let ingest: DirectIngest;
   try {
     checkLocalityHeaders(req);
     ingest = engine.startIngest({ contentType: parseContentType(header(req, 'content-type')), declaredLength: parseContentLength(header(req, 'content-length')) });
@@ -153,36 +154,15 @@ function upload(engine: Engine, ex: Exchange, req: HttpRequest): void {
     ex.error(err, 'ingest_failed', true);
     return;
   }
-  const fail = (err: unknown) => ex.error(err, 'ingest_failed', true);
-  // uWS misbehaves on resume() without a pause() before it, so track the state here.
-  let paused = false;
-  const pause = () => {
-    if (!paused) res.pause();
-    paused = true;
-  };
-  const resume = () => {
-    if (paused && ex.live) res.resume();
-    paused = false;
-  };
-  ex.onAbort(() => ingest.abort());
-  ingest.onResume = resume;
-  ingest.onError = fail;
-  res.onData((chunk, isLast) => {
-    if (!ex.live) return;
-    try {
-      if (!ingest.push(new Uint8Array(chunk))) pause();
-      if (isLast) {
-        ingest.end().then(
-          (result) => ex.json(201, result, { Location: `/api/v1/blobs/${result.blob.id}`, ETag: `"${result.blob.id}"` }),
-          (err) => ex.error(err, 'ingest_failed'),
-        );
-      }
-    } catch (err) {
-      fail(err);
-    }
+  feedIngest(ex, new SocketBody(ex), ingest, {
+    last: () =>
+      ingest.end().then(
+        (result) => ex.json(201, result, { Location: `/api/v1/blobs/${result.blob.id}`, ETag: `"${result.blob.id}"` }),
+        (err) => ex.error(err, 'ingest_failed'),
+      ),
+    fail: (err) => ex.error(err, 'ingest_failed', true),
+    abort: () => ingest.abort(),
   });
-  ingest.admit(resume);
-  if (!ingest.isAdmitted) pause();
 }
 
 function download(engine: Engine, ex: Exchange, req: HttpRequest, headOnly: boolean): void {

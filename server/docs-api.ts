@@ -10,6 +10,7 @@ import { badRequest, isPlainObject } from '../engine/docs/model.js';
 import { requireCapability } from '../engine/docs/permissions.js';
 import { SvcError, payloadTooLarge } from '../engine/errors.js';
 import { parseContentType, readConditions, serveBlob } from './blob-api.js';
+import { feedIngest } from './body-feed.js';
 import { HeldBody } from './held-body.js';
 import { Exchange, JSON_UTF8, type ServerContext, header } from './http.js';
 
@@ -230,26 +231,15 @@ function readJson(ex: Exchange, max: number): Promise<{ value: unknown; bytes: n
 /** Streams the held body into the document's ingest (and BLAKE3); 204 once the bytes are durable. */
 function streamInto(ex: Exchange, held: HeldBody, upload: ReturnType<DocumentService['beginBytes']>): void {
   const { ingest, hash } = upload;
-  const failUpload = (err: unknown) => {
-    ingest.abort();
-    fail(ex, err, true);
-  };
-  ex.onAbort(() => ingest.abort());
-  ingest.onResume = () => held.resume();
-  ingest.onError = failUpload;
-  held.release((chunk, isLast) => {
-    if (!ex.live) return;
-    try {
-      if (chunk.length) {
-        hash.update(chunk);
-        if (!ingest.push(chunk)) held.pause();
-      }
-      if (isLast) upload.finish().then(() => ex.send(204, {}), (err) => fail(ex, err));
-    } catch (err) {
-      failUpload(err);
-    }
+  feedIngest(ex, held, ingest, {
+    chunk: (chunk) => hash.update(chunk),
+    last: () => upload.finish().then(() => ex.send(204, {}), (err) => fail(ex, err)),
+    fail: (err) => {
+      ingest.abort();
+      fail(ex, err, true);
+    },
+    abort: () => ingest.abort(),
   });
-  ingest.admit(() => held.resume());
 }
 
 function schemaJson(r: { schemaUrn: string; namespaceUrn: string; lifecycle: string; jsonSchema: unknown; hash: string; createdAt: number }) {

@@ -3,10 +3,11 @@
 // and what already arrived is kept, then handed over in order to whoever reads it.
 
 import type { HttpResponse } from 'uWebSockets.js';
+import type { BodySource } from './body-feed.js';
 
 export type BodySink = (chunk: Uint8Array, isLast: boolean) => void;
 
-export class HeldBody {
+export class HeldBody implements BodySource {
   private held: Uint8Array[] = [];
   private ended = false;
   private sink?: BodySink;
@@ -26,7 +27,7 @@ export class HeldBody {
   }
 
   /** Replays what was held, then passes live chunks once `resume` lets the socket read again. */
-  release(sink: BodySink): void {
+  start(sink: BodySink): void {
     this.sink = sink;
     const held = this.held;
     this.held = [];

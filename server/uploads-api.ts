@@ -5,6 +5,7 @@ import { invalidUpload } from '../engine/errors.js';
 import type { SessionRecord } from '../engine/uploads/ledger.js';
 import type { PartUpload } from '../engine/uploads/uploads.js';
 import { CORS, UUID, allowMethods, parseContentType } from './blob-api.js';
+import { SocketBody, feedIngest } from './body-feed.js';
 import { Exchange, type ServerContext, header } from './http.js';
 
 const DEFAULT_TENANT = '00000000-0000-4000-8000-000000000000';
@@ -64,7 +65,6 @@ export function mountUploadsApi(app: TemplatedApp, ctx: ServerContext): void {
 
 /** PATCH: one part, taken from the first body byte; acknowledged once it and the offset are durable. */
 function part(ex: Exchange, req: HttpRequest, ctx: ServerContext): void {
-  const res = ex.res;
   let started: { replayed: SessionRecord } | { part: PartUpload };
   const declared = header(req, 'content-length');
   try {
@@ -85,43 +85,18 @@ function part(ex: Exchange, req: HttpRequest, ctx: ServerContext): void {
     return;
   }
   const upload = started.part;
-  const ingest = upload.ingest;
-  const fail = (err: unknown) => {
-    upload.abort();
-    ex.error(err, 'ingest_failed', true);
-  };
-  // uWS misbehaves on resume() without a pause() before it, so track the state here.
-  let paused = false;
-  const pause = () => {
-    if (!paused) res.pause();
-    paused = true;
-  };
-  const resume = () => {
-    if (paused && ex.live) res.resume();
-    paused = false;
-  };
-  ex.onAbort(() => upload.abort());
-  ingest.onResume = resume;
-  ingest.onError = fail;
-  res.onData((chunk, isLast) => {
-    if (!ex.live) return;
-    try {
-      if (!ingest.push(new Uint8Array(chunk))) pause();
-      if (isLast) {
-        upload.finish().then(
-          (record) => ex.send(204, sessionHeaders(record)),
-          (err) => ex.error(err, 'ingest_failed'),
-        );
-      }
-    } catch (err) {
-      fail(err);
-    }
-  });
-  pause();
-  upload.ready.then(
-    () => ingest.admit(resume),
-    (err) => fail(err),
-  );
+  feedIngest(ex, new SocketBody(ex), upload.ingest, {
+    last: () =>
+      upload.finish().then(
+        (record) => ex.send(204, sessionHeaders(record)),
+        (err) => ex.error(err, 'ingest_failed'),
+      ),
+    fail: (err) => {
+      upload.abort();
+      ex.error(err, 'ingest_failed', true);
+    },
+    abort: () => upload.abort(),
+  }, upload.ready);
 }
 
 /**

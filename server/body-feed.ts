@@ -1,0 +1,72 @@
+// A request body fed into an ingest with backpressure: the socket pauses while the ingest is
+// full and resumes when it drains. The body comes from the socket itself or from a HeldBody
+// (bytes kept while a token was checked).
+
+import type { DirectIngest } from '../engine/cas/ingest.js';
+import type { BodySink } from './held-body.js';
+import type { Exchange } from './http.js';
+
+export interface BodySource {
+  /** Starts delivering chunks (each valid only during the call). */
+  start(sink: BodySink): void;
+  pause(): void;
+  resume(): void;
+}
+
+/** The request's own socket. uWS misbehaves on resume() without a pause() before it, so the state is tracked. */
+export class SocketBody implements BodySource {
+  private paused = false;
+
+  constructor(private readonly ex: Exchange) {}
+
+  start(sink: BodySink): void {
+    this.ex.res.onData((chunk, isLast) => sink(new Uint8Array(chunk), isLast));
+  }
+
+  pause(): void {
+    if (!this.paused && this.ex.live) this.ex.res.pause();
+    this.paused = true;
+  }
+
+  resume(): void {
+    if (this.paused && this.ex.live) this.ex.res.resume();
+    this.paused = false;
+  }
+}
+
+export interface FeedHandlers {
+  /** Sees each chunk before the ingest takes it (a second hash). */
+  chunk?: (chunk: Uint8Array) => void;
+  /** The whole body was pushed. */
+  last: () => void;
+  /** The ingest or a handler failed. */
+  fail: (err: unknown) => void;
+  /** The client went away. */
+  abort: () => void;
+}
+
+/** Feeds `source` into `ingest`; with `ready`, the ingest is admitted only once it resolves (bytes wait in its backlog). */
+export function feedIngest(ex: Exchange, source: BodySource, ingest: DirectIngest, h: FeedHandlers, ready?: Promise<void>): void {
+  ex.onAbort(h.abort);
+  ingest.onResume = () => source.resume();
+  ingest.onError = h.fail;
+  source.start((chunk, isLast) => {
+    if (!ex.live) return;
+    try {
+      if (chunk.length) {
+        h.chunk?.(chunk);
+        if (!ingest.push(chunk)) source.pause();
+      }
+      if (isLast) h.last();
+    } catch (err) {
+      h.fail(err);
+    }
+  });
+  const admit = () => {
+    ingest.admit(() => source.resume());
+    if (!ingest.isAdmitted) source.pause();
+  };
+  if (!ready) return admit();
+  source.pause();
+  ready.then(admit, h.fail);
+}
