@@ -27,7 +27,7 @@ import path from 'node:path';
 import { type CpuReport, CpuWindow, processCpuSeconds } from './cpu.js';
 import { type ShaResult, measureSha256, writeRandomFile } from './large.js';
 import { type Results, type Target, cpuText, f, mbs, mib, ms, pct, renderErrors, renderHeader, renderServer, renderTargets } from './report.js';
-import type { ServerProcess } from './server-process.js';
+import { type ServerProcess, listeningPort } from './server-process.js';
 
 const MiB = 1024 * 1024;
 /** Every request's own time limit; a stalled server fails the run instead of hanging the bench. */
@@ -276,33 +276,7 @@ class TusProcess {
   static async start(entry: string, directory: string): Promise<TusProcess> {
     const tus = new TusProcess(spawn(process.execPath, [entry, directory, '0'], { stdio: ['ignore', 'pipe', 'pipe'] }));
     try {
-      tus.port = await new Promise<number>((resolve, reject) => {
-        let out = '';
-        const timer = setTimeout(() => reject(new Error(`the tus server printed no listening line within 30 s; stderr: ${tus.stderrTail}`)), 30_000);
-        tus.child.stdout!.setEncoding('utf8');
-        tus.child.stdout!.on('data', (text: string) => {
-          out += text;
-          const nl = out.indexOf('\n');
-          if (nl < 0) return;
-          try {
-            const line = JSON.parse(out.slice(0, nl)) as { event?: string; port?: number };
-            if (line.event === 'listening' && typeof line.port === 'number') {
-              clearTimeout(timer);
-              resolve(line.port);
-            }
-          } catch {
-            // reported on timeout
-          }
-        });
-        tus.child.once('exit', (code, signal) => {
-          clearTimeout(timer);
-          reject(new Error(`the tus server exited before listening (code ${code}, signal ${signal}); stderr: ${tus.stderrTail}`));
-        });
-        tus.child.once('error', (err) => {
-          clearTimeout(timer);
-          reject(err);
-        });
-      });
+      tus.port = await listeningPort(tus.child, () => tus.stderrTail, 30_000, 'the tus server');
     } catch (err) {
       tus.kill();
       throw err;

@@ -21,6 +21,40 @@ export interface ServerLogLine {
  * The real server as a child process: `node dist/server/main.js serve` with a free port and
  * its own data directory. Keeps the stderr log (JSON lines) for the report.
  */
+/**
+ * The port of a child that prints `{"event":"listening","port":N}` as its first stdout line;
+ * rejects when it exits first or says nothing within `timeoutMs`.
+ */
+export function listeningPort(child: ChildProcess, stderrTail: () => string, timeoutMs: number, what: string): Promise<number> {
+  return new Promise<number>((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => reject(new Error(`${what} printed no listening line within ${timeoutMs} ms; stderr: ${stderrTail()}`)), timeoutMs);
+    child.stdout!.setEncoding('utf8');
+    child.stdout!.on('data', (text: string) => {
+      out += text;
+      const nl = out.indexOf('\n');
+      if (nl < 0) return;
+      try {
+        const line = JSON.parse(out.slice(0, nl)) as { event?: string; port?: number };
+        if (line.event === 'listening' && typeof line.port === 'number') {
+          clearTimeout(timer);
+          resolve(line.port);
+        }
+      } catch {
+        // keep waiting; reported on timeout
+      }
+    });
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`${what} exited before listening (code ${code}, signal ${signal}); stderr: ${stderrTail()}`));
+    });
+    child.once('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+  });
+}
+
 export class ServerProcess {
   readonly child: ChildProcess;
   port = 0;
@@ -80,33 +114,7 @@ export class ServerProcess {
     const server = new ServerProcess(opts);
     const timeoutMs = opts.startTimeoutMs ?? 30_000;
     try {
-      server.port = await new Promise<number>((resolve, reject) => {
-        let out = '';
-        const timer = setTimeout(() => reject(new Error(`server printed no listening line within ${timeoutMs} ms; stderr: ${server.stderrTail}`)), timeoutMs);
-        server.child.stdout!.setEncoding('utf8');
-        server.child.stdout!.on('data', (text: string) => {
-          out += text;
-          const nl = out.indexOf('\n');
-          if (nl < 0) return;
-          try {
-            const line = JSON.parse(out.slice(0, nl)) as { event?: string; port?: number };
-            if (line.event === 'listening' && typeof line.port === 'number') {
-              clearTimeout(timer);
-              resolve(line.port);
-            }
-          } catch {
-            // keep waiting; reported on timeout
-          }
-        });
-        server.child.once('exit', (code, signal) => {
-          clearTimeout(timer);
-          reject(new Error(`server exited before listening (code ${code}, signal ${signal}); stderr: ${server.stderrTail}`));
-        });
-        server.child.once('error', (err) => {
-          clearTimeout(timer);
-          reject(err);
-        });
-      });
+      server.port = await listeningPort(server.child, () => server.stderrTail, timeoutMs, 'server');
     } catch (err) {
       server.kill();
       throw err;

@@ -4,7 +4,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { attr, pipelineBundle, writeBundleDir } from './helpers/bundles.js';
+import { attr, pipelineBundle, scoringPipeline, writeBundleDir } from './helpers/bundles.js';
 import { FIXTURES, HAVE_FIXTURES } from './helpers/models.js';
 import { startServer, tempRoot, type TestServer } from './helpers/server.js';
 
@@ -16,23 +16,7 @@ if (!haveFixtures) console.warn(`model fixtures not found at ${FIXTURES}: fixtur
 
 /** price = 2·x + 3·y + 1, with a string column indexed into the features. */
 function scoringBundle(dir: string): string {
-  const doc = pipelineBundle([
-    {
-      name: 'color_indexer', op: 'string_indexer',
-      attributes: { labels: attr.strings(['red', 'green', 'blue']), handle_invalid: attr.string('error') },
-      inputs: [['input', 'color']], outputs: [['output', 'color_index']],
-    },
-    {
-      name: 'assembler', op: 'vector_assembler',
-      attributes: { input_shapes: attr.dataShapes([attr.scalarShape(), attr.scalarShape(), attr.scalarShape()]) },
-      inputs: [['input0', 'x'], ['input1', 'y'], ['input2', 'color_index']], outputs: [['output', 'features']],
-    },
-    {
-      name: 'lr', op: 'linear_regression',
-      attributes: { coefficients: attr.tensor([2, 3, 10]), intercept: attr.double(1) },
-      inputs: [['features', 'features']], outputs: [['prediction', 'price']],
-    },
-  ]);
+  const doc = scoringPipeline();
   return writeBundleDir(doc, dir);
 }
 

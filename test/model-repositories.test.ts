@@ -11,7 +11,7 @@ import { deflateRawSync } from 'node:zlib';
 import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import S3rver from 's3rver';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { attr, pipelineBundle } from './helpers/bundles.js';
+import { scoringPipeline } from './helpers/bundles.js';
 import { FIXTURES } from './helpers/models.js';
 import { startServer, tempRoot, type TestServer } from './helpers/server.js';
 
@@ -85,23 +85,7 @@ function zip(files: Record<string, string>): Buffer {
 
 /** price = 2·x + 3·y + 10·index(color) + 1 (red 0, green 1, blue 2), as a zip. */
 function scoringZip(): Buffer {
-  const doc = pipelineBundle([
-    {
-      name: 'color_indexer', op: 'string_indexer',
-      attributes: { labels: attr.strings(['red', 'green', 'blue']), handle_invalid: attr.string('error') },
-      inputs: [['input', 'color']], outputs: [['output', 'color_index']],
-    },
-    {
-      name: 'assembler', op: 'vector_assembler',
-      attributes: { input_shapes: attr.dataShapes([attr.scalarShape(), attr.scalarShape(), attr.scalarShape()]) },
-      inputs: [['input0', 'x'], ['input1', 'y'], ['input2', 'color_index']], outputs: [['output', 'features']],
-    },
-    {
-      name: 'lr', op: 'linear_regression',
-      attributes: { coefficients: attr.tensor([2, 3, 10]), intercept: attr.double(1) },
-      inputs: [['features', 'features']], outputs: [['prediction', 'price']],
-    },
-  ]);
+  const doc = scoringPipeline();
   return zip({ 'bundle.json': JSON.stringify(doc.info), ...doc.files });
 }
 

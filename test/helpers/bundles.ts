@@ -112,3 +112,24 @@ function writeStage(files: Record<string, string>, path: string, stage: Stage): 
   }
   for (const child of stage.stages ?? []) writeStage(files, `${path}/${child.name}.node`, child);
 }
+
+/** The tests' scoring pipeline: price = 2·x + 3·y + 10·index(color) + 1 (red 0, green 1, blue 2). */
+export function scoringPipeline(): BundleDoc {
+  return pipelineBundle([
+    {
+      name: 'color_indexer', op: 'string_indexer',
+      attributes: { labels: attr.strings(['red', 'green', 'blue']), handle_invalid: attr.string('error') },
+      inputs: [['input', 'color']], outputs: [['output', 'color_index']],
+    },
+    {
+      name: 'assembler', op: 'vector_assembler',
+      attributes: { input_shapes: attr.dataShapes([attr.scalarShape(), attr.scalarShape(), attr.scalarShape()]) },
+      inputs: [['input0', 'x'], ['input1', 'y'], ['input2', 'color_index']], outputs: [['output', 'features']],
+    },
+    {
+      name: 'lr', op: 'linear_regression',
+      attributes: { coefficients: attr.tensor([2, 3, 10]), intercept: attr.double(1) },
+      inputs: [['features', 'features']], outputs: [['prediction', 'price']],
+    },
+  ]);
+}
