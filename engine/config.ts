@@ -30,6 +30,7 @@ export const VARIABLES: ReadonlyArray<{ name: string; default: string; help: str
   { name: 'SVC_INLINE_MAX_BYTES', default: '16KiB', help: 'Blobs up to this size (one block) are kept in the catalog with their manifest instead of as block files; 0 disables.' },
   { name: 'SVC_BLOCK_CACHE_BYTES', default: '64MiB', help: 'Memory for caching small blocks (64 KiB or less) on the read path; 0 disables.' },
   { name: 'SVC_HEALTH_TIMEOUT', default: '5s', help: 'Timeout of each readiness check.' },
+  { name: 'SVC_OPS_REFRESH_MS', default: '1000', help: 'Milliseconds between two reads of the operator snapshot while anyone follows /api/ops/v1/events (also the most a GET of the snapshot is out of date).' },
   { name: 'SVC_SECURITY_CORS_ALLOWED_ORIGINS', default: '', help: 'Comma-separated exact browser origins (used when security is enabled; unsecured servers allow any origin).' },
   { name: 'SVC_DEV_SHARED_SECRET', default: '', help: 'HS256 secret of development tokens; empty: one is generated at first start and kept in <SVC_FS_ROOT>/secrets/dev-shared-secret. `off` disables HS256 tokens and POST /dev/token.' },
   { name: 'SVC_DEV_TOKEN_ENDPOINT', default: 'loopback', help: '`loopback`: POST /dev/token answers requests from 127.0.0.1/::1 only; `off`: disabled.' },
@@ -76,6 +77,8 @@ export interface Config {
   inlineMaxBytes: number;
   blockCacheBytes: number;
   healthTimeoutMs: number;
+  /** SVC_OPS_REFRESH_MS: period of the shared operator snapshot refresher. */
+  opsRefreshMs: number;
   uploads: UploadConfig;
   jobs: JobConfig;
   auth: AuthConfig;
@@ -209,6 +212,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     inlineMaxBytes: inRange('SVC_INLINE_MAX_BYTES', parseSize('SVC_INLINE_MAX_BYTES', get('SVC_INLINE_MAX_BYTES')), 0, 64 * 1024),
     blockCacheBytes: parseSize('SVC_BLOCK_CACHE_BYTES', get('SVC_BLOCK_CACHE_BYTES')),
     healthTimeoutMs: parseDuration('SVC_HEALTH_TIMEOUT', get('SVC_HEALTH_TIMEOUT')),
+    opsRefreshMs: parseInteger('SVC_OPS_REFRESH_MS', get('SVC_OPS_REFRESH_MS'), 10, 3_600_000),
     auth: {
       devSharedSecret: env.SVC_DEV_SHARED_SECRET ?? '',
       devTokenEndpoint: oneOf('SVC_DEV_TOKEN_ENDPOINT', get('SVC_DEV_TOKEN_ENDPOINT'), ['loopback', 'off'] as const),

@@ -1,0 +1,277 @@
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Engine, HealthCheck } from '../engine.js';
+
+// The operator snapshot (decisions.md, "Ops snapshot"): one typed document of the live state of
+// this process, built from the engine, with no tenant ids and no payload bytes. No HTTP here:
+// server/ops-api.ts serves it as JSON and as server-sent events.
+
+export type OpsStatus = 'Ready' | 'Degraded' | 'Unavailable';
+/** `failed` makes the service Unavailable (only for the catalog and the block store), `warn` Degraded. */
+export type CheckStatus = 'ok' | 'warn' | 'failed';
+
+export interface OpsCheck {
+  id: string;
+  status: CheckStatus;
+  detail: string;
+}
+
+export interface OpsDependency {
+  kind: 'catalog' | 'blockStore';
+  status: 'ok' | 'failed';
+  latencyMs: number;
+}
+
+export interface OpsSnapshot {
+  /** Increases by one whenever anything below but `observedAt` changes. */
+  sequence: number;
+  /** ISO 8601, when the state was read. */
+  observedAt: string;
+  status: OpsStatus;
+  summary: string;
+  checks: OpsCheck[];
+  storage: { backend: string; usedBytes: number; availableBytes: number; blobs: number; blocks: number; quarantinedBlocks: number };
+  placement: { mode: 'single-node'; nodeId: string };
+  capacity: {
+    workerPool: { threads: number; queued: number; running: number };
+    transfersInFlight: number;
+    bufferedBytes: number;
+    limitBytes: number;
+  };
+  durability: { mode: string; corruptBlocksDetected: number; lastGc?: unknown };
+  dependencies: OpsDependency[];
+  traffic: {
+    requests: number;
+    errors: number;
+    bytesIngested: number;
+    bytesServed: number;
+    freshBlocks: number;
+    duplicateBlocks: number;
+    byteReusePercent: number;
+  };
+}
+
+/**
+ * What the snapshot needs from garbage collection (engine/gc, built separately): the last run's
+ * figures (any JSON value; absent before the first run) and, when known, the blocks in quarantine.
+ */
+export interface GcState {
+  lastRun(): unknown | undefined;
+  quarantinedBlocks?(): number;
+}
+
+export interface SnapshotOptions {
+  gc?: GcState;
+  /** Below this share of the file system free, the `diskSpace` check warns. */
+  minFreeShare?: number;
+}
+
+const NODE_ID_FILE = 'node-id';
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * This node's id: a UUID made at the first start and kept in `<SVC_FS_ROOT>/node-id`, so it
+ * stays the same across restarts of the same data directory.
+ */
+export function nodeIdOf(fsRoot: string): string {
+  const file = path.join(fsRoot, NODE_ID_FILE);
+  try {
+    const id = fs.readFileSync(file, 'utf8').trim();
+    if (UUID.test(id)) return id;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  const id = randomUUID();
+  const tmp = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, `${id}\n`, { mode: 0o644 });
+  fs.renameSync(tmp, file);
+  return id;
+}
+
+/**
+ * Builds snapshots and numbers them: `sequence` moves on only when the content changes, so equal
+ * states read twice carry the same sequence.
+ */
+export class OpsSnapshots {
+  readonly nodeId: string;
+  private sequence = 0;
+  private lastContent = '';
+  private latest: OpsSnapshot | undefined;
+  private inFlight: Promise<OpsSnapshot> | undefined;
+  private gc: GcState | undefined;
+  private readonly minFreeShare: number;
+
+  constructor(
+    private readonly engine: Engine,
+    options: SnapshotOptions = {},
+  ) {
+    this.nodeId = nodeIdOf(engine.config.fsRoot);
+    this.gc = options.gc;
+    this.minFreeShare = options.minFreeShare ?? 0.05;
+  }
+
+  /** Garbage collection may be set up after the snapshots; its state shows from the next build on. */
+  setGc(gc: GcState | undefined): void {
+    this.gc = gc;
+  }
+
+  /** The newest snapshot built, if any. */
+  get current(): OpsSnapshot | undefined {
+    return this.latest;
+  }
+
+  /** Reads the live state once. Concurrent callers share one build. */
+  build(): Promise<OpsSnapshot> {
+    this.inFlight ??= this.read().finally(() => {
+      this.inFlight = undefined;
+    });
+    return this.inFlight;
+  }
+
+  private async read(): Promise<OpsSnapshot> {
+    const { engine } = this;
+    const observedAt = new Date().toISOString();
+    const [probes, space] = await Promise.all([engine.readiness(), this.diskSpace()]);
+    const stats = engine.stats;
+    const counts = this.counts();
+    const pool = engine.pool;
+    const threads = pool.threads.length;
+    const gcRun = this.lastGc();
+    const quarantinedBlocks = this.quarantined();
+    const corrupt = stats.corruptBlocks.size;
+    const memory = engine.memory;
+    const blockBytes = stats.freshBytes + stats.duplicateBytes;
+
+    const checks: OpsCheck[] = [];
+    for (const p of probes) checks.push(probeCheck(p));
+    if (space.error) checks.push({ id: 'diskSpace', status: 'warn', detail: `file system not readable: ${space.error}` });
+    else {
+      const share = space.totalBytes > 0 ? space.availableBytes / space.totalBytes : 0;
+      checks.push({
+        id: 'diskSpace',
+        status: share < this.minFreeShare ? 'warn' : 'ok',
+        detail: `${formatBytes(space.availableBytes)} free of ${formatBytes(space.totalBytes)} (${(share * 100).toFixed(1)}%)`,
+      });
+    }
+    if (counts.error) checks.push({ id: 'inventory', status: 'warn', detail: `counts not readable: ${counts.error}` });
+    checks.push(
+      corrupt === 0
+        ? { id: 'integrity', status: 'ok', detail: 'no corrupt block detected since start' }
+        : { id: 'integrity', status: 'warn', detail: `${corrupt} corrupt block${corrupt === 1 ? '' : 's'} detected since start` },
+    );
+    checks.push(
+      memory.queued === 0
+        ? { id: 'transferMemory', status: 'ok', detail: `${formatBytes(memory.bufferedBytes)} of ${formatBytes(memory.limitBytes)} buffered` }
+        : { id: 'transferMemory', status: 'warn', detail: `${memory.queued} upload${memory.queued === 1 ? '' : 's'} waiting for memory` },
+    );
+
+    const status: OpsStatus = checks.some((c) => c.status === 'failed') ? 'Unavailable' : checks.some((c) => c.status === 'warn') ? 'Degraded' : 'Ready';
+    const summary =
+      status === 'Ready'
+        ? `Ready: ${counts.blobs} blob${counts.blobs === 1 ? '' : 's'} in ${counts.blocks} block${counts.blocks === 1 ? '' : 's'}, ${formatBytes(space.availableBytes)} free, ${memory.transfers} transfer${memory.transfers === 1 ? '' : 's'} in flight`
+        : `${status}: ${checks
+            .filter((c) => c.status !== 'ok')
+            .map((c) => `${c.id} ${c.status === 'failed' ? 'failed' : 'warns'} (${c.detail})`)
+            .join('; ')}`;
+
+    const content: Omit<OpsSnapshot, 'sequence' | 'observedAt'> = {
+      status,
+      summary,
+      checks,
+      storage: {
+        backend: engine.config.blobBackend,
+        usedBytes: space.usedBytes,
+        availableBytes: space.availableBytes,
+        blobs: counts.blobs,
+        blocks: counts.blocks,
+        quarantinedBlocks,
+      },
+      placement: { mode: 'single-node', nodeId: this.nodeId },
+      capacity: {
+        workerPool: { threads, queued: pool.queueSize, running: Math.max(0, threads - pool.idleThreads) },
+        transfersInFlight: memory.transfers,
+        bufferedBytes: memory.bufferedBytes,
+        limitBytes: memory.limitBytes,
+      },
+      durability: gcRun === undefined
+        ? { mode: engine.config.durability, corruptBlocksDetected: corrupt }
+        : { mode: engine.config.durability, corruptBlocksDetected: corrupt, lastGc: gcRun },
+      dependencies: probes.map((p) => ({ kind: p.name as OpsDependency['kind'], status: p.status, latencyMs: Math.round(p.latencyMs * 10) / 10 })),
+      traffic: {
+        requests: stats.requests,
+        errors: stats.errors,
+        bytesIngested: stats.bytesIngested,
+        bytesServed: stats.bytesServed,
+        freshBlocks: stats.freshBlocks,
+        duplicateBlocks: stats.duplicateBlocks,
+        byteReusePercent: blockBytes === 0 ? 0 : Math.round((stats.duplicateBytes / blockBytes) * 10_000) / 100,
+      },
+    };
+    const key = JSON.stringify(content);
+    if (key !== this.lastContent || this.sequence === 0) {
+      this.sequence++;
+      this.lastContent = key;
+    }
+    const snapshot: OpsSnapshot = { sequence: this.sequence, observedAt, ...content };
+    this.latest = snapshot;
+    return snapshot;
+  }
+
+  private async diskSpace(): Promise<{ usedBytes: number; availableBytes: number; totalBytes: number; error?: string }> {
+    try {
+      const s = await fs.promises.statfs(this.engine.config.fsRoot);
+      const totalBytes = s.blocks * s.bsize;
+      return { usedBytes: (s.blocks - s.bfree) * s.bsize, availableBytes: s.bavail * s.bsize, totalBytes };
+    } catch (err) {
+      return { usedBytes: 0, availableBytes: 0, totalBytes: 0, error: (err as NodeJS.ErrnoException).code ?? String(err) };
+    }
+  }
+
+  private counts(): { blobs: number; blocks: number; error?: string } {
+    try {
+      return this.engine.manifests.counts();
+    } catch (err) {
+      return { blobs: 0, blocks: 0, error: String((err as Error).message ?? err) };
+    }
+  }
+
+  /** The GC's last run, kept only if it is plain JSON (it is sent as is). */
+  private lastGc(): unknown {
+    try {
+      const run = this.gc?.lastRun();
+      return run === undefined || run === null ? undefined : JSON.parse(JSON.stringify(run));
+    } catch (err) {
+      this.engine.log.warn('ops snapshot: the GC state could not be read', { err: String(err) });
+      return undefined;
+    }
+  }
+
+  private quarantined(): number {
+    try {
+      const n = this.gc?.quarantinedBlocks?.();
+      return typeof n === 'number' && Number.isFinite(n) ? n : 0;
+    } catch {
+      return 0;
+    }
+  }
+}
+
+function probeCheck(p: HealthCheck): OpsCheck {
+  const what = p.name === 'catalog' ? 'catalog (LMDB) read/write probe' : 'block store write access';
+  return p.status === 'ok'
+    ? { id: p.name, status: 'ok', detail: `${what} ok` }
+    : { id: p.name, status: 'failed', detail: `${what} failed: ${p.detail ?? 'unknown error'}` };
+}
+
+const UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
+
+export function formatBytes(n: number): string {
+  let v = n;
+  let i = 0;
+  while (v >= 1024 && i < UNITS.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return i === 0 ? `${v} B` : `${v.toFixed(v < 10 ? 2 : v < 100 ? 1 : 0)} ${UNITS[i]}`;
+}

@@ -1,0 +1,245 @@
+// The /ops/ dashboard: one page following GET /api/ops/v1/events with EventSource. Everything is
+// written with textContent (no markup from data), no inline script (a strict CSP would allow the
+// page), and it holds nothing but what the snapshot carries: no tenant ids, no payload bytes.
+// URLs are relative, so the page also works behind a path prefix.
+
+export const DASHBOARD_HTML = `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>svc operations</title>
+<link rel="icon" href="data:,">
+<link rel="stylesheet" href="assets/uPlot.min.css">
+<link rel="stylesheet" href="assets/dashboard.css">
+</head>
+<body>
+<header>
+  <h1>svc operations</h1>
+  <span id="status" class="badge" data-status="">connecting…</span>
+  <span id="connection" class="muted" data-state="connecting">connecting</span>
+</header>
+<p id="summary" class="summary">Waiting for the first snapshot…</p>
+<p class="muted small">node <span id="node-id">–</span> · sequence <span id="sequence">–</span> · observed <span id="observed-at">–</span></p>
+<main>
+  <section class="card wide">
+    <h2>Throughput</h2>
+    <div id="throughput" data-points="0" data-ingest-bytes="0" data-served-bytes="0"></div>
+    <p class="muted small">From the change of bytes ingested and served between two snapshots.</p>
+  </section>
+  <section class="card">
+    <h2>Checks</h2>
+    <table id="checks"><thead><tr><th>check</th><th>status</th><th>detail</th></tr></thead><tbody></tbody></table>
+  </section>
+  <section class="card">
+    <h2>Dependencies</h2>
+    <table id="dependencies"><thead><tr><th>kind</th><th>status</th><th>latency</th></tr></thead><tbody></tbody></table>
+  </section>
+  <section class="card">
+    <h2>Deduplication</h2>
+    <p class="big"><span id="reuse">–</span></p>
+    <p class="muted small">of block bytes were already stored</p>
+    <dl>
+      <dt>fresh blocks</dt><dd id="fresh-blocks">–</dd>
+      <dt>duplicate blocks</dt><dd id="duplicate-blocks">–</dd>
+      <dt>ingested</dt><dd id="bytes-ingested">–</dd>
+      <dt>served</dt><dd id="bytes-served">–</dd>
+      <dt>requests</dt><dd id="requests">–</dd>
+      <dt>errors</dt><dd id="errors">–</dd>
+    </dl>
+  </section>
+  <section class="card">
+    <h2>Storage</h2>
+    <div class="meter"><div id="disk-meter"></div></div>
+    <dl>
+      <dt>backend</dt><dd id="backend">–</dd>
+      <dt>used</dt><dd id="used-bytes">–</dd>
+      <dt>available</dt><dd id="available-bytes">–</dd>
+      <dt>blobs</dt><dd id="blobs">–</dd>
+      <dt>blocks</dt><dd id="blocks">–</dd>
+      <dt>quarantined</dt><dd id="quarantined">–</dd>
+    </dl>
+  </section>
+  <section class="card">
+    <h2>Capacity</h2>
+    <dl>
+      <dt>worker threads</dt><dd id="threads">–</dd>
+      <dt>tasks running</dt><dd id="running">–</dd>
+      <dt>tasks queued</dt><dd id="queued">–</dd>
+      <dt>transfers in flight</dt><dd id="transfers">–</dd>
+      <dt>upload buffers</dt><dd id="buffered">–</dd>
+    </dl>
+    <div class="meter"><div id="buffer-meter"></div></div>
+  </section>
+  <section class="card">
+    <h2>Durability and GC</h2>
+    <dl>
+      <dt>mode</dt><dd id="durability-mode">–</dd>
+      <dt>corrupt blocks</dt><dd id="corrupt">–</dd>
+    </dl>
+    <h3>last garbage collection</h3>
+    <pre id="gc">no run yet</pre>
+  </section>
+</main>
+<script src="assets/uPlot.iife.min.js"></script>
+<script src="assets/dashboard.js"></script>
+</body>
+</html>
+`;
+
+export const DASHBOARD_CSS = `:root { color-scheme: light dark; --ok: #1a7f37; --warn: #9a6700; --bad: #cf222e; --line: #8884; }
+body { font: 14px/1.4 system-ui, sans-serif; margin: 0 auto; padding: 1rem 1.5rem; max-width: 1200px; }
+header { display: flex; align-items: center; gap: 1rem; }
+h1 { font-size: 1.3rem; margin: 0; }
+h2 { font-size: 1rem; margin: 0 0 .5rem; }
+h3 { font-size: .9rem; margin: .75rem 0 .25rem; }
+.badge { padding: .15rem .6rem; border-radius: 1rem; font-weight: 600; border: 1px solid var(--line); }
+.badge[data-status="Ready"] { background: var(--ok); color: #fff; }
+.badge[data-status="Degraded"] { background: var(--warn); color: #fff; }
+.badge[data-status="Unavailable"] { background: var(--bad); color: #fff; }
+.muted { opacity: .7; }
+.small { font-size: .85rem; }
+.summary { font-size: 1rem; }
+main { display: grid; grid-template-columns: repeat(auto-fill, minmax(320px, 1fr)); gap: 1rem; }
+.card { border: 1px solid var(--line); border-radius: .5rem; padding: .75rem 1rem; min-width: 0; }
+.wide { grid-column: 1 / -1; }
+table { border-collapse: collapse; width: 100%; }
+th, td { text-align: left; padding: .2rem .4rem; border-bottom: 1px solid var(--line); vertical-align: top; }
+td.ok { color: var(--ok); } td.warn { color: var(--warn); } td.failed { color: var(--bad); font-weight: 600; }
+dl { display: grid; grid-template-columns: max-content 1fr; gap: .15rem 1rem; margin: .5rem 0; }
+dt { opacity: .7; } dd { margin: 0; font-variant-numeric: tabular-nums; }
+.big { font-size: 2rem; font-weight: 600; margin: 0; }
+.meter { height: .6rem; border-radius: .3rem; background: var(--line); overflow: hidden; }
+.meter > div { height: 100%; width: 0; background: #0969da; transition: width .3s; }
+pre { white-space: pre-wrap; word-break: break-word; margin: 0; font-size: .8rem; }
+`;
+
+export const DASHBOARD_JS = `'use strict';
+(function () {
+  var MAX_POINTS = 300;
+  var UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
+  function bytes(n) {
+    if (typeof n !== 'number' || !isFinite(n)) return '–';
+    var i = 0;
+    while (n >= 1024 && i < UNITS.length - 1) { n /= 1024; i++; }
+    return (i === 0 ? String(n) : n.toFixed(n < 10 ? 2 : n < 100 ? 1 : 0)) + ' ' + UNITS[i];
+  }
+  function rate(n) { return bytes(n) + '/s'; }
+  function $(id) { return document.getElementById(id); }
+  function text(id, value) { var el = $(id); if (el) el.textContent = value === undefined || value === null ? '–' : String(value); }
+  function rows(tableId, items, cells) {
+    var body = $(tableId).tBodies[0];
+    body.replaceChildren();
+    items.forEach(function (item) {
+      var tr = document.createElement('tr');
+      cells(item).forEach(function (c) {
+        var td = document.createElement('td');
+        td.textContent = c.text;
+        if (c.cls) td.className = c.cls;
+        tr.appendChild(td);
+      });
+      body.appendChild(tr);
+    });
+  }
+
+  // Throughput: x in seconds, ingest and read rates in bytes per second.
+  var data = [[], [], []];
+  var ingestTotal = 0, servedTotal = 0;
+  var chartEl = $('throughput');
+  var chart = null;
+  function width() { return Math.max(300, chartEl.clientWidth || 600); }
+  if (typeof uPlot === 'function') {
+    chart = new uPlot({
+      width: width(),
+      height: 240,
+      scales: { x: { time: true }, y: { range: function (u, min, max) { return [0, Math.max(1024, max * 1.1)]; } } },
+      axes: [{}, { size: 80, values: function (u, vals) { return vals.map(rate); } }],
+      series: [
+        {},
+        { label: 'ingest', stroke: '#0969da', width: 2, value: function (u, v) { return v === null ? '–' : rate(v); } },
+        { label: 'read', stroke: '#1a7f37', width: 2, value: function (u, v) { return v === null ? '–' : rate(v); } },
+      ],
+    }, data, chartEl);
+    window.addEventListener('resize', function () { chart.setSize({ width: width(), height: 240 }); });
+  }
+
+  var previous = null;
+  function addPoint(s) {
+    if (previous) {
+      var dt = (Date.parse(s.observedAt) - Date.parse(previous.observedAt)) / 1000;
+      var di = s.traffic.bytesIngested - previous.traffic.bytesIngested;
+      var ds = s.traffic.bytesServed - previous.traffic.bytesServed;
+      // A restarted server starts its counters at zero again: no negative rates.
+      if (dt > 0 && di >= 0 && ds >= 0) {
+        data[0].push(Date.parse(s.observedAt) / 1000);
+        data[1].push(di / dt);
+        data[2].push(ds / dt);
+        ingestTotal += di;
+        servedTotal += ds;
+        if (data[0].length > MAX_POINTS) data.forEach(function (a) { a.shift(); });
+        if (chart) chart.setData(data);
+      }
+    }
+    previous = s;
+    chartEl.setAttribute('data-points', String(data[0].length));
+    chartEl.setAttribute('data-ingest-bytes', String(ingestTotal));
+    chartEl.setAttribute('data-served-bytes', String(servedTotal));
+  }
+
+  function show(s) {
+    var badge = $('status');
+    badge.textContent = s.status;
+    badge.setAttribute('data-status', s.status);
+    document.title = 'svc: ' + s.status;
+    text('summary', s.summary);
+    text('node-id', s.placement.nodeId + ' (' + s.placement.mode + ')');
+    text('sequence', s.sequence);
+    text('observed-at', new Date(s.observedAt).toLocaleTimeString());
+    rows('checks', s.checks, function (c) { return [{ text: c.id }, { text: c.status, cls: c.status }, { text: c.detail }]; });
+    rows('dependencies', s.dependencies, function (d) { return [{ text: d.kind }, { text: d.status, cls: d.status }, { text: d.latencyMs + ' ms' }]; });
+    var t = s.traffic;
+    text('reuse', t.byteReusePercent.toFixed(1) + ' %');
+    text('fresh-blocks', t.freshBlocks);
+    text('duplicate-blocks', t.duplicateBlocks);
+    text('bytes-ingested', bytes(t.bytesIngested));
+    text('bytes-served', bytes(t.bytesServed));
+    text('requests', t.requests);
+    text('errors', t.errors);
+    var st = s.storage;
+    text('backend', st.backend);
+    text('used-bytes', bytes(st.usedBytes));
+    text('available-bytes', bytes(st.availableBytes));
+    text('blobs', st.blobs);
+    text('blocks', st.blocks);
+    text('quarantined', st.quarantinedBlocks);
+    var total = st.usedBytes + st.availableBytes;
+    $('disk-meter').style.width = (total > 0 ? (100 * st.usedBytes) / total : 0).toFixed(1) + '%';
+    var c = s.capacity;
+    text('threads', c.workerPool.threads);
+    text('running', c.workerPool.running);
+    text('queued', c.workerPool.queued);
+    text('transfers', c.transfersInFlight);
+    text('buffered', bytes(c.bufferedBytes) + ' of ' + bytes(c.limitBytes));
+    $('buffer-meter').style.width = (c.limitBytes > 0 ? (100 * c.bufferedBytes) / c.limitBytes : 0).toFixed(1) + '%';
+    text('durability-mode', s.durability.mode);
+    text('corrupt', s.durability.corruptBlocksDetected);
+    text('gc', s.durability.lastGc === undefined ? 'no run yet' : JSON.stringify(s.durability.lastGc, null, 2));
+    addPoint(s);
+  }
+
+  function connection(state) {
+    var el = $('connection');
+    el.textContent = state;
+    el.setAttribute('data-state', state);
+  }
+
+  var source = new EventSource('../api/ops/v1/events');
+  source.addEventListener('open', function () { connection('live'); });
+  source.addEventListener('error', function () { connection(source.readyState === EventSource.CLOSED ? 'closed' : 'reconnecting'); });
+  source.addEventListener('snapshot', function (e) {
+    var s;
+    try { s = JSON.parse(e.data); } catch (err) { return; }
+    show(s);
+  });
+})();
+`;
