@@ -1,3 +1,4 @@
+import { Gauge } from 'prom-client';
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import { type GcState, type OpsSnapshot, OpsSnapshots } from '../engine/ops/snapshot.js';
 import { dashboardAsset } from './dashboard/assets.js';
@@ -42,6 +43,12 @@ export function mountOpsApi(app: TemplatedApp, ctx: ServerContext, options: OpsA
   });
 
   const events = new OpsEvents(new OpsSnapshots(engine, { gc: options.gc }), engine.config.opsRefreshMs, ctx);
+  const gauge = (name: string, help: string, read: () => number) =>
+    new Gauge({ name, help, registers: [metrics.registry], collect() { this.set(read()); } });
+  gauge('svc_ops_subscribers', 'Open /api/ops/v1/events streams.', () => events.subscriberCount);
+  gauge('svc_ops_refreshes_total', 'Operator snapshots read by the shared refresher or a GET.', () => events.counters.refreshes);
+  gauge('svc_ops_events_sent_total', 'Snapshot events written to subscribers.', () => events.counters.sent);
+  gauge('svc_ops_events_dropped_total', 'Snapshot events a backpressured subscriber never got (a newer one replaced them).', () => events.counters.dropped);
 
   app.get('/api/ops/v1/snapshot', (res) => {
     const e = ex(res, '/api/ops/v1/snapshot');

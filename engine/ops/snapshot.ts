@@ -65,6 +65,8 @@ export interface SnapshotOptions {
   gc?: GcState;
   /** Below this share of the file system free, the `diskSpace` check warns. */
   minFreeShare?: number;
+  /** Reads the file system's figures (default: statfs of SVC_FS_ROOT); tests pass fixed ones. */
+  statfs?: (fsRoot: string) => Promise<{ blocks: number; bfree: number; bavail: number; bsize: number }>;
 }
 
 const NODE_ID_FILE = 'node-id';
@@ -101,6 +103,7 @@ export class OpsSnapshots {
   private inFlight: Promise<OpsSnapshot> | undefined;
   private gc: GcState | undefined;
   private readonly minFreeShare: number;
+  private readonly statfs: NonNullable<SnapshotOptions['statfs']>;
 
   constructor(
     private readonly engine: Engine,
@@ -109,6 +112,7 @@ export class OpsSnapshots {
     this.nodeId = nodeIdOf(engine.config.fsRoot);
     this.gc = options.gc;
     this.minFreeShare = options.minFreeShare ?? 0.05;
+    this.statfs = options.statfs ?? ((root) => fs.promises.statfs(root));
   }
 
   /** Garbage collection may be set up after the snapshots; its state shows from the next build on. */
@@ -220,7 +224,7 @@ export class OpsSnapshots {
 
   private async diskSpace(): Promise<{ usedBytes: number; availableBytes: number; totalBytes: number; error?: string }> {
     try {
-      const s = await fs.promises.statfs(this.engine.config.fsRoot);
+      const s = await this.statfs(this.engine.config.fsRoot);
       const totalBytes = s.blocks * s.bsize;
       return { usedBytes: (s.blocks - s.bfree) * s.bsize, availableBytes: s.bavail * s.bsize, totalBytes };
     } catch (err) {
