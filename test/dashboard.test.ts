@@ -1,0 +1,90 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium, type Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { seededBytes, upload } from './helpers/http.js';
+import { type TestServer, startServer } from './helpers/server.js';
+
+// The /ops/ dashboard in a real headless Chromium (Debian's package, driven by playwright-core,
+// which downloads no browser). .ci/run installs chromium when it can; without it this is skipped.
+
+/** Debian's chromium; SVC_TEST_CHROMIUM names another binary. */
+const CHROMIUM = process.env.SVC_TEST_CHROMIUM ?? '/usr/bin/chromium';
+const hasChromium = fs.existsSync(CHROMIUM);
+const ARTIFACTS = fileURLToPath(new URL('../test-artifacts/', import.meta.url));
+
+if (!hasChromium) console.warn(`dashboard test skipped: ${CHROMIUM} is absent (apt-get install chromium)`);
+
+describe.skipIf(!hasChromium)('the /ops/ dashboard in Chromium', () => {
+  let server: TestServer;
+  let browser: Browser;
+  beforeAll(async () => {
+    server = await startServer({ SVC_DURABILITY: 'relaxed', SVC_OPS_REFRESH_MS: '200' });
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await server?.stop();
+  });
+
+  it('loads without console errors, shows Ready, and its throughput chart moves while data is uploaded', async () => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
+    const problems: string[] = [];
+    page.on('console', (m) => {
+      if (m.type() === 'error' || m.type() === 'warning') problems.push(`${m.type()}: ${m.text()}`);
+    });
+    page.on('pageerror', (err) => problems.push(`pageerror: ${err.message}`));
+    page.on('requestfailed', (r) => {
+      // The stream is cut when the page closes: not a failure of the page.
+      if (!r.url().includes('/api/ops/v1/events')) problems.push(`requestfailed: ${r.url()}`);
+    });
+    const assets: Array<{ url: string; status: number; type: string | undefined }> = [];
+    page.on('response', (r) => assets.push({ url: r.url(), status: r.status(), type: r.headers()['content-type'] }));
+
+    await page.goto(`${server.url}/ops/`);
+    await page.waitForSelector('#status[data-status="Ready"]', { timeout: 15_000 });
+    expect(await page.textContent('#status')).toBe('Ready');
+    expect(await page.getAttribute('#connection', 'data-state')).toBe('live');
+    // uPlot came from svc itself, with its types.
+    const uplot = assets.find((a) => a.url.endsWith('/ops/assets/uPlot.iife.min.js'));
+    expect(uplot).toMatchObject({ status: 200, type: 'text/javascript; charset=utf-8' });
+    expect(assets.find((a) => a.url.endsWith('/ops/assets/uPlot.min.css'))).toMatchObject({ status: 200, type: 'text/css; charset=utf-8' });
+    expect(assets.every((a) => a.url.startsWith(server.url))).toBe(true);
+    expect(await page.locator('#throughput canvas').count()).toBeGreaterThan(0);
+    expect(await page.locator('#checks tbody tr').count()).toBeGreaterThanOrEqual(3);
+
+    const chartState = () =>
+      page.$eval('#throughput', (el) => ({ points: Number(el.getAttribute('data-points')), ingested: Number(el.getAttribute('data-ingest-bytes')) }));
+    const canvas = () => page.$eval('#throughput canvas', (c) => (c as HTMLCanvasElement).toDataURL());
+    const before = await chartState();
+    const canvasBefore = await canvas();
+
+    // Upload for a while: a few MiB per refresh period.
+    let uploaded = 0;
+    const end = Date.now() + 2500;
+    for (let i = 0; Date.now() < end; i++) {
+      const body = seededBytes(2 * 1024 * 1024, 9000 + i);
+      const up = await upload(server.url, body);
+      expect(up.res.status).toBe(201);
+      uploaded += body.length;
+    }
+    await page.waitForFunction(
+      (want) => Number(document.getElementById('throughput')!.getAttribute('data-ingest-bytes')) >= want,
+      before.ingested + uploaded,
+      { timeout: 10_000 },
+    );
+    const after = await chartState();
+    expect(after.points).toBeGreaterThan(before.points);
+    expect(after.ingested - before.ingested).toBe(uploaded);
+    expect(await canvas()).not.toBe(canvasBefore);
+    expect(Number(await page.textContent('#blobs'))).toBeGreaterThan(0);
+    expect(await page.textContent('#durability-mode')).toBe('relaxed');
+
+    fs.mkdirSync(ARTIFACTS, { recursive: true });
+    await page.screenshot({ path: path.join(ARTIFACTS, 'dashboard.png'), fullPage: true });
+    expect(problems).toEqual([]);
+    await page.close();
+    expect(server.stderr()).not.toMatch(/"level":"error"/);
+  });
+});
