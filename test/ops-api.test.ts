@@ -352,6 +352,56 @@ describe('GET /api/ops/v1/snapshot', () => {
     expect(JSON.stringify(again)).not.toMatch(/sha-256:/);
   });
 
+  it('serves the dashboard and uPlot from fixed names, with types, caching and 304', async () => {
+    const redirect = await fetch(`${server.url}/ops`, { redirect: 'manual' });
+    expect(redirect.status).toBe(308);
+    expect(redirect.headers.get('location')).toBe('/ops/');
+    const page = await fetch(`${server.url}/ops/`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    const html = await page.text();
+    expect(html).toContain('assets/uPlot.iife.min.js');
+    expect(html).not.toMatch(/https?:\/\//); // nothing from elsewhere
+    for (const [name, type, cache] of [
+      ['uPlot.iife.min.js', 'text/javascript; charset=utf-8', 'public, max-age=86400'],
+      ['uPlot.min.css', 'text/css; charset=utf-8', 'public, max-age=86400'],
+      ['dashboard.js', 'text/javascript; charset=utf-8', 'no-cache'],
+      ['dashboard.css', 'text/css; charset=utf-8', 'no-cache'],
+    ]) {
+      const res = await fetch(`${server.url}/ops/assets/${name}`);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toBe(type);
+      expect(res.headers.get('cache-control')).toBe(cache);
+      const body = Buffer.from(await res.arrayBuffer());
+      expect(body.length).toBeGreaterThan(500);
+      const etag = res.headers.get('etag')!;
+      expect((await fetch(`${server.url}/ops/assets/${name}`, { headers: { 'If-None-Match': etag } })).status).toBe(304);
+      const head = await fetch(`${server.url}/ops/assets/${name}`, { method: 'HEAD' });
+      expect(head.status).toBe(200);
+      expect(Number(head.headers.get('content-length'))).toBe(body.length);
+    }
+    const uplot = await (await fetch(`${server.url}/ops/assets/uPlot.iife.min.js`)).text();
+    expect(uplot).toBe(fs.readFileSync(new URL('../node_modules/uplot/dist/uPlot.iife.min.js', import.meta.url), 'utf8'));
+    for (const bad of ['uPlot.cjs.js', '../package.json', '%2e%2e/package.json', 'nope.js']) {
+      expect((await fetch(`${server.url}/ops/assets/${bad}`)).status).toBe(404);
+    }
+  });
+
+  it('is Unavailable, naming the failed probe, when the block store is gone', async () => {
+    const other = await startServer({ SVC_DURABILITY: 'relaxed', SVC_OPS_REFRESH_MS: '20' });
+    try {
+      fs.rmSync(`${other.root}/blocks`, { recursive: true, force: true });
+      const s = (await (await fetch(`${other.url}/api/ops/v1/snapshot`)).json()) as any;
+      expectSnapshotShape(s);
+      expect(s.status).toBe('Unavailable');
+      expect(s.checks.find((c: any) => c.id === 'blockStore')).toMatchObject({ status: 'failed' });
+      expect(s.dependencies.find((d: any) => d.kind === 'blockStore')).toMatchObject({ status: 'failed' });
+      expect(s.summary).toMatch(/^Unavailable: .*blockStore/);
+    } finally {
+      await other.stop();
+    }
+  });
+
   it('keeps the node id across restarts of the same data directory', async () => {
     const first = (await snapshot()).placement.nodeId;
     await server.stop();
