@@ -151,14 +151,25 @@ export class OpsEvents {
     return this.refresh();
   }
 
-  private async refresh(): Promise<OpsSnapshot> {
+  private refreshing: Promise<OpsSnapshot> | undefined;
+
+  /** One read at a time, shared by the timer and GETs. */
+  private refresh(): Promise<OpsSnapshot> {
+    this.refreshing ??= this.read().finally(() => {
+      this.refreshing = undefined;
+    });
+    return this.refreshing;
+  }
+
+  private async read(): Promise<OpsSnapshot> {
     const snapshot = await this.snapshots.build();
     this.lastBuiltAt = Date.now();
     this.counters.refreshes++;
     if (!this.frame || this.frame.sequence !== snapshot.sequence) {
       this.frame = { sequence: snapshot.sequence, text: `id: ${snapshot.sequence}\nevent: snapshot\ndata: ${JSON.stringify(snapshot)}\n\n` };
-      for (const s of this.subscribers) this.deliver(s);
     }
+    // Subscribers that have this sequence get nothing; one that joined meanwhile gets it now.
+    for (const s of this.subscribers) this.deliver(s);
     return snapshot;
   }
 
@@ -176,7 +187,10 @@ export class OpsEvents {
         'Access-Control-Allow-Origin': '*',
       });
       // The first write sends the headers; the reconnection delay is one refresh period or more.
-      res.write(`retry: ${Math.max(1000, this.refreshMs)}\n\n`);
+      if (!res.write(`retry: ${Math.max(1000, this.refreshMs)}\n\n`)) {
+        s.blocked = true;
+        s.blockedSince = Date.now();
+      }
     });
     this.subscribers.add(s);
     this.start();
@@ -200,23 +214,19 @@ export class OpsEvents {
     this.keepAliveTimer = undefined;
   }
 
-  private refreshing = false;
-
-  /** One refresh at a time: a tick that finds the previous one still running is skipped. */
+  /** A tick that finds the previous read still running is skipped. */
   private tick(): void {
-    if (this.refreshing) return;
-    this.refreshing = true;
-    this.refresh().then(
-      () => {
-        this.refreshFailed = false;
-      },
-      (err) => {
-        if (!this.refreshFailed) this.ctx.engine.log.error('ops snapshot failed', { err: String((err as Error)?.stack ?? err) });
-        this.refreshFailed = true;
-      },
-    ).finally(() => {
-      this.refreshing = false;
-    });
+    if (!this.refreshing) {
+      this.refresh().then(
+        () => {
+          this.refreshFailed = false;
+        },
+        (err) => {
+          if (!this.refreshFailed) this.ctx.engine.log.error('ops snapshot failed', { err: String((err as Error)?.stack ?? err) });
+          this.refreshFailed = true;
+        },
+      );
+    }
     const now = Date.now();
     for (const s of this.subscribers) {
       if (s.blocked && now - s.blockedSince > STALLED_MS) s.ex.res.close(); // onAborted removes it

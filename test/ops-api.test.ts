@@ -303,6 +303,43 @@ describe('OpsEvents subscribers (a scripted uWS response)', () => {
   });
 });
 
+describe('OpsEvents with an unchanged state', () => {
+  it('a subscriber joining gets the current snapshot at once even when nothing changed', async () => {
+    let builds = 0;
+    const fixed = { sequence: 1, observedAt: new Date().toISOString() };
+    const snapshots = { current: fixed, async build() { builds++; return fixed; }, setGc() {} };
+    const ctx: any = { engine: { stats: { requests: 0, errors: 0 }, log: new Logger('silent') }, metrics: { observeHttp() {} } };
+    const events = new OpsEvents(snapshots as any, 10, ctx);
+    const responses = [fakeSse(), fakeSse()];
+    events.subscribe(new Exchange(responses[0] as any, 'GET', '/api/ops/v1/events', ctx));
+    await until('the first event', async () => responses[0].writes.some((w) => w.startsWith('id: 1\n')), 2000);
+    await sleep(50); // several refreshes, all with sequence 1
+    events.subscribe(new Exchange(responses[1] as any, 'GET', '/api/ops/v1/events', ctx));
+    await until('the joining subscriber\'s event', async () => responses[1].writes.some((w) => w.startsWith('id: 1\n')), 2000);
+    await sleep(50);
+    expect(builds).toBeGreaterThan(3);
+    // Each got sequence 1 once, however many refreshes found it unchanged.
+    for (const r of responses) expect(r.writes.filter((w) => w.startsWith('id: '))).toHaveLength(1);
+    for (const r of responses) r.aborted!();
+    expect(events.subscriberCount).toBe(0);
+  });
+});
+
+function fakeSse() {
+  const r = {
+    writes: [] as string[],
+    aborted: undefined as undefined | (() => void),
+    onAborted(h: () => void) { r.aborted = h; return r; },
+    onWritable() { return r; },
+    cork(cb: () => void) { cb(); return r; },
+    writeStatus() { return r; },
+    writeHeader() { return r; },
+    write(text: string) { r.writes.push(text); return true; },
+    close() { r.aborted?.(); return r; },
+  };
+  return r;
+}
+
 describe('GET /api/ops/v1/snapshot', () => {
   let server: TestServer;
   const root = tempRoot();
