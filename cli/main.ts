@@ -1,7 +1,8 @@
-// The client commands of `svc` (put, get, stat, ls): dispatch, usage, errors and exit codes
+// The client commands of `svc` (put, get, stat, ls, gc): dispatch, usage, errors and exit codes
 // (0 done, 1 failed, 2 bad usage). Results go to stdout, everything else to stderr.
 
 import { ApiError, CliError, UsageError, describe } from './errors.js';
+import { gc } from './gc.js';
 import { get } from './get.js';
 import { closeConnections } from './http.js';
 import { ls, stat } from './inventory.js';
@@ -17,13 +18,16 @@ export const CLIENT_USAGE = `Client commands (server: --server URL, else $SVC_SE
   svc stat ID      the blob's headers and summary as JSON
   svc ls [--limit N] [--all]
                    the inventory, newest first: id, size, media type, creation time
+  svc gc [mark|quarantine|purge|run] [--apply]
+                   run garbage collection on the server (default: run, every phase) and print
+                   its report as JSON; a dry run unless --apply
 
 Dropped connections, 5xx answers and server restarts are retried with backoff for up to
 $SVC_RETRY_SECONDS (120) without progress. Exit codes: 0 done, 1 failed, 2 bad usage.
 More in docs/cli.md.
 `;
 
-const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = { put, get, stat, ls };
+const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = { put, get, stat, ls, gc };
 
 export function isClientCommand(command: string | undefined): boolean {
   return command !== undefined && Object.hasOwn(COMMANDS, command);

@@ -27,6 +27,9 @@ export const VARIABLES: ReadonlyArray<{ name: string; default: string; help: str
   { name: 'SVC_JOB_BACKOFF', default: '1s', help: 'Delay before a failed job runs again; doubles with each attempt.' },
   { name: 'SVC_JOB_BACKOFF_MAX', default: '5m', help: 'Longest delay between two attempts of a job.' },
   { name: 'SVC_JOB_LEASE', default: '5m', help: 'How long a running job stays with its process without renewal (renewed while it runs); jobs of a stopped process are taken up again at the next start.' },
+  { name: 'SVC_GC_INTERVAL', default: '', help: 'Period of scheduled garbage collection runs (mark, quarantine, purge, applied); empty or 0: off (runs only on POST /api/ops/v1/gc or `svc gc`).' },
+  { name: 'SVC_GC_MIN_AGE', default: '24h', help: 'Unreferenced blocks younger than this (since written or last referenced) are not quarantined.' },
+  { name: 'SVC_GC_QUARANTINE_AGE', default: '7d', help: 'How long a quarantined block stays restorable before a purge deletes it.' },
   { name: 'SVC_INLINE_MAX_BYTES', default: '16KiB', help: 'Blobs up to this size (one block) are kept in the catalog with their manifest instead of as block files; 0 disables.' },
   { name: 'SVC_BLOCK_CACHE_BYTES', default: '64MiB', help: 'Memory for caching small blocks (64 KiB or less) on the read path; 0 disables.' },
   { name: 'SVC_HEALTH_TIMEOUT', default: '5s', help: 'Timeout of each readiness check.' },
@@ -81,6 +84,7 @@ export interface Config {
   opsRefreshMs: number;
   uploads: UploadConfig;
   jobs: JobConfig;
+  gc: GcConfig;
   auth: AuthConfig;
   docMaxJsonBytes: number;
   corsAllowedOrigins: string[];
@@ -105,6 +109,13 @@ export interface UploadConfig {
   partLeaseMs: number;
   commitLeaseMs: number;
   cleanupIntervalMs: number;
+}
+
+export interface GcConfig {
+  /** 0 = no schedule. */
+  intervalMs: number;
+  minAgeMs: number;
+  quarantineAgeMs: number;
 }
 
 export interface JobConfig {
@@ -237,6 +248,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       backoffMs: parseDuration('SVC_JOB_BACKOFF', get('SVC_JOB_BACKOFF')),
       backoffMaxMs: parseDuration('SVC_JOB_BACKOFF_MAX', get('SVC_JOB_BACKOFF_MAX')),
       leaseMs: inRange('SVC_JOB_LEASE', parseDuration('SVC_JOB_LEASE', get('SVC_JOB_LEASE')), 100, 2 ** 31 - 1),
+    },
+    gc: {
+      intervalMs: ['', '0'].includes(get('SVC_GC_INTERVAL')) ? 0 : inRange('SVC_GC_INTERVAL', parseDuration('SVC_GC_INTERVAL', get('SVC_GC_INTERVAL')), 0, 2 ** 31 - 1),
+      minAgeMs: parseDuration('SVC_GC_MIN_AGE', get('SVC_GC_MIN_AGE')),
+      quarantineAgeMs: parseDuration('SVC_GC_QUARANTINE_AGE', get('SVC_GC_QUARANTINE_AGE')),
     },
     corsAllowedOrigins: get('SVC_SECURITY_CORS_ALLOWED_ORIGINS').split(',').map((s) => s.trim()).filter(Boolean),
     logLevel: oneOf('SVC_LOG_LEVEL', get('SVC_LOG_LEVEL'), ['debug', 'info', 'warn', 'error', 'silent'] as const),

@@ -12,6 +12,7 @@ import { TransferMemory } from './cas/transfer-memory.js';
 import { StreamScanner } from './cas/stream-scanner.js';
 import type { Config } from './config.js';
 import { blobNotFound, invalidPagination, verificationFailure } from './errors.js';
+import { GarbageCollector } from './gc/gc.js';
 import { JobQueue } from './jobs/queue.js';
 import type { Logger } from './log.js';
 import { Stats } from './ops/stats.js';
@@ -41,6 +42,8 @@ export class Engine {
   readonly blockRoots: BlockRoots[] = [];
   /** The durable job queue (document platform): kinds are defined by the modules that use it. */
   readonly jobs: JobQueue;
+  /** Garbage collection of block files (mark, quarantine, purge): on demand or on SVC_GC_INTERVAL. */
+  readonly gc: GarbageCollector;
 
   private constructor(
     readonly config: Config,
@@ -65,6 +68,7 @@ export class Engine {
       startIngest: (options) => this.startIngest(options),
     });
     this.blockRoots.push(this.uploads.blockRoots());
+    this.gc = new GarbageCollector({ config: config.gc, env: catalog, manifests, blocks, roots: this.blockRoots, log });
     this.jobs = new JobQueue({ env: catalog, pool, config: config.jobs, log });
   }
 
@@ -81,11 +85,12 @@ export class Engine {
     if (cleaned.expired || cleaned.recovered || cleaned.removed) log.info('uploads: cleanup at start', cleaned);
     engine.uploads.startCleanup();
     engine.jobs.start();
+    engine.gc.start();
     return engine;
   }
 
   startIngest(options: IngestOptions): DirectIngest {
-    return new DirectIngest({ config: this.config, spillDir: this.blocks.tmpDir, pool: this.pool, scanner: this.scanner, memory: this.memory, manifests: this.manifests, stats: this.stats, log: this.log }, options);
+    return this.gc.track(new DirectIngest({ config: this.config, spillDir: this.blocks.tmpDir, pool: this.pool, scanner: this.scanner, memory: this.memory, manifests: this.manifests, stats: this.stats, log: this.log }, options));
   }
 
   manifest(id: ContentId): Manifest {
@@ -187,6 +192,7 @@ export class Engine {
   }
 
   async close(): Promise<void> {
+    await this.gc.stop();
     await this.jobs.stop();
     this.uploads.stop();
     await this.pool.destroy();

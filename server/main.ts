@@ -7,6 +7,7 @@ import { ModelService } from '../engine/models/service.js';
 import { mountBlobApi } from './blob-api.js';
 import { mountUploadsApi } from './uploads-api.js';
 import { mountDocsApi } from './docs-api.js';
+import { mountGcApi } from './gc-api.js';
 import { TokenVerifier } from '../engine/auth/tokens.js';
 import { DocumentService } from '../engine/docs/documents.js';
 import { SchemaRegistry } from '../engine/docs/schemas.js';
@@ -23,6 +24,7 @@ Usage:
   svc get ID       download a blob to stdout or -o FILE (resumable), checked against ID
   svc stat ID      a blob's headers and summary as JSON
   svc ls           the inventory (--limit N, --all)
+  svc gc [PHASE]   garbage collection: mark, quarantine, purge or run (default), --apply to act
   svc --help       this text
   svc --version    print the version
 
@@ -32,7 +34,7 @@ Client commands talk to --server URL, else $SVC_SERVER, else http://127.0.0.1:80
 Configuration comes from environment variables only:
 `;
 
-const CLIENT_COMMANDS = new Set(['put', 'get', 'stat', 'ls']);
+const CLIENT_COMMANDS = new Set(['put', 'get', 'stat', 'ls', 'gc']);
 
 export function helpText(): string {
   const width = Math.max(...VARIABLES.map((v) => v.name.length));
@@ -55,6 +57,7 @@ export async function serve(config: Config, log = new Logger(config.logLevel)): 
   mountBlobApi(app, ctx);
   mountUploadsApi(app, ctx);
   mountOpsApi(app, ctx);
+  mountGcApi(app, ctx);
   const schemas = new SchemaRegistry(engine.catalog);
   const docs = new DocumentService(engine.catalog, schemas, new MigrationRegistry(engine.catalog, schemas), engine.jobs, (options) => engine.startIngest(options));
   engine.blockRoots.push(docs.blockRoots());

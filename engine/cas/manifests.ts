@@ -117,9 +117,23 @@ function pack(blocks: readonly StoredBlock[]): { refs: Buffer; sizes: Buffer } {
   return { refs, sizes };
 }
 
-interface BlockRecord {
+export interface BlockRecord {
   size: number;
   createdAt: number;
+  /** Last publication that referenced the block (refreshed at most once a minute); absent = createdAt. */
+  touchedAt?: number;
+}
+
+/** A reused block's record is rewritten only when its touchedAt is older than this (cheap dedup). */
+const TOUCH_GRANULARITY_MS = 60_000;
+
+/**
+ * Called inside every publication's transaction for each block it references (garbage
+ * collection: marks the block live while a run is active; moves back a block it quarantined,
+ * or throws when the block is gone, so that no manifest ever names a missing block).
+ */
+export interface PublicationGuard {
+  referencedSync(key: Buffer, hex: string, size: number): void;
 }
 
 /**
@@ -189,10 +203,7 @@ export class ManifestStore {
         fresh.inline = true;
         this.inline.put(id, Buffer.from(inlineBytes));
       } else {
-        for (let i = 0; i < blocks.length; i++) {
-          const key = refs.subarray(i * 40, i * 40 + 32);
-          if (!this.blocks.doesExist(key)) this.blocks.put(Buffer.from(key), { size: blocks[i].size, createdAt: now });
-        }
+        this.recordBlocks(refs, blocks, now);
       }
       this.manifests.put(id, fresh);
       this.inventory.put(fresh.seq, id);
@@ -208,13 +219,65 @@ export class ManifestStore {
   async recordUnlisted(hex: string, size: number, mediaType: string, chunker: string, blocks: readonly StoredBlock[]): Promise<{ id: string; record: ManifestRecord }> {
     const { refs, sizes } = pack(blocks);
     const now = Date.now();
-    await this.manifests.transaction(() => {
-      for (let i = 0; i < blocks.length; i++) {
-        const key = refs.subarray(i * 40, i * 40 + 32);
-        if (!this.blocks.doesExist(key)) this.blocks.put(Buffer.from(key), { size: blocks[i].size, createdAt: now });
-      }
-    });
+    await this.manifests.transaction(() => this.recordBlocks(refs, blocks, now));
     return { id: formatContentId(hex, size), record: { size, mediaType, chunker, createdAt: now, seq: 0, refs, sizes } };
+  }
+
+  /**
+   * Inside a publication's transaction: a record for each new block, a fresher `touchedAt` for
+   * each reused one (so GC's minimum age counts from the last reference), and the guard.
+   */
+  private recordBlocks(refs: Buffer, blocks: readonly StoredBlock[], now: number): void {
+    for (let i = 0; i < blocks.length; i++) {
+      const key = refs.subarray(i * 40, i * 40 + 32);
+      this.guard?.referencedSync(key, blocks[i].hex, blocks[i].size);
+      const record = this.blocks.get(key);
+      if (!record) this.blocks.put(Buffer.from(key), { size: blocks[i].size, createdAt: now });
+      else if (now - (record.touchedAt ?? record.createdAt) > TOUCH_GRANULARITY_MS) this.blocks.put(Buffer.from(key), { ...record, touchedAt: now });
+    }
+  }
+
+  private guard?: PublicationGuard;
+
+  /** Garbage collection's hook into every publication (engine/gc). */
+  setGuard(guard: PublicationGuard): void {
+    this.guard = guard;
+  }
+
+  /** A block's record (GC: its age), read in the caller's transaction if any. */
+  blockRecord(key: Buffer): BlockRecord | undefined {
+    return this.blocks.get(key);
+  }
+
+  /** GC, inside its transaction: the record of a block moved to quarantine goes (`blocks` counts live blocks). */
+  forgetBlockSync(key: Buffer): void {
+    this.blocks.remove(key);
+  }
+
+  /** GC, inside its transaction: the record of a block moved back from quarantine. */
+  restoreBlockSync(key: Buffer, record: BlockRecord): void {
+    if (!this.blocks.doesExist(key)) this.blocks.put(Buffer.from(key), record);
+  }
+
+  /**
+   * GC marking: the block digests of up to about `maxDigests` published manifests' blocks,
+   * starting after manifest id `after`; `next` is where to go on (undefined at the end).
+   * Pages are separate reads: publications after marking began are marked by the guard.
+   */
+  referencedPage(after: string | undefined, maxDigests: number): { digests: Buffer[]; next?: string } {
+    const digests: Buffer[] = [];
+    let last: string | undefined;
+    for (const { key, value } of this.manifests.getRange({ start: after, snapshot: false })) {
+      if (key === after) continue;
+      if (value.inline) {
+        last = key;
+        continue;
+      }
+      for (let at = 0; at < value.refs.length; at += 40) digests.push(value.refs.subarray(at, at + 32));
+      last = key;
+      if (digests.length >= maxDigests) return { digests, next: last };
+    }
+    return { digests };
   }
 
   /** Removes the manifest and its inventory entry; blocks stay for GC. False when absent. */

@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import fsp from 'node:fs/promises';
+import fsp, { type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { threadId } from 'node:worker_threads';
 import type { Durability } from '../config.js';
@@ -18,6 +18,8 @@ const PARTITION_DIGITS = 3;
 export class FsBlockStore {
   readonly blocksDir: string;
   readonly tmpDir: string;
+  /** Garbage collection's restorable area: `<root>/blocks/.quarantine/<h[0:3]>/<hex>-<size>`. */
+  readonly quarantineDir: string;
   /** Partition directories known to exist (each is made on its first block). */
   private readonly knownDirs = new Set<string>();
   /** This thread's directory of writes in progress, made on its first write. */
@@ -30,6 +32,7 @@ export class FsBlockStore {
   ) {
     this.blocksDir = path.join(root, 'blocks');
     this.tmpDir = path.join(this.blocksDir, '.tmp');
+    this.quarantineDir = path.join(this.blocksDir, '.quarantine');
   }
 
   /** Creates the layout and removes temp files that interrupted writes left behind. */
@@ -49,11 +52,20 @@ export class FsBlockStore {
     return path.join(this.blocksDir, hex.slice(0, PARTITION_DIGITS), `${hex}-${size}`);
   }
 
-  /** Stores a block unless an intact copy exists. Returns true when this call wrote it. */
+  quarantinePath(hex: string, size: number): string {
+    return path.join(this.quarantineDir, hex.slice(0, PARTITION_DIGITS), `${hex}-${size}`);
+  }
+
+  /**
+   * Stores a block unless an intact copy exists. Returns true when this call wrote it. A block
+   * garbage collection quarantined is moved back (renamed, no bytes written) instead; its
+   * receipt is settled when a manifest referencing it is published (engine/gc).
+   */
   putSync(hex: string, size: number, pieces: readonly Uint8Array[]): boolean {
     const final = this.blockPath(hex, size);
     const existing = fs.statSync(final, { throwIfNoEntry: false });
     if (existing && existing.size === size) return false;
+    if (this.restoreSync(hex, size, true) !== 'missing') return true;
     const tmp = path.join(this.writeDir ?? this.makeWriteDir(), `${hex}.${this.tempCounter++}`);
     let fd: number;
     try {
@@ -88,6 +100,80 @@ export class FsBlockStore {
     return true;
   }
 
+  /**
+   * Moves a quarantined block back under its final name ('restored'); 'live' when the final
+   * file is already there (the quarantined copy is left to GC), 'missing' when neither is.
+   * The restored file's mtime is set to now: it was just needed, so it is young again.
+   */
+  restoreSync(hex: string, size: number, liveChecked = false): 'restored' | 'live' | 'missing' {
+    const final = this.blockPath(hex, size);
+    if (!liveChecked) {
+      const live = fs.statSync(final, { throwIfNoEntry: false });
+      if (live && live.size === size) return 'live';
+    }
+    const quarantined = this.quarantinePath(hex, size);
+    const copy = fs.statSync(quarantined, { throwIfNoEntry: false });
+    if (!copy || copy.size !== size) return 'missing';
+    const dir = path.dirname(final);
+    if (!this.knownDirs.has(dir)) {
+      fs.mkdirSync(dir, { recursive: true });
+      this.knownDirs.add(dir);
+    }
+    try {
+      fs.renameSync(quarantined, final);
+    } catch (err) {
+      // Purged (or restored by another thread) meanwhile.
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      const again = fs.statSync(final, { throwIfNoEntry: false });
+      return again && again.size === size ? 'live' : 'missing';
+    }
+    const now = new Date();
+    fs.utimesSync(final, now, now);
+    if (this.durability === 'strict') syncDirectory(dir);
+    return 'restored';
+  }
+
+  /**
+   * Moves a block file into quarantine (GC). False when the block file is not there. The
+   * directories are not fsync'd: after a crash the file is in either place, and GC settles both.
+   */
+  quarantineSync(hex: string, size: number): boolean {
+    const target = this.quarantinePath(hex, size);
+    try {
+      fs.renameSync(this.blockPath(hex, size), target);
+      return true;
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== 'ENOENT') throw err;
+      if (!fs.existsSync(this.blockPath(hex, size))) return false;
+      // The quarantine partition did not exist yet.
+      fs.mkdirSync(path.dirname(target), { recursive: true });
+      try {
+        fs.renameSync(this.blockPath(hex, size), target);
+        return true;
+      } catch (again) {
+        if ((again as NodeJS.ErrnoException).code === 'ENOENT') return false;
+        throw again;
+      }
+    }
+  }
+
+  /** Deletes a quarantined copy (GC purge). False when it was not there. */
+  purgeSync(hex: string, size: number): boolean {
+    try {
+      fs.unlinkSync(this.quarantinePath(hex, size));
+      return true;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+      throw err;
+    }
+  }
+
+  /** Size of the live block file, or undefined when there is none. */
+  liveSize(hex: string, size: number): number | undefined {
+    return fs.statSync(this.blockPath(hex, size), { throwIfNoEntry: false })?.size;
+  }
+
   /** Not recursive: a block store whose directories are gone must fail writes, not recreate them. */
   private makeWriteDir(): string {
     const dir = path.join(this.tmpDir, `w${threadId}`);
@@ -104,9 +190,15 @@ export class FsBlockStore {
    * Small blocks are read synchronously: cheaper than three thread-pool hops.
    */
   async read(hex: string, size: number, into?: Buffer): Promise<Buffer> {
-    const file = this.blockPath(hex, size);
-    if (size <= 65536) return readExactSync(file, size);
-    const handle = await fsp.open(file, 'r');
+    if (size <= 65536) return this.readSync(hex, size);
+    let handle: FileHandle;
+    try {
+      handle = await fsp.open(this.blockPath(hex, size), 'r');
+    } catch (err) {
+      // A block GC moved to quarantine while something still needed it is read from there.
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      handle = await fsp.open(this.quarantinePath(hex, size), 'r').catch(() => Promise.reject(err));
+    }
     try {
       const buf = into ? into.subarray(0, size) : Buffer.allocUnsafe(size);
       let off = 0;
@@ -121,9 +213,18 @@ export class FsBlockStore {
     }
   }
 
-  /** Reads a whole block on the calling thread (workers). */
+  /** Reads a whole block on the calling thread (workers); a quarantined block is read from quarantine. */
   readSync(hex: string, size: number): Buffer {
-    return readExactSync(this.blockPath(hex, size), size);
+    try {
+      return readExactSync(this.blockPath(hex, size), size);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      try {
+        return readExactSync(this.quarantinePath(hex, size), size);
+      } catch {
+        throw err;
+      }
+    }
   }
 }
 

@@ -1,0 +1,552 @@
+// Garbage collection of block files: mark, quarantine, purge. Runs inside the server process
+// (it owns the catalog and sees every upload). No HTTP here: server/gc-api.ts is the endpoint.
+// The design and the race analysis are in docs/architecture.md ("Garbage collection").
+
+import { randomUUID } from 'node:crypto';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import type { Database } from 'lmdb';
+import type { BlockRoots } from '../cas/block-roots.js';
+import type { DirectIngest } from '../cas/ingest.js';
+import type { ManifestStore, PublicationGuard } from '../cas/manifests.js';
+import type { GcConfig } from '../config.js';
+import { SvcError } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { CatalogEnv } from '../store/catalog.js';
+import type { FsBlockStore } from '../store/fs-block-store.js';
+import { IngestFence } from './ingest-fence.js';
+
+export type GcPhase = 'mark' | 'quarantine' | 'purge' | 'run';
+export const GC_PHASES: readonly GcPhase[] = ['mark', 'quarantine', 'purge', 'run'];
+
+export interface GcReport {
+  runId: string;
+  phase: GcPhase;
+  apply: boolean;
+  trigger: 'api' | 'schedule';
+  startedAt: string;
+  finishedAt?: string;
+  /** Distinct blocks referenced by published manifests and every block-roots source. */
+  markedBlocks: number;
+  /** Unreferenced block files found (any age). */
+  candidates: number;
+  /** Moved to quarantine (dry run: would be). */
+  quarantined: { count: number; bytes: number };
+  /** Quarantined copies deleted (dry run: would be). */
+  purged: { count: number; bytes: number };
+  /** Quarantined blocks moved back because something references them again. */
+  restored: number;
+  /** Blocks left alone, by reason. */
+  skipped: { count: number; reasons: Record<string, number> };
+  /** Receipts in quarantine when the run ended. */
+  quarantineBlocks: number;
+  /** Set when the run failed; the counts say how far it got. */
+  error?: string;
+}
+
+export interface GcState {
+  running: boolean;
+  current?: { runId: string; phase: GcPhase; apply: boolean; trigger: 'api' | 'schedule'; startedAt: string; step: string };
+  lastRun?: GcReport;
+  quarantinedBlocks: number;
+  config: { intervalMs: number; minAgeMs: number; quarantineAgeMs: number };
+  nextScheduledRunAt?: string;
+}
+
+/** A block in quarantine: the receipt that lets it be restored or, later, purged. */
+interface Receipt {
+  size: number;
+  quarantinedAt: number;
+  runId: string;
+  /** The block's record when it was quarantined (restored with it), else the file's mtime. */
+  createdAt: number;
+}
+
+/** A purged block, kept a while so that a late reference to it fails instead of dangling. */
+interface Tombstone {
+  size: number;
+  quarantinedAt: number;
+  purgedAt: number;
+  runId: string;
+}
+
+const RUNS_KEPT = 50;
+/** Digests per mark write transaction. */
+const MARK_BATCH = 10_000;
+/** Candidates settled per synchronous step (one LMDB commit, then the renames). */
+const MOVE_BATCH = 256;
+/** Purged receipts are kept at least this long (a resumable session lives up to 24 h). */
+const MIN_TOMBSTONE_MS = 24 * 3600_000;
+const BLOCK_NAME = /^([0-9a-f]{64})-([0-9]{1,10})$/;
+const PARTITION = /^[0-9a-f]{3}$/;
+
+export const gcRunning = () => new SvcError(409, 'gc_running', 'A garbage collection run is in progress; see GET /api/ops/v1/gc');
+
+class Stopped extends Error {}
+
+interface Deps {
+  config: GcConfig;
+  env: CatalogEnv;
+  manifests: ManifestStore;
+  blocks: FsBlockStore;
+  roots: readonly BlockRoots[];
+  log: Logger;
+}
+
+/** `Engine.gc`: one run at a time, on demand (server/gc-api.ts) or on the SVC_GC_INTERVAL schedule. */
+export class GarbageCollector implements PublicationGuard {
+  private readonly marks: Database<number, Buffer>;
+  private readonly quarantine: Database<Receipt, Buffer>;
+  private readonly purged: Database<Tombstone, Buffer>;
+  private readonly runs: Database<GcReport, [number, string]>;
+  readonly fence: IngestFence;
+  /** Set from the start of a run's marking to its end: publications mark their blocks too. */
+  private marking = false;
+  private current?: { report: GcReport; step: string; done: Promise<GcReport> };
+  private last?: GcReport;
+  private timer?: NodeJS.Timeout;
+  private nextAt?: number;
+  private stopping = false;
+  /** Blocks the guard moved back during the current run (reported with it). */
+  private guardRestored = 0;
+
+  constructor(private readonly deps: Deps) {
+    const { env } = deps;
+    this.marks = env.database<number, Buffer>('gc_marks', { keyEncoding: 'binary' });
+    this.quarantine = env.database<Receipt, Buffer>('gc_quarantine', { keyEncoding: 'binary' });
+    this.purged = env.database<Tombstone, Buffer>('gc_purged', { keyEncoding: 'binary' });
+    this.runs = env.database('gc_runs') as unknown as Database<GcReport, [number, string]>;
+    for (const { value } of this.runs.getRange({ reverse: true, limit: 1 })) this.last = value;
+    this.fence = new IngestFence(Math.min(60_000, deps.config.quarantineAgeMs), deps.log);
+    deps.manifests.setGuard(this);
+  }
+
+  /** Wraps an ingest so that purge knows while it may still reference blocks it found on disk. */
+  track<T extends DirectIngest>(ingest: T): T {
+    return this.fence.track(ingest);
+  }
+
+  /** The last finished run (also across restarts), for the ops snapshot. */
+  lastRun(): GcReport | undefined {
+    return this.last;
+  }
+
+  quarantinedBlocks(): number {
+    return (this.quarantine.getStats() as { entryCount: number }).entryCount;
+  }
+
+  get running(): boolean {
+    return this.current !== undefined;
+  }
+
+  state(): GcState {
+    const c = this.current;
+    const { intervalMs, minAgeMs, quarantineAgeMs } = this.deps.config;
+    return {
+      running: c !== undefined,
+      current: c && { runId: c.report.runId, phase: c.report.phase, apply: c.report.apply, trigger: c.report.trigger, startedAt: c.report.startedAt, step: c.step },
+      lastRun: this.last,
+      quarantinedBlocks: this.quarantinedBlocks(),
+      config: { intervalMs, minAgeMs, quarantineAgeMs },
+      nextScheduledRunAt: this.nextAt === undefined ? undefined : new Date(this.nextAt).toISOString(),
+    };
+  }
+
+  /** Starts the schedule (SVC_GC_INTERVAL; off when 0): each scheduled run is `run` with apply. */
+  start(): void {
+    const interval = this.deps.config.intervalMs;
+    if (interval <= 0 || this.stopping) return;
+    const arm = () => {
+      this.nextAt = Date.now() + interval;
+      this.timer = setTimeout(() => {
+        this.timer = undefined;
+        if (this.current) return arm();
+        this.run('run', true, 'schedule').then(
+          () => {},
+          (err) => this.deps.log.error('gc: scheduled run failed', { err: String(err) }),
+        ).finally(() => {
+          if (!this.stopping) arm();
+        });
+      }, interval);
+      this.timer.unref();
+    };
+    arm();
+  }
+
+  /** Stops the schedule and ends a run in progress at its next step (its report says so). */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    clearTimeout(this.timer);
+    this.nextAt = undefined;
+    await this.current?.done.catch(() => {});
+  }
+
+  /** One run; 409 gc_running while another is in progress. Dry unless `apply`. */
+  run(phase: GcPhase, apply: boolean, trigger: 'api' | 'schedule' = 'api'): Promise<GcReport> {
+    if (this.current) return Promise.reject(gcRunning());
+    if (this.stopping) return Promise.reject(new SvcError(503, 'gc_stopped', 'The server is shutting down'));
+    const report: GcReport = {
+      runId: randomUUID(),
+      phase,
+      apply,
+      trigger,
+      startedAt: new Date().toISOString(),
+      markedBlocks: 0,
+      candidates: 0,
+      quarantined: { count: 0, bytes: 0 },
+      purged: { count: 0, bytes: 0 },
+      restored: 0,
+      skipped: { count: 0, reasons: {} },
+      quarantineBlocks: 0,
+    };
+    const current: { report: GcReport; step: string; done: Promise<GcReport> } = { report, step: 'starting', done: undefined as unknown as Promise<GcReport> };
+    this.current = current;
+    this.guardRestored = 0;
+    current.done = this.execute(current).finally(() => {
+      this.current = undefined;
+    });
+    return current.done;
+  }
+
+  private async execute(current: { report: GcReport; step: string }): Promise<GcReport> {
+    const { report } = current;
+    const log = this.deps.log;
+    log.info('gc: run started', { runId: report.runId, phase: report.phase, apply: report.apply, trigger: report.trigger });
+    try {
+      // Taken before marking: an ingest that started later found no quarantined block on disk
+      // unless it also sees its receipt (see purge).
+      const fence = this.fence.oldestStart();
+      current.step = 'mark';
+      await this.mark(report);
+      if (report.phase !== 'purge') {
+        current.step = report.phase === 'mark' ? 'count candidates' : 'quarantine';
+        await this.sweep(report, report.phase !== 'mark' && report.apply, report.phase === 'mark');
+      }
+      if (report.phase !== 'mark') {
+        current.step = report.phase === 'quarantine' ? 'restore' : 'purge';
+        await this.settleReceipts(report, report.apply, fence, report.phase !== 'quarantine');
+      }
+    } catch (err) {
+      report.error = err instanceof Stopped ? 'stopped: the server is shutting down' : String((err as Error)?.message ?? err);
+      if (!(err instanceof Stopped)) log.error('gc: run failed', { runId: report.runId, err: String((err as Error)?.stack ?? err) });
+    } finally {
+      this.marking = false;
+      report.restored += this.guardRestored;
+      report.finishedAt = new Date().toISOString();
+      report.quarantineBlocks = this.quarantinedBlocks();
+      await this.saveReport(report).catch((err) => log.error('gc: report not saved', { err: String(err) }));
+      this.last = report;
+      // The mark set is only needed during a run.
+      await this.marks.clearAsync().catch(() => {});
+    }
+    log.info('gc: run finished', { ...report });
+    if (report.error && !report.error.startsWith('stopped')) throw new Error(report.error);
+    return report;
+  }
+
+  private async saveReport(report: GcReport): Promise<void> {
+    await this.runs.transaction(() => {
+      this.runs.put([Date.parse(report.startedAt), report.runId], report);
+      let n = 0;
+      for (const key of this.runs.getKeys({ reverse: true })) if (++n > RUNS_KEPT) this.runs.remove(key);
+    });
+  }
+
+  private checkStop(): void {
+    if (this.stopping) throw new Stopped();
+  }
+
+  private skip(report: GcReport, reason: string, n = 1): void {
+    report.skipped.count += n;
+    report.skipped.reasons[reason] = (report.skipped.reasons[reason] ?? 0) + n;
+  }
+
+  // ---- publication guard (inside each publication's LMDB transaction) ----
+
+  referencedSync(key: Buffer, hex: string, size: number): void {
+    if (this.marking) this.marks.put(Buffer.from(key), 1);
+    const receipt = this.quarantine.get(key);
+    if (receipt) {
+      const where = this.deps.blocks.restoreSync(hex, size);
+      if (where === 'missing') throw new Error(`gc: block ${hex}-${size} is quarantined but its file is gone`);
+      // A copy left in quarantine next to a live file is a duplicate.
+      if (where === 'live') this.deps.blocks.purgeSync(hex, size);
+      this.quarantine.remove(key);
+      this.guardRestored++;
+      return;
+    }
+    if (this.purged.doesExist(key)) {
+      // Purged: fine only if the bytes were written again since (the upload had them).
+      if (this.deps.blocks.liveSize(hex, size) !== size) throw new Error(`gc: block ${hex}-${size} was purged`);
+      this.purged.remove(key);
+    }
+  }
+
+  // ---- mark ----
+
+  /**
+   * Every block referenced by a published manifest or a block-roots source goes into
+   * `gc_marks` (LMDB, not memory). From `marking = true` on, publications mark their own blocks
+   * in their transaction, so nothing published during the pass is missed.
+   */
+  private async mark(report: GcReport): Promise<void> {
+    await this.marks.clearAsync();
+    this.marking = true;
+    // Barrier: publications whose guard ran before `marking` was set commit before this one, so
+    // the reads below see them.
+    await this.marks.transaction(() => {});
+    let after: string | undefined;
+    do {
+      this.checkStop();
+      const page = this.deps.manifests.referencedPage(after, MARK_BATCH);
+      await this.writeMarks(page.digests);
+      after = page.next;
+    } while (after !== undefined);
+    for (const root of this.deps.roots) {
+      let batch: Buffer[] = [];
+      for (const digest of root.digests()) {
+        batch.push(digest);
+        if (batch.length >= MARK_BATCH) {
+          this.checkStop();
+          await this.writeMarks(batch);
+          batch = [];
+        }
+      }
+      await this.writeMarks(batch);
+    }
+    report.markedBlocks = (this.marks.getStats() as { entryCount: number }).entryCount;
+  }
+
+  private async writeMarks(digests: Buffer[]): Promise<void> {
+    if (digests.length === 0) return;
+    await this.marks.transaction(() => {
+      for (const d of digests) this.marks.put(d, 1);
+    });
+  }
+
+  // ---- quarantine ----
+
+  /**
+   * Walks the block files one partition at a time (bounded memory), finds the unmarked ones,
+   * and (apply) moves those older than SVC_GC_MIN_AGE to quarantine with a receipt.
+   */
+  private async sweep(report: GcReport, apply: boolean, countOnly: boolean): Promise<void> {
+    const { blocks } = this.deps;
+    let partitions: string[];
+    try {
+      partitions = (await fsp.readdir(blocks.blocksDir)).filter((n) => PARTITION.test(n)).sort();
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+      throw err;
+    }
+    for (const partition of partitions) {
+      this.checkStop();
+      let names: string[];
+      try {
+        names = await fsp.readdir(path.join(blocks.blocksDir, partition));
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
+        throw err;
+      }
+      let batch: Candidate[] = [];
+      for (const name of names) {
+        const m = BLOCK_NAME.exec(name);
+        if (!m) continue;
+        const key = Buffer.from(m[1], 'hex');
+        if (this.marks.doesExist(key)) continue;
+        report.candidates++;
+        if (countOnly) continue;
+        batch.push({ hex: m[1], size: Number(m[2]), key, createdAt: 0 });
+        if (batch.length >= MOVE_BATCH) {
+          await this.settleCandidates(report, batch, apply);
+          batch = [];
+        }
+      }
+      if (batch.length) await this.settleCandidates(report, batch, apply);
+    }
+  }
+
+  private async settleCandidates(report: GcReport, batch: Candidate[], apply: boolean): Promise<void> {
+    const { blocks, manifests, config } = this.deps;
+    const eligible: Candidate[] = [];
+    for (const c of batch) {
+      const stat = await fsp.stat(blocks.blockPath(c.hex, c.size)).catch(() => undefined);
+      if (!stat) {
+        this.skip(report, 'vanished');
+        continue;
+      }
+      const record = manifests.blockRecord(c.key);
+      const lastUse = Math.max(stat.mtimeMs, record ? (record.touchedAt ?? record.createdAt) : 0);
+      if (Date.now() - lastUse < config.minAgeMs) {
+        this.skip(report, 'younger than SVC_GC_MIN_AGE');
+        continue;
+      }
+      c.createdAt = record?.createdAt ?? Math.floor(stat.mtimeMs);
+      eligible.push(c);
+    }
+    if (!apply) {
+      for (const c of eligible) {
+        report.quarantined.count++;
+        report.quarantined.bytes += c.size;
+      }
+      return;
+    }
+    this.checkStop();
+    // One synchronous step: re-check and write the receipts (committed), then move the files.
+    // No publication can run in between (same thread); one that runs after sees the receipt.
+    const now = Date.now();
+    const accepted: Candidate[] = [];
+    this.quarantine.transactionSync(() => {
+      for (const c of eligible) {
+        if (this.marks.doesExist(c.key)) {
+          this.skip(report, 'referenced during the run');
+          continue;
+        }
+        const record = manifests.blockRecord(c.key);
+        if (record && now - (record.touchedAt ?? record.createdAt) < config.minAgeMs) {
+          this.skip(report, 'younger than SVC_GC_MIN_AGE');
+          continue;
+        }
+        this.quarantine.put(c.key, { size: c.size, quarantinedAt: now, runId: report.runId, createdAt: c.createdAt });
+        this.purged.remove(c.key);
+        manifests.forgetBlockSync(c.key);
+        accepted.push(c);
+      }
+    });
+    const vanished: Candidate[] = [];
+    for (const c of accepted) {
+      if (blocks.quarantineSync(c.hex, c.size)) {
+        report.quarantined.count++;
+        report.quarantined.bytes += c.size;
+      } else {
+        vanished.push(c);
+      }
+    }
+    if (vanished.length) {
+      this.skip(report, 'vanished', vanished.length);
+      await this.quarantine.transaction(() => {
+        for (const c of vanished) {
+          if (this.quarantine.get(c.key)?.runId === report.runId) this.quarantine.remove(c.key);
+        }
+      });
+    }
+  }
+
+  // ---- purge ----
+
+  /**
+   * Every receipt whose block is marked again is moved back (a resumable part or document
+   * content that deduplicated the block just before it was quarantined). With `purge`, the
+   * receipts older than SVC_GC_QUARANTINE_AGE (and than the fence) whose block is still
+   * unmarked lose their quarantined copy and become tombstones; old tombstones are forgotten.
+   */
+  private async settleReceipts(report: GcReport, apply: boolean, fence: number, purge: boolean): Promise<void> {
+    const runStart = Date.parse(report.startedAt);
+    const { blocks, manifests, config } = this.deps;
+    let after: Buffer | undefined;
+    for (;;) {
+      this.checkStop();
+      const page: Array<{ key: Buffer; receipt: Receipt }> = [];
+      for (const { key, value } of this.quarantine.getRange({ start: after, snapshot: false, limit: MOVE_BATCH + 1 })) {
+        if (after && key.equals(after)) continue;
+        page.push({ key: Buffer.from(key), receipt: value });
+        if (page.length === MOVE_BATCH) break;
+      }
+      if (page.length === 0) break;
+      after = page[page.length - 1].key;
+      const now = Date.now();
+      for (const { key, receipt } of page) {
+        const hex = key.toString('hex');
+        if (this.marks.doesExist(key)) {
+          if (!apply) {
+            report.restored++;
+            continue;
+          }
+          // Referenced again (a session's part, document content): back to the live area.
+          const where = blocks.restoreSync(hex, receipt.size);
+          if (where === 'missing') {
+            this.deps.log.error('gc: a referenced block is neither live nor in quarantine', { block: `${hex}-${receipt.size}` });
+            this.skip(report, 'referenced but missing');
+            continue;
+          }
+          if (where === 'live') blocks.purgeSync(hex, receipt.size);
+          this.quarantine.transactionSync(() => {
+            this.quarantine.remove(key);
+            manifests.restoreBlockSync(key, { size: receipt.size, createdAt: receipt.createdAt, touchedAt: now });
+          });
+          report.restored++;
+          continue;
+        }
+        if (!purge) continue;
+        if (receipt.quarantinedAt >= runStart) {
+          this.skip(report, 'quarantined by this run');
+          continue;
+        }
+        if (now - receipt.quarantinedAt < config.quarantineAgeMs) {
+          this.skip(report, 'younger than SVC_GC_QUARANTINE_AGE');
+          continue;
+        }
+        if (receipt.quarantinedAt >= fence) {
+          this.skip(report, 'uploads in flight since its quarantine');
+          continue;
+        }
+        const live = blocks.liveSize(hex, receipt.size) === receipt.size;
+        if (!apply) {
+          if (live) this.skip(report, 'written again');
+          else {
+            report.purged.count++;
+            report.purged.bytes += receipt.size;
+          }
+          continue;
+        }
+        // One synchronous step: settle the receipt, then delete the copy.
+        let settled = false;
+        this.quarantine.transactionSync(() => {
+          const again = this.quarantine.get(key);
+          if (!again || again.quarantinedAt !== receipt.quarantinedAt || this.marks.doesExist(key)) return;
+          this.quarantine.remove(key);
+          if (!live) this.purged.put(key, { size: receipt.size, quarantinedAt: receipt.quarantinedAt, purgedAt: now, runId: report.runId });
+          settled = true;
+        });
+        if (!settled) {
+          this.skip(report, 'referenced during the run');
+          continue;
+        }
+        const deleted = blocks.purgeSync(hex, receipt.size);
+        if (live) this.skip(report, 'written again');
+        else if (deleted) {
+          report.purged.count++;
+          report.purged.bytes += receipt.size;
+        } else {
+          // Moved back by an upload between the check and the unlink: it is live again.
+          this.skip(report, 'written again');
+        }
+      }
+      if (page.length < MOVE_BATCH) break;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    if (apply && purge) await this.forgetTombstones();
+  }
+
+  private async forgetTombstones(): Promise<void> {
+    const keep = Math.max(this.deps.config.quarantineAgeMs, MIN_TOMBSTONE_MS);
+    const cutoff = Date.now() - keep;
+    let expired: Buffer[] = [];
+    for (const { key, value } of this.purged.getRange({ snapshot: false })) {
+      if (value.purgedAt < cutoff) expired.push(Buffer.from(key));
+      if (expired.length >= MARK_BATCH) {
+        const batch = expired;
+        expired = [];
+        await this.purged.transaction(() => batch.forEach((k) => this.purged.remove(k)));
+      }
+    }
+    if (expired.length) await this.purged.transaction(() => expired.forEach((k) => this.purged.remove(k)));
+  }
+}
+
+interface Candidate {
+  hex: string;
+  size: number;
+  key: Buffer;
+  createdAt: number;
+}

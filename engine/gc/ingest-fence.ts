@@ -1,0 +1,91 @@
+// Which ingests may still add a reference to a block they found on disk before GC moved it.
+//
+// A store task that finds an intact block file skips writing it (dedup); the reference to that
+// block is committed later (manifest, document content or a resumable part). If GC quarantines
+// the file in between, the publication guard moves it back; but if GC *purged* it meanwhile the
+// bytes would be gone. So purge only deletes blocks quarantined before the start of the oldest
+// ingest that may still be committing its references: the "fence".
+
+import type { DirectIngest } from '../cas/ingest.js';
+import type { Logger } from '../log.js';
+
+/** An ingest open this long is assumed leaked (never ended nor aborted) and no longer holds the fence. */
+const LEAK_MS = 48 * 3600_000;
+
+export class IngestFence {
+  private nextId = 0;
+  /** Ingests not yet settled: id → start time. */
+  private readonly open = new Map<number, number>();
+  /**
+   * Settled ingests still inside the grace period (a resumable part records its blocks after its
+   * ingest settles): per second of grace end, the earliest start. At most grace/1s + 1 entries.
+   */
+  private readonly settled = new Map<number, number>();
+  private warnedLeak = false;
+
+  constructor(
+    private readonly graceMs: number,
+    private readonly log: Logger,
+  ) {}
+
+  /** Follows one ingest from now until its end (published, failed or aborted) plus the grace. */
+  track<T extends DirectIngest>(ingest: T): T {
+    const id = this.nextId++;
+    const start = Date.now();
+    this.open.set(id, start);
+    const settle = () => {
+      if (!this.open.delete(id)) return;
+      if (this.graceMs <= 0) return;
+      const bucket = Math.ceil((Date.now() + this.graceMs) / 1000);
+      const prev = this.settled.get(bucket);
+      if (prev === undefined || start < prev) this.settled.set(bucket, start);
+    };
+    const wrap = <A extends unknown[], R>(fn: (...args: A) => Promise<R>) =>
+      (...args: A): Promise<R> => {
+        let result: Promise<R>;
+        try {
+          result = fn(...args);
+        } catch (err) {
+          settle();
+          throw err;
+        }
+        result.then(settle, settle);
+        return result;
+      };
+    const target = ingest as unknown as Record<'end' | 'endPart' | 'endUnlisted', (...a: unknown[]) => Promise<unknown>> & { abort: () => void };
+    for (const name of ['end', 'endPart', 'endUnlisted'] as const) target[name] = wrap(target[name].bind(ingest));
+    const abort = target.abort.bind(ingest);
+    target.abort = () => {
+      settle();
+      abort();
+    };
+    return ingest;
+  }
+
+  /** Ingests in flight (not settled). */
+  get inFlight(): number {
+    return this.open.size;
+  }
+
+  /**
+   * The start of the oldest ingest that may still commit a reference to a block it deduplicated
+   * (now when there is none): a block quarantined before this instant cannot be one of those.
+   */
+  oldestStart(now = Date.now()): number {
+    let oldest = now;
+    for (const [id, start] of this.open) {
+      if (now - start > LEAK_MS) {
+        if (!this.warnedLeak) this.log.warn('gc: an ingest open for more than 48 h is ignored by the purge fence', { startedAt: new Date(start).toISOString() });
+        this.warnedLeak = true;
+        this.open.delete(id);
+        continue;
+      }
+      if (start < oldest) oldest = start;
+    }
+    for (const [bucket, start] of this.settled) {
+      if (bucket * 1000 < now) this.settled.delete(bucket);
+      else if (start < oldest) oldest = start;
+    }
+    return oldest;
+  }
+}

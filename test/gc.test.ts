@@ -1,0 +1,405 @@
+// Garbage collection over HTTP against a real server: mark, quarantine, purge, restore, the
+// block roots (resumable sessions, document content), `svc gc`, one run at a time, and a
+// randomized run concurrent with uploads, deletes and re-uploads.
+
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Api, devToken } from './helpers/docs-client.js';
+import { contentId, seededBytes, sha256, upload } from './helpers/http.js';
+import { type TestServer, startServer } from './helpers/server.js';
+
+const run = promisify(execFile);
+const SVC = fileURLToPath(new URL('../bin/svc.js', import.meta.url));
+
+const BLOCK = 16 * 1024;
+/** Fixed 16 KiB blocks (so shared prefixes share blocks), no inline blobs, GC with no waiting. */
+const ENV = {
+  SVC_DURABILITY: 'relaxed',
+  SVC_CHUNKER: 'fixed',
+  SVC_CHUNK_MIN: '4KiB',
+  SVC_CHUNK_AVG: '16KiB',
+  SVC_CHUNK_MAX: '64KiB',
+  SVC_INLINE_MAX_BYTES: '0',
+  SVC_GC_MIN_AGE: '0s',
+  SVC_GC_QUARANTINE_AGE: '0s',
+};
+
+async function gc(url: string, phase: string, apply: boolean): Promise<any> {
+  const res = await fetch(`${url}/api/ops/v1/gc?phase=${phase}&apply=${apply}`, { method: 'POST' });
+  const json = (await res.json()) as any;
+  expect(res.status, JSON.stringify(json)).toBe(200);
+  expect(json.error).toBeUndefined();
+  return json;
+}
+
+/** `<hex>-<size>` of every file under `dir` (the live area skips the dot directories). */
+function blockFiles(dir: string): Set<string> {
+  const out = new Set<string>();
+  if (!fs.existsSync(dir)) return out;
+  for (const part of fs.readdirSync(dir)) {
+    if (part.startsWith('.')) continue;
+    for (const name of fs.readdirSync(path.join(dir, part))) out.add(name);
+  }
+  return out;
+}
+const live = (s: TestServer) => blockFiles(path.join(s.root, 'blocks'));
+const quarantined = (s: TestServer) => blockFiles(path.join(s.root, 'blocks', '.quarantine'));
+
+async function blockNames(url: string, blobId: string): Promise<string[]> {
+  const out: string[] = [];
+  let cursor: string | undefined;
+  do {
+    const res = await fetch(`${url}/api/v1/blobs/${blobId}/metadata?limit=1000${cursor ? `&cursor=${cursor}` : ''}`);
+    expect(res.status).toBe(200);
+    const page = (await res.json()) as any;
+    for (const b of page.blocks) {
+      const [, hex, size] = (b.contentId as string).split(':');
+      out.push(`${hex}-${size}`);
+    }
+    cursor = page.nextCursor;
+  } while (cursor);
+  return out;
+}
+
+async function verify(url: string, id: string): Promise<boolean> {
+  const res = await fetch(`${url}/api/v1/blobs/${id}/verify`, { method: 'POST' });
+  expect(res.status).toBe(200);
+  return ((await res.json()) as any).verified;
+}
+
+async function put(url: string, body: Uint8Array): Promise<string> {
+  const { res, json } = await upload(url, body);
+  expect(res.status, JSON.stringify(json)).toBe(201);
+  return json.blob.id;
+}
+
+async function del(url: string, id: string): Promise<void> {
+  expect((await fetch(`${url}/api/v1/blobs/${id}`, { method: 'DELETE' })).status).toBe(204);
+}
+
+const concat = (...parts: Uint8Array[]) => Buffer.concat(parts);
+const bytesOf = (blocks: number, seed: number) => seededBytes(blocks * BLOCK, seed);
+const sizeOf = (name: string) => Number(name.split('-')[1]);
+
+describe('garbage collection', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startServer(ENV);
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  it('quarantines exactly the unshared blocks of deleted blobs (dry run changes nothing), then purges them', async () => {
+    const shared = bytesOf(3, 101);
+    const a = concat(shared, bytesOf(2, 102));
+    const b = concat(shared, bytesOf(2, 103));
+    const idA = await put(server.url, a);
+    const idB = await put(server.url, b);
+    const blocksA = await blockNames(server.url, idA);
+    const blocksB = await blockNames(server.url, idB);
+    const unshared = blocksA.filter((n) => !blocksB.includes(n));
+    expect(unshared).toHaveLength(2);
+    await del(server.url, idA);
+
+    const before = live(server);
+    const dry = await gc(server.url, 'quarantine', false);
+    expect(dry).toMatchObject({ phase: 'quarantine', apply: false, quarantined: { count: 2, bytes: 2 * BLOCK } });
+    expect(dry.markedBlocks).toBeGreaterThanOrEqual(blocksB.length);
+    expect(dry.candidates).toBe(2);
+    expect(live(server)).toEqual(before);
+    expect(quarantined(server).size).toBe(0);
+
+    const applied = await gc(server.url, 'quarantine', true);
+    expect(applied).toMatchObject({ apply: true, quarantined: { count: 2, bytes: 2 * BLOCK }, quarantineBlocks: 2 });
+    expect([...quarantined(server)].sort()).toEqual([...unshared].sort());
+    for (const n of unshared) expect(live(server).has(n)).toBe(false);
+    for (const n of blocksB) expect(live(server).has(n)).toBe(true);
+    expect(await verify(server.url, idB)).toBe(true);
+
+    const state = (await (await fetch(`${server.url}/api/ops/v1/gc`)).json()) as any;
+    expect(state).toMatchObject({ running: false, quarantinedBlocks: 2, lastRun: { runId: applied.runId } });
+
+    const dryPurge = await gc(server.url, 'purge', false);
+    expect(dryPurge.purged).toEqual({ count: 2, bytes: 2 * BLOCK });
+    expect(quarantined(server).size).toBe(2);
+    const purged = await gc(server.url, 'purge', true);
+    expect(purged).toMatchObject({ purged: { count: 2, bytes: 2 * BLOCK }, quarantineBlocks: 0 });
+    expect(quarantined(server).size).toBe(0);
+    expect(await verify(server.url, idB)).toBe(true);
+    // Nothing more to do.
+    const again = await gc(server.url, 'run', true);
+    expect(again).toMatchObject({ quarantined: { count: 0 }, purged: { count: 0 } });
+    await del(server.url, idB);
+    await gc(server.url, 'quarantine', true);
+    await gc(server.url, 'purge', true);
+  });
+
+  it('a dry run of every phase changes nothing', async () => {
+    const id = await put(server.url, bytesOf(4, 201));
+    await del(server.url, id);
+    const before = live(server);
+    const report = await gc(server.url, 'run', false);
+    expect(report.quarantined.count).toBe(4);
+    expect(live(server)).toEqual(before);
+    expect(quarantined(server).size).toBe(0);
+    await gc(server.url, 'quarantine', true);
+    await gc(server.url, 'purge', true);
+  });
+
+  it('keeps the blocks of an open resumable session and of document content', async () => {
+    // An open session with one acknowledged part of 3 blocks and a bit.
+    const sessionBytes = concat(bytesOf(3, 301), seededBytes(100, 302));
+    const session = randomUUID();
+    expect((await fetch(`${server.url}/api/v1/uploads`, { method: 'POST', headers: { 'X-Svc-Upload-Session-Id': session } })).status).toBe(201);
+    const part = await fetch(`${server.url}/api/v1/uploads/${session}`, {
+      method: 'PATCH',
+      body: sessionBytes,
+      headers: { 'Upload-Offset': '0', 'Upload-Part-Id': randomUUID() },
+    });
+    expect(part.status).toBe(204);
+    // A document's content.
+    const api = new Api(server.url, await devToken(server.url, { scope: 'doc.create doc.read' }));
+    const docBytes = concat(bytesOf(3, 303), seededBytes(50, 304));
+    const doc = await api.newDocument(docBytes, { contentType: 'application/octet-stream' });
+    // And something to collect.
+    const gone = await put(server.url, bytesOf(2, 305));
+    const goneBlocks = await blockNames(server.url, gone);
+    await del(server.url, gone);
+
+    const before = live(server);
+    const sessionBlocks = [0, 1, 2].map((i) => `${sha256(sessionBytes.subarray(i * BLOCK, (i + 1) * BLOCK))}-${BLOCK}`).filter((n) => before.has(n));
+    expect(sessionBlocks.length).toBeGreaterThan(0);
+    const docBlocks = [0, 1, 2].map((i) => `${sha256(docBytes.subarray(i * BLOCK, (i + 1) * BLOCK))}-${BLOCK}`);
+    for (const n of docBlocks) expect(before.has(n)).toBe(true);
+
+    const report = await gc(server.url, 'run', true);
+    expect(report.quarantined.count).toBe(2);
+    await gc(server.url, 'purge', true);
+    const after = live(server);
+    for (const n of goneBlocks) expect(after.has(n)).toBe(false);
+    expect(new Set([...before].filter((n) => !goneBlocks.includes(n)))).toEqual(after);
+
+    const content = await fetch(`${server.url}/v1/documents/${doc.documentId}/content`, { headers: { Authorization: `Bearer ${api.token}` } });
+    expect(content.status).toBe(200);
+    expect(Buffer.from(await content.arrayBuffer()).equals(docBytes)).toBe(true);
+    const committed = await fetch(`${server.url}/api/v1/uploads/${session}/commit`, { method: 'POST' });
+    expect(committed.status).toBe(200);
+    const blob = ((await committed.json()) as any).committedBlob;
+    expect(blob).toBe(contentId(sessionBytes));
+    expect(await verify(server.url, blob)).toBe(true);
+  });
+
+  it('a re-upload of deleted content restores its quarantined blocks', async () => {
+    const body = bytesOf(4, 401);
+    const id = await put(server.url, body);
+    const names = await blockNames(server.url, id);
+    await del(server.url, id);
+    await gc(server.url, 'quarantine', true);
+    for (const n of names) expect(quarantined(server).has(n)).toBe(true);
+    // Reads of a deleted blob are 404, of course.
+    expect((await fetch(`${server.url}/api/v1/blobs/${id}`)).status).toBe(404);
+
+    expect(await put(server.url, body)).toBe(id);
+    for (const n of names) {
+      expect(live(server).has(n)).toBe(true);
+      expect(quarantined(server).has(n)).toBe(false);
+    }
+    expect(await verify(server.url, id)).toBe(true);
+    const purge = await gc(server.url, 'purge', true);
+    expect(purge.purged.count).toBe(0);
+    expect(purge.quarantineBlocks).toBe(0);
+    expect(await verify(server.url, id)).toBe(true);
+    const body2 = Buffer.from(await (await fetch(`${server.url}/api/v1/blobs/${id}`)).arrayBuffer());
+    expect(body2.equals(body)).toBe(true);
+  });
+
+  it('blocks a resumable part stores again after their quarantine are settled by the next run', async () => {
+    const body = bytesOf(3, 501);
+    const id = await put(server.url, body);
+    const names = await blockNames(server.url, id);
+    await del(server.url, id);
+    await gc(server.url, 'quarantine', true);
+    // A resumable session cuts the same blocks: the store moves their quarantined copies back
+    // (no publication yet, so their receipts stay until the next run sees them referenced).
+    const session = randomUUID();
+    expect((await fetch(`${server.url}/api/v1/uploads`, { method: 'POST', headers: { 'X-Svc-Upload-Session-Id': session } })).status).toBe(201);
+    const part = await fetch(`${server.url}/api/v1/uploads/${session}`, { method: 'PATCH', body: concat(body, seededBytes(10, 502)), headers: { 'Upload-Offset': '0', 'Upload-Part-Id': randomUUID() } });
+    expect(part.status).toBe(204);
+    const back = names.filter((n) => live(server).has(n));
+    expect(back.length).toBeGreaterThanOrEqual(2);
+    for (const n of back) expect(quarantined(server).has(n)).toBe(false);
+    const report = await gc(server.url, 'run', true);
+    expect(report.quarantined.count).toBe(0);
+    expect(report.restored).toBe(back.length);
+    for (const n of back) expect(live(server).has(n)).toBe(true);
+    const committed = await fetch(`${server.url}/api/v1/uploads/${session}/commit`, { method: 'POST' });
+    expect(committed.status).toBe(200);
+    const blob = ((await committed.json()) as any).committedBlob;
+    expect(await verify(server.url, blob)).toBe(true);
+    expect((await gc(server.url, 'run', true)).quarantineBlocks).toBe(0);
+  });
+
+  it('svc gc prints the report; a second concurrent run is 409 gc_running', async () => {
+    const { stdout } = await run(process.execPath, [SVC, 'gc', 'mark', '--server', server.url]);
+    const report = JSON.parse(stdout);
+    expect(report).toMatchObject({ phase: 'mark', apply: false, runId: expect.any(String), markedBlocks: expect.any(Number) });
+    const dry = JSON.parse((await run(process.execPath, [SVC, 'gc', '--server', server.url])).stdout);
+    expect(dry).toMatchObject({ phase: 'run', apply: false });
+    const bad = await run(process.execPath, [SVC, 'gc', 'sweep', '--server', server.url]).catch((e) => e);
+    expect(bad.code).toBe(2);
+
+    // Enough blocks that a run takes a while, then several at once.
+    for (let i = 0; i < 20; i++) await put(server.url, bytesOf(20, 600 + i));
+    const answers = await Promise.all([0, 1, 2, 3].map(() => fetch(`${server.url}/api/ops/v1/gc?phase=run&apply=false`, { method: 'POST' })));
+    const statuses = answers.map((r) => r.status);
+    expect(statuses).toContain(200);
+    expect(statuses).toContain(409);
+    for (const r of answers) {
+      const json = (await r.json()) as any;
+      if (r.status === 409) expect(json).toEqual({ error: 'gc_running', message: expect.any(String) });
+    }
+    // And through the command: exit 1 while a run is in progress.
+    const long = fetch(`${server.url}/api/ops/v1/gc?phase=run&apply=false`, { method: 'POST' });
+    const busy = await run(process.execPath, [SVC, 'gc', '--server', server.url]).catch((e) => e);
+    const first = await long;
+    if (busy.code !== undefined) {
+      expect(busy.code).toBe(1);
+      expect(busy.stderr).toContain('gc_running');
+    }
+    expect(first.status).toBe(200);
+
+    expect((await fetch(`${server.url}/api/ops/v1/gc?phase=nope`, { method: 'POST' })).status).toBe(400);
+    expect((await fetch(`${server.url}/api/ops/v1/gc?apply=yes`, { method: 'POST' })).status).toBe(400);
+    expect((await fetch(`${server.url}/api/ops/v1/gc`, { method: 'DELETE' })).status).toBe(405);
+  });
+});
+
+describe('garbage collection under concurrent uploads, deletes and re-uploads', () => {
+  it('never loses a referenced block (randomized)', async () => {
+    const server = await startServer(ENV);
+    try {
+      const base = bytesOf(12, 7001);
+      // A new seed each run (printed on failure; GC_SEED=n repeats one).
+      const seed0 = Number(process.env.GC_SEED) || (Date.now() % 1_000_000_007) | 1;
+      let seed = seed0;
+      const rand = (n: number) => {
+        // xorshift32: every bit is usable (an LCG's low bits cycle).
+        seed ^= seed << 13;
+        seed ^= seed >>> 17;
+        seed ^= seed << 5;
+        return Math.floor(((seed >>> 0) / 2 ** 32) * n);
+      };
+      /** Bodies ever uploaded, by id (re-uploads pick from here). */
+      const bodies = new Map<string, Buffer>();
+      const present = new Set<string>();
+      const failures: string[] = [];
+      let stop = false;
+
+      const makeBody = () => {
+        const prefix = base.subarray(0, rand(12) * BLOCK);
+        return concat(prefix, seededBytes(BLOCK * (1 + rand(3)) + rand(BLOCK), 10_000 + rand(1_000_000)));
+      };
+
+      const resumable = async (body: Buffer): Promise<string | undefined> => {
+        const id = randomUUID();
+        const created = await fetch(`${server.url}/api/v1/uploads`, { method: 'POST', headers: { 'X-Svc-Upload-Session-Id': id } });
+        if (created.status !== 201) return void failures.push(`create ${created.status}`);
+        const cut = Math.floor(body.length / 2);
+        for (const [from, to] of [[0, cut], [cut, body.length]]) {
+          const r = await fetch(`${server.url}/api/v1/uploads/${id}`, { method: 'PATCH', body: body.subarray(from, to), headers: { 'Upload-Offset': String(from), 'Upload-Part-Id': randomUUID() } });
+          if (r.status !== 204) return void failures.push(`patch ${r.status} ${await r.text()}`);
+        }
+        const c = await fetch(`${server.url}/api/v1/uploads/${id}/commit`, { method: 'POST' });
+        if (c.status !== 200) return void failures.push(`commit ${c.status} ${await c.text()}`);
+        return ((await c.json()) as any).committedBlob;
+      };
+
+      const client = async (iterations: number) => {
+        for (let i = 0; i < iterations; i++) {
+          const op = rand(10);
+          if (op < 5) {
+            const body = makeBody();
+            let id: string | undefined;
+            if (op === 0) id = await resumable(body);
+            else {
+              const { res, json } = await upload(server.url, body);
+              if (res.status !== 201) failures.push(`upload ${res.status} ${JSON.stringify(json)}`);
+              else id = json.blob.id;
+            }
+            if (id) {
+              bodies.set(id, body);
+              present.add(id);
+            }
+          } else if (op < 8) {
+            const ids = [...present];
+            if (ids.length === 0) continue;
+            const id = ids[rand(ids.length)];
+            present.delete(id);
+            const r = await fetch(`${server.url}/api/v1/blobs/${id}`, { method: 'DELETE' });
+            if (r.status !== 204 && r.status !== 404) failures.push(`delete ${r.status}`);
+          } else {
+            const gone = [...bodies.keys()].filter((id) => !present.has(id));
+            if (gone.length === 0) continue;
+            const id = gone[rand(gone.length)];
+            const { res, json } = await upload(server.url, bodies.get(id)!);
+            if (res.status !== 201) failures.push(`re-upload ${res.status} ${JSON.stringify(json)}`);
+            else present.add(id);
+          }
+        }
+      };
+
+      const phases = ['mark', 'quarantine', 'purge', 'run'];
+      const reports: any[] = [];
+      const collector = async () => {
+        while (!stop) {
+          const phase = phases[rand(phases.length)];
+          const res = await fetch(`${server.url}/api/ops/v1/gc?phase=${phase}&apply=true`, { method: 'POST' });
+          const json = (await res.json()) as any;
+          if (res.status !== 200 || json.error) failures.push(`gc ${res.status} ${JSON.stringify(json)}`);
+          else reports.push(json);
+        }
+      };
+
+      const gcLoop = collector();
+      await Promise.all([client(100), client(100), client(100), client(100)]);
+      stop = true;
+      await gcLoop;
+      expect(failures, `seed ${seed0}`).toEqual([]);
+      expect(reports.length).toBeGreaterThan(3);
+      expect(reports.some((r) => r.quarantined.count > 0), `seed ${seed0}`).toBe(true);
+      expect(reports.some((r) => r.purged.count > 0), `seed ${seed0}`).toBe(true);
+
+      // Every blob in the inventory verifies, and every block it references is a live file.
+      const inventory: string[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = (await (await fetch(`${server.url}/api/v1/blobs?limit=1000${cursor ? `&cursor=${cursor}` : ''}`)).json()) as any;
+        inventory.push(...page.blobs.map((b: any) => b.id));
+        cursor = page.nextCursor;
+      } while (cursor);
+      expect(new Set(inventory)).toEqual(present);
+      const files = live(server);
+      for (const id of inventory) {
+        expect(await verify(server.url, id), `${id} (seed ${seed0})`).toBe(true);
+        for (const n of await blockNames(server.url, id)) expect(files.has(n), `${id}: ${n} (seed ${seed0})`).toBe(true);
+      }
+      // A last full collection keeps all of it.
+      await gc(server.url, 'run', true);
+      await gc(server.url, 'purge', true);
+      const after = live(server);
+      for (const id of inventory) {
+        expect(await verify(server.url, id), id).toBe(true);
+        for (const n of await blockNames(server.url, id)) expect(after.has(n)).toBe(true);
+      }
+      expect([...after].every((n) => sizeOf(n) > 0)).toBe(true);
+    } finally {
+      await server.stop();
+    }
+  }, 120_000);
+});
