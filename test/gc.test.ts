@@ -19,7 +19,7 @@ const SVC = fileURLToPath(new URL('../bin/svc.js', import.meta.url));
 const BLOCK = 16 * 1024;
 /** Fixed 16 KiB blocks (so shared prefixes share blocks), no inline blobs, GC with no waiting. */
 const ENV = {
-  SVC_DURABILITY: 'relaxed',
+  SVC_DURABILITY: process.env.GC_TEST_DURABILITY ?? 'relaxed',
   SVC_CHUNKER: 'fixed',
   SVC_CHUNK_MIN: '4KiB',
   SVC_CHUNK_AVG: '16KiB',
@@ -320,36 +320,49 @@ describe('garbage collection under concurrent uploads, deletes and re-uploads', 
         return ((await c.json()) as any).committedBlob;
       };
 
+      /** Ids a client is deleting or re-uploading right now (one operation per id at a time). */
+      const busy = new Set<string>();
+      const operation = async () => {
+        const op = rand(10);
+        if (op < 5) {
+          const body = makeBody();
+          let id: string | undefined;
+          if (op === 0) id = await resumable(body);
+          else {
+            const { res, json } = await upload(server.url, body);
+            if (res.status !== 201) failures.push(`upload ${res.status} ${JSON.stringify(json)}`);
+            else id = json.blob.id;
+          }
+          if (id && !busy.has(id)) {
+            bodies.set(id, body);
+            present.add(id);
+          }
+        } else if (op < 8) {
+          const ids = [...present].filter((id) => !busy.has(id));
+          if (ids.length === 0) return;
+          const id = ids[rand(ids.length)];
+          busy.add(id);
+          present.delete(id);
+          const r = await fetch(`${server.url}/api/v1/blobs/${id}`, { method: 'DELETE' });
+          busy.delete(id);
+          if (r.status !== 204) failures.push(`delete ${r.status}`);
+        } else {
+          const gone = [...bodies.keys()].filter((id) => !present.has(id) && !busy.has(id));
+          if (gone.length === 0) return;
+          const id = gone[rand(gone.length)];
+          busy.add(id);
+          const { res, json } = await upload(server.url, bodies.get(id)!);
+          busy.delete(id);
+          if (res.status !== 201) failures.push(`re-upload ${res.status} ${JSON.stringify(json)}`);
+          else present.add(id);
+        }
+      };
       const client = async (iterations: number) => {
         for (let i = 0; i < iterations; i++) {
-          const op = rand(10);
-          if (op < 5) {
-            const body = makeBody();
-            let id: string | undefined;
-            if (op === 0) id = await resumable(body);
-            else {
-              const { res, json } = await upload(server.url, body);
-              if (res.status !== 201) failures.push(`upload ${res.status} ${JSON.stringify(json)}`);
-              else id = json.blob.id;
-            }
-            if (id) {
-              bodies.set(id, body);
-              present.add(id);
-            }
-          } else if (op < 8) {
-            const ids = [...present];
-            if (ids.length === 0) continue;
-            const id = ids[rand(ids.length)];
-            present.delete(id);
-            const r = await fetch(`${server.url}/api/v1/blobs/${id}`, { method: 'DELETE' });
-            if (r.status !== 204 && r.status !== 404) failures.push(`delete ${r.status}`);
-          } else {
-            const gone = [...bodies.keys()].filter((id) => !present.has(id));
-            if (gone.length === 0) continue;
-            const id = gone[rand(gone.length)];
-            const { res, json } = await upload(server.url, bodies.get(id)!);
-            if (res.status !== 201) failures.push(`re-upload ${res.status} ${JSON.stringify(json)}`);
-            else present.add(id);
+          try {
+            await operation();
+          } catch (err) {
+            failures.push(`client: ${String((err as Error)?.stack ?? err)}`);
           }
         }
       };
@@ -359,10 +372,14 @@ describe('garbage collection under concurrent uploads, deletes and re-uploads', 
       const collector = async () => {
         while (!stop) {
           const phase = phases[rand(phases.length)];
-          const res = await fetch(`${server.url}/api/ops/v1/gc?phase=${phase}&apply=true`, { method: 'POST' });
-          const json = (await res.json()) as any;
-          if (res.status !== 200 || json.error) failures.push(`gc ${res.status} ${JSON.stringify(json)}`);
-          else reports.push(json);
+          try {
+            const res = await fetch(`${server.url}/api/ops/v1/gc?phase=${phase}&apply=true`, { method: 'POST' });
+            const json = (await res.json()) as any;
+            if (res.status !== 200 || json.error) failures.push(`gc ${res.status} ${JSON.stringify(json)}`);
+            else reports.push(json);
+          } catch (err) {
+            failures.push(`gc: ${String(err)}`);
+          }
         }
       };
 
