@@ -280,6 +280,27 @@ describe('garbage collection', () => {
   });
 });
 
+describe('scheduled garbage collection', () => {
+  it('SVC_GC_INTERVAL runs `run` with apply on its own', async () => {
+    const server = await startServer({ ...ENV, SVC_GC_INTERVAL: '300ms' });
+    try {
+      const id = await put(server.url, bytesOf(2, 801));
+      const names = await blockNames(server.url, id);
+      await del(server.url, id);
+      let state: any;
+      for (let i = 0; i < 100; i++) {
+        state = (await (await fetch(`${server.url}/api/ops/v1/gc`)).json()) as any;
+        if (names.every((n) => !live(server).has(n)) && state.lastRun?.trigger === 'schedule' && !state.running) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(state).toMatchObject({ config: { intervalMs: 300 }, lastRun: { trigger: 'schedule', phase: 'run', apply: true }, nextScheduledRunAt: expect.any(String) });
+      for (const n of names) expect(live(server).has(n)).toBe(false);
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
 describe('garbage collection under concurrent uploads, deletes and re-uploads', () => {
   it('never loses a referenced block (randomized)', async () => {
     const server = await startServer(ENV);
