@@ -42,7 +42,7 @@ export function mountOpsApi(app: TemplatedApp, ctx: ServerContext, options: OpsA
     );
   });
 
-  const events = new OpsEvents(new OpsSnapshots(engine, { gc: options.gc }), engine.config.opsRefreshMs, ctx);
+  const events = new OpsEvents(new OpsSnapshots(engine, { gc: options.gc ?? engine.gc }), engine.config.opsRefreshMs, ctx);
   const gauge = (name: string, help: string, read: () => number) =>
     new Gauge({ name, help, registers: [metrics.registry], collect() { this.set(read()); } });
   gauge('svc_ops_subscribers', 'Open /api/ops/v1/events streams.', () => events.subscriberCount);

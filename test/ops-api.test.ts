@@ -389,6 +389,17 @@ describe('GET /api/ops/v1/snapshot', () => {
     expect(JSON.stringify(again)).not.toMatch(/sha-256:/);
   });
 
+  it('carries the last garbage collection run once there is one', async () => {
+    const gc = await fetch(`${server.url}/api/ops/v1/gc?phase=run&apply=false`, { method: 'POST' });
+    expect(gc.status).toBe(200);
+    const report = (await gc.json()) as any;
+    await sleep(30);
+    const s = await snapshot();
+    expectSnapshotShape(s);
+    expect(s.durability.lastGc).toMatchObject({ runId: report.runId, phase: 'run', apply: false });
+    expect(s.storage.quarantinedBlocks).toBe(0);
+  });
+
   it('serves the dashboard and uPlot from fixed names, with types, caching and 304', async () => {
     const redirect = await fetch(`${server.url}/ops`, { redirect: 'manual' });
     expect(redirect.status).toBe(308);
