@@ -9,10 +9,14 @@
  *   npm run bench -- --strict     SVC_DURABILITY=strict (default: relaxed)
  *   npm run bench -- --models-only   only the model runtime scenario (bench/models.ts)
  *   npm run bench -- --resumable-only   only the resumable-upload scenario (bench/resumable.ts)
+ *   npm run bench -- --documents-only   only the document platform scenario (bench/documents.ts)
  *
  * After the blob scenarios, every run measures resumable uploads (issue 4): a 1 GiB file (256 MiB
  * with --quick) as one session of 8 MiB parts to svc and to the tus reference server
- * (bench/tus-server.ts), alternating, 2 rounds each (1 with --quick). It ends with the model
+ * (bench/tus-server.ts), alternating, 2 rounds each (1 with --quick). Then the document platform
+ * (issue 5): documents created per second (create + 64 KiB bytes + finalize) at 8/16/32 clients
+ * against 64 KiB blob uploads in the same loop, canonical metadata writes and metadata reads over
+ * a pool of 200 documents (shorter windows with --quick). It ends with the model
  * runtime scenario (issue 3): the airbnb MLeap bundle on the model listener, transform at
  * 1 / 100 / 10,000 rows in seq, par and par-2, and rank.
  *
@@ -27,6 +31,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runDedup } from './dedup.js';
+import { type DocumentsResult, documentsFailure, renderDocumentsReport, renderDocumentsSection, runDocuments } from './documents.js';
 import { downloadBlob, measureSha256, uploadFile, writeRandomFile } from './large.js';
 import { runLoad } from './load.js';
 import { type ModelsResult, renderModelsReport, renderModelsSection, runModels } from './models.js';
@@ -45,32 +50,35 @@ interface Options {
   strict: boolean;
   modelsOnly: boolean;
   resumableOnly: boolean;
+  documentsOnly: boolean;
 }
 
-const USAGE = `usage: node dist/bench/run.js [--quick] [--strict] [--models-only | --resumable-only]
-  --quick           256 MiB bodies, shorter load phases, 1 resumable round instead of 2
+const USAGE = `usage: node dist/bench/run.js [--quick] [--strict] [--models-only | --resumable-only | --documents-only]
+  --quick           256 MiB bodies, shorter load phases and document cells, 1 resumable round instead of 2
   --strict          SVC_DURABILITY=strict (default: relaxed)
   --models-only     only the model runtime scenario (bench/models.ts)
   --resumable-only  only the resumable-upload scenario, svc vs tus (bench/resumable.ts)
+  --documents-only  only the document platform scenario: documents/s, metadata writes and reads (bench/documents.ts)
 `;
 
 function parseArgs(argv: string[]): Options {
-  const opts: Options = { quick: false, strict: false, modelsOnly: false, resumableOnly: false };
+  const opts: Options = { quick: false, strict: false, modelsOnly: false, resumableOnly: false, documentsOnly: false };
   for (const a of argv) {
     if (a === '--quick') opts.quick = true;
     else if (a === '--strict') opts.strict = true;
     else if (a === '--models-only') opts.modelsOnly = true;
     else if (a === '--resumable-only') opts.resumableOnly = true;
+    else if (a === '--documents-only') opts.documentsOnly = true;
     else if (a === '--help' || a === '-h') {
       process.stdout.write(USAGE);
       process.exit(0);
     } else {
-      process.stderr.write(`bench: unknown argument "${a}" (expected --quick, --strict, --models-only or --resumable-only)\n${USAGE}`);
+      process.stderr.write(`bench: unknown argument "${a}" (expected --quick, --strict, --models-only, --resumable-only or --documents-only)\n${USAGE}`);
       process.exit(2);
     }
   }
-  if (opts.modelsOnly && opts.resumableOnly) {
-    process.stderr.write(`bench: --models-only and --resumable-only exclude each other (a full run has both)\n${USAGE}`);
+  if ([opts.modelsOnly, opts.resumableOnly, opts.documentsOnly].filter(Boolean).length > 1) {
+    process.stderr.write(`bench: --models-only, --resumable-only and --documents-only exclude each other (a full run has them all)\n${USAGE}`);
     process.exit(2);
   }
   return opts;
@@ -106,6 +114,14 @@ function freePort(): Promise<number> {
   });
 }
 
+/** The document section of a run whose scenario failed before it had a result. */
+function documentsNotRun(quick: boolean, durability: 'strict' | 'relaxed'): DocumentsResult {
+  return {
+    skipped: 'the scenario did not run (see Errors)', durability, quick, settings: { warmupMs: 0, storeWarmupMs: 0, createMs: 0, writeMs: 0, readMs: 0 }, documentBytes: 64 * 1024,
+    schemaUrn: '', documents: [], blobs: [], poolSize: 0, writes: [], reads: [], totalErrors: 0, targets: [],
+  };
+}
+
 /** The resumable section of a run whose scenario failed before it had a result. */
 function notRun(bodyBytes: number, durability: 'strict' | 'relaxed'): ResumableResult {
   return { skipped: 'the scenario did not run (see Errors)', bodyBytes, partBytes: 8 * MiB, rounds: 0, durability, roundFiles: [], runs: [], tusProblems: [], targets: [] };
@@ -121,12 +137,14 @@ async function main(): Promise<void> {
   const warmupMs = opts.quick ? 500 : 1000;
   const largeTimeoutMs = 10 * 60_000;
   const durability = opts.strict ? 'strict' : 'relaxed';
-  const blobs = !opts.modelsOnly && !opts.resumableOnly;
-  const models = !opts.resumableOnly;
-  const resumable = !opts.modelsOnly;
+  const only = opts.modelsOnly || opts.resumableOnly || opts.documentsOnly;
+  const blobs = !only;
+  const models = !only || opts.modelsOnly;
+  const resumable = !only || opts.resumableOnly;
+  const documents = !only || opts.documentsOnly;
 
-  const results: Results & { scenarios: string[]; resumable?: ResumableResult; models?: ModelsResult } = {
-    scenarios: [...(blobs ? ['blobs'] : []), ...(resumable ? ['resumable'] : []), ...(models ? ['models'] : [])],
+  const results: Results & { scenarios: string[]; resumable?: ResumableResult; documents?: DocumentsResult; models?: ModelsResult } = {
+    scenarios: [...(blobs ? ['blobs'] : []), ...(resumable ? ['resumable'] : []), ...(documents ? ['documents'] : []), ...(models ? ['models'] : [])],
     tool: 'svc-bench',
     startedAt: new Date().toISOString(),
     mode: opts.quick ? 'quick' : 'full',
@@ -302,6 +320,14 @@ async function main(): Promise<void> {
     }
     rmSync(bodyFile, { force: true });
 
+    if (documents && s.alive) {
+      await phase('document platform: documents/s, metadata writes and reads', async () => {
+        results.documents = await runDocuments({ server: s, durability, quick: opts.quick, progress });
+        const failure = documentsFailure(results.documents);
+        if (failure) throw new Error(failure);
+      });
+    }
+
     if (models && s.alive) {
       await phase('model runtime (airbnb bundle)', async () => {
         for (let i = 0; i < 200 && chosenModelPort === undefined && typeof s.listeningLog?.modelPort !== 'number'; i++) await new Promise((r) => setTimeout(r, 10));
@@ -327,11 +353,13 @@ async function main(): Promise<void> {
   results.finishedAt = new Date().toISOString();
   const modelTargets = results.models?.targets ?? [];
   const resumableTargets = results.resumable?.targets ?? [];
-  results.targets = [...(blobs ? evaluateTargets(results) : []), ...resumableTargets, ...modelTargets];
+  const documentTargets = results.documents?.targets ?? [];
+  results.targets = [...(blobs ? evaluateTargets(results) : []), ...resumableTargets, ...documentTargets, ...modelTargets];
   let markdown: string;
   if (opts.modelsOnly) markdown = renderModelsReport(results, results.models ?? { skipped: 'the scenario did not run (see Errors)', cells: [], rank: [], targets: [] });
   else if (opts.resumableOnly) markdown = renderResumableReport(results, results.resumable ?? notRun(bodyBytes, durability));
-  else markdown = `${renderMarkdown(results)}\n${results.resumable ? renderResumableSection(results.resumable) : ''}\n${results.models ? renderModelsSection(results.models) : ''}`;
+  else if (opts.documentsOnly) markdown = renderDocumentsReport(results, results.documents ?? documentsNotRun(opts.quick, durability));
+  else markdown = `${renderMarkdown(results)}\n${results.resumable ? renderResumableSection(results.resumable) : ''}\n${results.documents ? renderDocumentsSection(results.documents) : ''}\n${results.models ? renderModelsSection(results.models) : ''}`;
   const outDir = path.join(REPO, 'bench', 'results');
   mkdirSync(outDir, { recursive: true });
   const jsonFile = path.join(outDir, `${results.startedAt.replace(/:/g, '-')}.json`);
