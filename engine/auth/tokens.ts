@@ -1,7 +1,7 @@
 // Bearer JWT verification with jose: HS256 with the development shared secret, RS256/ES256
 // against a JWKS (file or URL) with issuer and audience checks. Also mints development tokens.
 
-import { randomBytes } from 'node:crypto';
+import { createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { SignJWT, createLocalJWKSet, createRemoteJWKSet, decodeProtectedHeader, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
@@ -28,15 +28,23 @@ export interface DevTokenRequest {
 
 const MAX_DEV_TTL = 7 * 24 * 3600;
 
+/** Verified tokens kept for reuse (a client sends the same token with every request). */
+const CACHED_TOKENS = 10_000;
+
 export class TokenVerifier {
   private readonly secret?: Uint8Array;
+  /** The HS256 key imported once (jose would import the raw secret on every verification). */
+  private readonly hmacKey?: KeyObject;
   private readonly jwks?: JWTVerifyGetKey;
+  /** token → its principal and expiry (ms); least recently used first. */
+  private readonly verified = new Map<string, { principal: Principal; expiresAt: number }>();
 
   private constructor(
     private readonly config: AuthConfig,
     secret: Uint8Array | undefined,
   ) {
     this.secret = secret;
+    this.hmacKey = secret ? createSecretKey(secret) : undefined;
     if (config.jwksFile) this.jwks = createLocalJWKSet(JSON.parse(fs.readFileSync(config.jwksFile, 'utf8')));
     else if (config.jwksUri) this.jwks = createRemoteJWKSet(new URL(config.jwksUri));
   }
@@ -68,6 +76,12 @@ export class TokenVerifier {
     const m = /^Bearer\s+([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*)\s*$/i.exec(authorization);
     if (!m) throw unauthenticated('The Authorization header is not a Bearer JWT');
     const token = m[1]!;
+    const cached = this.verified.get(token);
+    if (cached && cached.expiresAt > Date.now()) {
+      this.verified.delete(token);
+      this.verified.set(token, cached);
+      return cached.principal;
+    }
     let payload: JWTPayload;
     try {
       payload = await this.check(token);
@@ -75,14 +89,18 @@ export class TokenVerifier {
       if (err instanceof SvcError) throw err;
       throw unauthenticated(`The bearer token is not valid: ${describe(err)}`);
     }
-    return principalOf(payload);
+    const principal = principalOf(payload);
+    this.verified.delete(token);
+    this.verified.set(token, { principal, expiresAt: payload.exp! * 1000 });
+    if (this.verified.size > CACHED_TOKENS) this.verified.delete(this.verified.keys().next().value!);
+    return principal;
   }
 
   private async check(token: string): Promise<JWTPayload> {
     const { alg } = decodeProtectedHeader(token);
     if (alg === 'HS256') {
       if (!this.secret) throw unauthenticated('HS256 tokens are not accepted by this server');
-      return (await jwtVerify(token, this.secret, { algorithms: ['HS256'], requiredClaims: ['exp'] })).payload;
+      return (await jwtVerify(token, this.hmacKey!, { algorithms: ['HS256'], requiredClaims: ['exp'] })).payload;
     }
     if (alg === 'RS256' || alg === 'ES256') {
       if (!this.jwks) throw unauthenticated(`${alg} tokens need SVC_OIDC_JWKS_URI or SVC_OIDC_JWKS_FILE on the server`);
@@ -106,7 +124,7 @@ export class TokenVerifier {
       .setSubject(request.sub ?? 'dev-user')
       .setIssuedAt()
       .setExpirationTime(Math.floor(Date.now() / 1000) + ttl)
-      .sign(this.secret);
+      .sign(this.hmacKey!);
     return { access_token: jwt, token_type: 'Bearer', expires_in: ttl };
   }
 }

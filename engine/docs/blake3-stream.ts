@@ -1,7 +1,11 @@
 // An incremental BLAKE3 (hash-wasm) that takes bytes at once, before its wasm instance is ready:
 // a document's bytes are hashed as they stream into the CAS (its contentRef is `b3:<hex>`).
+// Instances are reused (creating one compiles and instantiates wasm each time).
 
 import { createBLAKE3, type IHasher } from 'hash-wasm';
+
+const SPARE_HASHERS = 16;
+const spare: IHasher[] = [];
 
 export class Blake3Stream {
   private hasher?: IHasher;
@@ -9,6 +13,13 @@ export class Blake3Stream {
   private readonly ready: Promise<void>;
 
   constructor() {
+    const reused = spare.pop();
+    if (reused) {
+      reused.init();
+      this.hasher = reused;
+      this.ready = Promise.resolve();
+      return;
+    }
     this.ready = createBLAKE3().then((h) => {
       h.init();
       for (const piece of this.pending) h.update(piece);
@@ -23,8 +34,12 @@ export class Blake3Stream {
     else this.pending.push(Uint8Array.prototype.slice.call(bytes));
   }
 
+  /** The digest; the instance goes back to the spares (the stream is done). */
   async hex(): Promise<string> {
     await this.ready;
-    return this.hasher!.digest('hex');
+    const hasher = this.hasher!;
+    const hex = hasher.digest('hex');
+    if (spare.length < SPARE_HASHERS) spare.push(hasher);
+    return hex;
   }
 }
