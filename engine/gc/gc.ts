@@ -455,6 +455,7 @@ export class GarbageCollector implements PublicationGuard {
       if (page.length === 0) break;
       after = page[page.length - 1].key;
       const now = Date.now();
+      const purgeable: Array<{ key: Buffer; hex: string; receipt: Receipt; live: boolean }> = [];
       for (const { key, receipt } of page) {
         const hex = key.toString('hex');
         if (this.marks.doesExist(key)) {
@@ -499,16 +500,24 @@ export class GarbageCollector implements PublicationGuard {
           }
           continue;
         }
-        // One synchronous step: settle the receipt, then delete the copy.
-        let settled = false;
+        purgeable.push({ key, hex, receipt, live });
+      }
+      // One synchronous step per page: settle the receipts in one transaction (each checked
+      // again), then delete the copies of those settled.
+      const settled = new Set<Buffer>();
+      if (purgeable.length) {
         this.quarantine.transactionSync(() => {
-          const again = this.quarantine.get(key);
-          if (!again || again.quarantinedAt !== receipt.quarantinedAt || this.marks.doesExist(key)) return;
-          this.quarantine.remove(key);
-          if (!live) this.purged.put(key, { size: receipt.size, quarantinedAt: receipt.quarantinedAt, purgedAt: now, runId: report.runId });
-          settled = true;
+          for (const { key, receipt, live } of purgeable) {
+            const again = this.quarantine.get(key);
+            if (!again || again.quarantinedAt !== receipt.quarantinedAt || this.marks.doesExist(key)) continue;
+            this.quarantine.remove(key);
+            if (!live) this.purged.put(key, { size: receipt.size, quarantinedAt: receipt.quarantinedAt, purgedAt: now, runId: report.runId });
+            settled.add(key);
+          }
         });
-        if (!settled) {
+      }
+      for (const { key, hex, receipt, live } of purgeable) {
+        if (!settled.has(key)) {
           this.skip(report, 'referenced during the run');
           continue;
         }
