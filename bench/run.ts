@@ -10,6 +10,8 @@
  *   npm run bench -- --models-only   only the model runtime scenario (bench/models.ts)
  *   npm run bench -- --resumable-only   only the resumable-upload scenario (bench/resumable.ts)
  *   npm run bench -- --documents-only   only the document platform scenario (bench/documents.ts)
+ *   npm run bench:ops             garbage collection at 1M blocks and idle SSE subscribers (bench/gc-ops.ts,
+ *                                 ~7.5 min, not part of a full run)
  *
  * After the blob scenarios, every run measures resumable uploads (issue 4): a 1 GiB file (256 MiB
  * with --quick) as one session of 8 MiB parts to svc and to the tus reference server
