@@ -24,7 +24,7 @@
  * Writes bench/results/gc-ops-<timestamp>.json and prints the Markdown section. `runGcOps` and
  * `renderGcOpsSection` are for bench/run.ts.
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -37,7 +37,8 @@ import { CatalogEnv } from '../engine/store/catalog.js';
 import { processCpuSeconds } from './cpu.js';
 import { type LoadResult, runLoad, summarize } from './load.js';
 import { RawConnection, bodyRequest, getRequest, postRequest } from './raw-http.js';
-import { type Target, f, mark, mib, ms, pct, renderTargets } from './report.js';
+import type { GcReport } from '../engine/gc/gc.js';
+import { type Target, f, machineEnvironment, mark, mib, ms, pct, renderTargets } from './report.js';
 import { ServerProcess } from './server-process.js';
 
 const BLOCK_BYTES = 64;
@@ -90,16 +91,8 @@ export interface GcPhaseResult {
   serverCpuSeconds?: number;
   memory: MemoryPeak;
   catalogBytesAfter: number;
-  report: {
-    markedBlocks: number;
-    candidates: number;
-    quarantined: { count: number; bytes: number };
-    purged: { count: number; bytes: number };
-    restored: number;
-    skipped: { count: number; reasons: Record<string, number> };
-    quarantineBlocks: number;
-    error?: string;
-  };
+  /** The server's report (engine/gc), without its run bookkeeping. */
+  report: Omit<GcReport, 'runId' | 'phase' | 'apply' | 'trigger' | 'startedAt' | 'finishedAt'>;
   check: { ok: boolean; text: string };
   /** GET /api/health/live, one after the other on one keep-alive connection during the phase: how long other requests wait. */
   probe: { requests: number; p50Ms: number; p99Ms: number; maxMs: number };
@@ -823,14 +816,6 @@ async function runSseSetting(opts: GcOpsOptions, tmpParent: string, refreshMs: n
 // ---------------------------------------------------------------------------------------------
 // Run, targets, report
 
-function git(repo: string, args: string[]): string | undefined {
-  try {
-    return execFileSync('git', args, { cwd: repo, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-  } catch {
-    return undefined;
-  }
-}
-
 export async function runGcOps(opts: GcOpsOptions): Promise<GcOpsResult> {
   const progress = opts.progress ?? (() => {});
   const tmpParent = opts.tmpParent ?? tmpParentFor(opts.repo);
@@ -839,16 +824,7 @@ export async function runGcOps(opts: GcOpsOptions): Promise<GcOpsResult> {
     startedAt: new Date().toISOString(),
     mode: opts.quick ? 'quick' : 'full',
     durability: opts.durability,
-    environment: {
-      cpuModel: os.cpus()[0]?.model ?? 'unknown',
-      cpus: os.availableParallelism(),
-      memoryBytes: os.totalmem(),
-      os: `${os.type()} ${os.release()} ${os.arch()}`,
-      node: process.version,
-      gitCommit: git(opts.repo, ['rev-parse', 'HEAD']),
-      gitDirty: (git(opts.repo, ['status', '--porcelain']) ?? '') !== '',
-      loadAverageAtStart: os.loadavg().map((v) => Math.round(v * 100) / 100),
-    },
+    environment: machineEnvironment(opts.repo),
     serverProblems: [],
     errors: [],
     targets: [],

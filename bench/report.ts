@@ -1,3 +1,5 @@
+import { execFileSync } from 'node:child_process';
+import os from 'node:os';
 import type { CpuReport } from './cpu.js';
 import type { DedupResult } from './dedup.js';
 import type { LargeDownloadResult, LargeUploadResult, ShaResult } from './large.js';
@@ -203,4 +205,27 @@ export function renderMarkdown(r: Results): string {
 
   L.push(...renderServer(r));
   return L.join('\n');
+}
+
+/** What machine and code a run measured (machine info in every results file). */
+export function machineEnvironment(repo: string) {
+  return {
+    cpuModel: os.cpus()[0]?.model ?? 'unknown',
+    cpus: os.availableParallelism(),
+    memoryBytes: os.totalmem(),
+    os: `${os.type()} ${os.release()} ${os.arch()}`,
+    node: process.version,
+    gitCommit: gitOutput(repo, ['rev-parse', 'HEAD']),
+    gitDirty: (gitOutput(repo, ['status', '--porcelain']) ?? '') !== '',
+    loadAverageAtStart: os.loadavg().map((v) => Math.round(v * 100) / 100),
+  };
+}
+
+/** `git args` in `repo`, trimmed; undefined when git fails (no checkout). */
+export function gitOutput(repo: string, args: string[]): string | undefined {
+  try {
+    return execFileSync('git', args, { cwd: repo, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  } catch {
+    return undefined;
+  }
 }

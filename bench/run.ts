@@ -25,7 +25,6 @@
  * Other SVC_* variables in the environment are passed to the server unchanged; the model
  * listener always gets a free port (HTTP_PORT=0).
  */
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -38,7 +37,7 @@ import { downloadBlob, measureSha256, uploadFile, writeRandomFile } from './larg
 import { runLoad } from './load.js';
 import { type ModelsResult, renderModelsReport, renderModelsSection, runModels } from './models.js';
 import { RawConnection, getRequest, postRequest } from './raw-http.js';
-import { type Results, evaluateTargets, renderMarkdown } from './report.js';
+import { type Results, evaluateTargets, machineEnvironment, renderMarkdown } from './report.js';
 import { type ResumableResult, renderResumableReport, renderResumableSection, runResumable } from './resumable.js';
 import { ServerProcess } from './server-process.js';
 
@@ -84,14 +83,6 @@ function parseArgs(argv: string[]): Options {
     process.exit(2);
   }
   return opts;
-}
-
-function git(args: string[]): string | undefined {
-  try {
-    return execFileSync('git', args, { cwd: REPO, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-  } catch {
-    return undefined;
-  }
 }
 
 /** Does the server still answer? For error reports. */
@@ -154,14 +145,7 @@ async function main(): Promise<void> {
     bodyBytes,
     loadSeconds: { uploads: uploadMs / 1000, downloads: downloadMs / 1000, warmup: warmupMs / 1000 },
     environment: {
-      cpuModel: os.cpus()[0]?.model ?? 'unknown',
-      cpus: os.availableParallelism(),
-      memoryBytes: os.totalmem(),
-      os: `${os.type()} ${os.release()} ${os.arch()}`,
-      node: process.version,
-      gitCommit: git(['rev-parse', 'HEAD']),
-      gitDirty: (git(['status', '--porcelain']) ?? '') !== '',
-      loadAverageAtStart: os.loadavg().map((v) => Math.round(v * 100) / 100),
+      ...machineEnvironment(REPO),
       loadGenerator: 'built-in (wrk not found): raw keep-alive HTTP/1.1 sockets, one Node.js thread',
     },
     server: { problems: [] },
