@@ -27,7 +27,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { xxh64 } from '@node-rs/xxhash';
@@ -40,6 +39,7 @@ import { RawConnection, bodyRequest, getRequest, postRequest } from './raw-http.
 import type { GcReport } from '../engine/gc/gc.js';
 import { type Target, f, machineEnvironment, mark, mib, ms, pct, renderTargets } from './report.js';
 import { ServerProcess } from './server-process.js';
+import { fsTypeName, tmpParentFor } from './host.js';
 
 const BLOCK_BYTES = 64;
 const BLOCKS_PER_MANIFEST = 1000;
@@ -270,30 +270,9 @@ function resetHwm(pid: number): boolean {
   }
 }
 
-function fsTypeName(dir: string): string {
-  try {
-    const type = fs.statfsSync(dir).type;
-    const names: Record<number, string> = { 0xef53: 'ext2/3/4', 0x01021994: 'tmpfs', 0x58465342: 'xfs', 0x9123683e: 'btrfs', 0x794c7630: 'overlayfs' };
-    return names[type] ?? `0x${type.toString(16)}`;
-  } catch {
-    return 'unknown';
-  }
-}
-
 function usedBytes(dir: string): number {
   const s = fs.statfsSync(dir);
   return (s.blocks - s.bfree) * s.bsize;
-}
-
-/** A temp parent on the repository's disk: os.tmpdir() when it is there (and not tmpfs), else the repository's parent. */
-function tmpParentFor(repo: string): string {
-  const tmp = os.tmpdir();
-  try {
-    if (fs.statSync(tmp).dev === fs.statSync(repo).dev && fsTypeName(tmp) !== 'tmpfs') return tmp;
-  } catch {
-    // fall through
-  }
-  return path.dirname(repo);
 }
 
 function catalogBytes(fsRoot: string): number {

@@ -35,15 +35,15 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { processCpuSeconds } from './cpu.js';
 import { writeRandomFile } from './large.js';
 import { type LoadResult, runLoad } from './load.js';
 import { RawConnection, bodyRequest, getRequest, postRequest } from './raw-http.js';
-import { type Target, f, machineEnvironment, mark, mbs, mib, ms, pct, renderTargets } from './report.js';
+import { type Target, f, machineEnvironment, mark, mib, ms, pct, renderTargets } from './report.js';
 import { ServerProcess } from './server-process.js';
+import { freePort, fsTypeName, tmpParentFor } from './host.js';
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -154,37 +154,6 @@ function nginxVersion(binary: string): { version: string; davModule: boolean } {
   const r = spawnSync(binary, ['-V'], { encoding: 'utf8' });
   const text = `${r.stdout ?? ''}${r.stderr ?? ''}`;
   return { version: /nginx version: nginx\/(\S+)/.exec(text)?.[1] ?? 'unknown', davModule: /with-http_dav_module/.test(text) };
-}
-
-function fsTypeName(dir: string): string {
-  try {
-    const type = fs.statfsSync(dir).type;
-    const names: Record<number, string> = { 0xef53: 'ext2/3/4', 0x01021994: 'tmpfs', 0x58465342: 'xfs', 0x9123683e: 'btrfs', 0x794c7630: 'overlayfs' };
-    return names[type] ?? `0x${type.toString(16)}`;
-  } catch {
-    return 'unknown';
-  }
-}
-
-function tmpParentFor(repo: string): string {
-  const tmp = os.tmpdir();
-  try {
-    if (fs.statSync(tmp).dev === fs.statSync(repo).dev && fsTypeName(tmp) !== 'tmpfs') return tmp;
-  } catch {
-    // fall through
-  }
-  return path.dirname(repo);
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 /** `pid` and its descendants (from /proc/<n>/stat's ppid field). */

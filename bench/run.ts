@@ -26,7 +26,6 @@
  * listener always gets a free port (HTTP_PORT=0).
  */
 import { randomBytes } from 'node:crypto';
-import net from 'node:net';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -40,6 +39,7 @@ import { RawConnection, getRequest, postRequest } from './raw-http.js';
 import { type Results, evaluateTargets, machineEnvironment, renderMarkdown } from './report.js';
 import { type ResumableResult, renderResumableReport, renderResumableSection, runResumable } from './resumable.js';
 import { ServerProcess } from './server-process.js';
+import { freePort } from './host.js';
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -93,18 +93,6 @@ async function probe(port: number): Promise<string> {
   } catch (err) {
     return `GET /api/health/live on a new connection failed: ${err instanceof Error ? err.message : String(err)}`;
   }
-}
-
-/** A port nobody listens on right now (the kernel's pick for port 0). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 /** The document section of a run whose scenario failed before it had a result. */
