@@ -25,9 +25,16 @@ export class Staging {
 
   async write(id: string, name: string, bytes: Uint8Array): Promise<void> {
     const dir = this.sessionDir(id);
-    await fsp.mkdir(dir, { recursive: true });
     const final = path.join(dir, name);
     const tmp = `${final}.tmp`;
+    if (this.durability === 'relaxed') {
+      // Nothing to wait for (no fsync): two calls on this thread cost less than the pool's round trips.
+      fs.mkdirSync(dir, { recursive: true });
+      fs.writeFileSync(tmp, bytes);
+      fs.renameSync(tmp, final);
+      return;
+    }
+    await fsp.mkdir(dir, { recursive: true });
     const handle = await fsp.open(tmp, 'w');
     try {
       await handle.writeFile(bytes);
@@ -50,7 +57,12 @@ export class Staging {
     return fs.readFileSync(path.join(this.sessionDir(id), name));
   }
 
-  /** Removes the session's files other than `keep`. */
+  /** Removes one staged file of the session (absent is fine). */
+  async removeFile(id: string, name: string): Promise<void> {
+    await fsp.rm(path.join(this.sessionDir(id), name), { force: true });
+  }
+
+  /** Removes the session's files other than `keep` (only while no part of the session runs). */
   async prune(id: string, keep: string | undefined): Promise<void> {
     const dir = this.sessionDir(id);
     let names: string[];

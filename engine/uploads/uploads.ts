@@ -327,7 +327,11 @@ export class Uploads {
       // Only the holder of this very lease may move the offset.
       if (current?.lease?.token !== leased.lease!.token || current.offset !== leased.offset) throw uploadBusy('part upload');
     });
-    await staging.prune(leased.id, tail);
+    // The previous tail is not needed for the answer; only that file goes (the next part may
+    // already be writing its own), strays of crashed parts are the cleanup's.
+    if (leased.tail && leased.tail !== tail) {
+      staging.removeFile(leased.id, leased.tail).catch((err: unknown) => this.deps.log.warn('uploads: staged tail not removed', { session: leased.id, err: String(err) }));
+    }
     return next;
   }
 
