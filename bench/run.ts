@@ -10,8 +10,13 @@
  *   npm run bench -- --models-only   only the model runtime scenario (bench/models.ts)
  *   npm run bench -- --resumable-only   only the resumable-upload scenario (bench/resumable.ts)
  *   npm run bench -- --documents-only   only the document platform scenario (bench/documents.ts)
+ *   npm run bench -- --peers-only   only svc against nginx (bench/peers-nginx.ts; skipped when nginx is absent)
  *   npm run bench:ops             garbage collection at 1M blocks and idle SSE subscribers (bench/gc-ops.ts,
  *                                 ~7.5 min, not part of a full run)
+ *
+ * Right after the body file is written, every full (and --quick) run measures the machine's limits on
+ * it (bench/limits.ts, issue 7): `openssl dgst -sha256` and node:crypto SHA-256 on the same bytes,
+ * and `dd` writes with and without fdatasync next to the server's data directory.
  *
  * After the blob scenarios, every run measures resumable uploads (issue 4): a 1 GiB file (256 MiB
  * with --quick) as one session of 8 MiB parts to svc and to the tus reference server
@@ -20,11 +25,17 @@
  * against 64 KiB blob uploads in the same loop, canonical metadata writes and metadata reads over
  * a pool of 200 documents (shorter windows with --quick). It ends with the model
  * runtime scenario (issue 3): the airbnb MLeap bundle on the model listener, transform at
- * 1 / 100 / 10,000 rows in seq, par and par-2, and rank.
+ * 1 / 100 / 10,000 rows in seq, par and par-2, and rank. After the bench's server has stopped,
+ * svc against nginx (issue 7; bench/peers-nginx.ts, its own svc and nginx, 1 GiB / 256 MiB with
+ * --quick): skipped with an install hint when nginx is not installed.
+ *
+ * The load generator is built in (bench/load.ts, one Node.js thread); every scenario reports its
+ * own CPU use next to the server's (the "bench CPU" figures, process.cpuUsage).
  *
  * Other SVC_* variables in the environment are passed to the server unchanged; the model
  * listener always gets a free port (HTTP_PORT=0).
  */
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -34,12 +45,26 @@ import { runDedup } from './dedup.js';
 import { type DocumentsResult, documentsFailure, renderDocumentsReport, renderDocumentsSection, runDocuments } from './documents.js';
 import { downloadBlob, measureSha256, uploadFile, writeRandomFile } from './large.js';
 import { runLoad } from './load.js';
+import { type LimitsResult, renderLimitsSection, runLimits } from './limits.js';
 import { type ModelsResult, renderModelsReport, renderModelsSection, runModels } from './models.js';
+import { type NginxPeersResult, renderNginxPeersSection, runNginxPeers } from './peers-nginx.js';
 import { RawConnection, getRequest, postRequest } from './raw-http.js';
-import { type Results, evaluateTargets, machineEnvironment, renderMarkdown } from './report.js';
+import { type Results, evaluateTargets, machineEnvironment, renderErrors, renderHeader, renderMarkdown } from './report.js';
 import { type ResumableResult, renderResumableReport, renderResumableSection, runResumable } from './resumable.js';
 import { ServerProcess } from './server-process.js';
 import { freePort } from './host.js';
+
+/** Thrown to leave the server part of a run that needs no bench server (--peers-only). */
+class SkipServer extends Error {}
+
+/** Whether wrk is on PATH (not used yet: recorded so the report says so). */
+function findWrk(): boolean {
+  try {
+    return execFileSync('sh', ['-c', 'command -v wrk'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim() !== '';
+  } catch {
+    return false;
+  }
+}
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -52,34 +77,37 @@ interface Options {
   modelsOnly: boolean;
   resumableOnly: boolean;
   documentsOnly: boolean;
+  peersOnly: boolean;
 }
 
-const USAGE = `usage: node dist/bench/run.js [--quick] [--strict] [--models-only | --resumable-only | --documents-only]
+const USAGE = `usage: node dist/bench/run.js [--quick] [--strict] [--models-only | --resumable-only | --documents-only | --peers-only]
   --quick           256 MiB bodies, shorter load phases and document cells, 1 resumable round instead of 2
   --strict          SVC_DURABILITY=strict (default: relaxed)
   --models-only     only the model runtime scenario (bench/models.ts)
   --resumable-only  only the resumable-upload scenario, svc vs tus (bench/resumable.ts)
   --documents-only  only the document platform scenario: documents/s, metadata writes and reads (bench/documents.ts)
+  --peers-only      only svc against nginx: large and 4 KiB downloads and uploads (bench/peers-nginx.ts; skipped when nginx is absent)
 `;
 
 function parseArgs(argv: string[]): Options {
-  const opts: Options = { quick: false, strict: false, modelsOnly: false, resumableOnly: false, documentsOnly: false };
+  const opts: Options = { quick: false, strict: false, modelsOnly: false, resumableOnly: false, documentsOnly: false, peersOnly: false };
   for (const a of argv) {
     if (a === '--quick') opts.quick = true;
     else if (a === '--strict') opts.strict = true;
     else if (a === '--models-only') opts.modelsOnly = true;
     else if (a === '--resumable-only') opts.resumableOnly = true;
     else if (a === '--documents-only') opts.documentsOnly = true;
+    else if (a === '--peers-only') opts.peersOnly = true;
     else if (a === '--help' || a === '-h') {
       process.stdout.write(USAGE);
       process.exit(0);
     } else {
-      process.stderr.write(`bench: unknown argument "${a}" (expected --quick, --strict, --models-only, --resumable-only or --documents-only)\n${USAGE}`);
+      process.stderr.write(`bench: unknown argument "${a}" (expected --quick, --strict, --models-only, --resumable-only, --documents-only or --peers-only)\n${USAGE}`);
       process.exit(2);
     }
   }
-  if ([opts.modelsOnly, opts.resumableOnly, opts.documentsOnly].filter(Boolean).length > 1) {
-    process.stderr.write(`bench: --models-only, --resumable-only and --documents-only exclude each other (a full run has them all)\n${USAGE}`);
+  if ([opts.modelsOnly, opts.resumableOnly, opts.documentsOnly, opts.peersOnly].filter(Boolean).length > 1) {
+    process.stderr.write(`bench: --models-only, --resumable-only, --documents-only and --peers-only exclude each other (a full run has them all)\n${USAGE}`);
     process.exit(2);
   }
   return opts;
@@ -108,6 +136,24 @@ function notRun(bodyBytes: number, durability: 'strict' | 'relaxed'): ResumableR
   return { skipped: 'the scenario did not run (see Errors)', bodyBytes, partBytes: 8 * MiB, rounds: 0, durability, roundFiles: [], runs: [], tusProblems: [], targets: [] };
 }
 
+/** The nginx section of a run whose scenario failed before it had a result. */
+function peersNotRun(r: Results): NginxPeersResult {
+  return {
+    tool: 'svc-bench-peers-nginx', startedAt: r.startedAt, mode: r.mode, skipped: 'the scenario did not run (see Errors)', environment: machineEnvironment(REPO),
+    durability: { svc: 'relaxed', nginx: 'n/a' }, settings: { largeBytes: 0, smallBytes: 4096, rounds: 0, warmupMs: 0, durationMs: 0, connections: [] },
+    largeDownloads: [], largeUploads: [], smallDownloads: [], smallUploads: [], comparisons: [], errors: [], targets: [],
+  };
+}
+
+/** The report of a --peers-only run (the scenario starts its own svc and nginx: no bench server section). */
+function renderPeersReport(r: Results, p: NginxPeersResult): string {
+  const L = renderHeader(r, `svc benchmark: svc against nginx only (--peers-only${r.mode === 'quick' ? ', --quick' : ''})`, r.startedAt, [
+    `- Load generator: ${r.environment.loadGenerator}; server and load generator share the host's CPUs`,
+  ]);
+  L.push(...renderErrors(r), renderNginxPeersSection(p));
+  return L.join('\n');
+}
+
 const progress = (msg: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 
 async function main(): Promise<void> {
@@ -118,14 +164,18 @@ async function main(): Promise<void> {
   const warmupMs = opts.quick ? 500 : 1000;
   const largeTimeoutMs = 10 * 60_000;
   const durability = opts.strict ? 'strict' : 'relaxed';
-  const only = opts.modelsOnly || opts.resumableOnly || opts.documentsOnly;
+  const only = opts.modelsOnly || opts.resumableOnly || opts.documentsOnly || opts.peersOnly;
   const blobs = !only;
+  const limits = !only;
   const models = !only || opts.modelsOnly;
   const resumable = !only || opts.resumableOnly;
   const documents = !only || opts.documentsOnly;
+  const peers = !only || opts.peersOnly;
+  // The scenarios that use the bench's own server (the nginx scenario starts its own svc).
+  const needServer = blobs || models || resumable || documents;
 
-  const results: Results & { scenarios: string[]; resumable?: ResumableResult; documents?: DocumentsResult; models?: ModelsResult } = {
-    scenarios: [...(blobs ? ['blobs'] : []), ...(resumable ? ['resumable'] : []), ...(documents ? ['documents'] : []), ...(models ? ['models'] : [])],
+  const results: Results & { scenarios: string[]; limits?: LimitsResult; resumable?: ResumableResult; documents?: DocumentsResult; models?: ModelsResult; peersNginx?: NginxPeersResult } = {
+    scenarios: [...(limits ? ['limits'] : []), ...(blobs ? ['blobs'] : []), ...(resumable ? ['resumable'] : []), ...(documents ? ['documents'] : []), ...(models ? ['models'] : []), ...(peers ? ['peers-nginx'] : [])],
     tool: 'svc-bench',
     startedAt: new Date().toISOString(),
     mode: opts.quick ? 'quick' : 'full',
@@ -134,7 +184,7 @@ async function main(): Promise<void> {
     loadSeconds: { uploads: uploadMs / 1000, downloads: downloadMs / 1000, warmup: warmupMs / 1000 },
     environment: {
       ...machineEnvironment(REPO),
-      loadGenerator: 'built-in (wrk not found): raw keep-alive HTTP/1.1 sockets, one Node.js thread',
+      loadGenerator: `built-in (bench/load.ts; wrk ${findWrk() ? 'is installed but not used yet' : 'not installed'}): raw keep-alive HTTP/1.1 sockets, one Node.js thread; its own CPU use is reported as "bench CPU" (process.cpuUsage) in every scenario`,
     },
     server: { problems: [] },
     errors: [],
@@ -181,7 +231,13 @@ async function main(): Promise<void> {
     if (blobs) await phase('SHA-256 reference rate', () => {
       results.sha256 = measureSha256(bodyFile);
     });
+    if (limits) await phase(`machine limits: openssl and node:crypto SHA-256 of the body, dd of ${bodyBytes / MiB} MiB with and without fdatasync`, async () => {
+      // dd writes next to the server's data directory (same disk and file system).
+      results.limits = await runLimits({ file: bodyFile, diskDir: tmp, ddMiB: bodyBytes / MiB, progress });
+      if (results.limits.errors.length) throw new Error(results.limits.errors.map((e) => `${e.phase}: ${e.message}`).join('; '));
+    });
 
+    if (!needServer) throw new SkipServer();
     progress(`starting the server (SVC_DURABILITY=${durability}, SVC_FS_ROOT=${fsRoot})`);
     // The model listener defaults to 8080; a bench server must not take (or collide on) it. Its
     // port is read from the `listening` log line, or chosen here when the log level hides it.
@@ -311,8 +367,10 @@ async function main(): Promise<void> {
       });
     }
   } catch (err) {
-    results.errors.push({ phase: 'harness', message: err instanceof Error ? err.message : String(err) });
-    progress(`FAILED: ${err instanceof Error ? err.stack : String(err)}`);
+    if (!(err instanceof SkipServer)) {
+      results.errors.push({ phase: 'harness', message: err instanceof Error ? err.message : String(err) });
+      progress(`FAILED: ${err instanceof Error ? err.stack : String(err)}`);
+    }
   } finally {
     if (server) {
       progress('stopping the server');
@@ -324,16 +382,40 @@ async function main(): Promise<void> {
     process.off('exit', emergencyCleanup);
   }
 
+  // svc against nginx: its own svc and nginx, after the bench's server has stopped.
+  if (peers) {
+    const name = `svc against nginx (${opts.quick ? '256 MiB, 1 round' : '1 GiB, 2 rounds'})`;
+    progress(name);
+    try {
+      results.peersNginx = await runNginxPeers({ repo: REPO, quick: opts.quick, progress });
+      for (const e of results.peersNginx.errors) results.errors.push({ phase: `svc against nginx: ${e.phase}`, message: e.message });
+      if (!needServer) results.server.workers = results.peersNginx.svc?.workers;
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      results.errors.push({ phase: name, message });
+      progress(`${name} FAILED: ${message}`);
+    }
+  }
+  if (results.limits) {
+    const figures: NonNullable<LimitsResult['svcFigures']> = [];
+    if (results.ingest) figures.push({ name: `Ingest of ${bodyBytes / MiB} MiB (blob scenario, one POST)`, mbPerSecond: results.ingest.mbPerSecond, durability });
+    const up = results.peersNginx?.comparisons.find((c) => c.key === 'upload-large');
+    if (up) figures.push({ name: `Upload of ${(results.peersNginx?.settings.largeBytes ?? 0) / MiB} MiB (nginx scenario, median; nginx ${Math.round(up.nginxMedian)} MB/s)`, mbPerSecond: up.svcMedian, durability: 'relaxed' });
+    results.limits.svcFigures = figures;
+  }
+
   results.finishedAt = new Date().toISOString();
   const modelTargets = results.models?.targets ?? [];
   const resumableTargets = results.resumable?.targets ?? [];
   const documentTargets = results.documents?.targets ?? [];
-  results.targets = [...(blobs ? evaluateTargets(results) : []), ...resumableTargets, ...documentTargets, ...modelTargets];
+  const peerTargets = results.peersNginx?.targets ?? [];
+  results.targets = [...(blobs ? evaluateTargets(results) : []), ...resumableTargets, ...documentTargets, ...modelTargets, ...peerTargets];
   let markdown: string;
   if (opts.modelsOnly) markdown = renderModelsReport(results, results.models ?? { skipped: 'the scenario did not run (see Errors)', cells: [], rank: [], targets: [] });
   else if (opts.resumableOnly) markdown = renderResumableReport(results, results.resumable ?? notRun(bodyBytes, durability));
   else if (opts.documentsOnly) markdown = renderDocumentsReport(results, results.documents ?? documentsNotRun(opts.quick, durability));
-  else markdown = `${renderMarkdown(results)}\n${results.resumable ? renderResumableSection(results.resumable) : ''}\n${results.documents ? renderDocumentsSection(results.documents) : ''}\n${results.models ? renderModelsSection(results.models) : ''}`;
+  else if (opts.peersOnly) markdown = renderPeersReport(results, results.peersNginx ?? peersNotRun(results));
+  else markdown = `${renderMarkdown(results)}\n${results.limits ? renderLimitsSection(results.limits) : ''}\n${results.resumable ? renderResumableSection(results.resumable) : ''}\n${results.documents ? renderDocumentsSection(results.documents) : ''}\n${results.models ? renderModelsSection(results.models) : ''}\n${results.peersNginx ? renderNginxPeersSection(results.peersNginx) : ''}`;
   const outDir = path.join(REPO, 'bench', 'results');
   mkdirSync(outDir, { recursive: true });
   const jsonFile = path.join(outDir, `${results.startedAt.replace(/:/g, '-')}.json`);
