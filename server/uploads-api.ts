@@ -91,10 +91,7 @@ function part(ex: Exchange, req: HttpRequest, ctx: ServerContext): void {
         (record) => ex.send(204, sessionHeaders(record)),
         (err) => ex.error(err, 'ingest_failed'),
       ),
-    fail: (err) => {
-      upload.abort();
-      ex.error(err, 'ingest_failed', true);
-    },
+    fail: (err) => void upload.release().then(() => ex.error(err, 'ingest_failed', true)),
     abort: () => upload.abort(),
   }, upload.ready);
 }

@@ -60,6 +60,8 @@ export interface PartUpload {
   finish(): Promise<SessionRecord>;
   /** The request failed or the client went away: the session is left as it was. */
   abort(): void;
+  /** `abort`, resolved once the lease is released (answer a failure after it: a retry then finds the session free). */
+  release(): Promise<void>;
 }
 
 /** Terminal sessions are kept this long past their expiry, then forgotten. */
@@ -136,7 +138,8 @@ export class Uploads {
     // A part that takes long keeps its lease alive; only a dead process or client loses it.
     const renewal = setInterval(() => void this.renewLease(leased).catch(() => {}), Math.max(1000, config.partLeaseMs / 3));
     renewal.unref();
-    const abort = () => {
+    /** Gives the session back as it was; resolves once the lease is released (a retry then finds it free). */
+    const release = async (): Promise<void> => {
       clearInterval(renewal);
       if (settled) return;
       settled = true;
@@ -145,27 +148,28 @@ export class Uploads {
       // The kept hash may have taken some of this part's bytes: it is rebuilt on the next part.
       // A part that never got that far leaves it (a rebuild it waited for is not wasted).
       if (hashed) this.deps.scanner.dropKept(leased.id);
-      void this.releaseLease(leased);
+      await this.releaseLease(leased).catch((err: unknown) => this.deps.log.warn('uploads: lease not released', { session: leased.id, err: String(err) }));
     };
+    const abort = () => void release();
     const finish = async (): Promise<SessionRecord> => {
       let result: PartResult;
       try {
         result = await ingest.endPart();
       } catch (err) {
-        abort();
+        await release();
         throw err;
       }
       try {
         return await this.recordPart(leased, request, result);
       } catch (err) {
-        abort();
+        await release();
         throw err;
       } finally {
         settled = true;
         clearInterval(renewal);
       }
     };
-    return { part: { ingest, ready: this.ensureHash(leased), finish, abort } };
+    return { part: { ingest, ready: this.ensureHash(leased), finish, abort, release } };
   }
 
   /** Publishes the object; a committed session answers with the same blob again. */
