@@ -41,15 +41,7 @@ export function partRange(total: number, part: FramePart): [number, number] {
  * check the rest); the other shapes are flattened whole, then sliced.
  */
 export function decodeFramePart(json: unknown, limits: FrameLimits, part: FramePart): FrameSlice {
-  if (isObject(json) && 'schema' in json && 'rows' in json) {
-    const fields = schemaFields(json.schema, 'schema');
-    if (!Array.isArray(json.rows)) throw frameError('"rows" is not a list');
-    checkRows(json.rows.length, limits);
-    const [start, end] = partRange(json.rows.length, part);
-    const rows = new Array<Row>(end - start);
-    for (let i = start; i < end; i++) rows[i - start] = decodeRow(json.rows[i], fields, `row ${i}`);
-    return { fields, rows, first: start, total: json.rows.length };
-  }
+  if (isObject(json) && 'schema' in json && 'rows' in json) return leapFrame(json, limits, part);
   const whole = flatten(json, limits, 0);
   const [start, end] = partRange(whole.rows.length, part);
   return { fields: whole.fields, rows: whole.rows.slice(start, end), first: start, total: whole.rows.length };
@@ -65,12 +57,18 @@ function flatten(json: unknown, limits: FrameLimits, depth: number): LeapFrame {
   throw frameError('the body is none of the frame shapes: Leap {schema, rows}, Cartesian {contextFrame, targetFrame}, Context {contextSchema, targetSchema, rows}, Prefixed {frame, prefix}');
 }
 
-function leapFrame(json: Json, limits: FrameLimits): LeapFrame {
+/** A Leap frame's rows of `part` (all of them by default), decoded; the schema always whole. */
+function leapFrame(json: Json, limits: FrameLimits, part: FramePart = WHOLE): FrameSlice {
   const fields = schemaFields(json.schema, 'schema');
   if (!Array.isArray(json.rows)) throw frameError('"rows" is not a list');
   checkRows(json.rows.length, limits);
-  return { fields, rows: json.rows.map((row, i) => decodeRow(row, fields, `row ${i}`)) };
+  const [start, end] = partRange(json.rows.length, part);
+  const rows = new Array<Row>(end - start);
+  for (let i = start; i < end; i++) rows[i - start] = decodeRow(json.rows[i], fields, `row ${i}`);
+  return { fields, rows, first: start, total: json.rows.length };
 }
+
+const WHOLE: FramePart = { index: 0, count: 1 };
 
 function cartesian(json: Json, limits: FrameLimits, depth: number): LeapFrame {
   const context = flatten(json.contextFrame, limits, depth + 1);
