@@ -1,8 +1,8 @@
-// JSON rows written as UTF-8 bytes, comma-separated, into one growing buffer. A worker fills
-// it and hands the bytes over in a SharedArrayBuffer, so the listener writes them to the
-// socket without cloning or re-encoding anything.
+// JSON rows written as UTF-8 bytes, comma-separated, straight into a SharedArrayBuffer
+// (engine/models/json-bytes.ts). A worker fills it and hands it over, so the listener writes the
+// bytes to the socket without cloning or re-encoding anything.
 
-import { encodeValue } from './frame-json.js';
+import { JsonBytes } from './json-bytes.js';
 import type { Value } from './types.js';
 
 export interface RowBytes {
@@ -12,55 +12,39 @@ export interface RowBytes {
   ends?: Uint32Array;
 }
 
-/** Rows per JSON.stringify call: one flat string per batch is cheaper than one per row. */
-const BATCH_ROWS = 64;
-
 export class RowWriter {
-  private buffer = Buffer.allocUnsafe(64 * 1024);
-  private length = 0;
-  private batch: unknown[][] = [];
+  private readonly out = new JsonBytes();
+  private rows = 0;
   private readonly ends: number[] | undefined;
 
-  /** With `keepEnds`, rows are written one by one, without commas, and their ends are kept. */
-  constructor(keepEnds: boolean) {
+  /**
+   * With `keepEnds`, rows are written without commas between them, and their ends are kept.
+   * `expectedRows`: room for about that many rows like the first is made after the first.
+   */
+  constructor(
+    keepEnds: boolean,
+    private readonly expectedRows = 0,
+  ) {
     this.ends = keepEnds ? [] : undefined;
   }
 
   /** Adds the row's cells at `columns` (all when undefined). */
   write(row: Value[], columns: number[] | undefined): void {
-    const cells = columns ? columns.map((c) => encodeValue(row[c]!)) : row.map(encodeValue);
-    if (this.ends) {
-      this.append(JSON.stringify(cells));
-      this.ends.push(this.length);
-      return;
+    const out = this.out;
+    if (this.rows++ && !this.ends) out.byte(0x2c);
+    out.byte(0x5b);
+    const n = columns ? columns.length : row.length;
+    for (let i = 0; i < n; i++) {
+      if (i) out.byte(0x2c);
+      out.value(row[columns ? columns[i]! : i]!);
     }
-    this.batch.push(cells);
-    if (this.batch.length === BATCH_ROWS) this.flush();
+    out.byte(0x5d);
+    this.ends?.push(out.length);
+    if (this.rows === 1 && this.expectedRows > 1) out.reserve(Math.ceil(out.length * this.expectedRows * 1.25) + 4096);
   }
 
   finish(): RowBytes {
-    this.flush();
-    const bytes = new SharedArrayBuffer(this.length);
-    new Uint8Array(bytes).set(this.buffer.subarray(0, this.length));
-    return this.ends ? { bytes, length: this.length, ends: Uint32Array.from(this.ends) } : { bytes, length: this.length };
-  }
-
-  private flush(): void {
-    if (this.batch.length === 0) return;
-    const text = JSON.stringify(this.batch);
-    // The batch's own brackets are dropped: rows of all batches form one list.
-    if (this.length) this.append(',');
-    this.append(text.slice(1, -1));
-    this.batch = [];
-  }
-
-  private append(text: string): void {
-    const most = text.length * 3;
-    if (this.length + most > this.buffer.length) {
-      const grown = Buffer.allocUnsafe(Math.max(this.buffer.length * 2, this.length + most));
-      this.buffer.copy(grown, 0, 0, this.length);
-      this.buffer = grown;
-    }
-    this.length += this.buffer.write(text, this.length, 'utf8');
+    const { buffer: bytes, length } = this.out;
+    return this.ends ? { bytes, length, ends: Uint32Array.from(this.ends) } : { bytes, length };
   }
 }

@@ -63,7 +63,7 @@ export function transformPart(model: CompiledModel, json: unknown, limits: Frame
   const columns = selection.length ? columnIndexes(bound.fields, selection, 'select') : undefined;
   const scoreOf = query.rank.length ? scorer(bound.fields, query.rank) : undefined;
   const scores = scoreOf ? new Float64Array(frame.rows.length) : undefined;
-  const writer = new RowWriter(scoreOf !== undefined);
+  const writer = new RowWriter(scoreOf !== undefined, frame.rows.length);
   let kept = 0;
   for (let i = 0; i < frame.rows.length; i++) {
     const row = bound.run(i);

@@ -1,0 +1,246 @@
+// Frame values written as JSON straight into UTF-8 bytes in a SharedArrayBuffer, the same text
+// JSON.stringify gives (numbers as V8 prints them, non-finite numbers as null, tensors in their
+// MLeap object form). Building strings and arrays for JSON.stringify was half of a transform's
+// time and most of its garbage; here a row costs no allocation except for the rare number or
+// string that needs V8's own formatting.
+
+import type { Tensor, Value } from './types.js';
+
+const QUOTE = 0x22;
+const COMMA = 0x2c;
+const OPEN_LIST = 0x5b;
+const CLOSE_LIST = 0x5d;
+const ZERO = 0x30;
+const MINUS = 0x2d;
+const DOT = 0x2e;
+const DIMENSIONS = ascii('{"dimensions":[');
+const VALUES = ascii('],"values":[');
+const INDICES = ascii('],"indices":[');
+const CLOSE_TENSOR = ascii(']}');
+const NULL = ascii('null');
+const TRUE = ascii('true');
+const FALSE = ascii('false');
+/** Most bytes one number takes (V8's longest form is 24 characters, e.g. -1.2345678901234567e-300). */
+const NUMBER_ROOM = 32;
+/** Decimal places of the exact short form tried before V8 formats a number. */
+const SHORT_DECIMALS = 6;
+
+const RECENT = 64;
+const recentValue = new Float64Array(RECENT).fill(NaN);
+const recentText: string[] = new Array<string>(RECENT).fill('');
+const BITS = new Float64Array(1);
+const WORDS = new Int32Array(BITS.buffer);
+
+function ascii(text: string): Uint8Array {
+  return Uint8Array.from(text, (c) => c.charCodeAt(0));
+}
+
+export class JsonBytes {
+  private memory: SharedArrayBuffer;
+  private bytes: Uint8Array;
+  private text: Buffer;
+  /** Bytes written so far. */
+  length = 0;
+  private readonly digits = new Uint8Array(24);
+
+  constructor(capacity = 64 * 1024) {
+    this.memory = new SharedArrayBuffer(capacity);
+    this.bytes = new Uint8Array(this.memory);
+    this.text = Buffer.from(this.memory);
+  }
+
+  /** The buffer written so far (valid bytes: [0, length)); the writer must not be used after. */
+  get buffer(): SharedArrayBuffer {
+    return this.memory;
+  }
+
+  value(v: Value): void {
+    switch (typeof v) {
+      case 'number':
+        return this.number(v);
+      case 'string':
+        return this.string(v);
+      case 'boolean':
+        return this.raw(v ? TRUE : FALSE);
+    }
+    if (Array.isArray(v)) {
+      this.byte(OPEN_LIST);
+      for (let i = 0; i < v.length; i++) {
+        if (i) this.byte(COMMA);
+        this.value(v[i]!);
+      }
+      this.byte(CLOSE_LIST);
+    } else this.tensor(v);
+  }
+
+  byte(b: number): void {
+    if (this.length === this.bytes.length) this.grow(1);
+    this.bytes[this.length++] = b;
+  }
+
+  /** A number exactly as JSON.stringify writes it. */
+  number(x: number): void {
+    if (this.length + NUMBER_ROOM > this.bytes.length) this.grow(NUMBER_ROOM);
+    if (x === (x | 0)) return this.integer(x);
+    if (x !== x || x === Infinity || x === -Infinity) return this.raw(NULL);
+    const a = x < 0 ? -x : x;
+    if (a < 9007199254740992 && Number.isInteger(a)) {
+      if (x < 0) this.bytes[this.length++] = MINUS;
+      return this.decimal(a, 0);
+    }
+    // V8 prints the shortest digits that read back as x, in plain notation from 1e-6 to 1e21.
+    // If x has such digits with at most six decimals, x * 1e6 rounds to them scaled to six
+    // decimals (below 1e15 the product is within 1/8 of an integer), and s / 1e6 === x checks
+    // it exactly: both operands are exact and IEEE division rounds once, as parsing does. The
+    // digits are then s's without its trailing zeros (at most 15 significant digits are never
+    // ambiguous, so they are V8's shortest digits too).
+    if (a >= 1e-6 && a < 1e9) {
+      const s = Math.round(a * 1e6);
+      if (s / 1e6 === a) {
+        if (x < 0) this.bytes[this.length++] = MINUS;
+        return this.decimal(s, SHORT_DECIMALS);
+      }
+    }
+    this.formatted(x);
+  }
+
+  /**
+   * V8's text for x, from a small cache of recent values: pipelines often write a computed
+   * double twice in a row (a scaled feature, then the assembled vector holding it), and V8's
+   * formatting is the dearest part of a row (~110 ns for a full-precision double).
+   */
+  private formatted(x: number): void {
+    BITS[0] = x;
+    const slot = (WORDS[0]! ^ WORDS[1]!) & (RECENT - 1);
+    let text = recentText[slot]!;
+    if (recentValue[slot] !== x) {
+      text = String(x);
+      recentValue[slot] = x;
+      recentText[slot] = text;
+    }
+    const bytes = this.bytes;
+    let at = this.length;
+    for (let i = 0; i < text.length; i++) bytes[at++] = text.charCodeAt(i);
+    this.length = at;
+  }
+
+  /** A string with JSON escapes; printable ASCII is copied as is. */
+  string(s: string): void {
+    const most = s.length * 6 + 2;
+    if (this.length + most > this.bytes.length) this.grow(most);
+    const start = this.length;
+    const bytes = this.bytes;
+    let at = start;
+    bytes[at++] = QUOTE;
+    for (let i = 0; i < s.length; i++) {
+      const c = s.charCodeAt(i);
+      if (c < 0x20 || c > 0x7e || c === QUOTE || c === 0x5c) {
+        this.length = start + this.text.write(JSON.stringify(s), start, 'utf8');
+        return;
+      }
+      bytes[at++] = c;
+    }
+    bytes[at++] = QUOTE;
+    this.length = at;
+  }
+
+  private tensor(t: Tensor): void {
+    this.raw(DIMENSIONS);
+    this.numbers(t.dims);
+    if (t.kind === 'sparse') {
+      this.raw(INDICES);
+      const dims = t.dims;
+      for (let i = 0; i < t.indices.length; i++) {
+        if (i) this.byte(COMMA);
+        this.coordinates(t.indices[i]!, dims);
+      }
+    }
+    this.raw(VALUES);
+    this.numbers(t.values);
+    this.raw(CLOSE_TENSOR);
+  }
+
+  /** A flat row-major offset as its coordinate list, e.g. [1,2]. */
+  private coordinates(offset: number, dims: number[]): void {
+    this.byte(OPEN_LIST);
+    if (dims.length === 1) this.number(offset);
+    else {
+      let stride = 1;
+      for (let k = 1; k < dims.length; k++) stride *= dims[k]!;
+      for (let k = 0; k < dims.length; k++) {
+        if (k) this.byte(COMMA);
+        this.number(Math.floor(offset / stride));
+        offset %= stride;
+        if (k + 1 < dims.length) stride /= dims[k + 1]!;
+      }
+    }
+    this.byte(CLOSE_LIST);
+  }
+
+  private numbers(values: number[]): void {
+    for (let i = 0; i < values.length; i++) {
+      if (i) this.byte(COMMA);
+      this.number(values[i]!);
+    }
+  }
+
+  private raw(text: Uint8Array): void {
+    if (this.length + text.length > this.bytes.length) this.grow(text.length);
+    // A loop: TypedArray.set costs more than these few bytes.
+    const bytes = this.bytes;
+    let at = this.length;
+    for (let i = 0; i < text.length; i++) bytes[at++] = text[i]!;
+    this.length = at;
+  }
+
+  private integer(x: number): void {
+    const bytes = this.bytes;
+    if (x >= 0 && x < 10) {
+      bytes[this.length++] = ZERO + x;
+      return;
+    }
+    if (x < 0) {
+      bytes[this.length++] = MINUS;
+      x = -x;
+    }
+    this.decimal(x, 0);
+  }
+
+  /**
+   * A non-negative integer s below 2^53 with a decimal point before its last k digits (k = 0:
+   * none), trailing zeros of the fraction dropped (s has some non-zero digit among them).
+   */
+  private decimal(s: number, k: number): void {
+    const digits = this.digits;
+    let n = 0;
+    do {
+      const q = Math.floor(s / 10);
+      digits[n++] = s - q * 10;
+      s = q;
+    } while (s > 0);
+    while (n <= k) digits[n++] = 0;
+    let skip = 0;
+    while (skip < k && digits[skip] === 0) skip++;
+    const bytes = this.bytes;
+    let at = this.length;
+    for (let i = n - 1; i >= skip; i--) {
+      if (i === k - 1) bytes[at++] = DOT;
+      bytes[at++] = ZERO + digits[i]!;
+    }
+    this.length = at;
+  }
+
+  /** Makes room for `total` bytes in all, at once (cheaper than doubling up to it). */
+  reserve(total: number): void {
+    if (total > this.bytes.length) this.grow(total - this.length, total);
+  }
+
+  private grow(need: number, exactly?: number): void {
+    const memory = new SharedArrayBuffer(exactly ?? Math.max(this.bytes.length * 2, this.length + need));
+    const bytes = new Uint8Array(memory);
+    bytes.set(this.bytes.subarray(0, this.length));
+    this.memory = memory;
+    this.bytes = bytes;
+    this.text = Buffer.from(memory);
+  }
+}
