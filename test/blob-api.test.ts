@@ -84,7 +84,7 @@ describe('POST /api/v1/blobs', () => {
     const pdf = Buffer.concat([Buffer.from('%PDF-1.7\n1 0 obj\n<< >>\nendobj\n'), seededBytes(5000, 7), Buffer.from('\n%%EOF\n')]);
 
     it('octet-stream or no type plus %PDF- gets the PDF chunker and application/pdf', async () => {
-      for (const headers of [{}, { 'Content-Type': 'application/octet-stream' }]) {
+      for (const headers of <Record<string, string>[]>[{}, { 'Content-Type': 'application/octet-stream' }]) {
         const { res, json } = await upload(url, pdf, headers);
         expect(res.status).toBe(201);
         expect(json.blob.mediaType).toBe('application/pdf');

@@ -194,7 +194,7 @@ describe('svc client commands', () => {
       fetch(`${base}/${sessionId}`, {
         method: 'PATCH',
         headers: { 'Upload-Offset': String(offset), 'Upload-Part-Id': partId, 'Content-Length': String(length) },
-        body: body.subarray(offset, offset + length),
+        body: body.subarray(offset, offset + length) as Uint8Array<ArrayBuffer>,
       });
     expect((await patch(randomUUID(), 0, 2 * MiB)).status).toBe(204);
     // The part in flight when the client died: applied by the server, never acknowledged to it.

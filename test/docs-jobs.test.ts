@@ -17,7 +17,7 @@ class Client {
     const res = await fetch(this.base + path, {
       method,
       headers: { Authorization: `Bearer ${this.token}`, ...headers },
-      body: body === undefined ? undefined : typeof body === 'string' || body instanceof Uint8Array ? body : JSON.stringify(body),
+      body: body === undefined ? undefined : typeof body === 'string' ? body : body instanceof Uint8Array ? (body as Uint8Array<ArrayBuffer>) : JSON.stringify(body),
     });
     const text = await res.text();
     return { status: res.status, json: text ? JSON.parse(text) : undefined };

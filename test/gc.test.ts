@@ -333,7 +333,7 @@ describe('garbage collection under concurrent uploads, deletes and re-uploads', 
         if (created.status !== 201) return void failures.push(`create ${created.status}`);
         const cut = Math.floor(body.length / 2);
         for (const [from, to] of [[0, cut], [cut, body.length]]) {
-          const r = await fetch(`${server.url}/api/v1/uploads/${id}`, { method: 'PATCH', body: body.subarray(from, to), headers: { 'Upload-Offset': String(from), 'Upload-Part-Id': randomUUID() } });
+          const r = await fetch(`${server.url}/api/v1/uploads/${id}`, { method: 'PATCH', body: body.subarray(from, to) as Uint8Array<ArrayBuffer>, headers: { 'Upload-Offset': String(from), 'Upload-Part-Id': randomUUID() } });
           if (r.status !== 204) return void failures.push(`patch ${r.status} ${await r.text()}`);
         }
         const c = await fetch(`${server.url}/api/v1/uploads/${id}/commit`, { method: 'POST' });

@@ -19,7 +19,7 @@ async function create(url: string, headers: Record<string, string> = {}, id = ra
 async function patch(url: string, id: string, offset: number, body: Uint8Array, partId = randomUUID(), headers: Record<string, string> = {}) {
   const res = await fetch(`${url}/api/v1/uploads/${id}`, {
     method: 'PATCH',
-    body,
+    body: body as Uint8Array<ArrayBuffer>,
     headers: { 'Upload-Offset': String(offset), 'Upload-Part-Id': partId, ...headers },
   });
   const text = await res.text();
@@ -82,7 +82,7 @@ describe('resumable upload sessions', () => {
   });
 
   test('bad session ids, tenants, lengths and types are 400 invalid_upload', async () => {
-    for (const headers of [
+    for (const headers of <Record<string, string>[]>[
       { 'X-Svc-Upload-Session-Id': 'not-a-uuid' },
       { 'X-Svc-Upload-Session-Id': randomUUID().toUpperCase() },
       { 'X-Svc-Upload-Session-Id': randomUUID(), 'Upload-Length': '-1' },

@@ -76,8 +76,9 @@ export class Api {
   async call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Reply> {
     const h: Record<string, string> = { ...headers };
     if (this.token !== undefined) h.Authorization = `Bearer ${this.token}`;
-    let payload: string | Uint8Array | undefined;
-    if (typeof body === 'string' || body instanceof Uint8Array) payload = body;
+    let payload: string | Uint8Array<ArrayBuffer> | undefined;
+    if (typeof body === 'string') payload = body;
+    else if (body instanceof Uint8Array) payload = body as Uint8Array<ArrayBuffer>;
     else if (body !== undefined) {
       payload = JSON.stringify(body);
       h['Content-Type'] ??= 'application/json';
@@ -104,7 +105,7 @@ export class Api {
       });
       return reply(await fetch(`${this.base}/v1/uploads/${uploadId}/bytes`, { method: 'PUT', headers, body: stream, duplex: 'half' } as RequestInit));
     }
-    return reply(await fetch(`${this.base}/v1/uploads/${uploadId}/bytes`, { method: 'PUT', headers, body: bytes }));
+    return reply(await fetch(`${this.base}/v1/uploads/${uploadId}/bytes`, { method: 'PUT', headers, body: bytes as Uint8Array<ArrayBuffer> }));
   }
 
   /** create → bytes → finalize; every step checked. */

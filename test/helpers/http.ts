@@ -20,7 +20,7 @@ export function seededBytes(size: number, seed: number): Buffer {
 export const random = (n: number) => randomBytes(n);
 
 export async function upload(url: string, body: Uint8Array, headers: Record<string, string> = {}) {
-  const res = await fetch(`${url}/api/v1/blobs`, { method: 'POST', body, headers });
+  const res = await fetch(`${url}/api/v1/blobs`, { method: 'POST', body: body as Uint8Array<ArrayBuffer>, headers });
   return { res, json: (await res.json()) as any };
 }
 

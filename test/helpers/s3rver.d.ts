@@ -1,0 +1,8 @@
+// The part of s3rver's API the tests use (the package ships no types).
+declare module 's3rver' {
+  export default class S3rver {
+    constructor(options: { address?: string; port?: number; silent?: boolean; directory: string; configureBuckets?: Array<{ name: string }> });
+    run(): Promise<unknown>;
+    close(): Promise<void>;
+  }
+}
