@@ -33,6 +33,11 @@ export interface CompiledModel {
   graph: GraphStage;
   /** Input values in `inputSchema` order → produced values (the rest of `outputSchema`). */
   run(inputs: Value[]): Value[];
+  /**
+   * One row in place: `row` holds the input values in `inputSchema` order, the produced values
+   * are written after them (the row then follows `outputSchema`). Spares a row its copies.
+   */
+  runRow(row: Value[]): void;
 }
 
 /** A column before slots are numbered: inputs come first, so produced slots are known only at the end. */
@@ -112,6 +117,10 @@ class PipelineCompiler {
       run(inputs: Value[]): Value[] {
         const slots = new Array<Value>(slotCount);
         for (let i = 0; i < inputCount; i++) slots[i] = inputs[i]!;
+        this.runRow(slots);
+        return slots.slice(inputCount);
+      },
+      runRow(slots: Value[]): void {
         for (const step of steps) {
           const args = new Array<Value>(step.reads.length);
           for (let i = 0; i < args.length; i++) {
@@ -122,7 +131,6 @@ class PipelineCompiler {
           const out = step.stage.run(args);
           for (let i = 0; i < step.writes.length; i++) slots[step.writes[i]!] = out[i]!;
         }
-        return slots.slice(inputCount);
       },
     };
   }

@@ -86,7 +86,7 @@ export class JsonBytes {
     const a = x < 0 ? -x : x;
     if (a < 9007199254740992 && Number.isInteger(a)) {
       if (x < 0) this.bytes[this.length++] = MINUS;
-      return this.decimal(a, 0);
+      return this.largeInteger(a);
     }
     // V8 prints the shortest digits that read back as x, in plain notation from 1e-6 to 1e21.
     // If x has such digits with at most six decimals, x * 1e6 rounds to them scaled to six
@@ -98,7 +98,9 @@ export class JsonBytes {
       const s = Math.round(a * 1e6);
       if (s / 1e6 === a) {
         if (x < 0) this.bytes[this.length++] = MINUS;
-        return this.decimal(s, SHORT_DECIMALS);
+        // Both halves fit in 32 bits: integer arithmetic from here.
+        const whole = Math.floor(s / 1e6);
+        return this.fraction(whole, s - whole * 1e6);
       }
     }
     this.formatted(x);
@@ -193,24 +195,55 @@ export class JsonBytes {
     this.length = at;
   }
 
+  /** A 32-bit integer. */
   private integer(x: number): void {
-    const bytes = this.bytes;
     if (x >= 0 && x < 10) {
-      bytes[this.length++] = ZERO + x;
+      this.bytes[this.length++] = ZERO + x;
       return;
     }
     if (x < 0) {
-      bytes[this.length++] = MINUS;
+      this.bytes[this.length++] = MINUS;
+      if (x === -2147483648) return this.largeInteger(2147483648);
       x = -x;
     }
-    this.decimal(x, 0);
+    this.unsigned(x);
   }
 
-  /**
-   * A non-negative integer s below 2^53 with a decimal point before its last k digits (k = 0:
-   * none), trailing zeros of the fraction dropped (s has some non-zero digit among them).
-   */
-  private decimal(s: number, k: number): void {
+  /** 0 <= n < 2^31. */
+  private unsigned(n: number): void {
+    let width = 1;
+    for (let m = n; m >= 10; m = (m / 10) | 0) width++;
+    const bytes = this.bytes;
+    const end = this.length + width;
+    for (let at = end - 1; at >= this.length; at--) {
+      const q = (n / 10) | 0;
+      bytes[at] = ZERO + n - q * 10;
+      n = q;
+    }
+    this.length = end;
+  }
+
+  /** `whole`.`millionths` (0 < millionths < 10^6), without trailing zeros. */
+  private fraction(whole: number, millionths: number): void {
+    this.unsigned(whole);
+    const bytes = this.bytes;
+    bytes[this.length++] = DOT;
+    let width = SHORT_DECIMALS;
+    while (millionths % 10 === 0) {
+      millionths = (millionths / 10) | 0;
+      width--;
+    }
+    const end = this.length + width;
+    for (let at = end - 1; at >= this.length; at--) {
+      const q = (millionths / 10) | 0;
+      bytes[at] = ZERO + millionths - q * 10;
+      millionths = q;
+    }
+    this.length = end;
+  }
+
+  /** A non-negative integer below 2^53 (beyond 32-bit arithmetic). */
+  private largeInteger(s: number): void {
     const digits = this.digits;
     let n = 0;
     do {
@@ -218,15 +251,9 @@ export class JsonBytes {
       digits[n++] = s - q * 10;
       s = q;
     } while (s > 0);
-    while (n <= k) digits[n++] = 0;
-    let skip = 0;
-    while (skip < k && digits[skip] === 0) skip++;
     const bytes = this.bytes;
     let at = this.length;
-    for (let i = n - 1; i >= skip; i--) {
-      if (i === k - 1) bytes[at++] = DOT;
-      bytes[at++] = ZERO + digits[i]!;
-    }
+    while (n > 0) bytes[at++] = ZERO + digits[--n]!;
     this.length = at;
   }
 

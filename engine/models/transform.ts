@@ -177,20 +177,22 @@ function bindInputs(model: CompiledModel, frame: LeapFrame, missing: Missing): B
   });
   const modelColumns = new Set(model.outputSchema.map((f) => f.name));
   const extras = frame.fields.map((f, i) => (modelColumns.has(f.name) ? -1 : i)).filter((i) => i >= 0);
+  const modelWidth = model.outputSchema.length;
+  const width = modelWidth + extras.length;
   return {
     fields: [...model.outputSchema, ...extras.map((e) => frame.fields[e]!)],
     run(i) {
       const request = frame.rows[i]!;
-      const input = readers.map((read) => read(request));
-      let produced: Value[];
+      // One array per row: inputs, then what the model produces in place, then the extras.
+      const row = new Array<Value>(width);
+      for (let r = 0; r < readers.length; r++) row[r] = readers[r]!(request);
       try {
-        produced = model.run(input);
+        model.runRow(row);
       } catch (err) {
         if (err instanceof SkippedRow) return undefined;
         throw err;
       }
-      const row = input.concat(produced);
-      for (const e of extras) row.push(request[e]!);
+      for (let e = 0; e < extras.length; e++) row[modelWidth + e] = request[extras[e]!]!;
       return row;
     },
   };
