@@ -1,22 +1,31 @@
 /**
- * svc against nginx (issue 7, first scenario): the same bytes served and accepted by both, on
- * loopback, in the same run, alternating svc and nginx (ABAB... by round, the order flipping each
- * round), with the same client code and connection counts on both sides.
+ * svc against nginx (issue 7): the same bytes served and accepted by both, on loopback, in the
+ * same run, with the same client and connection counts on both sides, over a size/concurrency
+ * matrix; svc and nginx back to back in every cell of every round, the order flipping each round.
  *
- * - 1 GiB download (256 MiB with --quick): svc `GET /api/v1/blobs/<id>` of a blob uploaded first
- *   vs nginx `GET /large.bin`, a static file with the same bytes (sendfile on). One raw keep-alive
- *   socket, 1 MiB read buffer, bytes counted and discarded; one untimed warm-up pass each.
- * - 4 KiB downloads: closed-loop load (bench/load.ts) at 8 and 32 keep-alive connections, 8
- *   objects round-robin: svc blobs vs nginx static files with the same bytes.
- * - 1 GiB upload (256 MiB quick): svc `POST /api/v1/blobs` vs nginx WebDAV `PUT /dav/<name>`,
- *   node:http streaming the file from disk with Content-Length; each round a fresh random file
- *   (so svc's dedup never helps it), sent to both.
- * - 4 KiB uploads: closed-loop load at 8 and 32 connections, distinct random bodies: svc POST vs
- *   nginx PUT of distinct names.
+ * - Large objects, 1 GiB (256 MiB with --quick), one connection: svc `GET /api/v1/blobs/<id>` of
+ *   a blob uploaded first vs nginx `GET /large.bin`, a static file with the same bytes (sendfile
+ *   on), read over a raw socket with a 1 MiB buffer and discarded, after one untimed pass each;
+ *   uploads: svc `POST /api/v1/blobs` vs nginx WebDAV `PUT /dav/<name>`, node:http streaming the
+ *   file with Content-Length, a fresh random file each round (svc's dedup never helps it).
+ * - 4 KiB and 1 MiB objects at 1, 8 and 32 keep-alive connections (--quick: 4 KiB at 8 and 32,
+ *   1 MiB at 8), closed loop, a warm-up then a measured window: downloads round-robin over 8
+ *   objects per size (svc blobs vs nginx static files with the same bytes), uploads of distinct
+ *   bodies (every 4 KiB region stamped: bench/wrk.ts) as svc POST vs nginx PUT of distinct names.
+ *   The cells are driven by wrk (bench/wrk.ts, one thread) when it is installed, else by the
+ *   Node generator (bench/load.ts) with the message `wrk not installed: apt-get install wrk
+ *   (Debian)`.
+ * - A generator check before the matrix: 4 KiB downloads at 32 connections from both peers with
+ *   the Node generator and with wrk (1 thread; 2 threads too in a full run), and in a full run
+ *   1 MiB downloads at 8 connections with both: which one gets more out of the same server, at
+ *   what CPU (one window each: a single window is noisy on a shared host, the figures say so).
+ * - Every upload cell is checked: nginx must have created a file per counted response, svc's
+ *   /api/stats must show no duplicate block and at least one ingest per counted response.
  *
  * Durability: svc runs with SVC_DURABILITY=relaxed (no fsync; trusts the page cache); nginx never
  * fsyncs a PUT (it writes the body to a temp file and renames it). Neither is crash-safe against
- * power loss; both survive a process crash once they answered.
+ * power loss; both survive a process crash once they answered. `sync` runs (untimed) before every
+ * upload window so no window pays for the previous one's write-back.
  *
  * nginx: the Debian binary (`nginx-light` / `nginx` in Debian 12 carry ngx_http_dav_module),
  * started as a child with a generated configuration in a temp dir (`-p <dir> -c <dir>/nginx.conf`,
@@ -44,31 +53,42 @@ import { RawConnection, bodyRequest, getRequest, postRequest } from './raw-http.
 import { type Target, f, machineEnvironment, mark, mib, ms, pct, renderTargets } from './report.js';
 import { ServerProcess } from './server-process.js';
 import { freePort, fsTypeName, tmpParentFor } from './host.js';
+import { WRK_INSTALL_HINT, type WrkInfo, type WrkSummary, type WrkWork, findWrk, runWrk, stampedBody } from './wrk.js';
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
-const SMALL = 4096;
-const SMALL_OBJECTS = 8;
+const KiB = 1024;
+/** Objects per size the downloads go round-robin over. */
+const OBJECTS = 8;
+/** wrk threads: 1 measured best on this 2-CPU host (2 took CPU from svc: docs/performance.md). */
+export const WRK_THREADS = 1;
 export const NGINX_INSTALL_HINT = 'nginx not installed: apt-get install nginx-light (Debian)';
 
 export type Peer = 'svc' | 'nginx';
+export type Direction = 'download' | 'upload';
+export type Generator = 'wrk' | 'node';
 
 export interface NginxPeersOptions {
   /** The repository root (dist/server/main.js is started from there). */
   repo: string;
   quick: boolean;
-  /** Rounds of each measurement (default 2; 1 with quick). */
+  /** Rounds of each measurement (default 3; 1 with quick). */
   rounds?: number;
   /** Where the temp directory goes (default: os.tmpdir() when on the repository's disk). */
   tmpParent?: string;
+  /** Use the Node generator even when wrk is installed. */
+  noWrk?: boolean;
   progress?: (msg: string) => void;
 }
 
 /** CPU over a measurement, % of one core. Server = the process and its children (nginx: master + workers; svc: one process, all threads). */
 export interface PeerCpu {
   serverPercent?: number;
+  /** The load generator: wrk (its own /proc ticks) or this process when the Node generator runs. */
   benchPercent: number;
-  /** Host busy time minus server and bench. */
+  /** This process while wrk ran (the harness, mostly idle). */
+  harnessPercent?: number;
+  /** Host busy time minus server, generator and harness. */
   otherPercent?: number;
 }
 
@@ -84,18 +104,53 @@ export interface LargeRun {
   responseBody?: string;
 }
 
-export interface SmallRun {
+/** One measured window of a matrix cell (raw sample). */
+export interface MatrixRun {
   peer: Peer;
   round: number;
+  direction: Direction;
+  sizeBytes: number;
   connections: number;
-  load: LoadResult;
-  /** Server CPU over the whole runLoad call (warm-up, window, drain), % of one core. */
-  serverCpuPercentOverCall?: number;
+  generator: Generator;
+  requests: number;
+  seconds: number;
+  requestsPerSecond: number;
+  /** Body bytes per second (requests x size), decimal MB. */
+  mbPerSecond: number;
+  latency: { p50Ms: number; p99Ms: number };
+  /** Server over the measured window (wrk) or over the whole load call, warm-up included (Node generator). */
+  cpu: PeerCpu;
+  /** What was checked after the window (files created, svc's stats). */
+  verified?: string;
+  /** wrk's command line and done() line. */
+  wrk?: { args: string[]; summary: WrkSummary; wallSeconds: number };
+  /** The Node generator's result. */
+  load?: LoadResult;
+}
+
+export interface GeneratorCheckRun {
+  peer: Peer;
+  /** 0.. (the generators' order is reversed in odd repetitions). */
+  rep: number;
+  sizeBytes: number;
+  connections: number;
+  generator: string;
+  requestsPerSecond: number;
+  mbPerSecond: number;
+  generatorCpuPercent: number;
+  serverCpuPercent?: number;
+  /** The rest of the host (other work on this shared machine). */
+  otherCpuPercent?: number;
+  p99Ms: number;
 }
 
 export interface Comparison {
   key: string;
   name: string;
+  direction: Direction;
+  sizeBytes: number;
+  connections: number;
+  generator?: Generator;
   unit: 'MB/s' | 'req/s';
   svc: number[];
   nginx: number[];
@@ -104,6 +159,8 @@ export interface Comparison {
   svcMedian: number;
   nginxMedian: number;
   medianRatio: number;
+  /** The issue's target for svc / nginx, when it names one for this size. */
+  target?: number;
 }
 
 export interface NginxPeersResult {
@@ -116,11 +173,21 @@ export interface NginxPeersResult {
   durability: { svc: 'relaxed'; nginx: string };
   nginx?: { binary: string; version: string; davModule: boolean; workerProcesses: number; user?: string; config?: string };
   svc?: { workers?: unknown; problems: string[] };
-  settings: { largeBytes: number; smallBytes: number; rounds: number; warmupMs: number; durationMs: number; connections: number[]; dataDir?: string };
+  /** The load generators: wrk (when installed and used) and the Node one. */
+  generators?: { wrk?: WrkInfo & { threads: number }; wrkMissing?: string; node: string; bySize: Array<{ sizeBytes: number; generator: Generator }> };
+  settings: {
+    largeBytes: number;
+    rounds: number;
+    warmupSeconds: number;
+    durationSeconds: number;
+    objects: number;
+    matrix: Array<{ sizeBytes: number; connections: number[]; generator: Generator }>;
+    dataDir?: string;
+  };
+  generatorCheck: GeneratorCheckRun[];
   largeDownloads: LargeRun[];
   largeUploads: LargeRun[];
-  smallDownloads: SmallRun[];
-  smallUploads: SmallRun[];
+  runs: MatrixRun[];
   comparisons: Comparison[];
   nginxErrorLog?: string;
   errors: Array<{ phase: string; message: string }>;
@@ -217,14 +284,21 @@ class TreeCpuWindow {
     return s;
   }
 
-  end(): PeerCpu {
+  /**
+   * `generatorCpuSeconds`: the CPU of an external load generator (wrk) over the window; it is
+   * then the bench figure, and this process's own CPU is reported as the harness's.
+   */
+  end(generatorCpuSeconds?: number): PeerCpu {
     const seconds = (performance.now() - this.t0) / 1000;
     const self = process.cpuUsage(this.self0);
-    const benchPercent = ((self.user + self.system) / 1e6 / seconds) * 100;
+    const selfPercent = ((self.user + self.system) / 1e6 / seconds) * 100;
+    const external = generatorCpuSeconds !== undefined && Number.isFinite(generatorCpuSeconds);
+    const benchPercent = external ? (generatorCpuSeconds / seconds) * 100 : selfPercent;
+    const harnessPercent = external ? selfPercent : undefined;
     const serverPercent = ((this.serverSeconds() - this.server0) / seconds) * 100;
     const host1 = hostBusySeconds();
-    const otherPercent = this.host0 !== undefined && host1 !== undefined ? Math.max(0, ((host1 - this.host0) / seconds) * 100 - benchPercent - serverPercent) : undefined;
-    return { serverPercent, benchPercent, otherPercent };
+    const otherPercent = this.host0 !== undefined && host1 !== undefined ? Math.max(0, ((host1 - this.host0) / seconds) * 100 - benchPercent - serverPercent - (harnessPercent ?? 0)) : undefined;
+    return { serverPercent, benchPercent, harnessPercent, otherPercent };
   }
 }
 
@@ -435,18 +509,120 @@ async function fetchLarge(port: number, pid: number, peer: Peer, round: number, 
   }
 }
 
-async function loadRun(peer: Peer, round: number, port: number, pid: number, connections: number, warmupMs: number, durationMs: number, next: () => Buffer | string, expectStatus: number): Promise<SmallRun> {
-  const cpu = new TreeCpuWindow(pid);
-  const load = await runLoad({ port, connections, pipeline: 1, warmupMs, durationMs, next, expectStatus });
-  const c = cpu.end();
-  // runLoad without a server: its otherPercent includes the server; take it out.
-  if (load.cpu.otherPercent !== undefined && c.serverPercent !== undefined) load.cpu.otherPercent = Math.max(0, load.cpu.otherPercent - c.serverPercent);
-  load.cpu.serverPercent = c.serverPercent;
-  if (load.errors > 0) throw new Error(`${peer} at ${connections} connections: ${load.errors} errors, first: ${load.firstError}`);
-  return { peer, round, connections, load, serverCpuPercentOverCall: c.serverPercent };
+
+// ---------------------------------------------------------------------------------------------
+// Matrix cells: the same generator and connection count for both peers
+
+/** "4 KiB", "1 MiB", "256 MiB", "1 GiB". */
+export function sizeLabel(bytes: number): string {
+  if (bytes >= GiB && bytes % GiB === 0) return `${bytes / GiB} GiB`;
+  if (bytes >= MiB && bytes % MiB === 0) return `${bytes / MiB} MiB`;
+  if (bytes >= KiB && bytes % KiB === 0) return `${bytes / KiB} KiB`;
+  return `${bytes} B`;
 }
 
-function compare(key: string, name: string, unit: Comparison['unit'], runs: Array<{ peer: Peer; round: number; value: number }>): Comparison {
+const sizeKey = (bytes: number) => sizeLabel(bytes).replace(/ /g, '').replace(/iB$/, '').toLowerCase();
+
+/** The issue's target for svc / nginx: downloads >= 0.8x for 1 GiB and >= 1.0x for 4 KiB, uploads >= 0.5x; none for 1 MiB downloads. */
+export function nginxTarget(direction: Direction, sizeBytes: number, large: boolean): number | undefined {
+  if (direction === 'upload') return 0.5;
+  if (large) return 0.8;
+  if (sizeBytes <= 4 * KiB) return 1.0;
+  return undefined;
+}
+
+interface CellSpec {
+  peer: Peer;
+  round: number;
+  port: number;
+  pid: number;
+  direction: Direction;
+  sizeBytes: number;
+  connections: number;
+  generator: Generator;
+  wrk?: { binary: string; threads: number };
+  warmupSeconds: number;
+  durationSeconds: number;
+  /** Script and body files. */
+  tmp: string;
+  /** Downloads: the objects' paths. */
+  paths?: string[];
+  /** Uploads: svc POST to a fixed path; nginx PUT under `prefix` (warm-up and window in their own directories). */
+  upload?: { method: 'POST' | 'PUT'; path: string; distinctNames: boolean; expectStatus: number };
+}
+
+async function svcStats(port: number): Promise<{ ingests: number; freshBlocks: number; duplicateBlocks: number }> {
+  const res = await RawConnection.requestOnce(port, getRequest('/api/stats'), 10_000);
+  if (res.status !== 200) throw new Error(`GET /api/stats answered HTTP ${res.status}`);
+  return JSON.parse(res.body!.toString('utf8')) as { ingests: number; freshBlocks: number; duplicateBlocks: number };
+}
+
+function syncDisks(): void {
+  spawnSync('sync', [], { stdio: 'ignore', timeout: 120_000 });
+}
+
+/** One warm-up and one measured window against one peer. */
+async function runCell(c: CellSpec): Promise<MatrixRun> {
+  const base = { peer: c.peer, round: c.round, direction: c.direction, sizeBytes: c.sizeBytes, connections: c.connections, generator: c.generator };
+  const up = c.upload;
+  const pathFor = (phase: 'w' | 'm') => (up && up.distinctNames ? `${up.path}${phase}/` : up?.path ?? '');
+  if (up) syncDisks();
+  if (c.generator === 'wrk') {
+    const threads = Math.min(c.wrk!.threads, c.connections);
+    const work = (phase: 'w' | 'm'): WrkWork => (up ? { kind: 'upload', method: up.method, path: pathFor(phase), distinctNames: up.distinctNames, bodyBytes: c.sizeBytes } : { kind: 'get', paths: c.paths! });
+    const spec = { binary: c.wrk!.binary, port: c.port, threads, connections: c.connections, dir: c.tmp };
+    if (c.warmupSeconds > 0) await runWrk({ ...spec, durationSeconds: c.warmupSeconds, work: work('w') });
+    const cpu = new TreeCpuWindow(c.pid);
+    const w = await runWrk({ ...spec, durationSeconds: c.durationSeconds, work: work('m') });
+    const s = w.summary;
+    const run: MatrixRun = {
+      ...base,
+      requests: s.requests,
+      seconds: s.durationUs / 1e6,
+      requestsPerSecond: w.requestsPerSecond,
+      mbPerSecond: (w.requestsPerSecond * c.sizeBytes) / 1e6,
+      latency: { p50Ms: s.latencyUs.p50 / 1000, p99Ms: s.latencyUs.p99 / 1000 },
+      cpu: cpu.end(w.cpuSeconds),
+      wrk: { args: w.args, summary: s, wallSeconds: w.wallSeconds },
+    };
+    if (w.errorCount > 0) throw new Error(`${c.peer}: wrk counted errors ${JSON.stringify(s.errors)} in ${s.requests} responses (status = HTTP status >= 400)`);
+    if (!up && s.requests > 0 && s.bytes / s.requests < c.sizeBytes) throw new Error(`${c.peer}: wrk read ${s.bytes} bytes for ${s.requests} responses, less than ${c.sizeBytes} per response`);
+    return run;
+  }
+  // The Node generator: warm-up and window in one call.
+  let seq = 0;
+  let next: (conn: number) => Buffer | string;
+  if (up) {
+    const body = randomBytes(c.sizeBytes);
+    const prefix = pathFor('m');
+    next = (conn) => {
+      seq++;
+      const b = stampedBody(body, conn + 1, seq);
+      return up.distinctNames ? bodyRequest(up.method, `${prefix}${conn + 1}-${seq}.bin`, 'application/octet-stream', b) : bodyRequest(up.method, up.path, 'application/octet-stream', b);
+    };
+  } else {
+    const reqs = c.paths!.map((p) => getRequest(p));
+    next = () => reqs[seq++ % reqs.length];
+  }
+  const cpu = new TreeCpuWindow(c.pid);
+  const load = await runLoad({ port: c.port, connections: c.connections, pipeline: 1, warmupMs: c.warmupSeconds * 1000, durationMs: c.durationSeconds * 1000, next, expectStatus: up?.expectStatus ?? 200 });
+  const t = cpu.end();
+  if (load.errors > 0) throw new Error(`${c.peer}: ${load.errors} errors in ${load.requests} responses, first: ${load.firstError}`);
+  if (!up && load.bodyBytes !== load.requests * c.sizeBytes) throw new Error(`${c.peer}: ${load.bodyBytes} body bytes for ${load.requests} responses of ${c.sizeBytes}`);
+  return {
+    ...base,
+    requests: load.requests,
+    seconds: load.durationSeconds,
+    requestsPerSecond: load.requestsPerSecond,
+    mbPerSecond: (load.requestsPerSecond * c.sizeBytes) / 1e6,
+    latency: { p50Ms: load.latency.p50Ms, p99Ms: load.latency.p99Ms },
+    // The generator's CPU over the measured window; the server's over the whole call.
+    cpu: { serverPercent: t.serverPercent, benchPercent: load.cpu.benchPercent, otherPercent: t.otherPercent },
+    load,
+  };
+}
+
+function compare(key: string, name: string, unit: Comparison['unit'], meta: Pick<Comparison, 'direction' | 'sizeBytes' | 'connections' | 'generator' | 'target'>, runs: Array<{ peer: Peer; round: number; value: number }>): Comparison {
   const svc = runs.filter((r) => r.peer === 'svc').sort((a, b) => a.round - b.round);
   const nginx = runs.filter((r) => r.peer === 'nginx').sort((a, b) => a.round - b.round);
   const ratios: number[] = [];
@@ -457,6 +633,7 @@ function compare(key: string, name: string, unit: Comparison['unit'], runs: Arra
   return {
     key,
     name,
+    ...meta,
     unit,
     svc: svc.map((r) => r.value),
     nginx: nginx.map((r) => r.value),
@@ -472,27 +649,40 @@ function compare(key: string, name: string, unit: Comparison['unit'], runs: Arra
 
 export async function runNginxPeers(opts: NginxPeersOptions): Promise<NginxPeersResult> {
   const progress = opts.progress ?? (() => {});
-  const rounds = opts.rounds ?? (opts.quick ? 1 : 2);
-  const largeBytes = opts.quick ? 256 * MiB : GiB;
-  const warmupMs = opts.quick ? 500 : 1000;
-  const durationMs = opts.quick ? 2000 : 5000;
-  const connections = [8, 32];
+  const quick = opts.quick;
+  const rounds = opts.rounds ?? (quick ? 1 : 3);
+  const largeBytes = quick ? 256 * MiB : GiB;
+  const warmupSeconds = 1;
+  const durationSeconds = 2;
   const timeoutMs = 10 * 60_000;
+  const wrkInfo = opts.noWrk ? undefined : findWrk();
+  const smallGenerator: Generator = wrkInfo ? 'wrk' : 'node';
+  const matrix: NginxPeersResult['settings']['matrix'] = [
+    { sizeBytes: 4 * KiB, connections: quick ? [8, 32] : [1, 8, 32], generator: smallGenerator },
+    { sizeBytes: MiB, connections: quick ? [8] : [1, 8, 32], generator: smallGenerator },
+  ];
   const result: NginxPeersResult = {
     tool: 'svc-bench-peers-nginx',
     startedAt: new Date().toISOString(),
-    mode: opts.quick ? 'quick' : 'full',
+    mode: quick ? 'quick' : 'full',
     environment: machineEnvironment(opts.repo),
     durability: { svc: 'relaxed', nginx: 'no fsync (WebDAV PUT writes a temp file and renames it; no fsync directive exists)' },
-    settings: { largeBytes, smallBytes: SMALL, rounds, warmupMs, durationMs, connections },
+    generators: {
+      wrk: wrkInfo ? { ...wrkInfo, threads: WRK_THREADS } : undefined,
+      wrkMissing: wrkInfo ? undefined : opts.noWrk ? 'not used (--no-wrk)' : WRK_INSTALL_HINT,
+      node: 'bench/load.ts: raw keep-alive HTTP/1.1 sockets, 64 KiB reads, one Node.js thread',
+      bySize: matrix.map((m) => ({ sizeBytes: m.sizeBytes, generator: m.generator })),
+    },
+    settings: { largeBytes, rounds, warmupSeconds, durationSeconds, objects: OBJECTS, matrix },
+    generatorCheck: [],
     largeDownloads: [],
     largeUploads: [],
-    smallDownloads: [],
-    smallUploads: [],
+    runs: [],
     comparisons: [],
     errors: [],
     targets: [],
   };
+  if (!wrkInfo && !opts.noWrk) progress(WRK_INSTALL_HINT);
   const binary = findNginx();
   if (!binary) {
     result.skipped = NGINX_INSTALL_HINT;
@@ -516,8 +706,12 @@ export async function runNginxPeers(opts: NginxPeersOptions): Promise<NginxPeers
   result.settings.dataDir = `${path.dirname(tmp)} (${fsTypeName(tmp)})`;
   const fsRoot = path.join(tmp, 'svc-data');
   const ngxDir = path.join(tmp, 'nginx');
+  const scratch = path.join(tmp, 'scratch');
   fs.mkdirSync(fsRoot);
   fs.mkdirSync(ngxDir);
+  fs.mkdirSync(scratch);
+  const trash = path.join(tmp, 'trash');
+  fs.mkdirSync(trash);
   const www = path.join(ngxDir, 'www');
   let svc: ServerProcess | undefined;
   let nginx: NginxProcess | undefined;
@@ -528,14 +722,31 @@ export async function runNginxPeers(opts: NginxPeersOptions): Promise<NginxPeers
   };
   process.once('exit', emergency);
 
+  const alive = () => (svc?.alive ?? false) && (nginx?.alive ?? false);
+  const describeFailure = (err: unknown) => `${err instanceof Error ? err.message : String(err)}${svc && !svc.alive ? `; ${svc.describeExit()}` : ''}${nginx && !nginx.alive ? '; nginx exited' : ''}`;
   const phase = async (name: string, fn: () => Promise<void>) => {
+    if (!alive()) {
+      result.errors.push({ phase: name, message: 'not run: a server is gone' });
+      return;
+    }
     progress(name);
     try {
       await fn();
     } catch (err) {
-      const message = `${err instanceof Error ? err.message : String(err)}${svc && !svc.alive ? `; ${svc.describeExit()}` : ''}${nginx && !nginx.alive ? '; nginx exited' : ''}`;
+      const message = describeFailure(err);
       result.errors.push({ phase: name, message });
       progress(`${name} FAILED: ${message}`);
+    }
+  };
+  /** One cell's failure is recorded and the phase goes on, unless a server is gone. */
+  const cell = async (name: string, fn: () => Promise<void>) => {
+    try {
+      await fn();
+    } catch (err) {
+      const message = describeFailure(err);
+      result.errors.push({ phase: name, message });
+      progress(`  ${name} FAILED: ${message}`);
+      if (!alive()) throw err;
     }
   };
 
@@ -555,14 +766,59 @@ export async function runNginxPeers(opts: NginxPeersOptions): Promise<NginxPeers
     }
     result.svc = { workers: svc.listeningLog?.workers, problems: svc.problems };
     progress(`svc pid ${svc.pid} on 127.0.0.1:${svc.port} (SVC_DURABILITY=relaxed, workers ${String(svc.listeningLog?.workers)})`);
+    progress(`load generator: ${smallGenerator === 'wrk' ? `wrk (${wrkInfo!.version}, -t ${WRK_THREADS})` : `Node (bench/load.ts${wrkInfo ? ', --no-wrk' : `; ${WRK_INSTALL_HINT}`})`}`);
     const s = svc;
     const n = nginx;
     const order = (round: number): Peer[] => (round % 2 === 0 ? ['svc', 'nginx'] : ['nginx', 'svc']);
     const portOf = (p: Peer) => (p === 'svc' ? s.port : n.port);
     const pidOf = (p: Peer) => (p === 'svc' ? s.pid : n.pid);
+    const wrkSpec = wrkInfo ? { binary: wrkInfo.binary, threads: WRK_THREADS } : undefined;
+
+    // The download objects: the same bytes as svc blobs and as nginx static files.
+    const paths = new Map<number, { svc: string[]; nginx: string[] }>();
+    await phase(`storing ${OBJECTS} objects of ${matrix.map((m) => sizeLabel(m.sizeBytes)).join(' and ')} in both`, async () => {
+      for (const m of matrix) {
+        const dir = `obj-${sizeKey(m.sizeBytes)}`;
+        fs.mkdirSync(path.join(www, dir), { recursive: true });
+        const p = { svc: [] as string[], nginx: [] as string[] };
+        for (let i = 0; i < OBJECTS; i++) {
+          const body = randomBytes(m.sizeBytes);
+          fs.writeFileSync(path.join(www, dir, `${i}.bin`), body);
+          p.nginx.push(`/${dir}/${i}.bin`);
+          const res = await RawConnection.requestOnce(s.port, postRequest('/api/v1/blobs', 'application/octet-stream', body), 60_000);
+          if (res.status !== 201) throw new Error(`svc storing a ${sizeLabel(m.sizeBytes)} object answered HTTP ${res.status}: ${res.body?.toString('utf8').slice(0, 300)}`);
+          p.svc.push(`/api/v1/blobs/${(JSON.parse(res.body!.toString('utf8')) as { blob: { id: string } }).blob.id}`);
+        }
+        paths.set(m.sizeBytes, p);
+      }
+    });
+
+    // Which generator gets more out of the same server: Node vs wrk on the same cells.
+    const checks: Array<{ peer: Peer; sizeBytes: number; connections: number; generators: Array<{ name: string; generator: Generator; threads?: number }> }> = [];
+    if (wrkInfo) {
+      const small = [{ name: 'node', generator: 'node' as const }, { name: 'wrk -t 1', generator: 'wrk' as const, threads: 1 }, ...(quick ? [] : [{ name: 'wrk -t 2', generator: 'wrk' as const, threads: 2 }])];
+      for (const peer of ['nginx', 'svc'] as const) checks.push({ peer, sizeBytes: 4 * KiB, connections: 32, generators: small });
+      if (!quick) for (const peer of ['nginx', 'svc'] as const) checks.push({ peer, sizeBytes: MiB, connections: 8, generators: [{ name: 'node', generator: 'node' }, { name: 'wrk -t 1', generator: 'wrk', threads: 1 }] });
+    }
+    if (checks.length && paths.size) await phase(`generator check: Node vs wrk on the same cells (${warmupSeconds} s warm-up + ${durationSeconds} s each)`, async () => {
+      const rep = 0;
+      for (const ch of checks) {
+        for (const g of ch.generators) {
+          await cell(`generator check ${ch.peer} ${sizeLabel(ch.sizeBytes)} ${ch.connections} connections ${g.name}`, async () => {
+            const r = await runCell({
+              peer: ch.peer, round: -1, port: portOf(ch.peer), pid: pidOf(ch.peer), direction: 'download', sizeBytes: ch.sizeBytes, connections: ch.connections,
+              generator: g.generator, wrk: g.threads ? { binary: wrkInfo!.binary, threads: g.threads } : undefined, warmupSeconds, durationSeconds, tmp: scratch,
+              paths: paths.get(ch.sizeBytes)![ch.peer],
+            });
+            result.generatorCheck.push({ peer: ch.peer, rep, sizeBytes: ch.sizeBytes, connections: ch.connections, generator: g.name, requestsPerSecond: r.requestsPerSecond, mbPerSecond: r.mbPerSecond, generatorCpuPercent: r.cpu.benchPercent, serverCpuPercent: r.cpu.serverPercent, otherCpuPercent: r.cpu.otherPercent, p99Ms: r.latency.p99Ms });
+            progress(`  ${ch.peer} ${sizeLabel(ch.sizeBytes)} x${ch.connections} ${g.name}: ${f(r.requestsPerSecond)} req/s, generator CPU ${pct(r.cpu.benchPercent)}, server ${pct(r.cpu.serverPercent)}`);
+          });
+        }
+      }
+    });
 
     // Large download: the same bytes as an svc blob and an nginx static file.
-    await phase(`large downloads (${largeBytes / MiB} MiB, ${rounds} round(s))`, async () => {
+    await phase(`large downloads (${sizeLabel(largeBytes)}, ${rounds} round(s))`, async () => {
       const file = path.join(www, 'large.bin');
       writeRandomFile(file, largeBytes, `peers-nginx-download-${result.startedAt}`);
       const up = await sendFile(s.port, s.pid, 'svc', 0, 'POST', '/api/v1/blobs', file, largeBytes, 201, timeoutMs);
@@ -580,40 +836,60 @@ export async function runNginxPeers(opts: NginxPeersOptions): Promise<NginxPeers
       }
     });
 
-    // 4 KiB downloads: 8 objects with the same bytes on both sides.
-    await phase(`4 KiB downloads (${connections.join(' and ')} connections, ${durationMs / 1000} s windows)`, async () => {
-      const bodies = Array.from({ length: SMALL_OBJECTS }, () => randomBytes(SMALL));
-      fs.mkdirSync(path.join(www, 'small'), { recursive: true });
-      const svcReqs: string[] = [];
-      const ngxReqs: string[] = [];
-      for (const [i, body] of bodies.entries()) {
-        fs.writeFileSync(path.join(www, 'small', `${i}.bin`), body);
-        ngxReqs.push(getRequest(`/small/${i}.bin`));
-        const res = await RawConnection.requestOnce(s.port, postRequest('/api/v1/blobs', 'application/octet-stream', body), 30_000);
-        if (res.status !== 201) throw new Error(`svc seeding a 4 KiB blob answered HTTP ${res.status}: ${res.body?.toString('utf8').slice(0, 300)}`);
-        svcReqs.push(getRequest(`/api/v1/blobs/${(JSON.parse(res.body!.toString('utf8')) as { blob: { id: string } }).blob.id}`));
-      }
+    // The matrix of downloads: for each round every cell, svc and nginx back to back.
+    const runMatrix = async (direction: Direction) => {
+      let cellNo = 0;
       for (let round = 0; round < rounds; round++) {
-        for (const c of connections) {
-          for (const p of order(round)) {
-            const reqs = p === 'svc' ? svcReqs : ngxReqs;
-            let seq = 0;
-            const r = await loadRun(p, round, portOf(p), pidOf(p), c, warmupMs, durationMs, () => reqs[seq++ % reqs.length], 200);
-            if (r.load.bodyBytes !== r.load.requests * SMALL) throw new Error(`${p}: ${r.load.bodyBytes} body bytes for ${r.load.requests} requests`);
-            result.smallDownloads.push(r);
-            progress(`  round ${round + 1} ${c} conns ${p}: ${f(r.load.requestsPerSecond)} req/s, server CPU ${pct(r.load.cpu.serverPercent)}, bench ${pct(r.load.cpu.benchPercent)}`);
+        for (const m of matrix) {
+          for (const c of m.connections) {
+            for (const p of order(round)) {
+              const label = `${direction} ${sizeLabel(m.sizeBytes)} x${c} round ${round + 1} ${p}`;
+              await cell(label, async () => {
+                const dir = `up-${cellNo++}`;
+                const before = direction === 'upload' && p === 'svc' ? await svcStats(s.port) : undefined;
+                const r = await runCell({
+                  peer: p, round, port: portOf(p), pid: pidOf(p), direction, sizeBytes: m.sizeBytes, connections: c, generator: m.generator, wrk: wrkSpec,
+                  warmupSeconds, durationSeconds, tmp: scratch,
+                  paths: direction === 'download' ? paths.get(m.sizeBytes)?.[p] : undefined,
+                  upload: direction === 'upload' ? (p === 'svc' ? { method: 'POST', path: '/api/v1/blobs', distinctNames: false, expectStatus: 201 } : { method: 'PUT', path: `/dav/${dir}/`, distinctNames: true, expectStatus: 201 }) : undefined,
+                });
+                if (direction === 'upload' && p === 'nginx') {
+                  // Files of the measured window (the warm-up wrote to its own directory; the Node generator's warm-up to the same one).
+                  const made = fs.existsSync(path.join(www, 'dav', dir, 'm')) ? fs.readdirSync(path.join(www, 'dav', dir, 'm')).length : 0;
+                  // Out of nginx's way (it may still finish a PUT whose client went away); the
+                  // files go with the temp directory at the end: removing tens of thousands of
+                  // files between windows took up to 24 s and raced with those PUTs.
+                  fs.renameSync(path.join(www, 'dav', dir), path.join(trash, dir));
+                  if (made < r.requests) throw new Error(`nginx created ${made} files for ${r.requests} counted responses`);
+                  r.verified = `${made} files created for ${r.requests} counted responses`;
+                }
+                if (before) {
+                  const after = await svcStats(s.port);
+                  const ingests = after.ingests - before.ingests;
+                  const dup = after.duplicateBlocks - before.duplicateBlocks;
+                  r.verified = `${ingests} ingests (warm-up included) for ${r.requests} counted responses; ${after.freshBlocks - before.freshBlocks} fresh, ${dup} duplicate blocks`;
+                  if (dup > 0 || ingests < r.requests) throw new Error(`svc: ${r.verified}`);
+                }
+                if (!r.load) delete r.load;
+                result.runs.push(r);
+                const fig = m.sizeBytes >= MiB ? `${f(r.mbPerSecond)} MB/s (${f(r.requestsPerSecond)} req/s)` : `${f(r.requestsPerSecond)} req/s`;
+                progress(`  ${label}: ${fig}, server CPU ${pct(r.cpu.serverPercent)}, ${m.generator} ${pct(r.cpu.benchPercent)}`);
+              });
+            }
           }
         }
       }
-    });
+    };
+    if (paths.size) await phase(`downloads: ${matrix.map((m) => `${sizeLabel(m.sizeBytes)} at ${m.connections.join('/')} connections`).join(', ')} (${warmupSeconds} s warm-up + ${durationSeconds} s, ${rounds} round(s))`, () => runMatrix('download'));
 
     // Large upload: a fresh random file each round, sent to both.
-    await phase(`large uploads (${largeBytes / MiB} MiB, ${rounds} round(s))`, async () => {
+    await phase(`large uploads (${sizeLabel(largeBytes)}, ${rounds} round(s))`, async () => {
       const file = path.join(tmp, 'upload.bin');
       for (let round = 0; round < rounds; round++) {
         writeRandomFile(file, largeBytes, `peers-nginx-upload-${result.startedAt}-${round}`);
         for (const p of order(round)) {
           const name = `large-${round}.bin`;
+          syncDisks();
           const r = p === 'svc'
             ? await sendFile(s.port, s.pid, p, round, 'POST', '/api/v1/blobs', file, largeBytes, 201, timeoutMs)
             : await sendFile(n.port, n.pid, p, round, 'PUT', `/dav/${name}`, file, largeBytes, 201, timeoutMs);
@@ -634,40 +910,12 @@ export async function runNginxPeers(opts: NginxPeersOptions): Promise<NginxPeers
       fs.rmSync(file, { force: true });
     });
 
-    // 4 KiB uploads: distinct random bodies (svc) / distinct names (nginx).
-    await phase(`4 KiB uploads (${connections.join(' and ')} connections, ${durationMs / 1000} s windows)`, async () => {
-      let cell = 0;
-      for (let round = 0; round < rounds; round++) {
-        for (const c of connections) {
-          for (const p of order(round)) {
-            let seq = 0;
-            const prefix = `/dav/small-${cell++}/`;
-            const next = p === 'svc'
-              ? () => postRequest('/api/v1/blobs', 'application/octet-stream', randomBytes(SMALL))
-              : () => bodyRequest('PUT', `${prefix}${seq++}.bin`, 'application/octet-stream', randomBytes(SMALL));
-            const r = await loadRun(p, round, portOf(p), pidOf(p), c, warmupMs, durationMs, next, 201);
-            result.smallUploads.push(r);
-            progress(`  round ${round + 1} ${c} conns ${p}: ${f(r.load.requestsPerSecond)} req/s, server CPU ${pct(r.load.cpu.serverPercent)}, bench ${pct(r.load.cpu.benchPercent)}`);
-            if (p === 'nginx') fs.rmSync(path.join(www, prefix), { recursive: true, force: true });
-          }
-        }
-      }
-    });
-
-    const largeName = mib(largeBytes, 0);
-    result.comparisons.push(compare('download-large', `Download of ${largeName}`, 'MB/s', result.largeDownloads.map((r) => ({ peer: r.peer, round: r.round, value: r.mbPerSecond }))));
-    for (const c of connections) {
-      result.comparisons.push(compare(`download-4k-${c}`, `4 KiB downloads, ${c} connections`, 'req/s', result.smallDownloads.filter((r) => r.connections === c).map((r) => ({ peer: r.peer, round: r.round, value: r.load.requestsPerSecond }))));
-    }
-    result.comparisons.push(compare('upload-large', `Upload of ${largeName}`, 'MB/s', result.largeUploads.map((r) => ({ peer: r.peer, round: r.round, value: r.mbPerSecond }))));
-    for (const c of connections) {
-      result.comparisons.push(compare(`upload-4k-${c}`, `4 KiB uploads, ${c} connections`, 'req/s', result.smallUploads.filter((r) => r.connections === c).map((r) => ({ peer: r.peer, round: r.round, value: r.load.requestsPerSecond }))));
-    }
-    result.comparisons = result.comparisons.filter((c) => c.ratios.length > 0);
+    await phase(`uploads: ${matrix.map((m) => `${sizeLabel(m.sizeBytes)} at ${m.connections.join('/')} connections`).join(', ')} (${warmupSeconds} s warm-up + ${durationSeconds} s, ${rounds} round(s))`, () => runMatrix('upload'));
   } catch (err) {
-    result.errors.push({ phase: 'harness', message: err instanceof Error ? err.message : String(err) });
+    result.errors.push({ phase: 'harness', message: describeFailure(err) });
     progress(`FAILED: ${err instanceof Error ? err.stack : String(err)}`);
   } finally {
+    progress('stopping svc and nginx');
     if (svc) {
       await svc.stop();
       result.svc = { workers: svc.listeningLog?.workers, problems: svc.problems };
@@ -676,39 +924,81 @@ export async function runNginxPeers(opts: NginxPeersOptions): Promise<NginxPeers
       result.nginxErrorLog = nginx.errorLog() || undefined;
       await nginx.stop();
     }
+    progress(`removing ${tmp}`);
     fs.rmSync(tmp, { recursive: true, force: true });
+    progress('removed');
     process.off('exit', emergency);
   }
+  result.comparisons = nginxComparisons(result);
   result.finishedAt = new Date().toISOString();
   result.targets = nginxPeersTargets(result);
   return result;
 }
 
+/** Every comparison of the result, in report order (downloads, then uploads; by size, then connections). */
+export function nginxComparisons(r: NginxPeersResult): Comparison[] {
+  const out: Comparison[] = [];
+  const large = sizeLabel(r.settings.largeBytes);
+  for (const direction of ['download', 'upload'] as const) {
+    const verb = direction === 'download' ? 'Download' : 'Upload';
+    for (const m of r.settings.matrix) {
+      for (const c of m.connections) {
+        const runs = r.runs.filter((x) => x.direction === direction && x.sizeBytes === m.sizeBytes && x.connections === c);
+        const mb = m.sizeBytes >= MiB;
+        out.push(compare(`${direction}-${sizeKey(m.sizeBytes)}-c${c}`, `${verb} ${sizeLabel(m.sizeBytes)}, ${c} conn.`, mb ? 'MB/s' : 'req/s', { direction, sizeBytes: m.sizeBytes, connections: c, generator: m.generator, target: nginxTarget(direction, m.sizeBytes, false) },
+          runs.map((x) => ({ peer: x.peer, round: x.round, value: mb ? x.mbPerSecond : x.requestsPerSecond }))));
+      }
+    }
+    const largeRuns = direction === 'download' ? r.largeDownloads : r.largeUploads;
+    out.push(compare(`${direction}-large`, `${verb} ${large}, 1 conn.`, 'MB/s', { direction, sizeBytes: r.settings.largeBytes, connections: 1, target: nginxTarget(direction, r.settings.largeBytes, true) },
+      largeRuns.map((x) => ({ peer: x.peer, round: x.round, value: x.mbPerSecond }))));
+  }
+  return out.filter((c) => c.ratios.length > 0);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Targets and report
 
-export function nginxPeersTargets(r: NginxPeersResult): Target[] {
-  const quickNote = r.mode === 'quick' ? ' (quick run: target is for 1 GiB)' : '';
-  const big = mib(r.settings.largeBytes, 0);
-  const rows: Array<{ key: string; name: string; min: number }> = [
-    { key: 'download-large', name: `Download of ${big}${quickNote}`, min: 0.8 },
-    ...r.settings.connections.map((c) => ({ key: `download-4k-${c}`, name: `4 KiB downloads, ${c} connections`, min: 1.0 })),
-    { key: 'upload-large', name: `Upload of ${big}${quickNote} (svc hashes, chunks, dedups)`, min: 0.5 },
-    ...r.settings.connections.map((c) => ({ key: `upload-4k-${c}`, name: `4 KiB uploads, ${c} connections (svc hashes, chunks, dedups)`, min: 0.5 })),
-  ];
-  return rows.map((row) => {
-    const c = r.comparisons.find((x) => x.key === row.key);
-    const value = c
-      ? `${f(c.medianRatio, 2)}x (svc ${f(c.svcMedian)} / nginx ${f(c.nginxMedian)} ${c.unit}${c.ratios.length > 1 ? `; rounds ${c.ratios.map((x) => f(x, 2)).join(', ')}` : ''})`
-      : r.skipped ? `skipped: ${r.skipped}` : 'n/a';
-    return { name: `svc/nginx: ${row.name}`, value, target: `>= ${f(row.min, 1)}x nginx`, pass: c ? c.medianRatio >= row.min : undefined };
-  });
+export const spread = (v: number[], digits = 0) => (v.length === 0 ? 'n/a' : v.length === 1 ? f(v[0], digits) : `${f(Math.min(...v), digits)}–${f(Math.max(...v), digits)}`);
+
+/** PASS / FAIL on the median ratio; `*` when the rounds' ratios fall on both sides of the target. */
+export function verdict(c: Comparison): string {
+  if (c.target === undefined) return 'no target';
+  const pass = c.medianRatio >= c.target;
+  const straddles = Math.min(...c.ratios) < c.target && Math.max(...c.ratios) >= c.target;
+  return `${mark(pass)}${straddles ? '*' : ''}`;
 }
 
-const spread = (v: number[], digits = 0) => (v.length === 0 ? 'n/a' : v.length === 1 ? f(v[0], digits) : `${f(Math.min(...v), digits)}-${f(Math.max(...v), digits)}`);
+export function nginxPeersTargets(r: NginxPeersResult): Target[] {
+  const quickNote = r.mode === 'quick' ? ' (quick run: the target is for 1 GiB)' : '';
+  if (r.skipped || r.comparisons.length === 0) {
+    const why = r.skipped ? `skipped: ${r.skipped}` : 'n/a';
+    return [
+      { name: 'svc/nginx: large download', value: why, target: '>= 0.8x nginx', pass: undefined },
+      { name: 'svc/nginx: 4 KiB downloads', value: why, target: '>= 1.0x nginx', pass: undefined },
+      { name: 'svc/nginx: uploads', value: why, target: '>= 0.5x nginx', pass: undefined },
+    ];
+  }
+  return r.comparisons
+    .filter((c) => c.target !== undefined)
+    .map((c) => ({
+      name: `svc/nginx: ${c.name}${c.key.endsWith('large') ? quickNote : ''}${c.direction === 'upload' ? ' (svc hashes, chunks, dedups)' : ''}`,
+      value: `${f(c.medianRatio, 2)}x (svc ${f(c.svcMedian)} / nginx ${f(c.nginxMedian)} ${c.unit}${c.ratios.length > 1 ? `; rounds ${c.ratios.map((x) => f(x, 2)).join(', ')}` : ''})`,
+      target: `>= ${f(c.target, 1)}x nginx`,
+      pass: c.medianRatio >= c.target!,
+    }));
+}
+
+/** The generator line of the reports: which generator drove which cells. */
+export function generatorText(r: NginxPeersResult): string {
+  const g = r.generators;
+  if (!g) return 'n/a';
+  const used = g.bySize.every((x) => x.generator === 'wrk') && g.wrk ? `wrk (${g.wrk.version}, ${g.wrk.binary}, -t ${g.wrk.threads}, a generated Lua script per run)` : `the Node generator (${g.node}; ${g.wrkMissing ?? 'wrk not used'})`;
+  return `${g.bySize.map((x) => sizeLabel(x.sizeBytes)).join(' and ')} cells: ${used}; large objects: one connection (node:http upload, raw-socket download)`;
+}
 
 export function renderNginxPeersSection(r: NginxPeersResult): string {
-  const L: string[] = ['## svc against nginx (issue 7, first scenario)', ''];
+  const L: string[] = ['## svc against nginx (issue 7): size/concurrency matrix', ''];
   if (r.skipped) {
     L.push(`Skipped: ${r.skipped}`, '');
     return L.join('\n');
@@ -716,18 +1006,20 @@ export function renderNginxPeersSection(r: NginxPeersResult): string {
   const s = r.settings;
   L.push(
     `nginx ${r.nginx?.version ?? '?'} (${r.nginx?.binary ?? '?'}), master + ${r.nginx?.workerProcesses ?? '?'} worker processes${r.nginx?.user ? ` (user ${r.nginx.user})` : ''}, sendfile and tcp_nopush on, access log off; svc with SVC_DURABILITY=relaxed, ${String(r.svc?.workers ?? '?')} workers. ` +
-      `Durability: neither side fsyncs (svc relaxed trusts the page cache; nginx's WebDAV PUT writes a temp file and renames it, without fsync). Loopback only; data of both on ${s.dataDir ?? '?'}. ` +
-      `${s.rounds} round(s), svc and nginx back to back in each, the order flipped every round; ratio = svc / nginx in the same round, the median of the rounds (range in brackets).`,
+      `Durability: neither side fsyncs (svc relaxed trusts the page cache; nginx's WebDAV PUT writes a temp file and renames it, without fsync); \`sync\` runs untimed before every upload window. Loopback only; data of both on ${s.dataDir ?? '?'}. ` +
+      `${s.rounds} round(s), svc and nginx back to back in every cell, the order flipped every round; ratio = svc / nginx in the same round: median [min–max] over the rounds.`,
+    '',
+    `Load generators: ${generatorText(r)}.`,
     '',
   );
   L.push('### Targets', '', ...renderTargets(r.targets));
   if (r.errors.length) L.push('### Errors', '', ...r.errors.map((e) => `- **${e.phase}**: ${e.message.replace(/\n/g, ' ')}`), '');
-  L.push('| Measurement | svc (median; runs) | nginx (median; runs) | svc / nginx (median; range) |', '|---|---|---|---|');
+  L.push('| Measurement | svc median [min–max] | nginx median [min–max] | svc / nginx median [min–max] | Target | Verdict |', '|---|---|---|---|---|---|');
   for (const c of r.comparisons) {
-    L.push(`| ${c.name} | ${f(c.svcMedian)} ${c.unit} (${c.svc.map((x) => f(x)).join(', ')}) | ${f(c.nginxMedian)} ${c.unit} (${c.nginx.map((x) => f(x)).join(', ')}) | ${f(c.medianRatio, 2)}x (${spread(c.ratios, 2)}) |`);
+    L.push(`| ${c.name} | ${f(c.svcMedian)} [${spread(c.svc)}] ${c.unit} | ${f(c.nginxMedian)} [${spread(c.nginx)}] ${c.unit} | ${f(c.medianRatio, 2)}x [${spread(c.ratios, 2)}] | ${c.target === undefined ? '–' : `>= ${f(c.target, 1)}x`} | ${verdict(c)} |`);
   }
-  L.push('');
-  L.push('| Measurement | Peer | Server CPU (median) | Bench CPU | Other CPU | p50 / p99 latency |', '|---|---|---|---|---|---|');
+  L.push('', '`*`: the rounds\' ratios fall on both sides of the target.', '');
+  L.push('| Measurement | Peer | Server CPU | Generator CPU | Other CPU | p50 / p99 latency |', '|---|---|---|---|---|---|');
   const cpuRows = (name: string, runs: Array<{ peer: Peer; cpu: PeerCpu; lat?: [number, number] }>) => {
     for (const p of ['svc', 'nginx'] as const) {
       const x = runs.filter((y) => y.peer === p);
@@ -736,15 +1028,20 @@ export function renderNginxPeersSection(r: NginxPeersResult): string {
       L.push(`| ${name} | ${p} | ${pct(median(x.map((y) => y.cpu.serverPercent ?? NaN)))} | ${pct(median(x.map((y) => y.cpu.benchPercent)))} | ${pct(median(x.map((y) => y.cpu.otherPercent ?? NaN)))} | ${lat} |`);
     }
   };
-  cpuRows(`Download of ${mib(s.largeBytes, 0)}`, r.largeDownloads);
-  for (const c of s.connections) cpuRows(`4 KiB downloads, ${c} connections`, r.smallDownloads.filter((x) => x.connections === c).map((x) => ({ peer: x.peer, cpu: x.load.cpu as PeerCpu, lat: [x.load.latency.p50Ms, x.load.latency.p99Ms] })));
-  cpuRows(`Upload of ${mib(s.largeBytes, 0)}`, r.largeUploads);
-  for (const c of s.connections) cpuRows(`4 KiB uploads, ${c} connections`, r.smallUploads.filter((x) => x.connections === c).map((x) => ({ peer: x.peer, cpu: x.load.cpu as PeerCpu, lat: [x.load.latency.p50Ms, x.load.latency.p99Ms] })));
+  for (const c of r.comparisons) {
+    if (c.key.endsWith('-large')) cpuRows(c.name, c.direction === 'download' ? r.largeDownloads : r.largeUploads);
+    else cpuRows(`${c.name} (${c.generator})`, r.runs.filter((x) => x.direction === c.direction && x.sizeBytes === c.sizeBytes && x.connections === c.connections).map((x) => ({ peer: x.peer, cpu: x.cpu, lat: [x.latency.p50Ms, x.latency.p99Ms] })));
+  }
   L.push('');
+  if (r.generatorCheck.length) {
+    L.push('Generator check (same cell, same server, generators back to back, every window):', '', '| Server | Cell | Repetition | Generator | Requests/s | MB/s | Generator CPU | Server CPU | Other CPU | p99 |', '|---|---|---|---|---|---|---|---|---|---|');
+    for (const g of r.generatorCheck) L.push(`| ${g.peer} | ${sizeLabel(g.sizeBytes)} downloads, ${g.connections} conn. | ${g.rep + 1} | ${g.generator} | ${f(g.requestsPerSecond)} | ${f(g.mbPerSecond)} | ${pct(g.generatorCpuPercent)} | ${pct(g.serverCpuPercent)} | ${pct(g.otherCpuPercent)} | ${ms(g.p99Ms)} |`);
+    L.push('');
+  }
   L.push(
-    `Large transfers: one connection, the file streamed with Content-Length by node:http (uploads; a fresh random file each round, sent to both) or read over a raw socket with a 1 MiB buffer and discarded (downloads, after one untimed pass each); MB/s decimal. ` +
-      `4 KiB: closed loop (bench/load.ts), ${f(s.warmupMs / 1000, 1)} s warm-up + ${f(s.durationMs / 1000, 1)} s measured, no pipelining; downloads of ${SMALL_OBJECTS} objects round-robin (the same bytes on both sides), uploads of distinct random bodies (svc POST /api/v1/blobs, nginx PUT /dav/<distinct name>). ` +
-      `CPU: % of one core (${r.environment.cpus} CPUs = ${r.environment.cpus * 100}%); server = its process tree (nginx master and workers; svc's one process, all threads), for 4 KiB over the whole load call (warm-up included); bench = the single-threaded load generator; other = the rest of the host. Server and load generator share the host's CPUs.`,
+    `Large objects: one connection, the file streamed with Content-Length by node:http (uploads; a fresh random file each round, sent to both) or read over a raw socket with a 1 MiB buffer and discarded (downloads, after one untimed pass each); MB/s decimal. ` +
+      `Matrix cells: closed loop, ${s.warmupSeconds} s warm-up + ${s.durationSeconds} s measured, no pipelining; downloads of ${s.objects} objects per size round-robin (the same bytes on both sides), uploads of distinct bodies (svc POST /api/v1/blobs, nginx PUT /dav/<distinct name>). ` +
+      `CPU: % of one core (${r.environment.cpus} CPUs = ${r.environment.cpus * 100}%); server = its process tree (nginx master and workers; svc's one process, all threads); generator = wrk (its /proc ticks) or the Node generator (this process); other = the rest of the host. Server and generator share the host's CPUs.`,
     '',
   );
   if (r.svc?.problems.length) L.push(`svc warnings/errors logged: ${r.svc.problems.length}`, ...r.svc.problems.slice(0, 5).map((p) => `- \`${p.replace(/`/g, "'").slice(0, 300)}\``), '');
@@ -755,14 +1052,17 @@ export function renderNginxPeersSection(r: NginxPeersResult): string {
 // ---------------------------------------------------------------------------------------------
 // Standalone
 
-const USAGE = `usage: node dist/bench/peers-nginx.js [--quick]
-  --quick   256 MiB instead of 1 GiB, 2 s load windows, 1 round instead of 2
+const USAGE = `usage: node dist/bench/peers-nginx.js [--quick] [--no-wrk]
+  --quick   256 MiB instead of 1 GiB, a smaller matrix, 1 round instead of 3
+  --no-wrk  the Node generator for the 4 KiB cells even when wrk is installed
 `;
 
 async function main(): Promise<void> {
   let quick = false;
+  let noWrk = false;
   for (const a of process.argv.slice(2)) {
     if (a === '--quick') quick = true;
+    else if (a === '--no-wrk') noWrk = true;
     else {
       process.stderr.write(`${a === '--help' || a === '-h' ? '' : `peers-nginx: unknown argument "${a}"\n`}${USAGE}`);
       process.exit(a === '--help' || a === '-h' ? 0 : 2);
@@ -776,7 +1076,7 @@ async function main(): Promise<void> {
       process.exit(130); // the scenario's 'exit' handler kills both and removes the directory
     });
   }
-  const result = await runNginxPeers({ repo, quick, progress });
+  const result = await runNginxPeers({ repo, quick, noWrk, progress });
   const outDir = path.join(repo, 'bench', 'results');
   fs.mkdirSync(outDir, { recursive: true });
   const file = path.join(outDir, `peers-nginx-${result.startedAt.replace(/:/g, '-')}.json`);

@@ -11,6 +11,11 @@
  *   npm run bench -- --resumable-only   only the resumable-upload scenario (bench/resumable.ts)
  *   npm run bench -- --documents-only   only the document platform scenario (bench/documents.ts)
  *   npm run bench -- --peers-only   only svc against nginx (bench/peers-nginx.ts; skipped when nginx is absent)
+ *   npm run bench -- --no-wrk     the Node generator for the 4 KiB cells even when wrk is installed
+ *   npm run bench -- --docs | --no-docs   write (or not) the generated block of docs/performance.md
+ *                                 and docs/perf/*.svg; by default only a full relaxed run with every
+ *                                 scenario writes them, every other run writes its charts to
+ *                                 bench/results/<timestamp>-charts/
  *   npm run bench:ops             garbage collection at 1M blocks and idle SSE subscribers (bench/gc-ops.ts,
  *                                 ~7.5 min, not part of a full run)
  *
@@ -26,18 +31,24 @@
  * a pool of 200 documents (shorter windows with --quick). It ends with the model
  * runtime scenario (issue 3): the airbnb MLeap bundle on the model listener, transform at
  * 1 / 100 / 10,000 rows in seq, par and par-2, and rank. After the bench's server has stopped,
- * svc against nginx (issue 7; bench/peers-nginx.ts, its own svc and nginx, 1 GiB / 256 MiB with
- * --quick): skipped with an install hint when nginx is not installed.
+ * svc against nginx (issue 7; bench/peers-nginx.ts, its own svc and nginx): 4 KiB and 1 MiB
+ * objects at 1/8/32 connections and 1 GiB objects, downloads and uploads, 3 rounds (--quick: a
+ * smaller matrix, 256 MiB, 1 round); skipped with an install hint when nginx is not installed.
  *
- * The load generator is built in (bench/load.ts, one Node.js thread); every scenario reports its
- * own CPU use next to the server's (the "bench CPU" figures, process.cpuUsage).
+ * Load generators: the nginx scenario's 4 KiB cells use wrk (bench/wrk.ts) when it is installed
+ * (else the Node generator, with `wrk not installed: apt-get install wrk (Debian)`); everything
+ * else uses the built-in one (bench/load.ts, one Node.js thread). Every scenario reports the
+ * generator's CPU next to the server's ("bench CPU": process.cpuUsage, or wrk's /proc ticks).
+ *
+ * Output: bench/results/<timestamp>.json (every round's raw samples, machine, versions),
+ * bench/results/latest.md, and the charts (bench/charts.ts). A full run also rewrites the
+ * generated block of docs/performance.md and docs/perf/*.svg (bench/harness-report.ts).
  *
  * Other SVC_* variables in the environment are passed to the server unchanged; the model
  * listener always gets a free port (HTTP_PORT=0).
  */
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -47,24 +58,17 @@ import { downloadBlob, measureSha256, uploadFile, writeRandomFile } from './larg
 import { runLoad } from './load.js';
 import { type LimitsResult, renderLimitsSection, runLimits } from './limits.js';
 import { type ModelsResult, renderModelsReport, renderModelsSection, runModels } from './models.js';
+import { type HarnessResults, buildCharts, renderGeneratedBlock, replaceGeneratedBlock, writeCharts } from './harness-report.js';
 import { type NginxPeersResult, renderNginxPeersSection, runNginxPeers } from './peers-nginx.js';
 import { RawConnection, getRequest, postRequest } from './raw-http.js';
 import { type Results, evaluateTargets, machineEnvironment, renderErrors, renderHeader, renderMarkdown } from './report.js';
 import { type ResumableResult, renderResumableReport, renderResumableSection, runResumable } from './resumable.js';
 import { ServerProcess } from './server-process.js';
 import { freePort } from './host.js';
+import { WRK_INSTALL_HINT, findWrk } from './wrk.js';
 
 /** Thrown to leave the server part of a run that needs no bench server (--peers-only). */
 class SkipServer extends Error {}
-
-/** Whether wrk is on PATH (not used yet: recorded so the report says so). */
-function findWrk(): boolean {
-  try {
-    return execFileSync('sh', ['-c', 'command -v wrk'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim() !== '';
-  } catch {
-    return false;
-  }
-}
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -78,19 +82,24 @@ interface Options {
   resumableOnly: boolean;
   documentsOnly: boolean;
   peersOnly: boolean;
+  noWrk: boolean;
+  /** auto: only a full relaxed run with every scenario writes docs/performance.md's block and docs/perf/. */
+  docs: 'auto' | 'yes' | 'no';
 }
 
-const USAGE = `usage: node dist/bench/run.js [--quick] [--strict] [--models-only | --resumable-only | --documents-only | --peers-only]
-  --quick           256 MiB bodies, shorter load phases and document cells, 1 resumable round instead of 2
+const USAGE = `usage: node dist/bench/run.js [--quick] [--strict] [--models-only | --resumable-only | --documents-only | --peers-only] [--no-wrk] [--docs | --no-docs]
+  --quick           256 MiB bodies, shorter load phases and document cells, 1 round of each comparison, a smaller nginx matrix
   --strict          SVC_DURABILITY=strict (default: relaxed)
   --models-only     only the model runtime scenario (bench/models.ts)
   --resumable-only  only the resumable-upload scenario, svc vs tus (bench/resumable.ts)
   --documents-only  only the document platform scenario: documents/s, metadata writes and reads (bench/documents.ts)
-  --peers-only      only svc against nginx: large and 4 KiB downloads and uploads (bench/peers-nginx.ts; skipped when nginx is absent)
+  --peers-only      only svc against nginx: 4 KiB / 1 MiB / 1 GiB downloads and uploads (bench/peers-nginx.ts; skipped when nginx is absent)
+  --no-wrk          the built-in Node generator for the nginx scenario's 4 KiB cells even when wrk is installed
+  --docs, --no-docs write (or not) docs/performance.md's generated block and docs/perf/*.svg (default: only a full relaxed run does)
 `;
 
 function parseArgs(argv: string[]): Options {
-  const opts: Options = { quick: false, strict: false, modelsOnly: false, resumableOnly: false, documentsOnly: false, peersOnly: false };
+  const opts: Options = { quick: false, strict: false, modelsOnly: false, resumableOnly: false, documentsOnly: false, peersOnly: false, noWrk: false, docs: 'auto' };
   for (const a of argv) {
     if (a === '--quick') opts.quick = true;
     else if (a === '--strict') opts.strict = true;
@@ -98,11 +107,14 @@ function parseArgs(argv: string[]): Options {
     else if (a === '--resumable-only') opts.resumableOnly = true;
     else if (a === '--documents-only') opts.documentsOnly = true;
     else if (a === '--peers-only') opts.peersOnly = true;
+    else if (a === '--no-wrk') opts.noWrk = true;
+    else if (a === '--docs') opts.docs = 'yes';
+    else if (a === '--no-docs') opts.docs = 'no';
     else if (a === '--help' || a === '-h') {
       process.stdout.write(USAGE);
       process.exit(0);
     } else {
-      process.stderr.write(`bench: unknown argument "${a}" (expected --quick, --strict, --models-only, --resumable-only, --documents-only or --peers-only)\n${USAGE}`);
+      process.stderr.write(`bench: unknown argument "${a}" (expected --quick, --strict, --models-only, --resumable-only, --documents-only, --peers-only, --no-wrk, --docs or --no-docs)\n${USAGE}`);
       process.exit(2);
     }
   }
@@ -140,8 +152,8 @@ function notRun(bodyBytes: number, durability: 'strict' | 'relaxed'): ResumableR
 function peersNotRun(r: Results): NginxPeersResult {
   return {
     tool: 'svc-bench-peers-nginx', startedAt: r.startedAt, mode: r.mode, skipped: 'the scenario did not run (see Errors)', environment: machineEnvironment(REPO),
-    durability: { svc: 'relaxed', nginx: 'n/a' }, settings: { largeBytes: 0, smallBytes: 4096, rounds: 0, warmupMs: 0, durationMs: 0, connections: [] },
-    largeDownloads: [], largeUploads: [], smallDownloads: [], smallUploads: [], comparisons: [], errors: [], targets: [],
+    durability: { svc: 'relaxed', nginx: 'n/a' }, settings: { largeBytes: 0, rounds: 0, warmupSeconds: 0, durationSeconds: 0, objects: 0, matrix: [] },
+    generatorCheck: [], largeDownloads: [], largeUploads: [], runs: [], comparisons: [], errors: [], targets: [],
   };
 }
 
@@ -174,7 +186,8 @@ async function main(): Promise<void> {
   // The scenarios that use the bench's own server (the nginx scenario starts its own svc).
   const needServer = blobs || models || resumable || documents;
 
-  const results: Results & { scenarios: string[]; limits?: LimitsResult; resumable?: ResumableResult; documents?: DocumentsResult; models?: ModelsResult; peersNginx?: NginxPeersResult } = {
+  const wrk = findWrk();
+  const results: HarnessResults & { documents?: DocumentsResult; models?: ModelsResult } = {
     scenarios: [...(limits ? ['limits'] : []), ...(blobs ? ['blobs'] : []), ...(resumable ? ['resumable'] : []), ...(documents ? ['documents'] : []), ...(models ? ['models'] : []), ...(peers ? ['peers-nginx'] : [])],
     tool: 'svc-bench',
     startedAt: new Date().toISOString(),
@@ -184,7 +197,7 @@ async function main(): Promise<void> {
     loadSeconds: { uploads: uploadMs / 1000, downloads: downloadMs / 1000, warmup: warmupMs / 1000 },
     environment: {
       ...machineEnvironment(REPO),
-      loadGenerator: `built-in (bench/load.ts; wrk ${findWrk() ? 'is installed but not used yet' : 'not installed'}): raw keep-alive HTTP/1.1 sockets, one Node.js thread; its own CPU use is reported as "bench CPU" (process.cpuUsage) in every scenario`,
+      loadGenerator: `${peers ? `svc vs nginx 4 KiB and 1 MiB cells: ${wrk && !opts.noWrk ? `wrk (${wrk.version}, one thread; its CPU from /proc)` : `built-in (${wrk ? '--no-wrk' : WRK_INSTALL_HINT})`}; everything else: ` : ''}built-in (bench/load.ts): raw keep-alive HTTP/1.1 sockets, one Node.js thread; its own CPU use is reported as "bench CPU" (process.cpuUsage) in every scenario`,
     },
     server: { problems: [] },
     errors: [],
@@ -384,10 +397,10 @@ async function main(): Promise<void> {
 
   // svc against nginx: its own svc and nginx, after the bench's server has stopped.
   if (peers) {
-    const name = `svc against nginx (${opts.quick ? '256 MiB, 1 round' : '1 GiB, 2 rounds'})`;
+    const name = `svc against nginx (${opts.quick ? '4 KiB / 1 MiB / 256 MiB, 1 round' : '4 KiB / 1 MiB / 1 GiB, 3 rounds'})`;
     progress(name);
     try {
-      results.peersNginx = await runNginxPeers({ repo: REPO, quick: opts.quick, progress });
+      results.peersNginx = await runNginxPeers({ repo: REPO, quick: opts.quick, noWrk: opts.noWrk, progress });
       for (const e of results.peersNginx.errors) results.errors.push({ phase: `svc against nginx: ${e.phase}`, message: e.message });
       if (!needServer) results.server.workers = results.peersNginx.svc?.workers;
     } catch (err) {
@@ -418,11 +431,31 @@ async function main(): Promise<void> {
   else markdown = `${renderMarkdown(results)}\n${results.limits ? renderLimitsSection(results.limits) : ''}\n${results.resumable ? renderResumableSection(results.resumable) : ''}\n${results.documents ? renderDocumentsSection(results.documents) : ''}\n${results.models ? renderModelsSection(results.models) : ''}\n${results.peersNginx ? renderNginxPeersSection(results.peersNginx) : ''}`;
   const outDir = path.join(REPO, 'bench', 'results');
   mkdirSync(outDir, { recursive: true });
-  const jsonFile = path.join(outDir, `${results.startedAt.replace(/:/g, '-')}.json`);
+  const stamp = results.startedAt.replace(/:/g, '-');
+  const jsonFile = path.join(outDir, `${stamp}.json`);
+
+  // Charts and docs/performance.md's generated block: a full relaxed run with every scenario
+  // writes them into docs/ (or any run with --docs); other runs keep their charts next to the JSON.
+  const writeDocs = opts.docs === 'yes' || (opts.docs === 'auto' && !opts.quick && !only && !opts.strict);
+  const charts = buildCharts(results);
+  const docFile = path.join(REPO, 'docs', 'performance.md');
+  results.outputs = { charts: [] };
+  try {
+    const chartDir = writeDocs ? path.join(REPO, 'docs', 'perf') : path.join(outDir, `${stamp}-charts`);
+    if (charts.length) results.outputs.charts = writeCharts(chartDir, charts).map((x) => path.relative(REPO, x));
+    if (writeDocs) {
+      const block = renderGeneratedBlock(results, charts, 'perf');
+      writeFileSync(docFile, replaceGeneratedBlock(readFileSync(docFile, 'utf8'), block));
+      results.outputs.docs = path.relative(REPO, docFile);
+    }
+  } catch (err) {
+    results.errors.push({ phase: 'charts and docs/performance.md', message: err instanceof Error ? err.message : String(err) });
+  }
+  if (results.outputs.charts.length) markdown += `\n## Charts\n\n${results.outputs.charts.map((c) => `- ${c}`).join('\n')}\n`;
   writeFileSync(jsonFile, `${JSON.stringify(results, null, 2)}\n`);
   writeFileSync(path.join(outDir, 'latest.md'), markdown);
   process.stdout.write(markdown);
-  progress(`wrote ${path.relative(REPO, jsonFile)} and bench/results/latest.md`);
+  progress(`wrote ${path.relative(REPO, jsonFile)}, bench/results/latest.md${results.outputs.charts.length ? `, ${results.outputs.charts.length} charts in ${path.dirname(results.outputs.charts[0])}` : ''}${results.outputs.docs ? ` and the generated block of ${results.outputs.docs}` : ''}`);
   if (results.errors.length > 0) process.exitCode = 1;
 }
 
