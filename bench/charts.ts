@@ -60,8 +60,8 @@ const num = (n: number) => (Number.isFinite(n) ? Number(n.toFixed(1)) : 0);
 export function shortNumber(n: number): string {
   if (!Number.isFinite(n)) return 'n/a';
   const a = Math.abs(n);
-  if (a >= 1e6) return `${(n / 1e6).toFixed(a >= 1e7 ? 0 : 1)}M`;
-  if (a >= 1e4) return `${(n / 1e3).toFixed(a >= 1e5 ? 0 : 1)}k`;
+  if (a >= 1e6) return `${(n / 1e6).toFixed(a >= 1e7 ? 0 : 1).replace(/\.0$/, '')}M`;
+  if (a >= 1e4) return `${(n / 1e3).toFixed(a >= 1e5 ? 0 : 1).replace(/\.0$/, '')}k`;
   if (a >= 100) return Math.round(n).toLocaleString('en-US');
   if (a >= 10) return n.toFixed(1).replace(/\.0$/, '');
   return n.toFixed(2).replace(/0$/, '').replace(/\.0?$/, '');

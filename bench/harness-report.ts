@@ -154,17 +154,18 @@ export function renderGeneratedBlock(r: HarnessResults, charts: Chart[], chartDi
     '',
   );
   if (p && !p.skipped && p.runs.length) {
-    const cpuOf = (peer: 'svc' | 'nginx', size: number) => {
-      const x = p.runs.filter((y) => y.peer === peer && y.sizeBytes === size);
-      return { server: median(x.map((y) => y.cpu.serverPercent ?? NaN)), gen: median(x.map((y) => y.cpu.benchPercent)) };
-    };
-    const cells = [...new Set(p.runs.map((x) => x.sizeBytes))].map((size) => {
-      const s = cpuOf('svc', size);
-      const n = cpuOf('nginx', size);
-      const g = p.settings.matrix.find((mm) => mm.sizeBytes === size)?.generator ?? '?';
-      return `${sizeLabel(size)} cells (${g}): server svc ${pct(s.server)} / nginx ${pct(n.server)}, generator ${pct(s.gen)} / ${pct(n.gen)}`;
-    });
-    L.push(`CPU, % of one core (${e.cpus} CPUs = ${e.cpus * 100}%), median over all windows of a size: ${cells.join('; ')}. Per-window figures are in the JSON and in bench/results/latest.md.`, '');
+    const cells: string[] = [];
+    for (const direction of ['download', 'upload'] as const) {
+      for (const m of p.settings.matrix) {
+        const of = (peer: 'svc' | 'nginx') => p.runs.filter((y) => y.peer === peer && y.direction === direction && y.sizeBytes === m.sizeBytes);
+        const s = of('svc');
+        const n = of('nginx');
+        if (!s.length && !n.length) continue;
+        const med = (x: typeof s, pick: (y: (typeof s)[number]) => number | undefined) => pct(median(x.map(pick).filter((v): v is number => v !== undefined && Number.isFinite(v))));
+        cells.push(`${direction}s of ${sizeLabel(m.sizeBytes)} (${m.generator}): server svc ${med(s, (y) => y.cpu.serverPercent)} / nginx ${med(n, (y) => y.cpu.serverPercent)}, generator ${med(s, (y) => y.cpu.benchPercent)} / ${med(n, (y) => y.cpu.benchPercent)}`);
+      }
+    }
+    L.push(`CPU, % of one core (${e.cpus} CPUs = ${e.cpus * 100}%), median over the windows: ${cells.join('; ')}. Per-window figures are in the JSON and in bench/results/latest.md.`, '');
   }
   if (p?.generatorCheck.length) {
     const reps = Math.max(...p.generatorCheck.map((g) => g.rep)) + 1;

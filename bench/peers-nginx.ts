@@ -8,16 +8,15 @@
  *   on), read over a raw socket with a 1 MiB buffer and discarded, after one untimed pass each;
  *   uploads: svc `POST /api/v1/blobs` vs nginx WebDAV `PUT /dav/<name>`, node:http streaming the
  *   file with Content-Length, a fresh random file each round (svc's dedup never helps it).
- * - 4 KiB and 1 MiB objects at 1, 8 and 32 keep-alive connections (--quick: 4 KiB at 8 and 32,
- *   1 MiB at 8), closed loop, a warm-up then a measured window: downloads round-robin over 8
+ * - 4 KiB objects at 1, 8 and 32 keep-alive connections, 1 MiB objects at 1 and 8 (--quick:
+ *   4 KiB at 8 and 32, 1 MiB at 8), closed loop, a warm-up then a measured window: downloads round-robin over 8
  *   objects per size (svc blobs vs nginx static files with the same bytes), uploads of distinct
  *   bodies (every 4 KiB region stamped: bench/wrk.ts) as svc POST vs nginx PUT of distinct names.
  *   The cells are driven by wrk (bench/wrk.ts, one thread) when it is installed, else by the
  *   Node generator (bench/load.ts) with the message `wrk not installed: apt-get install wrk
  *   (Debian)`.
  * - A generator check before the matrix: 4 KiB downloads at 32 connections from both peers with
- *   the Node generator and with wrk (1 thread; 2 threads too in a full run), and in a full run
- *   1 MiB downloads at 8 connections with both: which one gets more out of the same server, at
+ *   the Node generator and with wrk (one thread): which one gets more out of the same server, at
  *   what CPU (one window each: a single window is noisy on a shared host, the figures say so).
  * - Every upload cell is checked: nginx must have created a file per counted response, svc's
  *   /api/stats must show no duplicate block and at least one ingest per counted response.
@@ -659,7 +658,8 @@ export async function runNginxPeers(opts: NginxPeersOptions): Promise<NginxPeers
   const smallGenerator: Generator = wrkInfo ? 'wrk' : 'node';
   const matrix: NginxPeersResult['settings']['matrix'] = [
     { sizeBytes: 4 * KiB, connections: quick ? [8, 32] : [1, 8, 32], generator: smallGenerator },
-    { sizeBytes: MiB, connections: quick ? [8] : [1, 8, 32], generator: smallGenerator },
+    // 1 MiB at 32 connections too would add ~40 s to a full run that is ~9 min already.
+    { sizeBytes: MiB, connections: quick ? [8] : [1, 8], generator: smallGenerator },
   ];
   const result: NginxPeersResult = {
     tool: 'svc-bench-peers-nginx',
@@ -796,9 +796,9 @@ export async function runNginxPeers(opts: NginxPeersOptions): Promise<NginxPeers
     // Which generator gets more out of the same server: Node vs wrk on the same cells.
     const checks: Array<{ peer: Peer; sizeBytes: number; connections: number; generators: Array<{ name: string; generator: Generator; threads?: number }> }> = [];
     if (wrkInfo) {
-      const small = [{ name: 'node', generator: 'node' as const }, { name: 'wrk -t 1', generator: 'wrk' as const, threads: 1 }, ...(quick ? [] : [{ name: 'wrk -t 2', generator: 'wrk' as const, threads: 2 }])];
+      // The thread count (wrk -t 2) and 1 MiB checks of the first runs are in docs/performance.md.
+      const small = [{ name: 'node', generator: 'node' as const }, { name: 'wrk -t 1', generator: 'wrk' as const, threads: 1 }];
       for (const peer of ['nginx', 'svc'] as const) checks.push({ peer, sizeBytes: 4 * KiB, connections: 32, generators: small });
-      if (!quick) for (const peer of ['nginx', 'svc'] as const) checks.push({ peer, sizeBytes: MiB, connections: 8, generators: [{ name: 'node', generator: 'node' }, { name: 'wrk -t 1', generator: 'wrk', threads: 1 }] });
     }
     if (checks.length && paths.size) await phase(`generator check: Node vs wrk on the same cells (${warmupSeconds} s warm-up + ${durationSeconds} s each)`, async () => {
       const rep = 0;

@@ -31,11 +31,11 @@
  * a pool of 200 documents (shorter windows with --quick). It ends with the model
  * runtime scenario (issue 3): the airbnb MLeap bundle on the model listener, transform at
  * 1 / 100 / 10,000 rows in seq, par and par-2, and rank. After the bench's server has stopped,
- * svc against nginx (issue 7; bench/peers-nginx.ts, its own svc and nginx): 4 KiB and 1 MiB
- * objects at 1/8/32 connections and 1 GiB objects, downloads and uploads, 3 rounds (--quick: a
+ * svc against nginx (issue 7; bench/peers-nginx.ts, its own svc and nginx): 4 KiB objects at
+ * 1/8/32 connections, 1 MiB at 1/8, 1 GiB on one, downloads and uploads, 3 rounds (--quick: a
  * smaller matrix, 256 MiB, 1 round); skipped with an install hint when nginx is not installed.
  *
- * Load generators: the nginx scenario's 4 KiB cells use wrk (bench/wrk.ts) when it is installed
+ * Load generators: the nginx scenario's 4 KiB and 1 MiB cells use wrk (bench/wrk.ts) when installed
  * (else the Node generator, with `wrk not installed: apt-get install wrk (Debian)`); everything
  * else uses the built-in one (bench/load.ts, one Node.js thread). Every scenario reports the
  * generator's CPU next to the server's ("bench CPU": process.cpuUsage, or wrk's /proc ticks).
