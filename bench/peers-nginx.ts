@@ -669,7 +669,7 @@ export async function runNginxPeers(opts: NginxPeersOptions): Promise<NginxPeers
     durability: { svc: 'relaxed', nginx: 'no fsync (WebDAV PUT writes a temp file and renames it; no fsync directive exists)' },
     generators: {
       wrk: wrkInfo ? { ...wrkInfo, threads: WRK_THREADS } : undefined,
-      wrkMissing: wrkInfo ? undefined : opts.noWrk ? 'not used (--no-wrk)' : WRK_INSTALL_HINT,
+      wrkMissing: wrkInfo ? undefined : opts.noWrk ? 'wrk not used: --no-wrk' : WRK_INSTALL_HINT,
       node: 'bench/load.ts: raw keep-alive HTTP/1.1 sockets, 64 KiB reads, one Node.js thread',
       bySize: matrix.map((m) => ({ sizeBytes: m.sizeBytes, generator: m.generator })),
     },
