@@ -136,6 +136,11 @@ export interface PublicationGuard {
   referencedSync(key: Buffer, hex: string, size: number): void;
 }
 
+/** Publications further apart than this are sparse: a small one then commits synchronously (relaxed only). */
+const SPARSE_PUBLISH_MS = 0.1;
+/** Most blocks a synchronous publication records (a large manifest's commit stays off this thread). */
+const SYNC_COMMIT_MAX_BLOCKS = 4;
+
 /**
  * Owner of the `manifests`, `inventory` and `blocks` databases. Publication is one LMDB
  * transaction: manifest, inventory entry and block records together, or nothing.
@@ -148,7 +153,13 @@ export class ManifestStore {
   private readonly inline: Database<Buffer, string>;
   private nextSeq: number;
 
+  private readonly relaxed: boolean;
+  /** Asynchronous publications not yet committed, and when the last publication began. */
+  private asyncInFlight = 0;
+  private lastPublishAt = 0;
+
   constructor(env: CatalogEnv) {
+    this.relaxed = env.relaxed;
     this.manifests = env.database<ManifestRecord, string>('manifests');
     this.inventory = env.database<string, number>('inventory');
     this.blocks = env.database<BlockRecord, Buffer>('blocks', { keyEncoding: 'binary' });
@@ -192,7 +203,7 @@ export class ManifestStore {
     const { refs, sizes } = pack(blocks);
     const now = Date.now();
     let existed = false;
-    const record = await this.manifests.transaction(() => {
+    const write = () => {
       const existing = this.manifests.get(id);
       if (existing) {
         existed = true;
@@ -208,8 +219,33 @@ export class ManifestStore {
       this.manifests.put(id, fresh);
       this.inventory.put(fresh.seq, id);
       return fresh;
-    });
+    };
+    const record = this.commitAtOnce(blocks.length) ? this.manifests.transactionSync(write) : await this.asyncCommit(write);
     return { manifest: new Manifest(id, record), existed };
+  }
+
+  /**
+   * Whether a publication commits synchronously on this thread. lmdb-js's asynchronous commits
+   * batch concurrent writes on its own thread, but a lone one waits ~0.1-0.2 ms for that
+   * thread; without fsync (relaxed) a synchronous commit takes microseconds. So a small
+   * publication commits at once when publications are sparse (measured with wrk, 4 KiB POSTs on
+   * tmpfs: 1 connection 3.8k -> 6.0-7.1k req/s), and joins the batch when others are in flight
+   * or began within the last 0.1 ms (all synchronous, 32 connections fell from 19.4k to 12-14k).
+   */
+  private commitAtOnce(blockCount: number): boolean {
+    const now = performance.now();
+    const sparse = now - this.lastPublishAt > SPARSE_PUBLISH_MS;
+    this.lastPublishAt = now;
+    return this.relaxed && blockCount <= SYNC_COMMIT_MAX_BLOCKS && this.asyncInFlight === 0 && sparse;
+  }
+
+  private async asyncCommit<T>(write: () => T): Promise<T> {
+    this.asyncInFlight++;
+    try {
+      return await this.manifests.transaction(write);
+    } finally {
+      this.asyncInFlight--;
+    }
   }
 
   /**

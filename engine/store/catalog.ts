@@ -10,7 +10,11 @@ import type { Durability } from '../config.js';
 export class CatalogEnv {
   readonly root: RootDatabase;
 
-  private constructor(root: RootDatabase) {
+  private constructor(
+    root: RootDatabase,
+    /** Commits are not fsync'd (SVC_DURABILITY=relaxed): a synchronous transaction waits for no disk. */
+    readonly relaxed: boolean,
+  ) {
     this.root = root;
   }
 
@@ -28,7 +32,7 @@ export class CatalogEnv {
       encoding: 'msgpack',
       useVersions: false,
     });
-    return new CatalogEnv(root);
+    return new CatalogEnv(root, durability === 'relaxed');
   }
 
   database<V = unknown, K extends import('lmdb').Key = import('lmdb').Key>(
