@@ -153,6 +153,34 @@ describe('robustness', () => {
     }
   });
 
+  it('downloads dropped mid-stream give back their transfer memory and do not disturb other downloads', async () => {
+    const server = await startServer({ SVC_DURABILITY: 'relaxed' });
+    try {
+      const blobs = [seededBytes(9 * MiB, 71), seededBytes(6 * MiB, 72), seededBytes(3 * MiB + 5, 73)];
+      for (const body of blobs) expect((await upload(server.url, body)).res.status).toBe(201);
+      const ids = blobs.map(contentId);
+      // Read the first chunk of a large download, then drop the connection while its next
+      // block is being read ahead into a recycled buffer.
+      const abandon = (id: string) =>
+        new Promise<void>((resolve) => {
+          const socket = net.connect(Number(new URL(server.url).port), '127.0.0.1', () => socket.write(`GET /api/v1/blobs/${id} HTTP/1.1\r\nHost: x\r\n\r\n`));
+          socket.once('data', () => socket.destroy());
+          socket.on('close', () => resolve());
+          socket.on('error', () => resolve());
+        });
+      const complete = async (i: number) => {
+        const got = Buffer.from(await (await fetch(`${server.url}/api/v1/blobs/${ids[i % ids.length]}`)).arrayBuffer());
+        expect(got.equals(blobs[i % blobs.length]), `download ${i}`).toBe(true);
+      };
+      for (let round = 0; round < 4; round++) {
+        await Promise.all([...Array.from({ length: 6 }, (_, i) => abandon(ids[i % ids.length])), ...Array.from({ length: 6 }, (_, i) => complete(round + i))]);
+      }
+      expect(await metric(server.url, 'svc_buffered_bytes')).toBe(0);
+    } finally {
+      await server.stop();
+    }
+  });
+
   it('maximal blocks that straddle segments do not stall a paused upload', async () => {
     // Zeros never cut, so every block after the random prefix is maximal (4 MiB) and starts 986 KB
     // into a 1 MiB segment (the prefix's first cut is at 986,252): each spans five segments, more
