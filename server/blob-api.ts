@@ -204,7 +204,8 @@ export function serveBlob(engine: Engine, ex: Exchange, conditions: ReturnType<t
   const size = manifest.record.size;
   const etag = view.etag ?? `"${manifest.id}"`;
   const lastModifiedMs = view.lastModifiedMs === undefined ? manifest.lastModifiedMs : Math.floor(view.lastModifiedMs / 1000) * 1000;
-  const validators = { ETag: etag, 'Last-Modified': new Date(lastModifiedMs).toUTCString(), 'Cache-Control': view.cacheControl ?? IMMUTABLE };
+  const httpDate = view.lastModifiedMs === undefined ? manifest.lastModified : new Date(lastModifiedMs).toUTCString();
+  const validators = { ETag: etag, 'Last-Modified': httpDate, 'Cache-Control': view.cacheControl ?? IMMUTABLE };
   const decision = evaluate({ etag, lastModified: lastModifiedMs, size }, conditions);
   switch (decision.status) {
     case 304:
