@@ -2,6 +2,7 @@
 // cells (numbers as V8 prints them), so every mode and part size gives byte-identical answers.
 import { describe, expect, it } from 'vitest';
 import { JsonBytes } from '../dist/engine/models/json-bytes.js';
+import { writeShortestDouble } from '../dist/engine/models/shortest-double.js';
 import { RowWriter } from '../dist/engine/models/row-writer.js';
 import { encodeRow } from '../dist/engine/models/frame-json.js';
 
@@ -52,6 +53,42 @@ describe('JSON bytes of numbers', () => {
       if (got !== JSON.stringify(x)) bad.push(`${JSON.stringify(x)} written as ${got}`);
     }
     expect(bad.slice(0, 10)).toEqual([]);
+  });
+
+  it('finds the shortest digits of 300,000 full-precision doubles from 1e-5 to 1e6 as V8 does, leaving almost none to V8', () => {
+    const next = generator(11);
+    const out = new Uint8Array(32);
+    const words = new Uint32Array(2);
+    const asDouble = new Float64Array(words.buffer);
+    const bad: string[] = [];
+    let written = 0;
+    let left = 0;
+    for (let i = 0; i < 300_000; i++) {
+      let x: number;
+      if (i % 3 === 0) x = next() * 10 ** Math.floor(next() * 11 - 5);
+      else if (i % 3 === 1) x = Number((next() * 10 ** Math.floor(next() * 11 - 5)).toPrecision(15 + (i % 3)));
+      else {
+        // Random mantissa bits with an exponent inside the range.
+        words[0] = next() * 2 ** 32;
+        words[1] = 0x3ee00000 + Math.floor(next() * (0x412e8480 - 0x3ee00000));
+        x = asDouble[0]!;
+      }
+      if (!(x >= 1e-5 && x < 1e6) || Number.isInteger(x)) continue;
+      const end = writeShortestDouble(x, out, 0);
+      if (end < 0) {
+        left++;
+        continue;
+      }
+      written++;
+      const text = Buffer.from(out.subarray(0, end)).toString('latin1');
+      if (text !== String(x)) bad.push(`${String(x)} written as ${text}`);
+    }
+    expect(bad.slice(0, 10)).toEqual([]);
+    expect(written).toBeGreaterThan(250_000);
+    expect(left).toBeLessThan(written / 1000);
+    // Out of its range it leaves the number to V8.
+    expect(writeShortestDouble(1e7 + 0.5, out, 0)).toBe(-1);
+    expect(writeShortestDouble(5.123456789012345e-6, out, 0)).toBe(-1);
   });
 
   it('gives a repeated value the same text from its cache of recent values', () => {
