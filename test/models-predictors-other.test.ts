@@ -1,11 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { compileBundle } from '../engine/models/compile.js';
+import { runModel } from './helpers/models.js';
 import { dense, sparse, type Value } from '../engine/models/types.js';
 import { attr, pipelineBundle, treeFile, type Stage } from './helpers/bundles.js';
 
 function predictor(stage: Omit<Stage, 'name' | 'inputs'>) {
   const model = compileBundle(pipelineBundle([{ name: 'p', inputs: [['features', 'features']], ...stage }]));
-  return { model, run: (features: Value) => model.run([features]) };
+  return { model, run: (features: Value) => runModel(model, [features]) };
 }
 
 const values = (v: Value | undefined) => (v as { values: number[] }).values;

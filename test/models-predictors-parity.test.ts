@@ -9,7 +9,7 @@ import type { BundleDoc } from '../engine/models/bundle/spec.js';
 import { compileBundle } from '../engine/models/compile.js';
 import { opDefinition } from '../engine/models/ops/index.js';
 import { dense } from '../engine/models/types.js';
-import { BUNDLE_LIMITS, PARITY_ZIP, extractInnerZips, stageOps } from './helpers/models.js';
+import { BUNDLE_LIMITS, PARITY_ZIP, extractInnerZips, runModel, stageOps } from './helpers/models.js';
 
 const parityZip = PARITY_ZIP;
 const haveFixtures = existsSync(parityZip);
@@ -59,7 +59,7 @@ describe.skipIf(!haveFixtures)('Spark parity bundles with predictors', () => {
     expect(model.outputSchema.length).toBeGreaterThan(model.inputSchema.length);
     // One row: a known value where the model accepts only a known set, 0.25 otherwise.
     const row = model.inputSchema.map((field, i) => model.inputDomains[i]?.[0] ?? (field.type.base === 'string' ? '0.25' : 0.25));
-    const produced = model.run(row);
+    const produced = runModel(model, row);
     const last = produced[produced.length - 1]!;
     const numbers = typeof last === 'number' ? [last] : Array.isArray(last) ? last : (last as { values: number[] }).values;
     expect(numbers.every((v) => typeof v === 'string' || Number.isFinite(v))).toBe(true);
@@ -72,7 +72,7 @@ describe.skipIf(!haveFixtures)('Spark parity bundles with predictors', () => {
       Object.entries(doc.files).filter(([p]) => p.startsWith(prefix)).map(([p, text]) => [`root/${p.slice(prefix.length)}`, text]),
     );
     const model = compileBundle({ info: doc.info, files });
-    const [raw, probability, prediction] = model.run([dense([1, 20])]);
+    const [raw, probability, prediction] = runModel(model, [dense([1, 20])]);
     expect(raw).toEqual(dense([20]));
     expect(probability).toEqual(dense([1]));
     expect(prediction).toBe(0);

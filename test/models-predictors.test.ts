@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { compileBundle } from '../engine/models/compile.js';
+import { runModel } from './helpers/models.js';
 import { dense, sparse, type Value } from '../engine/models/types.js';
 import { erf } from '../engine/models/ops/predictors/special-functions.js';
 import { attr, pipelineBundle, type Stage } from './helpers/bundles.js';
@@ -7,7 +8,7 @@ import { attr, pipelineBundle, type Stage } from './helpers/bundles.js';
 /** Compiles a one-stage pipeline and returns a function of the features to the stage's outputs. */
 function predictor(stage: Omit<Stage, 'name' | 'inputs'> & { inputs?: Stage['inputs'] }) {
   const model = compileBundle(pipelineBundle([{ name: 'p', inputs: [['features', 'features']], ...stage }]));
-  return { model, run: (features: Value) => model.run([features]) };
+  return { model, run: (features: Value) => runModel(model, [features]) };
 }
 
 describe('linear_regression', () => {

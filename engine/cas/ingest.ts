@@ -246,10 +246,7 @@ export class DirectIngest {
   /** A part's body ended: resolves once its blocks are stored and its tail is known. */
   endPart(): Promise<PartResult> {
     this.ended = true;
-    const declared = this.options.declaredLength;
-    if (declared !== undefined && this.received !== declared) {
-      throw this.fail(invalidBlob(`Content-Length: expected ${declared} bytes but received ${this.received}`), false);
-    }
+    this.checkDeclaredLength();
     const done = new Promise<PartResult>((resolve, reject) => (this.partFinish = { resolve, reject }));
     this.pump();
     return done;
@@ -264,13 +261,18 @@ export class DirectIngest {
   end(): Promise<IngestResult> {
     this.ended = true;
     if (this.received === 0) throw this.fail(invalidBlob('Empty blobs are not supported'), false);
+    this.checkDeclaredLength();
+    const done = new Promise<IngestResult>((resolve, reject) => (this.finish = { resolve, reject }));
+    this.pump();
+    return done;
+  }
+
+  /** Content-Length is an exact contract: a body that ended short fails the upload. */
+  private checkDeclaredLength(): void {
     const declared = this.options.declaredLength;
     if (declared !== undefined && this.received !== declared) {
       throw this.fail(invalidBlob(`Content-Length: expected ${declared} bytes but received ${this.received}`), false);
     }
-    const done = new Promise<IngestResult>((resolve, reject) => (this.finish = { resolve, reject }));
-    this.pump();
-    return done;
   }
 
   /** The client went away or the request failed: nothing is published. */

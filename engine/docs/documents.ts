@@ -81,12 +81,12 @@ export class DocumentService {
     private readonly startIngest: (options: IngestOptions) => DirectIngest,
   ) {
     this.derived = env.database('doc_derived') as unknown as Database<DerivedEntry, [string, string, string]>;
-    jobs.define<DerivedInput, Record<string, ValidationIssue[]>>({
+    jobs.define<Record<string, ValidationIssue[]>>({
       kind: 'metadata.derived',
       task: { filename: DOC_JOBS_MODULE, name: 'validateDerived' },
       apply: (job, issues) => this.applyDerived(job, issues),
     });
-    jobs.define<MigrateInput, { data: Record<string, unknown> }>({
+    jobs.define<{ data: Record<string, unknown> }>({
       kind: 'metadata.migrate',
       task: { filename: DOC_JOBS_MODULE, name: 'migrate' },
       apply: (job, output) => this.applyMigration(job, output.data),

@@ -55,11 +55,11 @@ export interface JobRecord {
   outputs: JobOutputs;
 }
 
-export interface JobKind<I = unknown, O = unknown> {
+export interface JobKind<O = unknown> {
   kind: string;
   /**
    * Pure computation run on the worker pool: a module (file URL or absolute path) and the name
-   * of its export, called with `{ input, jobId, attempt }` (JobTaskPayload<I>); returns O
+   * of its export, called with `{ input, jobId, attempt }` (JobTaskPayload); returns O
    * (structured-cloneable). Must be idempotent: an attempt may run again after a crash.
    */
   task: { filename: string; name: string };
@@ -128,7 +128,7 @@ export class JobQueue {
   }
 
   /** Registers a kind; its due jobs are dispatched from now on. */
-  define<I = unknown, O = unknown>(kind: JobKind<I, O>): void {
+  define<O = unknown>(kind: JobKind<O>): void {
     if (typeof kind.kind !== 'string' || kind.kind === '') throw new Error('a job kind needs a name');
     if (this.kinds.has(kind.kind)) throw new Error(`job kind ${kind.kind} is already defined`);
     moduleUrl(kind.task.filename); // a relative path would resolve against the worker's directory

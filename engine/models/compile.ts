@@ -31,8 +31,6 @@ export interface CompiledModel {
   /** Per input field, the values the model accepts when it accepts only a known set. */
   inputDomains: (readonly Value[] | undefined)[];
   graph: GraphStage;
-  /** Input values in `inputSchema` order → produced values (the rest of `outputSchema`). */
-  run(inputs: Value[]): Value[];
   /**
    * One row in place: `row` holds the input values in `inputSchema` order, the produced values
    * are written after them (the row then follows `outputSchema`). Spares a row its copies.
@@ -105,7 +103,6 @@ class PipelineCompiler {
 
   finish(info: BundleInfo, graph: GraphStage): CompiledModel {
     const inputCount = this.inputs.length;
-    const slotCount = inputCount + this.produced.length;
     const slotOf = (ref: ColumnRef) => (ref.produced ? inputCount + ref.index : ref.index);
     const steps = this.steps.map((s) => ({ ...s, reads: s.reads.map(slotOf), writes: s.writes.map(slotOf) }));
     return {
@@ -114,12 +111,6 @@ class PipelineCompiler {
       outputSchema: [...this.inputs, ...this.produced],
       inputDomains: this.inputs.map((_, i) => this.domains[i]),
       graph,
-      run(inputs: Value[]): Value[] {
-        const slots = new Array<Value>(slotCount);
-        for (let i = 0; i < inputCount; i++) slots[i] = inputs[i]!;
-        this.runRow(slots);
-        return slots.slice(inputCount);
-      },
       runRow(slots: Value[]): void {
         for (const step of steps) {
           const args = new Array<Value>(step.reads.length);

@@ -227,31 +227,29 @@ export class JsonBytes {
   private unsigned(n: number): void {
     let width = 1;
     for (let m = n; m >= 10; m = (m / 10) | 0) width++;
+    this.fixedDigits(n, width);
+  }
+
+  /** `whole`.`millionths` (0 < millionths < 10^6), without trailing zeros. */
+  private fraction(whole: number, millionths: number): void {
+    this.unsigned(whole);
+    this.bytes[this.length++] = DOT;
+    let width = SHORT_DECIMALS;
+    while (millionths % 10 === 0) {
+      millionths = (millionths / 10) | 0;
+      width--;
+    }
+    this.fixedDigits(millionths, width);
+  }
+
+  /** 0 <= n < 2^31 as exactly `width` digits (leading zeros included). */
+  private fixedDigits(n: number, width: number): void {
     const bytes = this.bytes;
     const end = this.length + width;
     for (let at = end - 1; at >= this.length; at--) {
       const q = (n / 10) | 0;
       bytes[at] = ZERO + n - q * 10;
       n = q;
-    }
-    this.length = end;
-  }
-
-  /** `whole`.`millionths` (0 < millionths < 10^6), without trailing zeros. */
-  private fraction(whole: number, millionths: number): void {
-    this.unsigned(whole);
-    const bytes = this.bytes;
-    bytes[this.length++] = DOT;
-    let width = SHORT_DECIMALS;
-    while (millionths % 10 === 0) {
-      millionths = (millionths / 10) | 0;
-      width--;
-    }
-    const end = this.length + width;
-    for (let at = end - 1; at >= this.length; at--) {
-      const q = (millionths / 10) | 0;
-      bytes[at] = ZERO + millionths - q * 10;
-      millionths = q;
     }
     this.length = end;
   }

@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import yauzl from 'yauzl';
 import type { BundleDoc } from '../../engine/models/bundle/spec.js';
 import { compileBundle } from '../../engine/models/compile.js';
+import type { CompiledModel } from '../../engine/models/compile.js';
 import type { Value } from '../../engine/models/types.js';
 import { pipelineBundle, type Stage } from './bundles.js';
 
@@ -50,10 +51,18 @@ export function stageOps(doc: BundleDoc): string[] {
     .filter((op) => op !== 'pipeline');
 }
 
+/** Runs one row of input values (in `inputSchema` order); returns the produced values. */
+export function runModel(model: CompiledModel, inputs: Value[]): Value[] {
+  const row = new Array<Value>(model.outputSchema.length);
+  inputs.forEach((v, i) => (row[i] = v));
+  model.runRow(row);
+  return row.slice(model.inputSchema.length);
+}
+
 /** Compiles `doc` and runs one row given by column name; returns the produced columns by name. */
 export function runRow(doc: BundleDoc, row: Record<string, Value>): Record<string, Value> {
   const model = compileBundle(doc);
-  const produced = model.run(model.inputSchema.map((f) => {
+  const produced = runModel(model, model.inputSchema.map((f) => {
     if (!(f.name in row)) throw new Error(`test row lacks column ${f.name}`);
     return row[f.name]!;
   }));
