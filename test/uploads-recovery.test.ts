@@ -39,6 +39,31 @@ afterEach(async () => {
   root = undefined;
 });
 
+describe('staged tails', () => {
+  test('parts alternate between two tail files; one a crash left half-written is written over, never read', async () => {
+    const e = await open();
+    const id = randomUUID();
+    const pieces = [seededBytes(5 * 1024 * 1024 + 17, 40), seededBytes(3 * 1024 * 1024 + 5, 41), seededBytes(2 * 1024 * 1024 + 9, 42)];
+    await e.uploads.create({ tenant: TENANT, id });
+    const dir = path.join(root!, 'blocks', '.staging', id);
+    await part(e, id, 0, pieces[0]);
+    expect(e.uploads.status(TENANT, id).tail).toBe('tail-a');
+    expect(fs.readdirSync(dir)).toEqual(['tail-a']);
+    // A part that crashed while writing its tail leaves the other file longer and wrong.
+    fs.writeFileSync(path.join(dir, 'tail-b'), Buffer.alloc(6 * 1024 * 1024, 0x55));
+    await part(e, id, pieces[0].length, pieces[1]);
+    const afterTwo = e.uploads.status(TENANT, id);
+    expect(afterTwo.tail).toBe('tail-b');
+    expect(fs.statSync(path.join(dir, 'tail-b')).size).toBe(afterTwo.offset - afterTwo.tailStart);
+    await part(e, id, afterTwo.offset, pieces[2]);
+    expect(e.uploads.status(TENANT, id).tail).toBe('tail-a');
+    expect(fs.readdirSync(dir).sort()).toEqual(['tail-a', 'tail-b']);
+    const committed = await e.uploads.commit(TENANT, id);
+    expect(committed.committedBlob).toBe(contentId(Buffer.concat(pieces)));
+    expect(fs.existsSync(dir)).toBe(false);
+  });
+});
+
 describe('cleanup after a crash', () => {
   test('a commit that published its manifest but not its state becomes Committed; its staging goes', async () => {
     let e = await open();
@@ -85,11 +110,11 @@ describe('cleanup after a crash', () => {
     const ledger = new UploadLedger(e.catalog);
     await ledger.update(id, (r) => ({ ...r!, lease: { kind: 'part', owner: 'the-dead-process', token: 't', until: Date.now() + 60_000 } }));
     const staging = path.join(root!, 'blocks', '.staging');
-    fs.writeFileSync(path.join(staging, id, 'tail-9'), 'a part that crashed before it was recorded');
+    fs.writeFileSync(path.join(staging, id, 'tail-b'), 'a part that crashed before it was recorded');
     fs.mkdirSync(path.join(staging, randomUUID()));
     await e.close();
     e = await open();
-    expect(fs.readdirSync(path.join(staging, id))).toEqual(['tail-1']);
+    expect(fs.readdirSync(path.join(staging, id))).toEqual(['tail-a']);
     expect(fs.readdirSync(staging)).toEqual([id]);
     await part(e, id, 5000, seededBytes(100, 8));
     expect(e.uploads.status(TENANT, id).offset).toBe(5100);

@@ -1,6 +1,7 @@
 // The block store's staging area for resumable uploads: per session, the tail of its object
-// (the bytes after the last block cut, at most one maximal block) as one file per acknowledged
-// part, written whole, fsync'd (strict) and renamed into place before the part is acknowledged.
+// (the bytes after the last block cut, at most one maximal block), in one of two files that parts
+// take in turn: a part writes the file the session's record does not name, fsync'd (strict),
+// before the part is recorded and acknowledged.
 
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
@@ -23,27 +24,34 @@ export class Staging {
     return path.join(this.dir, id);
   }
 
-  async write(id: string, name: string, bytes: Uint8Array): Promise<void> {
+  /**
+   * Writes `bytes` over the file `name` of the session, in place (created on first use), and cuts
+   * it to their length; fsync'd (strict). For a file no record refers to while it is written: a
+   * crash leaves it partial, and the record still names the other one. Rewriting in place keeps
+   * the file's inode and page cache: a new file per part cost an inode, an unlink, and fresh
+   * page cache, which this VM is slow to grow (docs/performance.md).
+   */
+  async overwrite(id: string, name: string, bytes: Uint8Array): Promise<void> {
     const dir = this.sessionDir(id);
-    const final = path.join(dir, name);
-    const tmp = `${final}.tmp`;
-    if (this.durability === 'relaxed') {
-      // Nothing to wait for (no fsync): two calls on this thread cost less than the pool's round trips.
-      fs.mkdirSync(dir, { recursive: true });
-      fs.writeFileSync(tmp, bytes);
-      fs.renameSync(tmp, final);
-      return;
-    }
-    await fsp.mkdir(dir, { recursive: true });
-    const handle = await fsp.open(tmp, 'w');
+    const file = path.join(dir, name);
+    let fd: number;
+    let created = false;
     try {
-      await handle.writeFile(bytes);
-      if (this.durability === 'strict') await handle.sync();
-    } finally {
-      await handle.close();
+      fd = fs.openSync(file, fs.constants.O_WRONLY);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      fs.mkdirSync(dir, { recursive: true });
+      fd = fs.openSync(file, fs.constants.O_WRONLY | fs.constants.O_CREAT);
+      created = true;
     }
-    await fsp.rename(tmp, final);
-    if (this.durability === 'strict') syncDirectory(dir);
+    try {
+      for (let off = 0; off < bytes.length; ) off += fs.writeSync(fd, bytes, off, bytes.length - off, off);
+      fs.ftruncateSync(fd, bytes.length);
+      if (this.durability === 'strict') fs.fsyncSync(fd);
+    } finally {
+      fs.closeSync(fd);
+    }
+    if (created && this.durability === 'strict') syncDirectory(dir);
   }
 
   async read(id: string, name: string | undefined): Promise<Buffer> {

@@ -64,6 +64,14 @@ export interface PartUpload {
   release(): Promise<void>;
 }
 
+/**
+ * The staged file a part writes its tail to: of two names, the one the session's record does not
+ * name (a crash while it is written leaves the acknowledged tail intact).
+ */
+function otherTail(current: string | undefined): string {
+  return current === 'tail-a' ? 'tail-b' : 'tail-a';
+}
+
 /** Terminal sessions are kept this long past their expiry, then forgotten. */
 const TOMBSTONE_MS = 24 * 60 * 60 * 1000;
 
@@ -316,8 +324,8 @@ export class Uploads {
     const { ledger, staging } = this.deps;
     const index = leased.partCount;
     const offset = leased.offset + request.length;
-    const tail = result.tail.length > 0 ? `tail-${index + 1}` : undefined;
-    if (tail) await staging.write(leased.id, tail, result.tail);
+    const tail = result.tail.length > 0 ? otherTail(leased.tail) : undefined;
+    if (tail) await staging.overwrite(leased.id, tail, result.tail);
     const next: SessionRecord = {
       ...leased,
       offset,
@@ -331,10 +339,11 @@ export class Uploads {
       // Only the holder of this very lease may move the offset.
       if (current?.lease?.token !== leased.lease!.token || current.offset !== leased.offset) throw uploadBusy('part upload');
     });
-    // The previous tail is not needed for the answer; only that file goes (the next part may
-    // already be writing its own), strays of crashed parts are the cleanup's.
-    if (leased.tail && leased.tail !== tail) {
-      staging.removeFile(leased.id, leased.tail).catch((err: unknown) => this.deps.log.warn('uploads: staged tail not removed', { session: leased.id, err: String(err) }));
+    // The previous tail stays for the next part to write over. It goes when this part left no
+    // tail (rare: a cut at its very end) or when it has a name of an earlier layout (one new file
+    // per part); before the answer, since the next part may write a file of the same name.
+    if (leased.tail && (!tail || otherTail(tail) !== leased.tail)) {
+      await staging.removeFile(leased.id, leased.tail).catch((err: unknown) => this.deps.log.warn('uploads: staged tail not removed', { session: leased.id, err: String(err) }));
     }
     return next;
   }
