@@ -64,6 +64,30 @@ describe('staged tails', () => {
   });
 });
 
+describe('a part whose block writes fail', () => {
+  test('fails with ingest_failed even when its body ends after the failure', async () => {
+    const e = await open();
+    const id = randomUUID();
+    await e.uploads.create({ tenant: TENANT, id });
+    // Files where the workers' write directories go: every block write fails.
+    const tmp = path.join(root!, 'blocks', '.tmp');
+    for (const p of Array.from({ length: 256 }, (_, i) => path.join(tmp, `w${i}`))) if (!fs.existsSync(p)) fs.writeFileSync(p, '');
+    const data = seededBytes(6 * 1024 * 1024, 50);
+    const started = e.uploads.beginPart({ tenant: TENANT, id, partId: randomUUID(), offset: 0, length: data.length });
+    if (!('part' in started)) throw new Error('unexpected replay');
+    const upload = started.part;
+    await upload.ready;
+    await new Promise<void>((resolve) => upload.ingest.admit(resolve));
+    const failure = new Promise<{ status: number; code: string }>((resolve) => (upload.ingest.onError = resolve));
+    upload.ingest.push(data.subarray(0, 5 * 1024 * 1024));
+    expect(await failure).toMatchObject({ status: 500, code: 'ingest_failed' });
+    // The rest of the body arrives before the failure has been answered (as under load).
+    upload.ingest.push(data.subarray(5 * 1024 * 1024));
+    await expect(upload.finish()).rejects.toMatchObject({ status: 500, code: 'ingest_failed' });
+    expect(e.uploads.status(TENANT, id)).toMatchObject({ offset: 0, partCount: 0 });
+  });
+});
+
 describe('cleanup after a crash', () => {
   test('a commit that published its manifest but not its state becomes Committed; its staging goes', async () => {
     let e = await open();

@@ -160,6 +160,12 @@ export class DirectIngest {
   private ended = false;
   private paused = false;
   private settled = false;
+  /**
+   * Why the upload failed, once it has. The body's end then answers with it: bytes pushed after a
+   * failure are not counted, so checking Content-Length would blame the client (a 400 for a
+   * failed block write, when the body ended before the failure's own answer went out).
+   */
+  private failure?: SvcError;
   private released = false;
   private finish?: { resolve: (r: IngestResult) => void; reject: (e: unknown) => void };
   private partFinish?: { resolve: (r: PartResult) => void; reject: (e: unknown) => void };
@@ -253,6 +259,7 @@ export class DirectIngest {
   /** A part's body ended: resolves once its blocks are stored and its tail is known. */
   endPart(): Promise<PartResult> {
     this.ended = true;
+    if (this.failure) return Promise.reject(this.failure);
     this.checkDeclaredLength();
     const done = new Promise<PartResult>((resolve, reject) => (this.partFinish = { resolve, reject }));
     this.pump();
@@ -267,6 +274,7 @@ export class DirectIngest {
   /** The body ended: resolves once the manifest is published. */
   end(): Promise<IngestResult> {
     this.ended = true;
+    if (this.failure) return Promise.reject(this.failure);
     if (this.received === 0) throw this.fail(invalidBlob('Empty blobs are not supported'), false);
     this.checkDeclaredLength();
     const done = new Promise<IngestResult>((resolve, reject) => (this.finish = { resolve, reject }));
@@ -639,6 +647,7 @@ export class DirectIngest {
   private fail(err: SvcError, notify = true): SvcError {
     if (!this.settled) {
       this.settled = true;
+      this.failure = err;
       this.release();
       if (this.finish) this.finish.reject(err);
       else if (this.partFinish) this.partFinish.reject(err);
