@@ -39,7 +39,7 @@ import { RawConnection, bodyRequest, getRequest, postRequest } from './raw-http.
 import type { GcReport } from '../engine/gc/gc.js';
 import { type Target, f, machineEnvironment, mark, mib, ms, pct, renderTargets } from './report.js';
 import { ServerProcess } from './server-process.js';
-import { fsTypeName, tmpParentFor } from './host.js';
+import { fsDescription, tmpParentFor } from './host.js';
 
 const BLOCK_BYTES = 64;
 const BLOCKS_PER_MANIFEST = 1000;
@@ -484,7 +484,7 @@ async function runGcScale(opts: GcOpsOptions, tmpParent: string, problems: strin
     manifests: 0,
     deletedManifests: 0,
     blocksPerManifest: BLOCKS_PER_MANIFEST,
-    dataDir: { parent: tmpParent, fsType: fsTypeName(tmpParent), sameDeviceAsRepo: fs.statSync(tmpParent).dev === fs.statSync(opts.repo).dev },
+    dataDir: { parent: tmpParent, fsType: fsDescription(tmpParent), sameDeviceAsRepo: fs.statSync(tmpParent).dev === fs.statSync(opts.repo).dev },
     preparation: { seconds: 0, fileWriteSeconds: 0, catalogSeconds: 0, deleteSeconds: 0, catalogBytes: 0, blockFilesAllocatedBytes: 0, diskBytesUsed: 0 },
     serverStartSeconds: 0,
     idleRssBytes: 0,

@@ -17,7 +17,7 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fsTypeName } from './host.js';
+import { fsDescription } from './host.js';
 import { type ShaResult, measureSha256 } from './large.js';
 import { f, mib } from './report.js';
 
@@ -146,7 +146,7 @@ export async function runLimits(opts: LimitsOptions): Promise<LimitsResult> {
     file: opts.file,
     bytes,
     nodeCrypto: { openssl: process.versions.openssl ?? 'unknown', runs: [], medianMbPerSecond: NaN },
-    disk: { dir: opts.diskDir, fsType: fsTypeName(opts.diskDir), runs: [] },
+    disk: { dir: opts.diskDir, fsType: fsDescription(opts.diskDir), runs: [] },
     errors: [],
   };
   const step = (name: string, fn: () => void) => {

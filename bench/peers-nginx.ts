@@ -51,7 +51,7 @@ import { type LoadResult, runLoad } from './load.js';
 import { RawConnection, bodyRequest, getRequest, postRequest } from './raw-http.js';
 import { type Target, f, machineEnvironment, mark, mib, ms, pct, renderTargets } from './report.js';
 import { ServerProcess } from './server-process.js';
-import { freePort, fsTypeName, tmpParentFor } from './host.js';
+import { freePort, fsDescription, tmpParentFor } from './host.js';
 import { WRK_INSTALL_HINT, type WrkInfo, type WrkSummary, type WrkWork, findWrk, runWrk, stampedBody } from './wrk.js';
 
 const MiB = 1024 * 1024;
@@ -703,7 +703,7 @@ export async function runNginxPeers(opts: NginxPeersOptions): Promise<NginxPeers
   }
 
   const tmp = fs.mkdtempSync(path.join(opts.tmpParent ?? tmpParentFor(opts.repo), 'svc-peers-nginx-'));
-  result.settings.dataDir = `${path.dirname(tmp)} (${fsTypeName(tmp)})`;
+  result.settings.dataDir = `${path.dirname(tmp)} (${fsDescription(tmp)})`;
   const fsRoot = path.join(tmp, 'svc-data');
   const ngxDir = path.join(tmp, 'nginx');
   const scratch = path.join(tmp, 'scratch');
