@@ -345,6 +345,7 @@ describe('rank, sample, graph, health, metrics', () => {
       expect(await t.json()).toMatchObject({ rows: [[3]] });
     } finally {
       await second.stop();
+      rmSync(root, { recursive: true, force: true });
     }
   });
 });
