@@ -37,7 +37,7 @@ import { processCpuSeconds } from './cpu.js';
 import { type LoadResult, runLoad, summarize } from './load.js';
 import { RawConnection, bodyRequest, getRequest, postRequest } from './raw-http.js';
 import type { GcReport } from '../engine/gc/gc.js';
-import { type Target, f, machineEnvironment, mark, mib, ms, pct, renderTargets } from './report.js';
+import { type Target, f, machineEnvironment, mark, median, mib, ms, pct, renderTargets } from './report.js';
 import { ServerProcess } from './server-process.js';
 import { fsDescription, tmpParentFor } from './host.js';
 
@@ -192,13 +192,6 @@ export interface GcOpsResult {
 
 /** Child processes and directories to remove when the bench is interrupted (standalone main). */
 const cleanups = new Set<() => void>();
-
-function median(values: number[]): number {
-  if (values.length === 0) return NaN;
-  const s = [...values].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-}
 
 /** Sets environment variables for the server about to start, restoring them afterwards. */
 async function withEnv<T>(vars: Record<string, string>, fn: () => Promise<T>): Promise<T> {

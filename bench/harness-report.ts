@@ -10,7 +10,7 @@ import path from 'node:path';
 import { type BarGroup, type RatioRow, type Spread, groupedBarChart, ratioChart } from './charts.js';
 import type { LimitsResult } from './limits.js';
 import { type Comparison, type NginxPeersResult, generatorText, sizeLabel, spread, verdict } from './peers-nginx.js';
-import { type Results, f, mark, pct } from './report.js';
+import { type Results, f, mark, mbs, median, pct } from './report.js';
 import type { ResumableResult } from './resumable.js';
 
 export const BEGIN_MARKER = '<!-- bench:begin -->';
@@ -35,13 +35,6 @@ export interface Chart {
 }
 
 const spreadOf = (v: number[]): Spread | undefined => (v.length === 0 ? undefined : { median: median(v), min: Math.min(...v), max: Math.max(...v) });
-
-function median(values: number[]): number {
-  if (values.length === 0) return NaN;
-  const s = [...values].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-}
 
 /** svc / tus per round (fresh content only), and both sides' figures. */
 export function tusComparison(m: ResumableResult | undefined): { svc: number[]; tus: number[]; ratios: number[] } | undefined {
@@ -110,8 +103,6 @@ export function writeCharts(dir: string, charts: Chart[]): string[] {
     return file;
   });
 }
-
-const mbs = (n: number | undefined) => (n === undefined || !Number.isFinite(n) ? 'n/a' : `${f(n)} MB/s`);
 
 /** The Markdown between the markers (markers excluded). `chartDir`: the charts' path relative to the document. */
 export function renderGeneratedBlock(r: HarnessResults, charts: Chart[], chartDir: string): string {

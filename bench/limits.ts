@@ -19,7 +19,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fsDescription } from './host.js';
 import { type ShaResult, measureSha256 } from './large.js';
-import { f, mib } from './report.js';
+import { f, median, mib } from './report.js';
 
 const MiB = 1024 * 1024;
 export const OPENSSL_INSTALL_HINT = 'openssl not installed: apt-get install openssl';
@@ -84,13 +84,6 @@ export interface LimitsResult {
   /** svc's figures of the same run, filled in by bench/run.ts after the scenarios, shown as ratios. */
   svcFigures?: Array<{ name: string; mbPerSecond: number; durability: 'strict' | 'relaxed' }>;
   errors: Array<{ phase: string; message: string }>;
-}
-
-function median(values: number[]): number {
-  if (values.length === 0) return NaN;
-  const s = [...values].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
 /** `name` on PATH, or undefined. */

@@ -49,7 +49,7 @@ import { processCpuSeconds } from './cpu.js';
 import { writeRandomFile } from './large.js';
 import { type LoadResult, runLoad } from './load.js';
 import { RawConnection, bodyRequest, getRequest, postRequest } from './raw-http.js';
-import { type Target, f, machineEnvironment, mark, mib, ms, pct, renderTargets } from './report.js';
+import { type Target, f, machineEnvironment, mark, median, mib, ms, pct, renderTargets } from './report.js';
 import { ServerProcess } from './server-process.js';
 import { freePort, fsDescription, tmpParentFor } from './host.js';
 import { WRK_INSTALL_HINT, type WrkInfo, type WrkSummary, type WrkWork, findWrk, runWrk, stampedBody } from './wrk.js';
@@ -195,13 +195,6 @@ export interface NginxPeersResult {
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
-
-function median(values: number[]): number {
-  if (values.length === 0) return NaN;
-  const s = [...values].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-}
 
 /** The nginx binary, or undefined. */
 export function findNginx(): string | undefined {
@@ -724,6 +717,11 @@ export async function runNginxPeers(opts: NginxPeersOptions): Promise<NginxPeers
 
   const alive = () => (svc?.alive ?? false) && (nginx?.alive ?? false);
   const describeFailure = (err: unknown) => `${err instanceof Error ? err.message : String(err)}${svc && !svc.alive ? `; ${svc.describeExit()}` : ''}${nginx && !nginx.alive ? '; nginx exited' : ''}`;
+  const recordFailure = (name: string, err: unknown, indent: string) => {
+    const message = describeFailure(err);
+    result.errors.push({ phase: name, message });
+    progress(`${indent}${name} FAILED: ${message}`);
+  };
   const phase = async (name: string, fn: () => Promise<void>) => {
     if (!alive()) {
       result.errors.push({ phase: name, message: 'not run: a server is gone' });
@@ -733,9 +731,7 @@ export async function runNginxPeers(opts: NginxPeersOptions): Promise<NginxPeers
     try {
       await fn();
     } catch (err) {
-      const message = describeFailure(err);
-      result.errors.push({ phase: name, message });
-      progress(`${name} FAILED: ${message}`);
+      recordFailure(name, err, '');
     }
   };
   /** One cell's failure is recorded and the phase goes on, unless a server is gone. */
@@ -743,9 +739,7 @@ export async function runNginxPeers(opts: NginxPeersOptions): Promise<NginxPeers
     try {
       await fn();
     } catch (err) {
-      const message = describeFailure(err);
-      result.errors.push({ phase: name, message });
-      progress(`  ${name} FAILED: ${message}`);
+      recordFailure(name, err, '  ');
       if (!alive()) throw err;
     }
   };

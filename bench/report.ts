@@ -60,12 +60,20 @@ const MiB = 1024 * 1024;
 // Formatters shared by every report section ('n/a' for a missing or non-finite value).
 export const f = (n: number | undefined, digits = 0) => (n === undefined || !Number.isFinite(n) ? 'n/a' : n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits }));
 export const mib = (n: number | undefined, digits = 1) => (n === undefined ? 'n/a' : `${f(n / MiB, digits)} MiB`);
-export const mbs = (n: number | undefined) => (n === undefined ? 'n/a' : `${f(n)} MB/s`);
+export const mbs = (n: number | undefined) => (n === undefined || !Number.isFinite(n) ? 'n/a' : `${f(n)} MB/s`);
 export const pct = (n: number | undefined, digits = 0) => (n === undefined || !Number.isFinite(n) ? 'n/a' : `${f(n, digits)}%`);
 export const cpuText = (c: CpuReport) =>
   `server ${pct(c.serverPercent)}, bench ${pct(c.benchPercent)}, other processes ${pct(c.otherPercent)}${c.stealPercent ? ` (steal ${pct(c.stealPercent)})` : ''}`;
 export const ms = (n: number | undefined) => (n === undefined || !Number.isFinite(n) ? 'n/a' : n < 10 ? `${f(n, 2)} ms` : `${f(n, 1)} ms`);
 export const us = (n: number | undefined) => (n === undefined || !Number.isFinite(n) ? 'n/a' : n < 100 ? `${f(n, 1)} µs` : `${f(n)} µs`);
+/** The median; NaN for no values. */
+export function median(values: number[]): number {
+  if (values.length === 0) return NaN;
+  const s = [...values].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
 export const mark = (pass: boolean | undefined) => (pass === undefined ? 'NOT MEASURED' : pass ? 'PASS' : 'FAIL');
 
 export function evaluateTargets(r: Results): Target[] {

@@ -26,7 +26,7 @@ import type net from 'node:net';
 import path from 'node:path';
 import { type CpuReport, CpuWindow, processCpuSeconds } from './cpu.js';
 import { type ShaResult, measureSha256, writeRandomFile } from './large.js';
-import { type Results, type Target, cpuText, f, mbs, mib, ms, pct, renderErrors, renderHeader, renderServer, renderTargets } from './report.js';
+import { type Results, type Target, cpuText, f, mbs, median, mib, ms, pct, renderErrors, renderHeader, renderServer, renderTargets } from './report.js';
 import { type ServerProcess, listeningPort } from './server-process.js';
 
 const MiB = 1024 * 1024;
@@ -239,12 +239,6 @@ class PartReader {
     await this.next?.catch(() => undefined);
     await this.fh.close();
   }
-}
-
-function median(values: number[]): number {
-  const s = [...values].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
 function describe(a: Answer): string {

@@ -7,10 +7,6 @@ import { BlockCache } from './block-cache.js';
 import type { Manifest, ManifestStore } from './manifests.js';
 import type { TransferMemory } from './transfer-memory.js';
 
-/**
- * The read path: fetches only the blocks a range touches, checks each block's xxh64 before any
- * of its bytes are handed out, and reads one block ahead of the consumer.
- */
 /** Idle read buffers kept for reuse, at most this many bytes in all. */
 const IDLE_READ_BUFFER_BYTES = 32 * 1024 * 1024;
 
@@ -44,6 +40,10 @@ class ReadBuffers {
   }
 }
 
+/**
+ * The read path: fetches only the blocks a range touches, checks each block's xxh64 before any
+ * of its bytes are handed out, and reads one block ahead of the consumer.
+ */
 export class BlobReader {
   private readonly cache: BlockCache;
   private readonly buffers = new ReadBuffers();

@@ -68,7 +68,8 @@ function encodeTensor(t: Tensor): unknown {
   return { dimensions: t.dims, indices: t.indices.map((offset) => coordinates(offset, t.dims)), values: t.values };
 }
 
-function coordinates(offset: number, dims: number[]): number[] {
+/** A sparse tensor's flat row-major offset as its coordinates, e.g. 5 in [2, 3] → [1, 2]. */
+export function coordinates(offset: number, dims: number[]): number[] {
   const out = new Array<number>(dims.length);
   for (let k = dims.length - 1; k >= 0; k--) {
     const d = dims[k]!;

@@ -4,6 +4,7 @@
 // time and most of its garbage; here a row costs no allocation except for the rare number or
 // string that needs V8's own formatting.
 
+import { coordinates } from './frame-json.js';
 import { writeShortestDouble } from './shortest-double.js';
 import type { Tensor, Value } from './types.js';
 
@@ -165,32 +166,16 @@ export class JsonBytes {
     this.numbers(t.dims);
     if (t.kind === 'sparse') {
       this.raw(INDICES);
-      const dims = t.dims;
       for (let i = 0; i < t.indices.length; i++) {
         if (i) this.byte(COMMA);
-        this.coordinates(t.indices[i]!, dims);
+        this.byte(OPEN_LIST);
+        this.numbers(coordinates(t.indices[i]!, t.dims));
+        this.byte(CLOSE_LIST);
       }
     }
     this.raw(VALUES);
     this.numbers(t.values);
     this.raw(CLOSE_TENSOR);
-  }
-
-  /** A flat row-major offset as its coordinate list, e.g. [1,2]. */
-  private coordinates(offset: number, dims: number[]): void {
-    this.byte(OPEN_LIST);
-    if (dims.length === 1) this.number(offset);
-    else {
-      let stride = 1;
-      for (let k = 1; k < dims.length; k++) stride *= dims[k]!;
-      for (let k = 0; k < dims.length; k++) {
-        if (k) this.byte(COMMA);
-        this.number(Math.floor(offset / stride));
-        offset %= stride;
-        if (k + 1 < dims.length) stride /= dims[k + 1]!;
-      }
-    }
-    this.byte(CLOSE_LIST);
   }
 
   private numbers(values: number[]): void {

@@ -6,8 +6,11 @@
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import type { Durability } from '../config.js';
 import { syncDirectory } from '../store/fs-block-store.js';
+
+const fsyncAsync = promisify(fs.fsync);
 
 export class Staging {
   readonly dir: string;
@@ -47,7 +50,8 @@ export class Staging {
     try {
       for (let off = 0; off < bytes.length; ) off += fs.writeSync(fd, bytes, off, bytes.length - off, off);
       fs.ftruncateSync(fd, bytes.length);
-      if (this.durability === 'strict') fs.fsyncSync(fd);
+      // The write is a page-cache copy; the fsync waits for the disk, off the event loop.
+      if (this.durability === 'strict') await fsyncAsync(fd);
     } finally {
       fs.closeSync(fd);
     }
