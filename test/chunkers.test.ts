@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { type ChunkerSpec, chunkerName, findCut, freshScanState } from '../dist/engine/cas/chunkers.js';
+import { ARENA_RESERVED_BYTES, GearScanner } from '../dist/engine/cas/gear-scan.js';
 import { SegmentedBytes } from '../dist/engine/cas/segmented-bytes.js';
 import { seededBytes } from './helpers/http.js';
 import { syntheticPdf } from './helpers/pdf.js';
@@ -109,4 +110,44 @@ describe('PDF-aware chunker', () => {
     expect(cuts.length).toBeGreaterThan(3);
     for (const n of sizes(cuts).slice(0, -1)) expect(n).toBeLessThanOrEqual(4 * MiB);
   });
+});
+
+describe('gear scan (WebAssembly)', () => {
+  /** The loop the wasm function unrolls, byte by byte in JavaScript. */
+  function reference(gearTable: Int32Array, bytes: Uint8Array, from: number, to: number, h: number, mask: number): { at: number; hash: number } {
+    for (let i = from; i < to; i++) {
+      h = ((h << 1) + gearTable[bytes[i]]) | 0;
+      if ((h & mask) === 0) return { at: i, hash: h };
+    }
+    return { at: -1, hash: h };
+  }
+
+  it('finds the same first cut as the byte-by-byte loop, at every alignment, in place and copied', () => {
+    const table = new Int32Array(seededBytes(1024, 3).buffer.slice(0, 1024));
+    const arena = new WebAssembly.Memory({ initial: 4, maximum: 4, shared: true });
+    const inPlace = new GearScanner(table, arena);
+    const copying = new GearScanner(table);
+    const data = new Uint8Array(arena.buffer, ARENA_RESERVED_BYTES, 65536);
+    data.set(seededBytes(65536, 11));
+    const plain = Buffer.from(data);
+    let cuts = 0;
+    for (let round = 0; round < 2000; round++) {
+      const from = round % 61;
+      const to = from + ((round * 7919) % 9000);
+      const mask = highMask(1 + (round % 14));
+      const h = (round * 0x9e3779b9) | 0;
+      const want = reference(table, plain, from, to, h, mask);
+      for (const [scanner, bytes] of [[inPlace, data], [copying, plain]] as const) {
+        const at = scanner.scan(bytes, from, to, h, mask);
+        expect(at).toBe(want.at);
+        if (at < 0) expect(scanner.hash).toBe(want.hash);
+      }
+      if (want.at >= 0) cuts++;
+    }
+    expect(cuts).toBeGreaterThan(500);
+  });
+
+  function highMask(bits: number): number {
+    return (0xffffffff << (32 - bits)) | 0;
+  }
 });

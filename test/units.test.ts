@@ -139,42 +139,4 @@ describe('upload backlog', async () => {
     expect(memory.bufferedBytes).toBe(0);
     fs.rmSync(dir, { recursive: true, force: true });
   });
-
-  it('borrows idle budget before spilling, gives it back when drained, and spills when the budget is taken', () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'backlog-'));
-    try {
-      let spilled = 0;
-      const memory = new TransferMemory(32, 4);
-      const backlog = new Backlog(8, memory, dir, (n: number) => (spilled += n), 12);
-      let held = false;
-      memory.reserve(8, () => (held = true));
-      expect(held).toBe(true);
-      const input = Buffer.from('abcdefghijklmnopqrstuvwxyz');
-      for (let i = 0; i < 20; i += 4) backlog.push(input.subarray(i, i + 4));
-      // 8 own bytes plus 12 borrowed: all 20 in memory, none on disk.
-      expect(spilled).toBe(0);
-      expect(backlog.memoryBytes).toBe(20);
-      // The borrow limit is reached: the next bytes spill.
-      backlog.push(input.subarray(20, 24));
-      expect(spilled).toBe(4);
-      const out: Buffer[] = [];
-      const into = Buffer.alloc(5);
-      for (let n = backlog.take(into); n > 0; n = backlog.take(into)) out.push(Buffer.from(into.subarray(0, n)));
-      expect(Buffer.concat(out).toString()).toBe('abcdefghijklmnopqrstuvwx');
-      // Drained: the 12 borrowed bytes are back, so a 24-byte reservation fits beside the 8 held.
-      let admitted = false;
-      memory.reserve(24, () => (admitted = true));
-      expect(admitted).toBe(true);
-      // Nothing is left to borrow now: beyond its own 8 bytes the backlog spills.
-      backlog.push(input.subarray(0, 8));
-      backlog.push(input.subarray(8, 12));
-      expect(backlog.memoryBytes).toBe(8);
-      expect(spilled).toBe(8);
-      backlog.dispose();
-      expect(memory.bufferedBytes).toBe(0);
-      expect(fs.readdirSync(dir)).toEqual([]);
-    } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
-  });
 });

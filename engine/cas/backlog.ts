@@ -1,37 +1,29 @@
 import { SpillFile } from './spill.js';
 
-/** Where the backlog gets its memory: recycled segments, and budget nobody else is using. */
+/** Where the backlog gets its memory: recycled segments, so no garbage builds up. */
 export interface SegmentSource {
   readonly segmentBytes: number;
   takeSegment(): Uint8Array;
   returnSegment(segment: Uint8Array): void;
-  borrow(bytes: number): boolean;
-  giveBack(bytes: number): void;
 }
 
 /**
  * Body bytes that arrived while their upload could not take them, kept in arrival order: in
- * memory (recycled segments) up to a limit, then in a spill file. After pause(), uWS goes on
- * reading the socket until the kernel's receive buffer is empty (measured: 3-6 MB in 512 KiB
- * reads within 2 ms; the buffer may grow to net.ipv4.tcp_rmem's maximum, 32 MiB on the bench
- * host), so such bytes can be many. Beyond `memoryLimit` (the upload's own reservation) the
- * backlog borrows up to `borrowLimit` more from budget nobody is waiting for, and spills to disk
- * only when that is refused: spilling costs a write and a read on the main thread.
+ * memory (recycled segments) up to a limit, then in a spill file. uWS keeps reading a socket
+ * despite pause() for as long as each data callback is slower than the sender refills the
+ * receive buffer, so such bytes can be many; only the first `memoryLimit` of them stay in memory.
  */
 export class Backlog {
   private segments: Uint8Array[] = [];
   private readPos = 0;
   private writePos = 0;
   private file: SpillFile | null = null;
-  /** Budget borrowed beyond `memoryLimit`, given back when the backlog empties. */
-  private borrowed = 0;
 
   constructor(
     private readonly memoryLimit: number,
     private readonly source: SegmentSource,
     private readonly spillDir: string,
     private readonly onSpill: (bytes: number) => void,
-    private readonly borrowLimit = 0,
   ) {}
 
   /** Bytes waiting in memory. */
@@ -48,7 +40,7 @@ export class Backlog {
   push(chunk: Uint8Array): void {
     const size = this.source.segmentBytes;
     // Once bytes are on disk, later ones follow them there: order is the file's order.
-    if (!this.file && this.fitsInMemory(chunk.length)) {
+    if (!this.file && this.memoryBytes + chunk.length <= this.memoryLimit) {
       let off = 0;
       while (off < chunk.length) {
         const at = this.writePos % size;
@@ -62,21 +54,6 @@ export class Backlog {
     }
     (this.file ??= new SpillFile(this.spillDir)).append(chunk);
     this.onSpill(chunk.length);
-  }
-
-  private fitsInMemory(len: number): boolean {
-    const over = this.memoryBytes + len - this.memoryLimit - this.borrowed;
-    if (over <= 0) return true;
-    const more = Math.ceil(over / this.source.segmentBytes) * this.source.segmentBytes;
-    if (this.borrowed + more > this.borrowLimit || !this.source.borrow(more)) return false;
-    this.borrowed += more;
-    return true;
-  }
-
-  private giveBackBorrowed(): void {
-    if (this.borrowed === 0) return;
-    this.source.giveBack(this.borrowed);
-    this.borrowed = 0;
   }
 
   /** Moves up to `into.length` of the oldest bytes into `into`; returns how many. */
@@ -103,7 +80,6 @@ export class Backlog {
     for (const s of this.segments) this.source.returnSegment(s);
     this.segments = [];
     this.readPos = this.writePos = this.dropped = 0;
-    this.giveBackBorrowed();
     this.file?.dispose();
     this.file = null;
   }
@@ -118,7 +94,6 @@ export class Backlog {
       for (const s of this.segments) this.source.returnSegment(s);
       this.segments = [];
       this.readPos = this.writePos = this.dropped = 0;
-      this.giveBackBorrowed();
       return;
     }
     this.source.returnSegment(this.segments.shift()!);

@@ -1,20 +1,33 @@
 /**
  * The FastCDC gear-hash scan, the hot loop of chunking, as a tiny hand-assembled WebAssembly
  * function: 2.0-2.3 GB/s here against 0.8-1.3 GB/s for the same loop in JavaScript (V8 keeps a
- * bounds check on each typed-array load). It scans in place bytes that live in its memory (the
+ * bounds check on each typed-array load); unrolled to four bytes per round, ~1.25x faster again
+ * (4.1 against 3.2 GB/s in one quiet micro-run: the loop's compare and increment were a third of
+ * its instructions). It scans in place bytes that live in its memory (the
  * segment arena of TransferMemory, on the scanning thread); other bytes are first copied into a
  * window of that memory in steps that double from MIN_STEP to MAX_STEP, so a cut found early
  * wastes at most as much copying as was scanned. Copies out of a SharedArrayBuffer run at only
  * ~3.5 GB/s (V8 uses relaxed atomic moves), a third of the scan's time: hence the arena.
  *
- * The function, in WAT (imported shared memory: the gear table at 0, the copy window at WINDOW):
+ * The function, in WAT (imported shared memory: the gear table at 0, the copy window at WINDOW);
+ * STEP(k) tests byte i + k, through the load's constant offset:
+ *
+ *   STEP(k) = (local.set $h (i32.add (i32.shl (local.get $h) (i32.const 1))
+ *                                    (i32.load (i32.shl (i32.load8_u offset=k (local.get $i)) (i32.const 2)))))
+ *             (if (i32.eqz (i32.and (local.get $h) (local.get $mask)))
+ *               (then (return (i32.add (local.get $i) (i32.const k)))))
  *
  *   (func $scan (param $i i32) (param $to i32) (param $h i32) (param $mask i32) (result i32)
+ *     (local $end i32)
+ *     (local.set $end (i32.sub (local.get $to) (i32.const 3)))
+ *     (block $rounds (loop $round
+ *       (br_if $rounds (i32.ge_u (local.get $i) (local.get $end)))
+ *       STEP(0) STEP(1) STEP(2) STEP(3)
+ *       (local.set $i (i32.add (local.get $i) (i32.const 4)))
+ *       (br $round)))
  *     (block $done (loop $next
  *       (br_if $done (i32.ge_u (local.get $i) (local.get $to)))
- *       (local.set $h (i32.add (i32.shl (local.get $h) (i32.const 1))
- *                              (i32.load (i32.shl (i32.load8_u (local.get $i)) (i32.const 2)))))
- *       (if (i32.eqz (i32.and (local.get $h) (local.get $mask))) (then (return (local.get $i))))
+ *       STEP(0)
  *       (local.set $i (i32.add (local.get $i) (i32.const 1)))
  *       (br $next)))
  *     (global.set $hash (local.get $h))
@@ -42,16 +55,25 @@ const section = (id: number, bytes: number[]): number[] => [id, ...leb(bytes.len
 const name = (s: string): number[] => vec([...Buffer.from(s)].map((b) => [b]));
 
 const [I32, GET, SET, TEE] = [0x7f, 0x20, 0x21, 0x22];
+/** gear[memory[i + k]] */
+const gearAt = (k: number): number[] => [GET, 0, 0x2d, 0, k, 0x41, 2, 0x74, 0x28, 2, 0];
+/** if (top of stack & mask) == 0: return i + k */
+const cutAt = (k: number): number[] => [GET, 3, 0x71, 0x45, 0x04, 0x40, GET, 0, ...(k ? [0x41, k, 0x6a] : []), 0x0f, 0x0b];
+/** One byte's step at address $i + k: h = (h << 1) + gear[memory[i + k]], then the cut test. */
+const step = (k: number): number[] => [GET, 2, 0x41, 1, 0x74, ...gearAt(k), 0x6a, TEE, 2, ...cutAt(k)];
 const body = [
-  0, // no locals beyond the parameters
-  0x02, 0x40, 0x03, 0x40, // block, loop
-  GET, 0, GET, 1, 0x4f, 0x0d, 1, // br_if $done (i >= to)
-  GET, 2, 0x41, 1, 0x74, // h << 1
-  GET, 0, 0x2d, 0, 0, 0x41, 2, 0x74, 0x28, 2, 0, // gear[memory[i]]
-  0x6a, TEE, 2, // h = sum
-  GET, 3, 0x71, 0x45, 0x04, 0x40, GET, 0, 0x0f, 0x0b, // if (h & mask) == 0: return i
+  1, 1, I32, // local $end (of the unrolled rounds)
+  GET, 1, 0x41, 3, 0x6b, SET, 4, // end = to - 3 (to is at least the copy window's address)
+  0x02, 0x40, 0x03, 0x40, // block, loop: four bytes per round while i < end
+  GET, 0, GET, 4, 0x4f, 0x0d, 1, // br_if out (i >= end)
+  ...step(0), ...step(1), ...step(2), ...step(3),
+  GET, 0, 0x41, 4, 0x6a, SET, 0, // i += 4
+  0x0c, 0, 0x0b, 0x0b, // br loop; end loop; end block
+  0x02, 0x40, 0x03, 0x40, // block, loop: the last bytes one at a time
+  GET, 0, GET, 1, 0x4f, 0x0d, 1, // br_if out (i >= to)
+  ...step(0),
   GET, 0, 0x41, 1, 0x6a, SET, 0, // i++
-  0x0c, 0, 0x0b, 0x0b, // br $next; end loop; end block
+  0x0c, 0, 0x0b, 0x0b,
   GET, 2, 0x24, 0, // $hash = h
   0x41, 0x7f, // -1
   0x0b,

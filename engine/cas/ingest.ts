@@ -84,12 +84,6 @@ const SNIFF_BYTES = 4096;
 const MAX_BORROWED_SEGMENTS = 4;
 /** Bytes an upload keeps in memory while paused before it spills to disk. */
 const BACKLOG_MEMORY_BYTES = 16 * 1024 * 1024;
-/**
- * Bytes a backlog may borrow beyond that from idle budget before it spills: more than a paused
- * socket's receive buffer holds with net.ipv4.tcp_rmem at 32 MiB (a 1 GiB upload here spilled
- * 8-70 MB with no borrowing).
- */
-const BACKLOG_BORROW_BYTES = 48 * 1024 * 1024;
 const PDF_SIGNATURE = Buffer.from('%PDF-');
 /** The data of a final scan message that carries no bytes. */
 const NO_BYTES = new Uint8Array(new SharedArrayBuffer(0));
@@ -194,8 +188,7 @@ export class DirectIngest {
     const backlogMemory = Math.min(BACKLOG_MEMORY_BYTES, declared ?? BACKLOG_MEMORY_BYTES);
     const worstCase = (this.holdLimitSegments + 1) * this.segmentSize;
     this.reservation = backlogMemory + (declared === undefined ? worstCase : Math.min(worstCase, Math.ceil(declared / this.segmentSize) * this.segmentSize));
-    const borrowLimit = Math.min(BACKLOG_BORROW_BYTES, declared ?? BACKLOG_BORROW_BYTES);
-    this.backlog = new Backlog(backlogMemory, deps.memory, deps.spillDir, (bytes) => (deps.stats.spilledBytes += bytes), borrowLimit);
+    this.backlog = new Backlog(backlogMemory, deps.memory, deps.spillDir, (bytes) => (deps.stats.spilledBytes += bytes));
     const small = declared !== undefined && declared < memory.segmentBytes;
     // A part's bytes are hashed into the object's kept hash on the scanning thread.
     this.sha = small && !part ? createHash('sha256') : null;
