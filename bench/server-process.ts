@@ -9,6 +9,8 @@ export interface ServerOptions {
   durability: 'strict' | 'relaxed';
   /** Milliseconds to wait for the listening line. */
   startTimeoutMs?: number;
+  /** Variables set for this server on top of the bench's environment. */
+  env?: NodeJS.ProcessEnv;
 }
 
 export interface ServerLogLine {
@@ -74,6 +76,7 @@ export class ServerProcess {
       SVC_HOST: '127.0.0.1',
       SVC_FS_ROOT: opts.fsRoot,
       SVC_DURABILITY: opts.durability,
+      ...opts.env,
     };
     this.child = spawn(process.execPath, [opts.entry, 'serve'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     this.exited = new Promise((resolve) => {
