@@ -14,6 +14,7 @@ export const VARIABLES: ReadonlyArray<{ name: string; default: string; help: str
   { name: 'SVC_CHUNK_MAX', default: '4MiB', help: 'FastCDC maximum block size (at most 16 MiB).' },
   { name: 'SVC_MAX_UPLOAD_BYTES', default: '5GiB', help: 'Largest direct upload, enforced while streaming (413 beyond).' },
   { name: 'SVC_WORKERS', default: String(os.availableParallelism()), help: 'Worker threads in the pool (default: available parallelism).' },
+  { name: 'SVC_NATIVE_SHA256', default: 'auto', help: '`auto`: hash each block together with the whole object on the scanning thread with the native SHA-256 pair (native/sha256-pair.c, built by `npm run build`; x86-64 with SHA extensions), when it loaded; `off`: node:crypto only, blocks hashed by the worker threads.' },
   { name: 'SVC_SEGMENT_BYTES', default: '1MiB', help: 'Size of the shared segments an upload is copied into and handed to workers.' },
   { name: 'SVC_INGEST_BUFFER_BYTES', default: '512MiB', help: 'Bytes all uploads together may hold in segments; uploads pause beyond it.' },
   { name: 'SVC_UPLOAD_TTL', default: '24h', help: 'Lifetime of a resumable upload session, fixed when it is created (410 upload_expired after).' },
@@ -76,6 +77,7 @@ export interface Config {
   maxUploadBytes: number;
   workers: number;
   segmentBytes: number;
+  nativeSha256: 'auto' | 'off';
   ingestBufferBytes: number;
   inlineMaxBytes: number;
   blockCacheBytes: number;
@@ -219,6 +221,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxUploadBytes: inRange('SVC_MAX_UPLOAD_BYTES', parseSize('SVC_MAX_UPLOAD_BYTES', get('SVC_MAX_UPLOAD_BYTES')), 1, 2 ** 40),
     workers: parseInteger('SVC_WORKERS', get('SVC_WORKERS'), 1, 256),
     segmentBytes: inRange('SVC_SEGMENT_BYTES', parseSize('SVC_SEGMENT_BYTES', get('SVC_SEGMENT_BYTES')), 64 * 1024, 64 * MiB),
+    nativeSha256: oneOf('SVC_NATIVE_SHA256', get('SVC_NATIVE_SHA256'), ['auto', 'off'] as const),
     ingestBufferBytes: inRange('SVC_INGEST_BUFFER_BYTES', parseSize('SVC_INGEST_BUFFER_BYTES', get('SVC_INGEST_BUFFER_BYTES')), 16 * MiB, 2 ** 40),
     inlineMaxBytes: inRange('SVC_INLINE_MAX_BYTES', parseSize('SVC_INLINE_MAX_BYTES', get('SVC_INLINE_MAX_BYTES')), 0, 64 * 1024),
     blockCacheBytes: parseSize('SVC_BLOCK_CACHE_BYTES', get('SVC_BLOCK_CACHE_BYTES')),

@@ -72,7 +72,8 @@ export async function serve(config: Config, log = new Logger(config.logLevel)): 
   mountModelApi(modelApp, models, log, VERSION);
   const modelSocket = await listen(modelApp, config.host, config.model.httpPort);
   const modelPort = uWS.us_socket_local_port(modelSocket);
-  log.info('listening', { host: config.host, port, modelPort, fsRoot: config.fsRoot, durability: config.durability, workers: config.workers });
+  const blockHashing = engine.scanner.pairHashing ? 'scanning thread (native SHA-256 pair)' : 'worker threads (node:crypto)';
+  log.info('listening', { host: config.host, port, modelPort, fsRoot: config.fsRoot, durability: config.durability, workers: config.workers, blockHashing });
   return {
     port,
     modelPort,

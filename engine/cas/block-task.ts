@@ -15,6 +15,8 @@ interface SegmentWindow {
 /** Hashing and storing consecutive blocks: block i is [bounds[i], bounds[i + 1]). */
 export interface StoreTask extends SegmentWindow {
   bounds: number[];
+  /** Block i's SHA-256 in hex when the scanning thread computed it (native pair), else hashed here. */
+  hexes?: string[];
   root: string;
   durability: Durability;
 }
@@ -37,15 +39,19 @@ function storeFor(root: string, durability: Durability): FsBlockStore {
 
 const view = (w: SegmentWindow) => new SegmentedBytes(w.segments, w.segmentSize, w.first, w.end);
 
+function sha256Hex(pieces: Uint8Array[]): string {
+  const sha = createHash('sha256');
+  for (const p of pieces) sha.update(p);
+  return sha.digest('hex');
+}
+
 export function runStoreTask(task: StoreTask): StoredBlock[] {
   const data = view(task);
   const store = storeFor(task.root, task.durability);
   const stored: StoredBlock[] = [];
   for (let i = 0; i + 1 < task.bounds.length; i++) {
     const pieces = data.pieces(task.bounds[i], task.bounds[i + 1]);
-    const sha = createHash('sha256');
-    for (const p of pieces) sha.update(p);
-    const hex = sha.digest('hex');
+    const hex = task.hexes?.[i] ?? sha256Hex(pieces);
     const checksum = pieces.length === 1 ? xxh64(pieces[0]) : pieces.reduce((h, p) => h.update(p), new Xxh64()).digest();
     const size = task.bounds[i + 1] - task.bounds[i];
     stored.push({ hex, size, checksum, fresh: store.putSync(hex, size, pieces) });

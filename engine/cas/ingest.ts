@@ -141,8 +141,8 @@ export class DirectIngest {
   /** Index of the first block not yet stored: bytes before its start can be let go. */
   private firstUnstored = 0;
   private storesInFlight = 0;
-  /** Blocks cut but not yet handed to the pool: [index, from, to]. */
-  private readonly storeQueue: Array<[number, number, number]> = [];
+  /** Blocks cut but not yet handed to the pool: [index, from, to, SHA-256 hex when the scanning thread hashed it]. */
+  private readonly storeQueue: Array<[number, number, number, string?]> = [];
   private spec?: ChunkerSpec;
   private mediaType = 'application/octet-stream';
   private readonly blocks: Array<StoredBlock | undefined> = [];
@@ -397,7 +397,7 @@ export class DirectIngest {
       if (!this.scan) {
         this.oneBlock = false;
         const kept = { key: part.hashKey, skip: this.replayed };
-        this.scan = this.deps.scanner.open(true, this.spec ?? null, this.segmentSize, (scanned, cuts) => this.onScanned(scanned, cuts), (err) => this.scannerFailed(err), kept);
+        this.scan = this.deps.scanner.open(true, this.spec ?? null, this.segmentSize, (scanned, cuts, digests) => this.onScanned(scanned, cuts, digests), (err) => this.scannerFailed(err), kept);
       }
       this.postPartRanges(complete, part.final === true);
       const settled = this.scannedUpTo === this.stored && this.storesInFlight === 0 && this.storeQueue.length === 0;
@@ -408,7 +408,7 @@ export class DirectIngest {
       this.oneBlock = complete && this.isOneBlock(this.stored);
       if (!this.oneBlock || !this.sha) {
         const spec = this.oneBlock ? null : this.spec!;
-        this.scan = this.deps.scanner.open(!this.sha, spec, this.segmentSize, (scanned, cuts) => this.onScanned(scanned, cuts), (err) => this.scannerFailed(err));
+        this.scan = this.deps.scanner.open(!this.sha, spec, this.segmentSize, (scanned, cuts, digests) => this.onScanned(scanned, cuts, digests), (err) => this.scannerFailed(err));
       }
     }
     this.postRanges(complete);
@@ -501,12 +501,13 @@ export class DirectIngest {
     return { segments: this.segments.slice(k), segmentSize: this.segmentSize, first: this.first + k * this.segmentSize, end: this.stored };
   }
 
-  /** Blocks found by the scanning thread: queued for storing. */
-  private onScanned(scanned: number, cuts: number[]): void {
+  /** Blocks found by the scanning thread (with their digests when it hashed them): queued for storing. */
+  private onScanned(scanned: number, cuts: number[], digests?: string[]): void {
     if (this.settled) return;
     this.scannedUpTo = scanned;
-    for (const cut of cuts) {
-      this.storeQueue.push([this.blocks.length, this.cutStart, cut]);
+    for (let i = 0; i < cuts.length; i++) {
+      const cut = cuts[i];
+      this.storeQueue.push([this.blocks.length, this.cutStart, cut, digests?.[i]]);
       this.blockStarts.push(this.cutStart);
       this.blocks.push(undefined);
       this.cutStart = cut;
@@ -530,18 +531,21 @@ export class DirectIngest {
     while (this.storeQueue.length > 0 && this.storesInFlight < this.deps.config.workers) {
       const [first, from] = this.storeQueue[0];
       const bounds = [from];
+      const hexes: string[] = [];
       let count = 0;
       while (this.storeQueue.length > 0 && (count === 0 || this.storeQueue[0][2] - from <= this.segmentSize)) {
-        bounds.push(this.storeQueue.shift()![2]);
+        const [, , to, hex] = this.storeQueue.shift()!;
+        bounds.push(to);
+        if (hex) hexes.push(hex);
         count++;
       }
-      this.dispatchStore(first, bounds);
+      this.dispatchStore(first, bounds, hexes.length === count ? hexes : undefined);
     }
   }
 
-  private dispatchStore(first: number, bounds: number[]): void {
+  private dispatchStore(first: number, bounds: number[], hexes?: string[]): void {
     const { fsRoot: root, durability } = this.deps.config;
-    const task: StoreTask = { ...this.window(bounds[0]), end: bounds[bounds.length - 1], bounds, root, durability };
+    const task: StoreTask = { ...this.window(bounds[0]), end: bounds[bounds.length - 1], bounds, hexes, root, durability };
     this.storesInFlight++;
     (this.deps.pool.run(task, { name: 'store' }) as Promise<StoredBlock[]>).then(
       (stored) => {

@@ -20,7 +20,7 @@ export interface KeptHash {
 }
 
 interface Stream {
-  onProgress: (scannedBytes: number, cuts: number[]) => void;
+  onProgress: (scannedBytes: number, cuts: number[], digests?: string[]) => void;
   onFailure: (err: Error) => void;
   digest?: { resolve: (hex: string) => void; reject: (err: Error) => void };
 }
@@ -39,19 +39,23 @@ export class StreamScanner {
   private failure: Error | null = null;
   private readonly keptKeys = new Set<string>();
 
-  /** `arena`: the shared memory most segments live in (TransferMemory), scanned in place there. */
+  /**
+   * `arena`: the shared memory most segments live in (TransferMemory), scanned in place there.
+   * `pairHashing`: the thread also hashes each block, with the native SHA-256 pair.
+   */
   constructor(
     filename: string,
     private readonly arena: WebAssembly.Memory,
+    readonly pairHashing = false,
   ) {
-    this.worker = new Worker(filename, { workerData: { arena } });
-    this.worker.on('message', (m: { id: number; scanned?: number; cuts?: number[]; digest?: string }) => {
+    this.worker = new Worker(filename, { workerData: { arena, pairHashing } });
+    this.worker.on('message', (m: { id: number; scanned?: number; cuts?: number[]; digests?: string[]; digest?: string }) => {
       const stream = this.streams.get(m.id);
       if (!stream) return;
       if (m.digest !== undefined) {
         this.streams.delete(m.id);
         stream.digest?.resolve(m.digest);
-      } else stream.onProgress(m.scanned!, m.cuts!);
+      } else stream.onProgress(m.scanned!, m.cuts!, m.digests);
     });
     this.worker.on('error', (err) => this.fail(err));
     this.worker.on('exit', (code) => this.fail(new Error(`scanner thread exited with code ${code}`)));
@@ -59,7 +63,8 @@ export class StreamScanner {
 
   /**
    * A new stream: hashed when `hash`, cut with `spec` unless null. `onProgress` hears how many
-   * bytes the thread is done with and the cut points (absolute offsets) found in them.
+   * bytes the thread is done with and the cut points (absolute offsets) found in them, with
+   * pair hashing also the SHA-256 (hex) of each block those cuts end.
    */
   open(hash: boolean, spec: ChunkerSpec | null, segmentSize: number, onProgress: Stream['onProgress'], onFailure: Stream['onFailure'], kept?: KeptHash): ScanStream {
     const id = this.nextId++;
