@@ -288,6 +288,7 @@ async function main(): Promise<void> {
           if (up.response.blob.size !== bodyBytes) throw new Error(`server stored ${up.response.blob.size} bytes, sent ${bodyBytes}`);
           if (k === 0) largeId = up.response.blob.id;
           rounds.push(up);
+          progress(`  round ${k + 1}: ${Math.round(up.mbPerSecond)} MB/s, server CPU ${Math.round(up.cpu.serverPercent ?? NaN)}%, RSS +${(up.rss.growthBytes / MiB).toFixed(1)} MiB`);
         } finally {
           if (target !== s) await target.stop();
           roundServer = undefined;
