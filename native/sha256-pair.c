@@ -225,11 +225,23 @@ static struct state *state_of(napi_env env, napi_value v) {
   return (struct state *)data;
 }
 
-static napi_value js_init(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
+/** The call's `n` arguments into argv; 0 (with a TypeError naming `usage`) when their count differs. */
+static int args(napi_env env, napi_callback_info info, size_t n, napi_value *argv, const char *usage) {
+  size_t argc = n;
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-  struct state *s = argc == 1 ? state_of(env, argv[0]) : NULL;
+  if (argc == n) return 1;
+  napi_throw_type_error(env, NULL, usage);
+  return 0;
+}
+
+/** The state a one-argument function was called with; NULL with a JavaScript exception pending. */
+static struct state *state_arg(napi_env env, napi_callback_info info, const char *usage) {
+  napi_value argv[1];
+  return args(env, info, 1, argv, usage) ? state_of(env, argv[0]) : NULL;
+}
+
+static napi_value js_init(napi_env env, napi_callback_info info) {
+  struct state *s = state_arg(env, info, "init(state)");
   if (!s) return NULL;
   memset(s, 0, sizeof *s);
   memcpy(s->h, H0, sizeof H0);
@@ -237,13 +249,8 @@ static napi_value js_init(napi_env env, napi_callback_info info) {
 }
 
 static napi_value js_update(napi_env env, napi_callback_info info) {
-  size_t argc = 3;
   napi_value argv[3];
-  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-  if (argc != 3) {
-    napi_throw_type_error(env, NULL, "update(a, b, data)");
-    return NULL;
-  }
+  if (!args(env, info, 3, argv, "update(a, b, data)")) return NULL;
   struct state *a = state_of(env, argv[0]);
   if (!a) return NULL;
   struct state *b = NULL;
@@ -265,10 +272,7 @@ static napi_value js_update(napi_env env, napi_callback_info info) {
 }
 
 static napi_value js_hex(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
-  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-  struct state *s = argc == 1 ? state_of(env, argv[0]) : NULL;
+  struct state *s = state_arg(env, info, "hex(state)");
   if (!s) return NULL;
   char out[64];
   digest_hex(s, out);
