@@ -5,7 +5,8 @@ import { Piscina } from 'piscina';
 import type { VerifyTask, VerifyTaskResult } from './cas/block-task.js';
 import { type ContentId, formatContentId } from './cas/content-id.js';
 import { decodeCursor, encodeCursor } from './cas/cursors.js';
-import { DirectIngest, type IngestOptions } from './cas/ingest.js';
+import { maxBlockBytes } from './cas/chunkers.js';
+import { DirectIngest, type IngestOptions, defaultChunker, pdfChunker } from './cas/ingest.js';
 import { type BlobSummary, type Manifest, ManifestStore } from './cas/manifests.js';
 import { BlobReader } from './cas/reader.js';
 import { TransferMemory } from './cas/transfer-memory.js';
@@ -20,6 +21,7 @@ import { Stats } from './ops/stats.js';
 import { CatalogEnv } from './store/catalog.js';
 import { FsBlockStore } from './store/fs-block-store.js';
 import type { BlockRoots } from './cas/block-roots.js';
+import { BufferPool } from './uploads/buffer-pool.js';
 import { UploadLedger } from './uploads/ledger.js';
 import { Staging } from './uploads/staging.js';
 import { Uploads } from './uploads/uploads.js';
@@ -61,6 +63,7 @@ export class Engine {
       config: config.uploads,
       ledger: new UploadLedger(catalog),
       staging: new Staging(config.fsRoot, config.durability),
+      tailBuffers: tailBufferPool(config),
       blocks,
       scanner,
       manifests,
@@ -203,6 +206,12 @@ export class Engine {
     await this.scanner.close();
     await this.catalog.close();
   }
+}
+
+/** A staged tail is at most a maximal block; about 16 MiB of them stay pooled (at least two). */
+function tailBufferPool(config: Config): BufferPool {
+  const capacity = Math.max(maxBlockBytes(defaultChunker(config)), maxBlockBytes(pdfChunker(config)));
+  return new BufferPool(capacity, Math.max(2, Math.floor((16 * 1024 * 1024) / capacity)));
 }
 
 const round = (ms: number) => Math.round(ms * 1000) / 1000;

@@ -140,3 +140,27 @@ describe('upload backlog', async () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 });
+
+describe('tail buffer pool', async () => {
+  const { BufferPool } = await import('../dist/engine/uploads/buffer-pool.js');
+
+  it('lends views of pooled buffers, reuses what comes back, and bounds what it keeps', () => {
+    const pool = new BufferPool(1024, 2);
+    const a = pool.take(100);
+    const b = pool.take(1024);
+    expect([a.length, b.length]).toEqual([100, 1024]);
+    expect(a.buffer.byteLength).toBe(1024);
+    // Both pooled buffers are lent: the next one is a buffer of its own, and so is an oversize one.
+    const own = pool.take(10);
+    expect(own.buffer.byteLength).not.toBe(1024);
+    expect(pool.take(4096).length).toBe(4096);
+    pool.give(own);
+    pool.give(a);
+    const c = pool.take(500);
+    expect(c.buffer).toBe(a.buffer);
+    // A second give of a buffer now lent again must not free it for someone else.
+    pool.give(a);
+    const d = pool.take(500);
+    expect(d.buffer).not.toBe(c.buffer);
+  });
+});

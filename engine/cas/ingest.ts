@@ -65,6 +65,8 @@ export interface PartContext {
   maxBytes: number;
   /** The object ends here (commit): the tail is cut to the end and no tail is left. */
   final?: boolean;
+  /** Where the new tail's bytes go (a buffer of that size); a fresh buffer when absent. */
+  tailBuffer?: (size: number) => Buffer;
 }
 
 export interface Decision {
@@ -455,7 +457,8 @@ export class DirectIngest {
   /** The part is cut and stored: its blocks, and the bytes after its last cut as the new tail. */
   private finishPart(): void {
     this.settled = true;
-    const tail = Buffer.allocUnsafe(this.stored - this.cutStart);
+    const size = this.stored - this.cutStart;
+    const tail = this.options.part?.tailBuffer?.(size) ?? Buffer.allocUnsafe(size);
     let at = 0;
     for (let k = 0; k < this.segments.length && at < tail.length; k++) {
       const segStart = this.first + k * this.segmentSize;

@@ -63,10 +63,21 @@ export class Staging {
     return fsp.readFile(path.join(this.sessionDir(id), name));
   }
 
-  /** The tail, read on the calling thread (at most one maximal block, when a part starts). */
-  readSync(id: string, name: string | undefined): Buffer {
+  /** The tail, read on the calling thread into a buffer from `take` (at most one maximal block, when a part starts). */
+  readSync(id: string, name: string | undefined, take: (size: number) => Buffer): Buffer {
     if (name === undefined) return Buffer.alloc(0);
-    return fs.readFileSync(path.join(this.sessionDir(id), name));
+    const fd = fs.openSync(path.join(this.sessionDir(id), name), 'r');
+    try {
+      const bytes = take(fs.fstatSync(fd).size);
+      for (let at = 0; at < bytes.length; ) {
+        const n = fs.readSync(fd, bytes, at, bytes.length - at, at);
+        if (n === 0) throw new Error(`staged tail of ${id} ended at ${at} of ${bytes.length} bytes`);
+        at += n;
+      }
+      return bytes;
+    } finally {
+      fs.closeSync(fd);
+    }
   }
 
   /** Removes one staged file of the session (absent is fine). */

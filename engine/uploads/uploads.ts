@@ -22,6 +22,7 @@ import type { Logger } from '../log.js';
 import type { Stats } from '../ops/stats.js';
 import type { FsBlockStore } from '../store/fs-block-store.js';
 import { UploadLedger, packBlocks, type SessionRecord } from './ledger.js';
+import type { BufferPool } from './buffer-pool.js';
 import { Staging } from './staging.js';
 
 export interface UploadsDeps {
@@ -34,6 +35,8 @@ export interface UploadsDeps {
   stats: Stats;
   log: Logger;
   startIngest: (options: IngestOptions) => DirectIngest;
+  /** Buffers for the staged tail a part replays and the one it leaves. */
+  tailBuffers: BufferPool;
 }
 
 export interface CreateRequest {
@@ -129,10 +132,12 @@ export class Uploads {
       throw invalidUpload(`The part would take the object past its Upload-Length of ${current.declaredLength} bytes`);
     }
     const leased = this.takeLeaseSync(current, 'part', request.offset);
-    let replay: Buffer;
+    const { tailBuffers } = this.deps;
+    let replay: Buffer | undefined;
     try {
-      replay = this.deps.staging.readSync(leased.id, leased.tail);
+      replay = this.deps.staging.readSync(leased.id, leased.tail, (size) => (replay = tailBuffers.take(size)));
     } catch (err) {
+      if (replay) tailBuffers.give(replay);
       void this.releaseLease(leased);
       this.deps.log.error('uploads: staged tail unreadable', { session: leased.id, err: String(err) });
       throw ingestFailed('The staged bytes of this session could not be read');
@@ -140,8 +145,10 @@ export class Uploads {
     const ingest = this.deps.startIngest({
       declaredLength: request.length,
       contentType: leased.contentType,
-      part: { hashKey: leased.id, replay, decided: leased.decided, maxBytes: config.maxPartBytes },
+      part: { hashKey: leased.id, replay, decided: leased.decided, maxBytes: config.maxPartBytes, tailBuffer: (size) => tailBuffers.take(size) },
     });
+    // The ingest copies the replayed tail when it is admitted: the buffer is free once the part ends.
+    const giveReplay = () => tailBuffers.give(replay!);
     let settled = false;
     // A part that takes long keeps its lease alive; only a dead process or client loses it.
     const renewal = setInterval(() => void this.renewLease(leased).catch(() => {}), Math.max(1000, config.partLeaseMs / 3));
@@ -153,6 +160,7 @@ export class Uploads {
       settled = true;
       const hashed = ingest.scanStarted;
       ingest.abort();
+      giveReplay();
       // The kept hash may have taken some of this part's bytes: it is rebuilt on the next part.
       // A part that never got that far leaves it (a rebuild it waited for is not wasted).
       if (hashed) this.deps.scanner.dropKept(leased.id);
@@ -166,6 +174,8 @@ export class Uploads {
       } catch (err) {
         await release();
         throw err;
+      } finally {
+        giveReplay();
       }
       try {
         return await this.recordPart(leased, request, result);
@@ -175,6 +185,7 @@ export class Uploads {
       } finally {
         settled = true;
         clearInterval(renewal);
+        tailBuffers.give(result.tail);
       }
     };
     return { part: { ingest, ready: this.ensureHash(leased), finish, abort, release } };
