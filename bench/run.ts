@@ -25,7 +25,7 @@
  *
  * After the blob scenarios, every run measures resumable uploads (issue 4): a 1 GiB file (256 MiB
  * with --quick) as one session of 8 MiB parts to svc and to the tus reference server
- * (bench/tus-server.ts), alternating, 2 rounds each (1 with --quick). Then the document platform
+ * (bench/tus-server.ts), alternating, 3 rounds each (1 with --quick). Then the document platform
  * (issue 5): documents created per second (create + 64 KiB bytes + finalize) at 8/16/32 clients
  * against 64 KiB blob uploads in the same loop, canonical metadata writes and metadata reads over
  * a pool of 200 documents (shorter windows with --quick). It ends with the model
@@ -385,7 +385,7 @@ async function main(): Promise<void> {
       // resumable session after the rounds: the dedup case, reported apart from the comparison.
       const stored = results.ingest?.idMatchesSha256 && results.sha256 ? { file: bodyFile, sha256Hex: results.sha256.hex } : undefined;
       await phase(`resumable uploads of ${bodyBytes / MiB} MiB, svc vs tus`, async () => {
-        results.resumable = await runResumable({ repo: REPO, server: s, durability, tmp, bodyBytes, rounds: opts.quick ? 1 : 2, seed: SEED, storedFile: stored, progress });
+        results.resumable = await runResumable({ repo: REPO, server: s, durability, tmp, bodyBytes, rounds: opts.quick ? 1 : 3, seed: SEED, storedFile: stored, progress });
         if (results.resumable.error) throw new Error(results.resumable.error);
       });
     }
