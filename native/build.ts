@@ -2,7 +2,7 @@
 // Optional: without a C compiler, Node's headers or an x86-64 CPU the service hashes with
 // node:crypto instead (engine/cas/sha256-pair.ts), so a failed build is reported, never fatal.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -23,5 +23,7 @@ mkdirSync(path.dirname(output), { recursive: true });
 const cc = process.env.CC || 'cc';
 const args = ['-O2', '-std=c11', '-D_DEFAULT_SOURCE', '-fPIC', '-shared', '-fvisibility=hidden', '-Wall', '-Werror', `-I${headers}`, '-o', output, source];
 const run = spawnSync(cc, args, { encoding: 'utf8' });
+// A failed build must not leave an earlier build of other source behind to be loaded.
+if (run.error || run.status !== 0) rmSync(output, { force: true });
 if (run.error) skip(`${cc}: ${run.error.message}`);
 if (run.status !== 0) skip(`${cc} exited with ${run.status}: ${run.stderr.trim().split('\n').slice(0, 5).join(' / ')}`);

@@ -11,6 +11,14 @@ const sha256 = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
 const pair = loadSha256Pair();
 
 describe('native SHA-256 pair', () => {
+  it('loads and passes its self-test wherever the build made it', () => {
+    const built = fs.existsSync(new URL('../dist/native/sha256-pair.node', import.meta.url));
+    // Without a build (no compiler here) there is nothing to load; a build that fails its
+    // self-test must not pass unnoticed as "unavailable".
+    if (built) expect(sha256PairUnavailableReason()).toBe('');
+    expect(pair !== null).toBe(built);
+  });
+
   it.skipIf(!pair)(`hashes two streams over shared bytes as node:crypto does (${pair ? 'built' : sha256PairUnavailableReason()})`, () => {
     const p = pair!;
     const bytes = randomBytes(300_000);
@@ -32,6 +40,27 @@ describe('native SHA-256 pair', () => {
     }
     const empty = newState(p);
     expect(p.hex(empty)).toBe(sha256(new Uint8Array(0)));
+  });
+
+  it.skipIf(!pair)('agrees with node:crypto over random interleavings of one-stream and two-stream updates', () => {
+    const p = pair!;
+    const data = seededBytes(1 << 16, 9);
+    let seed = 12345;
+    const next = (n: number) => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) % n);
+    for (let round = 0; round < 3000; round++) {
+      const [a, b] = [newState(p), newState(p)];
+      const [ha, hb] = [createHash('sha256'), createHash('sha256')];
+      for (let step = 0, at = next(60_000); step < 1 + (round % 12); step++, at = next(60_000)) {
+        const piece = data.subarray(at, at + next(next(10) < 3 ? 4000 : 200));
+        const mode = next(4);
+        if (mode === 0) p.update(a, null, piece);
+        else if (mode === 1) p.update(b, null, piece);
+        else p.update(mode === 2 ? a : b, mode === 2 ? b : a, piece);
+        if (mode !== 1) ha.update(piece);
+        if (mode !== 0) hb.update(piece);
+      }
+      expect([p.hex(a), p.hex(b)]).toEqual([ha.digest('hex'), hb.digest('hex')]);
+    }
   });
 
   it.skipIf(!pair)('reads bytes in shared memory and refuses what is not a state', () => {
