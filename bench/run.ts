@@ -74,6 +74,7 @@ const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const SEED = 'svc-bench-v1';
+const SERVER_ENTRY = path.join(REPO, 'dist', 'server', 'main.js');
 /** Large ingests per run; the median is the figure (single uploads here vary by tens of percent). */
 const INGEST_ROUNDS = 3;
 
@@ -261,7 +262,7 @@ async function main(): Promise<void> {
     const quietLog = ['warn', 'error', 'silent'].includes(process.env.SVC_LOG_LEVEL ?? '');
     const chosenModelPort = quietLog ? await freePort() : undefined;
     process.env.HTTP_PORT = String(chosenModelPort ?? 0);
-    server = await ServerProcess.start({ entry: path.join(REPO, 'dist', 'server', 'main.js'), fsRoot, durability });
+    server = await ServerProcess.start({ entry: SERVER_ENTRY, fsRoot, durability });
     results.server.workers = server.listeningLog?.workers;
     results.server.baselineRssBytes = server.memoryField('VmRSS');
     const s = server;
@@ -281,7 +282,7 @@ async function main(): Promise<void> {
           const roundRoot = path.join(tmp, `ingest-round-${k + 1}`);
           mkdirSync(roundRoot);
           // Its model listener on a free port too: the bench server's may be a fixed one.
-          target = roundServer = await ServerProcess.start({ entry: path.join(REPO, 'dist', 'server', 'main.js'), fsRoot: roundRoot, durability, env: { HTTP_PORT: '0' } });
+          target = roundServer = await ServerProcess.start({ entry: SERVER_ENTRY, fsRoot: roundRoot, durability, env: { HTTP_PORT: '0' } });
         }
         try {
           const up = await uploadFile(target, bodyFile, bodyBytes, 'application/octet-stream', largeTimeoutMs);

@@ -5,8 +5,7 @@ import { Piscina } from 'piscina';
 import type { VerifyTask, VerifyTaskResult } from './cas/block-task.js';
 import { type ContentId, formatContentId } from './cas/content-id.js';
 import { decodeCursor, encodeCursor } from './cas/cursors.js';
-import { maxBlockBytes } from './cas/chunkers.js';
-import { DirectIngest, type IngestOptions, defaultChunker, pdfChunker } from './cas/ingest.js';
+import { DirectIngest, type IngestOptions, largestBlockBytes } from './cas/ingest.js';
 import { type BlobSummary, type Manifest, ManifestStore } from './cas/manifests.js';
 import { BlobReader } from './cas/reader.js';
 import { TransferMemory } from './cas/transfer-memory.js';
@@ -210,7 +209,7 @@ export class Engine {
 
 /** A staged tail is at most a maximal block; about 16 MiB of them stay pooled (at least two). */
 function tailBufferPool(config: Config): BufferPool {
-  const capacity = Math.max(maxBlockBytes(defaultChunker(config)), maxBlockBytes(pdfChunker(config)));
+  const capacity = largestBlockBytes(config);
   return new BufferPool(capacity, Math.max(2, Math.floor((16 * 1024 * 1024) / capacity)));
 }
 

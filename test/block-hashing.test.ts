@@ -3,11 +3,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadSha256Pair, newState, sha256PairUnavailableReason } from '../dist/engine/cas/sha256-pair.js';
-import { contentId, seededBytes, upload } from './helpers/http.js';
+import { contentId, seededBytes, sha256, upload } from './helpers/http.js';
 import { type TestServer, startServer } from './helpers/server.js';
 
 const MiB = 1024 * 1024;
-const sha256 = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
 const pair = loadSha256Pair();
 
 describe('native SHA-256 pair', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { type ChunkerSpec, chunkerName, findCut, freshScanState } from '../dist/engine/cas/chunkers.js';
+import { type ChunkerSpec, chunkerName, findCut, freshScanState, highBits } from '../dist/engine/cas/chunkers.js';
 import { ARENA_RESERVED_BYTES, GearScanner } from '../dist/engine/cas/gear-scan.js';
 import { SegmentedBytes } from '../dist/engine/cas/segmented-bytes.js';
 import { seededBytes } from './helpers/http.js';
@@ -134,7 +134,7 @@ describe('gear scan (WebAssembly)', () => {
     for (let round = 0; round < 2000; round++) {
       const from = round % 61;
       const to = from + ((round * 7919) % 9000);
-      const mask = highMask(1 + (round % 14));
+      const mask = highBits(1 + (round % 14));
       const h = (round * 0x9e3779b9) | 0;
       const want = reference(table, plain, from, to, h, mask);
       for (const [scanner, bytes] of [[inPlace, data], [copying, plain]] as const) {
@@ -146,8 +146,4 @@ describe('gear scan (WebAssembly)', () => {
     }
     expect(cuts).toBeGreaterThan(500);
   });
-
-  function highMask(bits: number): number {
-    return (0xffffffff << (32 - bits)) | 0;
-  }
 });

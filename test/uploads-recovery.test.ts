@@ -64,6 +64,30 @@ describe('staged tails', () => {
   });
 });
 
+describe('a staged tail that cannot be read', () => {
+  test('fails its part with 500 ingest_failed, holds nothing, and the part succeeds once the tail is back', async () => {
+    const e = await open();
+    const id = randomUUID();
+    const pieces = [seededBytes(5 * 1024 * 1024 + 17, 50), seededBytes(3 * 1024 * 1024 + 5, 51)];
+    await e.uploads.create({ tenant: TENANT, id });
+    await part(e, id, 0, pieces[0]);
+    const tail = path.join(root!, 'blocks', '.staging', id, 'tail-a');
+    fs.renameSync(tail, `${tail}.saved`);
+    fs.mkdirSync(tail); // opens, then every read fails (EISDIR)
+    expect(() => e.uploads.beginPart({ tenant: TENANT, id, partId: randomUUID(), offset: pieces[0].length, length: pieces[1].length })).toThrow(
+      expect.objectContaining({ status: 500, code: 'ingest_failed' }),
+    );
+    // The lease goes back asynchronously; the offset never moved.
+    for (let i = 0; i < 100 && e.uploads.status(TENANT, id).lease; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(e.uploads.status(TENANT, id)).toMatchObject({ offset: pieces[0].length, lease: undefined });
+    fs.rmdirSync(tail);
+    fs.renameSync(`${tail}.saved`, tail);
+    await part(e, id, pieces[0].length, pieces[1]);
+    const committed = await e.uploads.commit(TENANT, id);
+    expect(committed.committedBlob).toBe(contentId(Buffer.concat(pieces)));
+  });
+});
+
 describe('a part whose block writes fail', () => {
   test('fails with ingest_failed even when its body ends after the failure', async () => {
     const e = await open();

@@ -67,12 +67,13 @@ function update(s: Stream, segment: Uint8Array, offset: number, length: number, 
   const arrived = segment.subarray(offset, offset + length);
   if (offset === 0 && length > 0 && s.spec) s.segments.push(segment);
   s.end += length;
-  const data = new SegmentedBytes(s.segments, s.segmentSize, s.first, s.end);
   let blockStart = s.cutStart;
   const cuts: number[] = [];
-  if (s.spec) {
+  // Only a stream that is cut keeps its segments (and a block hash).
+  const data = s.spec ? new SegmentedBytes(s.segments, s.segmentSize, s.first, s.end) : null;
+  if (data) {
     for (;;) {
-      const cut = findCut(s.spec, data, s.cutStart, final, s.state);
+      const cut = findCut(s.spec!, data, s.cutStart, final, s.state);
       if (cut < 0) break;
       cuts.push(cut);
       s.cutStart = cut;
@@ -86,7 +87,7 @@ function update(s: Stream, segment: Uint8Array, offset: number, length: number, 
     digests = [];
     let hashedTo = start;
     for (const cut of cuts) {
-      if (cut < hashedTo) digests.push(cutBehind(s.block, data, blockStart, cut, hashedTo));
+      if (cut < hashedTo) digests.push(cutBehind(s.block, data!, blockStart, cut, hashedTo));
       else {
         hashArrived(s, arrived, start, hashedTo, cut);
         hashedTo = cut;

@@ -90,7 +90,7 @@ export function runVerifyTask(task: VerifyTask): VerifyTaskResult {
   const corruptBlocks: string[] = [];
   if (digestHex !== task.expectedHex) {
     for (const { hex, size } of task.blocks) {
-      if (createHash('sha256').update(store.readSync(hex, size)).digest('hex') !== hex) corruptBlocks.push(`sha-256:${hex}:${size}`);
+      if (sha256Hex([store.readSync(hex, size)]) !== hex) corruptBlocks.push(`sha-256:${hex}:${size}`);
     }
   }
   return { digestHex, bytesRead, corruptBlocks };

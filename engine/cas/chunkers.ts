@@ -73,7 +73,7 @@ export function scanInArena(arena: WebAssembly.Memory): void {
 }
 
 /** A mask of the `bits` highest bits: the gear hash's high bits depend on the last 32 bytes. */
-const highBits = (bits: number) => (bits >= 32 ? -1 : (0xffffffff << (32 - bits)) | 0);
+export const highBits = (bits: number): number => (bits >= 32 ? -1 : (0xffffffff << (32 - bits)) | 0);
 
 function fastcdcCut(spec: { min: number; avg: number; max: number }, data: SegmentedBytes, start: number, final: boolean, state: ScanState): number {
   const minEnd = start + spec.min;

@@ -101,6 +101,11 @@ export function pdfChunker(config: Config): ChunkerSpec {
   return { kind: 'pdf', target: 1024 * 1024, max: 4 * 1024 * 1024, fallback: { kind: 'fastcdc', min: config.chunkMin, avg: config.chunkAvg, max: config.chunkMax } };
 }
 
+/** The largest block any chunker of this configuration makes (PDF bodies included). */
+export function largestBlockBytes(config: Config): number {
+  return Math.max(maxBlockBytes(defaultChunker(config)), maxBlockBytes(pdfChunker(config)));
+}
+
 function mediaTypeEssence(contentType: string): string {
   return contentType.split(';')[0].trim().toLowerCase();
 }
@@ -181,7 +186,7 @@ export class DirectIngest {
     if (options.declaredLength === 0) throw invalidBlob('Empty blobs are not supported');
     // A small declared body gets one exact segment of its own instead of a pooled one.
     this.segmentSize = declared !== undefined && declared < memory.segmentBytes ? declared : memory.segmentBytes;
-    const maxBlock = Math.max(maxBlockBytes(defaultChunker(config)), maxBlockBytes(pdfChunker(config)));
+    const maxBlock = largestBlockBytes(config);
     // Pause once a maximal block plus eight segments are held (room for blocks being stored while
     // the next are scanned; with four, 1 GiB paused ~150 times and ingested 5-20% slower); what uWS
     // still delivers beyond two more segments goes to the backlog.

@@ -8,6 +8,7 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type { Durability } from '../config.js';
+import type { BufferPool } from './buffer-pool.js';
 import { syncDirectory } from '../store/fs-block-store.js';
 
 const fsyncAsync = promisify(fs.fsync);
@@ -63,18 +64,25 @@ export class Staging {
     return fsp.readFile(path.join(this.sessionDir(id), name));
   }
 
-  /** The tail, read on the calling thread into a buffer from `take` (at most one maximal block, when a part starts). */
-  readSync(id: string, name: string | undefined, take: (size: number) => Buffer): Buffer {
+  /**
+   * The tail, read on the calling thread into a buffer of `buffers` (at most one maximal block,
+   * when a part starts); the caller gives it back. A failed read gives it back itself.
+   */
+  readSync(id: string, name: string | undefined, buffers: BufferPool): Buffer {
     if (name === undefined) return Buffer.alloc(0);
     const fd = fs.openSync(path.join(this.sessionDir(id), name), 'r');
+    let bytes: Buffer | undefined;
     try {
-      const bytes = take(fs.fstatSync(fd).size);
+      bytes = buffers.take(fs.fstatSync(fd).size);
       for (let at = 0; at < bytes.length; ) {
         const n = fs.readSync(fd, bytes, at, bytes.length - at, at);
         if (n === 0) throw new Error(`staged tail of ${id} ended at ${at} of ${bytes.length} bytes`);
         at += n;
       }
       return bytes;
+    } catch (err) {
+      if (bytes) buffers.give(bytes);
+      throw err;
     } finally {
       fs.closeSync(fd);
     }

@@ -133,11 +133,10 @@ export class Uploads {
     }
     const leased = this.takeLeaseSync(current, 'part', request.offset);
     const { tailBuffers } = this.deps;
-    let replay: Buffer | undefined;
+    let replay: Buffer;
     try {
-      replay = this.deps.staging.readSync(leased.id, leased.tail, (size) => (replay = tailBuffers.take(size)));
+      replay = this.deps.staging.readSync(leased.id, leased.tail, tailBuffers);
     } catch (err) {
-      if (replay) tailBuffers.give(replay);
       void this.releaseLease(leased);
       this.deps.log.error('uploads: staged tail unreadable', { session: leased.id, err: String(err) });
       throw ingestFailed('The staged bytes of this session could not be read');
@@ -148,7 +147,7 @@ export class Uploads {
       part: { hashKey: leased.id, replay, decided: leased.decided, maxBytes: config.maxPartBytes, tailBuffer: (size) => tailBuffers.take(size) },
     });
     // The ingest copies the replayed tail when it is admitted: the buffer is free once the part ends.
-    const giveReplay = () => tailBuffers.give(replay!);
+    const giveReplay = () => tailBuffers.give(replay);
     let settled = false;
     // A part that takes long keeps its lease alive; only a dead process or client loses it.
     const renewal = setInterval(() => void this.renewLease(leased).catch(() => {}), Math.max(1000, config.partLeaseMs / 3));
