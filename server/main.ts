@@ -1,6 +1,7 @@
 import * as uWS from 'uWebSockets.js';
 import { type Config, ConfigError, VARIABLES, loadConfig } from '../engine/config.js';
 import { Engine } from '../engine/engine.js';
+import { nativeSharedCopy } from '../engine/cas/shared-copy.js';
 import { Logger } from '../engine/log.js';
 import { Metrics } from '../engine/ops/metrics.js';
 import { ModelService } from '../engine/models/service.js';
@@ -73,7 +74,7 @@ export async function serve(config: Config, log = new Logger(config.logLevel)): 
   const modelSocket = await listen(modelApp, config.host, config.model.httpPort);
   const modelPort = uWS.us_socket_local_port(modelSocket);
   const blockHashing = engine.scanner.pairHashing ? 'scanning thread (native SHA-256 pair)' : 'worker threads (node:crypto)';
-  log.info('listening', { host: config.host, port, modelPort, fsRoot: config.fsRoot, durability: config.durability, workers: config.workers, blockHashing });
+  log.info('listening', { host: config.host, port, modelPort, fsRoot: config.fsRoot, durability: config.durability, workers: config.workers, blockHashing, bodyCopy: nativeSharedCopy ? 'native memcpy' : 'TypedArray.set' });
   return {
     port,
     modelPort,

@@ -1,4 +1,5 @@
 import { SpillFile } from './spill.js';
+import { copyInto } from './shared-copy.js';
 
 /** Where the backlog gets its memory: recycled segments, so no garbage builds up. */
 export interface SegmentSource {
@@ -50,7 +51,7 @@ export class Backlog {
         const at = this.writePos % size;
         if (at === 0 && this.writePos === this.segments.length * size + this.dropped) this.segments.push(this.source.takeSegment());
         const n = Math.min(chunk.length - off, size - at);
-        this.segments[this.segments.length - 1].set(chunk.subarray(off, off + n), at);
+        copyInto(this.segments[this.segments.length - 1], at, chunk.subarray(off, off + n));
         off += n;
         this.writePos += n;
       }
@@ -66,7 +67,7 @@ export class Backlog {
       const size = this.source.segmentBytes;
       const at = this.readPos % size;
       const n = Math.min(into.length, size - at, this.memoryBytes);
-      into.set(this.segments[0].subarray(at, at + n));
+      copyInto(into, 0, this.segments[0].subarray(at, at + n));
       this.readPos += n;
       if (this.readPos % size === 0 || this.readPos === this.writePos) this.releaseRead();
       return n;

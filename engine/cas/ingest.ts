@@ -9,6 +9,7 @@ import type { StoreTask, StoredBlock } from './block-task.js';
 import { type ChunkerSpec, chunkerName, maxBlockBytes } from './chunkers.js';
 import type { BlobSummary, ManifestRecord, ManifestStore } from './manifests.js';
 import { Backlog } from './backlog.js';
+import { copyInto } from './shared-copy.js';
 import type { TransferMemory } from './transfer-memory.js';
 import type { ScanStream, StreamScanner } from './stream-scanner.js';
 
@@ -331,7 +332,7 @@ export class DirectIngest {
     for (let off = 0; off < chunk.length; ) {
       const { view, at } = this.tail();
       const n = Math.min(chunk.length - off, this.segmentSize - at);
-      view.set(chunk.subarray(off, off + n), at);
+      copyInto(view, at, chunk.subarray(off, off + n));
       off += n;
       this.stored += n;
     }
@@ -470,7 +471,7 @@ export class DirectIngest {
       const from = Math.max(this.cutStart, segStart);
       const to = Math.min(this.stored, segStart + this.segmentSize);
       if (from >= to) continue;
-      tail.set(this.segments[k].subarray(from - segStart, to - segStart), at);
+      copyInto(tail, at, this.segments[k].subarray(from - segStart, to - segStart));
       at += to - from;
     }
     const blocks = this.blocks as StoredBlock[];
