@@ -57,7 +57,14 @@ export function feedIngest(ex: Exchange, source: BodySource, ingest: DirectInges
         h.chunk?.(chunk);
         if (!ingest.push(chunk)) source.pause();
       }
-      if (isLast) h.last();
+      if (isLast) {
+        // The body is in: the socket's pause was for it alone. A part acknowledged before its
+        // ingest drains (uploads) would otherwise leave the keep-alive connection paused, and
+        // the client's next request unread.
+        ingest.onResume = () => {};
+        source.resume();
+        h.last();
+      }
     } catch (err) {
       h.fail(err);
     }

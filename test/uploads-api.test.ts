@@ -400,7 +400,9 @@ describe('resumable uploads across restarts and failures', () => {
       // Nothing written yet: the workers' write directories do not exist; files in their place make every block write fail.
       const blockers = Array.from({ length: 64 }, (_, i) => path.join(tmp, `w${i}`)).filter((p) => !fs.existsSync(p));
       for (const p of blockers) fs.writeFileSync(p, '');
-      const data = seededBytes(6 * MiB, 32);
+      // Large enough that the first failed block write comes long before the part could be
+      // acknowledged (within a few MiB of its end; bytes then staged are safe whatever follows).
+      const data = seededBytes(24 * MiB, 32);
       const partId = randomUUID();
       const failed = await patch(server.url, id, 0, data, partId);
       expect(failed.res.status).toBe(500);

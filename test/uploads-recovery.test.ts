@@ -64,6 +64,104 @@ describe('staged tails', () => {
   });
 });
 
+/** What a crash right now would leave of the session: its recorded blocks, then its staged tail. */
+async function durableBytes(e: Engine, id: string): Promise<Buffer> {
+  const record = e.uploads.status(TENANT, id);
+  const blocks = await Promise.all(new UploadLedger(e.catalog).blocks(id).map((b) => e.blocks.read(b.hex, b.size)));
+  const tail = record.tail ? fs.readFileSync(path.join(root!, 'blocks', '.staging', id, record.tail)) : Buffer.alloc(0);
+  return Buffer.concat([...blocks, tail]);
+}
+
+/** Makes the session's current staged tail unreadable; returns how to put it back. */
+function breakTail(e: Engine, id: string): () => void {
+  const tail = path.join(root!, 'blocks', '.staging', id, e.uploads.status(TENANT, id).tail!);
+  fs.renameSync(tail, `${tail}.saved`);
+  fs.mkdirSync(tail); // opens, then every read fails (EISDIR)
+  return () => {
+    fs.rmdirSync(tail);
+    fs.renameSync(`${tail}.saved`, tail);
+  };
+}
+
+describe('parts answered before their pipeline drains', () => {
+  test('each answer leaves blocks and a staged tail that hold exactly the acknowledged bytes', async () => {
+    const e = await open();
+    const id = randomUUID();
+    const data = seededBytes(23 * 1024 * 1024 + 7, 60);
+    const cuts = [0, 5 * 1024 * 1024 + 3, 9 * 1024 * 1024, 17 * 1024 * 1024 + 1, data.length];
+    await e.uploads.create({ tenant: TENANT, id });
+    for (let i = 1; i < cuts.length; i++) {
+      await part(e, id, cuts[i - 1], data.subarray(cuts[i - 1], cuts[i]));
+      const record = e.uploads.status(TENANT, id);
+      expect(record.offset).toBe(cuts[i]);
+      expect((await durableBytes(e, id)).equals(data.subarray(0, cuts[i]))).toBe(true);
+    }
+    const committed = await e.uploads.commit(TENANT, id);
+    expect(committed.committedBlob).toBe(contentId(data));
+  });
+
+  test('the next part sent at once goes on with the same ingest; one sent later starts from the staged tail', async () => {
+    const e = await open();
+    const id = randomUUID();
+    const pieces = [seededBytes(4 * 1024 * 1024 + 1, 61), seededBytes(3 * 1024 * 1024 + 2, 62), seededBytes(2 * 1024 * 1024 + 3, 63)];
+    await e.uploads.create({ tenant: TENANT, id });
+    await part(e, id, 0, pieces[0]);
+    // At once: the part does not read the staged tail (it is unreadable and the part succeeds).
+    const restore = breakTail(e, id);
+    await part(e, id, pieces[0].length, pieces[1]);
+    restore();
+    // Later, after the ingest drained and closed: the part reads the staged tail (and fails while it is unreadable).
+    await new Promise((r) => setTimeout(r, 400));
+    const restoreAgain = breakTail(e, id);
+    const offset = pieces[0].length + pieces[1].length;
+    expect(() => e.uploads.beginPart({ tenant: TENANT, id, partId: randomUUID(), offset, length: pieces[2].length })).toThrow(
+      expect.objectContaining({ status: 500, code: 'ingest_failed' }),
+    );
+    restoreAgain();
+    for (let i = 0; i < 100 && e.uploads.status(TENANT, id).lease; i++) await new Promise((r) => setTimeout(r, 10));
+    await part(e, id, offset, pieces[2]);
+    expect((await durableBytes(e, id)).equals(Buffer.concat(pieces))).toBe(true);
+    expect((await e.uploads.commit(TENANT, id)).committedBlob).toBe(contentId(Buffer.concat(pieces)));
+  });
+
+  test('a continued part that fails leaves the session as acknowledged, and its retry completes the object', async () => {
+    const e = await open();
+    const id = randomUUID();
+    const pieces = [seededBytes(6 * 1024 * 1024 + 5, 64), seededBytes(5 * 1024 * 1024 + 6, 65)];
+    await e.uploads.create({ tenant: TENANT, id });
+    await part(e, id, 0, pieces[0]);
+    const started = e.uploads.beginPart({ tenant: TENANT, id, partId: randomUUID(), offset: pieces[0].length, length: pieces[1].length });
+    if (!('part' in started)) throw new Error('unexpected replay');
+    await started.part.ready;
+    await new Promise<void>((resolve) => started.part.ingest.admit(resolve));
+    started.part.ingest.push(pieces[1].subarray(0, 3 * 1024 * 1024));
+    await started.part.release(); // the client went away
+    expect(e.uploads.status(TENANT, id)).toMatchObject({ offset: pieces[0].length, partCount: 1, lease: undefined });
+    expect((await durableBytes(e, id)).equals(pieces[0])).toBe(true);
+    await part(e, id, pieces[0].length, pieces[1]);
+    expect((await e.uploads.commit(TENANT, id)).committedBlob).toBe(contentId(Buffer.concat(pieces)));
+  });
+
+  test('cancelling, committing or closing the engine right after a part ends its ingest', async () => {
+    let e = await open();
+    const cancelled = randomUUID();
+    const committed = randomUUID();
+    const kept = randomUUID();
+    const data = seededBytes(7 * 1024 * 1024 + 9, 66);
+    for (const id of [cancelled, committed, kept]) {
+      await e.uploads.create({ tenant: TENANT, id });
+      await part(e, id, 0, data);
+    }
+    await e.uploads.cancel(TENANT, cancelled);
+    expect(fs.existsSync(path.join(root!, 'blocks', '.staging', cancelled))).toBe(false);
+    expect((await e.uploads.commit(TENANT, committed)).committedBlob).toBe(contentId(data));
+    await e.close(); // with the third session's ingest still live
+    e = await open();
+    expect((await durableBytes(e, kept)).equals(data)).toBe(true);
+    expect((await e.uploads.commit(TENANT, kept)).committedBlob).toBe(contentId(data));
+  });
+});
+
 describe('a staged tail that cannot be read', () => {
   test('fails its part with 500 ingest_failed, holds nothing, and the part succeeds once the tail is back', async () => {
     const e = await open();
@@ -71,20 +169,41 @@ describe('a staged tail that cannot be read', () => {
     const pieces = [seededBytes(5 * 1024 * 1024 + 17, 50), seededBytes(3 * 1024 * 1024 + 5, 51)];
     await e.uploads.create({ tenant: TENANT, id });
     await part(e, id, 0, pieces[0]);
-    const tail = path.join(root!, 'blocks', '.staging', id, 'tail-a');
-    fs.renameSync(tail, `${tail}.saved`);
-    fs.mkdirSync(tail); // opens, then every read fails (EISDIR)
+    // The next part must start from the staged tail, not go on with the first part's ingest.
+    await e.uploads.closeLive(id);
+    const restore = breakTail(e, id);
     expect(() => e.uploads.beginPart({ tenant: TENANT, id, partId: randomUUID(), offset: pieces[0].length, length: pieces[1].length })).toThrow(
       expect.objectContaining({ status: 500, code: 'ingest_failed' }),
     );
     // The lease goes back asynchronously; the offset never moved.
     for (let i = 0; i < 100 && e.uploads.status(TENANT, id).lease; i++) await new Promise((r) => setTimeout(r, 10));
     expect(e.uploads.status(TENANT, id)).toMatchObject({ offset: pieces[0].length, lease: undefined });
-    fs.rmdirSync(tail);
-    fs.renameSync(`${tail}.saved`, tail);
+    restore();
     await part(e, id, pieces[0].length, pieces[1]);
     const committed = await e.uploads.commit(TENANT, id);
     expect(committed.committedBlob).toBe(contentId(Buffer.concat(pieces)));
+  });
+});
+
+describe('a staged tail that does not match its record', () => {
+  test('fails parts and the commit with 500 ingest_failed, in this process and after a restart, and never hangs', async () => {
+    let e = await open();
+    const id = randomUUID();
+    const data = seededBytes(5 * 1024 * 1024 + 21, 67);
+    await e.uploads.create({ tenant: TENANT, id });
+    await part(e, id, 0, data);
+    await e.uploads.closeLive(id);
+    const record = e.uploads.status(TENANT, id);
+    expect(record.offset - record.tailStart).toBeGreaterThan(1);
+    fs.truncateSync(path.join(root!, 'blocks', '.staging', id, record.tail!), record.offset - record.tailStart - 1);
+    const failure = expect.objectContaining({ status: 500, code: 'ingest_failed' });
+    expect(() => e.uploads.beginPart({ tenant: TENANT, id, partId: randomUUID(), offset: data.length, length: 10 })).toThrow(failure);
+    for (let i = 0; i < 100 && e.uploads.status(TENANT, id).lease; i++) await new Promise((r) => setTimeout(r, 10));
+    await expect(e.uploads.commit(TENANT, id)).rejects.toEqual(failure);
+    await e.close();
+    e = await open(); // no kept hash: the rebuild reads the blocks and the short tail
+    await expect(e.uploads.commit(TENANT, id)).rejects.toEqual(failure);
+    expect(e.uploads.status(TENANT, id)).toMatchObject({ state: 'Open', offset: data.length });
   });
 });
 

@@ -66,8 +66,8 @@ export interface PartContext {
   maxBytes: number;
   /** The object ends here (commit): the tail is cut to the end and no tail is left. */
   final?: boolean;
-  /** Where the new tail's bytes go (a buffer of that size); a fresh buffer when absent. */
-  tailBuffer?: (size: number) => Buffer;
+  /** Where the new tail's bytes go when the ingest ends (`take`, and `give` on `free()`); fresh buffers when absent. */
+  tailBuffers?: { take(size: number): Buffer; give(buffer: Buffer): void };
 }
 
 export interface Decision {
@@ -75,14 +75,26 @@ export interface Decision {
   mediaType: string;
 }
 
-/** What a part leaves: blocks cut and stored, the new uncut tail, the decision if made. */
+/**
+ * What a part leaves: blocks cut and stored, the object's bytes after them (the tail, to stage),
+ * the decision if made. `tail` stays valid until `free()`, which the caller must call once the
+ * tail is staged (or given up).
+ */
 export interface PartResult {
   blocks: StoredBlock[];
-  tail: Buffer;
+  tail: Uint8Array[];
+  tailBytes: number;
   decided?: Decision;
+  free(): void;
 }
 
 const SNIFF_BYTES = 4096;
+/**
+ * A continued part (ackPart) is acknowledged once the scanning thread is this many segments from
+ * its end: the next part's first bytes then arrive while the thread still has work, so it never
+ * waits on a part's answer and the client's turnaround. The price is a larger staged tail.
+ */
+const ACK_LAG_SEGMENTS = 3;
 /** How many segments beyond its reservation an upload may borrow from idle budget. */
 const MAX_BORROWED_SEGMENTS = 4;
 /** Bytes an upload keeps in memory while paused before it spills to disk. */
@@ -173,6 +185,20 @@ export class DirectIngest {
   private partFinish?: { resolve: (r: PartResult) => void; reject: (e: unknown) => void };
   /** Bytes of the replayed tail at the start of the stream (parts only). */
   private readonly replayed: number;
+  /** Body bytes of earlier parts of a continued ingest (ackPart, continuePart): limits and Content-Length count from here. */
+  private partBase = 0;
+  /** The current body's declared length (a continued part's own). */
+  private declared?: number;
+  /** A part waiting to be acknowledged before the ingest drains (ackPart). */
+  private partAck?: { resolve: (r: PartResult) => void; reject: (e: unknown) => void };
+  /** Blocks an earlier ackPart already handed over. */
+  private acked = 0;
+  /** Bytes from here on are staged by the caller (ackPart's tail): segments holding them stay. */
+  private pinnedFrom = Infinity;
+  /** The scan was opened with a chunker (a part of fewer than 4 KiB bytes opens it to hash only). */
+  private scanCuts = false;
+  /** A part whose ingest may go on with the next part (ackPart, continuePart). */
+  readonly continuable: boolean;
 
   constructor(
     private readonly deps: IngestDeps,
@@ -181,7 +207,11 @@ export class DirectIngest {
     const { config, memory } = deps;
     const part = options.part;
     this.replayed = part?.replay.length ?? 0;
-    const declared = options.declaredLength === undefined ? undefined : options.declaredLength + this.replayed;
+    this.declared = options.declaredLength;
+    // A part that may be continued by the next one (ackPart) reserves what any body may hold.
+    // Parts below a segment are not worth it (and keep their exact-size segment).
+    this.continuable = part !== undefined && !part.final && (options.declaredLength ?? 0) >= memory.segmentBytes;
+    const declared = options.declaredLength === undefined || this.continuable ? undefined : options.declaredLength + this.replayed;
     this.maxUpload = part ? part.maxBytes : config.maxUploadBytes;
     if (options.declaredLength !== undefined && options.declaredLength > this.maxUpload) throw payloadTooLarge(this.maxUpload);
     if (options.declaredLength === 0) throw invalidBlob('Empty blobs are not supported');
@@ -208,6 +238,11 @@ export class DirectIngest {
 
   /** Reserves memory; `admitted` runs once the body may be read (at once unless the server is full). */
   admit(admitted: () => void): void {
+    if (this.admitted) {
+      // A continued part: the reservation is the ingest's; the socket waits if it is still full.
+      if (!this.paused) admitted();
+      return;
+    }
     this.cancelAdmission = this.deps.memory.reserve(this.reservation, () => {
       this.admitted = true;
       if (this.replayed > 0) this.store(this.options.part!.replay);
@@ -233,9 +268,10 @@ export class DirectIngest {
   push(chunk: Uint8Array): boolean {
     if (this.settled) return true;
     const len = chunk.length;
-    if (this.received + len > this.maxUpload) throw this.fail(payloadTooLarge(this.maxUpload), false);
-    const declared = this.options.declaredLength;
-    if (declared !== undefined && this.received + len > declared) {
+    const before = this.received - this.partBase;
+    if (before + len > this.maxUpload) throw this.fail(payloadTooLarge(this.maxUpload), false);
+    const declared = this.declared;
+    if (declared !== undefined && before + len > declared) {
       throw this.fail(invalidBlob(`Content-Length: expected ${declared} bytes but received more`), false);
     }
     this.received += len;
@@ -257,7 +293,38 @@ export class DirectIngest {
     return !this.paused;
   }
 
-  /** A part's body ended: resolves once its blocks are stored and its tail is known. */
+  /**
+   * A continuable part's body ended: resolves once the scanning thread is within a few segments
+   * of its end, with the blocks stored since the last acknowledgement and every byte after them
+   * as the tail (views of the segments, kept until `free()`). The ingest goes on: the next part
+   * may continue it (continuePart), else `endPart()` drains and closes it. Whoever stages that
+   * tail and records the blocks has the part durable without waiting for the pipeline to drain.
+   */
+  ackPart(): Promise<PartResult> {
+    this.ended = true;
+    if (this.failure) return Promise.reject(this.failure);
+    if (!this.continuable) return Promise.reject(new Error('ackPart on an ingest that cannot be continued'));
+    this.checkDeclaredLength();
+    const done = new Promise<PartResult>((resolve, reject) => (this.partAck = { resolve, reject }));
+    this.pump();
+    return done;
+  }
+
+  /** Whether the next part may go on with this ingest: acknowledged, healthy, cutting. */
+  get canContinue(): boolean {
+    return this.continuable && this.ended && this.admitted && this.scanCuts && !this.settled && !this.partAck && !this.partFinish;
+  }
+
+  /** The next part of the same object goes on here (after `canContinue`), with its own Content-Length. */
+  continuePart(declaredLength: number): void {
+    if (!this.canContinue) throw new Error('continuePart on an ingest that cannot be continued');
+    this.ended = false;
+    this.partBase = this.received;
+    this.declared = declaredLength;
+    this.finalPosted = false;
+  }
+
+  /** A part's body ended (or, after ackPart, no part continues): resolves once its blocks are stored and its tail is known. */
   endPart(): Promise<PartResult> {
     this.ended = true;
     if (this.failure) return Promise.reject(this.failure);
@@ -285,9 +352,10 @@ export class DirectIngest {
 
   /** Content-Length is an exact contract: a body that ended short fails the upload. */
   private checkDeclaredLength(): void {
-    const declared = this.options.declaredLength;
-    if (declared !== undefined && this.received !== declared) {
-      throw this.fail(invalidBlob(`Content-Length: expected ${declared} bytes but received ${this.received}`), false);
+    const declared = this.declared;
+    const received = this.received - this.partBase;
+    if (declared !== undefined && received !== declared) {
+      throw this.fail(invalidBlob(`Content-Length: expected ${declared} bytes but received ${received}`), false);
     }
   }
 
@@ -386,7 +454,7 @@ export class DirectIngest {
   private pump(): void {
     if (this.settled || !this.admitted) return;
     const allStored = this.ended && this.stored === this.replayed + this.received;
-    const complete = allStored || this.stored - this.replayed === this.options.declaredLength;
+    const complete = allStored || this.stored - this.replayed - this.partBase === this.declared;
     const part = this.options.part;
     if (!this.spec) {
       if (this.stored < SNIFF_BYTES && !complete) return;
@@ -405,11 +473,14 @@ export class DirectIngest {
       if (!this.scan) {
         this.oneBlock = false;
         const kept = { key: part.hashKey, skip: this.replayed };
+        this.scanCuts = this.spec !== undefined;
         this.scan = this.deps.scanner.open(true, this.spec ?? null, this.segmentSize, (scanned, cuts, digests) => this.onScanned(scanned, cuts, digests), (err) => this.scannerFailed(err), kept);
       }
       this.postPartRanges(complete, part.final === true);
+      if (!allStored || !this.finalPosted) return;
+      if (this.partAck) return this.acknowledge();
       const settled = this.scannedUpTo === this.stored && this.storesInFlight === 0 && this.storeQueue.length === 0;
-      if (allStored && this.finalPosted && settled && (!part.final || this.cutStart === this.stored)) this.finishPart();
+      if (this.partFinish && settled && (!part.final || this.cutStart === this.stored)) this.finishPart();
       return;
     }
     if (this.oneBlock === undefined && (complete || this.paused || this.stored >= this.segmentSize)) {
@@ -464,20 +535,52 @@ export class DirectIngest {
   private finishPart(): void {
     this.settled = true;
     const size = this.stored - this.cutStart;
-    const tail = this.options.part?.tailBuffer?.(size) ?? Buffer.allocUnsafe(size);
+    const buffers = this.options.part?.tailBuffers;
+    const tail = buffers?.take(size) ?? Buffer.allocUnsafe(size);
     let at = 0;
-    for (let k = 0; k < this.segments.length && at < tail.length; k++) {
-      const segStart = this.first + k * this.segmentSize;
-      const from = Math.max(this.cutStart, segStart);
-      const to = Math.min(this.stored, segStart + this.segmentSize);
-      if (from >= to) continue;
-      copyInto(tail, at, this.segments[k].subarray(from - segStart, to - segStart));
-      at += to - from;
+    for (const piece of this.pieces(this.cutStart, this.stored)) {
+      copyInto(tail, at, piece);
+      at += piece.length;
     }
-    const blocks = this.blocks as StoredBlock[];
-    const decided = this.spec ? { spec: this.spec, mediaType: this.mediaType } : undefined;
+    const blocks = this.blocks.slice(this.acked) as StoredBlock[];
     this.release();
-    this.partFinish?.resolve({ blocks, tail, decided });
+    this.partFinish?.resolve({ blocks, tail: [tail], tailBytes: size, decided: this.decision(), free: () => buffers?.give(tail) });
+  }
+
+  /**
+   * ackPart's answer, once the scanning thread is close enough to the part's end: the blocks
+   * stored (in order, with none missing before them) since the last acknowledgement, and every
+   * byte after them as the tail, pinned in the segments until the caller frees it.
+   */
+  private acknowledge(): void {
+    const end = this.stored;
+    if (this.scannedUpTo < end - ACK_LAG_SEGMENTS * this.segmentSize) return;
+    const ack = this.partAck!;
+    this.partAck = undefined;
+    const from = this.firstUnstored < this.blockStarts.length ? this.blockStarts[this.firstUnstored] : this.cutStart;
+    const blocks = this.blocks.slice(this.acked, this.firstUnstored) as StoredBlock[];
+    this.acked = this.firstUnstored;
+    this.pinnedFrom = from;
+    const free = () => {
+      if (this.pinnedFrom === from) this.pinnedFrom = Infinity;
+    };
+    ack.resolve({ blocks, tail: this.pieces(from, end), tailBytes: end - from, decided: this.decision(), free });
+  }
+
+  private decision(): Decision | undefined {
+    return this.spec ? { spec: this.spec, mediaType: this.mediaType } : undefined;
+  }
+
+  /** Views of the segments over the stream's bytes [from, to). */
+  private pieces(from: number, to: number): Uint8Array[] {
+    const out: Uint8Array[] = [];
+    for (let k = 0; k < this.segments.length; k++) {
+      const segStart = this.first + k * this.segmentSize;
+      const a = Math.max(from, segStart);
+      const b = Math.min(to, segStart + this.segmentSize);
+      if (a < b) out.push(this.segments[k].subarray(a - segStart, b - segStart));
+    }
+    return out;
   }
 
   /** Looks at the first bytes once: PDF signature against the declared type. */
@@ -595,7 +698,7 @@ export class DirectIngest {
   /** Offset before which no task needs the bytes any more. */
   private neededFrom(): number {
     const forStores = this.firstUnstored < this.blockStarts.length ? this.blockStarts[this.firstUnstored] : this.cutStart;
-    return this.scan ? Math.min(forStores, this.scannedUpTo) : forStores;
+    return Math.min(this.scan ? Math.min(forStores, this.scannedUpTo) : forStores, this.pinnedFrom);
   }
 
   private dropConsumedSegments(): void {
@@ -657,6 +760,7 @@ export class DirectIngest {
       this.release();
       if (this.finish) this.finish.reject(err);
       else if (this.partFinish) this.partFinish.reject(err);
+      else if (this.partAck) this.partAck.reject(err);
       else if (notify) this.onError(err);
     }
     return err;

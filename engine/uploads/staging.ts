@@ -1,7 +1,8 @@
 // The block store's staging area for resumable uploads: per session, the tail of its object
-// (the bytes after the last block cut, at most one maximal block), in one of two files that parts
-// take in turn: a part writes the file the session's record does not name, fsync'd (strict),
-// before the part is recorded and acknowledged.
+// (the bytes after its last recorded block: less than a block when the part's pipeline drained,
+// up to the ingest's memory bound when the part was acknowledged early), in one of two files that
+// parts take in turn: a part writes the file the session's record does not name, fsync'd
+// (strict), before the part is recorded and acknowledged.
 
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
@@ -29,13 +30,13 @@ export class Staging {
   }
 
   /**
-   * Writes `bytes` over the file `name` of the session, in place (created on first use), and cuts
-   * it to their length; fsync'd (strict). For a file no record refers to while it is written: a
+   * Writes `pieces` (in order) over the file `name` of the session, in place (created on first
+   * use), and cuts it to their length; fsync'd (strict). For a file no record refers to while it is written: a
    * crash leaves it partial, and the record still names the other one. Rewriting in place keeps
    * the file's inode and page cache: a new file per part cost an inode, an unlink, and fresh
    * page cache, which this VM is slow to grow (docs/performance.md).
    */
-  async overwrite(id: string, name: string, bytes: Uint8Array): Promise<void> {
+  async overwrite(id: string, name: string, pieces: readonly Uint8Array[]): Promise<void> {
     const dir = this.sessionDir(id);
     const file = path.join(dir, name);
     let fd: number;
@@ -49,8 +50,12 @@ export class Staging {
       created = true;
     }
     try {
-      for (let off = 0; off < bytes.length; ) off += fs.writeSync(fd, bytes, off, bytes.length - off, off);
-      fs.ftruncateSync(fd, bytes.length);
+      let at = 0;
+      for (const piece of pieces) {
+        for (let off = 0; off < piece.length; ) off += fs.writeSync(fd, piece, off, piece.length - off, at + off);
+        at += piece.length;
+      }
+      fs.ftruncateSync(fd, at);
       // The write is a page-cache copy; the fsync waits for the disk, off the event loop.
       if (this.durability === 'strict') await fsyncAsync(fd);
     } finally {

@@ -2,9 +2,12 @@
 //
 // Parts are cut and hashed as they arrive (docs/architecture.md, "Resumable uploads"): a part
 // runs through the direct-upload pipeline continuing its object, so its blocks are stored, the
-// object's SHA-256 (kept on the scanning thread between parts) advances, and only the bytes
-// after the last cut, less than one block, are staged as the session's tail. A commit cuts that
-// tail, takes the digest and publishes: its cost does not grow with the object.
+// object's SHA-256 (kept on the scanning thread between parts) advances, and the bytes after the
+// last stored block are staged as the session's tail. A part of a segment or more is answered
+// before its pipeline drains: its tail is then what the pipeline has not stored yet, and the
+// ingest goes on with the session's next part (a "live" ingest) or, if none comes soon, drains
+// and closes. A commit cuts the tail, takes the digest and publishes: its cost does not grow
+// with the object.
 
 import { randomUUID } from 'node:crypto';
 import type { StoredBlock } from '../cas/block-task.js';
@@ -76,7 +79,23 @@ function otherTail(current: string | undefined): string {
 }
 
 /** Terminal sessions are kept this long past their expiry, then forgotten. */
+/** A continued part replays nothing. */
+const NO_REPLAY = Buffer.alloc(0);
 const TOMBSTONE_MS = 24 * 60 * 60 * 1000;
+/**
+ * How long an acknowledged part's ingest waits for the session's next part before it drains and
+ * closes (it holds its memory reservation meanwhile). A client sending parts back to back asks
+ * for the next one within a round trip.
+ */
+const LIVE_IDLE_MS = 100;
+
+/** An ingest that goes on after its part was acknowledged, for the session's next part. */
+interface LiveIngest {
+  ingest: DirectIngest;
+  /** The session offset its bytes end at: the acknowledged offset. */
+  offset: number;
+  idle: NodeJS.Timeout;
+}
 
 export class Uploads {
   /** Leases taken by this process; an owner id from an earlier process is a dead lease. */
@@ -84,6 +103,8 @@ export class Uploads {
   private cleanupTimer?: NodeJS.Timeout;
   /** Kept hashes being rebuilt: a retried part waits for the same rebuild. */
   private readonly rebuilding = new Map<string, Promise<void>>();
+  /** Ingests of acknowledged parts waiting for their session's next part, by session id. */
+  private readonly live = new Map<string, LiveIngest>();
 
   constructor(private readonly deps: UploadsDeps) {}
 
@@ -133,19 +154,31 @@ export class Uploads {
     }
     const leased = this.takeLeaseSync(current, 'part', request.offset);
     const { tailBuffers } = this.deps;
-    let replay: Buffer;
-    try {
-      replay = this.deps.staging.readSync(leased.id, leased.tail, tailBuffers);
-    } catch (err) {
-      void this.releaseLease(leased);
-      this.deps.log.error('uploads: staged tail unreadable', { session: leased.id, err: String(err) });
-      throw ingestFailed('The staged bytes of this session could not be read');
+    const continued = this.continueLive(leased, request.length);
+    let replay: Buffer = NO_REPLAY;
+    if (!continued) {
+      try {
+        replay = this.deps.staging.readSync(leased.id, leased.tail, tailBuffers);
+      } catch (err) {
+        void this.releaseLease(leased);
+        this.deps.log.error('uploads: staged tail unreadable', { session: leased.id, err: String(err) });
+        throw ingestFailed('The staged bytes of this session could not be read');
+      }
+      try {
+        this.checkTail(leased, replay);
+      } catch (err) {
+        tailBuffers.give(replay);
+        void this.releaseLease(leased);
+        throw err;
+      }
     }
-    const ingest = this.deps.startIngest({
-      declaredLength: request.length,
-      contentType: leased.contentType,
-      part: { hashKey: leased.id, replay, decided: leased.decided, maxBytes: config.maxPartBytes, tailBuffer: (size) => tailBuffers.take(size) },
-    });
+    const ingest =
+      continued ??
+      this.deps.startIngest({
+        declaredLength: request.length,
+        contentType: leased.contentType,
+        part: { hashKey: leased.id, replay, decided: leased.decided, maxBytes: config.maxPartBytes, tailBuffers },
+      });
     // The ingest copies the replayed tail when it is admitted: the buffer is free once the part ends.
     const giveReplay = () => tailBuffers.give(replay);
     let settled = false;
@@ -167,27 +200,32 @@ export class Uploads {
     };
     const abort = () => void release();
     const finish = async (): Promise<SessionRecord> => {
+      // A part that may be continued is answered before its pipeline drains (ackPart).
+      const early = ingest.continuable;
       let result: PartResult;
       try {
-        result = await ingest.endPart();
+        result = await (early ? ingest.ackPart() : ingest.endPart());
       } catch (err) {
         await release();
         throw err;
       } finally {
         giveReplay();
       }
+      let record: SessionRecord;
       try {
-        return await this.recordPart(leased, request, result);
+        record = await this.recordPart(leased, request, result);
       } catch (err) {
         await release();
         throw err;
       } finally {
         settled = true;
         clearInterval(renewal);
-        tailBuffers.give(result.tail);
+        result.free();
       }
+      if (early) this.keepLive(leased.id, ingest, record.offset);
+      return record;
     };
-    return { part: { ingest, ready: this.ensureHash(leased), finish, abort, release } };
+    return { part: { ingest, ready: continued ? Promise.resolve() : this.ensureHash(leased), finish, abort, release } };
   }
 
   /** Publishes the object; a committed session answers with the same blob again. */
@@ -202,6 +240,7 @@ export class Uploads {
     }
     const leased = this.takeLeaseSync(current, 'commit', current.offset);
     try {
+      await this.closeLive(id);
       await this.ensureHash(leased);
       const result = await this.cutTail(leased);
       const hex = await this.deps.scanner.keptDigest(id);
@@ -232,6 +271,7 @@ export class Uploads {
       if (!r || r.state !== 'Open' || this.liveLease(r)) throw uploadBusy('request');
       return { ...r, state: 'Cancelled', lease: undefined };
     });
+    this.discardLive(id);
     await this.forgetStaged(id);
   }
 
@@ -251,6 +291,7 @@ export class Uploads {
       const leaseDead = !this.liveLease(record, now);
       if (record.state === 'Open' && now >= record.expiresAt && leaseDead) {
         await ledger.update(record.id, (r) => ({ ...r!, state: 'Expired', lease: undefined }));
+        this.discardLive(record.id);
         await this.forgetStaged(record.id);
         expired++;
       } else if (record.state === 'Committing' && leaseDead) {
@@ -290,6 +331,66 @@ export class Uploads {
 
   stop(): void {
     clearInterval(this.cleanupTimer);
+    for (const id of [...this.live.keys()]) this.discardLive(id);
+  }
+
+  /**
+   * The session's live ingest, continued with this part, when it ends at the part's offset and
+   * can go on; otherwise none (one that cannot continue is closed).
+   */
+  private continueLive(leased: SessionRecord, length: number): DirectIngest | undefined {
+    const live = this.live.get(leased.id);
+    if (!live) return undefined;
+    this.live.delete(leased.id);
+    clearTimeout(live.idle);
+    if (live.offset === leased.offset && live.ingest.canContinue) {
+      live.ingest.continuePart(length);
+      return live.ingest;
+    }
+    void this.drain(live);
+    return undefined;
+  }
+
+  /** Keeps an acknowledged part's ingest for the session's next part, for a while. */
+  private keepLive(id: string, ingest: DirectIngest, offset: number): void {
+    ingest.onResume = () => {};
+    ingest.onError = (err) => {
+      // Everything before the failure was acknowledged and staged; the next part starts afresh.
+      if (this.live.get(id)?.ingest === ingest) this.discardLive(id);
+      this.deps.log.warn('uploads: ingest failed after its part was acknowledged', { session: id, err: String(err) });
+    };
+    const idle = setTimeout(() => void this.closeLive(id), LIVE_IDLE_MS);
+    idle.unref();
+    this.live.set(id, { ingest, offset, idle });
+  }
+
+  /**
+   * Lets the session's live ingest drain and close, if it has one (its kept hash then covers the
+   * acknowledged bytes, and the next part starts from the staged tail).
+   */
+  async closeLive(id: string): Promise<void> {
+    const live = this.live.get(id);
+    if (!live) return;
+    this.live.delete(id);
+    clearTimeout(live.idle);
+    await this.drain(live);
+  }
+
+  private async drain(live: LiveIngest): Promise<void> {
+    try {
+      (await live.ingest.endPart()).free();
+    } catch {
+      // Failed after its part was recorded: the record has everything, the next part starts afresh.
+    }
+  }
+
+  /** Drops the session's live ingest at once (the session ends). */
+  private discardLive(id: string): void {
+    const live = this.live.get(id);
+    if (!live) return;
+    this.live.delete(id);
+    clearTimeout(live.idle);
+    live.ingest.abort();
   }
 
   private refuse(record: SessionRecord, action: string): never {
@@ -334,13 +435,13 @@ export class Uploads {
     const { ledger, staging } = this.deps;
     const index = leased.partCount;
     const offset = leased.offset + request.length;
-    const tail = result.tail.length > 0 ? otherTail(leased.tail) : undefined;
+    const tail = result.tailBytes > 0 ? otherTail(leased.tail) : undefined;
     if (tail) await staging.overwrite(leased.id, tail, result.tail);
     const next: SessionRecord = {
       ...leased,
       offset,
       partCount: index + 1,
-      tailStart: offset - result.tail.length,
+      tailStart: offset - result.tailBytes,
       tail,
       decided: result.decided ?? leased.decided,
       lease: undefined,
@@ -358,9 +459,18 @@ export class Uploads {
     return next;
   }
 
+  /** A staged tail must hold exactly the bytes its record says (a damaged one would make a wrong object). */
+  private checkTail(record: SessionRecord, tail: Uint8Array): void {
+    const recorded = record.offset - record.tailStart;
+    if (tail.length === recorded) return;
+    this.deps.log.error('uploads: staged tail does not match its record', { session: record.id, bytes: tail.length, recorded });
+    throw ingestFailed('The staged bytes of this session do not match its record');
+  }
+
   /** Cuts the staged tail to the object's end and stores its blocks. */
   private async cutTail(leased: SessionRecord): Promise<PartResult> {
     const replay = await this.deps.staging.read(leased.id, leased.tail);
+    this.checkTail(leased, replay);
     const ingest = this.deps.startIngest({
       contentType: leased.contentType,
       part: { hashKey: leased.id, replay, decided: leased.decided, maxBytes: this.deps.config.maxPartBytes, final: true },
@@ -402,10 +512,14 @@ export class Uploads {
     const pieces: Array<() => Promise<Uint8Array>> = ledger.blocks(session.id).map((b: StoredBlock) => () => store.read(b.hex, b.size));
     pieces.push(() => staging.read(session.id, session.tail));
     try {
+      let fed = 0;
       for (const read of pieces) {
         const bytes = await read();
+        fed += bytes.length;
         if (bytes.length) stream.update(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length), 0, bytes.length, false);
       }
+      // Stored or staged bytes that do not add up to the offset would never finish the rebuild.
+      if (fed !== total) throw new Error(`the session's blocks and staged tail hold ${fed} bytes, its offset is ${total}`);
       await finished;
       if (failure) throw failure;
     } catch (err) {
