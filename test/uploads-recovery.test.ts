@@ -96,8 +96,12 @@ describe('parts answered before their pipeline drains', () => {
       expect(record.offset).toBe(cuts[i]);
       expect((await durableBytes(e, id)).equals(data.subarray(0, cuts[i]))).toBe(true);
     }
+    const duplicates = e.stats.duplicateBlocks;
     const committed = await e.uploads.commit(TENANT, id);
     expect(committed.committedBlob).toBe(contentId(data));
+    // New content: the commit takes the live ingest's blocks as they are, it does not cut them
+    // again from the staged tail (they would be found present and counted as duplicates).
+    expect(e.stats.duplicateBlocks).toBe(duplicates);
   });
 
   test('the next part sent at once goes on with the same ingest; one sent later starts from the staged tail', async () => {

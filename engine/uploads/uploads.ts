@@ -239,12 +239,15 @@ export class Uploads {
       throw invalidUpload(`${current.offset} bytes staged but Upload-Length declared ${current.declaredLength}`);
     }
     const leased = this.takeLeaseSync(current, 'commit', current.offset);
+    // A live ingest drained: its blocks since the last answer and the rest as the tail to cut
+    // (rather than cutting the larger staged tail again).
+    let drained: PartResult | undefined;
     try {
-      await this.closeLive(id);
+      drained = await this.takeLive(id);
       await this.ensureHash(leased);
-      const result = await this.cutTail(leased);
+      const result = await this.cutTail(leased, drained);
       const hex = await this.deps.scanner.keptDigest(id);
-      const blocks = [...this.deps.ledger.blocks(id), ...result.blocks];
+      const blocks = [...this.deps.ledger.blocks(id), ...(drained?.blocks ?? []), ...result.blocks];
       const blobId = formatContentId(hex, leased.offset);
       await this.deps.ledger.update(id, (r) => ({ ...r!, state: 'Committing', pendingBlob: blobId }));
       const { manifest, existed } = await this.deps.manifests.publish(hex, leased.offset, result.decided!.mediaType, chunkerName(result.decided!.spec), blocks);
@@ -258,6 +261,8 @@ export class Uploads {
       if (err instanceof SvcError) throw err;
       this.deps.log.error('uploads: commit failed', { session: id, err: String((err as Error)?.stack ?? err) });
       throw ingestFailed('The upload could not be committed');
+    } finally {
+      drained?.free();
     }
   }
 
@@ -347,7 +352,7 @@ export class Uploads {
       live.ingest.continuePart(length);
       return live.ingest;
     }
-    void this.drain(live);
+    void this.drain(live).then((r) => r?.free());
     return undefined;
   }
 
@@ -369,18 +374,24 @@ export class Uploads {
    * acknowledged bytes, and the next part starts from the staged tail).
    */
   async closeLive(id: string): Promise<void> {
-    const live = this.live.get(id);
-    if (!live) return;
-    this.live.delete(id);
-    clearTimeout(live.idle);
-    await this.drain(live);
+    (await this.takeLive(id))?.free();
   }
 
-  private async drain(live: LiveIngest): Promise<void> {
+  /** The session's live ingest, drained and closed: what it stored since its last answer, and the bytes after. */
+  private async takeLive(id: string): Promise<PartResult | undefined> {
+    const live = this.live.get(id);
+    if (!live) return undefined;
+    this.live.delete(id);
+    clearTimeout(live.idle);
+    return this.drain(live);
+  }
+
+  private async drain(live: LiveIngest): Promise<PartResult | undefined> {
     try {
-      (await live.ingest.endPart()).free();
+      return await live.ingest.endPart();
     } catch {
       // Failed after its part was recorded: the record has everything, the next part starts afresh.
+      return undefined;
     }
   }
 
@@ -467,10 +478,14 @@ export class Uploads {
     throw ingestFailed('The staged bytes of this session do not match its record');
   }
 
-  /** Cuts the staged tail to the object's end and stores its blocks. */
-  private async cutTail(leased: SessionRecord): Promise<PartResult> {
-    const replay = await this.deps.staging.read(leased.id, leased.tail);
-    this.checkTail(leased, replay);
+  /** Cuts the tail (a drained live ingest's, else the staged one) to the object's end and stores its blocks. */
+  private async cutTail(leased: SessionRecord, drained?: PartResult): Promise<PartResult> {
+    let replay: Uint8Array;
+    if (drained) replay = drained.tail.length === 1 ? drained.tail[0] : Buffer.concat(drained.tail);
+    else {
+      replay = await this.deps.staging.read(leased.id, leased.tail);
+      this.checkTail(leased, replay);
+    }
     const ingest = this.deps.startIngest({
       contentType: leased.contentType,
       part: { hashKey: leased.id, replay, decided: leased.decided, maxBytes: this.deps.config.maxPartBytes, final: true },
