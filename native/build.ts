@@ -2,7 +2,7 @@
 // tsc). Optional: without a C compiler or Node's headers the service uses JavaScript instead
 // (engine/cas/sha256-pair.ts, engine/cas/shared-copy.ts), so a failed build is reported, never fatal.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -16,6 +16,8 @@ interface Addon {
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const headers = path.join(path.dirname(process.execPath), '..', 'include', 'node');
+/** Our own headers, shared by the addons: a change to one rebuilds them all. */
+const headerFiles = readdirSync(path.join(repo, 'native')).filter((f) => f.endsWith('.h')).map((f) => path.join(repo, 'native', f));
 const addons: Addon[] = [
   { name: 'sha256-pair', fallback: 'node:crypto hashes instead', unsupported: process.arch === 'x64' ? undefined : `${process.arch} is not x86-64` },
   { name: 'shared-copy', fallback: 'TypedArray.set copies instead' },
@@ -27,7 +29,8 @@ function build(addon: Addon): void {
   const skip = (why: string): void => void process.stderr.write(`native ${addon.name} not built (${why}): ${addon.fallback}\n`);
   if (addon.unsupported) return skip(addon.unsupported);
   if (!existsSync(path.join(headers, 'node_api.h'))) return skip(`no Node-API headers in ${headers}`);
-  if (existsSync(output) && statSync(output).mtimeMs >= statSync(source).mtimeMs) return;
+  const inputs = [source, ...headerFiles];
+  if (existsSync(output) && inputs.every((f) => statSync(output).mtimeMs >= statSync(f).mtimeMs)) return;
   mkdirSync(path.dirname(output), { recursive: true });
   const cc = process.env.CC || 'cc';
   const args = ['-O2', '-std=c11', '-D_DEFAULT_SOURCE', '-fPIC', '-shared', '-fvisibility=hidden', '-Wall', '-Werror', `-I${headers}`, '-o', output, source];

@@ -19,6 +19,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "typed-bytes.h"
+
 struct state {
   uint32_t h[8];
   uint64_t length;    // bytes hashed so far
@@ -200,24 +202,10 @@ static int cpu_has_sha(void) {
 
 // ---- Node-API glue
 
-static int bytes_of(napi_env env, napi_value v, uint8_t **data, size_t *length) {
-  napi_typedarray_type type;
-  size_t count, offset;
-  void *base;
-  napi_value buffer;
-  if (napi_get_typedarray_info(env, v, &type, &count, &base, &buffer, &offset) != napi_ok || type != napi_uint8_array) {
-    napi_throw_type_error(env, NULL, "expected a Uint8Array");
-    return 0;
-  }
-  *data = base;
-  *length = count;
-  return 1;
-}
-
 static struct state *state_of(napi_env env, napi_value v) {
   uint8_t *data;
   size_t length;
-  if (!bytes_of(env, v, &data, &length)) return NULL;
+  if (!bytes_of(env, v, &data, &length, "expected a Uint8Array")) return NULL;
   if (length != STATE_BYTES || ((uintptr_t)data & 7)) {
     napi_throw_range_error(env, NULL, "expected a SHA-256 state (stateBytes, 8-byte aligned)");
     return NULL;
@@ -266,7 +254,7 @@ static napi_value js_update(napi_env env, napi_callback_info info) {
   }
   uint8_t *data;
   size_t length;
-  if (!bytes_of(env, argv[2], &data, &length)) return NULL;
+  if (!bytes_of(env, argv[2], &data, &length, "expected a Uint8Array")) return NULL;
   update(a, b, data, length);
   return NULL;
 }

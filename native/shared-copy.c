@@ -12,19 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
-static int bytes_of(napi_env env, napi_value v, uint8_t **data, size_t *length) {
-  napi_typedarray_type type;
-  size_t count, offset;
-  void *base;
-  napi_value buffer;
-  if (napi_get_typedarray_info(env, v, &type, &count, &base, &buffer, &offset) != napi_ok || type != napi_uint8_array) {
-    napi_throw_type_error(env, NULL, "copy(target, at, source): expected Uint8Arrays");
-    return 0;
-  }
-  *data = base;
-  *length = count;
-  return 1;
-}
+#include "typed-bytes.h"
 
 static napi_value js_copy(napi_env env, napi_callback_info info) {
   size_t argc = 3;
@@ -37,7 +25,8 @@ static napi_value js_copy(napi_env env, napi_callback_info info) {
   uint8_t *target, *source;
   size_t target_length, source_length;
   double at;
-  if (!bytes_of(env, argv[0], &target, &target_length) || !bytes_of(env, argv[2], &source, &source_length)) return NULL;
+  const char *usage = "copy(target, at, source): expected Uint8Arrays";
+  if (!bytes_of(env, argv[0], &target, &target_length, usage) || !bytes_of(env, argv[2], &source, &source_length, usage)) return NULL;
   if (napi_get_value_double(env, argv[1], &at) != napi_ok || !(at >= 0) || at != (double)(size_t)at) {
     napi_throw_type_error(env, NULL, "copy(target, at, source): at must be a whole number >= 0");
     return NULL;

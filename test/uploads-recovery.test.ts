@@ -64,6 +64,11 @@ describe('staged tails', () => {
   });
 });
 
+/** A failed part gives its lease back asynchronously: waits for that (a second at most). */
+async function leaseReleased(e: Engine, id: string): Promise<void> {
+  for (let i = 0; i < 100 && e.uploads.status(TENANT, id).lease; i++) await new Promise((r) => setTimeout(r, 10));
+}
+
 /** What a crash right now would leave of the session: its recorded blocks, then its staged tail. */
 async function durableBytes(e: Engine, id: string): Promise<Buffer> {
   const record = e.uploads.status(TENANT, id);
@@ -122,7 +127,7 @@ describe('parts answered before their pipeline drains', () => {
       expect.objectContaining({ status: 500, code: 'ingest_failed' }),
     );
     restoreAgain();
-    for (let i = 0; i < 100 && e.uploads.status(TENANT, id).lease; i++) await new Promise((r) => setTimeout(r, 10));
+    await leaseReleased(e, id);
     await part(e, id, offset, pieces[2]);
     expect((await durableBytes(e, id)).equals(Buffer.concat(pieces))).toBe(true);
     expect((await e.uploads.commit(TENANT, id)).committedBlob).toBe(contentId(Buffer.concat(pieces)));
@@ -180,7 +185,7 @@ describe('a staged tail that cannot be read', () => {
       expect.objectContaining({ status: 500, code: 'ingest_failed' }),
     );
     // The lease goes back asynchronously; the offset never moved.
-    for (let i = 0; i < 100 && e.uploads.status(TENANT, id).lease; i++) await new Promise((r) => setTimeout(r, 10));
+    await leaseReleased(e, id);
     expect(e.uploads.status(TENANT, id)).toMatchObject({ offset: pieces[0].length, lease: undefined });
     restore();
     await part(e, id, pieces[0].length, pieces[1]);
@@ -202,7 +207,7 @@ describe('a staged tail that does not match its record', () => {
     fs.truncateSync(path.join(root!, 'blocks', '.staging', id, record.tail!), record.offset - record.tailStart - 1);
     const failure = expect.objectContaining({ status: 500, code: 'ingest_failed' });
     expect(() => e.uploads.beginPart({ tenant: TENANT, id, partId: randomUUID(), offset: data.length, length: 10 })).toThrow(failure);
-    for (let i = 0; i < 100 && e.uploads.status(TENANT, id).lease; i++) await new Promise((r) => setTimeout(r, 10));
+    await leaseReleased(e, id);
     await expect(e.uploads.commit(TENANT, id)).rejects.toEqual(failure);
     await e.close();
     e = await open(); // no kept hash: the rebuild reads the blocks and the short tail
