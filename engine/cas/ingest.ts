@@ -160,6 +160,11 @@ export class DirectIngest {
   private readonly blockStarts: number[] = [];
   /** Index of the first block not yet stored: bytes before its start can be let go. */
   private firstUnstored = 0;
+  /**
+   * Index of blocks[0] and blockStarts[0]: a continued part's ingest lets go of the blocks an
+   * answer recorded (indexes stay absolute), so its memory does not grow with the object.
+   */
+  private blockBase = 0;
   private storesInFlight = 0;
   /** Blocks cut but not yet handed to the pool: [index, from, to, SHA-256 hex when the scanning thread hashed it]. */
   private readonly storeQueue: Array<[number, number, number, string?]> = [];
@@ -542,7 +547,7 @@ export class DirectIngest {
       copyInto(tail, at, piece);
       at += piece.length;
     }
-    const blocks = this.blocks.slice(this.acked) as StoredBlock[];
+    const blocks = this.blocks.slice(this.acked - this.blockBase) as StoredBlock[];
     this.release();
     this.partFinish?.resolve({ blocks, tail: [tail], tailBytes: size, decided: this.decision(), free: () => buffers?.give(tail) });
   }
@@ -557,9 +562,12 @@ export class DirectIngest {
     if (this.scannedUpTo < end - ACK_LAG_SEGMENTS * this.segmentSize) return;
     const ack = this.partAck!;
     this.partAck = undefined;
-    const from = this.firstUnstored < this.blockStarts.length ? this.blockStarts[this.firstUnstored] : this.cutStart;
-    const blocks = this.blocks.slice(this.acked, this.firstUnstored) as StoredBlock[];
+    const from = this.unstoredFrom();
+    const blocks = this.blocks.slice(this.acked - this.blockBase, this.firstUnstored - this.blockBase) as StoredBlock[];
     this.acked = this.firstUnstored;
+    this.blocks.splice(0, this.acked - this.blockBase);
+    this.blockStarts.splice(0, this.acked - this.blockBase);
+    this.blockBase = this.acked;
     this.pinnedFrom = from;
     const free = () => {
       if (this.pinnedFrom === from) this.pinnedFrom = Infinity;
@@ -619,7 +627,7 @@ export class DirectIngest {
     this.scannedUpTo = scanned;
     for (let i = 0; i < cuts.length; i++) {
       const cut = cuts[i];
-      this.storeQueue.push([this.blocks.length, this.cutStart, cut, digests?.[i]]);
+      this.storeQueue.push([this.blockBase + this.blocks.length, this.cutStart, cut, digests?.[i]]);
       this.blockStarts.push(this.cutStart);
       this.blocks.push(undefined);
       this.cutStart = cut;
@@ -663,8 +671,8 @@ export class DirectIngest {
       (stored) => {
         this.storesInFlight--;
         if (this.settled) return this.release();
-        stored.forEach((block, i) => (this.blocks[first + i] = block));
-        while (this.firstUnstored < this.blocks.length && this.blocks[this.firstUnstored]) this.firstUnstored++;
+        stored.forEach((block, i) => (this.blocks[first + i - this.blockBase] = block));
+        while (this.firstUnstored < this.blockBase + this.blocks.length && this.blocks[this.firstUnstored - this.blockBase]) this.firstUnstored++;
         this.startStores();
         this.afterProgress();
       },
@@ -695,9 +703,15 @@ export class DirectIngest {
     this.fail(ingestFailed());
   }
 
+  /** Where the first block not yet stored starts (the cut point when every block cut is stored). */
+  private unstoredFrom(): number {
+    const i = this.firstUnstored - this.blockBase;
+    return i < this.blockStarts.length ? this.blockStarts[i] : this.cutStart;
+  }
+
   /** Offset before which no task needs the bytes any more. */
   private neededFrom(): number {
-    const forStores = this.firstUnstored < this.blockStarts.length ? this.blockStarts[this.firstUnstored] : this.cutStart;
+    const forStores = this.unstoredFrom();
     return Math.min(this.scan ? Math.min(forStores, this.scannedUpTo) : forStores, this.pinnedFrom);
   }
 
