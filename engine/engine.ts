@@ -207,7 +207,10 @@ export class Engine {
   }
 }
 
-/** A staged tail is at most a maximal block; about 16 MiB of them stay pooled (at least two). */
+/**
+ * Buffers of a maximal block (a drained part's tail, the one read most); larger tails, which parts
+ * answered early leave, get buffers of their own. About 16 MiB stay pooled (at least two).
+ */
 function tailBufferPool(config: Config): BufferPool {
   const capacity = largestBlockBytes(config);
   return new BufferPool(capacity, Math.max(2, Math.floor((16 * 1024 * 1024) / capacity)));

@@ -6,8 +6,9 @@
  * by byte, in one micro-run over 64 MiB in its memory. It scans in place bytes that live in its memory (the
  * segment arena of TransferMemory, on the scanning thread); other bytes are first copied into a
  * window of that memory in steps that double from MIN_STEP to MAX_STEP, so a cut found early
- * wastes at most as much copying as was scanned. Copies out of a SharedArrayBuffer run at only
- * ~3.5 GB/s (V8 uses relaxed atomic moves), a third of the scan's time: hence the arena.
+ * wastes at most as much copying as was scanned (with shared-copy.ts). Copies out of a
+ * SharedArrayBuffer with V8's relaxed atomic moves ran at ~3.5 GB/s, a third of the scan's
+ * time: hence the arena.
  *
  * The function, in WAT (imported shared memory: the gear table at 0, the copy window at WINDOW);
  * STEP(k) tests byte i + k, through the load's constant offset:
@@ -33,6 +34,8 @@
  *     (global.set $hash (local.get $h))
  *     (i32.const -1))
  */
+
+import { copyInto } from './shared-copy.js';
 
 const WINDOW = 1024;
 const MIN_STEP = 4 * 1024;
@@ -121,7 +124,7 @@ export class GearScanner {
     }
     for (let at = from, step = MIN_STEP; at < to; at += step, step = Math.min(2 * step, MAX_STEP)) {
       const n = Math.min(step, to - at);
-      this.window.set(bytes.subarray(at, at + n));
+      copyInto(this.window, 0, bytes.subarray(at, at + n));
       const i = this.wasm.scan(WINDOW, WINDOW + n, h, mask);
       if (i >= 0) return at + i - WINDOW;
       h = this.wasm.hash.value as number;

@@ -200,8 +200,6 @@ export class DirectIngest {
   private acked = 0;
   /** Bytes from here on are staged by the caller (ackPart's tail): segments holding them stay. */
   private pinnedFrom = Infinity;
-  /** The scan was opened with a chunker (a part of fewer than 4 KiB bytes opens it to hash only). */
-  private scanCuts = false;
   /** A part whose ingest may go on with the next part (ackPart, continuePart). */
   readonly continuable: boolean;
 
@@ -315,9 +313,12 @@ export class DirectIngest {
     return done;
   }
 
-  /** Whether the next part may go on with this ingest: acknowledged, healthy, cutting. */
+  /**
+   * Whether the next part may go on with this ingest: its part answered, nothing failed. (A
+   * continuable part is at least a segment, so its chunker was decided before its scan opened.)
+   */
   get canContinue(): boolean {
-    return this.continuable && this.ended && this.admitted && this.scanCuts && !this.settled && !this.partAck && !this.partFinish;
+    return this.continuable && this.ended && !this.settled && !this.partAck && !this.partFinish;
   }
 
   /** The next part of the same object goes on here (after `canContinue`), with its own Content-Length. */
@@ -478,7 +479,6 @@ export class DirectIngest {
       if (!this.scan) {
         this.oneBlock = false;
         const kept = { key: part.hashKey, skip: this.replayed };
-        this.scanCuts = this.spec !== undefined;
         this.scan = this.deps.scanner.open(true, this.spec ?? null, this.segmentSize, (scanned, cuts, digests) => this.onScanned(scanned, cuts, digests), (err) => this.scannerFailed(err), kept);
       }
       this.postPartRanges(complete, part.final === true);

@@ -70,8 +70,8 @@ export class Staging {
   }
 
   /**
-   * The tail, read on the calling thread into a buffer of `buffers` (at most one maximal block,
-   * when a part starts); the caller gives it back. A failed read gives it back itself.
+   * The tail, read on the calling thread into a buffer of `buffers` (when a part starts afresh);
+   * the caller gives it back. A failed read gives it back itself.
    */
   readSync(id: string, name: string | undefined, buffers: BufferPool): Buffer {
     if (name === undefined) return Buffer.alloc(0);

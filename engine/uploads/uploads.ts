@@ -158,16 +158,8 @@ export class Uploads {
     let replay: Buffer = NO_REPLAY;
     if (!continued) {
       try {
-        replay = this.deps.staging.readSync(leased.id, leased.tail, tailBuffers);
+        replay = this.readStagedTail(leased);
       } catch (err) {
-        void this.releaseLease(leased);
-        this.deps.log.error('uploads: staged tail unreadable', { session: leased.id, err: String(err) });
-        throw ingestFailed('The staged bytes of this session could not be read');
-      }
-      try {
-        this.checkTail(leased, replay);
-      } catch (err) {
-        tailBuffers.give(replay);
         void this.releaseLease(leased);
         throw err;
       }
@@ -344,10 +336,8 @@ export class Uploads {
    * can go on; otherwise none (one that cannot continue is closed).
    */
   private continueLive(leased: SessionRecord, length: number): DirectIngest | undefined {
-    const live = this.live.get(leased.id);
+    const live = this.detachLive(leased.id);
     if (!live) return undefined;
-    this.live.delete(leased.id);
-    clearTimeout(live.idle);
     if (live.offset === leased.offset && live.ingest.canContinue) {
       live.ingest.continuePart(length);
       return live.ingest;
@@ -379,11 +369,17 @@ export class Uploads {
 
   /** The session's live ingest, drained and closed: what it stored since its last answer, and the bytes after. */
   private async takeLive(id: string): Promise<PartResult | undefined> {
+    const live = this.detachLive(id);
+    return live && this.drain(live);
+  }
+
+  /** Takes the session's live ingest out of `live`, its idle timer stopped. */
+  private detachLive(id: string): LiveIngest | undefined {
     const live = this.live.get(id);
     if (!live) return undefined;
     this.live.delete(id);
     clearTimeout(live.idle);
-    return this.drain(live);
+    return live;
   }
 
   private async drain(live: LiveIngest): Promise<PartResult | undefined> {
@@ -397,11 +393,7 @@ export class Uploads {
 
   /** Drops the session's live ingest at once (the session ends). */
   private discardLive(id: string): void {
-    const live = this.live.get(id);
-    if (!live) return;
-    this.live.delete(id);
-    clearTimeout(live.idle);
-    live.ingest.abort();
+    this.detachLive(id)?.ingest.abort();
   }
 
   private refuse(record: SessionRecord, action: string): never {
@@ -468,6 +460,24 @@ export class Uploads {
       await staging.removeFile(leased.id, leased.tail).catch((err: unknown) => this.deps.log.warn('uploads: staged tail not removed', { session: leased.id, err: String(err) }));
     }
     return next;
+  }
+
+  /** The session's staged tail, read into a pooled buffer (the caller gives it back) and checked against its record. */
+  private readStagedTail(record: SessionRecord): Buffer {
+    let tail: Buffer;
+    try {
+      tail = this.deps.staging.readSync(record.id, record.tail, this.deps.tailBuffers);
+    } catch (err) {
+      this.deps.log.error('uploads: staged tail unreadable', { session: record.id, err: String(err) });
+      throw ingestFailed('The staged bytes of this session could not be read');
+    }
+    try {
+      this.checkTail(record, tail);
+    } catch (err) {
+      this.deps.tailBuffers.give(tail);
+      throw err;
+    }
+    return tail;
   }
 
   /** A staged tail must hold exactly the bytes its record says (a damaged one would make a wrong object). */
