@@ -171,6 +171,21 @@ describe('parts answered before their pipeline drains', () => {
   });
 });
 
+describe('an ingest admitted while it is full', () => {
+  test('calls its admission back once it takes bytes again, so a body that arrived early still completes', async () => {
+    const e = await open();
+    // Bytes pushed before admission wait in the backlog; more than the pause mark of them keeps
+    // the ingest full after admission until blocks are stored. The admission must still come
+    // (a continued part of a resumable upload is admitted into an ingest in the same state).
+    const data = seededBytes(20 * 1024 * 1024 + 5, 68);
+    const ingest = e.startIngest({ declaredLength: data.length });
+    ingest.push(data.subarray(0, 16 * 1024 * 1024));
+    await new Promise<void>((resolve) => ingest.admit(resolve));
+    ingest.push(data.subarray(16 * 1024 * 1024));
+    expect((await ingest.end()).blob.id).toBe(contentId(data));
+  });
+});
+
 describe('a staged tail that cannot be read', () => {
   test('fails its part with 500 ingest_failed, holds nothing, and the part succeeds once the tail is back', async () => {
     const e = await open();

@@ -133,6 +133,8 @@ function mediaTypeEssence(contentType: string): string {
  */
 export class DirectIngest {
   onResume: () => void = () => {};
+  /** An admission waiting for the ingest to take bytes again (admit). */
+  private onNextResume?: () => void;
   onError: (err: SvcError) => void = () => {};
 
   private readonly startedAt = process.hrtime.bigint();
@@ -241,21 +243,22 @@ export class DirectIngest {
 
   /** Reserves memory; `admitted` runs once the body may be read (at once unless the server is full). */
   admit(admitted: () => void): void {
-    if (this.admitted) {
-      // A continued part: the reservation is the ingest's; the socket waits if it is still full.
-      if (!this.paused) admitted();
-      return;
-    }
+    // A continued part: the reservation is the ingest's; its body waits while the ingest is full.
+    if (this.admitted) return this.whenTaking(admitted);
     this.cancelAdmission = this.deps.memory.reserve(this.reservation, () => {
       this.admitted = true;
       if (this.replayed > 0) this.store(this.options.part!.replay);
       this.refill();
-      if (this.backlog.pending === 0) {
-        this.paused = false;
-        admitted();
-      }
+      if (this.backlog.pending === 0) this.paused = false;
+      this.whenTaking(admitted);
       this.pump();
     });
+  }
+
+  /** Runs `then` now if the ingest takes bytes, else when it next resumes (after onResume). */
+  private whenTaking(then: () => void): void {
+    if (!this.paused) then();
+    else this.onNextResume = then;
   }
 
   get isAdmitted(): boolean {
@@ -693,6 +696,9 @@ export class DirectIngest {
     if (this.paused && this.backlog.pending === 0 && (this.segments.length <= this.pauseAtSegments / 2 || !settling)) {
       this.paused = false;
       this.onResume();
+      const then = this.onNextResume;
+      this.onNextResume = undefined;
+      then?.();
     }
     this.pump();
   }
