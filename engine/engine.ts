@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { Piscina } from 'piscina';
+import type { Piscina } from 'piscina';
 import type { VerifyTask, VerifyTaskResult } from './cas/block-task.js';
 import { type ContentId, formatContentId } from './cas/content-id.js';
 import { decodeCursor, encodeCursor } from './cas/cursors.js';
@@ -24,6 +24,7 @@ import { BufferPool } from './uploads/buffer-pool.js';
 import { UploadLedger } from './uploads/ledger.js';
 import { Staging } from './uploads/staging.js';
 import { Uploads } from './uploads/uploads.js';
+import { createWorkerPool } from './worker-pool.js';
 
 const WORKER_MODULE = fileURLToPath(new URL('../workers/ingest.js', import.meta.url));
 const SCANNER_MODULE = fileURLToPath(new URL('../workers/scanner.js', import.meta.url));
@@ -81,7 +82,7 @@ export class Engine {
     if (removedTempFiles > 0) log.info('removed temporary files of interrupted uploads', { count: removedTempFiles });
     const catalog = CatalogEnv.open(config.fsRoot, config.durability);
     const manifests = new ManifestStore(catalog);
-    const pool = new Piscina({ filename: WORKER_MODULE, minThreads: config.workers, maxThreads: config.workers, idleTimeout: 60_000 });
+    const pool = createWorkerPool({ filename: WORKER_MODULE, minThreads: config.workers, maxThreads: config.workers, idleTimeout: 60_000 });
     const memory = new TransferMemory(config.ingestBufferBytes, config.segmentBytes);
     const pairHashing = config.nativeSha256 === 'auto' && loadSha256Pair() !== null;
     if (config.nativeSha256 === 'auto' && !pairHashing) log.info('native SHA-256 pair unavailable: blocks are hashed by the worker threads', { reason: sha256PairUnavailableReason() });

@@ -6,13 +6,14 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { Piscina } from 'piscina';
+import type { Piscina } from 'piscina';
 import { afterEach, describe, expect, test } from 'vitest';
 import { loadConfig, type JobConfig } from '../dist/engine/config.js';
 import { Engine } from '../dist/engine/engine.js';
 import { JobQueue, type JobRecord } from '../dist/engine/jobs/queue.js';
 import { Logger } from '../dist/engine/log.js';
 import { CatalogEnv } from '../dist/engine/store/catalog.js';
+import { createWorkerPool } from '../dist/engine/worker-pool.js';
 import { defineKinds, effectCount, effectsDb } from './helpers/job-kinds.mjs';
 import { tempRoot } from './helpers/server.js';
 
@@ -39,7 +40,7 @@ afterEach(async () => {
 function setup(config: Partial<JobConfig> = {}, options: { root?: string; threads?: number; hooks?: object; start?: boolean } = {}): Setup {
   const root = options.root ?? tempRoot('svc-jobs-');
   const env = CatalogEnv.open(root, 'relaxed');
-  const pool = new Piscina({ minThreads: options.threads ?? 2, maxThreads: options.threads ?? 2 });
+  const pool = createWorkerPool({ minThreads: options.threads ?? 2, maxThreads: options.threads ?? 2 });
   const queue = new JobQueue({ env, pool, config: { ...CONFIG, ...config }, log: new Logger('silent') });
   defineKinds(queue, env, options.hooks);
   if (options.start !== false) queue.start();

@@ -1,15 +1,15 @@
 // The process the kill -9 test kills: opens the catalog in <root>, runs a job queue (lease 60 s)
 // and enqueues one `sleep` job whose first attempt takes 60 s. Prints {"jobId"} once enqueued.
 // Usage: node job-child.mjs <root> <marker>
-import { Piscina } from 'piscina';
 import { JobQueue } from '../../dist/engine/jobs/queue.js';
 import { Logger } from '../../dist/engine/log.js';
 import { CatalogEnv } from '../../dist/engine/store/catalog.js';
+import { createWorkerPool } from '../../dist/engine/worker-pool.js';
 import { defineKinds } from './job-kinds.mjs';
 
 const [root, marker] = process.argv.slice(2);
 const env = CatalogEnv.open(root, 'strict');
-const pool = new Piscina({ minThreads: 1, maxThreads: 1 });
+const pool = createWorkerPool({ minThreads: 1, maxThreads: 1 });
 const queue = new JobQueue({
   env,
   pool,
