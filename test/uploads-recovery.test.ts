@@ -133,6 +133,24 @@ describe('parts answered before their pipeline drains', () => {
     expect((await e.uploads.commit(TENANT, id)).committedBlob).toBe(contentId(Buffer.concat(pieces)));
   });
 
+  test('blocks an ingest stored after its last answer count as fresh when the next part or the commit cuts them again', async () => {
+    const e = await open();
+    const id = randomUUID();
+    const pieces = [seededBytes(12 * 1024 * 1024 + 5, 64), seededBytes(9 * 1024 * 1024 + 6, 65)];
+    const fresh = e.stats.freshBlocks;
+    const duplicates = e.stats.duplicateBlocks;
+    await e.uploads.create({ tenant: TENANT, id });
+    // Each part's ingest closes before the next request: the next part, then the commit, cut
+    // again from the staged tail the blocks it stored after its answer.
+    await part(e, id, 0, pieces[0]);
+    await new Promise((r) => setTimeout(r, 400));
+    await part(e, id, pieces[0].length, pieces[1]);
+    await new Promise((r) => setTimeout(r, 400));
+    expect((await e.uploads.commit(TENANT, id)).committedBlob).toBe(contentId(Buffer.concat(pieces)));
+    expect(e.stats.duplicateBlocks - duplicates).toBe(0);
+    expect(e.stats.freshBlocks - fresh).toBe(e.manifests.get(contentId(Buffer.concat(pieces)))!.blockCount);
+  });
+
   test('a continued part that fails leaves the session as acknowledged, and its retry completes the object', async () => {
     const e = await open();
     const id = randomUUID();

@@ -105,6 +105,12 @@ export class Uploads {
   private readonly rebuilding = new Map<string, Promise<void>>();
   /** Ingests of acknowledged parts waiting for their session's next part, by session id. */
   private readonly live = new Map<string, LiveIngest>();
+  /**
+   * Digests of the blocks a live ingest stored fresh after its last answer and before it closed,
+   * by session id. They are not recorded: the next part (or the commit) cuts them again from the
+   * staged tail and finds them stored, and counts them fresh by this list, not as duplicates.
+   */
+  private readonly storedAfterAnswer = new Map<string, Set<string>>();
 
   constructor(private readonly deps: UploadsDeps) {}
 
@@ -239,7 +245,7 @@ export class Uploads {
       await this.ensureHash(leased);
       const result = await this.cutTail(leased, drained);
       const hex = await this.deps.scanner.keptDigest(id);
-      const blocks = [...this.deps.ledger.blocks(id), ...(drained?.blocks ?? []), ...result.blocks];
+      const blocks = [...this.deps.ledger.blocks(id), ...(drained?.blocks ?? []), ...this.freshAgain(id, result.blocks)];
       const blobId = formatContentId(hex, leased.offset);
       await this.deps.ledger.update(id, (r) => ({ ...r!, state: 'Committing', pendingBlob: blobId }));
       const { manifest, existed } = await this.deps.manifests.publish(hex, leased.offset, result.decided!.mediaType, chunkerName(result.decided!.spec), blocks);
@@ -342,7 +348,7 @@ export class Uploads {
       live.ingest.continuePart(length);
       return live.ingest;
     }
-    void this.drain(live).then((r) => r?.free());
+    void this.closeIngest(leased.id, live);
     return undefined;
   }
 
@@ -364,7 +370,30 @@ export class Uploads {
    * acknowledged bytes, and the next part starts from the staged tail).
    */
   async closeLive(id: string): Promise<void> {
-    (await this.takeLive(id))?.free();
+    const live = this.detachLive(id);
+    if (live) await this.closeIngest(id, live);
+  }
+
+  /** Drains a live ingest whose blocks after its last answer will be cut again from the staged tail. */
+  private async closeIngest(id: string, live: LiveIngest): Promise<void> {
+    const drained = await this.drain(live);
+    if (!drained) return;
+    const fresh = drained.blocks.filter((b) => b.fresh);
+    if (fresh.length > 0) {
+      const stored = this.storedAfterAnswer.get(id) ?? new Set<string>();
+      for (const b of fresh) stored.add(b.hex);
+      this.storedAfterAnswer.set(id, stored);
+    }
+    drained.free();
+  }
+
+  /** The blocks, those a closed live ingest stored first counted fresh (once each). */
+  private freshAgain(id: string, blocks: StoredBlock[]): StoredBlock[] {
+    const stored = this.storedAfterAnswer.get(id);
+    if (!stored) return blocks;
+    const counted = blocks.map((b) => (!b.fresh && stored.delete(b.hex) ? { ...b, fresh: true } : b));
+    if (stored.size === 0) this.storedAfterAnswer.delete(id);
+    return counted;
   }
 
   /** The session's live ingest, drained and closed: what it stored since its last answer, and the bytes after. */
@@ -449,7 +478,7 @@ export class Uploads {
       decided: result.decided ?? leased.decided,
       lease: undefined,
     };
-    await ledger.addPart(next, index, { partId: request.partId, offset: leased.offset, length: request.length, blocks: packBlocks(result.blocks) }, (current) => {
+    await ledger.addPart(next, index, { partId: request.partId, offset: leased.offset, length: request.length, blocks: packBlocks(this.freshAgain(leased.id, result.blocks)) }, (current) => {
       // Only the holder of this very lease may move the offset.
       if (current?.lease?.token !== leased.lease!.token || current.offset !== leased.offset) throw uploadBusy('part upload');
     });
@@ -558,6 +587,7 @@ export class Uploads {
 
   private async forgetStaged(id: string): Promise<void> {
     this.deps.scanner.dropKept(id);
+    this.storedAfterAnswer.delete(id);
     await this.deps.staging.remove(id);
     await this.deps.ledger.dropParts(id);
   }
