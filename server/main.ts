@@ -126,14 +126,24 @@ export async function main(argv: string[]): Promise<void> {
     }
     throw err;
   }
-  const server = await serve(config);
-  // One line on stdout for whoever started us (tests, scripts): where to connect.
-  process.stdout.write(`${JSON.stringify({ event: 'listening', port: server.port, modelPort: server.modelPort })}\n`);
+  // The listeners are installed before the service starts and never removed (one removed while
+  // its signal is pending loses that signal): a stop asked for while the service starts is
+  // carried out, as a clean close, once it has started. They are `once`: a second signal ends the
+  // process at once (the signal's default action).
+  let server: RunningServer | undefined;
+  let stopAsked = false;
+  const close = (running: RunningServer) => void running.close().then(() => process.exit(0), () => process.exit(1));
   const stop = () => {
-    server.close().then(() => process.exit(0), () => process.exit(1));
+    if (stopAsked) return;
+    stopAsked = true;
+    if (server) close(server);
   };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
+  server = await serve(config);
+  if (stopAsked) return close(server);
+  // One line on stdout for whoever started us (tests, scripts): where to connect.
+  process.stdout.write(`${JSON.stringify({ event: 'listening', port: server.port, modelPort: server.modelPort })}\n`);
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
