@@ -83,6 +83,8 @@ export function median(values: number[]): number {
 }
 
 const ingestRoundsText = (i: { rounds: IngestRound[] }) => i.rounds.map((x) => f(x.mbPerSecond)).join(', ') + ' MB/s';
+/** The ingest target's memory figure: the largest growth of any round. */
+const largestRssGrowth = (i: { rounds: IngestRound[] }) => Math.max(...i.rounds.map((x) => x.rssGrowthBytes));
 
 export const mark = (pass: boolean | undefined) => (pass === undefined ? 'NOT MEASURED' : pass ? 'PASS' : 'FAIL');
 
@@ -108,7 +110,7 @@ export function evaluateTargets(r: Results): Target[] {
     target: '>= 50,000 req/s',
     pass: best ? best.requestsPerSecond >= 50_000 && best.errors === 0 : undefined,
   });
-  const growth = r.ingest ? Math.max(...r.ingest.rounds.map((x) => x.rssGrowthBytes)) : undefined;
+  const growth = r.ingest ? largestRssGrowth(r.ingest) : undefined;
   targets.push({
     name: `Server RSS growth during the ${mib(r.bodyBytes, 0)} uploads (largest)`,
     value: mib(growth),
@@ -187,7 +189,7 @@ export function renderMarkdown(r: Results): string {
   if (r.ingest) {
     const i = r.ingest;
     L.push(`| Ingest (POST, Content-Length, streamed from a file; median of ${i.rounds.length} rounds, each into an empty data directory) | ${mbs(i.mbPerSecond)} (${f(i.ratioToSha256, 2)}x SHA-256) | rounds ${ingestRoundsText(i)} (server CPU ${i.rounds.map((x) => pct(x.serverPercent)).join(', ')}); the median round: ${f(i.seconds, 2)} s to the 201; ${f(i.tailSeconds * 1000)} ms of it after the last byte was sent; server-reported ${f(i.response.durationSeconds, 2)} s; ${f(i.response.blob.blockCount)} blocks (${i.response.freshBlocks} fresh, ${i.response.duplicateBlocks} duplicate), chunker \`${i.response.blob.chunker}\`; id ${i.idMatchesSha256 ? 'matches' : 'DOES NOT match'} the bench's SHA-256 |`);
-    L.push(`| Server RSS during ingest (VmRSS every 50 ms) | +${mib(Math.max(...i.rounds.map((x) => x.rssGrowthBytes)))} peak growth (largest round) | the median round: baseline ${mib(i.rss.baselineBytes)}, peak ${mib(i.rss.peakBytes)} over ${i.rss.samples} samples; VmHWM after upload ${mib(i.rss.hwmAfterBytes)} |`);
+    L.push(`| Server RSS during ingest (VmRSS every 50 ms) | +${mib(largestRssGrowth(i))} peak growth (largest round) | the median round: baseline ${mib(i.rss.baselineBytes)}, peak ${mib(i.rss.peakBytes)} over ${i.rss.samples} samples; VmHWM after upload ${mib(i.rss.hwmAfterBytes)} |`);
     L.push(`| CPU during ingest (% of one core) | ${cpuText(i.cpu)} | |`);
   }
   if (r.download) {

@@ -3,8 +3,8 @@
 // V8 copies a TypedArray into or out of a SharedArrayBuffer (TypedArray.prototype.set) with
 // relaxed atomic word moves, since another thread may touch the bytes meanwhile. In the upload
 // path every body byte is copied from uWebSockets' receive buffer into a shared segment; with
-// memcpy instead, the main thread's CPU per GiB of a resumable upload fell from 0.70 to 0.52 s
-// (docs/performance.md, session 7). No other thread writes a segment while an upload fills it
+// memcpy instead, the main thread's CPU per GiB of a resumable upload fell from 0.79 to 0.61 s
+// on tmpfs (docs/performance.md, session 7). No other thread writes a segment while an upload fills it
 // or reads a range the ingest copies out. Portable C: no CPU feature is needed. Exports:
 //   copy(target, at, source)   copies all of source into target from byte `at` (Uint8Arrays)
 

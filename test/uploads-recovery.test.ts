@@ -133,18 +133,27 @@ describe('parts answered before their pipeline drains', () => {
     expect((await e.uploads.commit(TENANT, id)).committedBlob).toBe(contentId(Buffer.concat(pieces)));
   });
 
-  test('blocks an ingest stored after its last answer count as fresh when the next part or the commit cuts them again', async () => {
+  test('blocks an ingest stored after its last answer are recorded by the next part or the commit, not cut again', async () => {
     const e = await open();
     const id = randomUUID();
     const pieces = [seededBytes(12 * 1024 * 1024 + 5, 64), seededBytes(9 * 1024 * 1024 + 6, 65)];
     const fresh = e.stats.freshBlocks;
     const duplicates = e.stats.duplicateBlocks;
     await e.uploads.create({ tenant: TENANT, id });
-    // Each part's ingest closes before the next request: the next part, then the commit, cut
-    // again from the staged tail the blocks it stored after its answer.
+    // Each part's ingest closes before the next request, having stored blocks after its answer:
+    // the next part, then the commit, replay the staged tail after them and record them (cut
+    // again, they would be found present and counted as duplicates).
     await part(e, id, 0, pieces[0]);
     await new Promise((r) => setTimeout(r, 400));
+    // A part that fails after replaying leaves them for its retry.
+    const failed = e.uploads.beginPart({ tenant: TENANT, id, partId: randomUUID(), offset: pieces[0].length, length: pieces[1].length });
+    if (!('part' in failed)) throw new Error('unexpected replay');
+    await failed.part.ready;
+    await new Promise<void>((resolve) => failed.part.ingest.admit(resolve));
+    failed.part.ingest.push(pieces[1].subarray(0, 2 * 1024 * 1024));
+    await failed.part.release();
     await part(e, id, pieces[0].length, pieces[1]);
+    expect((await durableBytes(e, id)).equals(Buffer.concat(pieces))).toBe(true);
     await new Promise((r) => setTimeout(r, 400));
     expect((await e.uploads.commit(TENANT, id)).committedBlob).toBe(contentId(Buffer.concat(pieces)));
     expect(e.stats.duplicateBlocks - duplicates).toBe(0);

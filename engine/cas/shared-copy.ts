@@ -20,7 +20,7 @@ function load(): { copy: CopyInto; native: boolean } {
   const native = addon.copy;
   return {
     native: true,
-    copy: (target, at, source) => (source.length >= NATIVE_FROM_BYTES ? native(target, at, source) : target.set(source, at)),
+    copy: (target, at, source) => (source.length >= NATIVE_FROM_BYTES ? native(target, at, source) : viaSet(target, at, source)),
   };
 }
 

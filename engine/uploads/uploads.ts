@@ -78,9 +78,9 @@ function otherTail(current: string | undefined): string {
   return current === 'tail-a' ? 'tail-b' : 'tail-a';
 }
 
-/** Terminal sessions are kept this long past their expiry, then forgotten. */
 /** A continued part replays nothing. */
 const NO_REPLAY = Buffer.alloc(0);
+/** Terminal sessions are kept this long past their expiry, then forgotten. */
 const TOMBSTONE_MS = 24 * 60 * 60 * 1000;
 /**
  * How long an acknowledged part's ingest waits for the session's next part before it drains and
@@ -97,6 +97,18 @@ interface LiveIngest {
   idle: NodeJS.Timeout;
 }
 
+/**
+ * The blocks a live ingest stored after its last answer, from the session's tailStart on, when
+ * it drained and closed: not recorded, but stored, so the next part (or the commit) replays the
+ * staged tail after them and records them with its own.
+ */
+interface StoredOfTail {
+  /** The session offset the ingest ended at: the entry holds while the record is still there. */
+  offset: number;
+  blocks: StoredBlock[];
+  bytes: number;
+}
+
 export class Uploads {
   /** Leases taken by this process; an owner id from an earlier process is a dead lease. */
   readonly owner = randomUUID();
@@ -105,12 +117,8 @@ export class Uploads {
   private readonly rebuilding = new Map<string, Promise<void>>();
   /** Ingests of acknowledged parts waiting for their session's next part, by session id. */
   private readonly live = new Map<string, LiveIngest>();
-  /**
-   * Digests of the blocks a live ingest stored fresh after its last answer and before it closed,
-   * by session id. They are not recorded: the next part (or the commit) cuts them again from the
-   * staged tail and finds them stored, and counts them fresh by this list, not as duplicates.
-   */
-  private readonly storedAfterAnswer = new Map<string, Set<string>>();
+  /** By session id: what closed live ingests stored after their last answer (lost with the process). */
+  private readonly storedOfTails = new Map<string, StoredOfTail>();
 
   constructor(private readonly deps: UploadsDeps) {}
 
@@ -161,6 +169,7 @@ export class Uploads {
     const leased = this.takeLeaseSync(current, 'part', request.offset);
     const { tailBuffers } = this.deps;
     const continued = this.continueLive(leased, request.length);
+    const stored = continued ? undefined : this.storedOfTail(leased);
     let replay: Buffer = NO_REPLAY;
     if (!continued) {
       try {
@@ -175,7 +184,7 @@ export class Uploads {
       this.deps.startIngest({
         declaredLength: request.length,
         contentType: leased.contentType,
-        part: { hashKey: leased.id, replay, decided: leased.decided, maxBytes: config.maxPartBytes, tailBuffers },
+        part: { hashKey: leased.id, replay: replay.subarray(stored?.bytes ?? 0), decided: leased.decided, maxBytes: config.maxPartBytes, tailBuffers },
       });
     // The ingest copies the replayed tail when it is admitted: the buffer is free once the part ends.
     const giveReplay = () => tailBuffers.give(replay);
@@ -211,7 +220,7 @@ export class Uploads {
       }
       let record: SessionRecord;
       try {
-        record = await this.recordPart(leased, request, result);
+        record = await this.recordPart(leased, request, stored ? [...stored.blocks, ...result.blocks] : result.blocks, result);
       } catch (err) {
         await release();
         throw err;
@@ -242,10 +251,11 @@ export class Uploads {
     let drained: PartResult | undefined;
     try {
       drained = await this.takeLive(id);
+      const stored = drained ? undefined : this.storedOfTail(leased);
       await this.ensureHash(leased);
-      const result = await this.cutTail(leased, drained);
+      const result = await this.cutTail(leased, drained, stored);
       const hex = await this.deps.scanner.keptDigest(id);
-      const blocks = [...this.deps.ledger.blocks(id), ...(drained?.blocks ?? []), ...this.freshAgain(id, result.blocks)];
+      const blocks = [...this.deps.ledger.blocks(id), ...((drained ?? stored)?.blocks ?? []), ...result.blocks];
       const blobId = formatContentId(hex, leased.offset);
       await this.deps.ledger.update(id, (r) => ({ ...r!, state: 'Committing', pendingBlob: blobId }));
       const { manifest, existed } = await this.deps.manifests.publish(hex, leased.offset, result.decided!.mediaType, chunkerName(result.decided!.spec), blocks);
@@ -374,26 +384,21 @@ export class Uploads {
     if (live) await this.closeIngest(id, live);
   }
 
-  /** Drains a live ingest whose blocks after its last answer will be cut again from the staged tail. */
+  /** Drains a live ingest and keeps what it stored after its last answer (storedOfTail). */
   private async closeIngest(id: string, live: LiveIngest): Promise<void> {
     const drained = await this.drain(live);
     if (!drained) return;
-    const fresh = drained.blocks.filter((b) => b.fresh);
-    if (fresh.length > 0) {
-      const stored = this.storedAfterAnswer.get(id) ?? new Set<string>();
-      for (const b of fresh) stored.add(b.hex);
-      this.storedAfterAnswer.set(id, stored);
-    }
+    const bytes = drained.blocks.reduce((n, b) => n + b.size, 0);
+    if (bytes > 0) this.storedOfTails.set(id, { offset: live.offset, blocks: drained.blocks, bytes });
     drained.free();
   }
 
-  /** The blocks, those a closed live ingest stored first counted fresh (once each). */
-  private freshAgain(id: string, blocks: StoredBlock[]): StoredBlock[] {
-    const stored = this.storedAfterAnswer.get(id);
-    if (!stored) return blocks;
-    const counted = blocks.map((b) => (!b.fresh && stored.delete(b.hex) ? { ...b, fresh: true } : b));
-    if (stored.size === 0) this.storedAfterAnswer.delete(id);
-    return counted;
+  /** The blocks a closed live ingest stored at the start of the session's staged tail, while they fit its record. */
+  private storedOfTail(record: SessionRecord): StoredOfTail | undefined {
+    const stored = this.storedOfTails.get(record.id);
+    if (stored && stored.offset === record.offset && stored.bytes <= record.offset - record.tailStart) return stored;
+    this.storedOfTails.delete(record.id);
+    return undefined;
   }
 
   /** The session's live ingest, drained and closed: what it stored since its last answer, and the bytes after. */
@@ -463,7 +468,8 @@ export class Uploads {
   }
 
   /** Stages the part's new tail, then records the part and the new offset in one transaction. */
-  private async recordPart(leased: SessionRecord, request: PartRequest, result: PartResult): Promise<SessionRecord> {
+  /** Stages the part's tail and records `blocks` (the part's, after any a closed ingest stored) with the new offset. */
+  private async recordPart(leased: SessionRecord, request: PartRequest, blocks: StoredBlock[], result: PartResult): Promise<SessionRecord> {
     const { ledger, staging } = this.deps;
     const index = leased.partCount;
     const offset = leased.offset + request.length;
@@ -478,10 +484,12 @@ export class Uploads {
       decided: result.decided ?? leased.decided,
       lease: undefined,
     };
-    await ledger.addPart(next, index, { partId: request.partId, offset: leased.offset, length: request.length, blocks: packBlocks(this.freshAgain(leased.id, result.blocks)) }, (current) => {
+    await ledger.addPart(next, index, { partId: request.partId, offset: leased.offset, length: request.length, blocks: packBlocks(blocks) }, (current) => {
       // Only the holder of this very lease may move the offset.
       if (current?.lease?.token !== leased.lease!.token || current.offset !== leased.offset) throw uploadBusy('part upload');
     });
+    // What a closed ingest stored of the tail is in the record now.
+    this.storedOfTails.delete(leased.id);
     // The previous tail stays for the next part to write over. It goes when this part left no
     // tail (rare: a cut at its very end) or when it has a name of an earlier layout (one new file
     // per part); before the answer, since the next part may write a file of the same name.
@@ -517,13 +525,17 @@ export class Uploads {
     throw ingestFailed('The staged bytes of this session do not match its record');
   }
 
-  /** Cuts the tail (a drained live ingest's, else the staged one) to the object's end and stores its blocks. */
-  private async cutTail(leased: SessionRecord, drained?: PartResult): Promise<PartResult> {
+  /**
+   * Cuts the tail (a drained live ingest's, else the staged one after what a closed ingest
+   * stored of it) to the object's end and stores its blocks.
+   */
+  private async cutTail(leased: SessionRecord, drained?: PartResult, stored?: StoredOfTail): Promise<PartResult> {
     let replay: Uint8Array;
     if (drained) replay = drained.tail.length === 1 ? drained.tail[0] : Buffer.concat(drained.tail);
     else {
-      replay = await this.deps.staging.read(leased.id, leased.tail);
-      this.checkTail(leased, replay);
+      const staged = await this.deps.staging.read(leased.id, leased.tail);
+      this.checkTail(leased, staged);
+      replay = staged.subarray(stored?.bytes ?? 0);
     }
     const ingest = this.deps.startIngest({
       contentType: leased.contentType,
@@ -587,7 +599,7 @@ export class Uploads {
 
   private async forgetStaged(id: string): Promise<void> {
     this.deps.scanner.dropKept(id);
-    this.storedAfterAnswer.delete(id);
+    this.storedOfTails.delete(id);
     await this.deps.staging.remove(id);
     await this.deps.ledger.dropParts(id);
   }
