@@ -5,6 +5,7 @@ import path from 'node:path';
 export const VARIABLES: ReadonlyArray<{ name: string; default: string; help: string }> = [
   { name: 'SVC_HOST', default: '127.0.0.1', help: 'Address the HTTP listener binds.' },
   { name: 'SVC_HTTP_PORT', default: '8081', help: 'Port of the blob API listener (0 = pick a free port).' },
+  { name: 'SVC_HTTP_LINGER_BYTES', default: '64MiB', help: 'After an answer given before the request body ended (an error), the rest of the body is read and dropped when it is at most this size, so clients that read only after sending get the answer; a larger or chunked rest is not read and the connection closes.' },
   { name: 'SVC_BLOB_BACKEND', default: 'fs', help: 'Block store backend. Only `fs` (files under SVC_FS_ROOT) for now.' },
   { name: 'SVC_FS_ROOT', default: './data', help: 'Data directory: blocks/ (block files) and catalog/ (LMDB).' },
   { name: 'SVC_DURABILITY', default: 'strict', help: '`strict`: fsync blocks, directories and LMDB before answering. `relaxed`: trust the page cache.' },
@@ -67,6 +68,8 @@ export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 export interface Config {
   host: string;
   httpPort: number;
+  /** SVC_HTTP_LINGER_BYTES: the most of a body's rest read and dropped after an early answer. */
+  httpLingerBytes: number;
   blobBackend: 'fs';
   fsRoot: string;
   durability: Durability;
@@ -211,6 +214,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const config: Config = {
     host: get('SVC_HOST'),
     httpPort: parseInteger('SVC_HTTP_PORT', get('SVC_HTTP_PORT'), 0, 65535),
+    httpLingerBytes: inRange('SVC_HTTP_LINGER_BYTES', parseSize('SVC_HTTP_LINGER_BYTES', get('SVC_HTTP_LINGER_BYTES')), 0, 2 ** 40),
     blobBackend: oneOf('SVC_BLOB_BACKEND', get('SVC_BLOB_BACKEND'), ['fs'] as const),
     fsRoot: path.resolve(get('SVC_FS_ROOT')),
     durability: oneOf('SVC_DURABILITY', get('SVC_DURABILITY'), ['strict', 'relaxed'] as const),

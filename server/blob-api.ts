@@ -25,7 +25,7 @@ const ONE_TIB = 2 ** 40;
 
 export function mountBlobApi(app: TemplatedApp, ctx: ServerContext): void {
   const engine = ctx.engine;
-  const on = (pattern: string) => (res: HttpResponse, req: HttpRequest) => new Exchange(res, req.getCaseSensitiveMethod(), pattern, ctx, CORS);
+  const on = (pattern: string) => (res: HttpResponse, req: HttpRequest) => new Exchange(res, req, pattern, ctx, CORS);
   const onBlob = on('/api/v1/blobs/:id');
   const routes: Array<[string, string[]]> = [
     ['/api/v1/blobs', ['GET', 'POST']],
@@ -95,7 +95,7 @@ export function allowMethods(app: TemplatedApp, ctx: ServerContext, routes: Arra
   for (const [pattern, methods] of routes) {
     app.options(pattern, (res, req) => {
       const origin = header(req, 'origin');
-      const ex = new Exchange(res, 'OPTIONS', pattern, ctx);
+      const ex = new Exchange(res, req, pattern, ctx);
       ex.send(204, {
         'Access-Control-Allow-Origin': origin ?? '*',
         'Access-Control-Allow-Methods': methods.join(', '),
@@ -106,7 +106,7 @@ export function allowMethods(app: TemplatedApp, ctx: ServerContext, routes: Arra
       });
     });
     app.any(pattern, (res, req) => {
-      const ex = new Exchange(res, req.getCaseSensitiveMethod(), pattern, ctx, CORS);
+      const ex = new Exchange(res, req, pattern, ctx, CORS);
       ex.error(new SvcError(405, 'method_not_allowed', `${req.getCaseSensitiveMethod()} is not allowed here`, { Allow: [...methods, 'OPTIONS'].join(', ') }));
     });
   }
@@ -124,11 +124,21 @@ function parseContentLength(raw: string | undefined): number | undefined {
 const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+";
 const MEDIA_TYPE = new RegExp(`^${TOKEN}/${TOKEN}(\\s*;\\s*(${TOKEN}=(${TOKEN}|"[^"\\\\]*"))?)*\\s*$`);
 
-/** Content-Type, when sent, must be a media type (RFC 9110 8.3): `type/subtype` and parameters. */
+/**
+ * The media type an upload declares. When sent, it must be a media type (RFC 9110 8.3): `type/subtype`
+ * and parameters. curl's default for `--data-binary`, `application/x-www-form-urlencoded`, counts as
+ * none (the type is sniffed); a multipart form (`curl -F`) is refused, since its envelope is not the file.
+ */
 export function parseContentType(raw: string | undefined): string | undefined {
   if (raw === undefined) return undefined;
-  if (!MEDIA_TYPE.test(raw.trim())) throw invalidBlob(`Invalid Content-Type: "${raw.slice(0, 100)}" is not a media type`);
-  return raw.trim();
+  const type = raw.trim();
+  if (!MEDIA_TYPE.test(type)) throw invalidBlob(`Invalid Content-Type: "${raw.slice(0, 100)}" is not a media type`);
+  const essence = type.split(';', 1)[0]!.trim().toLowerCase();
+  if (essence === 'application/x-www-form-urlencoded') return undefined;
+  if (essence === 'multipart/form-data') {
+    throw new SvcError(415, 'unsupported_media_type', "A multipart form is not unpacked: send the file's bytes as the body (curl --data-binary @FILE -H 'Content-Type: TYPE', not -F)");
+  }
+  return type;
 }
 
 function checkLocalityHeaders(req: HttpRequest): void {
@@ -150,8 +160,7 @@ function upload(engine: Engine, ex: Exchange, req: HttpRequest): void {
     checkLocalityHeaders(req);
     ingest = engine.startIngest({ contentType: parseContentType(header(req, 'content-type')), declaredLength: parseContentLength(header(req, 'content-length')) });
   } catch (err) {
-    // Answer before the body is read; close so the unread body is not parsed as a request.
-    ex.error(err, 'ingest_failed', true);
+    ex.error(err, 'ingest_failed');
     return;
   }
   feedIngest(ex, new SocketBody(ex), ingest, {
@@ -160,7 +169,7 @@ function upload(engine: Engine, ex: Exchange, req: HttpRequest): void {
         (result) => ex.json(201, result, { Location: `/api/v1/blobs/${result.blob.id}`, ETag: `"${result.blob.id}"` }),
         (err) => ex.error(err, 'ingest_failed'),
       ),
-    fail: (err) => ex.error(err, 'ingest_failed', true),
+    fail: (err) => ex.error(err, 'ingest_failed'),
     abort: () => ingest.abort(),
   });
 }

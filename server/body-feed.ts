@@ -13,24 +13,20 @@ export interface BodySource {
   resume(): void;
 }
 
-/** The request's own socket. uWS misbehaves on resume() without a pause() before it, so the state is tracked. */
+/** The request's own socket. */
 export class SocketBody implements BodySource {
-  private paused = false;
-
   constructor(private readonly ex: Exchange) {}
 
   start(sink: BodySink): void {
-    this.ex.res.onData((chunk, isLast) => sink(new Uint8Array(chunk), isLast));
+    this.ex.body.read((chunk, isLast) => sink(new Uint8Array(chunk), isLast));
   }
 
   pause(): void {
-    if (!this.paused && this.ex.live) this.ex.res.pause();
-    this.paused = true;
+    this.ex.body.pause();
   }
 
   resume(): void {
-    if (this.paused && this.ex.live) this.ex.res.resume();
-    this.paused = false;
+    this.ex.body.resume();
   }
 }
 

@@ -70,7 +70,7 @@ export function mountDocsApi(app: TemplatedApp, ctx: ServerContext, docsCtx: Doc
 
   app.put('/v1/uploads/:uploadId/bytes', (res, req) => {
     const call = start(res, req, '/v1/uploads/:uploadId/bytes', 1, ctx);
-    const held = new HeldBody(res, () => call.ex.live);
+    const held = new HeldBody(call.ex.body);
     const contentType = header(req, 'content-type');
     const declared = header(req, 'content-length');
     (async () => {
@@ -79,7 +79,7 @@ export function mountDocsApi(app: TemplatedApp, ctx: ServerContext, docsCtx: Doc
       if (Number.isNaN(length)) throw badRequest('Content-Length must be a decimal byte count');
       const upload = docs.beginBytes(principal, call.params[0]!, { contentType: parseContentType(contentType), declaredLength: length });
       streamInto(call.ex, held, upload);
-    })().catch((err: unknown) => fail(call.ex, err, true));
+    })().catch((err: unknown) => fail(call.ex, err));
   });
 
   json('post', '/v1/uploads/:uploadId/finalize', async ({ ex, params }, principal, body) => {
@@ -164,13 +164,13 @@ export function mountDocsApi(app: TemplatedApp, ctx: ServerContext, docsCtx: Doc
   });
 
   app.any('/v1/*', (res, req) => {
-    const ex = new Exchange(res, req.getCaseSensitiveMethod(), '/v1/*', ctx);
+    const ex = new Exchange(res, req, '/v1/*', ctx);
     ex.error(new SvcError(404, 'not_found', `No route ${req.getCaseSensitiveMethod().toUpperCase()} ${req.getUrl()}`));
   });
 }
 
 function start(res: HttpResponse, req: HttpRequest, pattern: string, paramCount: number, ctx: ServerContext): Call {
-  const ex = new Exchange(res, req.getCaseSensitiveMethod(), pattern, ctx);
+  const ex = new Exchange(res, req, pattern, ctx);
   const params: string[] = [];
   for (let i = 0; i < paramCount; i++) params.push(decodeSegment(req.getParameter(i) ?? ''));
   return { ex, params, query: new URLSearchParams(req.getQuery() ?? ''), authorization: header(req, 'authorization') };
@@ -185,12 +185,12 @@ function decodeSegment(raw: string): string {
 }
 
 /** Error envelope; metadata writes answer in their rejection form. */
-function fail(ex: Exchange, err: unknown, close = false): void {
+function fail(ex: Exchange, err: unknown): void {
   if (err instanceof MetadataRejection) {
-    ex.send(err.status, { 'Content-Type': JSON_UTF8, ...err.headers }, JSON.stringify(err.body()), close);
+    ex.send(err.status, { 'Content-Type': JSON_UTF8, ...err.headers }, JSON.stringify(err.body()));
     return;
   }
-  ex.error(err, 'storage_failure', close);
+  ex.error(err, 'storage_failure');
 }
 
 /** Any failure of a metadata write in its rejected form (internal errors keep their generic text). */
@@ -208,7 +208,7 @@ function readJson(ex: Exchange, max: number): Promise<{ value: unknown; bytes: n
     let size = 0;
     let failed = false;
     ex.onAbort(() => reject(new Error('client went away')));
-    ex.res.onData((chunk, isLast) => {
+    ex.body.read((chunk, isLast) => {
       if (failed) return;
       size += chunk.byteLength;
       if (size > max) {
@@ -236,7 +236,7 @@ function streamInto(ex: Exchange, held: HeldBody, upload: ReturnType<DocumentSer
     last: () => upload.finish().then(() => ex.send(204, {}), (err) => fail(ex, err)),
     fail: (err) => {
       ingest.abort();
-      fail(ex, err, true);
+      fail(ex, err);
     },
     abort: () => ingest.abort(),
   });

@@ -14,8 +14,8 @@ const invalid = (message: string) => new SvcError(400, 'invalid_request', messag
 export function mountGcApi(app: TemplatedApp, ctx: ServerContext): void {
   const { engine } = ctx;
 
-  app.get(ROUTE, (res) => {
-    const ex = new Exchange(res, 'GET', ROUTE, ctx);
+  app.get(ROUTE, (res, req) => {
+    const ex = new Exchange(res, req, ROUTE, ctx);
     try {
       ex.json(200, engine.gc.state(), { 'Cache-Control': 'no-store' });
     } catch (err) {
@@ -24,9 +24,9 @@ export function mountGcApi(app: TemplatedApp, ctx: ServerContext): void {
   });
 
   app.post(ROUTE, (res, req) => {
-    const ex = new Exchange(res, 'POST', ROUTE, ctx);
+    const ex = new Exchange(res, req, ROUTE, ctx);
     // A body, if any, is not used.
-    res.onData(() => {});
+    ex.body.read(() => {});
     try {
       const q = query(req);
       for (const name of q.keys()) if (name !== 'phase' && name !== 'apply') throw invalid(`Unknown parameter ${name}`);
@@ -44,7 +44,7 @@ export function mountGcApi(app: TemplatedApp, ctx: ServerContext): void {
   });
 
   app.any(ROUTE, (res, req) => {
-    const ex = new Exchange(res, req.getCaseSensitiveMethod(), ROUTE, ctx);
+    const ex = new Exchange(res, req, ROUTE, ctx);
     ex.error(new SvcError(405, 'method_not_allowed', `${req.getCaseSensitiveMethod()} is not allowed here`, { Allow: 'GET, POST' }));
   });
 }

@@ -2,8 +2,8 @@
 // while the handler still awaits something (token verification): the socket is paused at once
 // and what already arrived is kept, then handed over in order to whoever reads it.
 
-import type { HttpResponse } from 'uWebSockets.js';
 import type { BodySource } from './body-feed.js';
+import type { RequestBody } from './request-body.js';
 
 export type BodySink = (chunk: Uint8Array, isLast: boolean) => void;
 
@@ -11,19 +11,14 @@ export class HeldBody implements BodySource {
   private held: Uint8Array[] = [];
   private ended = false;
   private sink?: BodySink;
-  private paused = true;
 
-  constructor(
-    private readonly res: HttpResponse,
-    /** False once the response was aborted or ended: uWS then forbids pause/resume. */
-    private readonly live: () => boolean,
-  ) {
-    res.onData((chunk, isLast) => {
+  constructor(private readonly body: RequestBody) {
+    body.read((chunk, isLast) => {
       if (this.sink) return this.sink(new Uint8Array(chunk), isLast);
       this.held.push(new Uint8Array(chunk.slice(0)));
       if (isLast) this.ended = true;
     });
-    res.pause();
+    body.pause();
   }
 
   /** Replays what was held, then passes live chunks once `resume` lets the socket read again. */
@@ -36,12 +31,10 @@ export class HeldBody implements BodySource {
   }
 
   pause(): void {
-    if (!this.paused && this.live()) this.res.pause();
-    this.paused = true;
+    this.body.pause();
   }
 
   resume(): void {
-    if (this.paused && this.live()) this.res.resume();
-    this.paused = false;
+    this.body.resume();
   }
 }

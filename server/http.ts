@@ -2,6 +2,7 @@ import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { SvcError } from '../engine/errors.js';
 import type { Engine } from '../engine/engine.js';
 import type { Metrics } from '../engine/ops/metrics.js';
+import { RequestBody } from './request-body.js';
 
 /** What every handler needs: the engine and the metrics it reports to. */
 export interface ServerContext {
@@ -10,9 +11,9 @@ export interface ServerContext {
 }
 
 const STATUS_TEXT: Record<number, string> = {
-  200: 'OK', 201: 'Created', 204: 'No Content', 206: 'Partial Content', 304: 'Not Modified',
+  200: 'OK', 201: 'Created', 204: 'No Content', 206: 'Partial Content', 304: 'Not Modified', 308: 'Permanent Redirect',
   400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed',
-  409: 'Conflict', 410: 'Gone', 412: 'Precondition Failed', 413: 'Content Too Large', 416: 'Range Not Satisfiable',
+  409: 'Conflict', 410: 'Gone', 412: 'Precondition Failed', 413: 'Content Too Large', 415: 'Unsupported Media Type', 416: 'Range Not Satisfiable',
   429: 'Too Many Requests', 500: 'Internal Server Error', 503: 'Service Unavailable', 507: 'Insufficient Storage',
 };
 
@@ -24,18 +25,23 @@ export const JSON_UTF8 = 'application/json; charset=utf-8';
 export class Exchange {
   aborted = false;
   done = false;
+  readonly method: string;
+  /** The request body: read it through this, never through `res.onData`. */
+  readonly body: RequestBody;
   private abortHandlers: Array<() => void> = [];
   private readonly started = performance.now();
 
   constructor(
     readonly res: HttpResponse,
-    readonly method: string,
+    req: HttpRequest,
     /** The route pattern, a metrics label. */
     readonly route: string,
     readonly ctx: ServerContext,
     /** Headers every response of this route carries (CORS). */
     readonly baseHeaders: ReadonlyArray<[string, string]> = [],
   ) {
+    this.method = req.getCaseSensitiveMethod();
+    this.body = new RequestBody(res, req, () => this.live);
     ctx.engine.stats.requests++;
     res.onAborted(() => {
       this.aborted = true;
@@ -52,7 +58,7 @@ export class Exchange {
     return !this.aborted && !this.done;
   }
 
-  /** Status line and headers; call inside cork. */
+  /** Status line and headers; call inside cork. An answer before the body's end also says it closes. */
   head(code: number, headers: Record<string, string | undefined>): void {
     this.res.writeStatus(status(code));
     for (const [k, v] of this.baseHeaders) this.res.writeHeader(k, v);
@@ -60,18 +66,21 @@ export class Exchange {
       const v = headers[k];
       if (v !== undefined) this.res.writeHeader(k, v);
     }
+    if (this.body.unsettled && this.body.beforeAnswer(this.ctx.engine.config.httpLingerBytes)) this.res.writeHeader('Connection', 'close');
     if (code >= 400) this.ctx.engine.stats.errors++;
     this.ctx.metrics.observeHttp(`${this.method} ${this.route}`, code, (performance.now() - this.started) / 1000);
   }
 
-  send(code: number, headers: Record<string, string | undefined>, body?: string | Uint8Array, closeConnection = false): void {
+  /** A whole answer. To HEAD, the same headers (Content-Length of `body` included) and no body. */
+  send(code: number, headers: Record<string, string | undefined>, body?: string | Uint8Array): void {
     if (!this.live) return;
     this.done = true;
     this.res.cork(() => {
       this.head(code, headers);
       // 204 and 304 carry no Content-Length at all (RFC 9110 8.6); other bodiless answers say 0.
       if (body === undefined && (code === 204 || code === 304)) this.res.endWithoutBody();
-      else this.res.end(body ?? '', closeConnection);
+      else if (this.method === 'HEAD') this.res.endWithoutBody(body === undefined ? 0 : typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength);
+      else this.res.end(body ?? '');
     });
   }
 
@@ -90,14 +99,14 @@ export class Exchange {
   }
 
   /** The error envelope. Unknown errors are logged and answered with `fallbackCode`, never their text. */
-  error(err: unknown, fallbackCode = 'storage_failure', closeConnection = false): void {
+  error(err: unknown, fallbackCode = 'storage_failure'): void {
     if (err instanceof SvcError) {
-      this.send(err.status, { 'Content-Type': JSON_UTF8, ...err.headers }, JSON.stringify({ error: err.code, message: err.message }), closeConnection);
+      this.send(err.status, { 'Content-Type': JSON_UTF8, ...err.headers }, JSON.stringify({ error: err.code, message: err.message }));
       return;
     }
     const requestId = Math.random().toString(36).slice(2, 10);
     this.ctx.engine.log.error('request failed', { requestId, method: this.method, route: this.route, err: String((err as Error)?.stack ?? err) });
-    this.send(500, { 'Content-Type': JSON_UTF8 }, JSON.stringify({ error: fallbackCode, message: `Internal error (request ${requestId})` }), closeConnection);
+    this.send(500, { 'Content-Type': JSON_UTF8 }, JSON.stringify({ error: fallbackCode, message: `Internal error (request ${requestId})` }));
   }
 
   /**

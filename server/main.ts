@@ -14,6 +14,7 @@ import { DocumentService } from '../engine/docs/documents.js';
 import { SchemaRegistry } from '../engine/docs/schemas.js';
 import { MigrationRegistry } from '../engine/docs/migrations.js';
 import { mountModelApi } from './model-api.js';
+import { createApp } from './app.js';
 import { Exchange, type ServerContext } from './http.js';
 import { VERSION, mountOpsApi } from './ops-api.js';
 
@@ -54,7 +55,7 @@ export interface RunningServer {
 export async function serve(config: Config, log = new Logger(config.logLevel)): Promise<RunningServer> {
   const engine = await Engine.open(config, log);
   const ctx: ServerContext = { engine, metrics: new Metrics(engine) };
-  const app = uWS.App();
+  const app = createApp((message) => JSON.stringify({ error: 'invalid_request', message }));
   mountBlobApi(app, ctx);
   mountUploadsApi(app, ctx);
   mountOpsApi(app, ctx);
@@ -64,13 +65,13 @@ export async function serve(config: Config, log = new Logger(config.logLevel)): 
   engine.blockRoots.push(docs.blockRoots());
   mountDocsApi(app, ctx, { docs, tokens: TokenVerifier.open(config.auth, config.fsRoot, log), maxJsonBytes: config.docMaxJsonBytes });
   app.any('/*', (res, req) => {
-    new Exchange(res, req.getCaseSensitiveMethod(), '/*', ctx).json(404, { error: 'not_found', message: `No route for ${req.getCaseSensitiveMethod()} ${req.getUrl()}` });
+    new Exchange(res, req, '/*', ctx).json(404, { error: 'not_found', message: `No route for ${req.getCaseSensitiveMethod()} ${req.getUrl()}` });
   });
   const listenSocket = await listen(app, config.host, config.httpPort);
   const port = uWS.us_socket_local_port(listenSocket);
   const models = new ModelService(config.model, engine.catalog, config.fsRoot, engine.pool, log);
-  const modelApp = uWS.App();
-  mountModelApi(modelApp, models, log, VERSION);
+  const modelApp = createApp((message) => JSON.stringify({ error: 'BadRequest', message, code: 400 }));
+  mountModelApi(modelApp, models, { log, lingerBytes: config.httpLingerBytes }, VERSION);
   const modelSocket = await listen(modelApp, config.host, config.model.httpPort);
   const modelPort = uWS.us_socket_local_port(modelSocket);
   const blockHashing = engine.scanner.pairHashing ? 'scanning thread (native SHA-256 pair)' : 'worker threads (node:crypto)';

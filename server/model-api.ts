@@ -12,14 +12,15 @@ import { timeoutOr, type FrameBody, type LoadedModel, type ModelService } from '
 import { finishRank, parseSelection, selectColumns, transformBody, type Missing } from '../engine/models/transform.js';
 import type { LeapFrame } from '../engine/models/types.js';
 import { ModelMetrics } from './model-metrics.js';
-import { ModelExchange } from './model-http.js';
+import { ModelExchange, type ModelHttp } from './model-http.js';
 import { docsAsset } from './model-docs.js';
 import { JSON_UTF8, header } from './http.js';
 
 const MAX_MODEL_NAME = 256;
 const MAX_URI_BYTES = 64 * 1024;
 
-export function mountModelApi(app: uWS.TemplatedApp, service: ModelService, log: Logger, version: string): void {
+export function mountModelApi(app: uWS.TemplatedApp, service: ModelService, http: ModelHttp, version: string): void {
+  const log = http.log;
   const metrics = new ModelMetrics(service);
   const config = service.config;
 
@@ -35,7 +36,7 @@ export function mountModelApi(app: uWS.TemplatedApp, service: ModelService, log:
     const paramCount = pattern.split(':').length - 1;
     app[method](pattern, (res, req) => {
       const started = performance.now();
-      const ex = new ModelExchange(res, log, (code, error) => metrics.observe(name, code, performance.now() - started, error));
+      const ex = new ModelExchange(res, req, http, (code, error) => metrics.observe(name, code, performance.now() - started, error));
       const params: string[] = [];
       for (let i = 0; i < paramCount; i++) params.push(req.getParameter(i) ?? '');
       const body = maxBody === undefined ? NO_BODY : ex.readBody(maxBody, header(req, 'content-length'));
@@ -150,16 +151,16 @@ export function mountModelApi(app: uWS.TemplatedApp, service: ModelService, log:
     ex.send(200, metrics.registry.contentType, await metrics.registry.metrics());
   });
 
-  app.get('/docs', (res, req) => serveDocs(res, req, log, version));
-  app.get('/docs/*', (res, req) => serveDocs(res, req, log, version));
+  app.get('/docs', (res, req) => serveDocs(res, req, http, version));
+  app.get('/docs/*', (res, req) => serveDocs(res, req, http, version));
 
   app.any('/*', (res, req) => {
-    new ModelExchange(res, log, () => {}).json(404, { error: 'NotFound', message: `No route for ${req.getCaseSensitiveMethod().toUpperCase()} ${req.getUrl()}`, code: 404 });
+    new ModelExchange(res, req, http, () => {}).json(404, { error: 'NotFound', message: `No route for ${req.getCaseSensitiveMethod().toUpperCase()} ${req.getUrl()}`, code: 404 });
   });
 }
 
-function serveDocs(res: uWS.HttpResponse, req: uWS.HttpRequest, log: Logger, version: string): void {
-  const ex = new ModelExchange(res, log, () => {});
+function serveDocs(res: uWS.HttpResponse, req: uWS.HttpRequest, http: ModelHttp, version: string): void {
+  const ex = new ModelExchange(res, req, http, () => {});
   const asset = docsAsset(req.getUrl(), version);
   if (!asset) return ex.json(404, { error: 'NotFound', message: `No document ${req.getUrl()}`, code: 404 });
   ex.send(200, asset.contentType, asset.body);

@@ -1,11 +1,19 @@
 // Request/response plumbing of the model runtime listener: bounded body reading, the
 // `{ error, message, code }` envelope, and chunked JSON output that waits for the socket.
 
-import type { HttpResponse } from 'uWebSockets.js';
+import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { ModelError } from '../engine/models/errors.js';
 import type { Logger } from '../engine/log.js';
 import type { FrameBody } from '../engine/models/service.js';
 import { JSON_UTF8, status } from './http.js';
+import { RequestBody } from './request-body.js';
+
+/** What every model exchange needs from the listener. */
+export interface ModelHttp {
+  log: Logger;
+  /** SVC_HTTP_LINGER_BYTES (request-body.ts). */
+  lingerBytes: number;
+}
 
 /** Answers up to this size are written at once, with a Content-Length. */
 const SINGLE_WRITE_BYTES = 256 * 1024;
@@ -13,16 +21,21 @@ const SINGLE_WRITE_BYTES = 256 * 1024;
 export class ModelExchange {
   aborted = false;
   done = false;
+  private readonly head: boolean;
+  private readonly body: RequestBody;
   private readonly abortHandlers: Array<() => void> = [];
   private writable: (() => void) | null = null;
   private writableHooked = false;
 
   constructor(
     readonly res: HttpResponse,
-    private readonly log: Logger,
+    req: HttpRequest,
+    private readonly http: ModelHttp,
     /** Called once with the status when the response is complete (metrics). */
     private readonly onFinish: (code: number, error?: string) => void,
   ) {
+    this.head = req.getMethod() === 'head';
+    this.body = new RequestBody(res, req, () => this.live);
     res.onAborted(() => {
       this.aborted = true;
       this.done = true;
@@ -39,13 +52,14 @@ export class ModelExchange {
     return !this.aborted && !this.done;
   }
 
+  /** A whole answer; to HEAD, its headers and Content-Length without the body. */
   send(code: number, contentType: string | undefined, body: string | Uint8Array = '', error?: string): void {
     if (!this.live) return;
     this.done = true;
     this.res.cork(() => {
-      this.res.writeStatus(status(code));
-      if (contentType) this.res.writeHeader('Content-Type', contentType);
-      this.res.end(body);
+      this.writeHead(code, contentType);
+      if (this.head) this.res.endWithoutBody(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength);
+      else this.res.end(body);
     });
     this.onFinish(code, error);
   }
@@ -62,7 +76,7 @@ export class ModelExchange {
       return;
     }
     const requestId = Math.random().toString(36).slice(2, 10);
-    this.log.error('model request failed', { requestId, err: String((err as Error)?.stack ?? err) });
+    this.http.log.error('model request failed', { requestId, err: String((err as Error)?.stack ?? err) });
     const body = { error: 'InternalError', message: `Internal service error (request ${requestId})`, code: 500 };
     this.send(500, JSON_UTF8, JSON.stringify(body), 'unchecked');
   }
@@ -83,7 +97,7 @@ export class ModelExchange {
       let length = 0;
       let failed = false;
       this.onAbort(() => reject(new Error('client went away')));
-      this.res.onData((chunk, last) => {
+      this.body.read((chunk, last) => {
         if (failed) return;
         if (length + chunk.byteLength > max) {
           failed = true;
@@ -119,10 +133,7 @@ export class ModelExchange {
   /** Starts a chunked 200 response; `piece` writes wait while the socket is full. */
   async stream(contentType: string, pieces: Iterable<string | Uint8Array>): Promise<void> {
     if (!this.live) return;
-    this.res.cork(() => {
-      this.res.writeStatus(status(200));
-      this.res.writeHeader('Content-Type', contentType);
-    });
+    this.res.cork(() => this.writeHead(200, contentType));
     for (const piece of pieces) {
       if (!this.live) return;
       let ok = true;
@@ -135,6 +146,13 @@ export class ModelExchange {
     this.done = true;
     this.res.cork(() => this.res.end());
     this.onFinish(200);
+  }
+
+  /** Status and headers; an answer before the body's end also says it closes (request-body.ts). */
+  private writeHead(code: number, contentType: string | undefined): void {
+    this.res.writeStatus(status(code));
+    if (contentType) this.res.writeHeader('Content-Type', contentType);
+    if (this.body.unsettled && this.body.beforeAnswer(this.http.lingerBytes)) this.res.writeHeader('Connection', 'close');
   }
 
   private drained(): Promise<void> {

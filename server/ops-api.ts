@@ -13,14 +13,14 @@ export interface OpsApiOptions {
 
 export function mountOpsApi(app: TemplatedApp, ctx: ServerContext, options: OpsApiOptions = {}): OpsEvents {
   const { engine, metrics } = ctx;
-  const ex = (res: HttpResponse, path: string) => new Exchange(res, 'GET', path, ctx);
+  const ex = (res: HttpResponse, req: HttpRequest, path: string) => new Exchange(res, req, path, ctx);
 
-  app.get('/api/health/live', (res) => {
-    ex(res, '/api/health/live').json(200, { status: 'ok', version: VERSION, uptimeSeconds: engine.stats.uptimeSeconds() });
+  app.get('/api/health/live', (res, req) => {
+    ex(res, req, '/api/health/live').json(200, { status: 'ok', version: VERSION, uptimeSeconds: engine.stats.uptimeSeconds() });
   });
 
-  app.get('/api/health/ready', (res) => {
-    const e = ex(res, '/api/health/ready');
+  app.get('/api/health/ready', (res, req) => {
+    const e = ex(res, req, '/api/health/ready');
     engine.readiness().then(
       (checks) => {
         const ready = checks.every((c) => c.status === 'ok');
@@ -30,12 +30,12 @@ export function mountOpsApi(app: TemplatedApp, ctx: ServerContext, options: OpsA
     );
   });
 
-  app.get('/api/stats', (res) => {
-    ex(res, '/api/stats').json(200, engine.stats.toJSON());
+  app.get('/api/stats', (res, req) => {
+    ex(res, req, '/api/stats').json(200, engine.stats.toJSON());
   });
 
-  app.get('/metrics', (res) => {
-    const e = ex(res, '/metrics');
+  app.get('/metrics', (res, req) => {
+    const e = ex(res, req, '/metrics');
     metrics.render().then(
       (text) => e.send(200, { 'Content-Type': metrics.registry.contentType }, text),
       (err) => e.error(err),
@@ -50,46 +50,37 @@ export function mountOpsApi(app: TemplatedApp, ctx: ServerContext, options: OpsA
   gauge('svc_ops_events_sent_total', 'Snapshot events written to subscribers.', () => events.counters.sent);
   gauge('svc_ops_events_dropped_total', 'Snapshot events a backpressured subscriber never got (a newer one replaced them).', () => events.counters.dropped);
 
-  app.get('/api/ops/v1/snapshot', (res) => {
-    const e = ex(res, '/api/ops/v1/snapshot');
+  app.get('/api/ops/v1/snapshot', (res, req) => {
+    const e = ex(res, req, '/api/ops/v1/snapshot');
     events.fresh().then(
       (snapshot) => e.json(200, snapshot, { 'Cache-Control': 'no-store' }),
       (err) => e.error(err),
     );
   });
 
-  app.get('/api/ops/v1/events', (res) => {
-    events.subscribe(ex(res, '/api/ops/v1/events'));
+  app.get('/api/ops/v1/events', (res, req) => {
+    events.subscribe(ex(res, req, '/api/ops/v1/events'));
   });
 
   // The dashboard: a page of our own and uPlot's files, all served from this process.
-  app.get('/ops', (res) => redirectToDashboard(res, ctx));
-  const asset = (method: 'GET' | 'HEAD') => (res: HttpResponse, req: HttpRequest) => {
-    const e = new Exchange(res, method, '/ops/*', ctx);
+  app.get('/ops', (res, req) => redirectToDashboard(res, req, ctx));
+  const asset = (res: HttpResponse, req: HttpRequest) => {
+    const e = new Exchange(res, req, '/ops/*', ctx);
     const found = dashboardAsset(req.getUrl());
-    if (!found) return e.json(404, { error: 'not_found', message: `No route for ${method} ${req.getUrl()}` });
+    if (!found) return e.json(404, { error: 'not_found', message: `No route for ${e.method} ${req.getUrl()}` });
     const headers = { 'Content-Type': found.contentType, 'Cache-Control': found.cacheControl, ETag: found.etag, 'X-Content-Type-Options': 'nosniff' };
     if (ifNoneMatch(req, found.etag)) return e.send(304, { ETag: found.etag, 'Cache-Control': found.cacheControl });
-    if (method === 'HEAD') return e.sendHead(200, headers, Buffer.byteLength(found.body));
     e.send(200, headers, found.body);
   };
-  app.get('/ops/*', asset('GET'));
-  app.head('/ops/*', asset('HEAD'));
+  app.get('/ops/*', asset);
+  app.head('/ops/*', asset);
 
   return events;
 }
 
-/** 308 to /ops/ (the page's relative URLs need the slash); http.ts has no text for 308, so it is written here. */
-function redirectToDashboard(res: HttpResponse, ctx: ServerContext): void {
-  const e = new Exchange(res, 'GET', '/ops', ctx);
-  e.done = true;
-  res.cork(() => {
-    res.writeStatus('308 Permanent Redirect');
-    res.writeHeader('Location', '/ops/');
-    res.writeHeader('Content-Type', 'text/plain; charset=utf-8');
-    res.end('see /ops/\n');
-  });
-  ctx.metrics.observeHttp('GET /ops', 308, 0);
+/** 308 to /ops/: the page's relative URLs need the slash. */
+function redirectToDashboard(res: HttpResponse, req: HttpRequest, ctx: ServerContext): void {
+  new Exchange(res, req, '/ops', ctx).send(308, { Location: '/ops/', 'Content-Type': 'text/plain; charset=utf-8' }, 'see /ops/\n');
 }
 
 function ifNoneMatch(req: HttpRequest, etag: string): boolean {

@@ -1,7 +1,7 @@
 // Resumable upload sessions over HTTP (`/api/v1/uploads`): a thin layer over engine/uploads.
 
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
-import { invalidUpload } from '../engine/errors.js';
+import { SvcError, invalidUpload } from '../engine/errors.js';
 import type { SessionRecord } from '../engine/uploads/ledger.js';
 import type { PartUpload } from '../engine/uploads/uploads.js';
 import { CORS, UUID, allowMethods, parseContentType } from './blob-api.js';
@@ -15,7 +15,7 @@ const COMMIT = '/api/v1/uploads/:id/commit';
 
 export function mountUploadsApi(app: TemplatedApp, ctx: ServerContext): void {
   const uploads = ctx.engine.uploads;
-  const on = (pattern: string) => (res: HttpResponse, req: HttpRequest) => new Exchange(res, req.getCaseSensitiveMethod(), pattern, ctx, CORS);
+  const on = (pattern: string) => (res: HttpResponse, req: HttpRequest) => new Exchange(res, req, pattern, ctx, CORS);
   /** Runs a handler whose failures are answered with the error envelope. */
   const handle = (pattern: string, work: (ex: Exchange, req: HttpRequest) => Promise<void> | void) => (res: HttpResponse, req: HttpRequest) => {
     const ex = on(pattern)(res, req);
@@ -41,7 +41,7 @@ export function mountUploadsApi(app: TemplatedApp, ctx: ServerContext): void {
 
   app.head(SESSION, handle(SESSION, (ex, req) => {
     const record = uploads.status(tenantOf(req), sessionId(req.getParameter(0)));
-    ex.sendHead(200, { 'Content-Type': 'application/json; charset=utf-8', ...sessionHeaders(record) }, Buffer.byteLength(JSON.stringify(statusJson(record))));
+    ex.json(200, statusJson(record), sessionHeaders(record));
   }));
 
   app.patch(SESSION, (res, req) => part(on(SESSION)(res, req), req, ctx));
@@ -76,12 +76,12 @@ function part(ex: Exchange, req: HttpRequest, ctx: ServerContext): void {
       length: byteCount(declared, 'Content-Length', true),
     });
   } catch (err) {
-    afterBody(ex, declared, ctx.engine.config.uploads.maxPartBytes, (close) => ex.error(err, 'ingest_failed', close));
+    afterBody(ex, declared, ctx.engine.config.uploads.maxPartBytes, () => ex.error(err, 'ingest_failed'));
     return;
   }
   if ('replayed' in started) {
     const record = started.replayed;
-    afterBody(ex, declared, ctx.engine.config.uploads.maxPartBytes, (close) => ex.send(204, sessionHeaders(record), undefined, close));
+    afterBody(ex, declared, ctx.engine.config.uploads.maxPartBytes, () => ex.send(204, sessionHeaders(record)));
     return;
   }
   const upload = started.part;
@@ -91,7 +91,7 @@ function part(ex: Exchange, req: HttpRequest, ctx: ServerContext): void {
         (record) => ex.send(204, sessionHeaders(record)),
         (err) => ex.error(err, 'ingest_failed'),
       ),
-    fail: (err) => void upload.release().then(() => ex.error(err, 'ingest_failed', true)),
+    fail: (err) => void upload.release().then(() => ex.error(err, 'ingest_failed')),
     abort: () => upload.abort(),
   }, upload.ready);
 }
@@ -99,13 +99,13 @@ function part(ex: Exchange, req: HttpRequest, ctx: ServerContext): void {
 /**
  * Answers a part that will not be used once its body is read and dropped, so the client, still
  * sending, gets the answer and the connection stays usable. A body larger than a part may be,
- * or of unknown length, is not waited for: the answer closes the connection.
+ * or of unknown length, is not waited for: the answer is early (the exchange lingers, then closes).
  */
-function afterBody(ex: Exchange, declared: string | undefined, maxPart: number, answer: (close: boolean) => void): void {
+function afterBody(ex: Exchange, declared: string | undefined, maxPart: number, answer: () => void): void {
   const length = declared !== undefined && /^[0-9]{1,16}$/.test(declared) ? Number(declared) : undefined;
-  if (length === undefined || length === 0 || length > maxPart) return answer(true);
-  ex.res.onData((_chunk, isLast) => {
-    if (isLast) answer(false);
+  if (length === undefined || length === 0 || length > maxPart) return answer();
+  ex.body.read((_chunk, isLast) => {
+    if (isLast) answer();
   });
 }
 
@@ -166,7 +166,8 @@ function uploadLength(raw: string | undefined): number | undefined {
 function contentTypeOf(req: HttpRequest): string | undefined {
   try {
     return parseContentType(header(req, 'content-type'));
-  } catch {
+  } catch (err) {
+    if (err instanceof SvcError && err.status === 415) throw err;
     throw invalidUpload(`Invalid Content-Type: "${header(req, 'content-type')?.slice(0, 100)}" is not a media type`);
   }
 }

@@ -143,6 +143,8 @@ async function until(what: string, check: () => Promise<boolean>, timeoutMs = 10
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** A uWS request as the Exchange reads it: a GET without a body. */
+const GET_REQUEST = { getCaseSensitiveMethod: () => 'GET', getHeader: () => '' } as any;
 
 describe('OpsSnapshots (no HTTP)', () => {
   function fakeEngine(root: string) {
@@ -270,7 +272,7 @@ describe('OpsEvents subscribers (a scripted uWS response)', () => {
     const ctx: any = { engine: { stats: { requests: 0, errors: 0 }, log: new Logger('silent') }, metrics: { observeHttp() {} } };
     const events = new OpsEvents(snapshots as any, 3_600_000, ctx);
     const res = fakeResponse();
-    events.subscribe(new Exchange(res as any, 'GET', '/api/ops/v1/events', ctx));
+    events.subscribe(new Exchange(res as any, GET_REQUEST, '/api/ops/v1/events', ctx));
     await until('the first event', async () => res.writes.some((w) => w.startsWith('id: 1\n')), 2000);
     expect(res.status).toBe('200 OK');
     expect(res.headers['Content-Type']).toBe('text/event-stream');
@@ -311,10 +313,10 @@ describe('OpsEvents with an unchanged state', () => {
     const ctx: any = { engine: { stats: { requests: 0, errors: 0 }, log: new Logger('silent') }, metrics: { observeHttp() {} } };
     const events = new OpsEvents(snapshots as any, 10, ctx);
     const responses = [fakeSse(), fakeSse()];
-    events.subscribe(new Exchange(responses[0] as any, 'GET', '/api/ops/v1/events', ctx));
+    events.subscribe(new Exchange(responses[0] as any, GET_REQUEST, '/api/ops/v1/events', ctx));
     await until('the first event', async () => responses[0].writes.some((w) => w.startsWith('id: 1\n')), 2000);
     await sleep(50); // several refreshes, all with sequence 1
-    events.subscribe(new Exchange(responses[1] as any, 'GET', '/api/ops/v1/events', ctx));
+    events.subscribe(new Exchange(responses[1] as any, GET_REQUEST, '/api/ops/v1/events', ctx));
     await until('the joining subscriber\'s event', async () => responses[1].writes.some((w) => w.startsWith('id: 1\n')), 2000);
     await sleep(50);
     expect(builds).toBeGreaterThan(3);

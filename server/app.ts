@@ -1,0 +1,42 @@
+// The uWS app every listener starts from: nothing on the wire names the library, and every route
+// first refuses a request whose framing is ambiguous, before its handler sees it.
+
+import * as uWS from 'uWebSockets.js';
+
+// Without it, uWS adds `uWebSockets: 20` to every answer.
+(uWS as unknown as { _cfg(key: string): void })._cfg('silent');
+
+const METHODS = ['get', 'post', 'put', 'patch', 'del', 'head', 'options', 'connect', 'trace', 'any'] as const;
+
+/** The surface's error envelope for a request refused before routing: status 400, then the connection closes. */
+export type RefusalBody = (message: string) => string;
+
+export function createApp(refusalBody: RefusalBody): uWS.TemplatedApp {
+  const app = uWS.App();
+  for (const method of METHODS) {
+    const register = app[method].bind(app);
+    app[method] = (pattern, handler) =>
+      register(pattern, (res, req) => {
+        const conflict = framingConflict(req);
+        if (conflict === undefined) return handler(res, req);
+        // The message's end is unknown, so nothing after its headers can be read as a request.
+        res.cork(() => {
+          res.writeStatus('400 Bad Request');
+          res.writeHeader('Content-Type', 'application/json; charset=utf-8');
+          res.end(refusalBody(conflict), true);
+        });
+      });
+  }
+  return app;
+}
+
+/** RFC 9112 6.3: Content-Length headers that disagree leave the body's end unknown (400, close). */
+function framingConflict(req: uWS.HttpRequest): string | undefined {
+  const first = req.getHeader('content-length');
+  if (first === '') return undefined;
+  let conflict: string | undefined;
+  req.forEach((name, value) => {
+    if (name === 'content-length' && value !== first) conflict = `Conflicting Content-Length headers (${first.slice(0, 20)}, ${value.slice(0, 20)})`;
+  });
+  return conflict;
+}

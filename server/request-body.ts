@@ -1,0 +1,74 @@
+// A request's body as the exchange sees it: how much was declared and read, whether the socket is
+// paused, and what an answer given before the body's end (an early answer) does with the rest.
+//
+// Closing the socket right after an early answer makes the kernel reset the connection while the
+// client still sends, and most clients (Node's http, Python's http.client) then lose the answer
+// to EPIPE/ECONNRESET. So the socket is never closed with the answer; as nginx's lingering close:
+// - a rest of at most `lingerBytes` is read and dropped (uWS goes on parsing the body after the
+//   answer; chunks no longer reach the handler), so a client that reads only once it has sent
+//   everything still gets the answer, and the connection then serves its next request;
+// - a larger rest, or one of unknown length (chunked), is not read: the socket is paused and the
+//   answer says `Connection: close`; the client reads it and closes (curl, Node, browsers do),
+//   else uWS's idle timeout (10 s without progress) closes the connection.
+// uWS forbids touching a response once it is answered, so the choice is made before answering.
+
+import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
+
+export class RequestBody {
+  /** Declared length; undefined for a chunked body. */
+  private readonly declared: number | undefined;
+  private received = 0;
+  private complete: boolean;
+  private paused = false;
+
+  constructor(
+    private readonly res: HttpResponse,
+    req: HttpRequest,
+    /** False once the response is answered or aborted: uWS then forbids pause and resume. */
+    private readonly live: () => boolean,
+  ) {
+    const length = req.getHeader('content-length');
+    // uWS has already refused a Content-Length that is not digits, and one beside Transfer-Encoding.
+    this.declared = length !== '' ? Number(length) : req.getHeader('transfer-encoding') !== '' ? undefined : 0;
+    this.complete = this.declared === 0;
+  }
+
+  /** Delivers the body's chunks (each valid only during the call) until the request is answered. */
+  read(handler: (chunk: ArrayBuffer, isLast: boolean) => void): void {
+    this.res.onData((chunk, isLast) => {
+      this.received += chunk.byteLength;
+      if (isLast) this.complete = true;
+      if (this.live()) handler(chunk, isLast);
+    });
+  }
+
+  /** uWS misbehaves on resume() without a pause() before it, so the state is tracked. */
+  pause(): void {
+    if (!this.paused && this.live()) this.res.pause();
+    this.paused = true;
+  }
+
+  resume(): void {
+    if (this.paused && this.live()) this.res.resume();
+    this.paused = false;
+  }
+
+  /** True when an answer must first settle the socket (beforeAnswer): a body still coming, or a paused socket. */
+  get unsettled(): boolean {
+    return !this.complete || this.paused;
+  }
+
+  /**
+   * Called just before an answer is written: sets the socket to read on (dropping the rest of an
+   * unfinished body) or to stop reading (see above); true when the answer must say `Connection: close`.
+   */
+  beforeAnswer(lingerBytes: number): boolean {
+    // A socket paused for the body alone must read again (the connection's next request), and the
+    // response is still open here (the exchange is already marked done, so not via pause/resume).
+    const rest = this.complete ? 0 : this.declared === undefined ? Infinity : this.declared - this.received;
+    const drop = rest <= lingerBytes;
+    if (drop === this.paused) this.res[drop ? 'resume' : 'pause']();
+    this.paused = !drop;
+    return !drop;
+  }
+}
