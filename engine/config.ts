@@ -1,5 +1,6 @@
 import os from 'node:os';
 import path from 'node:path';
+import type { FreeSpaceFloor } from './store/disk-space.js';
 
 /** Every SVC_* variable: name, default, meaning. `svc --help` prints this table. */
 export const VARIABLES: ReadonlyArray<{ name: string; default: string; help: string }> = [
@@ -32,6 +33,7 @@ export const VARIABLES: ReadonlyArray<{ name: string; default: string; help: str
   { name: 'SVC_GC_INTERVAL', default: '', help: 'Period of scheduled garbage collection runs (mark, quarantine, purge, applied); empty or 0: off (runs only on POST /api/ops/v1/gc or `svc gc`).' },
   { name: 'SVC_GC_MIN_AGE', default: '24h', help: 'Unreferenced blocks younger than this (since written or last referenced) are not quarantined.' },
   { name: 'SVC_GC_QUARANTINE_AGE', default: '7d', help: 'How long a quarantined block stays restorable before a purge deletes it.' },
+  { name: 'SVC_MIN_FREE_SPACE', default: '1GiB', help: 'Free space the data directory\'s file system keeps: a size (1GiB) or a share of the file system (5%). Below it uploads are refused (507 insufficient_storage) and readiness says `degraded`; 0 disables.' },
   { name: 'SVC_INLINE_MAX_BYTES', default: '16KiB', help: 'Blobs up to this size (one block) are kept in the catalog with their manifest instead of as block files; 0 disables.' },
   { name: 'SVC_BLOCK_CACHE_BYTES', default: '64MiB', help: 'Memory for caching small blocks (64 KiB or less) on the read path; 0 disables.' },
   { name: 'SVC_HEALTH_TIMEOUT', default: '5s', help: 'Timeout of each readiness check.' },
@@ -85,6 +87,8 @@ export interface Config {
   inlineMaxBytes: number;
   blockCacheBytes: number;
   healthTimeoutMs: number;
+  /** SVC_MIN_FREE_SPACE. */
+  minFreeSpace: FreeSpaceFloor;
   /** SVC_OPS_REFRESH_MS: period of the shared operator snapshot refresher. */
   opsRefreshMs: number;
   uploads: UploadConfig;
@@ -181,6 +185,13 @@ export function parseDuration(name: string, raw: string): number {
   return Math.round(Number(m[1]) * DURATION_UNITS[m[2]]);
 }
 
+/** `1GiB` (bytes) or `5%` (of the file system). */
+function parseFloor(name: string, raw: string): FreeSpaceFloor {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*%\s*$/.exec(raw);
+  if (!m) return { bytes: parseSize(name, raw) };
+  return { percent: inRange(name, Number(m[1]), 0, 100) };
+}
+
 function parseInteger(name: string, raw: string, min: number, max: number): number {
   if (!/^\d+$/.test(raw.trim())) throw new ConfigError(`${name}: "${raw}" is not a whole number`);
   const n = Number(raw.trim());
@@ -230,6 +241,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     inlineMaxBytes: inRange('SVC_INLINE_MAX_BYTES', parseSize('SVC_INLINE_MAX_BYTES', get('SVC_INLINE_MAX_BYTES')), 0, 64 * 1024),
     blockCacheBytes: parseSize('SVC_BLOCK_CACHE_BYTES', get('SVC_BLOCK_CACHE_BYTES')),
     healthTimeoutMs: parseDuration('SVC_HEALTH_TIMEOUT', get('SVC_HEALTH_TIMEOUT')),
+    minFreeSpace: parseFloor('SVC_MIN_FREE_SPACE', get('SVC_MIN_FREE_SPACE')),
     opsRefreshMs: parseInteger('SVC_OPS_REFRESH_MS', get('SVC_OPS_REFRESH_MS'), 10, 3_600_000),
     auth: {
       devSharedSecret: env.SVC_DEV_SHARED_SECRET ?? '',

@@ -18,6 +18,7 @@ import { JobQueue } from './jobs/queue.js';
 import type { Logger } from './log.js';
 import { Stats } from './ops/stats.js';
 import { CatalogEnv } from './store/catalog.js';
+import { DiskSpace } from './store/disk-space.js';
 import { FsBlockStore } from './store/fs-block-store.js';
 import type { BlockRoots } from './cas/block-roots.js';
 import { BufferPool } from './uploads/buffer-pool.js';
@@ -47,6 +48,8 @@ export class Engine {
   readonly jobs: JobQueue;
   /** Garbage collection of block files (mark, quarantine, purge): on demand or on SVC_GC_INTERVAL. */
   readonly gc: GarbageCollector;
+  /** Free space of the data directory against SVC_MIN_FREE_SPACE (uploads are refused below it). */
+  readonly space: DiskSpace;
 
   private constructor(
     readonly config: Config,
@@ -59,6 +62,7 @@ export class Engine {
     readonly scanner: StreamScanner,
   ) {
     this.reader = new BlobReader(manifests, blocks, config.blockCacheBytes, this.stats, log, this.memory);
+    this.space = new DiskSpace(config.fsRoot, config.minFreeSpace);
     this.uploads = new Uploads({
       config: config.uploads,
       ledger: new UploadLedger(catalog),
@@ -70,6 +74,7 @@ export class Engine {
       stats: this.stats,
       log,
       startIngest: (options) => this.startIngest(options),
+      assertRoom: () => this.space.assertRoom(),
     });
     this.blockRoots.push(this.uploads.blockRoots());
     this.gc = new GarbageCollector({ config: config.gc, env: catalog, manifests, blocks, roots: this.blockRoots, log });
@@ -96,8 +101,14 @@ export class Engine {
     return engine;
   }
 
+  /**
+   * An ingest of a request body: 507 insufficient_storage below SVC_MIN_FREE_SPACE, before any
+   * byte is read (a commit's, which only cuts bytes already staged, is not refused).
+   */
   startIngest(options: IngestOptions): DirectIngest {
-    return this.gc.track(new DirectIngest({ config: this.config, spillDir: this.blocks.tmpDir, pool: this.pool, scanner: this.scanner, memory: this.memory, manifests: this.manifests, stats: this.stats, log: this.log }, options));
+    if (!options.part) this.space.assertRoom();
+    const deps = { config: this.config, spillDir: this.blocks.tmpDir, pool: this.pool, scanner: this.scanner, memory: this.memory, manifests: this.manifests, stats: this.stats, log: this.log };
+    return this.gc.track(new DirectIngest({ ...deps, reclaim: (blocks) => this.gc.reclaim(blocks) }, options));
   }
 
   manifest(id: ContentId): Manifest {
@@ -180,6 +191,14 @@ export class Engine {
         await fs.promises.access(probeDir, fs.constants.W_OK);
       }),
     ]);
+  }
+
+  /** Free space against SVC_MIN_FREE_SPACE: `warn` below it (uploads are refused, reads go on). */
+  spaceCheck(): Omit<HealthCheck, 'status'> & { status: 'ok' | 'warn' } {
+    const started = performance.now();
+    const shortage = this.space.shortage();
+    const latencyMs = round(performance.now() - started);
+    return shortage ? { name: 'diskSpace', status: 'warn', latencyMs, detail: `${shortage}: uploads are refused (507)` } : { name: 'diskSpace', status: 'ok', latencyMs };
   }
 
   private async check(name: string, probe: () => Promise<void>): Promise<HealthCheck> {

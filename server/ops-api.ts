@@ -24,7 +24,10 @@ export function mountOpsApi(app: TemplatedApp, ctx: ServerContext, options: OpsA
     engine.readiness().then(
       (checks) => {
         const ready = checks.every((c) => c.status === 'ok');
-        e.json(ready ? 200 : 503, { status: ready ? 'ready' : 'not_ready', checks });
+        // Below the free-space floor the server still serves reads: degraded, not unready.
+        const space = engine.spaceCheck();
+        const status = !ready ? 'not_ready' : space.status === 'ok' ? 'ready' : 'degraded';
+        e.json(ready ? 200 : 503, { status, checks: [...checks, space] });
       },
       (err) => e.error(err),
     );

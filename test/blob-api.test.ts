@@ -419,7 +419,7 @@ describe('CORS, health, stats, metrics, unknown routes', () => {
     expect(ready.status).toBe(200);
     const body = (await ready.json()) as any;
     expect(body.status).toBe('ready');
-    expect(body.checks.map((c: any) => c.name).sort()).toEqual(['blockStore', 'catalog']);
+    expect(body.checks.map((c: any) => c.name).sort()).toEqual(['blockStore', 'catalog', 'diskSpace']);
     for (const c of body.checks) expect(c).toMatchObject({ status: 'ok', latencyMs: expect.any(Number) });
   });
 

@@ -31,9 +31,9 @@ function expectSnapshotShape(s: any): void {
     expect(['ok', 'warn', 'failed']).toContain(c.status);
     expect(typeof c.detail).toBe('string');
   }
-  expect(keys(s.storage)).toEqual(['availableBytes', 'backend', 'blobs', 'blocks', 'quarantinedBlocks', 'usedBytes']);
+  expect(keys(s.storage)).toEqual(['availableBytes', 'backend', 'blobs', 'blocks', 'minFreeBytes', 'quarantinedBlocks', 'usedBytes']);
   expect(s.storage.backend).toBe('fs');
-  for (const k of ['availableBytes', 'blobs', 'blocks', 'quarantinedBlocks', 'usedBytes']) expect(Number.isInteger(s.storage[k]) && s.storage[k] >= 0).toBe(true);
+  for (const k of ['availableBytes', 'blobs', 'blocks', 'minFreeBytes', 'quarantinedBlocks', 'usedBytes']) expect(Number.isInteger(s.storage[k]) && s.storage[k] >= 0).toBe(true);
   expect(s.placement).toEqual({ mode: 'single-node', nodeId: expect.stringMatching(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/) });
   expect(keys(s.capacity)).toEqual(['bufferedBytes', 'limitBytes', 'transfersInFlight', 'workerPool']);
   expect(keys(s.capacity.workerPool)).toEqual(['queued', 'running', 'threads']);
@@ -170,7 +170,7 @@ describe('OpsSnapshots (no HTTP)', () => {
       const engine = fakeEngine(root);
       // Fixed file system figures: the real ones move with any disk activity on the machine.
       const statfs = async () => ({ blocks: 1000, bfree: 600, bavail: 500, bsize: 4096 });
-      const snaps = new OpsSnapshots(engine as any, { minFreeShare: 0, statfs });
+      const snaps = new OpsSnapshots(engine as any, { statfs });
       const a = await snaps.build();
       await sleep(5);
       const b = await snaps.build();
@@ -184,7 +184,7 @@ describe('OpsSnapshots (no HTTP)', () => {
       const c = await snaps.build();
       expect(c.sequence).toBe(2);
       expect(c.traffic.byteReusePercent).toBe(40);
-      expect(c.storage).toEqual({ backend: 'fs', usedBytes: 400 * 4096, availableBytes: 500 * 4096, blobs: 3, blocks: 7, quarantinedBlocks: 0 });
+      expect(c.storage).toEqual({ backend: 'fs', usedBytes: 400 * 4096, availableBytes: 500 * 4096, minFreeBytes: 0, blobs: 3, blocks: 7, quarantinedBlocks: 0 });
       expect(c.durability).toEqual({ mode: 'relaxed', corruptBlocksDetected: 0 });
       // Concurrent callers share one read.
       const [d, e] = await Promise.all([snaps.build(), snaps.build()]);
@@ -199,7 +199,7 @@ describe('OpsSnapshots (no HTTP)', () => {
     try {
       const engine = fakeEngine(root);
       let lastRun: unknown;
-      const snaps = new OpsSnapshots(engine as any, { minFreeShare: 0, gc: { lastRun: () => lastRun, quarantinedBlocks: () => 4 } });
+      const snaps = new OpsSnapshots(engine as any, { gc: { lastRun: () => lastRun, quarantinedBlocks: () => 4 } });
       expect((await snaps.build()).status).toBe('Ready');
       expect((await snaps.build()).durability).not.toHaveProperty('lastGc');
       lastRun = { finishedAt: '2026-01-01T00:00:00.000Z', deletedBlocks: 2 };

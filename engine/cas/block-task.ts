@@ -25,7 +25,16 @@ export interface StoredBlock {
   hex: string;
   size: number;
   checksum: bigint;
+  /** Not found on disk: written (or moved back from quarantine) by this store. */
   fresh: boolean;
+  /** The bytes were written by this store (not present, not moved back): a failed ingest reclaims them. */
+  written?: true;
+}
+
+/** A store task's answer: the blocks stored in order, and, when one failed, why (the blocks before it are stored). */
+export interface StoreTaskResult {
+  blocks: StoredBlock[];
+  error?: string;
 }
 
 const stores = new Map<string, FsBlockStore>();
@@ -45,18 +54,24 @@ function sha256Hex(pieces: Uint8Array[]): string {
   return sha.digest('hex');
 }
 
-export function runStoreTask(task: StoreTask): StoredBlock[] {
+export function runStoreTask(task: StoreTask): StoreTaskResult {
   const data = view(task);
   const store = storeFor(task.root, task.durability);
-  const stored: StoredBlock[] = [];
-  for (let i = 0; i + 1 < task.bounds.length; i++) {
-    const pieces = data.pieces(task.bounds[i], task.bounds[i + 1]);
-    const hex = task.hexes?.[i] ?? sha256Hex(pieces);
-    const checksum = pieces.length === 1 ? xxh64(pieces[0]) : pieces.reduce((h, p) => h.update(p), new Xxh64()).digest();
-    const size = task.bounds[i + 1] - task.bounds[i];
-    stored.push({ hex, size, checksum, fresh: store.putSync(hex, size, pieces) });
+  const blocks: StoredBlock[] = [];
+  try {
+    for (let i = 0; i + 1 < task.bounds.length; i++) {
+      const pieces = data.pieces(task.bounds[i], task.bounds[i + 1]);
+      const hex = task.hexes?.[i] ?? sha256Hex(pieces);
+      const checksum = pieces.length === 1 ? xxh64(pieces[0]) : pieces.reduce((h, p) => h.update(p), new Xxh64()).digest();
+      const size = task.bounds[i + 1] - task.bounds[i];
+      const outcome = store.putSync(hex, size, pieces);
+      blocks.push(outcome === 'written' ? { hex, size, checksum, fresh: true, written: true } : { hex, size, checksum, fresh: outcome === 'restored' });
+    }
+  } catch (err) {
+    // The blocks written before the failure are reported: the failed ingest reclaims them.
+    return { blocks, error: String((err as Error)?.stack ?? err) };
   }
-  return stored;
+  return { blocks };
 }
 
 export interface VerifyTask {

@@ -5,7 +5,7 @@ import type { Config } from '../config.js';
 import { SvcError, ingestFailed, invalidBlob, payloadTooLarge } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Stats } from '../ops/stats.js';
-import type { StoreTask, StoredBlock } from './block-task.js';
+import type { StoreTask, StoreTaskResult, StoredBlock } from './block-task.js';
 import { type ChunkerSpec, chunkerName, maxBlockBytes } from './chunkers.js';
 import type { BlobSummary, ManifestRecord, ManifestStore } from './manifests.js';
 import { Backlog } from './backlog.js';
@@ -23,6 +23,8 @@ export interface IngestDeps {
   manifests: ManifestStore;
   stats: Stats;
   log: Logger;
+  /** Takes the blocks an ingest that failed or was aborted wrote (engine/gc reclaims them at once). */
+  reclaim?: (blocks: StoredBlock[]) => void;
 }
 
 export interface IngestResult {
@@ -205,6 +207,20 @@ export class DirectIngest {
   /** A part whose ingest may go on with the next part (ackPart, continuePart). */
   readonly continuable: boolean;
 
+  // What garbage collection asks of an ingest while it reclaims another's blocks (engine/gc/reclaim.ts).
+  /** Called once nothing this ingest stored can become referenced through it any more. */
+  onLetGo: () => void = () => {};
+  private letGo = false;
+  /** Published, recorded or handed its last blocks over. */
+  private succeeded = false;
+  /** Failed or aborted: nothing it holds will be referenced through it. */
+  private abandoned = false;
+  private readonly storeTasks = new Set<Promise<unknown>>();
+  /** Blocks handed to the caller (ackPart, endPart) that it has not freed yet: still on their way to a record. */
+  private readonly handedOver = new Set<readonly StoredBlock[]>();
+  /** Blocks written by store tasks that ended after the ingest failed (or by the task that failed). */
+  private readonly orphans: StoredBlock[] = [];
+
   constructor(
     private readonly deps: IngestDeps,
     private readonly options: IngestOptions,
@@ -372,7 +388,30 @@ export class DirectIngest {
   abort(): void {
     if (this.settled) return;
     this.settled = true;
+    this.abandoned = true;
     this.release();
+  }
+
+  /** Adds to `into` the digests among `hexes` that may still become referenced through this ingest (GC's claims). */
+  collectHeld(hexes: ReadonlySet<string>, into: Set<string>): void {
+    for (const list of this.handedOver) for (const b of list) if (hexes.has(b.hex)) into.add(b.hex);
+    if (!this.abandoned) for (const b of this.blocks) if (b && hexes.has(b.hex)) into.add(b.hex);
+  }
+
+  /** Store tasks in flight: they may report blocks found on disk (GC waits for them before reclaiming). */
+  storeTasksInFlight(): Promise<unknown>[] {
+    return [...this.storeTasks];
+  }
+
+  /** The caller freed blocks it was handed: they are in its record now, or given up. */
+  private giveBack(blocks: readonly StoredBlock[]): void {
+    if (this.handedOver.delete(blocks)) this.checkLetGo();
+  }
+
+  private checkLetGo(): void {
+    if (this.letGo || !this.released || !(this.succeeded || this.abandoned) || this.handedOver.size > 0) return;
+    this.letGo = true;
+    this.onLetGo();
   }
 
   /**
@@ -551,8 +590,15 @@ export class DirectIngest {
       at += piece.length;
     }
     const blocks = this.blocks.slice(this.acked - this.blockBase) as StoredBlock[];
+    this.succeeded = true;
+    this.handedOver.add(blocks);
     this.release();
-    this.partFinish?.resolve({ blocks, tail: [tail], tailBytes: size, decided: this.decision(), free: () => buffers?.give(tail) });
+    this.partFinish?.resolve({
+      blocks, tail: [tail], tailBytes: size, decided: this.decision(), free: () => {
+        buffers?.give(tail);
+        this.giveBack(blocks);
+      },
+    });
   }
 
   /**
@@ -572,8 +618,10 @@ export class DirectIngest {
     this.blockStarts.splice(0, this.acked - this.blockBase);
     this.blockBase = this.acked;
     this.pinnedFrom = from;
+    this.handedOver.add(blocks);
     const free = () => {
       if (this.pinnedFrom === from) this.pinnedFrom = Infinity;
+      this.giveBack(blocks);
     };
     ack.resolve({ blocks, tail: this.pieces(from, end), tailBytes: end - from, decided: this.decision(), free });
   }
@@ -670,16 +718,23 @@ export class DirectIngest {
     const { fsRoot: root, durability } = this.deps.config;
     const task: StoreTask = { ...this.window(bounds[0]), end: bounds[bounds.length - 1], bounds, hexes, root, durability };
     this.storesInFlight++;
-    (this.deps.pool.run(task, { name: 'store' }) as Promise<StoredBlock[]>).then(
-      (stored) => {
+    const run = this.deps.pool.run(task, { name: 'store' }) as Promise<StoreTaskResult>;
+    this.storeTasks.add(run);
+    run.then(
+      ({ blocks: stored, error }) => {
+        this.storeTasks.delete(run);
         this.storesInFlight--;
-        if (this.settled) return this.release();
+        if (this.settled || error !== undefined) {
+          for (const block of stored) if (block.written) this.orphans.push(block);
+          return error === undefined ? this.release() : this.taskFailed(error);
+        }
         stored.forEach((block, i) => (this.blocks[first + i - this.blockBase] = block));
         while (this.firstUnstored < this.blockBase + this.blocks.length && this.blocks[this.firstUnstored - this.blockBase]) this.firstUnstored++;
         this.startStores();
         this.afterProgress();
       },
       (err) => {
+        this.storeTasks.delete(run);
         this.storesInFlight--;
         this.taskFailed(err);
       },
@@ -705,7 +760,7 @@ export class DirectIngest {
 
   private taskFailed(err: unknown): void {
     if (this.settled) return this.release();
-    this.deps.log.error('ingest: block write failed', { err: String((err as Error)?.stack ?? err) });
+    this.deps.log.error('ingest: block write failed', { err: typeof err === 'string' ? err : String((err as Error)?.stack ?? err) });
     this.fail(ingestFailed());
   }
 
@@ -741,6 +796,7 @@ export class DirectIngest {
       const blocks = inline ? [{ hex, size: inline.length, checksum: xxh64(inline), fresh: true }] : (this.blocks as StoredBlock[]);
       if (this.options.unlisted) {
         const unlisted = await this.deps.manifests.recordUnlisted(hex, this.received, this.mediaType, chunkerName(this.spec!), blocks);
+        this.succeeded = true;
         this.release();
         (this.finish?.resolve as unknown as (r: UnlistedResult) => void)({ ...unlisted, mediaType: this.mediaType });
         return;
@@ -758,6 +814,7 @@ export class DirectIngest {
       stats.bytesIngested += this.received;
       stats.freshBlocks += fresh;
       stats.duplicateBlocks += blocks.length - fresh;
+      this.succeeded = true;
       this.release();
       this.finish?.resolve({
         blob: manifest.summary(),
@@ -767,6 +824,7 @@ export class DirectIngest {
       });
     } catch (err) {
       this.deps.log.error('ingest: manifest publication failed', { err: String((err as Error)?.stack ?? err) });
+      this.abandoned = true;
       this.release();
       this.finish?.reject(ingestFailed('The catalog could not publish the manifest'));
     }
@@ -776,6 +834,7 @@ export class DirectIngest {
   private fail(err: SvcError, notify = true): SvcError {
     if (!this.settled) {
       this.settled = true;
+      this.abandoned = true;
       this.failure = err;
       this.release();
       if (this.finish) this.finish.reject(err);
@@ -799,5 +858,14 @@ export class DirectIngest {
     if (this.borrowed > 0) memory.giveBack(this.borrowed * this.segmentSize);
     this.borrowed = 0;
     if (this.admitted) memory.unreserve(this.reservation);
+    this.checkLetGo();
+    if (this.abandoned) this.reclaimWritten();
+  }
+
+  /** A failed or aborted ingest's blocks that it wrote itself (not those it handed over) go back at once. */
+  private reclaimWritten(): void {
+    const written = this.orphans.splice(0);
+    for (const b of this.blocks) if (b?.written) written.push(b);
+    if (written.length > 0) this.deps.reclaim?.(written);
   }
 }

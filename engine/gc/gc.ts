@@ -7,6 +7,7 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import type { Database } from 'lmdb';
 import type { BlockRoots } from '../cas/block-roots.js';
+import type { StoredBlock } from '../cas/block-task.js';
 import type { DirectIngest } from '../cas/ingest.js';
 import type { ManifestStore, PublicationGuard } from '../cas/manifests.js';
 import type { GcConfig } from '../config.js';
@@ -15,6 +16,7 @@ import type { Logger } from '../log.js';
 import type { CatalogEnv } from '../store/catalog.js';
 import type { FsBlockStore } from '../store/fs-block-store.js';
 import { IngestFence } from './ingest-fence.js';
+import { Reclaimer } from './reclaim.js';
 
 export type GcPhase = 'mark' | 'quarantine' | 'purge' | 'run';
 export const GC_PHASES: readonly GcPhase[] = ['mark', 'quarantine', 'purge', 'run'];
@@ -51,6 +53,8 @@ export interface GcState {
   quarantinedBlocks: number;
   config: { intervalMs: number; minAgeMs: number; quarantineAgeMs: number };
   nextScheduledRunAt?: string;
+  /** Blocks of failed uploads deleted at once since start (not counted in the runs). */
+  reclaimed: { blocks: number; bytes: number };
 }
 
 /** A block in quarantine: the receipt that lets it be restored or, later, purged. */
@@ -100,6 +104,7 @@ export class GarbageCollector implements PublicationGuard {
   private readonly purged: Database<Tombstone, Buffer>;
   private readonly runs: Database<GcReport, [number, string]>;
   readonly fence: IngestFence;
+  private readonly reclaimer: Reclaimer;
   /** Set from the start of a run's marking to its end: publications mark their blocks too. */
   private marking = false;
   private current?: { report: GcReport; step: string; done: Promise<GcReport> };
@@ -119,6 +124,27 @@ export class GarbageCollector implements PublicationGuard {
     for (const { value } of this.runs.getRange({ reverse: true, limit: 1 })) this.last = value;
     this.fence = new IngestFence(Math.min(60_000, deps.config.quarantineAgeMs), deps.log);
     deps.manifests.setGuard(this);
+    this.reclaimer = new Reclaimer({
+      quarantine: this.quarantine,
+      purged: this.purged,
+      pending: env.database<number, Buffer>('gc_reclaims', { keyEncoding: 'binary' }),
+      manifests: deps.manifests,
+      blocks: deps.blocks,
+      roots: deps.roots,
+      fence: this.fence,
+      log: deps.log,
+    });
+    this.reclaimer.resume();
+  }
+
+  /** Takes the blocks a failed or aborted ingest wrote: those nothing needs are deleted at once (./reclaim.ts). */
+  reclaim(blocks: StoredBlock[]): void {
+    this.reclaimer.reclaim(blocks);
+  }
+
+  /** Resolves once every reclaim asked for so far has ended. */
+  reclaimsIdle(): Promise<void> {
+    return this.reclaimer.idle();
   }
 
   /** Wraps an ingest so that purge knows while it may still reference blocks it found on disk. */
@@ -149,6 +175,7 @@ export class GarbageCollector implements PublicationGuard {
       quarantinedBlocks: this.quarantinedBlocks(),
       config: { intervalMs, minAgeMs, quarantineAgeMs },
       nextScheduledRunAt: this.nextAt === undefined ? undefined : new Date(this.nextAt).toISOString(),
+      reclaimed: { ...this.reclaimer.totals },
     };
   }
 
@@ -179,6 +206,7 @@ export class GarbageCollector implements PublicationGuard {
     clearTimeout(this.timer);
     this.nextAt = undefined;
     await this.current?.done.catch(() => {});
+    await this.reclaimer.idle();
   }
 
   /** One run; 409 gc_running while another is in progress. Dry unless `apply`. */
@@ -398,6 +426,11 @@ export class GarbageCollector implements PublicationGuard {
     const accepted: Candidate[] = [];
     this.quarantine.transactionSync(() => {
       for (const c of eligible) {
+        if (this.quarantine.doesExist(c.key)) {
+          // A reclaim of a failed upload's blocks holds it (./reclaim.ts).
+          this.skip(report, 'being reclaimed');
+          continue;
+        }
         if (this.marks.doesExist(c.key)) {
           this.skip(report, 'referenced during the run');
           continue;

@@ -5,6 +5,10 @@
 // the file in between, the publication guard moves it back; but if GC *purged* it meanwhile the
 // bytes would be gone. So purge only deletes blocks quarantined before the start of the oldest
 // ingest that may still be committing its references: the "fence".
+//
+// The blocks a failed ingest wrote are reclaimed at once (./reclaim.ts) by a finer test: the
+// ingests that still hold a block ("claims": blocks stored, or handed to their caller and not yet
+// recorded) are asked one by one.
 
 import type { DirectIngest } from '../cas/ingest.js';
 import type { Logger } from '../log.js';
@@ -22,6 +26,8 @@ export class IngestFence {
    */
   private readonly settled = new Map<number, number>();
   private warnedLeak = false;
+  /** Ingests whose blocks may still become referenced (until each lets go). */
+  private readonly holders = new Set<DirectIngest>();
 
   constructor(
     private readonly graceMs: number,
@@ -33,6 +39,8 @@ export class IngestFence {
     const id = this.nextId++;
     const start = Date.now();
     this.open.set(id, start);
+    this.holders.add(ingest);
+    ingest.onLetGo = () => this.holders.delete(ingest);
     const settle = () => {
       if (!this.open.delete(id)) return;
       if (this.graceMs <= 0) return;
@@ -60,6 +68,23 @@ export class IngestFence {
       abort();
     };
     return ingest;
+  }
+
+  /** The digests among `hexes` that a live ingest still holds. */
+  claimed(hexes: ReadonlySet<string>): Set<string> {
+    const out = new Set<string>();
+    for (const ingest of this.holders) ingest.collectHeld(hexes, out);
+    return out;
+  }
+
+  /** Every store task in flight now: once they end, each block they found on disk is in its ingest's claims. */
+  storeTasksInFlight(): Promise<unknown>[] {
+    return [...this.holders].flatMap((ingest) => ingest.storeTasksInFlight());
+  }
+
+  /** Ingests whose blocks may still become referenced. */
+  get holding(): number {
+    return this.holders.size;
   }
 
   /** Ingests in flight (not settled). */

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Engine, HealthCheck } from '../engine.js';
+import { floorInBytes } from '../store/disk-space.js';
 
 // The operator snapshot (decisions.md, "Ops snapshot"): one typed document of the live state of
 // this process, built from the engine, with no tenant ids and no payload bytes. No HTTP here:
@@ -31,7 +32,8 @@ export interface OpsSnapshot {
   status: OpsStatus;
   summary: string;
   checks: OpsCheck[];
-  storage: { backend: string; usedBytes: number; availableBytes: number; blobs: number; blocks: number; quarantinedBlocks: number };
+  /** `minFreeBytes`: SVC_MIN_FREE_SPACE in bytes (uploads are refused while `availableBytes` is below it). */
+  storage: { backend: string; usedBytes: number; availableBytes: number; minFreeBytes: number; blobs: number; blocks: number; quarantinedBlocks: number };
   placement: { mode: 'single-node'; nodeId: string };
   capacity: {
     workerPool: { threads: number; queued: number; running: number };
@@ -63,8 +65,6 @@ export interface GcState {
 
 export interface SnapshotOptions {
   gc?: GcState;
-  /** Below this share of the file system free, the `diskSpace` check warns. */
-  minFreeShare?: number;
   /** Reads the file system's figures (default: statfs of SVC_FS_ROOT); tests pass fixed ones. */
   statfs?: (fsRoot: string) => Promise<{ blocks: number; bfree: number; bavail: number; bsize: number }>;
 }
@@ -102,7 +102,6 @@ export class OpsSnapshots {
   private latest: OpsSnapshot | undefined;
   private inFlight: Promise<OpsSnapshot> | undefined;
   private gc: GcState | undefined;
-  private readonly minFreeShare: number;
   private readonly statfs: NonNullable<SnapshotOptions['statfs']>;
 
   constructor(
@@ -111,7 +110,6 @@ export class OpsSnapshots {
   ) {
     this.nodeId = nodeIdOf(engine.config.fsRoot);
     this.gc = options.gc;
-    this.minFreeShare = options.minFreeShare ?? 0.05;
     this.statfs = options.statfs ?? ((root) => fs.promises.statfs(root));
   }
 
@@ -149,13 +147,15 @@ export class OpsSnapshots {
 
     const checks: OpsCheck[] = [];
     for (const p of probes) checks.push(probeCheck(p));
+    const minFreeBytes = engine.config.minFreeSpace ? floorInBytes(engine.config.minFreeSpace, space.totalBytes) : 0;
     if (space.error) checks.push({ id: 'diskSpace', status: 'warn', detail: `file system not readable: ${space.error}` });
     else {
       const share = space.totalBytes > 0 ? space.availableBytes / space.totalBytes : 0;
+      const below = space.availableBytes < minFreeBytes;
       checks.push({
         id: 'diskSpace',
-        status: share < this.minFreeShare ? 'warn' : 'ok',
-        detail: `${formatBytes(space.availableBytes)} free of ${formatBytes(space.totalBytes)} (${(share * 100).toFixed(1)}%)`,
+        status: below ? 'warn' : 'ok',
+        detail: `${formatBytes(space.availableBytes)} free of ${formatBytes(space.totalBytes)} (${(share * 100).toFixed(1)}%)${below ? `, below SVC_MIN_FREE_SPACE (${formatBytes(minFreeBytes)}): uploads are refused` : ''}`,
       });
     }
     if (counts.error) checks.push({ id: 'inventory', status: 'warn', detail: `counts not readable: ${counts.error}` });
@@ -187,6 +187,7 @@ export class OpsSnapshots {
         backend: engine.config.blobBackend,
         usedBytes: space.usedBytes,
         availableBytes: space.availableBytes,
+        minFreeBytes,
         blobs: counts.blobs,
         blocks: counts.blocks,
         quarantinedBlocks,

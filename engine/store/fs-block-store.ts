@@ -4,6 +4,8 @@ import path from 'node:path';
 import { threadId } from 'node:worker_threads';
 import type { Durability } from '../config.js';
 
+export type PutOutcome = 'present' | 'restored' | 'written';
+
 /** Blocks are spread over 4096 directories named by the first three hex digits of their digest. */
 const PARTITION_DIGITS = 3;
 
@@ -57,15 +59,16 @@ export class FsBlockStore {
   }
 
   /**
-   * Stores a block unless an intact copy exists. Returns true when this call wrote it. A block
-   * garbage collection quarantined is moved back (renamed, no bytes written) instead; its
-   * receipt is settled when a manifest referencing it is published (engine/gc).
+   * Stores a block unless an intact copy exists: 'present' when one was there, 'written' when
+   * this call wrote the bytes. A block garbage collection quarantined is moved back instead
+   * ('restored', no bytes written); its receipt is settled when a manifest referencing it is
+   * published (engine/gc).
    */
-  putSync(hex: string, size: number, pieces: readonly Uint8Array[]): boolean {
+  putSync(hex: string, size: number, pieces: readonly Uint8Array[]): PutOutcome {
     const final = this.blockPath(hex, size);
     const existing = fs.statSync(final, { throwIfNoEntry: false });
-    if (existing && existing.size === size) return false;
-    if (this.restoreSync(hex, size, true) !== 'missing') return true;
+    if (existing && existing.size === size) return 'present';
+    if (this.restoreSync(hex, size, true) !== 'missing') return 'restored';
     const tmp = path.join(this.writeDir ?? this.makeWriteDir(), `${hex}.${this.tempCounter++}`);
     let fd: number;
     try {
@@ -95,9 +98,14 @@ export class FsBlockStore {
       fs.mkdirSync(dir, { recursive: true });
       this.knownDirs.add(dir);
     }
-    fs.renameSync(tmp, final);
+    try {
+      fs.renameSync(tmp, final);
+    } catch (err) {
+      fs.rmSync(tmp, { force: true });
+      throw err;
+    }
     if (this.durability === 'strict') syncDirectory(dir);
-    return true;
+    return 'written';
   }
 
   /**

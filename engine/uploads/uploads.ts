@@ -40,6 +40,8 @@ export interface UploadsDeps {
   startIngest: (options: IngestOptions) => DirectIngest;
   /** Buffers for the staged tail a part replays and the one it leaves. */
   tailBuffers: BufferPool;
+  /** Throws (507) while the data directory is below its free-space floor: no part starts then. */
+  assertRoom?: () => void;
 }
 
 export interface CreateRequest {
@@ -166,6 +168,7 @@ export class Uploads {
     if (current.declaredLength !== undefined && current.offset + request.length > current.declaredLength) {
       throw invalidUpload(`The part would take the object past its Upload-Length of ${current.declaredLength} bytes`);
     }
+    this.deps.assertRoom?.();
     const leased = this.takeLeaseSync(current, 'part', request.offset);
     const { tailBuffers } = this.deps;
     const continued = this.continueLive(leased, request.length);
@@ -249,11 +252,12 @@ export class Uploads {
     // A live ingest drained: its blocks since the last answer and the rest as the tail to cut
     // (rather than cutting the larger staged tail again).
     let drained: PartResult | undefined;
+    let result: PartResult | undefined;
     try {
       drained = await this.takeLive(id);
       const stored = drained ? undefined : this.storedOfTail(leased);
       await this.ensureHash(leased);
-      const result = await this.cutTail(leased, drained, stored);
+      result = await this.cutTail(leased, drained, stored);
       const hex = await this.deps.scanner.keptDigest(id);
       const blocks = [...this.deps.ledger.blocks(id), ...((drained ?? stored)?.blocks ?? []), ...result.blocks];
       const blobId = formatContentId(hex, leased.offset);
@@ -271,6 +275,7 @@ export class Uploads {
       throw ingestFailed('The upload could not be committed');
     } finally {
       drained?.free();
+      result?.free();
     }
   }
 
@@ -327,9 +332,17 @@ export class Uploads {
     return { expired, recovered, removed };
   }
 
-  /** Blocks of open sessions: garbage collection keeps them. */
+  /** Blocks of open sessions, recorded or stored of their staged tails: garbage collection keeps them. */
   blockRoots(): BlockRoots {
-    return { name: 'upload sessions', digests: () => this.deps.ledger.liveBlockDigests() };
+    const { ledger } = this.deps;
+    const storedOfTails = this.storedOfTails;
+    return {
+      name: 'upload sessions',
+      *digests() {
+        yield* ledger.liveBlockDigests();
+        for (const { blocks } of storedOfTails.values()) for (const b of blocks) yield Buffer.from(b.hex, 'hex');
+      },
+    };
   }
 
   startCleanup(): void {

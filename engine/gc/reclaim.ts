@@ -1,0 +1,191 @@
+// The blocks a failed (or aborted) ingest wrote are reclaimed at once, not after SVC_GC_MIN_AGE:
+// on a nearly full disk they would otherwise keep it full and fail every later upload.
+//
+// The block may meanwhile be needed by someone else: an ingest that found it on disk (dedup) and
+// has not published yet, a resumable part whose blocks are on their way to the session's record,
+// a publication. So, with GC's own quarantine and receipts:
+// 1. One synchronous step: a receipt for each block no block record names (no publication
+//    referenced it), then the file moves to quarantine. From here on a store that needs the
+//    block moves it back (it is then live again), and a publication that names it does too.
+// 2. Wait for every store task in flight: a task that found the block live before step 1 has
+//    reported it to its ingest by then.
+// 3. One synchronous step: a block still held by a live ingest (the fence's claims), named by a
+//    block record or by a block root (resumable sessions, document content), or live again, goes
+//    back; the others become tombstones (a late reference then fails instead of dangling) and
+//    their quarantined copies are deleted.
+// `gc_reclaims` names the blocks between step 1 and the end: a restart finishes the work.
+
+import { randomUUID } from 'node:crypto';
+import type { Database } from 'lmdb';
+import type { BlockRoots } from '../cas/block-roots.js';
+import type { StoredBlock } from '../cas/block-task.js';
+import type { ManifestStore } from '../cas/manifests.js';
+import type { Logger } from '../log.js';
+import type { FsBlockStore } from '../store/fs-block-store.js';
+import type { IngestFence } from './ingest-fence.js';
+
+/** Receipts written here carry a run id with this prefix. */
+export const RECLAIM_RUN = 'reclaim-';
+
+interface Receipt {
+  size: number;
+  quarantinedAt: number;
+  runId: string;
+  createdAt: number;
+}
+
+interface Tombstone {
+  size: number;
+  quarantinedAt: number;
+  purgedAt: number;
+  runId: string;
+}
+
+interface Moved {
+  hex: string;
+  size: number;
+  key: Buffer;
+  runId: string;
+}
+
+export interface ReclaimDeps {
+  quarantine: Database<Receipt, Buffer>;
+  purged: Database<Tombstone, Buffer>;
+  /** Blocks a reclaim is working on: digest → size. */
+  pending: Database<number, Buffer>;
+  manifests: ManifestStore;
+  blocks: FsBlockStore;
+  roots: readonly BlockRoots[];
+  fence: IngestFence;
+  log: Logger;
+}
+
+export class Reclaimer {
+  private queue: Promise<void> = Promise.resolve();
+  /** Blocks deleted since start. */
+  readonly totals = { blocks: 0, bytes: 0 };
+
+  constructor(private readonly deps: ReclaimDeps) {}
+
+  /** Reclaims the blocks an ingest wrote before it failed; one reclaim at a time, in order. */
+  reclaim(blocks: readonly StoredBlock[]): void {
+    const candidates = new Map<string, number>();
+    for (const b of blocks) if (b.written) candidates.set(b.hex, b.size);
+    if (candidates.size === 0) return;
+    this.queue = this.queue.then(() => this.run(candidates)).catch((err) => this.deps.log.error('gc: reclaiming a failed upload\'s blocks failed', { err: String((err as Error)?.stack ?? err) }));
+  }
+
+  /** Resolves once every reclaim asked for so far has ended. */
+  idle(): Promise<void> {
+    return this.queue;
+  }
+
+  /** At start (no ingest runs): finishes the reclaims a stop or a crash interrupted. */
+  resume(): void {
+    const { pending, quarantine, purged, blocks } = this.deps;
+    const moved: Moved[] = [];
+    const done: Buffer[] = [];
+    for (const { key, value: size } of pending.getRange({ snapshot: false })) {
+      const k = Buffer.from(key);
+      const hex = k.toString('hex');
+      const receipt = quarantine.get(k);
+      if (receipt?.runId.startsWith(RECLAIM_RUN)) moved.push({ hex, size, key: k, runId: receipt.runId });
+      else {
+        // Settled before the stop: deleted (a tombstone) or kept; the file may not have followed yet.
+        if (!receipt && purged.doesExist(k)) blocks.purgeSync(hex, size);
+        else if (!receipt) blocks.restoreSync(hex, size);
+        done.push(k);
+      }
+    }
+    if (done.length) pending.transactionSync(() => done.forEach((k) => pending.remove(k)));
+    if (moved.length) this.settle(moved);
+  }
+
+  private async run(candidates: Map<string, number>): Promise<void> {
+    const moved = this.quarantineUnreferenced(candidates, `${RECLAIM_RUN}${randomUUID()}`);
+    if (moved.length === 0) return;
+    await Promise.allSettled(this.deps.fence.storeTasksInFlight());
+    this.settle(moved);
+  }
+
+  /** Step 1: receipts, then the files move to quarantine. */
+  private quarantineUnreferenced(candidates: Map<string, number>, runId: string): Moved[] {
+    const { quarantine, pending, manifests, blocks } = this.deps;
+    const now = Date.now();
+    const accepted: Moved[] = [];
+    quarantine.transactionSync(() => {
+      for (const [hex, size] of candidates) {
+        const key = Buffer.from(hex, 'hex');
+        if (manifests.blockRecord(key) || quarantine.doesExist(key)) continue;
+        quarantine.put(key, { size, quarantinedAt: now, runId, createdAt: now });
+        pending.put(key, size);
+        accepted.push({ hex, size, key, runId });
+      }
+    });
+    const moved: Moved[] = [];
+    const vanished: Moved[] = [];
+    for (const c of accepted) (blocks.quarantineSync(c.hex, c.size) ? moved : vanished).push(c);
+    if (vanished.length) {
+      // Not live (another reclaim, or GC, took it first): not ours to settle.
+      quarantine.transactionSync(() => {
+        for (const c of vanished) {
+          if (quarantine.get(c.key)?.runId === runId) quarantine.remove(c.key);
+          pending.remove(c.key);
+        }
+      });
+    }
+    return moved;
+  }
+
+  /** Step 3: back to the live area if anything needs them, else deleted. */
+  private settle(moved: Moved[]): void {
+    const { quarantine, purged, pending, manifests, blocks, roots, fence, log } = this.deps;
+    const hexes = new Set(moved.map((c) => c.hex));
+    const needed = fence.claimed(hexes);
+    for (const c of moved) if (manifests.blockRecord(c.key)) needed.add(c.hex);
+    if (needed.size < hexes.size) {
+      for (const root of roots) for (const digest of root.digests()) {
+        const hex = digest.toString('hex');
+        if (hexes.has(hex)) needed.add(hex);
+      }
+    }
+    const now = Date.now();
+    const kept: Moved[] = [];
+    const doomed: Moved[] = [];
+    quarantine.transactionSync(() => {
+      for (const c of moved) {
+        const receipt = quarantine.get(c.key);
+        if (!receipt || receipt.runId !== c.runId) {
+          // A publication moved it back, or GC settled it: no longer ours.
+          pending.remove(c.key);
+          continue;
+        }
+        quarantine.remove(c.key);
+        if (needed.has(c.hex) || blocks.liveSize(c.hex, c.size) === c.size) {
+          kept.push(c);
+        } else {
+          purged.put(c.key, { size: c.size, quarantinedAt: receipt.quarantinedAt, purgedAt: now, runId: c.runId });
+          doomed.push(c);
+        }
+      }
+    });
+    for (const c of kept) {
+      const where = blocks.restoreSync(c.hex, c.size);
+      if (where === 'live') blocks.purgeSync(c.hex, c.size);
+      else if (where === 'missing') log.error('gc: a block being reclaimed is neither live nor in quarantine', { block: `${c.hex}-${c.size}` });
+    }
+    let bytes = 0;
+    let count = 0;
+    for (const c of doomed) {
+      // A store that moved it back meanwhile made it live again: the unlink then finds nothing.
+      if (blocks.purgeSync(c.hex, c.size)) {
+        count++;
+        bytes += c.size;
+      }
+    }
+    if (doomed.length || kept.length) pending.transactionSync(() => [...doomed, ...kept].forEach((c) => pending.remove(c.key)));
+    this.totals.blocks += count;
+    this.totals.bytes += bytes;
+    if (count || kept.length) log.info('gc: reclaimed the blocks of a failed upload', { deleted: count, bytes, kept: kept.length });
+  }
+}
