@@ -1,10 +1,11 @@
 // The uWS app every listener starts from: nothing on the wire names the library, and every route
 // first refuses a request whose framing is ambiguous, before its handler sees it.
 
-import * as uWS from 'uWebSockets.js';
+import type * as uWS from 'uWebSockets.js';
+import uws from './uws.js';
 
 // Without it, uWS adds `uWebSockets: 20` to every answer.
-(uWS as unknown as { _cfg(key: string): void })._cfg('silent');
+(uws as unknown as { _cfg(key: string): void })._cfg('silent');
 
 const METHODS = ['get', 'post', 'put', 'patch', 'del', 'head', 'options', 'connect', 'trace', 'any'] as const;
 
@@ -12,14 +13,25 @@ const METHODS = ['get', 'post', 'put', 'patch', 'del', 'head', 'options', 'conne
 export type RefusalBody = (message: string) => string;
 
 export function createApp(refusalBody: RefusalBody): uWS.TemplatedApp {
-  const app = uWS.App();
+  const app = uws.App();
+  // After a refusal, uWS still parses the rest of that connection's buffer (the answer's close waits
+  // for the parse to end): whatever it finds there is not a request and is not served. The parse is
+  // synchronous, so the flag ends with this turn of the event loop, or before when a connection closes.
+  let refusing = false;
+  app.filter((_res, count) => {
+    if (count < 0) refusing = false;
+  });
   for (const method of METHODS) {
     const register = app[method].bind(app);
     app[method] = (pattern, handler) =>
       register(pattern, (res, req) => {
+        // Left unanswered: a close here would drop the refusal still corked for this connection;
+        // it is not kept alive after the refusal, and uWS's idle timeout ends it.
+        if (refusing) return void res.onAborted(() => {});
         const conflict = framingConflict(req);
         if (conflict === undefined) return handler(res, req);
-        // The message's end is unknown, so nothing after its headers can be read as a request.
+        refusing = true;
+        setImmediate(() => (refusing = false));
         res.cork(() => {
           res.writeStatus('400 Bad Request');
           res.writeHeader('Content-Type', 'application/json; charset=utf-8');

@@ -75,11 +75,16 @@ export class Exchange {
   send(code: number, headers: Record<string, string | undefined>, body?: string | Uint8Array): void {
     if (!this.live) return;
     this.done = true;
+    this.body.whenAnswerable(this.ctx.engine.config.httpLingerBytes, () => this.writeWhole(code, headers, body));
+  }
+
+  private writeWhole(code: number, headers: Record<string, string | undefined>, body?: string | Uint8Array): void {
+    if (this.aborted) return;
     this.res.cork(() => {
       this.head(code, headers);
       // 204 and 304 carry no Content-Length at all (RFC 9110 8.6); other bodiless answers say 0.
       if (body === undefined && (code === 204 || code === 304)) this.res.endWithoutBody();
-      else if (this.method === 'HEAD') this.res.endWithoutBody(body === undefined ? 0 : typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength);
+      else if (this.method === 'HEAD') endHead(this.res, body === undefined ? 0 : typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength);
       else this.res.end(body ?? '');
     });
   }
@@ -90,7 +95,7 @@ export class Exchange {
     this.done = true;
     this.res.cork(() => {
       this.head(code, headers);
-      this.res.endWithoutBody(contentLength);
+      endHead(this.res, contentLength);
     });
   }
 
@@ -157,6 +162,15 @@ export class Exchange {
     this.blocked = null;
     b?.resolve();
   }
+}
+
+/**
+ * Ends an answer to HEAD: `contentLength` in the header, no body. uWS's endWithoutBody(n) would
+ * leave the response pending (waiting for n bytes), so the connection's next request never ran.
+ */
+export function endHead(res: HttpResponse, contentLength: number): void {
+  res.writeHeader('Content-Length', String(contentLength));
+  res.endWithoutBody();
 }
 
 export function query(req: HttpRequest): URLSearchParams {

@@ -1,4 +1,5 @@
-import * as uWS from 'uWebSockets.js';
+import type * as uWS from 'uWebSockets.js';
+import uws from './uws.js';
 import { type Config, ConfigError, VARIABLES, loadConfig } from '../engine/config.js';
 import { Engine } from '../engine/engine.js';
 import { nativeSharedCopy } from '../engine/cas/shared-copy.js';
@@ -68,20 +69,20 @@ export async function serve(config: Config, log = new Logger(config.logLevel)): 
     new Exchange(res, req, '/*', ctx).json(404, { error: 'not_found', message: `No route for ${req.getCaseSensitiveMethod()} ${req.getUrl()}` });
   });
   const listenSocket = await listen(app, config.host, config.httpPort);
-  const port = uWS.us_socket_local_port(listenSocket);
+  const port = uws.us_socket_local_port(listenSocket);
   const models = new ModelService(config.model, engine.catalog, config.fsRoot, engine.pool, log);
   const modelApp = createApp((message) => JSON.stringify({ error: 'BadRequest', message, code: 400 }));
   mountModelApi(modelApp, models, { log, lingerBytes: config.httpLingerBytes }, VERSION);
   const modelSocket = await listen(modelApp, config.host, config.model.httpPort);
-  const modelPort = uWS.us_socket_local_port(modelSocket);
+  const modelPort = uws.us_socket_local_port(modelSocket);
   const blockHashing = engine.scanner.pairHashing ? 'scanning thread (native SHA-256 pair)' : 'worker threads (node:crypto)';
   log.info('listening', { host: config.host, port, modelPort, fsRoot: config.fsRoot, durability: config.durability, workers: config.workers, blockHashing, bodyCopy: nativeSharedCopy ? 'native memcpy' : 'TypedArray.set' });
   return {
     port,
     modelPort,
     async close() {
-      uWS.us_listen_socket_close(listenSocket);
-      uWS.us_listen_socket_close(modelSocket);
+      uws.us_listen_socket_close(listenSocket);
+      uws.us_listen_socket_close(modelSocket);
       app.close();
       modelApp.close();
       models.close();

@@ -1,6 +1,6 @@
 // The model runtime listener (HTTP_PORT): the reference runtime's operations over ModelService.
 
-import * as uWS from 'uWebSockets.js';
+import type * as uWS from 'uWebSockets.js';
 import { parseExecutionMode, type ExecutionMode } from '../engine/config.js';
 import type { Logger } from '../engine/log.js';
 import { ModelError, queryError } from '../engine/models/errors.js';

@@ -5,7 +5,7 @@ import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { ModelError } from '../engine/models/errors.js';
 import type { Logger } from '../engine/log.js';
 import type { FrameBody } from '../engine/models/service.js';
-import { JSON_UTF8, status } from './http.js';
+import { JSON_UTF8, endHead, status } from './http.js';
 import { RequestBody } from './request-body.js';
 
 /** What every model exchange needs from the listener. */
@@ -56,10 +56,13 @@ export class ModelExchange {
   send(code: number, contentType: string | undefined, body: string | Uint8Array = '', error?: string): void {
     if (!this.live) return;
     this.done = true;
-    this.res.cork(() => {
-      this.writeHead(code, contentType);
-      if (this.head) this.res.endWithoutBody(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength);
-      else this.res.end(body);
+    this.body.whenAnswerable(this.http.lingerBytes, () => {
+      if (this.aborted) return;
+      this.res.cork(() => {
+        this.writeHead(code, contentType);
+        if (this.head) endHead(this.res, typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength);
+        else this.res.end(body);
+      });
     });
     this.onFinish(code, error);
   }

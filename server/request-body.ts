@@ -6,7 +6,9 @@
 // to EPIPE/ECONNRESET. So the socket is never closed with the answer; as nginx's lingering close:
 // - a rest of at most `lingerBytes` is read and dropped (uWS goes on parsing the body after the
 //   answer; chunks no longer reach the handler), so a client that reads only once it has sent
-//   everything still gets the answer, and the connection then serves its next request;
+//   everything still gets the answer, and the connection then serves its next request. When the
+//   request asked to close the connection, uWS closes it with the answer, so the answer waits until
+//   that rest is read;
 // - a larger rest, or one of unknown length (chunked), is not read: the socket is paused and the
 //   answer says `Connection: close`; the client reads it and closes (curl, Node, browsers do),
 //   else uWS's idle timeout (10 s without progress) closes the connection.
@@ -20,6 +22,11 @@ export class RequestBody {
   private received = 0;
   private complete: boolean;
   private paused = false;
+  private reading = false;
+  /** The request said `Connection: close`: uWS closes the connection with the answer. */
+  private readonly closeAsked: boolean;
+  /** An answer waiting for the body's end (see above). */
+  private deferred?: () => void;
 
   constructor(
     private readonly res: HttpResponse,
@@ -31,26 +38,47 @@ export class RequestBody {
     // uWS has already refused a Content-Length that is not digits, and one beside Transfer-Encoding.
     this.declared = length !== '' ? Number(length) : req.getHeader('transfer-encoding') !== '' ? undefined : 0;
     this.complete = this.declared === 0;
+    this.closeAsked = /\bclose\b/i.test(req.getHeader('connection'));
   }
 
   /** Delivers the body's chunks (each valid only during the call) until the request is answered. */
   read(handler: (chunk: ArrayBuffer, isLast: boolean) => void): void {
+    this.reading = true;
     this.res.onData((chunk, isLast) => {
       this.received += chunk.byteLength;
       if (isLast) this.complete = true;
       if (this.live()) handler(chunk, isLast);
+      else if (isLast && this.deferred) this.deferred();
     });
   }
 
-  /** uWS misbehaves on resume() without a pause() before it, so the state is tracked. */
+  /**
+   * Runs `answer` (which writes the whole response) now, or once the body is in when the request
+   * asked to close and its rest will be read (see above). The caller checks the response is alive.
+   */
+  whenAnswerable(lingerBytes: number, answer: () => void): void {
+    if (!this.closeAsked || this.complete || this.rest() > lingerBytes) return answer();
+    this.deferred = answer;
+    if (!this.reading) this.read(() => {});
+    this.setPaused(false);
+  }
+
+  private rest(): number {
+    return this.complete ? 0 : this.declared === undefined ? Infinity : this.declared - this.received;
+  }
+
   pause(): void {
-    if (!this.paused && this.live()) this.res.pause();
-    this.paused = true;
+    if (this.live()) this.setPaused(true);
   }
 
   resume(): void {
-    if (this.paused && this.live()) this.res.resume();
-    this.paused = false;
+    if (this.live()) this.setPaused(false);
+  }
+
+  /** uWS misbehaves on resume() without a pause() before it, so the state is tracked. */
+  private setPaused(paused: boolean): void {
+    if (paused !== this.paused) this.res[paused ? 'pause' : 'resume']();
+    this.paused = paused;
   }
 
   /** True when an answer must first settle the socket (beforeAnswer): a body still coming, or a paused socket. */
@@ -63,12 +91,9 @@ export class RequestBody {
    * unfinished body) or to stop reading (see above); true when the answer must say `Connection: close`.
    */
   beforeAnswer(lingerBytes: number): boolean {
-    // A socket paused for the body alone must read again (the connection's next request), and the
-    // response is still open here (the exchange is already marked done, so not via pause/resume).
-    const rest = this.complete ? 0 : this.declared === undefined ? Infinity : this.declared - this.received;
-    const drop = rest <= lingerBytes;
-    if (drop === this.paused) this.res[drop ? 'resume' : 'pause']();
-    this.paused = !drop;
+    // A socket paused for the body alone must read again (the connection's next request).
+    const drop = this.rest() <= lingerBytes;
+    this.setPaused(!drop);
     return !drop;
   }
 }
