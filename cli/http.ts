@@ -40,6 +40,13 @@ export interface RequestOptions {
  * connection fails first. An answer that arrives before the whole body was sent (an early
  * refusal) wins: the rest of the body is dropped, and errors of that connection are ignored.
  */
+let serverReached = false;
+
+/** Whether any request of this run got an answer: a refused connection before that means no server. */
+export function reachedServer(): boolean {
+  return serverReached;
+}
+
 export function request(base: string, path: string, options: RequestOptions = {}): Promise<Reply> {
   const url = new URL(path, `${base}/`);
   const headers: Record<string, string> = {};
@@ -55,6 +62,7 @@ export function request(base: string, path: string, options: RequestOptions = {}
     });
     req.on('response', (res) => {
       answered = true;
+      serverReached = true;
       if (options.body && !options.body.readableEnded) {
         // Answered before the whole body went out: the connection cannot carry another request.
         options.body.unpipe(req);
@@ -112,6 +120,8 @@ export async function apiError(reply: Reply): Promise<ApiError> {
     if (body && typeof body.error === 'string') {
       code = body.error;
       message = typeof body.message === 'string' ? body.message : '';
+      // The model runtime's envelope carries its status as `code`: a client aimed at the wrong port.
+      if (reply.status === 404 && body.code === 404) message += ' (this is the model runtime\'s port, HTTP_PORT; the blob API listens on SVC_HTTP_PORT, 8081 by default)';
     }
   } catch {
     // no envelope (HEAD, 412, a proxy's page): the status alone

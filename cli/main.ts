@@ -23,7 +23,8 @@ export const CLIENT_USAGE = `Client commands (server: --server URL, else $SVC_SE
                    its report as JSON; a dry run unless --apply
 
 Dropped connections, 5xx answers and server restarts are retried with backoff for up to
-$SVC_RETRY_SECONDS (120) without progress. Exit codes: 0 done, 1 failed, 2 bad usage.
+$SVC_RETRY_SECONDS (120) without progress; a refused first connection (no server there) fails
+at once. Exit codes: 0 done, 1 failed, 2 bad usage.
 More in docs/cli.md.
 `;
 

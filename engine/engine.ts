@@ -18,6 +18,7 @@ import { JobQueue } from './jobs/queue.js';
 import type { Logger } from './log.js';
 import { Stats } from './ops/stats.js';
 import { CatalogEnv } from './store/catalog.js';
+import { type DataDirLock, lockDataDir } from './store/data-dir-lock.js';
 import { DiskSpace } from './store/disk-space.js';
 import { FsBlockStore } from './store/fs-block-store.js';
 import type { BlockRoots } from './cas/block-roots.js';
@@ -60,6 +61,7 @@ export class Engine {
     readonly pool: Piscina,
     readonly memory: TransferMemory,
     readonly scanner: StreamScanner,
+    private readonly lock: DataDirLock,
   ) {
     this.reader = new BlobReader(manifests, blocks, config.blockCacheBytes, this.stats, log, this.memory);
     this.space = new DiskSpace(config.fsRoot, config.minFreeSpace);
@@ -83,6 +85,8 @@ export class Engine {
 
   static async open(config: Config, log: Logger): Promise<Engine> {
     fs.mkdirSync(config.fsRoot, { recursive: true });
+    // Before anything touches the directory: a second process must not clean up the first one's files.
+    const lock = await lockDataDir(config.fsRoot);
     const { removedTempFiles } = FsBlockStore.prepare(config.fsRoot);
     if (removedTempFiles > 0) log.info('removed temporary files of interrupted uploads', { count: removedTempFiles });
     const catalog = CatalogEnv.open(config.fsRoot, config.durability);
@@ -92,7 +96,7 @@ export class Engine {
     const pairHashing = config.nativeSha256 === 'auto' && loadSha256Pair() !== null;
     if (config.nativeSha256 === 'auto' && !pairHashing) log.info('native SHA-256 pair unavailable: blocks are hashed by the worker threads', { reason: sha256PairUnavailableReason() });
     const scanner = new StreamScanner(SCANNER_MODULE, memory.arena, pairHashing);
-    const engine = new Engine(config, log, catalog, manifests, new FsBlockStore(config.fsRoot, config.durability), pool, memory, scanner);
+    const engine = new Engine(config, log, catalog, manifests, new FsBlockStore(config.fsRoot, config.durability), pool, memory, scanner, lock);
     const cleaned = await engine.uploads.cleanup();
     if (cleaned.expired || cleaned.recovered || cleaned.removed) log.info('uploads: cleanup at start', cleaned);
     engine.uploads.startCleanup();
@@ -224,6 +228,7 @@ export class Engine {
     await this.pool.destroy();
     await this.scanner.close();
     await this.catalog.close();
+    await this.lock.release();
   }
 }
 

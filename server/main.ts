@@ -2,6 +2,7 @@ import type * as uWS from 'uWebSockets.js';
 import uws from './uws.js';
 import { type Config, ConfigError, VARIABLES, loadConfig } from '../engine/config.js';
 import { Engine } from '../engine/engine.js';
+import { DataDirInUse } from '../engine/store/data-dir-lock.js';
 import { nativeSharedCopy } from '../engine/cas/shared-copy.js';
 import { Logger } from '../engine/log.js';
 import { Metrics } from '../engine/ops/metrics.js';
@@ -68,32 +69,39 @@ export async function serve(config: Config, log = new Logger(config.logLevel)): 
   app.any('/*', (res, req) => {
     new Exchange(res, req, '/*', ctx).json(404, { error: 'not_found', message: `No route for ${req.getCaseSensitiveMethod()} ${req.getUrl()}` });
   });
-  const listenSocket = await listen(app, config.host, config.httpPort);
-  const port = uws.us_socket_local_port(listenSocket);
   const models = new ModelService(config.model, engine.catalog, config.fsRoot, engine.pool, log);
   const modelApp = createApp((message) => JSON.stringify({ error: 'BadRequest', message, code: 400 }));
   mountModelApi(modelApp, models, { log, lingerBytes: config.httpLingerBytes }, VERSION);
-  const modelSocket = await listen(modelApp, config.host, config.model.httpPort);
-  const modelPort = uws.us_socket_local_port(modelSocket);
+  const sockets: uWS.us_listen_socket[] = [];
+  const close = async () => {
+    for (const socket of sockets) uws.us_listen_socket_close(socket);
+    app.close();
+    modelApp.close();
+    models.close();
+    await engine.close();
+  };
+  try {
+    sockets.push(await listen(app, config.host, config.httpPort, 'SVC_HTTP_PORT'));
+    sockets.push(await listen(modelApp, config.host, config.model.httpPort, 'HTTP_PORT'));
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  const [port, modelPort] = sockets.map((socket) => uws.us_socket_local_port(socket)) as [number, number];
   const blockHashing = engine.scanner.pairHashing ? 'scanning thread (native SHA-256 pair)' : 'worker threads (node:crypto)';
   log.info('listening', { host: config.host, port, modelPort, fsRoot: config.fsRoot, durability: config.durability, workers: config.workers, blockHashing, bodyCopy: nativeSharedCopy ? 'native memcpy' : 'TypedArray.set' });
-  return {
-    port,
-    modelPort,
-    async close() {
-      uws.us_listen_socket_close(listenSocket);
-      uws.us_listen_socket_close(modelSocket);
-      app.close();
-      modelApp.close();
-      models.close();
-      await engine.close();
-    },
-  };
+  return { port, modelPort, close };
 }
 
-function listen(app: uWS.TemplatedApp, host: string, port: number): Promise<uWS.us_listen_socket> {
+/** A port that cannot be bound: in use (by any process: the socket is exclusive) or not allowed. */
+export class ListenError extends Error {}
+
+function listen(app: uWS.TemplatedApp, host: string, port: number, variable: string): Promise<uWS.us_listen_socket> {
   return new Promise((resolve, reject) => {
-    app.listen(host, port, (socket) => (socket ? resolve(socket) : reject(new Error(`cannot listen on ${host}:${port}`))));
+    const fail = () => reject(new ListenError(`cannot listen on ${host}:${port} (${variable}): the port is in use or not available`));
+    // Exclusive: without it, a second server on the same port would share its connections.
+    const exclusive = app.listen as unknown as (host: string, port: number, options: number, cb: (socket: uWS.us_listen_socket | false) => void) => void;
+    exclusive.call(app, host, port, (uws as unknown as { LIBUS_LISTEN_EXCLUSIVE_PORT: number }).LIBUS_LISTEN_EXCLUSIVE_PORT, (socket) => (socket ? resolve(socket) : fail()));
   });
 }
 
@@ -114,6 +122,16 @@ export async function main(argv: string[]): Promise<void> {
   }
   if (command !== 'serve') {
     process.stderr.write(`svc: unknown command "${command}"\n\n${helpText()}`);
+    process.exitCode = 2;
+    return;
+  }
+  const extra = argv.slice(1);
+  if (extra.includes('--help') || extra.includes('-h')) {
+    process.stdout.write(helpText());
+    return;
+  }
+  if (extra.length > 0) {
+    process.stderr.write(`svc serve: unexpected argument "${extra[0]}": the server is configured by environment variables only (svc serve --help)\n`);
     process.exitCode = 2;
     return;
   }
@@ -142,7 +160,13 @@ export async function main(argv: string[]): Promise<void> {
   };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
-  server = await serve(config);
+  try {
+    server = await serve(config);
+  } catch (err) {
+    if (!(err instanceof ListenError || err instanceof DataDirInUse)) throw err;
+    process.stderr.write(`svc: ${err.message}\n`);
+    process.exit(1);
+  }
   if (stopAsked) return close(server);
   // One line on stdout for whoever started us (tests, scripts): where to connect.
   process.stdout.write(`${JSON.stringify({ event: 'listening', port: server.port, modelPort: server.modelPort })}\n`);

@@ -1,0 +1,136 @@
+// The `svc` process as an operator meets it: one server per port and per data directory (a
+// second start fails with a clear message, and kill -9 never leaves the directory locked), every
+// subcommand honours --help, the command installs under its own name, and the client fails fast
+// when no server is there.
+import { execFile, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { startServer, tempRoot } from './helpers/server.js';
+
+const run = promisify(execFile);
+const REPO = fileURLToPath(new URL('..', import.meta.url));
+const MAIN = path.join(REPO, 'dist/server/main.js');
+
+/** Runs `svc serve` to its exit (bounded): its status and stderr. */
+function serveToExit(env: Record<string, string>): Promise<{ code: number | null; stderr: string; stdout: string }> {
+  return new Promise((resolve) => {
+    const proc = spawn(process.execPath, [MAIN, 'serve'], { env: { ...process.env, SVC_LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    let stdout = '';
+    proc.stderr.on('data', (d) => (stderr += d));
+    proc.stdout.on('data', (d) => (stdout += d));
+    const timer = setTimeout(() => proc.kill('SIGKILL'), 20_000);
+    proc.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stderr, stdout });
+    });
+  });
+}
+
+/** A port nothing listens on (bound, then released). */
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+describe('one server per port and per data directory', () => {
+  it('a second server on the same port exits 1 naming the port; the first keeps serving', async () => {
+    const first = await startServer();
+    try {
+      const second = await serveToExit({ SVC_HTTP_PORT: String(first.port), HTTP_PORT: '0', SVC_FS_ROOT: tempRoot() });
+      expect(second.code).toBe(1);
+      expect(second.stderr).toContain(`cannot listen on 127.0.0.1:${first.port} (SVC_HTTP_PORT)`);
+      const modelClash = await serveToExit({ SVC_HTTP_PORT: '0', HTTP_PORT: String(first.modelPort), SVC_FS_ROOT: tempRoot() });
+      expect(modelClash.code).toBe(1);
+      expect(modelClash.stderr).toContain(`cannot listen on 127.0.0.1:${first.modelPort} (HTTP_PORT)`);
+      expect((await fetch(`${first.url}/api/health/live`)).status).toBe(200);
+    } finally {
+      await first.stop();
+    }
+  });
+
+  it('a second server on the same data directory exits 1 naming the holder, and touches none of its files', async () => {
+    const first = await startServer();
+    try {
+      // A temporary block file of a running upload, which a second start's cleanup would remove.
+      const tmp = path.join(first.root, 'blocks', '.tmp', 'in-flight');
+      fs.writeFileSync(tmp, 'x');
+      const second = await serveToExit({ SVC_HTTP_PORT: '0', HTTP_PORT: '0', SVC_FS_ROOT: first.root });
+      expect(second.code).toBe(1);
+      expect(second.stderr).toContain(`the data directory ${first.root} is in use by process ${first.proc.pid}`);
+      expect(second.stdout).not.toContain('listening');
+      expect(fs.existsSync(tmp)).toBe(true);
+    } finally {
+      await first.stop();
+    }
+  });
+
+  it('after kill -9 the data directory opens again at once', async () => {
+    const root = tempRoot();
+    try {
+      const first = await startServer({}, root);
+      await first.kill9();
+      const second = await startServer({}, root);
+      expect((await fetch(`${second.url}/api/health/live`)).status).toBe(200);
+      await second.stop();
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('the command line', () => {
+  it('every subcommand honours --help and -h: usage on stdout, exit 0, no server started', async () => {
+    for (const command of ['serve', 'put', 'get', 'stat', 'ls', 'gc']) {
+      for (const flag of ['--help', '-h']) {
+        const { stdout } = await run(process.execPath, [MAIN, command, flag], { env: { ...process.env, SVC_HTTP_PORT: '1', SVC_FS_ROOT: '/nonexistent/svc' }, timeout: 10_000 });
+        expect([command, flag, /Usage|Client commands/.test(stdout)]).toEqual([command, flag, true]);
+      }
+    }
+    const bad = await run(process.execPath, [MAIN, 'serve', '--port', '1'], { timeout: 10_000 }).catch((e) => e);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('environment variables only');
+  });
+
+  it('installs under its own name from the checkout, and no page tells a user to run npx svc', async () => {
+    const prefix = tempRoot('svc-prefix-');
+    try {
+      await run('npm', ['install', '--global', '--prefix', prefix, '--no-audit', '--no-fund', REPO], { timeout: 60_000 });
+      const { stdout } = await run(path.join(prefix, 'bin', 'svc'), ['--version'], { cwd: prefix });
+      const pkg = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8'));
+      expect(stdout.trim()).toBe(pkg.version);
+    } finally {
+      fs.rmSync(prefix, { recursive: true, force: true });
+    }
+    const pages = ['README.md', ...fs.readdirSync(path.join(REPO, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+    const { stdout: help } = await run(process.execPath, [MAIN, '--help']);
+    for (const [name, text] of [...pages.map((p) => [p, fs.readFileSync(path.join(REPO, p), 'utf8')]), ['svc --help', help]]) {
+      expect([name, /npx svc\b/.test(text!)]).toEqual([name, false]);
+    }
+  });
+
+  it('a client pointed at no server fails at once; one pointed at the model port is told so', async () => {
+    const port = await freePort();
+    const started = Date.now();
+    const refused = await run(process.execPath, [MAIN, 'ls', '--server', `http://127.0.0.1:${port}`]).catch((e) => e);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain(`no server at 127.0.0.1:${port} (connection refused)`);
+    expect(Date.now() - started).toBeLessThan(10_000);
+    const server = await startServer();
+    try {
+      const wrong = await run(process.execPath, [MAIN, 'ls', '--server', server.modelUrl]).catch((e) => e);
+      expect(wrong.code).toBe(1);
+      expect(wrong.stderr).toContain("model runtime's port");
+      expect(wrong.stderr).toContain('SVC_HTTP_PORT');
+    } finally {
+      await server.stop();
+    }
+  });
+});
