@@ -165,3 +165,40 @@ describe('document jobs', () => {
     }
   });
 });
+
+describe('derived data that fails validation', () => {
+  test('never displaces the last valid entry of its namespace; includeQuarantined lists both, each with its status', async () => {
+    const server = await startServer({ SVC_DEV_SHARED_SECRET: SECRET, SVC_DURABILITY: 'relaxed' });
+    try {
+      const c = await client(server);
+      expect((await c.call('POST', '/v1/schemas', caseSchema('1.0.0', 'caseNumber'))).status).toBe(201);
+      const entities = { ...ocrSchema, schemaUrn: 'urn:svc:schema:entities@1.0.0', namespaceUrn: 'urn:svc:entities' };
+      expect((await c.call('POST', '/v1/schemas', entities)).status).toBe(201);
+      const doc = await newDocument(c, 'C-9');
+      const write = async (text: unknown) => {
+        const r = await c.call('POST', `/v1/documents/${doc}/metadata`, { mode: 'derived', provenance, bundle: { namespaces: { 'urn:svc:entities': { schema: entities.schemaUrn, data: { text } } } } });
+        expect(r.status).toBe(202);
+        return settle(c, r.json.jobId);
+      };
+      expect((await write('Oslo')).outputs).toEqual({ derivedNamespaces: ['urn:svc:entities'], quarantinedNamespaces: [], viewKeys: [] });
+      const invalid = await write(42);
+      expect(invalid).toMatchObject({ state: 'completed', outputs: { derivedNamespaces: ['urn:svc:entities'], quarantinedNamespaces: ['urn:svc:entities'] } });
+
+      const meta = (await c.call('GET', `/v1/documents/${doc}/metadata`)).json;
+      expect(meta.namespaces['urn:svc:entities']).toMatchObject({ mode: 'derived', status: 'valid', data: { text: 'Oslo' } });
+      expect(meta.quarantined).toBeUndefined();
+      const all = (await c.call('GET', `/v1/documents/${doc}/metadata?includeQuarantined=true`)).json;
+      expect(all.namespaces['urn:svc:entities']).toMatchObject({ status: 'valid', data: { text: 'Oslo' } });
+      expect(all.quarantined['urn:svc:entities']).toMatchObject({ mode: 'derived', status: 'quarantined', data: { text: 42 } });
+      expect(all.quarantined['urn:svc:entities'].issues.length).toBeGreaterThan(0);
+
+      // A later valid write replaces the valid entry; the quarantined one stays listed.
+      await write('Bergen');
+      const later = (await c.call('GET', `/v1/documents/${doc}/metadata?includeQuarantined=true`)).json;
+      expect(later.namespaces['urn:svc:entities'].data).toEqual({ text: 'Bergen' });
+      expect(later.quarantined['urn:svc:entities'].data).toEqual({ text: 42 });
+    } finally {
+      await server.stop();
+    }
+  });
+});

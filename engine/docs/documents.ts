@@ -43,6 +43,8 @@ export interface DerivedEntry {
   at: number;
 }
 
+type DerivedKey = [tenant: string, documentId: string, namespace: string] | [tenant: string, documentId: string, namespace: string, 'quarantined'];
+
 export const jobNotFound = (id: string) => new SvcError(404, 'job_not_found', `No job ${id}`);
 
 export interface PatchAudit {
@@ -71,7 +73,11 @@ export class DocumentService {
   /** `b3:<hex>` → the content's manifest record, kept here: document bytes are not in the blob namespace. */
   private readonly contentKeys: Database<ContentRecord, string>;
   private readonly patches: Database<PatchAudit, [string, string, string, string]>;
-  private readonly derived: Database<DerivedEntry, [string, string, string]>;
+  /**
+   * Derived entries: the last valid one of a namespace at [tenant, document, namespace], the last
+   * quarantined one beside it at [..., 'quarantined'], so an invalid write never displaces a valid one.
+   */
+  private readonly derived: Database<DerivedEntry, DerivedKey>;
 
   constructor(
     env: CatalogEnv,
@@ -80,7 +86,7 @@ export class DocumentService {
     private readonly jobs: JobQueue,
     private readonly startIngest: (options: IngestOptions) => DirectIngest,
   ) {
-    this.derived = env.database('doc_derived') as unknown as Database<DerivedEntry, [string, string, string]>;
+    this.derived = env.database('doc_derived') as unknown as Database<DerivedEntry, DerivedKey>;
     jobs.define<Record<string, ValidationIssue[]>>({
       kind: 'metadata.derived',
       task: { filename: DOC_JOBS_MODULE, name: 'validateDerived' },
@@ -244,22 +250,31 @@ export class DocumentService {
   }
 
   /**
-   * The current version's canonical metadata plus derived entries of namespaces it does not have
-   * (valid ones; quarantined too on request), each marked with its `mode`.
+   * The current version's canonical metadata plus the last valid derived entry of each namespace
+   * it does not have, each marked with its `mode`. With `includeQuarantined`, a namespace with only
+   * a quarantined entry shows that one, and `quarantined` lists the last quarantined entry of
+   * every namespace, also where a valid one is in force.
    */
   metadata(principal: Principal, documentId: string, includeQuarantined = false) {
     const doc = this.readable(principal, documentId, 'meta.read', 'meta.read');
     const bundle = doc.currentVersionId ? this.version(doc, doc.currentVersionId).metadata : {};
     const namespaces: Record<string, unknown> = {};
+    const quarantined: Record<string, unknown> = {};
     for (const [ns, entry] of Object.entries(bundle)) namespaces[ns] = { ...entry, mode: 'canonical' };
+    const shown = (value: DerivedEntry) => ({
+      schema: value.schema, id: value.id, data: value.data, mode: 'derived', status: value.status, provenance: value.provenance,
+      ...(value.issues.length ? { issues: value.issues } : {}),
+    });
+    // Valid entries sort before the quarantined entry of their namespace.
     for (const { key, value } of this.derived.getRange({ start: [doc.tenant, documentId, ''], end: [doc.tenant, documentId, '\uffff'] })) {
-      if (namespaces[key[2]] || (value.status === 'quarantined' && !includeQuarantined)) continue;
-      namespaces[key[2]] = {
-        schema: value.schema, id: value.id, data: value.data, mode: 'derived', status: value.status, provenance: value.provenance,
-        ...(value.issues.length ? { issues: value.issues } : {}),
-      };
+      const ns = key[2];
+      if (value.status === 'quarantined') {
+        if (!includeQuarantined) continue;
+        quarantined[ns] = shown(value);
+      }
+      namespaces[ns] ??= shown(value);
     }
-    return { namespaces };
+    return includeQuarantined ? { namespaces, quarantined } : { namespaces };
   }
 
   /** Derived write: provenance required; validated by a job that stores each entry as valid or quarantined. */
@@ -322,12 +337,12 @@ export class DocumentService {
     if (!this.documents.get([job.tenant, input.documentId])) throw new JobError('document_not_found', 'The document no longer exists', false);
     for (const [ns, entry] of Object.entries(input.entries)) {
       const found = issues[ns] ?? [];
-      this.derived.put([job.tenant, input.documentId, ns], {
+      this.derived.put(found.length ? [job.tenant, input.documentId, ns, 'quarantined'] : [job.tenant, input.documentId, ns], {
         schema: entry.schema, id: newMetadataId(), data: entry.data, status: found.length ? 'quarantined' : 'valid', issues: found,
         provenance: input.provenance, jobId: job.jobId, actor: input.actor, at: Date.now(),
       });
     }
-    return { derivedNamespaces: Object.keys(input.entries), viewKeys: [] };
+    return { derivedNamespaces: Object.keys(input.entries), quarantinedNamespaces: Object.keys(input.entries).filter((ns) => issues[ns]?.length), viewKeys: [] };
   }
 
   /** In the job's completion transaction: a new version with the migrated entry, if the entry is still the one migrated. */

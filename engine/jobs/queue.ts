@@ -28,6 +28,8 @@ export type JobState = 'pending' | 'running' | 'completed' | 'failed' | 'dead';
 
 export interface JobOutputs {
   derivedNamespaces: string[];
+  /** Of derivedNamespaces, those whose data failed validation and was stored quarantined. */
+  quarantinedNamespaces?: string[];
   viewKeys: string[];
 }
 
@@ -486,8 +488,9 @@ export class JobQueue {
 
 function checkOutputs(outputs: JobOutputs): JobOutputs {
   const strings = (v: unknown) => Array.isArray(v) && v.every((s) => typeof s === 'string');
-  if (!outputs || !strings(outputs.derivedNamespaces) || !strings(outputs.viewKeys)) {
-    throw new Error('apply must return { derivedNamespaces: string[], viewKeys: string[] }');
+  if (!outputs || !strings(outputs.derivedNamespaces) || !strings(outputs.viewKeys) || (outputs.quarantinedNamespaces !== undefined && !strings(outputs.quarantinedNamespaces))) {
+    throw new Error('apply must return { derivedNamespaces: string[], quarantinedNamespaces?: string[], viewKeys: string[] }');
   }
-  return { derivedNamespaces: [...outputs.derivedNamespaces], viewKeys: [...outputs.viewKeys] };
+  const quarantined = outputs.quarantinedNamespaces ? { quarantinedNamespaces: [...outputs.quarantinedNamespaces] } : {};
+  return { derivedNamespaces: [...outputs.derivedNamespaces], ...quarantined, viewKeys: [...outputs.viewKeys] };
 }
