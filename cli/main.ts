@@ -18,9 +18,10 @@ export const CLIENT_USAGE = `Client commands (server: --server URL, else $SVC_SE
   svc stat ID      the blob's headers and summary as JSON
   svc ls [--limit N] [--all]
                    the inventory, newest first: id, size, media type, creation time
-  svc gc [mark|quarantine|purge|run] [--apply]
+  svc gc [mark|quarantine|purge|run] [--apply] [--min-age DURATION] [--quarantine-age DURATION]
                    run garbage collection on the server (default: run, every phase) and print
-                   its report as JSON; a dry run unless --apply
+                   its report as JSON; a dry run unless --apply; the ages (e.g. 0s) replace
+                   SVC_GC_MIN_AGE and SVC_GC_QUARANTINE_AGE for this run only, logged by the server
 
 Dropped connections, 5xx answers and server restarts are retried with backoff for up to
 $SVC_RETRY_SECONDS (120) without progress; a refused first connection (no server there) fails

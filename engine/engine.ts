@@ -17,6 +17,7 @@ import { GarbageCollector } from './gc/gc.js';
 import { JobQueue } from './jobs/queue.js';
 import type { Logger } from './log.js';
 import { Stats } from './ops/stats.js';
+import { TrafficHistory } from './ops/traffic-history.js';
 import { CatalogEnv } from './store/catalog.js';
 import { type DataDirLock, lockDataDir } from './store/data-dir-lock.js';
 import { DiskSpace } from './store/disk-space.js';
@@ -41,6 +42,8 @@ export interface HealthCheck {
 /** The blob engine: one per process, built from the config and handed to the server. No HTTP here. */
 export class Engine {
   readonly stats = new Stats();
+  /** The last minutes of traffic for the dashboard's first look. */
+  readonly traffic: TrafficHistory;
   readonly reader: BlobReader;
   readonly uploads: Uploads;
   /** Block references outside published manifests, for garbage collection (the document service adds its own). */
@@ -63,6 +66,7 @@ export class Engine {
     readonly scanner: StreamScanner,
     private readonly lock: DataDirLock,
   ) {
+    this.traffic = new TrafficHistory(this.stats, config.opsRefreshMs);
     this.reader = new BlobReader(manifests, blocks, config.blockCacheBytes, this.stats, log, this.memory);
     this.space = new DiskSpace(config.fsRoot, config.minFreeSpace);
     this.uploads = new Uploads({
@@ -102,6 +106,7 @@ export class Engine {
     engine.uploads.startCleanup();
     engine.jobs.start();
     engine.gc.start();
+    engine.traffic.start();
     return engine;
   }
 
@@ -222,6 +227,7 @@ export class Engine {
   }
 
   async close(): Promise<void> {
+    this.traffic.stop();
     await this.gc.stop();
     await this.jobs.stop();
     this.uploads.stop();

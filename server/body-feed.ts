@@ -50,6 +50,8 @@ export function feedIngest(ex: Exchange, source: BodySource, ingest: DirectInges
     if (!ex.live) return;
     try {
       if (chunk.length) {
+        // Counted as they arrive, so the rate moves while a large upload streams in.
+        ex.ctx.engine.stats.bytesIngested += chunk.length;
         h.chunk?.(chunk);
         if (!ingest.push(chunk)) source.pause();
       }

@@ -61,6 +61,12 @@ export function mountOpsApi(app: TemplatedApp, ctx: ServerContext, options: OpsA
     );
   });
 
+  // The last ten minutes of traffic, for a chart that starts filled (the event stream carries
+  // snapshots only).
+  app.get('/api/ops/v1/history', (res, req) => {
+    ex(res, req, '/api/ops/v1/history').json(200, engine.traffic.recent(), { 'Cache-Control': 'no-store' });
+  });
+
   app.get('/api/ops/v1/events', (res, req) => {
     events.subscribe(ex(res, req, '/api/ops/v1/events'));
   });

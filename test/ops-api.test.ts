@@ -153,7 +153,7 @@ describe('OpsSnapshots (no HTTP)', () => {
       config: { fsRoot: root, blobBackend: 'fs', durability: 'relaxed' },
       stats,
       log: new Logger('silent'),
-      manifests: { counts: () => ({ blobs: 3, blocks: 7 }) },
+      manifests: { counts: () => ({ blobs: 3, blocks: 7 }), storedBytes: () => 7 * 1024 * 1024 },
       pool: { threads: [{}, {}], queueSize: 0, idleThreads: 2 },
       memory: { transfers: 0, queued: 0, bufferedBytes: 0, limitBytes: 1 << 30 },
       readiness: async () => [
@@ -184,7 +184,8 @@ describe('OpsSnapshots (no HTTP)', () => {
       const c = await snaps.build();
       expect(c.sequence).toBe(2);
       expect(c.traffic.byteReusePercent).toBe(40);
-      expect(c.storage).toEqual({ backend: 'fs', usedBytes: 400 * 4096, availableBytes: 500 * 4096, minFreeBytes: 0, blobs: 3, blocks: 7, quarantinedBlocks: 0 });
+      // usedBytes is what svc stores, not the file system's use (400 * 4096 here).
+      expect(c.storage).toEqual({ backend: 'fs', usedBytes: 7 * 1024 * 1024, availableBytes: 500 * 4096, minFreeBytes: 0, blobs: 3, blocks: 7, quarantinedBlocks: 0 });
       expect(c.durability).toEqual({ mode: 'relaxed', corruptBlocksDetected: 0 });
       // Concurrent callers share one read.
       const [d, e] = await Promise.all([snaps.build(), snaps.build()]);

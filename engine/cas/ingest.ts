@@ -811,7 +811,6 @@ export class DirectIngest {
         } else stats.duplicateBytes += b.size;
       }
       stats.ingests++;
-      stats.bytesIngested += this.received;
       stats.freshBlocks += fresh;
       stats.duplicateBlocks += blocks.length - fresh;
       this.succeeded = true;

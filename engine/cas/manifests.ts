@@ -138,6 +138,7 @@ export interface PublicationGuard {
 
 /** Publications further apart than this are sparse: a small one then commits synchronously (relaxed only). */
 const SPARSE_PUBLISH_MS = 0.1;
+const LIVE_BYTES = 'liveBytes';
 /** Most blocks a synchronous publication records (a large manifest's commit stays off this thread). */
 const SYNC_COMMIT_MAX_BLOCKS = 4;
 
@@ -151,6 +152,8 @@ export class ManifestStore {
   private readonly blocks: Database<BlockRecord, Buffer>;
   /** Bytes of single-block blobs small enough to live in the catalog: blob id → bytes. */
   private readonly inline: Database<Buffer, string>;
+  /** Running totals kept with the block records: LIVE_BYTES, the bytes of every recorded block. */
+  private readonly totals: Database<number, string>;
   private nextSeq: number;
 
   private readonly relaxed: boolean;
@@ -164,6 +167,13 @@ export class ManifestStore {
     this.inventory = env.database<string, number>('inventory');
     this.blocks = env.database<BlockRecord, Buffer>('blocks', { keyEncoding: 'binary' });
     this.inline = env.database<Buffer, string>('inline', { encoding: 'binary' });
+    this.totals = env.database<number, string>('block_totals');
+    if (this.totals.get(LIVE_BYTES) === undefined) {
+      // A catalog from before the total: count it once.
+      let bytes = 0;
+      for (const { value } of this.blocks.getRange()) bytes += value.size;
+      this.totals.putSync(LIVE_BYTES, bytes);
+    }
     let last = 0;
     for (const key of this.inventory.getKeys({ reverse: true, limit: 1 })) last = key;
     this.nextSeq = last + 1;
@@ -264,13 +274,26 @@ export class ManifestStore {
    * each reused one (so GC's minimum age counts from the last reference), and the guard.
    */
   private recordBlocks(refs: Buffer, blocks: readonly StoredBlock[], now: number): void {
+    let added = 0;
     for (let i = 0; i < blocks.length; i++) {
       const key = refs.subarray(i * 40, i * 40 + 32);
       this.guard?.referencedSync(key, blocks[i].hex, blocks[i].size);
       const record = this.blocks.get(key);
-      if (!record) this.blocks.put(Buffer.from(key), { size: blocks[i].size, createdAt: now });
-      else if (now - (record.touchedAt ?? record.createdAt) > TOUCH_GRANULARITY_MS) this.blocks.put(Buffer.from(key), { ...record, touchedAt: now });
+      if (!record) {
+        this.blocks.put(Buffer.from(key), { size: blocks[i].size, createdAt: now });
+        added += blocks[i].size;
+      } else if (now - (record.touchedAt ?? record.createdAt) > TOUCH_GRANULARITY_MS) this.blocks.put(Buffer.from(key), { ...record, touchedAt: now });
     }
+    if (added) this.addLiveBytes(added);
+  }
+
+  private addLiveBytes(delta: number): void {
+    this.totals.put(LIVE_BYTES, (this.totals.get(LIVE_BYTES) ?? 0) + delta);
+  }
+
+  /** Bytes of the blocks the catalog records (quarantined ones not counted): what svc stores for its blobs. */
+  storedBytes(): number {
+    return this.totals.get(LIVE_BYTES) ?? 0;
   }
 
   private guard?: PublicationGuard;
@@ -287,12 +310,17 @@ export class ManifestStore {
 
   /** GC, inside its transaction: the record of a block moved to quarantine goes (`blocks` counts live blocks). */
   forgetBlockSync(key: Buffer): void {
+    const record = this.blocks.get(key);
+    if (!record) return;
     this.blocks.remove(key);
+    this.addLiveBytes(-record.size);
   }
 
   /** GC, inside its transaction: the record of a block moved back from quarantine. */
   restoreBlockSync(key: Buffer, record: BlockRecord): void {
-    if (!this.blocks.doesExist(key)) this.blocks.put(Buffer.from(key), record);
+    if (this.blocks.doesExist(key)) return;
+    this.blocks.put(Buffer.from(key), record);
+    this.addLiveBytes(record.size);
   }
 
   /**

@@ -21,6 +21,19 @@ import { Reclaimer } from './reclaim.js';
 export type GcPhase = 'mark' | 'quarantine' | 'purge' | 'run';
 export const GC_PHASES: readonly GcPhase[] = ['mark', 'quarantine', 'purge', 'run'];
 
+/** Ages of one run instead of the configured ones (milliseconds). */
+export interface GcAgeOverrides {
+  minAgeMs?: number;
+  quarantineAgeMs?: number;
+}
+
+interface RunState {
+  report: GcReport;
+  step: string;
+  ages: { minAgeMs: number; quarantineAgeMs: number };
+  done: Promise<GcReport>;
+}
+
 export interface GcReport {
   runId: string;
   phase: GcPhase;
@@ -38,6 +51,8 @@ export interface GcReport {
   purged: { count: number; bytes: number };
   /** Quarantined blocks moved back because something references them again. */
   restored: number;
+  /** Ages this run used instead of the configured ones, when it was asked to. */
+  overrides?: GcAgeOverrides;
   /** Blocks left alone, by reason. */
   skipped: { count: number; reasons: Record<string, number> };
   /** Receipts in quarantine when the run ended. */
@@ -107,7 +122,12 @@ export class GarbageCollector implements PublicationGuard {
   private readonly reclaimer: Reclaimer;
   /** Set from the start of a run's marking to its end: publications mark their blocks too. */
   private marking = false;
-  private current?: { report: GcReport; step: string; done: Promise<GcReport> };
+  private current?: RunState;
+
+  /** The ages of the run in progress. */
+  private get ages(): RunState['ages'] {
+    return this.current?.ages ?? this.deps.config;
+  }
   private last?: GcReport;
   private timer?: NodeJS.Timeout;
   private nextAt?: number;
@@ -209,8 +229,11 @@ export class GarbageCollector implements PublicationGuard {
     await this.reclaimer.idle();
   }
 
-  /** One run; 409 gc_running while another is in progress. Dry unless `apply`. */
-  run(phase: GcPhase, apply: boolean, trigger: 'api' | 'schedule' = 'api'): Promise<GcReport> {
+  /**
+   * One run; 409 gc_running while another is in progress. Dry unless `apply`. `ages` overrides
+   * SVC_GC_MIN_AGE / SVC_GC_QUARANTINE_AGE for this run only (logged, and named in its report).
+   */
+  run(phase: GcPhase, apply: boolean, trigger: 'api' | 'schedule' = 'api', ages: GcAgeOverrides = {}): Promise<GcReport> {
     if (this.current) return Promise.reject(gcRunning());
     if (this.stopping) return Promise.reject(new SvcError(503, 'gc_stopped', 'The server is shutting down'));
     const report: GcReport = {
@@ -227,7 +250,11 @@ export class GarbageCollector implements PublicationGuard {
       skipped: { count: 0, reasons: {} },
       quarantineBlocks: 0,
     };
-    const current: { report: GcReport; step: string; done: Promise<GcReport> } = { report, step: 'starting', done: undefined as unknown as Promise<GcReport> };
+    if (ages.minAgeMs !== undefined || ages.quarantineAgeMs !== undefined) report.overrides = { ...ages };
+    const { minAgeMs, quarantineAgeMs } = this.deps.config;
+    const effective = { minAgeMs: ages.minAgeMs ?? minAgeMs, quarantineAgeMs: ages.quarantineAgeMs ?? quarantineAgeMs };
+    if (report.overrides) this.deps.log.warn('gc: ages overridden for this run', { runId: report.runId, ...effective, configured: { minAgeMs, quarantineAgeMs } });
+    const current: RunState = { report, step: 'starting', ages: effective, done: undefined as unknown as Promise<GcReport> };
     this.current = current;
     this.guardRestored = 0;
     current.done = this.execute(current).finally(() => {
@@ -395,7 +422,7 @@ export class GarbageCollector implements PublicationGuard {
   }
 
   private async settleCandidates(report: GcReport, batch: Candidate[], apply: boolean): Promise<void> {
-    const { blocks, manifests, config } = this.deps;
+    const { blocks, manifests } = this.deps;
     const eligible: Candidate[] = [];
     for (const c of batch) {
       const stat = await fsp.stat(blocks.blockPath(c.hex, c.size)).catch(() => undefined);
@@ -405,7 +432,7 @@ export class GarbageCollector implements PublicationGuard {
       }
       const record = manifests.blockRecord(c.key);
       const lastUse = Math.max(stat.mtimeMs, record ? (record.touchedAt ?? record.createdAt) : 0);
-      if (Date.now() - lastUse < config.minAgeMs) {
+      if (Date.now() - lastUse < this.ages.minAgeMs) {
         this.skip(report, 'younger than SVC_GC_MIN_AGE');
         continue;
       }
@@ -436,7 +463,7 @@ export class GarbageCollector implements PublicationGuard {
           continue;
         }
         const record = manifests.blockRecord(c.key);
-        if (record && now - (record.touchedAt ?? record.createdAt) < config.minAgeMs) {
+        if (record && now - (record.touchedAt ?? record.createdAt) < this.ages.minAgeMs) {
           this.skip(report, 'younger than SVC_GC_MIN_AGE');
           continue;
         }
@@ -475,7 +502,7 @@ export class GarbageCollector implements PublicationGuard {
    */
   private async settleReceipts(report: GcReport, apply: boolean, fence: number, purge: boolean): Promise<void> {
     const runStart = Date.parse(report.startedAt);
-    const { blocks, manifests, config } = this.deps;
+    const { blocks, manifests } = this.deps;
     let after: Buffer | undefined;
     for (;;) {
       this.checkStop();
@@ -516,7 +543,7 @@ export class GarbageCollector implements PublicationGuard {
           this.skip(report, 'quarantined by this run');
           continue;
         }
-        if (now - receipt.quarantinedAt < config.quarantineAgeMs) {
+        if (now - receipt.quarantinedAt < this.ages.quarantineAgeMs) {
           this.skip(report, 'younger than SVC_GC_QUARANTINE_AGE');
           continue;
         }

@@ -14,7 +14,7 @@ export class Metrics {
       new Gauge({ name, help, registers: [r], collect() { this.set(read()); } });
     gauge('svc_uptime_seconds', 'Seconds since the process started.', () => s.uptimeSeconds());
     gauge('svc_ingests_total', 'Blobs ingested by direct upload since start.', () => s.ingests);
-    gauge('svc_ingested_bytes_total', 'Bytes ingested since start.', () => s.bytesIngested);
+    gauge('svc_ingested_bytes_total', 'Upload body bytes received since start, counted as they arrive.', () => s.bytesIngested);
     gauge('svc_fresh_blocks_total', 'Blocks written because they were new.', () => s.freshBlocks);
     gauge('svc_duplicate_blocks_total', 'Blocks found already stored (deduplicated).', () => s.duplicateBlocks);
     gauge('svc_fresh_block_bytes_total', 'Bytes of new blocks written.', () => s.freshBytes);

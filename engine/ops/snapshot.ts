@@ -185,7 +185,7 @@ export class OpsSnapshots {
       checks,
       storage: {
         backend: engine.config.blobBackend,
-        usedBytes: space.usedBytes,
+        usedBytes: engine.manifests.storedBytes(),
         availableBytes: space.availableBytes,
         minFreeBytes,
         blobs: counts.blobs,

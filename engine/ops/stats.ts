@@ -2,6 +2,7 @@
 export class Stats {
   readonly startedAt = Date.now();
   ingests = 0;
+  /** Upload body bytes, counted as they arrive (server/body-feed.ts), failed uploads' too. */
   bytesIngested = 0;
   freshBlocks = 0;
   duplicateBlocks = 0;

@@ -263,7 +263,7 @@ export class Uploads {
       const blobId = formatContentId(hex, leased.offset);
       await this.deps.ledger.update(id, (r) => ({ ...r!, state: 'Committing', pendingBlob: blobId }));
       const { manifest, existed } = await this.deps.manifests.publish(hex, leased.offset, result.decided!.mediaType, chunkerName(result.decided!.spec), blocks);
-      this.count(blocks, leased.offset, existed);
+      this.count(blocks, existed);
       const committed = await this.deps.ledger.update(id, (r) => ({ ...r!, state: 'Committed', committedBlob: manifest.id, pendingBlob: undefined, lease: undefined }));
       await this.forgetStaged(id);
       return committed;
@@ -617,7 +617,7 @@ export class Uploads {
     await this.deps.ledger.dropParts(id);
   }
 
-  private count(blocks: StoredBlock[], size: number, existed: boolean): void {
+  private count(blocks: StoredBlock[], existed: boolean): void {
     const stats = this.deps.stats;
     let fresh = 0;
     for (const b of blocks) {
@@ -627,7 +627,6 @@ export class Uploads {
       } else stats.duplicateBytes += b.size;
     }
     stats.ingests++;
-    stats.bytesIngested += size;
     stats.freshBlocks += fresh;
     stats.duplicateBlocks += blocks.length - fresh;
   }

@@ -25,7 +25,7 @@ export const DASHBOARD_HTML = `<!DOCTYPE html>
   <section class="card wide">
     <h2>Throughput</h2>
     <div id="throughput" data-points="0" data-ingest-bytes="0" data-served-bytes="0"></div>
-    <p class="muted small">From the change of bytes ingested and served between two snapshots.</p>
+    <p class="muted small">Upload bytes as they arrive and bytes served, per second, between two snapshots; the last ten minutes come from the server when the page opens.</p>
   </section>
   <section class="card">
     <h2>Checks</h2>
@@ -53,8 +53,8 @@ export const DASHBOARD_HTML = `<!DOCTYPE html>
     <div class="meter"><div id="disk-meter"></div></div>
     <dl>
       <dt>backend</dt><dd id="backend">–</dd>
-      <dt>used</dt><dd id="used-bytes">–</dd>
-      <dt>available</dt><dd id="available-bytes">–</dd>
+      <dt>stored by svc</dt><dd id="used-bytes">–</dd>
+      <dt>free on its disk</dt><dd id="available-bytes">–</dd>
       <dt>blobs</dt><dd id="blobs">–</dd>
       <dt>blocks</dt><dd id="blocks">–</dd>
       <dt>quarantined</dt><dd id="quarantined">–</dd>
@@ -78,7 +78,7 @@ export const DASHBOARD_HTML = `<!DOCTYPE html>
       <dt>corrupt blocks</dt><dd id="corrupt">–</dd>
     </dl>
     <h3>last garbage collection</h3>
-    <pre id="gc">no run yet</pre>
+    <dl id="gc"><dt>runs</dt><dd>none yet</dd></dl>
   </section>
 </main>
 <script src="assets/uPlot.iife.min.js"></script>
@@ -111,12 +111,11 @@ dt { opacity: .7; } dd { margin: 0; font-variant-numeric: tabular-nums; }
 .big { font-size: 2rem; font-weight: 600; margin: 0; }
 .meter { height: .6rem; border-radius: .3rem; background: var(--line); overflow: hidden; }
 .meter > div { height: 100%; width: 0; background: #0969da; transition: width .3s; }
-pre { white-space: pre-wrap; word-break: break-word; margin: 0; font-size: .8rem; }
 `;
 
 export const DASHBOARD_JS = `'use strict';
 (function () {
-  var MAX_POINTS = 300;
+  var MAX_POINTS = 600;
   var UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
   function bytes(n) {
     if (typeof n !== 'number' || !isFinite(n)) return '–';
@@ -223,8 +222,54 @@ export const DASHBOARD_JS = `'use strict';
     $('buffer-meter').style.width = (c.limitBytes > 0 ? (100 * c.bufferedBytes) / c.limitBytes : 0).toFixed(1) + '%';
     text('durability-mode', s.durability.mode);
     text('corrupt', s.durability.corruptBlocksDetected);
-    text('gc', s.durability.lastGc === undefined ? 'no run yet' : JSON.stringify(s.durability.lastGc, null, 2));
+    showGc(s.durability.lastGc);
     addPoint(s);
+  }
+
+  // The last GC run as label/value pairs: counts with their bytes, times as local times.
+  function gcValue(v) {
+    if (v === null || v === undefined) return '–';
+    if (typeof v === 'boolean') return v ? 'yes' : 'no';
+    if (typeof v === 'string' && /^\\d{4}-\\d\\d-\\d\\dT/.test(v)) return new Date(v).toLocaleString();
+    if (typeof v === 'object' && typeof v.count === 'number') return v.count + (typeof v.bytes === 'number' ? ' (' + bytes(v.bytes) + ')' : '');
+    if (typeof v === 'object') return Object.keys(v).map(function (k) { return k + ': ' + gcValue(v[k]); }).join(', ') || '–';
+    return String(v);
+  }
+  function showGc(run) {
+    var list = $('gc');
+    list.replaceChildren();
+    var pairs = run === undefined ? [['runs', 'none yet']] : Object.keys(run).map(function (k) {
+      return [k.replace(/([A-Z])/g, ' $1').toLowerCase(), gcValue(run[k])];
+    });
+    pairs.forEach(function (p) {
+      var dt = document.createElement('dt');
+      dt.textContent = p[0];
+      var dd = document.createElement('dd');
+      dd.textContent = p[1];
+      list.appendChild(dt);
+      list.appendChild(dd);
+    });
+  }
+
+  // The server's recent history (GET api/ops/v1/history): seeds the chart before the first event.
+  function seed(history) {
+    if (!history || !history.points) return;
+    var seconds = history.intervalMs / 1000;
+    // Live points may have come first: the history goes before them.
+    var firstLive = data[0].length > 0 ? data[0][0] * 1000 : Infinity;
+    var older = history.points.filter(function (p) { return p.at < firstLive; });
+    data[0] = older.map(function (p) { return p.at / 1000; }).concat(data[0]);
+    data[1] = older.map(function (p) { return p.ingestedBytes / seconds; }).concat(data[1]);
+    data[2] = older.map(function (p) { return p.servedBytes / seconds; }).concat(data[2]);
+    older.forEach(function (p) {
+      ingestTotal += p.ingestedBytes;
+      servedTotal += p.servedBytes;
+    });
+    while (data[0].length > MAX_POINTS) data.forEach(function (a) { a.shift(); });
+    if (chart) chart.setData(data);
+    chartEl.setAttribute('data-points', String(data[0].length));
+    chartEl.setAttribute('data-ingest-bytes', String(ingestTotal));
+    chartEl.setAttribute('data-served-bytes', String(servedTotal));
   }
 
   function connection(state) {
@@ -233,6 +278,7 @@ export const DASHBOARD_JS = `'use strict';
     el.setAttribute('data-state', state);
   }
 
+  fetch('../api/ops/v1/history').then(function (r) { return r.ok ? r.json() : null; }).then(seed, function () { /* the chart fills live */ });
   var source = new EventSource('../api/ops/v1/events');
   source.addEventListener('open', function () { connection('live'); });
   source.addEventListener('error', function () { connection(source.readyState === EventSource.CLOSED ? 'closed' : 'reconnecting'); });
