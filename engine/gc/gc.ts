@@ -73,7 +73,7 @@ export interface GcState {
 }
 
 /** A block in quarantine: the receipt that lets it be restored or, later, purged. */
-interface Receipt {
+export interface Receipt {
   size: number;
   quarantinedAt: number;
   runId: string;
@@ -82,7 +82,7 @@ interface Receipt {
 }
 
 /** A purged block, kept a while so that a late reference to it fails instead of dangling. */
-interface Tombstone {
+export interface Tombstone {
   size: number;
   quarantinedAt: number;
   purgedAt: number;

@@ -22,24 +22,11 @@ import type { StoredBlock } from '../cas/block-task.js';
 import type { ManifestStore } from '../cas/manifests.js';
 import type { Logger } from '../log.js';
 import type { FsBlockStore } from '../store/fs-block-store.js';
+import type { Receipt, Tombstone } from './gc.js';
 import type { IngestFence } from './ingest-fence.js';
 
 /** Receipts written here carry a run id with this prefix. */
 export const RECLAIM_RUN = 'reclaim-';
-
-interface Receipt {
-  size: number;
-  quarantinedAt: number;
-  runId: string;
-  createdAt: number;
-}
-
-interface Tombstone {
-  size: number;
-  quarantinedAt: number;
-  purgedAt: number;
-  runId: string;
-}
 
 interface Moved {
   hex: string;
