@@ -8,6 +8,7 @@ import type { DocumentService } from '../engine/docs/documents.js';
 import { MetadataRejection } from '../engine/docs/metadata.js';
 import { badRequest, isPlainObject } from '../engine/docs/model.js';
 import { requireCapability } from '../engine/docs/permissions.js';
+import { decodeCursor, encodeCursor, parseLimit } from '../engine/cas/cursors.js';
 import { SvcError, payloadTooLarge } from '../engine/errors.js';
 import { parseContentType, readConditions, serveBlob } from './blob-api.js';
 import { feedIngest } from './body-feed.js';
@@ -85,6 +86,31 @@ export function mountDocsApi(app: TemplatedApp, ctx: ServerContext, docsCtx: Doc
   json('post', '/v1/uploads/:uploadId/finalize', async ({ ex, params }, principal, body) => {
     const r = await docs.finalize(principal, params[0]!, body);
     ex.json(r.created ? 201 : 200, { documentId: r.documentId, versionId: r.versionId, contentRef: r.contentRef });
+  });
+
+  json('get', '/v1/documents', ({ ex, query }, principal) => {
+    only(query, ['limit', 'cursor', 'label', 'externalRef', 'createdAfter', 'createdBefore']);
+    const filter = {
+      label: query.get('label') ?? undefined,
+      externalRef: externalRefParam(query.get('externalRef')),
+      createdAfter: timeParam(query, 'createdAfter'),
+      createdBefore: timeParam(query, 'createdBefore'),
+    };
+    ex.json(200, docs.list(principal, filter, parseLimit(query.get('limit') ?? undefined), query.get('cursor') ?? undefined));
+  });
+  json('get', '/v1/schemas', ({ ex, query }) => {
+    only(query, ['limit', 'cursor', 'namespaceUrn']);
+    const cursor = query.get('cursor');
+    const page = docs.schemas.list(query.get('namespaceUrn') ?? undefined, parseLimit(query.get('limit') ?? undefined), cursor === null ? undefined : decodeCursor('sch1', cursor));
+    ex.json(200, page.next ? { schemas: page.schemas.map(schemaJson), nextCursor: encodeCursor('sch1', page.next) } : { schemas: page.schemas.map(schemaJson) });
+  });
+  json('get', '/v1/jobs', ({ ex, query }, principal) => {
+    only(query, ['limit', 'cursor', 'documentId', 'state']);
+    const state = query.get('state') ?? undefined;
+    if (state !== undefined && !JOB_STATES.includes(state)) throw badRequest(`state must be one of ${JOB_STATES.join(', ')}`);
+    const documentId = query.get('documentId') ?? undefined;
+    if (documentId !== undefined && !UUID_ANY.test(documentId)) throw badRequest('documentId must be a UUID');
+    ex.json(200, docs.listJobs(principal, { documentId, state }, parseLimit(query.get('limit') ?? undefined), query.get('cursor') ?? undefined));
   });
 
   json('get', '/v1/documents/:documentId', ({ ex, params }, principal) => ex.json(200, docs.get(principal, params[0]!)));
@@ -240,6 +266,31 @@ function streamInto(ex: Exchange, held: HeldBody, upload: ReturnType<DocumentSer
     },
     abort: () => ingest.abort(),
   });
+}
+
+const JOB_STATES = ['pending', 'running', 'completed', 'failed', 'dead'];
+const UUID_ANY = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A list's query: any parameter it does not know is 400. */
+function only(query: URLSearchParams, known: string[]): void {
+  for (const name of query.keys()) if (!known.includes(name)) throw badRequest(`Unknown parameter ${name} (this list takes ${known.join(', ')})`);
+}
+
+/** `externalRef=<system>:<value>`. */
+function externalRefParam(raw: string | null) {
+  if (raw === null) return undefined;
+  const colon = raw.indexOf(':');
+  if (colon <= 0 || colon === raw.length - 1) throw badRequest('externalRef must be <system>:<value>');
+  return { system: raw.slice(0, colon), value: raw.slice(colon + 1) };
+}
+
+/** An ISO 8601 date-time with its zone, as milliseconds. */
+function timeParam(query: URLSearchParams, name: string): number | undefined {
+  const raw = query.get(name);
+  if (raw === null) return undefined;
+  const ms = /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)$/.test(raw) ? Date.parse(raw) : NaN;
+  if (Number.isNaN(ms)) throw badRequest(`${name} must be an ISO 8601 date-time with a zone (2026-11-24T10:00:00Z)`);
+  return ms;
 }
 
 function schemaJson(r: { schemaUrn: string; namespaceUrn: string; lifecycle: string; jsonSchema: unknown; hash: string; createdAt: number }) {

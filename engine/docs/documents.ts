@@ -11,8 +11,10 @@ import type { ValidationIssue } from './validator.js';
 import type { BlockRoots } from '../cas/block-roots.js';
 import type { DirectIngest, IngestOptions } from '../cas/ingest.js';
 import { Manifest, type ManifestRecord } from '../cas/manifests.js';
-import { SvcError } from '../errors.js';
+import { decodeCursor, encodeCursor } from '../cas/cursors.js';
+import { SvcError, invalidPagination } from '../errors.js';
 import type { CatalogEnv } from '../store/catalog.js';
+import { type DocumentFilter, DocumentIndex } from './document-index.js';
 import { Blake3Stream } from './blake3-stream.js';
 import { MetadataRejection, applyEntryPatch, checkPatchBody, readBundle, readProvenance } from './metadata.js';
 import {
@@ -44,6 +46,30 @@ export interface DerivedEntry {
 }
 
 type DerivedKey = [tenant: string, documentId: string, namespace: string] | [tenant: string, documentId: string, namespace: string, 'quarantined'];
+
+/** A document as GET /v1/documents/{id} and the list show it. */
+function summary(doc: DocumentRecord) {
+  return {
+    documentId: doc.documentId,
+    currentVersionId: doc.currentVersionId,
+    externalRefs: doc.externalRefs,
+    placementHint: doc.placementHint,
+    createdAt: new Date(doc.createdAt).toISOString(),
+    updatedAt: new Date(doc.updatedAt).toISOString(),
+  };
+}
+
+const JOB_CURSOR = 'job1';
+
+/** A job as GET /v1/jobs/{id} and the list show it. */
+function jobJson(job: JobRecord) {
+  const iso = (t?: number) => (t === undefined ? null : new Date(t).toISOString());
+  return {
+    jobId: job.jobId, kind: job.kind, state: job.state, attempts: job.attempts, maxAttempts: job.maxAttempts,
+    createdAt: iso(job.createdAt), nextRunAt: job.state === 'pending' ? iso(job.nextRunAt) : null,
+    startedAt: iso(job.startedAt), finishedAt: iso(job.finishedAt), error: job.error, outputs: job.outputs,
+  };
+}
 
 export const jobNotFound = (id: string) => new SvcError(404, 'job_not_found', `No job ${id}`);
 
@@ -78,6 +104,8 @@ export class DocumentService {
    * quarantined one beside it at [..., 'quarantined'], so an invalid write never displaces a valid one.
    */
   private readonly derived: Database<DerivedEntry, DerivedKey>;
+  /** The list's order and filters (./document-index.ts). */
+  private readonly index: DocumentIndex;
 
   constructor(
     env: CatalogEnv,
@@ -103,6 +131,14 @@ export class DocumentService {
     this.labels = env.database('doc_labels') as unknown as Database<string, [string, string, string]>;
     this.contentKeys = env.database<ContentRecord, string>('doc_content_keys');
     this.patches = env.database('doc_patches') as unknown as Database<PatchAudit, [string, string, string, string]>;
+    this.index = new DocumentIndex(env);
+    const { documents, labels } = this;
+    this.index.backfill(
+      (function* () {
+        for (const { value } of documents.getRange()) yield value;
+      })(),
+      labels.getKeys(),
+    );
   }
 
   /** Blocks of document content (unlisted manifests): garbage collection keeps them. */
@@ -142,6 +178,7 @@ export class DocumentService {
         placementHint: (body.placementHint as PlacementHint | undefined) ?? 'transient', uploadId, createdBy: principal.subject, createdAt: now, updatedAt: now,
       };
       this.documents.put([principal.tenant, documentId], fresh);
+      this.index.addDocument(fresh);
       this.uploads.put(uploadId, { uploadId, tenant: principal.tenant, documentId, state: 'open' });
       created = true;
       return fresh;
@@ -207,15 +244,43 @@ export class DocumentService {
   }
 
   get(principal: Principal, documentId: string) {
-    const doc = this.readable(principal, documentId, 'doc.read', 'doc.read');
-    return {
-      documentId: doc.documentId,
-      currentVersionId: doc.currentVersionId,
-      externalRefs: doc.externalRefs,
-      placementHint: doc.placementHint,
-      createdAt: new Date(doc.createdAt).toISOString(),
-      updatedAt: new Date(doc.updatedAt).toISOString(),
-    };
+    return summary(this.readable(principal, documentId, 'doc.read', 'doc.read'));
+  }
+
+  /**
+   * GET /v1/documents: the tenant's documents the principal may read, newest first, filtered.
+   * A page reads at most a few times `limit` index entries; a page cut short by documents the
+   * principal may not see still has a `nextCursor` while there may be more.
+   */
+  list(principal: Principal, filter: DocumentFilter, limit: number, cursor?: string) {
+    requireCapability(principal, 'doc.read');
+    const { entries, more } = this.index.scan(principal.tenant, filter, limit * 4 + 16, cursor);
+    const documents: Array<ReturnType<typeof summary>> = [];
+    let next = more && entries.length > 0 ? entries[entries.length - 1]!.key : undefined;
+    for (let i = 0; i < entries.length; i++) {
+      if (documents.length === limit) {
+        next = entries[i - 1]!.key;
+        break;
+      }
+      const doc = this.documents.get([principal.tenant, entries[i]!.documentId]);
+      if (doc && this.listable(doc, principal, filter)) documents.push(summary(doc));
+    }
+    return next ? { documents, nextCursor: this.index.encode(next) } : { documents };
+  }
+
+  /** The filters the index did not apply, and the document's own read rule. */
+  private listable(doc: DocumentRecord, principal: Principal, filter: DocumentFilter): boolean {
+    if (filter.label !== undefined && !this.labels.doesExist([doc.tenant, doc.documentId, filter.label])) return false;
+    const ref = filter.externalRef;
+    if (ref && !doc.externalRefs.some((r) => r.system === ref.system && r.value === ref.value)) return false;
+    if (filter.createdAfter !== undefined && doc.createdAt <= filter.createdAfter) return false;
+    if (filter.createdBefore !== undefined && doc.createdAt >= filter.createdBefore) return false;
+    try {
+      requireRule(doc.permissions, principal, 'doc.read');
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   listVersions(principal: Principal, documentId: string) {
@@ -323,12 +388,24 @@ export class DocumentService {
     if (!isUuid(jobId)) throw badRequest('The job id must be a UUID');
     const job = this.jobs.get(principal.tenant, jobId);
     if (!job) throw jobNotFound(jobId);
-    const iso = (t?: number) => (t === undefined ? null : new Date(t).toISOString());
-    return {
-      jobId: job.jobId, kind: job.kind, state: job.state, attempts: job.attempts, maxAttempts: job.maxAttempts,
-      createdAt: iso(job.createdAt), nextRunAt: job.state === 'pending' ? iso(job.nextRunAt) : null,
-      startedAt: iso(job.startedAt), finishedAt: iso(job.finishedAt), error: job.error, outputs: job.outputs,
-    };
+    return jobJson(job);
+  }
+
+  /**
+   * GET /v1/jobs: the tenant's jobs newest first, of one document and/or in one state. A page reads
+   * at most a few hundred job records (the queue keeps no per-tenant order): a short page can
+   * still have a `nextCursor`.
+   */
+  listJobs(principal: Principal, filter: { documentId?: string; state?: string }, limit: number, cursor?: string) {
+    requireCapability(principal, 'job.read');
+    const after = cursor === undefined ? undefined : decodeCursor(JOB_CURSOR, cursor);
+    if (after !== undefined && !isUuid(after)) throw invalidPagination('cursor is not a token issued by this endpoint');
+    const matches = (job: JobRecord) =>
+      (filter.state === undefined || job.state === filter.state) &&
+      (filter.documentId === undefined || (job.input as { documentId?: string } | null)?.documentId === filter.documentId);
+    const { jobs, next } = this.jobs.list(principal.tenant, matches, limit, limit * 4 + 200, after);
+    const page = jobs.map(jobJson);
+    return next ? { jobs: page, nextCursor: encodeCursor(JOB_CURSOR, next) } : { jobs: page };
   }
 
   /** In the job's completion transaction: each entry stored as valid or quarantined; canonical data untouched. */
@@ -471,7 +548,10 @@ export class DocumentService {
       createdAt: now,
     };
     this.versions.put([doc.tenant, doc.documentId, version.versionId], version);
-    for (const label of new Set([CURRENT, ...v.labels])) this.labels.put([doc.tenant, doc.documentId, label], version.versionId);
+    for (const label of new Set([CURRENT, ...v.labels])) {
+      this.labels.put([doc.tenant, doc.documentId, label], version.versionId);
+      this.index.addLabel(doc.tenant, doc.documentId, doc.createdAt, label);
+    }
     this.documents.put([doc.tenant, doc.documentId], { ...doc, currentVersionId: version.versionId, updatedAt: now });
     return version;
   }

@@ -36,6 +36,17 @@ export class SchemaRegistry {
     return this.schemas.get(urn);
   }
 
+  /** GET /v1/schemas: registrations in URN order, of one namespace when given, after URN `after`. */
+  list(namespaceUrn: string | undefined, limit: number, after?: string): { schemas: SchemaRecord[]; next?: string } {
+    const schemas: SchemaRecord[] = [];
+    for (const { key, value } of this.schemas.getRange(after === undefined ? {} : { start: after })) {
+      if (key === after || (namespaceUrn !== undefined && value.namespaceUrn !== namespaceUrn)) continue;
+      if (schemas.length === limit) return { schemas, next: schemas[schemas.length - 1]!.schemaUrn };
+      schemas.push(value);
+    }
+    return { schemas };
+  }
+
   /** Registers a schema: `created` false for an identical re-registration; 409 for a different body. */
   async register(body: unknown): Promise<{ record: SchemaRecord; created: boolean }> {
     if (!isPlainObject(body)) throw badRequest('The body must be a schema registration object');

@@ -167,6 +167,25 @@ export class JobQueue {
     return record && record.tenant === tenant ? record : undefined;
   }
 
+  /**
+   * The tenant's jobs newest first (job ids are time-ordered) that `matches` accepts, after job id
+   * `after`. It reads at most `budget` records: `next` (the last id read) is set when it stopped
+   * there, so a page may be short and still have a next one.
+   */
+  list(tenant: string, matches: (job: JobRecord) => boolean, limit: number, budget: number, after?: string): { jobs: JobRecord[]; next?: string } {
+    const jobs: JobRecord[] = [];
+    let read = 0;
+    let last: string | undefined;
+    for (const { key, value } of this.jobs.getRange({ reverse: true, ...(after === undefined ? {} : { start: after }) })) {
+      if (key === after) continue;
+      if (jobs.length === limit || read === budget) return { jobs, next: last };
+      read++;
+      last = key;
+      if (value.tenant === tenant && matches(value)) jobs.push(value);
+    }
+    return { jobs };
+  }
+
   /** Begins dispatching; first returns running jobs of dead leases (other processes, expired) to pending. */
   start(): void {
     if (this.started) return;
