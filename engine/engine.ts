@@ -17,6 +17,11 @@ import { GarbageCollector } from './gc/gc.js';
 import { JobQueue } from './jobs/queue.js';
 import type { Logger } from './log.js';
 import { Stats } from './ops/stats.js';
+import { TokenVerifier } from './auth/tokens.js';
+import { DocumentService } from './docs/documents.js';
+import { MigrationRegistry } from './docs/migrations.js';
+import { SchemaRegistry } from './docs/schemas.js';
+import { ModelService } from './models/service.js';
 import { TrafficHistory } from './ops/traffic-history.js';
 import { CatalogEnv } from './store/catalog.js';
 import { type DataDirLock, lockDataDir } from './store/data-dir-lock.js';
@@ -39,17 +44,25 @@ export interface HealthCheck {
   detail?: string;
 }
 
-/** The blob engine: one per process, built from the config and handed to the server. No HTTP here. */
+/**
+ * The composition root: one per process, built from the config and handed to the server. It builds
+ * the whole object graph (blob store, uploads, jobs, documents, tokens, models, GC with every root)
+ * and closes it. No HTTP here.
+ */
 export class Engine {
   readonly stats = new Stats();
   /** The last minutes of traffic for the dashboard's first look. */
   readonly traffic: TrafficHistory;
   readonly reader: BlobReader;
   readonly uploads: Uploads;
-  /** Block references outside published manifests, for garbage collection (the document service adds its own). */
-  readonly blockRoots: BlockRoots[] = [];
   /** The durable job queue (document platform): kinds are defined by the modules that use it. */
   readonly jobs: JobQueue;
+  /** The document platform: documents, versions, metadata, schemas, migrations. */
+  readonly documents: DocumentService;
+  /** Bearer tokens of the document platform. */
+  readonly tokens: TokenVerifier;
+  /** The model runtime: MLeap bundles on the same worker pool. */
+  readonly models: ModelService;
   /** Garbage collection of block files (mark, quarantine, purge): on demand or on SVC_GC_INTERVAL. */
   readonly gc: GarbageCollector;
   /** Free space of the data directory against SVC_MIN_FREE_SPACE (uploads are refused below it). */
@@ -82,9 +95,14 @@ export class Engine {
       startIngest: (options) => this.startIngest(options),
       assertRoom: () => this.space.assertRoom(),
     });
-    this.blockRoots.push(this.uploads.blockRoots());
-    this.gc = new GarbageCollector({ config: config.gc, env: catalog, manifests, blocks, roots: this.blockRoots, log });
     this.jobs = new JobQueue({ env: catalog, pool, config: config.jobs, log });
+    const schemas = new SchemaRegistry(catalog);
+    this.documents = new DocumentService(catalog, schemas, new MigrationRegistry(catalog, schemas), this.jobs, (options) => this.startIngest(options));
+    this.tokens = TokenVerifier.open(config.auth, config.fsRoot, log);
+    this.models = new ModelService(config.model, catalog, config.fsRoot, pool, log);
+    // Every reference to blocks outside published manifests: resumable sessions, document content.
+    const roots: BlockRoots[] = [this.uploads.blockRoots(), this.documents.blockRoots()];
+    this.gc = new GarbageCollector({ config: config.gc, env: catalog, manifests, blocks, roots, log });
   }
 
   static async open(config: Config, log: Logger): Promise<Engine> {
@@ -228,6 +246,7 @@ export class Engine {
 
   async close(): Promise<void> {
     this.traffic.stop();
+    this.models.close();
     await this.gc.stop();
     await this.jobs.stop();
     this.uploads.stop();

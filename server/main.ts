@@ -6,19 +6,15 @@ import { DataDirInUse } from '../engine/store/data-dir-lock.js';
 import { nativeSharedCopy } from '../engine/cas/shared-copy.js';
 import { Logger } from '../engine/log.js';
 import { Metrics } from '../engine/ops/metrics.js';
-import { ModelService } from '../engine/models/service.js';
 import { mountBlobApi } from './blob-api.js';
 import { mountUploadsApi } from './uploads-api.js';
 import { mountDocsApi } from './docs-api.js';
 import { mountGcApi } from './gc-api.js';
-import { TokenVerifier } from '../engine/auth/tokens.js';
-import { DocumentService } from '../engine/docs/documents.js';
-import { SchemaRegistry } from '../engine/docs/schemas.js';
-import { MigrationRegistry } from '../engine/docs/migrations.js';
 import { mountModelApi } from './model-api.js';
 import { createApp } from './app.js';
 import { Exchange, type ServerContext } from './http.js';
-import { VERSION, mountOpsApi } from './ops-api.js';
+import { mountOpsApi } from './ops-api.js';
+import { VERSION } from '../engine/version.js';
 
 const USAGE = `svc ${VERSION}: content-addressed storage service
 
@@ -62,22 +58,17 @@ export async function serve(config: Config, log = new Logger(config.logLevel)): 
   mountUploadsApi(app, ctx);
   mountOpsApi(app, ctx);
   mountGcApi(app, ctx);
-  const schemas = new SchemaRegistry(engine.catalog);
-  const docs = new DocumentService(engine.catalog, schemas, new MigrationRegistry(engine.catalog, schemas), engine.jobs, (options) => engine.startIngest(options));
-  engine.blockRoots.push(docs.blockRoots());
-  mountDocsApi(app, ctx, { docs, tokens: TokenVerifier.open(config.auth, config.fsRoot, log), maxJsonBytes: config.docMaxJsonBytes });
+  mountDocsApi(app, ctx, { docs: engine.documents, tokens: engine.tokens, maxJsonBytes: config.docMaxJsonBytes });
   app.any('/*', (res, req) => {
     new Exchange(res, req, '/*', ctx).json(404, { error: 'not_found', message: `No route for ${req.getCaseSensitiveMethod()} ${req.getUrl()}` });
   });
-  const models = new ModelService(config.model, engine.catalog, config.fsRoot, engine.pool, log);
   const modelApp = createApp((message) => JSON.stringify({ error: 'BadRequest', message, code: 400 }));
-  mountModelApi(modelApp, models, { log, lingerBytes: config.httpLingerBytes }, VERSION);
+  mountModelApi(modelApp, engine.models, { log, lingerBytes: config.httpLingerBytes }, VERSION);
   const sockets: uWS.us_listen_socket[] = [];
   const close = async () => {
     for (const socket of sockets) uws.us_listen_socket_close(socket);
     app.close();
     modelApp.close();
-    models.close();
     await engine.close();
   };
   try {

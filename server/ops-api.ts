@@ -3,8 +3,8 @@ import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import { type GcState, type OpsSnapshot, OpsSnapshots } from '../engine/ops/snapshot.js';
 import { dashboardAsset } from './dashboard/assets.js';
 import { Exchange, header, type ServerContext } from './http.js';
+import { VERSION } from '../engine/version.js';
 
-export const VERSION = '0.1.0';
 
 export interface OpsApiOptions {
   /** Garbage collection's state for the snapshot (`durability.lastGc`, `storage.quarantinedBlocks`). */
