@@ -1,13 +1,13 @@
 // The document platform over HTTP (`/v1`, and `POST /dev/token`): bearer tokens, JSON bodies
-// of bounded size, and the byte upload streamed into the CAS. A thin layer over engine/docs.
+// of bounded size, and the byte upload streamed into the CAS. A thin layer over engine/documents.
 
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import type { Principal } from '../engine/auth/principal.js';
 import { parseDevTokenRequest, type TokenVerifier } from '../engine/auth/tokens.js';
-import type { DocumentService } from '../engine/docs/documents.js';
-import { MetadataRejection } from '../engine/docs/metadata.js';
-import { badRequest, isPlainObject } from '../engine/docs/model.js';
-import { requireCapability } from '../engine/docs/permissions.js';
+import type { DocumentService } from '../engine/documents/documents.js';
+import { MetadataRejection } from '../engine/documents/metadata.js';
+import { badRequest, isPlainObject } from '../engine/documents/model.js';
+import { requireCapability } from '../engine/documents/permissions.js';
 import { decodeCursor, encodeCursor, parseLimit } from '../engine/cas/cursors.js';
 import { SvcError, payloadTooLarge } from '../engine/errors.js';
 import { parseContentType, readConditions, serveBlob } from './blob-api.js';

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readBundle } from '../engine/models/bundle/read.js';
 import type { BundleDoc } from '../engine/models/bundle/spec.js';
 import { compileBundle } from '../engine/models/compile.js';
-import { opDefinition } from '../engine/models/ops/index.js';
+import { opDefinition } from '../engine/models/stages/index.js';
 import { dense, sparse } from '../engine/models/types.js';
 import { BUNDLE_LIMITS, FIXTURES, HAVE_FIXTURES, PARITY_ZIP, extractInnerZips, runRow, stageOps } from './helpers/models.js';
 

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { compileBundle, type GraphStage } from '../engine/models/compile.js';
 import { pipelineLayers, renderGraphSvg } from '../engine/models/graph-svg.js';
-import { opDefinition } from '../engine/models/ops/index.js';
+import { opDefinition } from '../engine/models/stages/index.js';
 import { scalar, tensor, type DataType } from '../engine/models/types.js';
 import { attr, pipelineBundle, type Stage } from './helpers/bundles.js';
 import { pythonHas } from './helpers/python.js';

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readBundle } from '../engine/models/bundle/read.js';
 import type { BundleDoc } from '../engine/models/bundle/spec.js';
 import { compileBundle } from '../engine/models/compile.js';
-import { opDefinition } from '../engine/models/ops/index.js';
+import { opDefinition } from '../engine/models/stages/index.js';
 import { dense } from '../engine/models/types.js';
 import { BUNDLE_LIMITS, PARITY_ZIP, extractInnerZips, runModel, stageOps } from './helpers/models.js';
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { compileBundle } from '../engine/models/compile.js';
 import { runModel } from './helpers/models.js';
 import { dense, sparse, type Value } from '../engine/models/types.js';
-import { erf } from '../engine/models/ops/predictors/special-functions.js';
+import { erf } from '../engine/models/stages/predictors/special-functions.js';
 import { attr, pipelineBundle, type Stage } from './helpers/bundles.js';
 
 /** Compiles a one-stage pipeline and returns a function of the features to the stage's outputs. */

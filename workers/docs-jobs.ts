@@ -1,11 +1,11 @@
 // Job tasks of the document platform (engine/jobs runs them on the pool): pure computations on
-// what the job's input carries; their results are applied by engine/docs on the main thread.
+// what the job's input carries; their results are applied by engine/documents on the main thread.
 
 import { JobError } from '../engine/jobs/errors.js';
 import type { JobTaskPayload } from '../engine/jobs/task-runner.js';
-import { transform } from '../engine/docs/migrations.js';
-import { compileSchema, type ValidationIssue } from '../engine/docs/validator.js';
-import type { DerivedInput, MigrateInput } from '../engine/docs/doc-jobs.js';
+import { transform } from '../engine/documents/migrations.js';
+import { compileSchema, type ValidationIssue } from '../engine/documents/validator.js';
+import type { DerivedInput, MigrateInput } from '../engine/documents/doc-jobs.js';
 
 /** Validates each derived entry against its schema: the issues per namespace (none: valid). */
 export function validateDerived({ input }: JobTaskPayload<DerivedInput>): Record<string, ValidationIssue[]> {

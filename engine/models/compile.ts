@@ -5,8 +5,8 @@
 import { caster, type Cast } from './cast.js';
 import { bundleError } from './errors.js';
 import { rootNode, type BundleDoc, type BundleInfo, type NodeSpec } from './bundle/spec.js';
-import { opDefinition } from './ops/index.js';
-import type { CompiledStage } from './ops/op.js';
+import { opDefinition } from './stages/index.js';
+import type { CompiledStage } from './stages/op.js';
 import { typeLabel, type DataType, type Field, type Value } from './types.js';
 
 /** One node of the model's graph, as the graph endpoint draws it. */
