@@ -14,7 +14,7 @@ import { ModelError } from './errors.js';
 import { ModelRegistry, type Registration } from './registry.js';
 import { Repositories } from './repositories.js';
 import { sampleFrame } from './sample.js';
-import { TtlLru } from './ttl-lru.js';
+import { LRUCache } from 'lru-cache';
 import type { FrameTask, TaskResult } from '../../workers/model.js';
 import type { RankQuery, RankedPart, TransformQuery, TransformedPart } from './transform.js';
 
@@ -50,7 +50,7 @@ const WORKER_MODULE = new URL('../../workers/model.js', import.meta.url).href;
 export class ModelService {
   readonly registry: ModelRegistry;
   private readonly repositories: Repositories;
-  private readonly cache: TtlLru<string, LoadedModel>;
+  private readonly cache: LRUCache<string, LoadedModel>;
   private readonly loading = new Map<string, Promise<LoadedModel>>();
   private readonly docDir: string;
   private tasksInFlight = 0;
@@ -69,7 +69,10 @@ export class ModelService {
     this.docDir = join(workDir, 'loaded');
     mkdirSync(this.docDir, { recursive: true });
     this.repositories = new Repositories(config, join(workDir, 'downloads'));
-    this.cache = new TtlLru(config.cacheSize, config.cacheTtlMs, (_name, loaded) => this.forget(loaded));
+    // An entry expires a fixed time after it was loaded (a read does not extend it); every entry
+    // that leaves (evicted, expired, replaced, deleted) releases its model. lru-cache reads a ttl
+    // of 0 as none, so MODEL_CACHE_TTL=0 becomes 1 ms: loaded for each request, as it says.
+    this.cache = new LRUCache<string, LoadedModel>({ max: config.cacheSize, ttl: Math.max(1, config.cacheTtlMs), dispose: (loaded) => this.forget(loaded) });
   }
 
   get poolThreads(): number {
