@@ -5,27 +5,8 @@ import { readFileSync } from 'node:fs';
 import { compileBundle, type CompiledModel } from '../engine/models/compile.js';
 import type { BundleDoc } from '../engine/models/bundle/spec.js';
 import { ModelError, frameError } from '../engine/models/errors.js';
-import type { FrameLimits, FramePart } from '../engine/models/frame.js';
+import type { FrameTask, ModelTask, TaskResult } from '../engine/models/protocol.js';
 import { rankPart, transformPart, type RankQuery, type RankedPart, type TransformQuery, type TransformedPart } from '../engine/models/transform.js';
-
-interface ModelTask {
-  /** Identifies one load of one model; a reload gets a new key. */
-  key: string;
-  /** JSON file holding the model's BundleDoc. */
-  docPath: string;
-}
-
-export interface FrameTask<Q> extends ModelTask {
-  /** The request body (a frame as JSON), shared by every part's task. */
-  body: SharedArrayBuffer;
-  length: number;
-  limits: FrameLimits;
-  part: FramePart;
-  query: Q;
-}
-
-/** A task's value, or the model's error as data (errors lose their fields when cloned). */
-export type TaskResult<T> = { ok: true; value: T } | { ok: false; error: string; message: string; code: number };
 
 const KEEP = 16;
 const compiled = new Map<string, CompiledModel>();

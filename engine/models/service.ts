@@ -15,7 +15,7 @@ import { ModelRegistry, type Registration } from './registry.js';
 import { Repositories } from './repositories.js';
 import { sampleFrame } from './sample.js';
 import { LRUCache } from 'lru-cache';
-import type { FrameTask, TaskResult } from '../../workers/model.js';
+import type { FrameTask, TaskResult } from './protocol.js';
 import type { RankQuery, RankedPart, TransformQuery, TransformedPart } from './transform.js';
 
 export interface LoadedModel {

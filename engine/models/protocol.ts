@@ -1,0 +1,22 @@
+// The messages between the model service and its worker task module (workers/model.ts): the
+// engine owns them, the worker imports them.
+import type { FrameLimits, FramePart } from './frame.js';
+
+export interface ModelTask {
+  /** Identifies one load of one model; a reload gets a new key. */
+  key: string;
+  /** JSON file holding the model's BundleDoc. */
+  docPath: string;
+}
+
+export interface FrameTask<Q> extends ModelTask {
+  /** The request body (a frame as JSON), shared by every part's task. */
+  body: SharedArrayBuffer;
+  length: number;
+  limits: FrameLimits;
+  part: FramePart;
+  query: Q;
+}
+
+/** A task's value, or the model's error as data (errors lose their fields when cloned). */
+export type TaskResult<T> = { ok: true; value: T } | { ok: false; error: string; message: string; code: number };
