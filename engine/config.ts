@@ -8,7 +8,7 @@ export const VARIABLES: ReadonlyArray<{ name: string; default: string; help: str
   { name: 'SVC_HTTP_PORT', default: '8081', help: 'Port of the blob API listener (0 = pick a free port).' },
   { name: 'SVC_HTTP_LINGER_BYTES', default: '64MiB', help: 'After an answer given before the request body ended (an error), the rest of the body is read and dropped when it is at most this size, so clients that read only after sending get the answer; a larger or chunked rest is not read and the connection closes.' },
   { name: 'SVC_BLOB_BACKEND', default: 'fs', help: 'Block store backend. Only `fs` (files under SVC_FS_ROOT) for now.' },
-  { name: 'SVC_FS_ROOT', default: './data', help: 'Data directory: blocks/ (block files) and catalog/ (LMDB).' },
+  { name: 'SVC_FS_ROOT', default: './data', help: 'Data directory: blocks/ (block files), catalog/ (LMDB) and svc.lock (one svc process per directory).' },
   { name: 'SVC_DURABILITY', default: 'strict', help: '`strict`: fsync blocks, directories and LMDB before answering. `relaxed`: trust the page cache.' },
   { name: 'SVC_CHUNKER', default: 'fastcdc', help: 'Default chunker for non-PDF bodies: `fastcdc` (normalized) or `fixed` (SVC_CHUNK_AVG-sized blocks).' },
   { name: 'SVC_CHUNK_MIN', default: '256KiB', help: 'FastCDC minimum block size.' },

@@ -108,7 +108,7 @@ export class Engine {
   static async open(config: Config, log: Logger): Promise<Engine> {
     fs.mkdirSync(config.fsRoot, { recursive: true });
     // Before anything touches the directory: a second process must not clean up the first one's files.
-    const lock = await lockDataDir(config.fsRoot);
+    const lock = lockDataDir(config.fsRoot);
     const { removedTempFiles } = FsBlockStore.prepare(config.fsRoot);
     if (removedTempFiles > 0) log.info('removed temporary files of interrupted uploads', { count: removedTempFiles });
     const catalog = CatalogEnv.open(config.fsRoot, config.durability);
@@ -253,7 +253,7 @@ export class Engine {
     await this.pool.destroy();
     await this.scanner.close();
     await this.catalog.close();
-    await this.lock.release();
+    this.lock.release();
   }
 }
 

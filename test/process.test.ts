@@ -4,6 +4,7 @@
 // when no server is there.
 import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,6 +15,18 @@ import { startServer, tempRoot } from './helpers/server.js';
 const run = promisify(execFile);
 const REPO = fileURLToPath(new URL('..', import.meta.url));
 const MAIN = path.join(REPO, 'dist/server/main.js');
+/** The same advisory locks the server takes, for another process's view of the data directory. */
+const { tryLock } = createRequire(import.meta.url)('fs-native-extensions') as { tryLock(fd: number): boolean };
+
+/** Whether another process could take the data directory's lock now (it is released at once). */
+function lockFree(root: string): boolean {
+  const fd = fs.openSync(path.join(root, 'svc.lock'), 'r+');
+  try {
+    return tryLock(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
 
 /** Runs `svc serve` to its exit (bounded): its status and stderr. */
 function serveToExit(env: Record<string, string>): Promise<{ code: number | null; stderr: string; stdout: string }> {
@@ -84,7 +97,43 @@ describe('one server per port and per data directory', () => {
       fs.rmSync(root, { recursive: true, force: true });
     }
   });
+  it('the lock is an advisory lock on svc.lock naming its holder, taken by exactly one of several starts at once', async () => {
+    const root = tempRoot();
+    try {
+      const first = await startServer({}, root);
+      expect(lockFree(root)).toBe(false);
+      expect(fs.readFileSync(path.join(root, 'svc.lock'), 'utf8')).toBe(`${first.proc.pid}\n`);
+      await first.kill9();
+      // The file stays behind; the kernel dropped the lock with the process.
+      expect(lockFree(root)).toBe(true);
+      const racers = [0, 1, 2].map(() => serveToExitOrListening(root));
+      const outcomes = await Promise.all(racers.map((r) => r.outcome));
+      expect(outcomes.filter((o) => o === 'listening')).toHaveLength(1);
+      expect(outcomes.filter((o) => o === 'in use')).toHaveLength(2);
+      for (const r of racers) r.proc.kill('SIGKILL');
+      await Promise.all(racers.map((r) => r.exited));
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  });
 });
+
+/** Starts `svc serve` on `root` with free ports: whether it came up or was refused the directory. */
+function serveToExitOrListening(root: string) {
+  const proc = spawn(process.execPath, [MAIN, 'serve'], { env: { ...process.env, SVC_LOG_LEVEL: 'warn', SVC_HTTP_PORT: '0', HTTP_PORT: '0', SVC_FS_ROOT: root }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+  const outcome = new Promise<'listening' | 'in use' | string>((resolve) => {
+    let stdout = '';
+    let stderr = '';
+    proc.stdout.on('data', (d) => {
+      stdout += d;
+      if (stdout.includes('"listening"')) resolve('listening');
+    });
+    proc.stderr.on('data', (d) => (stderr += d));
+    proc.once('exit', (code) => resolve(code === 1 && stderr.includes(`the data directory ${root} is in use by process`) ? 'in use' : `exit ${code}: ${stderr}`));
+  });
+  return { proc, exited, outcome };
+}
 
 describe('the command line', () => {
   it('every subcommand honours --help and -h: usage on stdout, exit 0, no server started', async () => {

@@ -1,67 +1,81 @@
-// One process at a time owns a data directory: it holds a Unix socket listening at
-// <root>/svc.lock for its whole life (an abstract socket named by the directory where that path is
-// too long for a socket address). The kernel closes the socket on any death, kill -9 included, so
-// the lock is never left stuck: a socket file left behind answers no connection and is taken over.
-// A process that finds the lock held connects to it and learns the holder's pid.
-import { createHash } from 'node:crypto';
+// One process at a time owns a data directory: it holds an exclusive advisory lock on
+// <root>/svc.lock for its whole life (on Linux an open-file-description fcntl lock, flock on macOS;
+// taken through fs-native-extensions, which ships prebuilt binaries). The lock belongs to the open
+// file, so the kernel drops it when the process dies, kill -9 included, and nothing is ever left
+// stuck; the file itself stays (removing it would let two processes lock two different files).
+// The holder writes its pid into the file, so a process that finds the lock taken can name it.
 import fs from 'node:fs';
-import net from 'node:net';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 
 export class DataDirInUse extends Error {}
 
 export interface DataDirLock {
-  release(): Promise<void>;
+  release(): void;
 }
 
-/** Longest socket path that fits sockaddr_un on Linux and macOS (with its terminating NUL). */
-const MAX_SOCKET_PATH = 103;
+export const LOCK_FILE = 'svc.lock';
 
-export async function lockDataDir(root: string): Promise<DataDirLock> {
-  const file = path.join(root, 'svc.lock');
-  const abstract = Buffer.byteLength(file) > MAX_SOCKET_PATH && process.platform === 'linux';
-  const address = abstract ? `\0svc-lock-${createHash('sha256').update(fs.realpathSync(root)).digest('hex')}` : file;
-  const server = net.createServer((socket) => socket.end(`${process.pid}\n`));
-  for (let attempt = 0; ; attempt++) {
-    const error = await listen(server, address);
-    if (!error) break;
-    if (error.code !== 'EADDRINUSE') throw new Error(`cannot lock the data directory ${root} (${file}): ${error.message}`);
-    const holder = await ask(address);
-    if (holder !== undefined || abstract || attempt > 0) {
-      throw new DataDirInUse(`the data directory ${root} is in use by ${holder ? `process ${holder}` : 'another process'} (SVC_FS_ROOT): one svc process at a time`);
-    }
-    // Left by a process that died: nothing listens on it any more.
-    fs.rmSync(file, { force: true });
+interface FileLocks {
+  /** Takes an exclusive lock on the whole file without waiting: false when another holds it. */
+  tryLock(fd: number): boolean;
+}
+
+export function lockDataDir(root: string): DataDirLock {
+  const file = path.join(root, LOCK_FILE);
+  const locks = loadFileLocks(root);
+  const fd = openLockFile(file);
+  let locked: boolean;
+  try {
+    locked = locks.tryLock(fd);
+  } catch (err) {
+    fs.closeSync(fd);
+    throw new Error(`cannot lock the data directory ${root} (${file}): ${(err as Error).message}`);
   }
-  // The lock does not keep the process alive by itself.
-  server.unref();
+  if (!locked) {
+    const holder = readHolder(fd);
+    fs.closeSync(fd);
+    throw new DataDirInUse(`the data directory ${root} is in use by ${holder ? `process ${holder}` : 'another process'} (SVC_FS_ROOT): one svc process at a time`);
+  }
+  fs.ftruncateSync(fd, 0);
+  fs.writeSync(fd, `${process.pid}\n`, 0);
+  let released = false;
   return {
-    release: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-      }),
+    release() {
+      if (released) return;
+      released = true;
+      // Closing the only descriptor of the open file drops its lock.
+      fs.closeSync(fd);
+    },
   };
 }
 
-function listen(server: net.Server, address: string): Promise<NodeJS.ErrnoException | undefined> {
-  return new Promise((resolve) => {
-    const onError = (err: NodeJS.ErrnoException) => resolve(err);
-    server.once('error', onError);
-    server.listen(address, () => {
-      server.off('error', onError);
-      resolve(undefined);
-    });
-  });
+function loadFileLocks(root: string): FileLocks {
+  try {
+    return createRequire(import.meta.url)('fs-native-extensions') as FileLocks;
+  } catch (err) {
+    throw new Error(`cannot lock the data directory ${root}: no file-locking binary for ${process.platform}-${process.arch} (fs-native-extensions: ${(err as Error).message})`);
+  }
 }
 
-/** The pid the holder answers with; undefined when nothing listens (the lock is stale). */
-function ask(address: string): Promise<string | undefined> {
-  return new Promise((resolve) => {
-    let answer = '';
-    const socket = net.connect(address);
-    socket.setTimeout(2000, () => socket.destroy());
-    socket.on('data', (d) => (answer += d));
-    socket.on('error', (err: NodeJS.ErrnoException) => resolve(err.code === 'ECONNREFUSED' || err.code === 'ENOENT' ? undefined : 'unknown'));
-    socket.on('close', () => resolve(answer.trim() || 'unknown'));
-  });
+function openLockFile(file: string): number {
+  try {
+    return fs.openSync(file, fs.constants.O_RDWR | fs.constants.O_CREAT, 0o644);
+  } catch (err) {
+    // A Unix socket, which earlier versions of svc held at this path, cannot be opened: it locks nothing now.
+    if ((err as NodeJS.ErrnoException).code !== 'ENXIO') throw err;
+    fs.rmSync(file);
+    return fs.openSync(file, fs.constants.O_RDWR | fs.constants.O_CREAT, 0o644);
+  }
+}
+
+/** The pid the holder wrote; undefined when it cannot be read (yet). */
+function readHolder(fd: number): string | undefined {
+  try {
+    const buffer = Buffer.alloc(32);
+    const text = buffer.toString('utf8', 0, fs.readSync(fd, buffer, 0, buffer.length, 0)).trim();
+    return /^[0-9]+$/.test(text) ? text : undefined;
+  } catch {
+    return undefined;
+  }
 }
