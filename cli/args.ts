@@ -1,55 +1,51 @@
-// Command-line parsing: options with values (`--name VALUE`, `--name=VALUE`, `-o VALUE`), flags, sizes.
+// Command-line parsing (node:util parseArgs, strict): options with values (`--name VALUE`,
+// `--name=VALUE`, `-o VALUE`), flags, `--` before operands that start with a dash; sizes, counts
+// and the server's URL.
 
+import { parseArgs } from 'node:util';
 import { UsageError } from './errors.js';
 
-export interface OptionSpec {
-  /** Long name without the dashes. */
-  name: string;
-  /** One-letter alias without the dash. */
-  short?: string;
-  /** Takes a value (else a flag). */
-  value: boolean;
-}
+/** A command's options by long name, as node:util parseArgs takes them. */
+export type OptionSpecs = Record<string, { type: 'string' | 'boolean'; short?: string }>;
 
 export interface Parsed {
   positionals: string[];
-  options: Map<string, string | true>;
+  values: Record<string, string | boolean | undefined>;
 }
 
-export function parseArgs(argv: string[], specs: OptionSpec[]): Parsed {
-  const positionals: string[] = [];
-  const options = new Map<string, string | true>();
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
-    if (arg === '--') {
-      positionals.push(...argv.slice(i + 1));
-      break;
-    }
-    if (!arg.startsWith('-') || arg === '-') {
-      positionals.push(arg);
-      continue;
-    }
-    const eq = arg.indexOf('=');
-    const key = arg.startsWith('--') ? arg.slice(2, eq < 0 ? undefined : eq) : arg.slice(1, 2);
-    const spec = specs.find((s) => (arg.startsWith('--') ? s.name === key : s.short === key));
-    if (!spec) throw new UsageError(`unknown option ${eq < 0 ? arg : arg.slice(0, eq)}`);
-    if (!spec.value) {
-      if (eq >= 0) throw new UsageError(`--${spec.name} takes no value`);
-      options.set(spec.name, true);
-      continue;
-    }
-    let value: string | undefined;
-    if (arg.startsWith('--')) value = eq >= 0 ? arg.slice(eq + 1) : argv[++i];
-    else value = arg.length > 2 ? arg.slice(2) : argv[++i];
-    if (value === undefined) throw new UsageError(`--${spec.name} needs a value`);
-    options.set(spec.name, value);
+/** A client command: what `--help` prints, the options it takes, and what it does. */
+export interface Command {
+  usage: string;
+  options: OptionSpecs;
+  run(parsed: Parsed): Promise<number>;
+}
+
+/** Parses `argv` against `options` plus `--help`/`-h`; anything else is a UsageError. */
+export function parseCommandLine(argv: string[], options: OptionSpecs): Parsed {
+  try {
+    const { positionals, values } = parseArgs({ args: argv, options: { ...options, help: { type: 'boolean', short: 'h' } }, allowPositionals: true, strict: true });
+    return { positionals, values };
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS_')) throw new UsageError(parseArgsMessage(err));
+    throw err;
   }
-  return { positionals, options };
+}
+
+/** parseArgs' message on one line, without its advice on positionals (docs/cli.md gives it). */
+export function parseArgsMessage(err: unknown): string {
+  return String((err as Error).message)
+    .replace(/\. (To specify a positional argument|This command does not take positional arguments).*$/s, '')
+    .replace(/\s*\n\s*/g, ' ');
 }
 
 export function stringOption(parsed: Parsed, name: string): string | undefined {
-  const v = parsed.options.get(name);
+  const v = parsed.values[name];
   return typeof v === 'string' ? v : undefined;
+}
+
+export function flag(parsed: Parsed, name: string): boolean {
+  return parsed.values[name] === true;
 }
 
 const UNITS: Record<string, number> = {
@@ -87,4 +83,4 @@ export function serverUrl(parsed: Parsed): string {
   return url.href.replace(/\/+$/, '');
 }
 
-export const SERVER_OPTION: OptionSpec = { name: 'server', value: true };
+export const SERVER_OPTION: OptionSpecs = { server: { type: 'string' } };

@@ -1,7 +1,7 @@
 // `svc gc [mark|quarantine|purge|run] [--apply] [--min-age DURATION] [--quarantine-age DURATION]`: asks the server to run garbage collection
 // (POST /api/ops/v1/gc) and prints its report as JSON. Dry run unless --apply.
 
-import { SERVER_OPTION, parseArgs, serverUrl, stringOption } from './args.js';
+import { type Command, type Parsed, SERVER_OPTION, flag, serverUrl, stringOption } from './args.js';
 import { ApiError, UsageError, describe } from './errors.js';
 import { type Reply, call, readJson } from './http.js';
 import { Backoff, retryBudgetMs } from './retry.js';
@@ -10,12 +10,21 @@ const PHASES = ['mark', 'quarantine', 'purge', 'run'];
 /** A run over millions of blocks answers only when it is done. */
 const RUN_TIMEOUT_MS = 6 * 3600_000;
 
-export async function gc(argv: string[]): Promise<number> {
-  const parsed = parseArgs(argv, [SERVER_OPTION, { name: 'apply', value: false }, { name: 'min-age', value: true }, { name: 'quarantine-age', value: true }]);
+export const gc: Command = {
+  usage: `  svc gc [mark|quarantine|purge|run] [--apply] [--min-age DURATION] [--quarantine-age DURATION]
+                   run garbage collection on the server (default: run, every phase) and print
+                   its report as JSON; a dry run unless --apply; the ages (e.g. 0s) replace
+                   SVC_GC_MIN_AGE and SVC_GC_QUARANTINE_AGE for this run only, logged by the server
+`,
+  options: { ...SERVER_OPTION, apply: { type: 'boolean' }, 'min-age': { type: 'string' }, 'quarantine-age': { type: 'string' } },
+  run: collectGarbage,
+};
+
+async function collectGarbage(parsed: Parsed): Promise<number> {
   if (parsed.positionals.length > 1) throw new UsageError('gc takes at most one phase');
   const phase = parsed.positionals[0] ?? 'run';
   if (!PHASES.includes(phase)) throw new UsageError(`gc: the phase must be one of ${PHASES.join(', ')}`);
-  const apply = parsed.options.get('apply') === true;
+  const apply = flag(parsed, 'apply');
   const server = serverUrl(parsed);
   // Ages for this run only (the server checks and logs them): e.g. --min-age 0s to reclaim at once.
   let query = `phase=${phase}&apply=${apply}`;

@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
-import { SERVER_OPTION, parseArgs, serverUrl, stringOption } from './args.js';
+import { type Command, type Parsed, SERVER_OPTION, serverUrl, stringOption } from './args.js';
 import { blobPath, parseBlobId } from './blob-id.js';
 import { CliError, UsageError } from './errors.js';
 import { rangeStream } from './file-range.js';
@@ -15,8 +15,15 @@ import { Backoff, retryNote } from './retry.js';
 
 type Sink = (chunk: Buffer) => Promise<void>;
 
-export async function get(argv: string[]): Promise<number> {
-  const parsed = parseArgs(argv, [SERVER_OPTION, { name: 'output', short: 'o', value: true }]);
+export const get: Command = {
+  usage: `  svc get ID [-o FILE]
+                   write the blob to stdout or FILE (resuming a partial FILE), checked against ID
+`,
+  options: { ...SERVER_OPTION, output: { type: 'string', short: 'o' } },
+  run: getBlob,
+};
+
+async function getBlob(parsed: Parsed): Promise<number> {
   if (parsed.positionals.length !== 1) throw new UsageError('get needs exactly one blob ID');
   const server = serverUrl(parsed);
   const blob = parseBlobId(parsed.positionals[0]);

@@ -4,7 +4,7 @@
 import http, { type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import type { Readable } from 'node:stream';
-import { ApiError } from './errors.js';
+import { ApiError, CliError } from './errors.js';
 import type { Backoff } from './retry.js';
 
 /** A connection that moves no byte for this long is given up (and retried). */
@@ -35,18 +35,16 @@ export interface RequestOptions {
   timeoutMs?: number;
 }
 
+/** Whether any request of this run got an answer: a refused connection before that means no server. */
+let serverReached = false;
+
 /**
  * One request. Resolves at the status line (the body is left to the caller), rejects when the
  * connection fails first. An answer that arrives before the whole body was sent (an early
  * refusal) wins: the rest of the body is dropped, and errors of that connection are ignored.
+ * A refused connection before the server ever answered is a CliError (no server there, not
+ * retried); after that, it is a server restarting, and retried like a dropped connection.
  */
-let serverReached = false;
-
-/** Whether any request of this run got an answer: a refused connection before that means no server. */
-export function reachedServer(): boolean {
-  return serverReached;
-}
-
 export function request(base: string, path: string, options: RequestOptions = {}): Promise<Reply> {
   const url = new URL(path, `${base}/`);
   const headers: Record<string, string> = {};
@@ -57,8 +55,12 @@ export function request(base: string, path: string, options: RequestOptions = {}
     const req = lib.request(url, { method: options.method ?? 'GET', headers, agent: agents[url.protocol as 'http:' | 'https:'] });
     const idle = options.timeoutMs ?? IDLE_TIMEOUT_MS;
     req.setTimeout(idle, () => req.destroy(Object.assign(new Error(`no data for ${idle / 1000} s`), { code: 'ETIMEDOUT' })));
-    req.on('error', (err) => {
-      if (!answered) reject(err);
+    req.on('error', (err: NodeJS.ErrnoException) => {
+      if (answered) return;
+      // Also an AggregateError of every address tried (localhost: ::1 and 127.0.0.1), with the same code.
+      if (err.code === 'ECONNREFUSED' && !serverReached) {
+        reject(new CliError(`no server at ${url.host} (connection refused): start one (svc serve), or point --server or SVC_SERVER at it`));
+      } else reject(err);
     });
     req.on('response', (res) => {
       answered = true;

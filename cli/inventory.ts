@@ -1,6 +1,6 @@
 // `svc stat ID` (headers and summary of one blob, as JSON) and `svc ls` (the inventory).
 
-import { SERVER_OPTION, parseArgs, parseCount, serverUrl, stringOption } from './args.js';
+import { type Command, type Parsed, SERVER_OPTION, flag, parseCount, serverUrl, stringOption } from './args.js';
 import { blobPath, parseBlobId } from './blob-id.js';
 import { UsageError, describe } from './errors.js';
 import { call, callJson, drain } from './http.js';
@@ -14,8 +14,22 @@ const SHOWN = ['content-type', 'content-length', 'etag', 'last-modified', 'cache
 
 const note = (what: string) => (err: unknown, delay: number) => process.stderr.write(`svc ${what}: ${describe(err)}; retrying in ${(delay / 1000).toFixed(1)} s\n`);
 
-export async function stat(argv: string[]): Promise<number> {
-  const parsed = parseArgs(argv, [SERVER_OPTION]);
+export const stat: Command = {
+  usage: `  svc stat ID      the blob's headers and summary as JSON
+`,
+  options: SERVER_OPTION,
+  run: statBlob,
+};
+
+export const ls: Command = {
+  usage: `  svc ls [--limit N] [--all]
+                   the inventory, newest first: id, size, media type, creation time
+`,
+  options: { ...SERVER_OPTION, limit: { type: 'string' }, all: { type: 'boolean' } },
+  run: listBlobs,
+};
+
+async function statBlob(parsed: Parsed): Promise<number> {
   if (parsed.positionals.length !== 1) throw new UsageError('stat needs exactly one blob ID');
   const server = serverUrl(parsed);
   const blob = parseBlobId(parsed.positionals[0]);
@@ -40,13 +54,12 @@ interface Summary {
   createdAt: string;
 }
 
-export async function ls(argv: string[]): Promise<number> {
-  const parsed = parseArgs(argv, [SERVER_OPTION, { name: 'limit', value: true }, { name: 'all', value: false }]);
+async function listBlobs(parsed: Parsed): Promise<number> {
   if (parsed.positionals.length !== 0) throw new UsageError('ls takes no arguments');
   const server = serverUrl(parsed);
   const rawLimit = stringOption(parsed, 'limit');
   const limit = rawLimit === undefined ? undefined : parseCount(rawLimit, '--limit', 1, 1000);
-  const all = parsed.options.get('all') === true;
+  const all = flag(parsed, 'all');
   const backoff = new Backoff(note('ls'), QUICK_BUDGET_MS);
   let cursor: string | undefined;
   do {

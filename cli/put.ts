@@ -2,7 +2,7 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
-import { type Parsed, SERVER_OPTION, parseArgs, parseSize, serverUrl, stringOption } from './args.js';
+import { type Command, type Parsed, SERVER_OPTION, parseSize, serverUrl, stringOption } from './args.js';
 import { formatBlobId } from './blob-id.js';
 import { CliError, UsageError } from './errors.js';
 import { FileHasher, rangeStream } from './file-range.js';
@@ -12,14 +12,23 @@ import { defaultStatePath } from './put-state.js';
 import { resumablePut } from './resumable.js';
 import { Backoff, retryNote } from './retry.js';
 
-export async function put(argv: string[]): Promise<number> {
-  const parsed: Parsed = parseArgs(argv, [
-    SERVER_OPTION,
-    { name: 'type', value: true },
-    { name: 'part-size', value: true },
-    { name: 'threshold', value: true },
-    { name: 'state', value: true },
-  ]);
+export const put: Command = {
+  usage: `  svc put FILE [--type MEDIA_TYPE] [--part-size SIZE] [--threshold SIZE] [--state FILE]
+                   upload FILE and print its blob id; files of --threshold (64MiB) or more go
+                   through a resumable session in --part-size (8MiB) parts, resumed after
+                   failures and after the client itself was stopped (state in --state FILE)
+`,
+  options: {
+    ...SERVER_OPTION,
+    type: { type: 'string' },
+    'part-size': { type: 'string' },
+    threshold: { type: 'string' },
+    state: { type: 'string' },
+  },
+  run: putFile,
+};
+
+async function putFile(parsed: Parsed): Promise<number> {
   if (parsed.positionals.length !== 1) throw new UsageError('put needs exactly one FILE');
   const server = serverUrl(parsed);
   const file = path.resolve(parsed.positionals[0]);

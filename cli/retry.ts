@@ -2,7 +2,6 @@
 // or a 5xx costs a wait, not the transfer.
 
 import { CliError, describe, isRetryable } from './errors.js';
-import { reachedServer } from './http.js';
 
 const FIRST_DELAY_MS = 250;
 const MAX_DELAY_MS = 10_000;
@@ -33,11 +32,6 @@ export class Backoff {
   /** Waits before the next attempt; rethrows `err` when it is not worth retrying or the budget is spent. */
   async wait(err: unknown): Promise<void> {
     if (!isRetryable(err)) throw err;
-    // Retrying is for a server that restarts or drops a connection, not for one that was never there.
-    const refused = err as NodeJS.ErrnoException & { address?: string; port?: number };
-    if (refused.code === 'ECONNREFUSED' && !reachedServer()) {
-      throw new CliError(`no server at ${refused.address ?? 'the address'}:${refused.port ?? ''} (connection refused): start one (npm start), or point --server or SVC_SERVER at it`);
-    }
     const now = Date.now();
     this.since ??= now;
     const left = this.since + this.budgetMs - now;

@@ -1,3 +1,4 @@
+import { parseArgs } from 'node:util';
 import type * as uWS from 'uWebSockets.js';
 import uws from './uws.js';
 import { type Config, ConfigError, VARIABLES, loadConfig } from '../engine/config.js';
@@ -13,28 +14,28 @@ import { mountGcApi } from './gc-api.js';
 import { mountModelApi } from './model-api.js';
 import { createApp } from './app.js';
 import { Exchange, type ServerContext } from './http.js';
+import { parseArgsMessage } from '../cli/args.js';
 import { mountOpsApi } from './ops-api.js';
 import { VERSION } from '../engine/version.js';
 
 const USAGE = `svc ${VERSION}: content-addressed storage service
 
 Usage:
-  svc serve        run the server (what \`npm start\` runs)
+  svc serve        run the server (what \`npm start\` runs); takes no arguments
   svc put FILE     upload a file (resumable above --threshold), print its blob id
   svc get ID       download a blob to stdout or -o FILE (resumable), checked against ID
   svc stat ID      a blob's headers and summary as JSON
   svc ls           the inventory (--limit N, --all)
   svc gc [PHASE]   garbage collection: mark, quarantine, purge or run (default), --apply to act
-  svc --help       this text
+  svc help [COMMAND], svc --help, svc COMMAND --help
+                   this text, or one command's usage and options
   svc --version    print the version
 
-Client commands talk to --server URL, else $SVC_SERVER, else http://127.0.0.1:8081.
-\`svc put --help\` shows their options; docs/cli.md describes them.
+Client commands talk to --server URL, else $SVC_SERVER, else http://127.0.0.1:8081;
+docs/cli.md describes them. Install the command from the checkout with \`npm link\`.
 
 Configuration comes from environment variables only:
 `;
-
-const CLIENT_COMMANDS = new Set(['put', 'get', 'stat', 'ls', 'gc']);
 
 export function helpText(): string {
   const width = Math.max(...VARIABLES.map((v) => v.name.length));
@@ -97,33 +98,38 @@ function listen(app: uWS.TemplatedApp, host: string, port: number, variable: str
 }
 
 export async function main(argv: string[]): Promise<void> {
-  const command = argv[0] ?? 'serve';
-  if (command === '--help' || command === '-h' || command === 'help') {
-    process.stdout.write(helpText());
-    return;
-  }
+  const [command, ...rest] = argv;
+  if (command === undefined) return usageError('which command? (svc serve runs the server)');
   if (command === '--version') {
     process.stdout.write(`${VERSION}\n`);
     return;
   }
-  if (CLIENT_COMMANDS.has(command)) {
-    const { run } = await import('../cli/main.js');
-    process.exitCode = await run(argv);
-    return;
-  }
-  if (command !== 'serve') {
-    process.stderr.write(`svc: unknown command "${command}"\n\n${helpText()}`);
-    process.exitCode = 2;
-    return;
-  }
-  const extra = argv.slice(1);
-  if (extra.includes('--help') || extra.includes('-h')) {
+  const client = await import('../cli/main.js');
+  // `svc help COMMAND` is `svc COMMAND --help`.
+  const topic = command === 'help' ? rest[0] : undefined;
+  if (command === '--help' || command === '-h' || (command === 'help' && (topic === undefined || topic === 'serve'))) {
     process.stdout.write(helpText());
     return;
   }
-  if (extra.length > 0) {
-    process.stderr.write(`svc serve: unexpected argument "${extra[0]}": the server is configured by environment variables only (svc serve --help)\n`);
+  if (topic !== undefined) {
+    if (!client.isClientCommand(topic)) return usageError(`unknown command "${topic}"`);
+    return main([topic, '--help']);
+  }
+  if (client.isClientCommand(command)) {
+    process.exitCode = await client.run(argv);
+    return;
+  }
+  if (command !== 'serve') return usageError(`unknown command "${command}"`);
+  let help: boolean | undefined;
+  try {
+    help = parseArgs({ args: rest, options: { help: { type: 'boolean', short: 'h' } }, strict: true, allowPositionals: false }).values.help;
+  } catch (err) {
+    process.stderr.write(`svc serve: ${parseArgsMessage(err)}: the server is configured by environment variables only (svc serve --help)\n`);
     process.exitCode = 2;
+    return;
+  }
+  if (help) {
+    process.stdout.write(helpText());
     return;
   }
   let config: Config;
@@ -161,6 +167,11 @@ export async function main(argv: string[]): Promise<void> {
   if (stopAsked) return close(server);
   // One line on stdout for whoever started us (tests, scripts): where to connect.
   process.stdout.write(`${JSON.stringify({ event: 'listening', port: server.port, modelPort: server.modelPort })}\n`);
+}
+
+function usageError(message: string): void {
+  process.stderr.write(`svc: ${message}\n\n${helpText()}`);
+  process.exitCode = 2;
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

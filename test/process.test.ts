@@ -136,16 +136,34 @@ function serveToExitOrListening(root: string) {
 }
 
 describe('the command line', () => {
-  it('every subcommand honours --help and -h: usage on stdout, exit 0, no server started', async () => {
+  it('every subcommand honours --help and -h: its usage on stdout, exit 0, no server started', async () => {
+    const env = { ...process.env, SVC_HTTP_PORT: '1', SVC_FS_ROOT: '/nonexistent/svc' };
+    const root = tempRoot();
     for (const command of ['serve', 'put', 'get', 'stat', 'ls', 'gc']) {
-      for (const flag of ['--help', '-h']) {
-        const { stdout } = await run(process.execPath, [MAIN, command, flag], { env: { ...process.env, SVC_HTTP_PORT: '1', SVC_FS_ROOT: '/nonexistent/svc' }, timeout: 10_000 });
-        expect([command, flag, /Usage|Client commands/.test(stdout)]).toEqual([command, flag, true]);
+      for (const args of [[command, '--help'], [command, '-h'], ['help', command]]) {
+        const { stdout } = await run(process.execPath, [MAIN, ...args], { env, timeout: 10_000 });
+        expect([args, stdout.includes(`svc ${command}`) && /Usage/.test(stdout)]).toEqual([args, true]);
       }
     }
+    // A client command's help is its own: `svc get --help` does not describe put.
+    const { stdout: getHelp } = await run(process.execPath, [MAIN, 'get', '--help'], { env, timeout: 10_000 });
+    expect(getHelp).not.toContain('svc put');
+    // After `--`, --help is an operand: a file of that name.
+    const operand = await run(process.execPath, [MAIN, 'put', '--', '--help'], { env, cwd: root, timeout: 10_000 }).catch((e) => e);
+    expect(operand.code).toBe(1);
+    expect(operand.stderr).toContain('cannot read --help');
     const bad = await run(process.execPath, [MAIN, 'serve', '--port', '1'], { timeout: 10_000 }).catch((e) => e);
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toContain('environment variables only');
+    expect(bad.stderr).toBe("svc serve: Unknown option '--port': the server is configured by environment variables only (svc serve --help)\n");
+    // A bare `svc` asks which command instead of starting a server.
+    try {
+      const bare = await run(process.execPath, [MAIN], { env: { ...process.env, SVC_HTTP_PORT: '0', HTTP_PORT: '0', SVC_FS_ROOT: root }, timeout: 10_000 }).catch((e) => e);
+      expect(bare.code).toBe(2);
+      expect(bare.stderr).toMatch(/^svc: which command\?/);
+      expect(fs.readdirSync(root)).toEqual([]);
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
   });
 
   it('installs under its own name from the checkout, and no page tells a user to run npx svc', async () => {
@@ -159,9 +177,13 @@ describe('the command line', () => {
       fs.rmSync(prefix, { recursive: true, force: true });
     }
     const pages = ['README.md', ...fs.readdirSync(path.join(REPO, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
-    const { stdout: help } = await run(process.execPath, [MAIN, '--help']);
-    for (const [name, text] of [...pages.map((p) => [p, fs.readFileSync(path.join(REPO, p), 'utf8')]), ['svc --help', help]]) {
-      expect([name, /npx svc\b/.test(text!)]).toEqual([name, false]);
+    const helps: [string, string][] = [];
+    for (const args of [['--help'], ...['serve', 'put', 'get', 'stat', 'ls', 'gc'].map((c) => [c, '--help'])]) {
+      helps.push([`svc ${args.join(' ')}`, (await run(process.execPath, [MAIN, ...args])).stdout]);
+    }
+    // npx and npm exec fetch the public package of that name anywhere outside the checkout.
+    for (const [name, text] of [...pages.map((p): [string, string] => [p, fs.readFileSync(path.join(REPO, p), 'utf8')]), ...helps]) {
+      expect([name, /\b(npx|npm exec|npm x)\s+(--\s+)?svc\b/.test(text)]).toEqual([name, false]);
     }
   });
 
