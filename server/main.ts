@@ -3,7 +3,7 @@ import type * as uWS from 'uWebSockets.js';
 import uws from './uws.js';
 import { type Config, ConfigError, VARIABLES, loadConfig } from '../engine/config.js';
 import { Engine } from '../engine/engine.js';
-import { DataDirInUse } from '../engine/store/data-dir-lock.js';
+import { DataDirLockError } from '../engine/store/data-dir-lock.js';
 import { nativeSharedCopy } from '../engine/cas/shared-copy.js';
 import { Logger } from '../engine/log.js';
 import { Metrics } from '../engine/ops/metrics.js';
@@ -160,7 +160,7 @@ export async function main(argv: string[]): Promise<void> {
   try {
     server = await serve(config);
   } catch (err) {
-    if (!(err instanceof ListenError || err instanceof DataDirInUse)) throw err;
+    if (!(err instanceof ListenError || err instanceof DataDirLockError)) throw err;
     process.stderr.write(`svc: ${err.message}\n`);
     process.exit(1);
   }

@@ -8,7 +8,11 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 
-export class DataDirInUse extends Error {}
+/** The data directory cannot be locked: start-up stops with this message. */
+export class DataDirLockError extends Error {}
+
+/** Another process holds the lock. */
+export class DataDirInUse extends DataDirLockError {}
 
 export interface DataDirLock {
   release(): void;
@@ -24,13 +28,18 @@ interface FileLocks {
 export function lockDataDir(root: string): DataDirLock {
   const file = path.join(root, LOCK_FILE);
   const locks = loadFileLocks(root);
-  const fd = openLockFile(file);
+  let fd: number;
+  try {
+    fd = openLockFile(file);
+  } catch (err) {
+    throw new DataDirLockError(`cannot lock the data directory ${root} (${file}): ${(err as Error).message}`);
+  }
   let locked: boolean;
   try {
     locked = locks.tryLock(fd);
   } catch (err) {
     fs.closeSync(fd);
-    throw new Error(`cannot lock the data directory ${root} (${file}): ${(err as Error).message}`);
+    throw new DataDirLockError(`cannot lock the data directory ${root} (${file}): ${(err as Error).message}`);
   }
   if (!locked) {
     const holder = readHolder(fd);
@@ -54,7 +63,7 @@ function loadFileLocks(root: string): FileLocks {
   try {
     return createRequire(import.meta.url)('fs-native-extensions') as FileLocks;
   } catch (err) {
-    throw new Error(`cannot lock the data directory ${root}: no file-locking binary for ${process.platform}-${process.arch} (fs-native-extensions: ${(err as Error).message})`);
+    throw new DataDirLockError(`cannot lock the data directory ${root}: no file-locking binary for ${process.platform}-${process.arch} (fs-native-extensions: ${(err as Error).message})`);
   }
 }
 
