@@ -19,7 +19,7 @@ at once. Exit codes: 0 done, 1 failed, 2 bad usage. More in docs/cli.md.
 `;
 
 /** Every client command's synopsis. */
-export const CLIENT_USAGE = `Client commands:\n${Object.values(COMMANDS).map((c) => c.usage).join('')}${FOOTER}`;
+const CLIENT_USAGE = `Client commands:\n${Object.values(COMMANDS).map((c) => c.usage).join('')}${FOOTER}`;
 
 /** One command's synopsis (`svc put --help`). */
 function usageOf(command: Command): string {
@@ -28,11 +28,6 @@ function usageOf(command: Command): string {
 
 export function isClientCommand(command: string | undefined): boolean {
   return command !== undefined && Object.hasOwn(COMMANDS, command);
-}
-
-/** `svc help COMMAND`: that command's usage; undefined for a name that is no client command. */
-export function clientUsage(command: string): string | undefined {
-  return isClientCommand(command) ? usageOf(COMMANDS[command]) : undefined;
 }
 
 export async function run(argv: string[]): Promise<number> {
