@@ -38,7 +38,8 @@ export class RequestBody {
     // uWS has already refused a Content-Length that is not digits, and one beside Transfer-Encoding.
     this.declared = length !== '' ? Number(length) : req.getHeader('transfer-encoding') !== '' ? undefined : 0;
     this.complete = this.declared === 0;
-    this.closeAsked = /\bclose\b/i.test(req.getHeader('connection'));
+    // Only an unfinished body can make an answer wait (whenAnswerable): a GET skips the header.
+    this.closeAsked = !this.complete && /\bclose\b/i.test(req.getHeader('connection'));
   }
 
   /** Delivers the body's chunks (each valid only during the call) until the request is answered. */

@@ -45,7 +45,7 @@ export class DocumentIndex {
 
   /** Builds the index of a catalog from before it, once (the database is then never empty). */
   backfill(documents: Iterable<DocumentRecord>, labels: Iterable<[tenant: string, documentId: string, label: string]>): void {
-    for (const _ of this.db.getKeys({ limit: 1 })) return;
+    if (this.db.getKeysCount({ limit: 1 }) > 0) return;
     this.db.transactionSync(() => {
       const created = new Map<string, number>();
       for (const doc of documents) {
