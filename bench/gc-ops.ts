@@ -4,8 +4,8 @@
  * 1. GC at scale: a data directory is prepared directly (not through HTTP, which would take
  *    hours at 1M blocks): N block files of 64 random bytes in the block-store layout
  *    (`blocks/<h[0:3]>/<sha256 hex>-64`), and the catalog written with the engine's own code
- *    (CatalogEnv.open + ManifestStore.publish, which also writes the `blocks` records), one
- *    manifest per 1,000 blocks; then one manifest in ten is deleted (ManifestStore.remove), so
+ *    (CatalogEnv.open + BlobCatalog.publish, which also writes the `blocks` records), one
+ *    manifest per 1,000 blocks; then one manifest in ten is deleted (BlobCatalog.remove), so
  *    10% of the blocks are unreferenced but still have their `blocks` records, as after real
  *    deletes. The records are not aged: the server runs with SVC_GC_MIN_AGE=0s (and
  *    SVC_GC_QUARANTINE_AGE=0s for the purge step), so age does not decide anything. Then the
@@ -30,9 +30,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { xxh64 } from '@node-rs/xxhash';
-import type { StoredBlock } from '../engine/cas/block-task.js';
-import { ManifestStore } from '../engine/cas/manifests.js';
-import { CatalogEnv } from '../engine/store/catalog.js';
+import type { StoredBlock } from '../engine/store/index.js';
+
+import { CatalogEnv, LmdbBlobCatalog } from '../engine/store/index.js';
 import { processCpuSeconds } from './cpu.js';
 import { type LoadResult, runLoad, summarize } from './load.js';
 import { RawConnection, bodyRequest, getRequest, postRequest } from './raw-http.js';
@@ -305,7 +305,7 @@ function removeDir(dir: string): void {
 
 /**
  * Writes `total` block files and the catalog: manifests of BLOCKS_PER_MANIFEST blocks each
- * (published with ManifestStore.publish), then every DELETE_EVERY-th manifest removed.
+ * (published with BlobCatalog.publish), then every DELETE_EVERY-th manifest removed.
  */
 async function prepareStore(fsRoot: string, total: number, progress: (m: string) => void): Promise<GcScaleResult['preparation'] & { manifests: number; deleted: number; unreferenced: number }> {
   const t0 = performance.now();
@@ -314,7 +314,7 @@ async function prepareStore(fsRoot: string, total: number, progress: (m: string)
   fs.mkdirSync(path.join(blocksDir, '.tmp'), { recursive: true });
   for (let p = 0; p < 4096; p++) fs.mkdirSync(path.join(blocksDir, p.toString(16).padStart(3, '0')));
   const env = CatalogEnv.open(fsRoot, 'relaxed');
-  const store = new ManifestStore(env);
+  const store = new LmdbBlobCatalog(env);
   const manifests = Math.ceil(total / BLOCKS_PER_MANIFEST);
   const ids: string[] = [];
   let fileWriteMs = 0;
@@ -858,7 +858,7 @@ export function renderGcOpsSection(r: GcOpsResult): string {
   if (g) {
     L.push(`### GC at ${f(g.blocks)} blocks`, '');
     L.push(
-      `Prepared directly (not timed below): ${f(g.blocks)} block files of ${g.blockBytes} bytes in the 4096 partitions, ${f(g.manifests)} manifests of ${f(g.blocksPerManifest)} blocks published with ManifestStore.publish, then ${f(g.deletedManifests)} of them deleted: ${f(g.referenced)} blocks referenced, ${f(g.unreferenced)} unreferenced (with their \`blocks\` records). ` +
+      `Prepared directly (not timed below): ${f(g.blocks)} block files of ${g.blockBytes} bytes in the 4096 partitions, ${f(g.manifests)} manifests of ${f(g.blocksPerManifest)} blocks published with BlobCatalog.publish, then ${f(g.deletedManifests)} of them deleted: ${f(g.referenced)} blocks referenced, ${f(g.unreferenced)} unreferenced (with their \`blocks\` records). ` +
         `Preparation ${sec(g.preparation.seconds)} (files ${sec(g.preparation.fileWriteSeconds)}, catalog ${sec(g.preparation.catalogSeconds)}, deletes ${sec(g.preparation.deleteSeconds)}); catalog ${mib(g.preparation.catalogBytes)}, block files ${mib(g.preparation.blockFilesAllocatedBytes)} allocated on disk (${f(g.preparation.blockFilesAllocatedBytes / g.blocks)} bytes each); data on ${g.dataDir.fsType} under ${g.dataDir.parent}${g.dataDir.sameDeviceAsRepo ? ' (the repository\'s disk)' : ''}. ` +
         `Server with SVC_GC_MIN_AGE=0s and SVC_GC_QUARANTINE_AGE=0s (records not aged), SVC_DURABILITY=${r.durability}; started in ${sec(g.serverStartSeconds)}; idle VmRSS ${mib(g.idleRssBytes)} (RssAnon ${mib(g.idleAnonBytes)}).`,
       '',

@@ -1,6 +1,6 @@
 import os from 'node:os';
 import path from 'node:path';
-import type { FreeSpaceFloor } from './store/disk-space.js';
+import type { FreeSpaceFloor } from './store/index.js';
 
 /** Every SVC_* variable: name, default, meaning. `svc --help` prints this table. */
 export const VARIABLES: ReadonlyArray<{ name: string; default: string; help: string }> = [

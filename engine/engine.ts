@@ -6,7 +6,7 @@ import type { VerifyTask, VerifyTaskResult } from './cas/block-task.js';
 import { type ContentId, formatContentId } from './cas/content-id.js';
 import { decodeCursor, encodeCursor } from './cas/cursors.js';
 import { DirectIngest, type IngestOptions, largestBlockBytes } from './cas/ingest.js';
-import { type BlobSummary, type Manifest, ManifestStore } from './cas/manifests.js';
+
 import { BlobReader } from './cas/reader.js';
 import { TransferMemory } from './cas/transfer-memory.js';
 import { loadSha256Pair, sha256PairUnavailableReason } from './cas/sha256-pair.js';
@@ -23,13 +23,9 @@ import { MigrationRegistry } from './documents/migrations.js';
 import { SchemaRegistry } from './documents/schemas.js';
 import { ModelService } from './models/service.js';
 import { TrafficHistory } from './ops/traffic-history.js';
-import { CatalogEnv } from './store/catalog.js';
-import { type DataDirLock, lockDataDir } from './store/data-dir-lock.js';
-import { DiskSpace } from './store/disk-space.js';
-import { FsBlockStore } from './store/fs-block-store.js';
+import { type BlobCatalog, type BlobSummary, type BlockStore, CatalogEnv, type DataDirLock, DiskSpace, LmdbBlobCatalog, LmdbGcCatalog, LmdbKeyedCatalog, LmdbUploadCatalog, type Manifest, lockDataDir, openBlockStore } from './store/index.js';
 import type { BlockRoots } from './cas/block-roots.js';
 import { BufferPool } from './uploads/buffer-pool.js';
-import { UploadLedger } from './uploads/ledger.js';
 import { Staging } from './uploads/staging.js';
 import { Uploads } from './uploads/uploads.js';
 import { createWorkerPool } from './worker-pool.js';
@@ -72,8 +68,8 @@ export class Engine {
     readonly config: Config,
     readonly log: Logger,
     readonly catalog: CatalogEnv,
-    readonly manifests: ManifestStore,
-    readonly blocks: FsBlockStore,
+    readonly manifests: BlobCatalog,
+    readonly blocks: BlockStore,
     readonly pool: Piscina,
     readonly memory: TransferMemory,
     readonly scanner: StreamScanner,
@@ -84,7 +80,7 @@ export class Engine {
     this.space = new DiskSpace(config.fsRoot, config.minFreeSpace);
     this.uploads = new Uploads({
       config: config.uploads,
-      ledger: new UploadLedger(catalog),
+      ledger: new LmdbUploadCatalog(catalog),
       staging: new Staging(config.fsRoot, config.durability),
       tailBuffers: tailBufferPool(config),
       blocks,
@@ -96,29 +92,29 @@ export class Engine {
       assertRoom: () => this.space.assertRoom(),
     });
     this.jobs = new JobQueue({ env: catalog, pool, config: config.jobs, log });
-    const schemas = new SchemaRegistry(catalog);
-    this.documents = new DocumentService(catalog, schemas, new MigrationRegistry(catalog, schemas), this.jobs, (options) => this.startIngest(options));
+    const schemas = new SchemaRegistry(new LmdbKeyedCatalog(catalog, 'schemas'));
+    this.documents = new DocumentService(catalog, schemas, new MigrationRegistry(new LmdbKeyedCatalog(catalog, 'migrations'), schemas), this.jobs, (options) => this.startIngest(options));
     this.tokens = TokenVerifier.open(config.auth, config.fsRoot, log);
-    this.models = new ModelService(config.model, catalog, config.fsRoot, pool, log);
+    this.models = new ModelService(config.model, new LmdbKeyedCatalog(catalog, 'models'), config.fsRoot, pool, log);
     // Every reference to blocks outside published manifests: resumable sessions, document content.
     const roots: BlockRoots[] = [this.uploads.blockRoots(), this.documents.blockRoots()];
-    this.gc = new GarbageCollector({ config: config.gc, env: catalog, manifests, blocks, roots, log });
+    this.gc = new GarbageCollector({ config: config.gc, catalog: new LmdbGcCatalog(catalog), manifests, blocks, roots, log });
   }
 
   static async open(config: Config, log: Logger): Promise<Engine> {
     fs.mkdirSync(config.fsRoot, { recursive: true });
     // Before anything touches the directory: a second process must not clean up the first one's files.
     const lock = lockDataDir(config.fsRoot);
-    const { removedTempFiles } = FsBlockStore.prepare(config.fsRoot);
+    const { store: blocks, removedTempFiles } = openBlockStore(config.fsRoot, config.durability);
     if (removedTempFiles > 0) log.info('removed temporary files of interrupted uploads', { count: removedTempFiles });
     const catalog = CatalogEnv.open(config.fsRoot, config.durability);
-    const manifests = new ManifestStore(catalog);
+    const manifests = new LmdbBlobCatalog(catalog);
     const pool = createWorkerPool({ filename: WORKER_MODULE, minThreads: config.workers, maxThreads: config.workers, idleTimeout: 60_000 });
     const memory = new TransferMemory(config.ingestBufferBytes, config.segmentBytes);
     const pairHashing = config.nativeSha256 === 'auto' && loadSha256Pair() !== null;
     if (config.nativeSha256 === 'auto' && !pairHashing) log.info('native SHA-256 pair unavailable: blocks are hashed by the worker threads', { reason: sha256PairUnavailableReason() });
     const scanner = new StreamScanner(SCANNER_MODULE, memory.arena, pairHashing);
-    const engine = new Engine(config, log, catalog, manifests, new FsBlockStore(config.fsRoot, config.durability), pool, memory, scanner, lock);
+    const engine = new Engine(config, log, catalog, manifests, blocks, pool, memory, scanner, lock);
     const cleaned = await engine.uploads.cleanup();
     if (cleaned.expired || cleaned.recovered || cleaned.removed) log.info('uploads: cleanup at start', cleaned);
     engine.uploads.startCleanup();
@@ -134,7 +130,7 @@ export class Engine {
    */
   startIngest(options: IngestOptions): DirectIngest {
     if (!options.part) this.space.assertRoom();
-    const deps = { config: this.config, spillDir: this.blocks.tmpDir, pool: this.pool, scanner: this.scanner, memory: this.memory, manifests: this.manifests, stats: this.stats, log: this.log };
+    const deps = { config: this.config, spillDir: this.blocks.scratchDir, blockStore: this.blocks.location, pool: this.pool, scanner: this.scanner, memory: this.memory, manifests: this.manifests, stats: this.stats, log: this.log };
     return this.gc.track(new DirectIngest({ ...deps, reclaim: (blocks) => this.gc.reclaim(blocks) }, options));
   }
 
@@ -194,7 +190,7 @@ export class Engine {
     }
     let result: VerifyTaskResult;
     try {
-      const task: VerifyTask = { root: this.config.fsRoot, blocks, expectedHex: id.hex };
+      const task: VerifyTask = { store: this.blocks.location, blocks, expectedHex: id.hex };
       result = await this.pool.run(task, { name: 'verify' });
     } catch (err) {
       this.log.error('verify: persisted bytes could not be read', { blob: m.id, err: String(err) });
@@ -211,13 +207,7 @@ export class Engine {
 
   /** Readiness: the catalog and the block store, each bounded by the health timeout. */
   async readiness(): Promise<HealthCheck[]> {
-    const probeDir = this.blocks.tmpDir;
-    return Promise.all([
-      this.check('catalog', () => this.catalog.probe()),
-      this.check('blockStore', async () => {
-        await fs.promises.access(probeDir, fs.constants.W_OK);
-      }),
-    ]);
+    return Promise.all([this.check('catalog', () => this.catalog.probe()), this.check('blockStore', () => this.blocks.probe())]);
   }
 
   /** Free space against SVC_MIN_FREE_SPACE: `warn` below it (uploads are refused, reads go on). */

@@ -2,7 +2,7 @@ import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import { parseContentIdSegment } from '../engine/cas/content-id.js';
 import { parseLimit } from '../engine/cas/cursors.js';
 import type { DirectIngest } from '../engine/cas/ingest.js';
-import type { Manifest } from '../engine/cas/manifests.js';
+import type { Manifest } from '../engine/store/index.js';
 import type { Engine } from '../engine/engine.js';
 import { SvcError, invalidBlob } from '../engine/errors.js';
 import { evaluate } from './conditional.js';

@@ -3,7 +3,7 @@ import type * as uWS from 'uWebSockets.js';
 import uws from './uws.js';
 import { type Config, ConfigError, VARIABLES, loadConfig } from '../engine/config.js';
 import { Engine } from '../engine/engine.js';
-import { DataDirLockError } from '../engine/store/data-dir-lock.js';
+import { DataDirLockError } from '../engine/store/index.js';
 import { nativeSharedCopy } from '../engine/cas/shared-copy.js';
 import { Logger } from '../engine/log.js';
 import { Metrics } from '../engine/ops/metrics.js';

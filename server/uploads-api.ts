@@ -2,7 +2,7 @@
 
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import { SvcError, invalidUpload } from '../engine/errors.js';
-import type { SessionRecord } from '../engine/uploads/ledger.js';
+import type { SessionRecord } from '../engine/store/index.js';
 import type { PartUpload } from '../engine/uploads/uploads.js';
 import { CORS, UUID, allowMethods, parseContentType } from './blob-api.js';
 import { SocketBody, feedIngest } from './body-feed.js';

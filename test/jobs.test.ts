@@ -12,7 +12,7 @@ import { loadConfig, type JobConfig } from '../dist/engine/config.js';
 import { Engine } from '../dist/engine/engine.js';
 import { JobQueue, type JobRecord } from '../dist/engine/jobs/queue.js';
 import { Logger } from '../dist/engine/log.js';
-import { CatalogEnv } from '../dist/engine/store/catalog.js';
+import { CatalogEnv } from '../dist/engine/store/index.js';
 import { createWorkerPool } from '../dist/engine/worker-pool.js';
 import { defineKinds, effectCount, effectsDb } from './helpers/job-kinds.mjs';
 import { tempRoot } from './helpers/server.js';

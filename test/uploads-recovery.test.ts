@@ -8,7 +8,7 @@ import { afterEach, describe, expect, test } from 'vitest';
 import { loadConfig } from '../dist/engine/config.js';
 import { Engine } from '../dist/engine/engine.js';
 import { Logger } from '../dist/engine/log.js';
-import { UploadLedger } from '../dist/engine/uploads/ledger.js';
+import { LmdbUploadCatalog as UploadLedger } from '../dist/engine/store/index.js';
 import { contentId, seededBytes } from './helpers/http.js';
 import { tempRoot } from './helpers/server.js';
 

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Xxh64, xxh64 } from '@node-rs/xxhash';
 import type { Durability } from '../config.js';
-import { FsBlockStore } from '../store/fs-block-store.js';
+import { type BlockStoreLocation, type StoredBlock, blockWriter } from '../store/index.js';
 import { SegmentedBytes } from './segmented-bytes.js';
 
 /** Shared segments holding part of an upload: segment k covers [first + k*segmentSize, …). */
@@ -17,33 +17,13 @@ export interface StoreTask extends SegmentWindow {
   bounds: number[];
   /** Block i's SHA-256 in hex when the scanning thread computed it (native pair), else hashed here. */
   hexes?: string[];
-  root: string;
-  durability: Durability;
-}
-
-export interface StoredBlock {
-  hex: string;
-  size: number;
-  checksum: bigint;
-  /** Not found on disk: written (or moved back from quarantine) by this store. */
-  fresh: boolean;
-  /** The bytes were written by this store (not present, not moved back): a failed ingest reclaims them. */
-  written?: true;
+  store: BlockStoreLocation;
 }
 
 /** A store task's answer: the blocks stored in order, and, when one failed, why (the blocks before it are stored). */
 export interface StoreTaskResult {
   blocks: StoredBlock[];
   error?: string;
-}
-
-const stores = new Map<string, FsBlockStore>();
-
-function storeFor(root: string, durability: Durability): FsBlockStore {
-  const key = `${durability}:${root}`;
-  let store = stores.get(key);
-  if (!store) stores.set(key, (store = new FsBlockStore(root, durability)));
-  return store;
 }
 
 const view = (w: SegmentWindow) => new SegmentedBytes(w.segments, w.segmentSize, w.first, w.end);
@@ -56,7 +36,7 @@ function sha256Hex(pieces: Uint8Array[]): string {
 
 export function runStoreTask(task: StoreTask): StoreTaskResult {
   const data = view(task);
-  const store = storeFor(task.root, task.durability);
+  const store = blockWriter(task.store);
   const blocks: StoredBlock[] = [];
   try {
     for (let i = 0; i + 1 < task.bounds.length; i++) {
@@ -75,7 +55,7 @@ export function runStoreTask(task: StoreTask): StoreTaskResult {
 }
 
 export interface VerifyTask {
-  root: string;
+  store: BlockStoreLocation;
   /** The digest the blob's id names. */
   expectedHex: string;
   blocks: Array<{ hex: string; size: number }>;
@@ -93,7 +73,7 @@ export interface VerifyTaskResult {
  * that fails is each block hashed again, to name the corrupt ones.
  */
 export function runVerifyTask(task: VerifyTask): VerifyTaskResult {
-  const store = storeFor(task.root, 'relaxed');
+  const store = blockWriter(task.store);
   const whole = createHash('sha256');
   let bytesRead = 0;
   for (const { hex, size } of task.blocks) {

@@ -5,9 +5,10 @@ import type { Config } from '../config.js';
 import { SvcError, ingestFailed, invalidBlob, payloadTooLarge } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Stats } from '../ops/stats.js';
-import type { StoreTask, StoreTaskResult, StoredBlock } from './block-task.js';
+import type { StoreTask, StoreTaskResult } from './block-task.js';
+import type { BlockStoreLocation, StoredBlock } from '../store/index.js';
 import { type ChunkerSpec, chunkerName, maxBlockBytes } from './chunkers.js';
-import type { BlobSummary, ManifestRecord, ManifestStore } from './manifests.js';
+import type { BlobCatalog, BlobSummary, ManifestRecord } from '../store/index.js';
 import { Backlog } from './backlog.js';
 import { copyInto } from './shared-copy.js';
 import type { TransferMemory } from './transfer-memory.js';
@@ -17,10 +18,12 @@ export interface IngestDeps {
   config: Config;
   /** Directory for spill files (cleaned at start). */
   spillDir: string;
+  /** Where the block tasks store blocks. */
+  blockStore: BlockStoreLocation;
   pool: Piscina;
   scanner: StreamScanner;
   memory: TransferMemory;
-  manifests: ManifestStore;
+  manifests: BlobCatalog;
   stats: Stats;
   log: Logger;
   /** Takes the blocks an ingest that failed or was aborted wrote (engine/gc reclaims them at once). */
@@ -715,8 +718,7 @@ export class DirectIngest {
   }
 
   private dispatchStore(first: number, bounds: number[], hexes?: string[]): void {
-    const { fsRoot: root, durability } = this.deps.config;
-    const task: StoreTask = { ...this.window(bounds[0]), end: bounds[bounds.length - 1], bounds, hexes, root, durability };
+    const task: StoreTask = { ...this.window(bounds[0]), end: bounds[bounds.length - 1], bounds, hexes, store: this.deps.blockStore };
     this.storesInFlight++;
     const run = this.deps.pool.run(task, { name: 'store' }) as Promise<StoreTaskResult>;
     this.storeTasks.add(run);

@@ -2,9 +2,8 @@ import { xxh64 } from '@node-rs/xxhash';
 import { storageFailure } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Stats } from '../ops/stats.js';
-import type { FsBlockStore } from '../store/fs-block-store.js';
 import { BlockCache } from './block-cache.js';
-import type { Manifest, ManifestStore } from './manifests.js';
+import type { BlobCatalog, BlockStore, Manifest } from '../store/index.js';
 import type { TransferMemory } from './transfer-memory.js';
 
 /** Idle read buffers kept for reuse, at most this many bytes in all. */
@@ -49,8 +48,8 @@ export class BlobReader {
   private readonly buffers = new ReadBuffers();
 
   constructor(
-    private readonly manifests: ManifestStore,
-    private readonly store: FsBlockStore,
+    private readonly manifests: BlobCatalog,
+    private readonly store: BlockStore,
     cacheBytes: number,
     private readonly stats: Stats,
     private readonly log: Logger,

@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import type { Database } from 'lmdb';
 import { decodeCursor, encodeCursor } from '../cas/cursors.js';
 import { invalidPagination } from '../errors.js';
-import type { CatalogEnv } from '../store/catalog.js';
+import type { CatalogEnv } from '../store/index.js';
 import type { DocumentRecord, ExternalRef } from './model.js';
 
 type IndexKey = Array<string | number>;

@@ -4,9 +4,8 @@
 // and inverse(forward(x)) equals x. Owner of the `migrations` database.
 
 import fastJsonPatch, { type Operation } from 'fast-json-patch';
-import type { Database } from 'lmdb';
 import { SvcError } from '../errors.js';
-import type { CatalogEnv } from '../store/catalog.js';
+import type { KeyedCatalog } from '../store/index.js';
 import { badRequest, isPlainObject, isSchemaUrn, onlyKeys } from './model.js';
 import { canonicalJson, schemaNotFound, type SchemaRegistry } from './schemas.js';
 import { compileSchema } from './validator.js';
@@ -40,14 +39,10 @@ function prefixed(op: Operation): Operation {
 }
 
 export class MigrationRegistry {
-  private readonly migrations: Database<MigrationRecord, string>;
-
   constructor(
-    env: CatalogEnv,
+    private readonly migrations: KeyedCatalog<MigrationRecord>,
     private readonly schemas: SchemaRegistry,
-  ) {
-    this.migrations = env.database<MigrationRecord, string>('migrations');
-  }
+  ) {}
 
   get(fromSchemaUrn: string, toSchemaUrn: string): MigrationRecord | undefined {
     return this.migrations.get(`${fromSchemaUrn} ${toSchemaUrn}`);
@@ -67,21 +62,11 @@ export class MigrationRegistry {
     if (!to) throw schemaNotFound(toSchemaUrn);
     if (from.namespaceUrn !== to.namespaceUrn) throw badRequest(`Both schemas must belong to one namespace (${from.namespaceUrn} ≠ ${to.namespaceUrn})`);
     const probed = probe(from.jsonSchema, to.jsonSchema, forward.ops, inverse.ops);
-    let created = false;
-    const record = await this.migrations.transaction(() => {
-      const key = `${fromSchemaUrn} ${toSchemaUrn}`;
-      const existing = this.migrations.get(key);
-      if (existing) {
-        if (canonicalJson([existing.forward, existing.inverse]) !== canonicalJson([forward, inverse])) {
-          throw new SvcError(409, 'migration_conflict', `A different migration from ${fromSchemaUrn} to ${toSchemaUrn} is registered`);
-        }
-        return existing;
-      }
-      const fresh: MigrationRecord = { fromSchemaUrn, toSchemaUrn, namespaceUrn: from.namespaceUrn, forward, inverse, probedInstances: probed, createdAt: Date.now() };
-      this.migrations.put(key, fresh);
-      created = true;
-      return fresh;
-    });
+    const fresh: MigrationRecord = { fromSchemaUrn, toSchemaUrn, namespaceUrn: from.namespaceUrn, forward, inverse, probedInstances: probed, createdAt: Date.now() };
+    const { record, created } = await this.migrations.putIfAbsent(`${fromSchemaUrn} ${toSchemaUrn}`, fresh);
+    if (!created && canonicalJson([record.forward, record.inverse]) !== canonicalJson([forward, inverse])) {
+      throw new SvcError(409, 'migration_conflict', `A different migration from ${fromSchemaUrn} to ${toSchemaUrn} is registered`);
+    }
     return { record, created };
   }
 }

@@ -2,9 +2,8 @@
 // metadata data with ajv against JSON Schema 2020-12. Owner of the `schemas` database.
 
 import { createHash } from 'node:crypto';
-import type { Database } from 'lmdb';
 import { SvcError } from '../errors.js';
-import type { CatalogEnv } from '../store/catalog.js';
+import type { KeyedCatalog } from '../store/index.js';
 import { badRequest, isNamespaceUrn, isPlainObject, isSchemaUrn, onlyKeys } from './model.js';
 import { compileSchema, type ValidationIssue } from './validator.js';
 
@@ -25,12 +24,9 @@ const LIFECYCLES = ['draft', 'published', 'deprecated', 'retired'];
 export const schemaNotFound = (urn: string) => new SvcError(404, 'schema_not_found', `No schema ${urn}`);
 
 export class SchemaRegistry {
-  private readonly schemas: Database<SchemaRecord, string>;
   private readonly compiled = new Map<string, (data: unknown) => ValidationIssue[]>();
 
-  constructor(env: CatalogEnv) {
-    this.schemas = env.database<SchemaRecord, string>('schemas');
-  }
+  constructor(private readonly schemas: KeyedCatalog<SchemaRecord>) {}
 
   get(urn: string): SchemaRecord | undefined {
     return this.schemas.get(urn);
@@ -39,10 +35,10 @@ export class SchemaRegistry {
   /** GET /v1/schemas: registrations in URN order, of one namespace when given, after URN `after`. */
   list(namespaceUrn: string | undefined, limit: number, after?: string): { schemas: SchemaRecord[]; next?: string } {
     const schemas: SchemaRecord[] = [];
-    for (const { key, value } of this.schemas.getRange(after === undefined ? {} : { start: after })) {
-      if (key === after || (namespaceUrn !== undefined && value.namespaceUrn !== namespaceUrn)) continue;
+    for (const { record } of this.schemas.entries(after)) {
+      if (namespaceUrn !== undefined && record.namespaceUrn !== namespaceUrn) continue;
       if (schemas.length === limit) return { schemas, next: schemas[schemas.length - 1]!.schemaUrn };
-      schemas.push(value);
+      schemas.push(record);
     }
     return { schemas };
   }
@@ -67,18 +63,9 @@ export class SchemaRegistry {
     }
     const canonical = { schemaUrn, namespaceUrn, lifecycle, jsonSchema };
     const hash = createHash('sha256').update(canonicalJson(canonical)).digest('hex');
-    let created = false;
-    const record = await this.schemas.transaction(() => {
-      const existing = this.schemas.get(schemaUrn);
-      if (existing) {
-        if (existing.hash !== hash) throw new SvcError(409, 'schema_conflict', `${schemaUrn} is registered with a different body; register a new version`);
-        return existing;
-      }
-      const fresh: SchemaRecord = { schemaUrn, namespaceUrn, lifecycle, jsonSchema, hash, createdAt: Date.now() };
-      this.schemas.put(schemaUrn, fresh);
-      created = true;
-      return fresh;
-    });
+    const fresh: SchemaRecord = { schemaUrn, namespaceUrn, lifecycle, jsonSchema, hash, createdAt: Date.now() };
+    const { record, created } = await this.schemas.putIfAbsent(schemaUrn, fresh);
+    if (record.hash !== hash) throw new SvcError(409, 'schema_conflict', `${schemaUrn} is registered with a different body; register a new version`);
     this.compiled.set(schemaUrn, validate);
     return { record, created };
   }

@@ -3,18 +3,12 @@
 // The design and the race analysis are in docs/architecture.md ("Garbage collection").
 
 import { randomUUID } from 'node:crypto';
-import fsp from 'node:fs/promises';
-import path from 'node:path';
-import type { Database } from 'lmdb';
 import type { BlockRoots } from '../cas/block-roots.js';
-import type { StoredBlock } from '../cas/block-task.js';
 import type { DirectIngest } from '../cas/ingest.js';
-import type { ManifestStore, PublicationGuard } from '../cas/manifests.js';
 import type { GcConfig } from '../config.js';
 import { SvcError } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { CatalogEnv } from '../store/catalog.js';
-import type { FsBlockStore } from '../store/fs-block-store.js';
+import type { BlobCatalog, BlockStore, GcCatalog, PublicationGuard, Receipt, StoredBlock } from '../store/index.js';
 import { IngestFence } from './ingest-fence.js';
 import { Reclaimer } from './reclaim.js';
 
@@ -72,23 +66,6 @@ export interface GcState {
   reclaimed: { blocks: number; bytes: number };
 }
 
-/** A block in quarantine: the receipt that lets it be restored or, later, purged. */
-export interface Receipt {
-  size: number;
-  quarantinedAt: number;
-  runId: string;
-  /** The block's record when it was quarantined (restored with it), else the file's mtime. */
-  createdAt: number;
-}
-
-/** A purged block, kept a while so that a late reference to it fails instead of dangling. */
-export interface Tombstone {
-  size: number;
-  quarantinedAt: number;
-  purgedAt: number;
-  runId: string;
-}
-
 const RUNS_KEPT = 50;
 /** Digests per mark write transaction. */
 const MARK_BATCH = 10_000;
@@ -96,8 +73,6 @@ const MARK_BATCH = 10_000;
 const MOVE_BATCH = 256;
 /** Purged receipts are kept at least this long (a resumable session lives up to 24 h). */
 const MIN_TOMBSTONE_MS = 24 * 3600_000;
-const BLOCK_NAME = /^([0-9a-f]{64})-([0-9]{1,10})$/;
-const PARTITION = /^[0-9a-f]{3}$/;
 
 export const gcRunning = () => new SvcError(409, 'gc_running', 'A garbage collection run is in progress; see GET /api/ops/v1/gc');
 
@@ -105,19 +80,16 @@ class Stopped extends Error {}
 
 interface Deps {
   config: GcConfig;
-  env: CatalogEnv;
-  manifests: ManifestStore;
-  blocks: FsBlockStore;
+  catalog: GcCatalog;
+  manifests: BlobCatalog;
+  blocks: BlockStore;
   roots: readonly BlockRoots[];
   log: Logger;
 }
 
 /** `Engine.gc`: one run at a time, on demand (server/gc-api.ts) or on the SVC_GC_INTERVAL schedule. */
 export class GarbageCollector implements PublicationGuard {
-  private readonly marks: Database<number, Buffer>;
-  private readonly quarantine: Database<Receipt, Buffer>;
-  private readonly purged: Database<Tombstone, Buffer>;
-  private readonly runs: Database<GcReport, [number, string]>;
+  private readonly catalog: GcCatalog;
   readonly fence: IngestFence;
   private readonly reclaimer: Reclaimer;
   /** Set from the start of a run's marking to its end: publications mark their blocks too. */
@@ -136,18 +108,12 @@ export class GarbageCollector implements PublicationGuard {
   private guardRestored = 0;
 
   constructor(private readonly deps: Deps) {
-    const { env } = deps;
-    this.marks = env.database<number, Buffer>('gc_marks', { keyEncoding: 'binary' });
-    this.quarantine = env.database<Receipt, Buffer>('gc_quarantine', { keyEncoding: 'binary' });
-    this.purged = env.database<Tombstone, Buffer>('gc_purged', { keyEncoding: 'binary' });
-    this.runs = env.database('gc_runs') as unknown as Database<GcReport, [number, string]>;
-    for (const { value } of this.runs.getRange({ reverse: true, limit: 1 })) this.last = value;
+    this.catalog = deps.catalog;
+    this.last = this.catalog.lastRun<GcReport>();
     this.fence = new IngestFence(Math.min(60_000, deps.config.quarantineAgeMs), deps.log);
     deps.manifests.setGuard(this);
     this.reclaimer = new Reclaimer({
-      quarantine: this.quarantine,
-      purged: this.purged,
-      pending: env.database<number, Buffer>('gc_reclaims', { keyEncoding: 'binary' }),
+      state: this.catalog,
       manifests: deps.manifests,
       blocks: deps.blocks,
       roots: deps.roots,
@@ -178,7 +144,7 @@ export class GarbageCollector implements PublicationGuard {
   }
 
   quarantinedBlocks(): number {
-    return (this.quarantine.getStats() as { entryCount: number }).entryCount;
+    return this.catalog.receiptCount();
   }
 
   get running(): boolean {
@@ -292,7 +258,7 @@ export class GarbageCollector implements PublicationGuard {
       await this.saveReport(report).catch((err) => log.error('gc: report not saved', { err: String(err) }));
       this.last = report;
       // The mark set is only needed during a run.
-      await this.marks.clearAsync().catch(() => {});
+      await this.catalog.clearMarks().catch(() => {});
     }
     log.info('gc: run finished', { ...report });
     if (report.error && !report.error.startsWith('stopped')) throw new Error(report.error);
@@ -300,11 +266,7 @@ export class GarbageCollector implements PublicationGuard {
   }
 
   private async saveReport(report: GcReport): Promise<void> {
-    await this.runs.transaction(() => {
-      this.runs.put([Date.parse(report.startedAt), report.runId], report);
-      let n = 0;
-      for (const key of this.runs.getKeys({ reverse: true })) if (++n > RUNS_KEPT) this.runs.remove(key);
-    });
+    await this.catalog.saveRun(report, RUNS_KEPT);
   }
 
   private checkStop(): void {
@@ -319,21 +281,21 @@ export class GarbageCollector implements PublicationGuard {
   // ---- publication guard (inside each publication's LMDB transaction) ----
 
   referencedSync(key: Buffer, hex: string, size: number): void {
-    if (this.marking) this.marks.put(Buffer.from(key), 1);
-    const receipt = this.quarantine.get(key);
+    if (this.marking) this.catalog.markSync(key);
+    const receipt = this.catalog.receipt(key);
     if (receipt) {
       const where = this.deps.blocks.restoreSync(hex, size);
       if (where === 'missing') throw new Error(`gc: block ${hex}-${size} is quarantined but its file is gone`);
       // A copy left in quarantine next to a live file is a duplicate.
       if (where === 'live') this.deps.blocks.purgeSync(hex, size);
-      this.quarantine.remove(key);
+      this.catalog.removeReceiptSync(key);
       this.guardRestored++;
       return;
     }
-    if (this.purged.doesExist(key)) {
+    if (this.catalog.hasTombstone(key)) {
       // Purged: fine only if the bytes were written again since (the upload had them).
       if (this.deps.blocks.liveSize(hex, size) !== size) throw new Error(`gc: block ${hex}-${size} was purged`);
-      this.purged.remove(key);
+      this.catalog.removeTombstoneSync(key);
     }
   }
 
@@ -345,11 +307,11 @@ export class GarbageCollector implements PublicationGuard {
    * in their transaction, so nothing published during the pass is missed.
    */
   private async mark(report: GcReport): Promise<void> {
-    await this.marks.clearAsync();
+    await this.catalog.clearMarks();
     this.marking = true;
     // Barrier: publications whose guard ran before `marking` was set commit before this one, so
     // the reads below see them.
-    await this.marks.transaction(() => {});
+    await this.catalog.marksCommitted();
     let after: string | undefined;
     do {
       this.checkStop();
@@ -369,14 +331,11 @@ export class GarbageCollector implements PublicationGuard {
       }
       await this.writeMarks(batch);
     }
-    report.markedBlocks = (this.marks.getStats() as { entryCount: number }).entryCount;
+    report.markedBlocks = this.catalog.markedCount();
   }
 
   private async writeMarks(digests: Buffer[]): Promise<void> {
-    if (digests.length === 0) return;
-    await this.marks.transaction(() => {
-      for (const d of digests) this.marks.put(d, 1);
-    });
+    await this.catalog.mark(digests);
   }
 
   // ---- quarantine ----
@@ -387,31 +346,16 @@ export class GarbageCollector implements PublicationGuard {
    */
   private async sweep(report: GcReport, apply: boolean, countOnly: boolean): Promise<void> {
     const { blocks } = this.deps;
-    let partitions: string[];
-    try {
-      partitions = (await fsp.readdir(blocks.blocksDir)).filter((n) => PARTITION.test(n)).sort();
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
-      throw err;
-    }
-    for (const partition of partitions) {
+    for (const partition of await blocks.listPartitions()) {
       this.checkStop();
-      let names: string[];
-      try {
-        names = await fsp.readdir(path.join(blocks.blocksDir, partition));
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
-        throw err;
-      }
+      const listed = await blocks.listPartition(partition);
       let batch: Candidate[] = [];
-      for (const name of names) {
-        const m = BLOCK_NAME.exec(name);
-        if (!m) continue;
-        const key = Buffer.from(m[1], 'hex');
-        if (this.marks.doesExist(key)) continue;
+      for (const { hex, size } of listed) {
+        const key = Buffer.from(hex, 'hex');
+        if (this.catalog.isMarked(key)) continue;
         report.candidates++;
         if (countOnly) continue;
-        batch.push({ hex: m[1], size: Number(m[2]), key, createdAt: 0 });
+        batch.push({ hex, size, key, createdAt: 0 });
         if (batch.length >= MOVE_BATCH) {
           await this.settleCandidates(report, batch, apply);
           batch = [];
@@ -425,18 +369,18 @@ export class GarbageCollector implements PublicationGuard {
     const { blocks, manifests } = this.deps;
     const eligible: Candidate[] = [];
     for (const c of batch) {
-      const stat = await fsp.stat(blocks.blockPath(c.hex, c.size)).catch(() => undefined);
-      if (!stat) {
+      const writtenMs = await blocks.lastWrittenMs(c.hex, c.size);
+      if (writtenMs === undefined) {
         this.skip(report, 'vanished');
         continue;
       }
       const record = manifests.blockRecord(c.key);
-      const lastUse = Math.max(stat.mtimeMs, record ? (record.touchedAt ?? record.createdAt) : 0);
+      const lastUse = Math.max(writtenMs, record ? (record.touchedAt ?? record.createdAt) : 0);
       if (Date.now() - lastUse < this.ages.minAgeMs) {
         this.skip(report, 'younger than SVC_GC_MIN_AGE');
         continue;
       }
-      c.createdAt = record?.createdAt ?? Math.floor(stat.mtimeMs);
+      c.createdAt = record?.createdAt ?? Math.floor(writtenMs);
       eligible.push(c);
     }
     if (!apply) {
@@ -451,14 +395,14 @@ export class GarbageCollector implements PublicationGuard {
     // No publication can run in between (same thread); one that runs after sees the receipt.
     const now = Date.now();
     const accepted: Candidate[] = [];
-    this.quarantine.transactionSync(() => {
+    this.catalog.atomicallySync(() => {
       for (const c of eligible) {
-        if (this.quarantine.doesExist(c.key)) {
+        if (this.catalog.hasReceipt(c.key)) {
           // A reclaim of a failed upload's blocks holds it (./reclaim.ts).
           this.skip(report, 'being reclaimed');
           continue;
         }
-        if (this.marks.doesExist(c.key)) {
+        if (this.catalog.isMarked(c.key)) {
           this.skip(report, 'referenced during the run');
           continue;
         }
@@ -467,8 +411,8 @@ export class GarbageCollector implements PublicationGuard {
           this.skip(report, 'younger than SVC_GC_MIN_AGE');
           continue;
         }
-        this.quarantine.put(c.key, { size: c.size, quarantinedAt: now, runId: report.runId, createdAt: c.createdAt });
-        this.purged.remove(c.key);
+        this.catalog.putReceiptSync(c.key, { size: c.size, quarantinedAt: now, runId: report.runId, createdAt: c.createdAt });
+        this.catalog.removeTombstoneSync(c.key);
         manifests.forgetBlockSync(c.key);
         accepted.push(c);
       }
@@ -484,9 +428,9 @@ export class GarbageCollector implements PublicationGuard {
     }
     if (vanished.length) {
       this.skip(report, 'vanished', vanished.length);
-      await this.quarantine.transaction(() => {
+      await this.catalog.atomically(() => {
         for (const c of vanished) {
-          if (this.quarantine.get(c.key)?.runId === report.runId) this.quarantine.remove(c.key);
+          if (this.catalog.receipt(c.key)?.runId === report.runId) this.catalog.removeReceiptSync(c.key);
         }
       });
     }
@@ -507,9 +451,9 @@ export class GarbageCollector implements PublicationGuard {
     for (;;) {
       this.checkStop();
       const page: Array<{ key: Buffer; receipt: Receipt }> = [];
-      for (const { key, value } of this.quarantine.getRange({ start: after, snapshot: false, limit: MOVE_BATCH + 1 })) {
+      for (const { key, receipt } of this.catalog.receipts(after, MOVE_BATCH + 1)) {
         if (after && key.equals(after)) continue;
-        page.push({ key: Buffer.from(key), receipt: value });
+        page.push({ key: Buffer.from(key), receipt });
         if (page.length === MOVE_BATCH) break;
       }
       if (page.length === 0) break;
@@ -518,7 +462,7 @@ export class GarbageCollector implements PublicationGuard {
       const purgeable: Array<{ key: Buffer; hex: string; receipt: Receipt; live: boolean }> = [];
       for (const { key, receipt } of page) {
         const hex = key.toString('hex');
-        if (this.marks.doesExist(key)) {
+        if (this.catalog.isMarked(key)) {
           if (!apply) {
             report.restored++;
             continue;
@@ -531,8 +475,8 @@ export class GarbageCollector implements PublicationGuard {
             continue;
           }
           if (where === 'live') blocks.purgeSync(hex, receipt.size);
-          this.quarantine.transactionSync(() => {
-            this.quarantine.remove(key);
+          this.catalog.atomicallySync(() => {
+            this.catalog.removeReceiptSync(key);
             manifests.restoreBlockSync(key, { size: receipt.size, createdAt: receipt.createdAt, touchedAt: now });
           });
           report.restored++;
@@ -566,12 +510,12 @@ export class GarbageCollector implements PublicationGuard {
       // again), then delete the copies of those settled.
       const settled = new Set<Buffer>();
       if (purgeable.length) {
-        this.quarantine.transactionSync(() => {
+        this.catalog.atomicallySync(() => {
           for (const { key, receipt, live } of purgeable) {
-            const again = this.quarantine.get(key);
-            if (!again || again.quarantinedAt !== receipt.quarantinedAt || this.marks.doesExist(key)) continue;
-            this.quarantine.remove(key);
-            if (!live) this.purged.put(key, { size: receipt.size, quarantinedAt: receipt.quarantinedAt, purgedAt: now, runId: report.runId });
+            const again = this.catalog.receipt(key);
+            if (!again || again.quarantinedAt !== receipt.quarantinedAt || this.catalog.isMarked(key)) continue;
+            this.catalog.removeReceiptSync(key);
+            if (!live) this.catalog.putTombstoneSync(key, { size: receipt.size, quarantinedAt: receipt.quarantinedAt, purgedAt: now, runId: report.runId });
             settled.add(key);
           }
         });
@@ -601,15 +545,15 @@ export class GarbageCollector implements PublicationGuard {
     const keep = Math.max(this.deps.config.quarantineAgeMs, MIN_TOMBSTONE_MS);
     const cutoff = Date.now() - keep;
     let expired: Buffer[] = [];
-    for (const { key, value } of this.purged.getRange({ snapshot: false })) {
-      if (value.purgedAt < cutoff) expired.push(Buffer.from(key));
+    for (const { key, tombstone } of this.catalog.tombstones()) {
+      if (tombstone.purgedAt < cutoff) expired.push(Buffer.from(key));
       if (expired.length >= MARK_BATCH) {
         const batch = expired;
         expired = [];
-        await this.purged.transaction(() => batch.forEach((k) => this.purged.remove(k)));
+        await this.catalog.atomically(() => batch.forEach((k) => this.catalog.removeTombstoneSync(k)));
       }
     }
-    if (expired.length) await this.purged.transaction(() => expired.forEach((k) => this.purged.remove(k)));
+    if (expired.length) await this.catalog.atomically(() => expired.forEach((k) => this.catalog.removeTombstoneSync(k)));
   }
 }
 

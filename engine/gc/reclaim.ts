@@ -16,13 +16,9 @@
 // `gc_reclaims` names the blocks between step 1 and the end: a restart finishes the work.
 
 import { randomUUID } from 'node:crypto';
-import type { Database } from 'lmdb';
 import type { BlockRoots } from '../cas/block-roots.js';
-import type { StoredBlock } from '../cas/block-task.js';
-import type { ManifestStore } from '../cas/manifests.js';
 import type { Logger } from '../log.js';
-import type { FsBlockStore } from '../store/fs-block-store.js';
-import type { Receipt, Tombstone } from './gc.js';
+import type { BlobCatalog, BlockStore, GcCatalog, StoredBlock } from '../store/index.js';
 import type { IngestFence } from './ingest-fence.js';
 
 /** Receipts written here carry a run id with this prefix. */
@@ -36,12 +32,9 @@ interface Moved {
 }
 
 export interface ReclaimDeps {
-  quarantine: Database<Receipt, Buffer>;
-  purged: Database<Tombstone, Buffer>;
-  /** Blocks a reclaim is working on: digest → size. */
-  pending: Database<number, Buffer>;
-  manifests: ManifestStore;
-  blocks: FsBlockStore;
+  state: GcCatalog;
+  manifests: BlobCatalog;
+  blocks: BlockStore;
   roots: readonly BlockRoots[];
   fence: IngestFence;
   log: Logger;
@@ -69,22 +62,22 @@ export class Reclaimer {
 
   /** At start (no ingest runs): finishes the reclaims a stop or a crash interrupted. */
   resume(): void {
-    const { pending, quarantine, purged, blocks } = this.deps;
+    const { state, blocks } = this.deps;
     const moved: Moved[] = [];
     const done: Buffer[] = [];
-    for (const { key, value: size } of pending.getRange({ snapshot: false })) {
+    for (const { key, size } of state.pendingReclaims()) {
       const k = Buffer.from(key);
       const hex = k.toString('hex');
-      const receipt = quarantine.get(k);
+      const receipt = state.receipt(k);
       if (receipt?.runId.startsWith(RECLAIM_RUN)) moved.push({ hex, size, key: k, runId: receipt.runId });
       else {
         // Settled before the stop: deleted (a tombstone) or kept; the file may not have followed yet.
-        if (!receipt && purged.doesExist(k)) blocks.purgeSync(hex, size);
+        if (!receipt && state.hasTombstone(k)) blocks.purgeSync(hex, size);
         else if (!receipt) blocks.restoreSync(hex, size);
         done.push(k);
       }
     }
-    if (done.length) pending.transactionSync(() => done.forEach((k) => pending.remove(k)));
+    if (done.length) state.atomicallySync(() => done.forEach((k) => state.removePendingReclaimSync(k)));
     if (moved.length) this.settle(moved);
   }
 
@@ -97,15 +90,15 @@ export class Reclaimer {
 
   /** Step 1: receipts, then the files move to quarantine. */
   private quarantineUnreferenced(candidates: Map<string, number>, runId: string): Moved[] {
-    const { quarantine, pending, manifests, blocks } = this.deps;
+    const { state, manifests, blocks } = this.deps;
     const now = Date.now();
     const accepted: Moved[] = [];
-    quarantine.transactionSync(() => {
+    state.atomicallySync(() => {
       for (const [hex, size] of candidates) {
         const key = Buffer.from(hex, 'hex');
-        if (manifests.blockRecord(key) || quarantine.doesExist(key)) continue;
-        quarantine.put(key, { size, quarantinedAt: now, runId, createdAt: now });
-        pending.put(key, size);
+        if (manifests.blockRecord(key) || state.hasReceipt(key)) continue;
+        state.putReceiptSync(key, { size, quarantinedAt: now, runId, createdAt: now });
+        state.addPendingReclaimSync(key, size);
         accepted.push({ hex, size, key, runId });
       }
     });
@@ -114,10 +107,10 @@ export class Reclaimer {
     for (const c of accepted) (blocks.quarantineSync(c.hex, c.size) ? moved : vanished).push(c);
     if (vanished.length) {
       // Not live (another reclaim, or GC, took it first): not ours to settle.
-      quarantine.transactionSync(() => {
+      state.atomicallySync(() => {
         for (const c of vanished) {
-          if (quarantine.get(c.key)?.runId === runId) quarantine.remove(c.key);
-          pending.remove(c.key);
+          if (state.receipt(c.key)?.runId === runId) state.removeReceiptSync(c.key);
+          state.removePendingReclaimSync(c.key);
         }
       });
     }
@@ -126,7 +119,7 @@ export class Reclaimer {
 
   /** Step 3: back to the live area if anything needs them, else deleted. */
   private settle(moved: Moved[]): void {
-    const { quarantine, purged, pending, manifests, blocks, roots, fence, log } = this.deps;
+    const { state, manifests, blocks, roots, fence, log } = this.deps;
     const hexes = new Set(moved.map((c) => c.hex));
     const needed = fence.claimed(hexes);
     for (const c of moved) if (manifests.blockRecord(c.key)) needed.add(c.hex);
@@ -139,19 +132,19 @@ export class Reclaimer {
     const now = Date.now();
     const kept: Moved[] = [];
     const doomed: Moved[] = [];
-    quarantine.transactionSync(() => {
+    state.atomicallySync(() => {
       for (const c of moved) {
-        const receipt = quarantine.get(c.key);
+        const receipt = state.receipt(c.key);
         if (!receipt || receipt.runId !== c.runId) {
           // A publication moved it back, or GC settled it: no longer ours.
-          pending.remove(c.key);
+          state.removePendingReclaimSync(c.key);
           continue;
         }
-        quarantine.remove(c.key);
+        state.removeReceiptSync(c.key);
         if (needed.has(c.hex) || blocks.liveSize(c.hex, c.size) === c.size) {
           kept.push(c);
         } else {
-          purged.put(c.key, { size: c.size, quarantinedAt: receipt.quarantinedAt, purgedAt: now, runId: c.runId });
+          state.putTombstoneSync(c.key, { size: c.size, quarantinedAt: receipt.quarantinedAt, purgedAt: now, runId: c.runId });
           doomed.push(c);
         }
       }
@@ -170,7 +163,7 @@ export class Reclaimer {
         bytes += c.size;
       }
     }
-    if (doomed.length || kept.length) pending.transactionSync(() => [...doomed, ...kept].forEach((c) => pending.remove(c.key)));
+    if (doomed.length || kept.length) state.atomicallySync(() => [...doomed, ...kept].forEach((c) => state.removePendingReclaimSync(c.key)));
     this.totals.blocks += count;
     this.totals.bytes += bytes;
     if (count || kept.length) log.info('gc: reclaimed the blocks of a failed upload', { deleted: count, bytes, kept: kept.length });

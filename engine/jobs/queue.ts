@@ -17,7 +17,7 @@ import type { Piscina } from 'piscina';
 import { v7 as uuidv7 } from 'uuid';
 import type { JobConfig } from '../config.js';
 import type { Logger } from '../log.js';
-import type { CatalogEnv } from '../store/catalog.js';
+import type { CatalogEnv } from '../store/index.js';
 import { asJobFailure, type JobFailure } from './errors.js';
 import { moduleUrl, type TaskCall, type TaskOutcome } from './task-runner.js';
 

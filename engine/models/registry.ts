@@ -1,8 +1,7 @@
 // Registered models (name → bundle URI), kept in the catalog's `models` database so that
 // registrations survive restarts.
 
-import type { Database } from 'lmdb';
-import type { CatalogEnv } from '../store/catalog.js';
+import type { KeyedCatalog } from '../store/index.js';
 
 export interface Registration {
   modelName: string;
@@ -11,11 +10,7 @@ export interface Registration {
 }
 
 export class ModelRegistry {
-  private readonly db: Database<Registration, string>;
-
-  constructor(catalog: CatalogEnv) {
-    this.db = catalog.database<Registration, string>('models');
-  }
+  constructor(private readonly db: KeyedCatalog<Registration>) {}
 
   get(name: string): Registration | undefined {
     return this.db.get(name);
@@ -23,11 +18,11 @@ export class ModelRegistry {
 
   /** Every registration, by name. */
   list(): Registration[] {
-    return [...this.db.getRange()].map((e) => e.value);
+    return [...this.db.entries()].map((e) => e.record);
   }
 
   names(): string[] {
-    return [...this.db.getKeys()] as string[];
+    return [...this.db.keys()];
   }
 
   async put(registration: Registration): Promise<void> {

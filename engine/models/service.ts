@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { Piscina } from 'piscina';
 import type { ExecutionMode, ModelConfig } from '../config.js';
 import type { Logger } from '../log.js';
-import type { CatalogEnv } from '../store/catalog.js';
+import type { KeyedCatalog } from '../store/index.js';
 import { readBundle } from './bundle/read.js';
 import { compileBundle, type CompiledModel } from './compile.js';
 import { ModelError } from './errors.js';
@@ -57,12 +57,12 @@ export class ModelService {
 
   constructor(
     readonly config: ModelConfig,
-    catalog: CatalogEnv,
+    registrations: KeyedCatalog<Registration>,
     fsRoot: string,
     private readonly pool: Piscina,
     private readonly log: Logger,
   ) {
-    this.registry = new ModelRegistry(catalog);
+    this.registry = new ModelRegistry(registrations);
     const workDir = join(fsRoot, 'models');
     // Downloads and compiled documents of a previous run are never reused.
     rmSync(workDir, { recursive: true, force: true });

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Engine, HealthCheck } from '../engine.js';
-import { floorInBytes } from '../store/disk-space.js';
+import { floorInBytes } from '../store/index.js';
 
 // The operator snapshot (decisions.md, "Ops snapshot"): one typed document of the live state of
 // this process, built from the engine, with no tenant ids and no payload bytes. No HTTP here:

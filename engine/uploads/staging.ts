@@ -10,7 +10,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import type { Durability } from '../config.js';
 import type { BufferPool } from './buffer-pool.js';
-import { syncDirectory } from '../store/fs-block-store.js';
+import { syncDirectory } from '../store/index.js';
 
 const fsyncAsync = promisify(fs.fsync);
 

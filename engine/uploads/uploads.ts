@@ -10,12 +10,11 @@
 // with the object.
 
 import { randomUUID } from 'node:crypto';
-import type { StoredBlock } from '../cas/block-task.js';
 import type { BlockRoots } from '../cas/block-roots.js';
 import { chunkerName } from '../cas/chunkers.js';
 import { formatContentId } from '../cas/content-id.js';
 import type { DirectIngest, IngestOptions, PartResult } from '../cas/ingest.js';
-import type { ManifestStore } from '../cas/manifests.js';
+import { type BlobCatalog, type BlockStore, type SessionRecord, type StoredBlock, type UploadCatalog, packBlocks } from '../store/index.js';
 import type { StreamScanner } from '../cas/stream-scanner.js';
 import type { UploadConfig } from '../config.js';
 import {
@@ -23,18 +22,17 @@ import {
 } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Stats } from '../ops/stats.js';
-import type { FsBlockStore } from '../store/fs-block-store.js';
-import { UploadLedger, packBlocks, type SessionRecord } from './ledger.js';
+
 import type { BufferPool } from './buffer-pool.js';
 import { Staging } from './staging.js';
 
 export interface UploadsDeps {
   config: UploadConfig;
-  ledger: UploadLedger;
+  ledger: UploadCatalog;
   staging: Staging;
-  blocks: FsBlockStore;
+  blocks: BlockStore;
   scanner: StreamScanner;
-  manifests: ManifestStore;
+  manifests: BlobCatalog;
   stats: Stats;
   log: Logger;
   startIngest: (options: IngestOptions) => DirectIngest;

@@ -3,7 +3,7 @@
 // Usage: node job-child.mjs <root> <marker>
 import { JobQueue } from '../../dist/engine/jobs/queue.js';
 import { Logger } from '../../dist/engine/log.js';
-import { CatalogEnv } from '../../dist/engine/store/catalog.js';
+import { CatalogEnv } from '../../dist/engine/store/index.js';
 import { createWorkerPool } from '../../dist/engine/worker-pool.js';
 import { defineKinds } from './job-kinds.mjs';
 

@@ -1,6 +1,6 @@
 // Types of test/helpers/job-kinds.mjs (plain JavaScript: the kill -9 test's child process loads it without a build).
 import type { Database } from 'lmdb';
-import type { CatalogEnv } from '../../dist/engine/store/catalog.js';
+import type { CatalogEnv } from '../../dist/engine/store/index.js';
 
 export function effectsDb(env: CatalogEnv): Database<number, string>;
 export function effectCount(env: CatalogEnv, jobId: string): number;

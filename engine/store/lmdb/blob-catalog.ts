@@ -1,140 +1,17 @@
 import type { Database } from 'lmdb';
-import type { CatalogEnv } from '../store/catalog.js';
-import { formatContentId } from './content-id.js';
-import type { StoredBlock } from './block-task.js';
-
-/** A persisted manifest. Block references are packed: 32-byte digest + 8-byte xxh64 per block. */
-export interface ManifestRecord {
-  size: number;
-  mediaType: string;
-  chunker: string;
-  createdAt: number;
-  seq: number;
-  refs: Buffer;
-  sizes: Buffer;
-  /** The blob is one small block kept in the catalog (`inline` database), not in the block store. */
-  inline?: true;
-}
-
-export interface BlobSummary {
-  id: string;
-  size: number;
-  mediaType: string;
-  chunker: string;
-  blockCount: number;
-  createdAt: string;
-}
-
-export interface BlockRef {
-  index: number;
-  hex: string;
-  offset: number;
-  size: number;
-  checksum: bigint;
-}
-
-/** A manifest decoded for reading: block i covers [offsets[i], offsets[i] + sizes[i]). */
-export class Manifest {
-  readonly blockCount: number;
-  readonly offsets: Float64Array;
-
-  constructor(
-    readonly id: string,
-    readonly record: ManifestRecord,
-  ) {
-    this.blockCount = record.sizes.length / 4;
-    this.offsets = new Float64Array(this.blockCount + 1);
-    for (let i = 0; i < this.blockCount; i++) this.offsets[i + 1] = this.offsets[i] + record.sizes.readUInt32LE(i * 4);
-  }
-
-  block(index: number): BlockRef {
-    const r = this.record.refs;
-    return {
-      index,
-      hex: r.toString('hex', index * 40, index * 40 + 32),
-      offset: this.offsets[index],
-      size: this.blockSize(index),
-      checksum: r.readBigUInt64LE(index * 40 + 32),
-    };
-  }
-
-  blockSize(index: number): number {
-    return this.record.sizes.readUInt32LE(index * 4);
-  }
-
-  /** Index of the block holding byte `pos` (0 <= pos < size). */
-  blockAt(pos: number): number {
-    let lo = 0;
-    let hi = this.blockCount - 1;
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >> 1;
-      if (this.offsets[mid] <= pos) lo = mid;
-      else hi = mid - 1;
-    }
-    return lo;
-  }
-
-  summary(): BlobSummary {
-    return summarize(this.id, this.record);
-  }
-
-  private httpDate?: string;
-
-  /** Publication time in whole seconds, as an HTTP date (Last-Modified); computed once. */
-  get lastModified(): string {
-    return (this.httpDate ??= new Date(this.lastModifiedMs).toUTCString());
-  }
-
-  get lastModifiedMs(): number {
-    return Math.floor(this.record.createdAt / 1000) * 1000;
-  }
-}
+import type { BlobCatalog, BlockRecord, PublicationGuard } from '../blob-catalog.js';
+import type { StoredBlock } from '../block-store.js';
+import { formatContentId } from '../../cas/content-id.js';
+import { type BlobSummary, Manifest, type ManifestRecord, pack, summarize } from '../manifest.js';
+import type { CatalogEnv } from './env.js';
 
 /** Decoded manifests of small blobs, most recently used last: they are immutable, so reads skip LMDB. */
 const CACHED_MANIFESTS = 10_000;
 const CACHEABLE_BLOCKS = 64;
 
-export function summarize(id: string, r: ManifestRecord): BlobSummary {
-  return {
-    id,
-    size: r.size,
-    mediaType: r.mediaType,
-    chunker: r.chunker,
-    blockCount: r.sizes.length / 4,
-    createdAt: new Date(r.createdAt).toISOString(),
-  };
-}
-
-/** Block references as stored in a manifest: 32-byte digest + 8-byte xxh64 each, and the sizes. */
-function pack(blocks: readonly StoredBlock[]): { refs: Buffer; sizes: Buffer } {
-  const refs = Buffer.allocUnsafe(blocks.length * 40);
-  const sizes = Buffer.allocUnsafe(blocks.length * 4);
-  blocks.forEach((b, i) => {
-    refs.write(b.hex, i * 40, 'hex');
-    refs.writeBigUInt64LE(b.checksum, i * 40 + 32);
-    sizes.writeUInt32LE(b.size, i * 4);
-  });
-  return { refs, sizes };
-}
-
-export interface BlockRecord {
-  size: number;
-  createdAt: number;
-  /** Last publication that referenced the block (refreshed at most once a minute); absent = createdAt. */
-  touchedAt?: number;
-}
 
 /** A reused block's record is rewritten only when its touchedAt is older than this (cheap dedup). */
 const TOUCH_GRANULARITY_MS = 60_000;
-
-/**
- * Called inside every publication's transaction for each block it references (garbage
- * collection: marks the block live while a run is active; moves back a block it quarantined,
- * or throws when the block is gone, so that no manifest ever names a missing block).
- */
-export interface PublicationGuard {
-  referencedSync(key: Buffer, hex: string, size: number): void;
-}
 
 /** Publications further apart than this are sparse: a small one then commits synchronously (relaxed only). */
 const SPARSE_PUBLISH_MS = 0.1;
@@ -142,11 +19,12 @@ const LIVE_BYTES = 'liveBytes';
 /** Most blocks a synchronous publication records (a large manifest's commit stays off this thread). */
 const SYNC_COMMIT_MAX_BLOCKS = 4;
 
+
 /**
  * Owner of the `manifests`, `inventory` and `blocks` databases. Publication is one LMDB
  * transaction: manifest, inventory entry and block records together, or nothing.
  */
-export class ManifestStore {
+export class LmdbBlobCatalog implements BlobCatalog {
   private readonly manifests: Database<ManifestRecord, string>;
   private readonly inventory: Database<string, number>;
   private readonly blocks: Database<BlockRecord, Buffer>;

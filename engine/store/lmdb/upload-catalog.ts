@@ -1,75 +1,17 @@
-// Resumable upload sessions in LMDB: the owner of the `uploads`, `upload_parts` and
-// `upload_part_ids` databases. A session's record holds its state, offset, lease and the staged
-// tail; each acknowledged part keeps the blocks it cut, so a commit only reads what is durable.
-
 import type { Database } from 'lmdb';
-import type { StoredBlock } from '../cas/block-task.js';
-import type { Decision } from '../cas/ingest.js';
-import type { CatalogEnv } from '../store/catalog.js';
-
-export type SessionState = 'Open' | 'Committing' | 'Committed' | 'Cancelled' | 'Expired';
-
-export interface Lease {
-  kind: 'part' | 'commit';
-  /** The process that holds it (a lease of an earlier process is dead). */
-  owner: string;
-  /** This lease among those of the same process. */
-  token: string;
-  until: number;
-}
-
-export interface SessionRecord {
-  id: string;
-  tenant: string;
-  state: SessionState;
-  /** Bytes acknowledged. */
-  offset: number;
-  declaredLength?: number;
-  partCount: number;
-  contentType?: string;
-  createdAt: number;
-  expiresAt: number;
-  committedBlob?: string;
-  lease?: Lease;
-  /** Object offset where the staged tail (bytes after the last cut) begins. */
-  tailStart: number;
-  /** The staged file holding the tail; absent while the tail is empty. */
-  tail?: string;
-  /** Chunker and media type, once the object's first 4 KiB decided them. */
-  decided?: Decision;
-  /** The blob id a commit is publishing (recovery after a crash during commit). */
-  pendingBlob?: string;
-}
-
-interface PartRecord {
-  partId: string;
-  offset: number;
-  length: number;
-  /** The blocks this part cut: per block 32-byte digest, 8-byte xxh64, 4-byte size, 1 byte fresh. */
-  blocks: Buffer;
-}
-
-const BLOCK_BYTES = 45;
-
-export function packBlocks(blocks: readonly StoredBlock[]): Buffer {
-  const out = Buffer.allocUnsafe(blocks.length * BLOCK_BYTES);
-  blocks.forEach((b, i) => {
-    const at = i * BLOCK_BYTES;
-    out.write(b.hex, at, 'hex');
-    out.writeBigUInt64LE(b.checksum, at + 32);
-    out.writeUInt32LE(b.size, at + 40);
-    out[at + 44] = b.fresh ? 1 : 0;
-  });
-  return out;
-}
+import type { StoredBlock } from '../block-store.js';
+import { PART_BLOCK_BYTES, type PartRecord, type SessionRecord, type UploadCatalog } from '../upload-catalog.js';
+import type { CatalogEnv } from './env.js';
 
 function unpackBlocks(packed: Buffer, into: StoredBlock[]): void {
-  for (let at = 0; at < packed.length; at += BLOCK_BYTES) {
+  for (let at = 0; at < packed.length; at += PART_BLOCK_BYTES) {
     into.push({ hex: packed.toString('hex', at, at + 32), checksum: packed.readBigUInt64LE(at + 32), size: packed.readUInt32LE(at + 40), fresh: packed[at + 44] === 1 });
   }
 }
 
-export class UploadLedger {
+
+/** Sessions in the `uploads` database, their parts in `upload_parts` and `upload_part_ids`. */
+export class LmdbUploadCatalog implements UploadCatalog {
   private readonly sessions: Database<SessionRecord, string>;
   private readonly parts: Database<PartRecord, [string, number]>;
   private readonly partIds: Database<number, [string, string]>;
@@ -129,7 +71,7 @@ export class UploadLedger {
     for (const { value: session } of this.sessions.getRange()) {
       if (session.state !== 'Open' && session.state !== 'Committing') continue;
       for (const { value } of this.parts.getRange({ start: [session.id, 0], end: [session.id, Number.MAX_SAFE_INTEGER] })) {
-        for (let at = 0; at < value.blocks.length; at += BLOCK_BYTES) yield value.blocks.subarray(at, at + 32);
+        for (let at = 0; at < value.blocks.length; at += PART_BLOCK_BYTES) yield value.blocks.subarray(at, at + 32);
       }
     }
   }
@@ -150,5 +92,3 @@ export class UploadLedger {
     for (const { value } of this.sessions.getRange()) yield value;
   }
 }
-
-export { type PartRecord };

@@ -2,12 +2,14 @@ import fs from 'node:fs';
 import fsp, { type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { threadId } from 'node:worker_threads';
-import type { Durability } from '../config.js';
-
-export type PutOutcome = 'present' | 'restored' | 'written';
+import type { Durability } from '../../config.js';
+import type { BlockStore, BlockStoreLocation, ListedBlock, PutOutcome, RestoreOutcome } from '../block-store.js';
+import { syncDirectory } from './sync-directory.js';
 
 /** Blocks are spread over 4096 directories named by the first three hex digits of their digest. */
 const PARTITION_DIGITS = 3;
+const PARTITION = /^[0-9a-f]{3}$/;
+const BLOCK_NAME = /^([0-9a-f]{64})-([0-9]{1,10})$/;
 
 /**
  * Block bytes as files: `<root>/blocks/<h[0:3]>/<hex>-<size>`, written as a temp file in
@@ -17,9 +19,11 @@ const PARTITION_DIGITS = 3;
  * A file under its final name is always complete. The write side runs in worker threads (sync
  * calls, blocking only that worker); the read side runs on the main thread.
  */
-export class FsBlockStore {
-  readonly blocksDir: string;
-  readonly tmpDir: string;
+export class FsBlockStore implements BlockStore {
+  readonly location: BlockStoreLocation;
+  private readonly blocksDir: string;
+  /** Writes in progress, ingest spills and readiness probes. */
+  readonly scratchDir: string;
   /** Garbage collection's restorable area: `<root>/blocks/.quarantine/<h[0:3]>/<hex>-<size>`. */
   readonly quarantineDir: string;
   /** Partition directories known to exist (each is made on its first block). */
@@ -32,8 +36,9 @@ export class FsBlockStore {
     root: string,
     readonly durability: Durability,
   ) {
+    this.location = { kind: 'fs', root, durability };
     this.blocksDir = path.join(root, 'blocks');
-    this.tmpDir = path.join(this.blocksDir, '.tmp');
+    this.scratchDir = path.join(this.blocksDir, '.tmp');
     this.quarantineDir = path.join(this.blocksDir, '.quarantine');
   }
 
@@ -50,11 +55,11 @@ export class FsBlockStore {
     return { removedTempFiles: removed };
   }
 
-  blockPath(hex: string, size: number): string {
+  private blockPath(hex: string, size: number): string {
     return path.join(this.blocksDir, hex.slice(0, PARTITION_DIGITS), `${hex}-${size}`);
   }
 
-  quarantinePath(hex: string, size: number): string {
+  private quarantinePath(hex: string, size: number): string {
     return path.join(this.quarantineDir, hex.slice(0, PARTITION_DIGITS), `${hex}-${size}`);
   }
 
@@ -113,7 +118,7 @@ export class FsBlockStore {
    * file is already there (the quarantined copy is left to GC), 'missing' when neither is.
    * The restored file's mtime is set to now: it was just needed, so it is young again.
    */
-  restoreSync(hex: string, size: number, liveChecked = false): 'restored' | 'live' | 'missing' {
+  restoreSync(hex: string, size: number, liveChecked = false): RestoreOutcome {
     const final = this.blockPath(hex, size);
     if (!liveChecked) {
       const live = fs.statSync(final, { throwIfNoEntry: false });
@@ -182,9 +187,30 @@ export class FsBlockStore {
     return fs.statSync(this.blockPath(hex, size), { throwIfNoEntry: false })?.size;
   }
 
+  async lastWrittenMs(hex: string, size: number): Promise<number | undefined> {
+    return (await fsp.stat(this.blockPath(hex, size)).catch(() => undefined))?.mtimeMs;
+  }
+
+  async listPartitions(): Promise<string[]> {
+    return (await readdirOrNothing(this.blocksDir)).filter((n) => PARTITION.test(n)).sort();
+  }
+
+  async listPartition(partition: string): Promise<ListedBlock[]> {
+    const blocks: ListedBlock[] = [];
+    for (const name of await readdirOrNothing(path.join(this.blocksDir, partition))) {
+      const m = BLOCK_NAME.exec(name);
+      if (m) blocks.push({ hex: m[1], size: Number(m[2]) });
+    }
+    return blocks;
+  }
+
+  async probe(): Promise<void> {
+    await fsp.access(this.scratchDir, fs.constants.W_OK);
+  }
+
   /** Not recursive: a block store whose directories are gone must fail writes, not recreate them. */
   private makeWriteDir(): string {
-    const dir = path.join(this.tmpDir, `w${threadId}`);
+    const dir = path.join(this.scratchDir, `w${threadId}`);
     try {
       fs.mkdirSync(dir);
     } catch (err) {
@@ -252,11 +278,12 @@ function readExactSync(file: string, size: number): Buffer {
   }
 }
 
-export function syncDirectory(dir: string): void {
-  const fd = fs.openSync(dir, 'r');
+/** A directory's names; none when it does not exist (yet). */
+async function readdirOrNothing(dir: string): Promise<string[]> {
   try {
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
+    return await fsp.readdir(dir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw err;
   }
 }

@@ -1,0 +1,60 @@
+// The blob catalog: published manifests, the inventory (publication order), the block index
+// (one record per stored block, for GC's ages) and inline blobs. Publication is atomic: the
+// manifest, its inventory entry and its block records are committed together, or nothing.
+import type { StoredBlock } from './block-store.js';
+import type { BlobSummary, Manifest, ManifestRecord } from './manifest.js';
+
+export interface BlockRecord {
+  size: number;
+  createdAt: number;
+  /** Last publication that referenced the block (refreshed at most once a minute); absent = createdAt. */
+  touchedAt?: number;
+}
+
+/**
+ * Called inside every publication's atomic step for each block it references (garbage
+ * collection: marks the block live while a run is active; moves back a block it quarantined,
+ * or throws when the block is gone, so that no manifest ever names a missing block).
+ */
+export interface PublicationGuard {
+  referencedSync(key: Buffer, hex: string, size: number): void;
+}
+
+export interface BlobCatalog {
+  get(id: string): Manifest | undefined;
+  /** The bytes of an inline blob. */
+  inlineBytes(id: string): Buffer | undefined;
+  /**
+   * Publishes a manifest once its blocks are durable. An id that is already published keeps its
+   * first manifest (same bytes, same id) and that one is returned. With `inlineBytes` the blob's
+   * one block is kept in the catalog instead of the block store.
+   */
+  publish(hex: string, size: number, mediaType: string, chunker: string, blocks: readonly StoredBlock[], inlineBytes?: Uint8Array): Promise<{ manifest: Manifest; existed: boolean }>;
+  /**
+   * A manifest record kept by its caller instead of published (document content): the block
+   * records are written as for a publication, nothing enters the manifests or the inventory.
+   */
+  recordUnlisted(hex: string, size: number, mediaType: string, chunker: string, blocks: readonly StoredBlock[]): Promise<{ id: string; record: ManifestRecord }>;
+  /** Removes the manifest and its inventory entry; blocks stay for GC. False when absent. */
+  remove(id: string): Promise<boolean>;
+  /** Most recently published first, starting below `beforeSeq`. */
+  page(limit: number, beforeSeq?: number): { summaries: BlobSummary[]; nextSeq?: number };
+  counts(): { blobs: number; blocks: number };
+  /** Bytes of the blocks the catalog records (quarantined ones not counted): what svc stores for its blobs. */
+  storedBytes(): number;
+
+  // ---- garbage collection (engine/gc) ----
+  /** GC's hook into every publication. */
+  setGuard(guard: PublicationGuard): void;
+  /** A block's record (GC: its age), read in the caller's atomic step if any. */
+  blockRecord(key: Buffer): BlockRecord | undefined;
+  /** Inside GC's atomic step: the record of a block moved to quarantine goes. */
+  forgetBlockSync(key: Buffer): void;
+  /** Inside GC's atomic step: the record of a block moved back from quarantine. */
+  restoreBlockSync(key: Buffer, record: BlockRecord): void;
+  /**
+   * GC marking: the block digests of up to about `maxDigests` published manifests' blocks,
+   * starting after manifest id `after`; `next` is where to go on (undefined at the end).
+   */
+  referencedPage(after: string | undefined, maxDigests: number): { digests: Buffer[]; next?: string };
+}

@@ -1,0 +1,69 @@
+// The block store: immutable blocks keyed by (SHA-256 hex, size). A block is written whole or
+// not at all, and garbage collection moves an unreferenced block to a restorable quarantine
+// before it deletes it. Blocks are written from worker threads (block tasks open the same
+// store from its `location`) and read on the main thread.
+import type { Durability } from '../config.js';
+
+export type PutOutcome = 'present' | 'restored' | 'written';
+export type RestoreOutcome = 'restored' | 'live' | 'missing';
+
+/** What a worker thread needs to open the same store. */
+export interface BlockStoreLocation {
+  kind: 'fs';
+  root: string;
+  durability: Durability;
+}
+
+export interface StoredBlock {
+  hex: string;
+  size: number;
+  checksum: bigint;
+  /** Not found on disk: written (or moved back from quarantine) by this store. */
+  fresh: boolean;
+  /** The bytes were written by this store (not present, not moved back): a failed ingest reclaims them. */
+  written?: true;
+}
+
+/** A stored block as listed by `listPartition`. */
+export interface ListedBlock {
+  hex: string;
+  size: number;
+}
+
+/** The write side, used by block tasks in worker threads (calls block only their worker). */
+export interface BlockWriter {
+  /**
+   * Stores a block unless an intact copy exists: 'present' when one was there, 'written' when
+   * this call wrote the bytes, 'restored' when a quarantined copy was moved back instead.
+   */
+  putSync(hex: string, size: number, pieces: readonly Uint8Array[]): PutOutcome;
+  /** Reads a whole block on the calling thread; a quarantined block is read from quarantine. */
+  readSync(hex: string, size: number): Buffer;
+}
+
+/**
+ * The whole store, for the engine and GC. The quarantine calls are synchronous because GC's
+ * steps rely on no publication running between a catalog write and the matching move (engine/gc).
+ */
+export interface BlockStore extends BlockWriter {
+  readonly location: BlockStoreLocation;
+  /** A directory on this node for scratch files (ingest spills, readiness probes). */
+  readonly scratchDir: string;
+  /** Reads a whole block, into `into` when given; a quarantined block is read from quarantine. */
+  read(hex: string, size: number, into?: Buffer): Promise<Buffer>;
+  /** Size of the live block, or undefined when there is none. */
+  liveSize(hex: string, size: number): number | undefined;
+  /** When the live block was last written or restored (ms), or undefined when there is none. */
+  lastWrittenMs(hex: string, size: number): Promise<number | undefined>;
+  /** Moves a live block into quarantine; false when it is not there. */
+  quarantineSync(hex: string, size: number): boolean;
+  /** Moves a quarantined block back ('restored'); 'live' when it is already live, 'missing' when neither. */
+  restoreSync(hex: string, size: number): RestoreOutcome;
+  /** Deletes a quarantined copy; false when it was not there. */
+  purgeSync(hex: string, size: number): boolean;
+  /** The names of the store's partitions, sorted: GC lists the blocks one partition at a time. */
+  listPartitions(): Promise<string[]>;
+  listPartition(partition: string): Promise<ListedBlock[]>;
+  /** Whether blocks can be written (readiness). */
+  probe(): Promise<void>;
+}

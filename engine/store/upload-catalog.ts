@@ -1,0 +1,81 @@
+// Resumable upload sessions: a session's record holds its state, offset, lease and the staged
+// tail; each acknowledged part keeps the blocks it cut, so a commit only reads what is durable.
+import type { ChunkerSpec } from '../cas/chunkers.js';
+import type { StoredBlock } from './block-store.js';
+
+export type SessionState = 'Open' | 'Committing' | 'Committed' | 'Cancelled' | 'Expired';
+
+export interface Lease {
+  kind: 'part' | 'commit';
+  /** The process that holds it (a lease of an earlier process is dead). */
+  owner: string;
+  /** This lease among those of the same process. */
+  token: string;
+  until: number;
+}
+
+export interface SessionRecord {
+  id: string;
+  tenant: string;
+  state: SessionState;
+  /** Bytes acknowledged. */
+  offset: number;
+  declaredLength?: number;
+  partCount: number;
+  contentType?: string;
+  createdAt: number;
+  expiresAt: number;
+  committedBlob?: string;
+  lease?: Lease;
+  /** Object offset where the staged tail (bytes after the last cut) begins. */
+  tailStart: number;
+  /** The staged file holding the tail; absent while the tail is empty. */
+  tail?: string;
+  /** Chunker and media type, once the object's first 4 KiB decided them. */
+  decided?: { spec: ChunkerSpec; mediaType: string };
+  /** The blob id a commit is publishing (recovery after a crash during commit). */
+  pendingBlob?: string;
+}
+
+export interface PartRecord {
+  partId: string;
+  offset: number;
+  length: number;
+  /** The blocks this part cut: per block 32-byte digest, 8-byte xxh64, 4-byte size, 1 byte fresh. */
+  blocks: Buffer;
+}
+
+/** Bytes per block in a part record's `blocks`. */
+export const PART_BLOCK_BYTES = 45;
+
+export function packBlocks(blocks: readonly StoredBlock[]): Buffer {
+  const out = Buffer.allocUnsafe(blocks.length * PART_BLOCK_BYTES);
+  blocks.forEach((b, i) => {
+    const at = i * PART_BLOCK_BYTES;
+    out.write(b.hex, at, 'hex');
+    out.writeBigUInt64LE(b.checksum, at + 32);
+    out.writeUInt32LE(b.size, at + 40);
+    out[at + 44] = b.fresh ? 1 : 0;
+  });
+  return out;
+}
+
+export interface UploadCatalog {
+  get(id: string): SessionRecord | undefined;
+  /** Whether `partId` was acknowledged in the session. */
+  hasPart(id: string, partId: string): boolean;
+  /** Runs `change` on the current record atomically; it returns the new record or throws. */
+  update(id: string, change: (current: SessionRecord | undefined) => SessionRecord): Promise<SessionRecord>;
+  /** `update` committed before it returns (a lease is taken before a request body is read). */
+  updateSync(id: string, change: (current: SessionRecord | undefined) => SessionRecord): SessionRecord;
+  /** Records an acknowledged part and the session's new state together, once `check` accepts the current record. */
+  addPart(session: SessionRecord, index: number, part: PartRecord, check: (current: SessionRecord | undefined) => void): Promise<void>;
+  /** Every block the session's acknowledged parts cut, in order. */
+  blocks(id: string): StoredBlock[];
+  /** The digests of every block cut by sessions that may still commit (Open or Committing). */
+  liveBlockDigests(): Iterable<Buffer>;
+  /** Forgets the session's parts (after commit, cancel or expiry); the record stays. */
+  dropParts(id: string): Promise<void>;
+  remove(id: string): Promise<boolean>;
+  all(): Iterable<SessionRecord>;
+}
