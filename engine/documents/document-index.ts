@@ -7,10 +7,9 @@
 // A page is one reverse range scan of the most selective of them, so it costs O(page), not a scan
 // of the tenant's documents.
 import { createHash } from 'node:crypto';
-import type { Database } from 'lmdb';
 import { decodeCursor, encodeCursor } from '../cas/cursors.js';
 import { invalidPagination } from '../errors.js';
-import type { CatalogEnv } from '../store/index.js';
+import type { OrderedTable, TableCatalog } from '../store/index.js';
 import type { DocumentRecord, ExternalRef } from './model.js';
 
 type IndexKey = Array<string | number>;
@@ -37,10 +36,10 @@ const CURSOR_KIND = 'doc1';
 const refKey = (ref: ExternalRef) => createHash('sha256').update(`${ref.system}\u0000${ref.value}`).digest('hex');
 
 export class DocumentIndex {
-  private readonly db: Database<true, IndexKey>;
+  private readonly db: OrderedTable<true, IndexKey>;
 
-  constructor(env: CatalogEnv) {
-    this.db = env.database('doc_index') as unknown as Database<true, IndexKey>;
+  constructor(env: TableCatalog) {
+    this.db = env.table<true, IndexKey>('doc_index');
   }
 
   /** Builds the index of a catalog from before it, once (the database is then never empty). */

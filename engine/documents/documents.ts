@@ -2,7 +2,6 @@
 // references and canonical metadata. Owner of the `documents`, `doc_uploads`, `doc_versions`,
 // `doc_labels`, `doc_content_keys` and `doc_patches` databases. No HTTP here.
 
-import type { Database } from 'lmdb';
 import type { Principal } from '../auth/principal.js';
 import { JobError, type JobQueue, type JobRecord } from '../jobs/queue.js';
 import { DOC_JOBS_MODULE, type DerivedInput, type MigrateInput, type Provenance } from './doc-jobs.js';
@@ -13,7 +12,7 @@ import type { DirectIngest, IngestOptions } from '../cas/ingest.js';
 import { Manifest, type ManifestRecord } from '../store/index.js';
 import { decodeCursor, encodeCursor } from '../cas/cursors.js';
 import { SvcError, invalidPagination } from '../errors.js';
-import type { CatalogEnv } from '../store/index.js';
+import type { OrderedTable, TableCatalog } from '../store/index.js';
 import { type DocumentFilter, DocumentIndex } from './document-index.js';
 import { Blake3Stream } from './blake3-stream.js';
 import { MetadataRejection, applyEntryPatch, checkPatchBody, readBundle, readProvenance } from './metadata.js';
@@ -92,29 +91,29 @@ export interface BytesUpload {
 }
 
 export class DocumentService {
-  private readonly documents: Database<DocumentRecord, [string, string]>;
-  private readonly uploads: Database<UploadRecord, string>;
-  private readonly versions: Database<VersionRecord, [string, string, string]>;
-  private readonly labels: Database<string, [string, string, string]>;
+  private readonly documents: OrderedTable<DocumentRecord, [string, string]>;
+  private readonly uploads: OrderedTable<UploadRecord, string>;
+  private readonly versions: OrderedTable<VersionRecord, [string, string, string]>;
+  private readonly labels: OrderedTable<string, [string, string, string]>;
   /** `b3:<hex>` → the content's manifest record, kept here: document bytes are not in the blob namespace. */
-  private readonly contentKeys: Database<ContentRecord, string>;
-  private readonly patches: Database<PatchAudit, [string, string, string, string]>;
+  private readonly contentKeys: OrderedTable<ContentRecord, string>;
+  private readonly patches: OrderedTable<PatchAudit, [string, string, string, string]>;
   /**
    * Derived entries: the last valid one of a namespace at [tenant, document, namespace], the last
    * quarantined one beside it at [..., 'quarantined'], so an invalid write never displaces a valid one.
    */
-  private readonly derived: Database<DerivedEntry, DerivedKey>;
+  private readonly derived: OrderedTable<DerivedEntry, DerivedKey>;
   /** The list's order and filters (./document-index.ts). */
   private readonly index: DocumentIndex;
 
   constructor(
-    env: CatalogEnv,
+    env: TableCatalog,
     readonly schemas: SchemaRegistry,
     readonly migrations: MigrationRegistry,
     private readonly jobs: JobQueue,
     private readonly startIngest: (options: IngestOptions) => DirectIngest,
   ) {
-    this.derived = env.database('doc_derived') as unknown as Database<DerivedEntry, DerivedKey>;
+    this.derived = env.table('doc_derived');
     jobs.define<Record<string, ValidationIssue[]>>({
       kind: 'metadata.derived',
       task: { filename: DOC_JOBS_MODULE, name: 'validateDerived' },
@@ -125,12 +124,12 @@ export class DocumentService {
       task: { filename: DOC_JOBS_MODULE, name: 'migrate' },
       apply: (job, output) => this.applyMigration(job, output.data),
     });
-    this.documents = env.database('documents') as unknown as Database<DocumentRecord, [string, string]>;
-    this.uploads = env.database<UploadRecord, string>('doc_uploads');
-    this.versions = env.database('doc_versions') as unknown as Database<VersionRecord, [string, string, string]>;
-    this.labels = env.database('doc_labels') as unknown as Database<string, [string, string, string]>;
-    this.contentKeys = env.database<ContentRecord, string>('doc_content_keys');
-    this.patches = env.database('doc_patches') as unknown as Database<PatchAudit, [string, string, string, string]>;
+    this.documents = env.table('documents');
+    this.uploads = env.table<UploadRecord, string>('doc_uploads');
+    this.versions = env.table('doc_versions');
+    this.labels = env.table('doc_labels');
+    this.contentKeys = env.table<ContentRecord, string>('doc_content_keys');
+    this.patches = env.table('doc_patches');
     this.index = new DocumentIndex(env);
     const { documents, labels } = this;
     this.index.backfill(

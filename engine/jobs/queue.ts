@@ -12,12 +12,11 @@
 
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import type { Database } from 'lmdb';
 import type { Piscina } from 'piscina';
 import { v7 as uuidv7 } from 'uuid';
 import type { JobConfig } from '../config.js';
 import type { Logger } from '../log.js';
-import type { CatalogEnv } from '../store/index.js';
+import type { OrderedTable, TableCatalog } from '../store/index.js';
 import { asJobFailure, type JobFailure } from './errors.js';
 import { moduleUrl, type TaskCall, type TaskOutcome } from './task-runner.js';
 
@@ -79,7 +78,7 @@ export interface JobKind<O = unknown> {
 }
 
 export interface JobQueueDeps {
-  env: CatalogEnv;
+  env: TableCatalog;
   pool: Piscina;
   config: JobConfig;
   log: Logger;
@@ -108,8 +107,8 @@ const INTERNAL = { code: 'internal_error', message: 'The job failed because of a
 export class JobQueue {
   /** Leases taken by this process; a lease naming another owner belongs to a process that is gone. */
   readonly owner = randomUUID();
-  private readonly jobs: Database<JobRecord, string>;
-  private readonly index: Database<string, IndexKey>;
+  private readonly jobs: OrderedTable<JobRecord, string>;
+  private readonly index: OrderedTable<string, IndexKey>;
   private readonly kinds = new Map<string, JobKind>();
   private readonly active = new Map<string, Run>();
   private readonly waiters = new Map<string, Set<(record: JobRecord | Error) => void>>();
@@ -124,8 +123,8 @@ export class JobQueue {
   private timer?: NodeJS.Timeout;
 
   constructor(private readonly deps: JobQueueDeps) {
-    this.jobs = deps.env.database<JobRecord, string>('jobs');
-    this.index = deps.env.database<string, IndexKey>('jobs_due') as unknown as Database<string, IndexKey>;
+    this.jobs = deps.env.table<JobRecord, string>('jobs');
+    this.index = deps.env.table<string, IndexKey>('jobs_due');
     this.concurrency = deps.config.concurrency >= 1 ? deps.config.concurrency : deps.pool.maxThreads;
   }
 

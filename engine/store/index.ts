@@ -9,6 +9,7 @@ export type { BlockStore, BlockStoreLocation, BlockWriter, ListedBlock, PutOutco
 export type { BlobCatalog, BlockRecord, PublicationGuard } from './blob-catalog.js';
 export type { GcCatalog, Receipt, Tombstone } from './gc-catalog.js';
 export type { KeyedCatalog } from './keyed-catalog.js';
+export type { OrderedTable, RangeOptions, TableCatalog, TableKey, TableOptions } from './ordered-table.js';
 export { type Lease, type PartRecord, type SessionRecord, type SessionState, type UploadCatalog, packBlocks } from './upload-catalog.js';
 export { type BlobSummary, type BlockRef, Manifest, type ManifestRecord, summarize } from './manifest.js';
 export { CatalogEnv } from './lmdb/env.js';

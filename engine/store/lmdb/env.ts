@@ -1,13 +1,14 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { open, type Database, type RootDatabase } from 'lmdb';
+import { type Database, type Key, open, type RootDatabase } from 'lmdb';
+import type { OrderedTable, TableCatalog, TableKey, TableOptions } from '../ordered-table.js';
 import type { Durability } from '../../config.js';
 
 /**
  * The LMDB environment under `<root>/catalog`. This module opens it and hands each named
  * database to the one module that owns it; nobody else opens databases.
  */
-export class CatalogEnv {
+export class CatalogEnv implements TableCatalog {
   readonly root: RootDatabase;
 
   private constructor(
@@ -35,7 +36,12 @@ export class CatalogEnv {
     return new CatalogEnv(root, durability === 'relaxed');
   }
 
-  database<V = unknown, K extends import('lmdb').Key = import('lmdb').Key>(
+  /** A named database seen as an OrderedTable (lmdb-js's Database has that shape). */
+  table<V, K extends TableKey = TableKey>(name: string, options: TableOptions = {}): OrderedTable<V, K> {
+    return this.root.openDB<V, Key>({ name, ...options }) as unknown as OrderedTable<V, K>;
+  }
+
+  database<V = unknown, K extends Key = Key>(
     name: string,
     options: { keyEncoding?: 'uint32' | 'binary' | 'ordered-binary'; encoding?: 'msgpack' | 'binary' | 'string' } = {},
   ): Database<V, K> {
