@@ -1,34 +1,10 @@
-// A request body fed into an ingest with backpressure: the socket pauses while the ingest is
-// full and resumes when it drains. The body comes from the socket itself or from a HeldBody
-// (bytes kept while a token was checked).
+// A request body fed into an ingest with backpressure: the source pauses while the ingest is
+// full and resumes when it drains.
 
 import type { DirectIngest } from '../engine/cas/ingest.js';
-import type { BodySink } from './held-body.js';
-import type { Exchange } from './http.js';
-
-export interface BodySource {
-  /** Starts delivering chunks (each valid only during the call). */
-  start(sink: BodySink): void;
-  pause(): void;
-  resume(): void;
-}
-
-/** The request's own socket. */
-export class SocketBody implements BodySource {
-  constructor(private readonly ex: Exchange) {}
-
-  start(sink: BodySink): void {
-    this.ex.body.read((chunk, isLast) => sink(new Uint8Array(chunk), isLast));
-  }
-
-  pause(): void {
-    this.ex.body.pause();
-  }
-
-  resume(): void {
-    this.ex.body.resume();
-  }
-}
+import type { Stats } from '../engine/ops/stats.js';
+import type { BodySource } from './body-sources.js';
+import type { Exchange } from './exchange.js';
 
 export interface FeedHandlers {
   /** Sees each chunk before the ingest takes it (a second hash). */
@@ -42,7 +18,7 @@ export interface FeedHandlers {
 }
 
 /** Feeds `source` into `ingest`; with `ready`, the ingest is admitted only once it resolves (bytes wait in its backlog). */
-export function feedIngest(ex: Exchange, source: BodySource, ingest: DirectIngest, h: FeedHandlers, ready?: Promise<void>): void {
+export function feedIngest(ex: Exchange, source: BodySource, ingest: DirectIngest, stats: Stats, h: FeedHandlers, ready?: Promise<void>): void {
   ex.onAbort(h.abort);
   ingest.onResume = () => source.resume();
   ingest.onError = h.fail;
@@ -51,7 +27,7 @@ export function feedIngest(ex: Exchange, source: BodySource, ingest: DirectInges
     try {
       if (chunk.length) {
         // Counted as they arrive, so the rate moves while a large upload streams in.
-        ex.ctx.engine.stats.bytesIngested += chunk.length;
+        stats.bytesIngested += chunk.length;
         h.chunk?.(chunk);
         if (!ingest.push(chunk)) source.pause();
       }

@@ -1,19 +1,23 @@
 // The document platform over HTTP (`/v1`, and `POST /dev/token`): bearer tokens, JSON bodies
 // of bounded size, and the byte upload streamed into the CAS. A thin layer over engine/documents.
 
-import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import type { Principal } from '../engine/auth/principal.js';
 import { parseDevTokenRequest, type TokenVerifier } from '../engine/auth/tokens.js';
 import type { DocumentService } from '../engine/documents/documents.js';
 import { MetadataRejection } from '../engine/documents/metadata.js';
+import type { Stats } from '../engine/ops/stats.js';
 import { badRequest, isPlainObject } from '../engine/documents/model.js';
 import { requireCapability } from '../engine/documents/permissions.js';
 import { decodeCursor, encodeCursor, parseLimit } from '../engine/cas/cursors.js';
 import { SvcError, payloadTooLarge } from '../engine/errors.js';
-import { parseContentType, readConditions, serveBlob } from './blob-api.js';
+import type { ServerContext } from './api-surface.js';
+import { readJson } from './body-readers.js';
+import { HeldBody } from './body-sources.js';
 import { feedIngest } from './body-feed.js';
-import { HeldBody } from './held-body.js';
-import { Exchange, JSON_UTF8, type ServerContext, header } from './http.js';
+import { readConditions, serveBlob } from './blob-serving.js';
+import { type Exchange, header } from './exchange.js';
+import { parseContentType } from './request-parsing.js';
+import type { Method, Router } from './router.js';
 
 export interface DocsContext {
   docs: DocumentService;
@@ -23,72 +27,69 @@ export interface DocsContext {
 
 interface Call {
   ex: Exchange;
+  /** Path parameters, percent-decoded. */
   params: string[];
   query: URLSearchParams;
-  authorization?: string;
 }
 
-export function mountDocsApi(app: TemplatedApp, ctx: ServerContext, docsCtx: DocsContext): void {
+export function mountDocsApi(router: Router, ctx: ServerContext, docsCtx: DocsContext): void {
   const { docs, tokens, maxJsonBytes } = docsCtx;
+  const stats = ctx.engine.stats;
 
-  /** A JSON route: the body read (bounded), the token verified, then `work`; errors in the envelope. */
+  /** A JSON route: the body read (bounded), the token verified, then `work`. */
   const json = (
-    method: 'get' | 'post' | 'put',
+    method: Method,
     pattern: string,
     work: (call: Call, principal: Principal, body: unknown, bodyBytes: number) => Promise<void> | void,
     /** Metadata writes answer every error in the rejected form. */
     rejectedForm = false,
   ) => {
-    const paramCount = pattern.split(':').length - 1;
-    app[method](pattern, (res, req) => {
-      const call = start(res, req, pattern, paramCount, ctx);
-      const body = method === 'get' ? Promise.resolve({ value: undefined, bytes: 0 }) : readJson(call.ex, maxJsonBytes);
+    router.on(method, pattern, async ({ ex, req, params, query }) => {
+      const authorization = header(req, 'authorization');
+      const body = method === 'GET' ? Promise.resolve({ value: undefined, bytes: 0 }) : readJson(ex, maxJsonBytes, payloadTooLarge);
       body.catch(() => {});
-      (async () => {
-        const principal = await tokens.verify(call.authorization);
+      try {
+        const principal = await tokens.verify(authorization);
         const { value, bytes } = await body;
-        await work(call, principal, value, bytes);
-      })().catch((err: unknown) => fail(call.ex, rejectedForm ? asRejection(err) : err));
+        await work({ ex, params: params.map(decodeSegment), query }, principal, value, bytes);
+      } catch (err) {
+        throw rejectedForm ? asRejection(err) : err;
+      }
     });
   };
 
-  app.post('/dev/token', (res, req) => {
-    const call = start(res, req, '/dev/token', 0, ctx);
-    const loopback = isLoopback(Buffer.from(res.getRemoteAddressAsText()).toString());
-    const body = readJson(call.ex, 64 * 1024);
+  router.on('POST', '/dev/token', async ({ ex, req }) => {
+    const loopback = isLoopback(Buffer.from(ex.res.getRemoteAddressAsText()).toString());
+    const body = readJson(ex, 64 * 1024, payloadTooLarge);
     body.catch(() => {});
-    (async () => {
-      if (!tokens.devTokensEnabled || !loopback) throw new SvcError(404, 'not_found', 'No route POST /dev/token');
-      const { value } = await body;
-      call.ex.json(200, await tokens.mint(parseDevTokenRequest(value)), { 'Cache-Control': 'no-store' });
-    })().catch((err: unknown) => fail(call.ex, err));
+    if (!tokens.devTokensEnabled || !loopback) throw new SvcError(404, 'not_found', 'No route POST /dev/token');
+    const { value } = await body;
+    ex.json(200, await tokens.mint(parseDevTokenRequest(value)), { 'Cache-Control': 'no-store' });
   });
 
-  json('post', '/v1/documents', async ({ ex }, principal, body) => {
+  json('POST', '/v1/documents', async ({ ex }, principal, body) => {
     const r = await docs.create(principal, body);
     ex.json(r.created ? 201 : 200, { documentId: r.documentId, uploadId: r.uploadId }, { Location: `/v1/documents/${r.documentId}` });
   });
 
-  app.put('/v1/uploads/:uploadId/bytes', (res, req) => {
-    const call = start(res, req, '/v1/uploads/:uploadId/bytes', 1, ctx);
-    const held = new HeldBody(call.ex.body);
+  router.on('PUT', '/v1/uploads/:uploadId/bytes', async ({ ex, req, params }) => {
+    const authorization = header(req, 'authorization');
+    const held = new HeldBody(ex.body);
     const contentType = header(req, 'content-type');
     const declared = header(req, 'content-length');
-    (async () => {
-      const principal = await tokens.verify(call.authorization);
-      const length = declared === undefined ? undefined : /^[0-9]{1,16}$/.test(declared) ? Number(declared) : NaN;
-      if (Number.isNaN(length)) throw badRequest('Content-Length must be a decimal byte count');
-      const upload = docs.beginBytes(principal, call.params[0]!, { contentType: parseContentType(contentType), declaredLength: length });
-      streamInto(call.ex, held, upload);
-    })().catch((err: unknown) => fail(call.ex, err));
+    const principal = await tokens.verify(authorization);
+    const length = declared === undefined ? undefined : /^[0-9]{1,16}$/.test(declared) ? Number(declared) : NaN;
+    if (Number.isNaN(length)) throw badRequest('Content-Length must be a decimal byte count');
+    const upload = docs.beginBytes(principal, decodeSegment(params[0]!), { contentType: parseContentType(contentType), declaredLength: length });
+    streamInto(ex, held, upload, stats);
   });
 
-  json('post', '/v1/uploads/:uploadId/finalize', async ({ ex, params }, principal, body) => {
+  json('POST', '/v1/uploads/:uploadId/finalize', async ({ ex, params }, principal, body) => {
     const r = await docs.finalize(principal, params[0]!, body);
     ex.json(r.created ? 201 : 200, { documentId: r.documentId, versionId: r.versionId, contentRef: r.contentRef });
   });
 
-  json('get', '/v1/documents', ({ ex, query }, principal) => {
+  json('GET', '/v1/documents', ({ ex, query }, principal) => {
     only(query, ['limit', 'cursor', 'label', 'externalRef', 'createdAfter', 'createdBefore']);
     const filter = {
       label: query.get('label') ?? undefined,
@@ -98,13 +99,13 @@ export function mountDocsApi(app: TemplatedApp, ctx: ServerContext, docsCtx: Doc
     };
     ex.json(200, docs.list(principal, filter, parseLimit(query.get('limit') ?? undefined), query.get('cursor') ?? undefined));
   });
-  json('get', '/v1/schemas', ({ ex, query }) => {
+  json('GET', '/v1/schemas', ({ ex, query }) => {
     only(query, ['limit', 'cursor', 'namespaceUrn']);
     const cursor = query.get('cursor');
     const page = docs.schemas.list(query.get('namespaceUrn') ?? undefined, parseLimit(query.get('limit') ?? undefined), cursor === null ? undefined : decodeCursor('sch1', cursor));
     ex.json(200, page.next ? { schemas: page.schemas.map(schemaJson), nextCursor: encodeCursor('sch1', page.next) } : { schemas: page.schemas.map(schemaJson) });
   });
-  json('get', '/v1/jobs', ({ ex, query }, principal) => {
+  json('GET', '/v1/jobs', ({ ex, query }, principal) => {
     only(query, ['limit', 'cursor', 'documentId', 'state']);
     const state = query.get('state') ?? undefined;
     if (state !== undefined && !JOB_STATES.includes(state)) throw badRequest(`state must be one of ${JOB_STATES.join(', ')}`);
@@ -113,37 +114,33 @@ export function mountDocsApi(app: TemplatedApp, ctx: ServerContext, docsCtx: Doc
     ex.json(200, docs.listJobs(principal, { documentId, state }, parseLimit(query.get('limit') ?? undefined), query.get('cursor') ?? undefined));
   });
 
-  json('get', '/v1/documents/:documentId', ({ ex, params }, principal) => ex.json(200, docs.get(principal, params[0]!)));
-  json('get', '/v1/documents/:documentId/versions', ({ ex, params }, principal) => ex.json(200, docs.listVersions(principal, params[0]!)));
+  json('GET', '/v1/documents/:documentId', ({ ex, params }, principal) => ex.json(200, docs.get(principal, params[0]!)));
+  json('GET', '/v1/documents/:documentId/versions', ({ ex, params }, principal) => ex.json(200, docs.listVersions(principal, params[0]!)));
 
-  for (const method of ['get', 'head'] as const) {
-    app[method]('/v1/documents/:documentId/content', (res, req) => {
-      const call = start(res, req, '/v1/documents/:documentId/content', 1, ctx);
-      const conditions = readConditions(req);
-      (async () => {
-        const principal = await tokens.verify(call.authorization);
-        for (const name of ['view', 'stripSignatures', 'redactionProfile']) {
-          if (call.query.has(name)) throw new SvcError(422, 'view_unsupported', `${name}: views are not available in this release (they come with the workflow runtime)`);
-        }
-        const content = docs.content(principal, call.params[0]!);
-        // The current version of a permission-checked resource: caches must ask again each time.
-        serveBlob(ctx.engine, call.ex, conditions, content.manifest, method === 'head', {
-          etag: `"${content.key}"`, mediaType: content.mediaType, lastModifiedMs: content.createdAt, cacheControl: 'private, no-cache',
-        });
-      })().catch((err: unknown) => fail(call.ex, err));
+  router.on(['GET', 'HEAD'], '/v1/documents/:documentId/content', async ({ ex, req, params, query }) => {
+    const authorization = header(req, 'authorization');
+    const conditions = readConditions(req);
+    const principal = await tokens.verify(authorization);
+    for (const name of ['view', 'stripSignatures', 'redactionProfile']) {
+      if (query.has(name)) throw new SvcError(422, 'view_unsupported', `${name}: views are not available in this release (they come with the workflow runtime)`);
+    }
+    const content = docs.content(principal, decodeSegment(params[0]!));
+    // The current version of a permission-checked resource: caches must ask again each time.
+    serveBlob(ctx.engine, ex, conditions, content.manifest, ex.method === 'HEAD', {
+      etag: `"${content.key}"`, mediaType: content.mediaType, lastModifiedMs: content.createdAt, cacheControl: 'private, no-cache',
     });
-  }
+  });
 
-  json('get', '/v1/documents/:documentId/metadata', ({ ex, params, query }, principal) =>
+  json('GET', '/v1/documents/:documentId/metadata', ({ ex, params, query }, principal) =>
     ex.json(200, docs.metadata(principal, params[0]!, booleanParam(query, 'includeQuarantined'))),
   );
 
-  json('post', '/v1/documents/:documentId/migrate', async ({ ex, params }, principal, body) => {
+  json('POST', '/v1/documents/:documentId/migrate', async ({ ex, params }, principal, body) => {
     const r = await docs.migrate(principal, params[0]!, body);
     ex.json(202, { jobId: r.jobId }, { Location: `/v1/jobs/${r.jobId}` });
   });
 
-  json('post', '/v1/migrations', async ({ ex }, principal, body) => {
+  json('POST', '/v1/migrations', async ({ ex }, principal, body) => {
     requireCapability(principal, 'migration.write');
     const { record, created } = await docs.migrations.register(body);
     ex.json(created ? 201 : 200, {
@@ -152,11 +149,11 @@ export function mountDocsApi(app: TemplatedApp, ctx: ServerContext, docsCtx: Doc
     });
   });
 
-  json('get', '/v1/jobs/:jobId', ({ ex, params }, principal) => ex.json(200, docs.job(principal, params[0]!)));
-  json('get', '/v1/documents/:documentId/metadata/:namespaceUrn', ({ ex, params }, principal) => ex.json(200, docs.namespace(principal, params[0]!, params[1]!)));
-  json('get', '/v1/documents/:documentId/metadata/:namespaceUrn/patches', ({ ex, params }, principal) => ex.json(200, docs.patchHistory(principal, params[0]!, params[1]!)));
+  json('GET', '/v1/jobs/:jobId', ({ ex, params }, principal) => ex.json(200, docs.job(principal, params[0]!)));
+  json('GET', '/v1/documents/:documentId/metadata/:namespaceUrn', ({ ex, params }, principal) => ex.json(200, docs.namespace(principal, params[0]!, params[1]!)));
+  json('GET', '/v1/documents/:documentId/metadata/:namespaceUrn/patches', ({ ex, params }, principal) => ex.json(200, docs.patchHistory(principal, params[0]!, params[1]!)));
 
-  json('post', '/v1/documents/:documentId/metadata', async ({ ex, params }, principal, body) => {
+  json('POST', '/v1/documents/:documentId/metadata', async ({ ex, params }, principal, body) => {
     if (!isPlainObject(body)) throw new MetadataRejection(400, 'invalid_request', 'The body must be { mode, bundle, provenance?, reason? }');
     for (const key of Object.keys(body)) if (!['mode', 'bundle', 'provenance', 'reason'].includes(key)) throw new MetadataRejection(400, 'invalid_request', `unknown field "${key}"`);
     if (body.mode === 'canonical') {
@@ -172,34 +169,26 @@ export function mountDocsApi(app: TemplatedApp, ctx: ServerContext, docsCtx: Doc
     throw new MetadataRejection(400, 'invalid_request', 'mode must be "canonical" or "derived"');
   }, true);
 
-  json('post', '/v1/documents/:documentId/metadata/:namespaceUrn/patch', async ({ ex, params }, principal, body, bytes) => {
+  json('POST', '/v1/documents/:documentId/metadata/:namespaceUrn/patch', async ({ ex, params }, principal, body, bytes) => {
     const r = await docs.patch(principal, params[0]!, params[1]!, body, bytes);
     ex.json(200, { status: 'accepted', versionId: r.versionId, newMetadataId: r.newMetadataId });
   }, true);
 
-  json('post', '/v1/schemas', async ({ ex }, principal, body) => {
+  json('POST', '/v1/schemas', async ({ ex }, principal, body) => {
     requireCapability(principal, 'schema.write');
     const { record, created } = await docs.schemas.register(body);
     ex.json(created ? 201 : 200, schemaJson(record), { Location: `/v1/schemas/${encodeURIComponent(record.schemaUrn)}` });
   });
 
-  json('get', '/v1/schemas/:schemaUrn', ({ ex, params }) => {
+  json('GET', '/v1/schemas/:schemaUrn', ({ ex, params }) => {
     const record = docs.schemas.get(params[0]!);
     if (!record) throw new SvcError(404, 'schema_not_found', `No schema ${params[0]}`);
     ex.json(200, schemaJson(record));
   });
 
-  app.any('/v1/*', (res, req) => {
-    const ex = new Exchange(res, req, '/v1/*', ctx);
-    ex.error(new SvcError(404, 'not_found', `No route ${req.getCaseSensitiveMethod().toUpperCase()} ${req.getUrl()}`));
+  router.fallback('/v1/*', ({ ex, req }) => {
+    throw new SvcError(404, 'not_found', `No route ${ex.method.toUpperCase()} ${req.getUrl()}`);
   });
-}
-
-function start(res: HttpResponse, req: HttpRequest, pattern: string, paramCount: number, ctx: ServerContext): Call {
-  const ex = new Exchange(res, req, pattern, ctx);
-  const params: string[] = [];
-  for (let i = 0; i < paramCount; i++) params.push(decodeSegment(req.getParameter(i) ?? ''));
-  return { ex, params, query: new URLSearchParams(req.getQuery() ?? ''), authorization: header(req, 'authorization') };
 }
 
 function decodeSegment(raw: string): string {
@@ -210,15 +199,6 @@ function decodeSegment(raw: string): string {
   }
 }
 
-/** Error envelope; metadata writes answer in their rejection form. */
-function fail(ex: Exchange, err: unknown): void {
-  if (err instanceof MetadataRejection) {
-    ex.send(err.status, { 'Content-Type': JSON_UTF8, ...err.headers }, JSON.stringify(err.body()));
-    return;
-  }
-  ex.error(err, 'storage_failure');
-}
-
 /** Any failure of a metadata write in its rejected form (internal errors keep their generic text). */
 function asRejection(err: unknown): unknown {
   if (err instanceof MetadataRejection || !(err instanceof SvcError)) return err;
@@ -227,42 +207,15 @@ function asRejection(err: unknown): unknown {
   return rejection;
 }
 
-/** The whole JSON body (at most `max` bytes: 413 beyond); 400 `invalid_json` when it does not parse. */
-function readJson(ex: Exchange, max: number): Promise<{ value: unknown; bytes: number }> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let failed = false;
-    ex.onAbort(() => reject(new Error('client went away')));
-    ex.body.read((chunk, isLast) => {
-      if (failed) return;
-      size += chunk.byteLength;
-      if (size > max) {
-        failed = true;
-        reject(payloadTooLarge(max));
-        return;
-      }
-      chunks.push(Buffer.from(chunk.slice(0)));
-      if (!isLast) return;
-      if (size === 0) return resolve({ value: undefined, bytes: 0 });
-      try {
-        resolve({ value: JSON.parse(Buffer.concat(chunks, size).toString('utf8')), bytes: size });
-      } catch {
-        reject(new SvcError(400, 'invalid_json', 'The body is not valid JSON'));
-      }
-    });
-  });
-}
-
 /** Streams the held body into the document's ingest (and BLAKE3); 204 once the bytes are durable. */
-function streamInto(ex: Exchange, held: HeldBody, upload: ReturnType<DocumentService['beginBytes']>): void {
+function streamInto(ex: Exchange, held: HeldBody, upload: ReturnType<DocumentService['beginBytes']>, stats: Stats): void {
   const { ingest, hash } = upload;
-  feedIngest(ex, held, ingest, {
+  feedIngest(ex, held, ingest, stats, {
     chunk: (chunk) => hash.update(chunk),
-    last: () => upload.finish().then(() => ex.send(204, {}), (err) => fail(ex, err)),
+    last: () => upload.finish().then(() => ex.send(204, {}), (err) => ex.error(err)),
     fail: (err) => {
       ingest.abort();
-      fail(ex, err);
+      ex.error(err);
     },
     abort: () => ingest.abort(),
   });

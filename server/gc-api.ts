@@ -4,11 +4,11 @@
 //        [&minAge=DURATION&quarantineAge=DURATION]   this run's ages instead of the configured ones
 // One run at a time: 409 gc_running otherwise. Dry run unless apply=true.
 
-import type { TemplatedApp } from 'uWebSockets.js';
 import { GC_PHASES, type GcPhase } from '../engine/gc/gc.js';
 import { parseDuration } from '../engine/config.js';
 import { SvcError } from '../engine/errors.js';
-import { Exchange, type ServerContext, query } from './http.js';
+import type { ServerContext } from './api-surface.js';
+import type { Router } from './router.js';
 
 const ROUTE = '/api/ops/v1/gc';
 const invalid = (message: string) => new SvcError(400, 'invalid_request', message);
@@ -25,41 +25,18 @@ function age(q: URLSearchParams, name: string): number | undefined {
   }
 }
 
-export function mountGcApi(app: TemplatedApp, ctx: ServerContext): void {
-  const { engine } = ctx;
+export function mountGcApi(router: Router, { engine }: ServerContext): void {
+  router.on('GET', ROUTE, ({ ex }) => ex.json(200, engine.gc.state(), { 'Cache-Control': 'no-store' }));
 
-  app.get(ROUTE, (res, req) => {
-    const ex = new Exchange(res, req, ROUTE, ctx);
-    try {
-      ex.json(200, engine.gc.state(), { 'Cache-Control': 'no-store' });
-    } catch (err) {
-      ex.error(err);
-    }
-  });
-
-  app.post(ROUTE, (res, req) => {
-    const ex = new Exchange(res, req, ROUTE, ctx);
+  router.on('POST', ROUTE, async ({ ex, query }) => {
     // A body, if any, is not used.
     ex.body.read(() => {});
-    try {
-      const q = query(req);
-      for (const name of q.keys()) if (!PARAMETERS.includes(name)) throw invalid(`Unknown parameter ${name}`);
-      const phase = (q.get('phase') ?? 'run') as GcPhase;
-      if (!GC_PHASES.includes(phase)) throw invalid(`phase must be one of ${GC_PHASES.join(', ')}`);
-      const rawApply = q.get('apply') ?? 'false';
-      if (rawApply !== 'true' && rawApply !== 'false') throw invalid('apply must be true or false');
-      const ages = { minAgeMs: age(q, 'minAge'), quarantineAgeMs: age(q, 'quarantineAge') };
-      engine.gc.run(phase, rawApply === 'true', 'api', ages).then(
-        (report) => ex.json(200, report, { 'Cache-Control': 'no-store' }),
-        (err) => ex.error(err),
-      );
-    } catch (err) {
-      ex.error(err);
-    }
-  });
-
-  app.any(ROUTE, (res, req) => {
-    const ex = new Exchange(res, req, ROUTE, ctx);
-    ex.error(new SvcError(405, 'method_not_allowed', `${req.getCaseSensitiveMethod()} is not allowed here`, { Allow: 'GET, POST' }));
+    for (const name of query.keys()) if (!PARAMETERS.includes(name)) throw invalid(`Unknown parameter ${name}`);
+    const phase = (query.get('phase') ?? 'run') as GcPhase;
+    if (!GC_PHASES.includes(phase)) throw invalid(`phase must be one of ${GC_PHASES.join(', ')}`);
+    const rawApply = query.get('apply') ?? 'false';
+    if (rawApply !== 'true' && rawApply !== 'false') throw invalid('apply must be true or false');
+    const ages = { minAgeMs: age(query, 'minAge'), quarantineAgeMs: age(query, 'quarantineAge') };
+    ex.json(200, await engine.gc.run(phase, rawApply === 'true', 'api', ages), { 'Cache-Control': 'no-store' });
   });
 }

@@ -1,6 +1,5 @@
 // The model runtime listener (HTTP_PORT): the reference runtime's operations over ModelService.
 
-import type * as uWS from 'uWebSockets.js';
 import { parseExecutionMode, type ExecutionMode } from '../engine/config.js';
 import type { Logger } from '../engine/log.js';
 import { ModelError, queryError } from '../engine/models/errors.js';
@@ -11,17 +10,31 @@ import { sampleFrame } from '../engine/models/sample.js';
 import { timeoutOr, type FrameBody, type LoadedModel, type ModelService } from '../engine/models/service.js';
 import { finishRank, parseSelection, selectColumns, transformBody, type Missing } from '../engine/models/transform.js';
 import type { LeapFrame } from '../engine/models/types.js';
-import { ModelMetrics } from './model-metrics.js';
-import { ModelExchange, type ModelHttp } from './model-http.js';
+import type { ModelMetrics } from './model-metrics.js';
 import { docsAsset } from './model-docs.js';
-import { JSON_UTF8, header } from './http.js';
+import { readShared } from './body-readers.js';
+import { type Exchange, JSON_UTF8, header } from './exchange.js';
+import type { Method, Router } from './router.js';
+import type { Surface } from './surface.js';
 
 const MAX_MODEL_NAME = 256;
 const MAX_URI_BYTES = 64 * 1024;
 
-export function mountModelApi(app: uWS.TemplatedApp, service: ModelService, http: ModelHttp, version: string): void {
-  const log = http.log;
-  const metrics = new ModelMetrics(service);
+/** The model runtime's surface: errors as `{ error, message, code }`, its operations measured with the reference's metric names. */
+export function modelSurface(metrics: ModelMetrics, log: Logger, lingerBytes: number): Surface {
+  return {
+    log,
+    lingerBytes,
+    known: (err) => (err instanceof ModelError ? { status: err.code, body: { error: err.error, message: err.message, code: err.code }, errorName: err.error } : undefined),
+    internal: (requestId) => ({ status: 500, body: { error: 'InternalError', message: `Internal service error (request ${requestId})`, code: 500 }, errorName: 'unchecked' }),
+    begin() {},
+    observe: (route, _method, status, seconds, errorName) => metrics.observe(route, status, seconds * 1000, errorName),
+  };
+}
+
+const frameTooLarge = (max: number) => new ModelError('PayloadTooLarge', `request body is larger than ${max} bytes (MODEL_MAX_FRAME_BYTES)`, 413);
+
+export function mountModelApi(router: Router, service: ModelService, metrics: ModelMetrics, version: string): void {
   const config = service.config;
 
   interface Request {
@@ -30,20 +43,15 @@ export function mountModelApi(app: uWS.TemplatedApp, service: ModelService, http
     /** The body, read from the first moment: uWS drops body data that arrives before onData is set. */
     body: Promise<FrameBody>;
   }
-  type Handler = (ex: ModelExchange, req: Request) => Promise<void>;
+  type Handler = (ex: Exchange, req: Request) => Promise<void>;
   const NO_BODY = Promise.resolve({ bytes: new SharedArrayBuffer(0), length: 0 });
-  const route = (method: 'get' | 'put' | 'post' | 'del', pattern: string, name: string, handler: Handler, maxBody?: number) => {
-    const paramCount = pattern.split(':').length - 1;
-    app[method](pattern, (res, req) => {
-      const started = performance.now();
-      const ex = new ModelExchange(res, req, http, (code, error) => metrics.observe(name, code, performance.now() - started, error));
-      const params: string[] = [];
-      for (let i = 0; i < paramCount; i++) params.push(req.getParameter(i) ?? '');
-      const body = maxBody === undefined ? NO_BODY : ex.readBody(maxBody, header(req, 'content-length'));
+  /** An operation, measured under `name`; with `maxBody`, its body is read (bounded). */
+  const route = (method: Method, pattern: string, name: string, handler: Handler, maxBody?: number) => {
+    router.on(method, pattern, ({ ex, req, params, query }) => {
+      const body = maxBody === undefined ? NO_BODY : readShared(ex, maxBody, header(req, 'content-length'), frameTooLarge);
       body.catch(() => {});
-      const request = { param: (i: number) => modelName(params[i]!), query: new URLSearchParams(req.getQuery() ?? ''), body };
-      handler(ex, request).catch((err: unknown) => ex.error(err));
-    });
+      return handler(ex, { param: (i: number) => modelName(params[i]!), query, body });
+    }, { name });
   };
   /** Runs `work` under MODEL_REQUEST_TIMEOUT; past it the answer is 408 ModelTimeout. */
   const timed = <T>(loaded: LoadedModel, what: string, work: (signal: AbortSignal) => Promise<T>): Promise<T> => {
@@ -64,7 +72,7 @@ export function mountModelApi(app: uWS.TemplatedApp, service: ModelService, http
     missing: missingParam(q),
   });
 
-  route('put', '/models/:model', 'load', async (ex, req) => {
+  route('PUT', '/models/:model', 'load', async (ex, req) => {
     const name = req.param(0);
     const body = await req.body;
     const uri = Buffer.from(body.bytes, 0, body.length).toString('utf8');
@@ -72,19 +80,19 @@ export function mountModelApi(app: uWS.TemplatedApp, service: ModelService, http
     ex.json(created ? 201 : 200, { modelName: registration.modelName, uri: registration.uri });
   }, MAX_URI_BYTES);
 
-  route('del', '/models/:model', 'unload', async (ex, req) => {
+  route('DELETE', '/models/:model', 'unload', async (ex, req) => {
     ex.json(200, describe(await service.unregister(req.param(0))));
   });
 
-  route('get', '/models/:model', 'describe', async (ex, req) => {
+  route('GET', '/models/:model', 'describe', async (ex, req) => {
     ex.json(200, describe(await service.get(req.param(0))));
   });
 
-  route('get', '/models', 'list', async (ex) => {
+  route('GET', '/models', 'list', async (ex) => {
     ex.json(200, service.registry.list().map((r) => ({ modelName: r.modelName, uri: r.uri })));
   });
 
-  route('post', '/models/:model/transform', 'transform', async (ex, req) => {
+  route('POST', '/models/:model/transform', 'transform', async (ex, req) => {
     const q = req.query;
     const { mode, ...common } = runOptions(q);
     const query = { select: parseSelection(q.getAll('select')), rank: parseSelection(q.getAll('rank')), ...common };
@@ -94,7 +102,7 @@ export function mountModelApi(app: uWS.TemplatedApp, service: ModelService, http
     await ex.sendPieces(JSON_UTF8, [`{"schema":${parts[0]!.schema},"rows":[`, ...transformBody(parts, query), ']}']);
   }, config.maxFrameBytes);
 
-  route('post', '/models/:model/rank', 'rank', async (ex, req) => {
+  route('POST', '/models/:model/rank', 'rank', async (ex, req) => {
     const q = req.query;
     const id = q.get('id');
     if (!id) throw queryError('query parameter "id" is required');
@@ -109,7 +117,7 @@ export function mountModelApi(app: uWS.TemplatedApp, service: ModelService, http
     ex.json(200, { results: finishRank(parts, query) });
   }, config.maxFrameBytes);
 
-  route('get', '/models/:model/sample', 'sample', async (ex, req) => {
+  route('GET', '/models/:model/sample', 'sample', async (ex, req) => {
     const q = req.query;
     const nrow = integerParam(q, 'nrow', 1);
     if (nrow > config.maxFrameRows) throw queryError(`nrow is larger than ${config.maxFrameRows} (MODEL_MAX_FRAME_ROWS)`);
@@ -122,7 +130,7 @@ export function mountModelApi(app: uWS.TemplatedApp, service: ModelService, http
     ex.json(200, { schema: encodeSchema(selected.fields), rows: selected.rows.map(encodeRow) });
   });
 
-  route('get', '/models/:model/graph', 'graph', async (ex, req) => {
+  route('GET', '/models/:model/graph', 'graph', async (ex, req) => {
     const q = req.query;
     const options = {
       elideParentSchema: booleanParam(q, 'elide-parent-schema', true),
@@ -131,39 +139,37 @@ export function mountModelApi(app: uWS.TemplatedApp, service: ModelService, http
       verticalSpacing: numberParam(q, 'vertical-spacing', 0.5),
     };
     const loaded = await service.get(req.param(0));
-    ex.send(200, 'application/xml; charset=utf-8', renderGraphSvg(loaded.model.graph, options));
+    ex.send(200, { 'Content-Type': 'application/xml; charset=utf-8' }, renderGraphSvg(loaded.model.graph, options));
   });
 
-  route('get', '/models/:model/health', 'model-health', async (ex, req) => {
+  route('GET', '/models/:model/health', 'model-health', async (ex, req) => {
     const n = integerParam(req.query, 'n', 1);
     const nrow = integerParam(req.query, 'nrow', 1);
     if (n * nrow > config.maxFrameRows) throw queryError(`n × nrow is larger than ${config.maxFrameRows} (MODEL_MAX_FRAME_ROWS)`);
     await service.warm(await service.get(req.param(0)), n, nrow);
-    ex.send(200, undefined);
+    ex.send(200, {});
   });
 
-  route('get', '/health', 'service-health', async (ex) => {
+  route('GET', '/health', 'service-health', async (ex) => {
     service.registry.names();
-    ex.send(200, undefined);
+    ex.send(200, {});
   });
 
-  route('get', '/metrics', 'metrics', async (ex) => {
-    ex.send(200, metrics.registry.contentType, await metrics.registry.metrics());
+  route('GET', '/metrics', 'metrics', async (ex) => {
+    ex.send(200, { 'Content-Type': metrics.registry.contentType }, await metrics.registry.metrics());
   });
 
-  app.get('/docs', (res, req) => serveDocs(res, req, http, version));
-  app.get('/docs/*', (res, req) => serveDocs(res, req, http, version));
+  for (const pattern of ['/docs', '/docs/*']) {
+    router.on('GET', pattern, ({ ex, req }) => {
+      const asset = docsAsset(req.getUrl(), version);
+      if (!asset) return ex.json(404, { error: 'NotFound', message: `No document ${req.getUrl()}`, code: 404 });
+      ex.send(200, { 'Content-Type': asset.contentType }, asset.body);
+    }, { name: 'docs' });
+  }
 
-  app.any('/*', (res, req) => {
-    new ModelExchange(res, req, http, () => {}).json(404, { error: 'NotFound', message: `No route for ${req.getCaseSensitiveMethod().toUpperCase()} ${req.getUrl()}`, code: 404 });
-  });
-}
-
-function serveDocs(res: uWS.HttpResponse, req: uWS.HttpRequest, http: ModelHttp, version: string): void {
-  const ex = new ModelExchange(res, req, http, () => {});
-  const asset = docsAsset(req.getUrl(), version);
-  if (!asset) return ex.json(404, { error: 'NotFound', message: `No document ${req.getUrl()}`, code: 404 });
-  ex.send(200, asset.contentType, asset.body);
+  router.fallback('/*', ({ ex, req }) => {
+    ex.json(404, { error: 'NotFound', message: `No route for ${ex.method.toUpperCase()} ${req.getUrl()}`, code: 404 });
+  }, { name: 'not-found' });
 }
 
 function describe(loaded: LoadedModel): unknown {

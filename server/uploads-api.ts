@@ -1,91 +1,74 @@
 // Resumable upload sessions over HTTP (`/api/v1/uploads`): a thin layer over engine/uploads.
 
-import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
+import type { HttpRequest } from 'uWebSockets.js';
+import type { Engine } from '../engine/engine.js';
 import { SvcError, invalidUpload } from '../engine/errors.js';
 import type { SessionRecord } from '../engine/store/index.js';
 import type { PartUpload } from '../engine/uploads/uploads.js';
-import { CORS, UUID, allowMethods, parseContentType } from './blob-api.js';
-import { SocketBody, feedIngest } from './body-feed.js';
-import { Exchange, type ServerContext, header } from './http.js';
+import type { ServerContext } from './api-surface.js';
+import { SocketBody } from './body-sources.js';
+import { feedIngest } from './body-feed.js';
+import { type Exchange, header } from './exchange.js';
+import { UUID, parseContentType } from './request-parsing.js';
+import type { Router } from './router.js';
 
 const DEFAULT_TENANT = '00000000-0000-4000-8000-000000000000';
 const COLLECTION = '/api/v1/uploads';
 const SESSION = '/api/v1/uploads/:id';
 const COMMIT = '/api/v1/uploads/:id/commit';
 
-export function mountUploadsApi(app: TemplatedApp, ctx: ServerContext): void {
-  const uploads = ctx.engine.uploads;
-  const on = (pattern: string) => (res: HttpResponse, req: HttpRequest) => new Exchange(res, req, pattern, ctx, CORS);
-  /** Runs a handler whose failures are answered with the error envelope. */
-  const handle = (pattern: string, work: (ex: Exchange, req: HttpRequest) => Promise<void> | void) => (res: HttpResponse, req: HttpRequest) => {
-    const ex = on(pattern)(res, req);
-    try {
-      const pending = work(ex, req);
-      if (pending) pending.catch((err: unknown) => ex.error(err, 'ingest_failed'));
-    } catch (err) {
-      ex.error(err, 'ingest_failed');
-    }
-  };
+export function mountUploadsApi(router: Router, { engine }: ServerContext): void {
+  const uploads = engine.uploads;
+  const failure = { fallbackCode: 'ingest_failed' };
 
-  app.post(COLLECTION, handle(COLLECTION, async (ex, req) => {
+  router.on('POST', COLLECTION, async ({ ex, req }) => {
     const id = sessionId(header(req, 'x-svc-upload-session-id'), 'X-Svc-Upload-Session-Id');
     const request = { tenant: tenantOf(req), id, declaredLength: uploadLength(header(req, 'upload-length')), contentType: contentTypeOf(req) };
     const record = await uploads.create(request);
     ex.json(201, statusJson(record), { ...sessionHeaders(record), Location: `${COLLECTION}/${record.id}` });
-  }));
+  }, failure);
 
-  app.get(SESSION, handle(SESSION, (ex, req) => {
-    const record = uploads.status(tenantOf(req), sessionId(req.getParameter(0)));
+  router.on(['GET', 'HEAD'], SESSION, ({ ex, req, params }) => {
+    const record = uploads.status(tenantOf(req), sessionId(params[0]));
     ex.json(200, statusJson(record), sessionHeaders(record));
-  }));
+  }, failure);
 
-  app.head(SESSION, handle(SESSION, (ex, req) => {
-    const record = uploads.status(tenantOf(req), sessionId(req.getParameter(0)));
-    ex.json(200, statusJson(record), sessionHeaders(record));
-  }));
+  router.on('PATCH', SESSION, ({ ex, req, params }) => part(ex, req, params[0]!, engine), failure);
 
-  app.patch(SESSION, (res, req) => part(on(SESSION)(res, req), req, ctx));
-
-  app.post(COMMIT, handle(COMMIT, async (ex, req) => {
-    const record = await uploads.commit(tenantOf(req), sessionId(req.getParameter(0)));
+  router.on('POST', COMMIT, async ({ ex, req, params }) => {
+    const record = await uploads.commit(tenantOf(req), sessionId(params[0]));
     ex.json(200, statusJson(record), { ...sessionHeaders(record), Location: `/api/v1/blobs/${record.committedBlob}` });
-  }));
+  }, failure);
 
-  app.del(SESSION, handle(SESSION, async (ex, req) => {
-    await uploads.cancel(tenantOf(req), sessionId(req.getParameter(0)));
+  router.on('DELETE', SESSION, async ({ ex, req, params }) => {
+    await uploads.cancel(tenantOf(req), sessionId(params[0]));
     ex.send(204, { 'Cache-Control': 'no-store' });
-  }));
-
-  allowMethods(app, ctx, [
-    [COLLECTION, ['POST']],
-    [SESSION, ['DELETE', 'GET', 'HEAD', 'PATCH']],
-    [COMMIT, ['POST']],
-  ]);
+  }, failure);
 }
 
 /** PATCH: one part, taken from the first body byte; acknowledged once it and the offset are durable. */
-function part(ex: Exchange, req: HttpRequest, ctx: ServerContext): void {
+function part(ex: Exchange, req: HttpRequest, id: string, engine: Engine): void {
   let started: { replayed: SessionRecord } | { part: PartUpload };
   const declared = header(req, 'content-length');
   try {
-    started = ctx.engine.uploads.beginPart({
+    started = engine.uploads.beginPart({
       tenant: tenantOf(req),
-      id: sessionId(req.getParameter(0)),
+      id: sessionId(id),
       partId: sessionId(header(req, 'upload-part-id'), 'Upload-Part-Id'),
       offset: byteCount(header(req, 'upload-offset'), 'Upload-Offset', true),
       length: byteCount(declared, 'Content-Length', true),
     });
   } catch (err) {
-    afterBody(ex, declared, ctx.engine.config.uploads.maxPartBytes, () => ex.error(err, 'ingest_failed'));
+    afterBody(ex, declared, engine.config.uploads.maxPartBytes, () => ex.error(err, 'ingest_failed'));
     return;
   }
   if ('replayed' in started) {
     const record = started.replayed;
-    afterBody(ex, declared, ctx.engine.config.uploads.maxPartBytes, () => ex.send(204, sessionHeaders(record)));
+    afterBody(ex, declared, engine.config.uploads.maxPartBytes, () => ex.send(204, sessionHeaders(record)));
     return;
   }
   const upload = started.part;
-  feedIngest(ex, new SocketBody(ex), upload.ingest, {
+  feedIngest(ex, new SocketBody(ex), upload.ingest, engine.stats, {
     last: () =>
       upload.finish().then(
         (record) => ex.send(204, sessionHeaders(record)),

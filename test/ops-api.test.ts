@@ -5,8 +5,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Logger } from '../dist/engine/log.js';
 import { Stats } from '../dist/engine/ops/stats.js';
 import { OpsSnapshots, nodeIdOf } from '../dist/engine/ops/snapshot.js';
-import { Exchange } from '../dist/server/http.js';
-import { OpsEvents } from '../dist/server/ops-api.js';
+import { Exchange } from '../dist/server/exchange.js';
+import { OpsEvents } from '../dist/engine/ops/events.js';
+import { streamEvents } from '../dist/server/ops-api.js';
+import { apiSurface } from '../dist/server/api-surface.js';
 import { pythonHas } from './helpers/python.js';
 import { seededBytes, upload } from './helpers/http.js';
 import { type TestServer, startServer, tempRoot } from './helpers/server.js';
@@ -270,10 +272,10 @@ describe('OpsEvents subscribers (a scripted uWS response)', () => {
       async build() { current = { sequence: ++sequence, observedAt: new Date().toISOString() }; return current; },
       setGc() {},
     };
-    const ctx: any = { engine: { stats: { requests: 0, errors: 0 }, log: new Logger('silent') }, metrics: { observeHttp() {} } };
-    const events = new OpsEvents(snapshots as any, 3_600_000, ctx);
+    const ctx: any = { engine: { stats: { requests: 0, errors: 0 }, log: new Logger('silent'), config: { httpLingerBytes: 0 } }, metrics: { observeHttp() {} } };
+    const events = new OpsEvents(snapshots as any, 3_600_000, ctx.engine.log);
     const res = fakeResponse();
-    events.subscribe(new Exchange(res as any, GET_REQUEST, '/api/ops/v1/events', ctx));
+    streamEvents(events, new Exchange(res as any, GET_REQUEST, '/api/ops/v1/events', apiSurface(ctx)));
     await until('the first event', async () => res.writes.some((w) => w.startsWith('id: 1\n')), 2000);
     expect(res.status).toBe('200 OK');
     expect(res.headers['Content-Type']).toBe('text/event-stream');
@@ -311,13 +313,13 @@ describe('OpsEvents with an unchanged state', () => {
     let builds = 0;
     const fixed = { sequence: 1, observedAt: new Date().toISOString() };
     const snapshots = { current: fixed, async build() { builds++; return fixed; }, setGc() {} };
-    const ctx: any = { engine: { stats: { requests: 0, errors: 0 }, log: new Logger('silent') }, metrics: { observeHttp() {} } };
-    const events = new OpsEvents(snapshots as any, 10, ctx);
+    const ctx: any = { engine: { stats: { requests: 0, errors: 0 }, log: new Logger('silent'), config: { httpLingerBytes: 0 } }, metrics: { observeHttp() {} } };
+    const events = new OpsEvents(snapshots as any, 10, ctx.engine.log);
     const responses = [fakeSse(), fakeSse()];
-    events.subscribe(new Exchange(responses[0] as any, GET_REQUEST, '/api/ops/v1/events', ctx));
+    streamEvents(events, new Exchange(responses[0] as any, GET_REQUEST, '/api/ops/v1/events', apiSurface(ctx)));
     await until('the first event', async () => responses[0].writes.some((w) => w.startsWith('id: 1\n')), 2000);
     await sleep(50); // several refreshes, all with sequence 1
-    events.subscribe(new Exchange(responses[1] as any, GET_REQUEST, '/api/ops/v1/events', ctx));
+    streamEvents(events, new Exchange(responses[1] as any, GET_REQUEST, '/api/ops/v1/events', apiSurface(ctx)));
     await until('the joining subscriber\'s event', async () => responses[1].writes.some((w) => w.startsWith('id: 1\n')), 2000);
     await sleep(50);
     expect(builds).toBeGreaterThan(3);

@@ -1,25 +1,26 @@
-import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
-import { SvcError } from '../engine/errors.js';
-import type { Engine } from '../engine/engine.js';
-import type { Metrics } from '../engine/ops/metrics.js';
-import { RequestBody } from './request-body.js';
+// One request and its answer, for every surface: HEAD answered with a GET's headers and no body,
+// early answers that settle the request body first (request-body.ts), the surface's error
+// envelope, and bodies written piece by piece as the socket drains.
 
-/** What every handler needs: the engine and the metrics it reports to. */
-export interface ServerContext {
-  engine: Engine;
-  metrics: Metrics;
-}
+import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
+import { RequestBody } from './request-body.js';
+import type { Surface } from './surface.js';
 
 const STATUS_TEXT: Record<number, string> = {
-  200: 'OK', 201: 'Created', 204: 'No Content', 206: 'Partial Content', 304: 'Not Modified', 308: 'Permanent Redirect',
-  400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed',
+  200: 'OK', 201: 'Created', 202: 'Accepted', 204: 'No Content', 206: 'Partial Content', 304: 'Not Modified', 308: 'Permanent Redirect',
+  400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed', 408: 'Request Timeout',
   409: 'Conflict', 410: 'Gone', 412: 'Precondition Failed', 413: 'Content Too Large', 415: 'Unsupported Media Type', 416: 'Range Not Satisfiable',
-  429: 'Too Many Requests', 500: 'Internal Server Error', 503: 'Service Unavailable', 507: 'Insufficient Storage',
+  422: 'Unprocessable Content', 429: 'Too Many Requests', 500: 'Internal Server Error', 503: 'Service Unavailable', 507: 'Insufficient Storage',
 };
 
 export const status = (code: number) => `${code} ${STATUS_TEXT[code] ?? 'Unknown'}`;
 
 export const JSON_UTF8 = 'application/json; charset=utf-8';
+
+export type Headers = Record<string, string | undefined>;
+
+/** Answers up to this size are written at once, with a Content-Length (sendPieces). */
+const SINGLE_WRITE_BYTES = 256 * 1024;
 
 /** Per-request state: the response object is unusable once aborted or ended. */
 export class Exchange {
@@ -30,19 +31,21 @@ export class Exchange {
   readonly body: RequestBody;
   private abortHandlers: Array<() => void> = [];
   private readonly started = performance.now();
+  /** The failure's name, for the surface's metrics. */
+  private errorName?: string;
 
   constructor(
     readonly res: HttpResponse,
     req: HttpRequest,
-    /** The route pattern, a metrics label. */
+    /** The route's name, a metrics label. */
     readonly route: string,
-    readonly ctx: ServerContext,
-    /** Headers every response of this route carries (CORS). */
+    readonly surface: Surface,
+    /** Headers every answer of this route carries (CORS). */
     readonly baseHeaders: ReadonlyArray<[string, string]> = [],
   ) {
     this.method = req.getCaseSensitiveMethod();
     this.body = new RequestBody(res, req, () => this.live);
-    ctx.engine.stats.requests++;
+    surface.begin();
     res.onAborted(() => {
       this.aborted = true;
       this.done = true;
@@ -59,26 +62,25 @@ export class Exchange {
   }
 
   /** Status line and headers; call inside cork. An answer before the body's end also says it closes. */
-  head(code: number, headers: Record<string, string | undefined>): void {
+  head(code: number, headers: Headers): void {
     this.res.writeStatus(status(code));
     for (const [k, v] of this.baseHeaders) this.res.writeHeader(k, v);
     for (const k in headers) {
       const v = headers[k];
       if (v !== undefined) this.res.writeHeader(k, v);
     }
-    if (this.body.unsettled && this.body.beforeAnswer(this.ctx.engine.config.httpLingerBytes)) this.res.writeHeader('Connection', 'close');
-    if (code >= 400) this.ctx.engine.stats.errors++;
-    this.ctx.metrics.observeHttp(`${this.method} ${this.route}`, code, (performance.now() - this.started) / 1000);
+    if (this.body.unsettled && this.body.beforeAnswer(this.surface.lingerBytes)) this.res.writeHeader('Connection', 'close');
+    this.surface.observe(this.route, this.method, code, (performance.now() - this.started) / 1000, this.errorName);
   }
 
   /** A whole answer. To HEAD, the same headers (Content-Length of `body` included) and no body. */
-  send(code: number, headers: Record<string, string | undefined>, body?: string | Uint8Array): void {
+  send(code: number, headers: Headers, body?: string | Uint8Array): void {
     if (!this.live) return;
     this.done = true;
-    this.body.whenAnswerable(this.ctx.engine.config.httpLingerBytes, () => this.writeWhole(code, headers, body));
+    this.body.whenAnswerable(this.surface.lingerBytes, () => this.writeWhole(code, headers, body));
   }
 
-  private writeWhole(code: number, headers: Record<string, string | undefined>, body?: string | Uint8Array): void {
+  private writeWhole(code: number, headers: Headers, body?: string | Uint8Array): void {
     if (this.aborted) return;
     this.res.cork(() => {
       this.head(code, headers);
@@ -90,7 +92,7 @@ export class Exchange {
   }
 
   /** A HEAD answer: the headers a GET would carry, Content-Length included, and no body. */
-  sendHead(code: number, headers: Record<string, string | undefined>, contentLength: number): void {
+  sendHead(code: number, headers: Headers, contentLength: number): void {
     if (!this.live) return;
     this.done = true;
     this.res.cork(() => {
@@ -99,19 +101,21 @@ export class Exchange {
     });
   }
 
-  json(code: number, body: unknown, headers: Record<string, string | undefined> = {}): void {
+  json(code: number, body: unknown, headers: Headers = {}): void {
     this.send(code, { 'Content-Type': JSON_UTF8, ...headers }, JSON.stringify(body));
   }
 
-  /** The error envelope. Unknown errors are logged and answered with `fallbackCode`, never their text. */
+  /** The surface's error envelope. Unknown errors are logged and answered 500 with `fallbackCode`, never their text. */
   error(err: unknown, fallbackCode = 'storage_failure'): void {
-    if (err instanceof SvcError) {
-      this.send(err.status, { 'Content-Type': JSON_UTF8, ...err.headers }, JSON.stringify({ error: err.code, message: err.message }));
-      return;
+    if (!this.live) return;
+    let answer = this.surface.known(err);
+    if (!answer) {
+      const requestId = Math.random().toString(36).slice(2, 10);
+      this.surface.log.error('request failed', { requestId, method: this.method, route: this.route, err: String((err as Error)?.stack ?? err) });
+      answer = this.surface.internal(requestId, fallbackCode);
     }
-    const requestId = Math.random().toString(36).slice(2, 10);
-    this.ctx.engine.log.error('request failed', { requestId, method: this.method, route: this.route, err: String((err as Error)?.stack ?? err) });
-    this.send(500, { 'Content-Type': JSON_UTF8 }, JSON.stringify({ error: fallbackCode, message: `Internal error (request ${requestId})` }));
+    this.errorName = answer.errorName;
+    this.send(answer.status, { 'Content-Type': JSON_UTF8, ...answer.headers }, JSON.stringify(answer.body));
   }
 
   /**
@@ -133,17 +137,58 @@ export class Exchange {
       if (responded) this.done = true;
       if (ok || responded) return resolve();
       this.blocked = { piece, startOffset, total, resolve };
-      if (!this.writableHooked) {
-        // uWS keeps calling the first handler registered on a response, so register one only.
-        this.writableHooked = true;
-        this.onAbort(() => this.unblock());
-        res.onWritable((offset) => this.drain(offset));
-      }
+      this.hookWritable();
     });
   }
 
+  /** A 200 of `pieces`: one write with Content-Length when small, else chunked as the socket drains. */
+  async sendPieces(contentType: string, pieces: Array<string | Uint8Array>): Promise<void> {
+    let size = 0;
+    for (const p of pieces) size += typeof p === 'string' ? Buffer.byteLength(p) : p.byteLength;
+    if (size <= SINGLE_WRITE_BYTES) {
+      const body = Buffer.allocUnsafe(size);
+      let at = 0;
+      for (const p of pieces) at += typeof p === 'string' ? body.write(p, at, 'utf8') : (body.set(p, at), p.byteLength);
+      return this.send(200, { 'Content-Type': contentType }, body);
+    }
+    await this.stream(contentType, pieces);
+  }
+
+  /** A chunked 200 of `pieces`; each write waits while the socket is full. */
+  async stream(contentType: string, pieces: Iterable<string | Uint8Array>): Promise<void> {
+    if (!this.live) return;
+    this.res.cork(() => this.head(200, { 'Content-Type': contentType }));
+    for (const piece of pieces) {
+      if (!this.live) return;
+      let ok = true;
+      this.res.cork(() => {
+        ok = this.res.write(piece);
+      });
+      if (!ok) await this.drained();
+    }
+    if (!this.live) return;
+    this.done = true;
+    this.res.cork(() => this.res.end());
+  }
+
   private blocked: { piece: Uint8Array; startOffset: number; total: number; resolve: () => void } | null = null;
+  private waiting: (() => void) | null = null;
   private writableHooked = false;
+
+  /** uWS keeps calling the first handler registered on a response, so register one only. */
+  private hookWritable(): void {
+    if (this.writableHooked) return;
+    this.writableHooked = true;
+    this.onAbort(() => this.unblock());
+    this.res.onWritable((offset) => this.drain(offset));
+  }
+
+  private drained(): Promise<void> {
+    return new Promise((resolve) => {
+      this.waiting = resolve;
+      this.hookWritable();
+    });
+  }
 
   private drain(offset: number): boolean {
     const b = this.blocked;
@@ -159,8 +204,11 @@ export class Exchange {
 
   private unblock(): void {
     const b = this.blocked;
+    const waiting = this.waiting;
     this.blocked = null;
+    this.waiting = null;
     b?.resolve();
+    waiting?.();
   }
 }
 
@@ -171,10 +219,6 @@ export class Exchange {
 export function endHead(res: HttpResponse, contentLength: number): void {
   res.writeHeader('Content-Length', String(contentLength));
   res.endWithoutBody();
-}
-
-export function query(req: HttpRequest): URLSearchParams {
-  return new URLSearchParams(req.getQuery() ?? '');
 }
 
 /** A header value or undefined when absent (uWS returns '' for both absent and empty). */

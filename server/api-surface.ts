@@ -1,0 +1,35 @@
+// The surface of the blob API, the operator endpoints and the document platform (one listener,
+// SVC_HTTP_PORT): errors as `{ error, message }` (metadata writes: their rejected form), requests
+// counted in the engine's stats and in `svc_http_requests_total`.
+
+import type { Engine } from '../engine/engine.js';
+import { SvcError } from '../engine/errors.js';
+import { MetadataRejection } from '../engine/documents/metadata.js';
+import type { Metrics } from '../engine/ops/metrics.js';
+import type { Surface } from './surface.js';
+
+/** What every handler of the listener needs: the engine and the metrics it reports to. */
+export interface ServerContext {
+  engine: Engine;
+  metrics: Metrics;
+}
+
+export function apiSurface({ engine, metrics }: ServerContext): Surface {
+  return {
+    log: engine.log,
+    lingerBytes: engine.config.httpLingerBytes,
+    known(err) {
+      if (err instanceof MetadataRejection) return { status: err.status, body: err.body(), headers: err.headers };
+      if (err instanceof SvcError) return { status: err.status, body: { error: err.code, message: err.message }, headers: err.headers };
+      return undefined;
+    },
+    internal: (requestId, fallbackCode) => ({ status: 500, body: { error: fallbackCode, message: `Internal error (request ${requestId})` } }),
+    begin() {
+      engine.stats.requests++;
+    },
+    observe(route, method, status, seconds) {
+      if (status >= 400) engine.stats.errors++;
+      metrics.observeHttp(`${method} ${route}`, status, seconds);
+    },
+  };
+}

@@ -1,0 +1,93 @@
+// A blob's bytes with the full read contract, for every resource that serves stored content (the
+// blob API, a document's content): preconditions, one range, validators, and the read path that
+// fetches and checks only the blocks needed, written as the socket drains.
+
+import type { HttpRequest } from 'uWebSockets.js';
+import type { Engine } from '../engine/engine.js';
+import type { Manifest } from '../engine/store/index.js';
+import { evaluate } from './conditional.js';
+import { type Exchange, JSON_UTF8, header } from './exchange.js';
+
+const IMMUTABLE = 'public, max-age=31536000, immutable';
+
+/** How bytes served by another resource differ from the blob's own answer (document content). */
+export interface ServedAs {
+  etag?: string;
+  mediaType?: string;
+  lastModifiedMs?: number;
+  cacheControl?: string;
+}
+
+/** The precondition and range headers (read in the handler: uWS requests do not outlive it). */
+export function readConditions(req: HttpRequest) {
+  return {
+    ifMatch: header(req, 'if-match'),
+    ifNoneMatch: header(req, 'if-none-match'),
+    ifModifiedSince: header(req, 'if-modified-since'),
+    ifUnmodifiedSince: header(req, 'if-unmodified-since'),
+    ifRange: header(req, 'if-range'),
+    range: header(req, 'range'),
+  };
+}
+
+/**
+ * A blob's bytes with the full read contract: preconditions, one range, validators, the read
+ * path that fetches and checks only the blocks needed. `etag` defaults to the blob id.
+ */
+export function serveBlob(engine: Engine, ex: Exchange, conditions: ReturnType<typeof readConditions>, manifest: Manifest, headOnly: boolean, view: ServedAs = {}): void {
+  const size = manifest.record.size;
+  const etag = view.etag ?? `"${manifest.id}"`;
+  const lastModifiedMs = view.lastModifiedMs === undefined ? manifest.lastModifiedMs : Math.floor(view.lastModifiedMs / 1000) * 1000;
+  const httpDate = view.lastModifiedMs === undefined ? manifest.lastModified : new Date(lastModifiedMs).toUTCString();
+  const validators = { ETag: etag, 'Last-Modified': httpDate, 'Cache-Control': view.cacheControl ?? IMMUTABLE };
+  const decision = evaluate({ etag, lastModified: lastModifiedMs, size }, conditions);
+  switch (decision.status) {
+    case 304:
+    case 412:
+      ex.send(decision.status, validators);
+      return;
+    case 416:
+      ex.send(416, { 'Content-Type': JSON_UTF8, 'Content-Range': `bytes */${size}` }, JSON.stringify({ error: 'invalid_range', message: 'Range is malformed, unsatisfiable or asks for more than one range' }));
+      return;
+  }
+  const [start, end] = decision.status === 206 ? [decision.start, decision.end + 1] : [0, size];
+  const headers: Record<string, string> = { 'Content-Type': view.mediaType ?? manifest.record.mediaType, ...validators, 'Accept-Ranges': 'bytes' };
+  if (decision.status === 206) headers['Content-Range'] = `bytes ${start}-${end - 1}/${size}`;
+  if (headOnly) {
+    ex.sendHead(decision.status, headers, end - start);
+    return;
+  }
+  const cached = engine.reader.cachedRange(manifest, start, end);
+  if (cached) {
+    // Small and already verified in memory: answer at once, without the streaming machinery.
+    ex.send(decision.status, headers, cached);
+    engine.stats.reads++;
+    engine.stats.bytesServed += cached.length;
+    return;
+  }
+  void stream(engine, ex, manifest, start, end, decision.status, headers);
+}
+
+async function stream(engine: Engine, ex: Exchange, manifest: Manifest, start: number, end: number, code: number, headers: Record<string, string>): Promise<void> {
+  const pieces = engine.reader.range(manifest, start, end);
+  const total = end - start;
+  let sent = 0;
+  try {
+    for await (const piece of pieces) {
+      if (!ex.live) break;
+      await ex.write(piece, total, sent === 0 ? () => ex.head(code, headers) : undefined);
+      sent += piece.length;
+    }
+    engine.stats.reads++;
+    engine.stats.bytesServed += sent;
+  } catch (err) {
+    // Before the status line the error is a proper 500; after it, only closing tells the client.
+    if (sent === 0) ex.error(err);
+    else if (ex.live) {
+      ex.done = true;
+      ex.res.close();
+    }
+  } finally {
+    await pieces.return(undefined);
+  }
+}

@@ -1,0 +1,72 @@
+// Bodies read whole because their handler needs all of them at once, each bounded: a JSON body
+// (document platform) and a model frame (read into one shared buffer the workers parse in place).
+
+import { SvcError } from '../engine/errors.js';
+import type { FrameBody } from '../engine/models/service.js';
+import type { Exchange } from './exchange.js';
+
+/** The error for a body larger than `max` bytes, in the surface's terms. */
+export type TooLarge = (max: number) => Error;
+
+/** The whole JSON body (at most `max` bytes, else `tooLarge`); 400 `invalid_json` when it does not parse. */
+export function readJson(ex: Exchange, max: number, tooLarge: TooLarge): Promise<{ value: unknown; bytes: number }> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let failed = false;
+    ex.onAbort(() => reject(new Error('client went away')));
+    ex.body.read((chunk, isLast) => {
+      if (failed) return;
+      size += chunk.byteLength;
+      if (size > max) {
+        failed = true;
+        reject(tooLarge(max));
+        return;
+      }
+      chunks.push(Buffer.from(chunk.slice(0)));
+      if (!isLast) return;
+      if (size === 0) return resolve({ value: undefined, bytes: 0 });
+      try {
+        resolve({ value: JSON.parse(Buffer.concat(chunks, size).toString('utf8')), bytes: size });
+      } catch {
+        reject(new SvcError(400, 'invalid_json', 'The body is not valid JSON'));
+      }
+    });
+  });
+}
+
+/**
+ * The body (at most `max` bytes, else `tooLarge`) in one shared buffer, sized by Content-Length
+ * when there is one.
+ */
+export function readShared(ex: Exchange, max: number, declaredLength: string | undefined, tooLarge: TooLarge): Promise<FrameBody> {
+  return new Promise((resolve, reject) => {
+    const declared = declaredLength === undefined ? undefined : Number(declaredLength);
+    if (declared !== undefined && declared > max) {
+      reject(tooLarge(max));
+      return;
+    }
+    let bytes = new SharedArrayBuffer(declared !== undefined && Number.isSafeInteger(declared) ? declared : 16 * 1024);
+    let view = new Uint8Array(bytes);
+    let length = 0;
+    let failed = false;
+    ex.onAbort(() => reject(new Error('client went away')));
+    ex.body.read((chunk, last) => {
+      if (failed) return;
+      if (length + chunk.byteLength > max) {
+        failed = true;
+        reject(tooLarge(max));
+        return;
+      }
+      if (length + chunk.byteLength > bytes.byteLength) {
+        const grown = new SharedArrayBuffer(Math.min(max, Math.max(bytes.byteLength * 2, length + chunk.byteLength)));
+        new Uint8Array(grown).set(view.subarray(0, length));
+        bytes = grown;
+        view = new Uint8Array(grown);
+      }
+      view.set(new Uint8Array(chunk), length);
+      length += chunk.byteLength;
+      if (last) resolve({ bytes, length });
+    });
+  });
+}
