@@ -11,6 +11,7 @@ import { type ChunkerSpec, chunkerName, maxBlockBytes } from './chunkers.js';
 import type { BlobCatalog, BlobSummary, ManifestRecord } from '../store/index.js';
 import { Backlog } from './backlog.js';
 import { copyInto } from './shared-copy.js';
+import { SegmentRing } from './segment-ring.js';
 import type { TransferMemory } from './transfer-memory.js';
 import type { ScanStream, StreamScanner } from './stream-scanner.js';
 
@@ -100,8 +101,6 @@ const SNIFF_BYTES = 4096;
  * waits on a part's answer and the client's turnaround. The price is a larger staged tail.
  */
 const ACK_LAG_SEGMENTS = 3;
-/** How many segments beyond its reservation an upload may borrow from idle budget. */
-const MAX_BORROWED_SEGMENTS = 4;
 /** Bytes an upload keeps in memory while paused before it spills to disk. */
 const BACKLOG_MEMORY_BYTES = 16 * 1024 * 1024;
 const PDF_SIGNATURE = Buffer.from('%PDF-');
@@ -153,15 +152,11 @@ export class DirectIngest {
   private posted = 0;
   private finalPosted = false;
   private scannedUpTo = 0;
-  private readonly segmentSize: number;
+  private readonly ring: SegmentRing;
   private readonly reservation: number;
   private readonly pauseAtSegments: number;
-  private readonly holdLimitSegments: number;
   private readonly maxUpload: number;
-  private segments: Uint8Array[] = [];
-  private first = 0;
   private received = 0;
-  private stored = 0;
   /** Where the next block begins (everything before it is cut). */
   private cutStart = 0;
   private readonly blockStarts: number[] = [];
@@ -179,8 +174,6 @@ export class DirectIngest {
   private mediaType = 'application/octet-stream';
   private readonly blocks: Array<StoredBlock | undefined> = [];
   private readonly backlog: Backlog;
-  /** Segments held beyond the reservation, borrowed from unused budget. */
-  private borrowed = 0;
   private admitted = false;
   private cancelAdmission: () => void = () => {};
   private ended = false;
@@ -240,16 +233,17 @@ export class DirectIngest {
     if (options.declaredLength !== undefined && options.declaredLength > this.maxUpload) throw payloadTooLarge(this.maxUpload);
     if (options.declaredLength === 0) throw invalidBlob('Empty blobs are not supported');
     // A small declared body gets one exact segment of its own instead of a pooled one.
-    this.segmentSize = declared !== undefined && declared < memory.segmentBytes ? declared : memory.segmentBytes;
+    const segmentSize = declared !== undefined && declared < memory.segmentBytes ? declared : memory.segmentBytes;
     const maxBlock = largestBlockBytes(config);
     // Pause once a maximal block plus eight segments are held (room for blocks being stored while
     // the next are scanned; with four, 1 GiB paused ~150 times and ingested 5-20% slower); what uWS
     // still delivers beyond two more segments goes to the backlog.
-    this.pauseAtSegments = Math.ceil(maxBlock / this.segmentSize) + 8;
-    this.holdLimitSegments = this.pauseAtSegments + 2;
+    this.pauseAtSegments = Math.ceil(maxBlock / segmentSize) + 8;
+    const holdLimitSegments = this.pauseAtSegments + 2;
+    this.ring = new SegmentRing(memory, segmentSize, holdLimitSegments);
     const backlogMemory = Math.min(BACKLOG_MEMORY_BYTES, declared ?? BACKLOG_MEMORY_BYTES);
-    const worstCase = (this.holdLimitSegments + 1) * this.segmentSize;
-    this.reservation = backlogMemory + (declared === undefined ? worstCase : Math.min(worstCase, Math.ceil(declared / this.segmentSize) * this.segmentSize));
+    const worstCase = (holdLimitSegments + 1) * segmentSize;
+    this.reservation = backlogMemory + (declared === undefined ? worstCase : Math.min(worstCase, Math.ceil(declared / segmentSize) * segmentSize));
     this.backlog = new Backlog(backlogMemory, deps.memory, deps.spillDir, (bytes) => (deps.stats.spilledBytes += bytes));
     const small = declared !== undefined && declared < memory.segmentBytes;
     // A part's bytes are hashed into the object's kept hash on the scanning thread.
@@ -266,7 +260,7 @@ export class DirectIngest {
     if (this.admitted) return this.whenTaking(admitted);
     this.cancelAdmission = this.deps.memory.reserve(this.reservation, () => {
       this.admitted = true;
-      if (this.replayed > 0) this.store(this.options.part!.replay);
+      if (this.replayed > 0) this.ring.append(this.options.part!.replay);
       this.refill();
       if (this.backlog.pending === 0) this.paused = false;
       this.whenTaking(admitted);
@@ -301,7 +295,7 @@ export class DirectIngest {
     }
     this.received += len;
     // While the upload cannot take more, bytes wait in the backlog, unhashed and in order.
-    if (!this.admitted || this.backlog.pending > 0 || !this.roomFor(len)) {
+    if (!this.admitted || this.backlog.pending > 0 || !this.ring.roomFor(len)) {
       try {
         this.backlog.push(chunk);
       } catch (err) {
@@ -312,9 +306,9 @@ export class DirectIngest {
       return false;
     }
     this.sha?.update(chunk);
-    this.store(chunk);
+    this.ring.append(chunk);
     this.pump();
-    if (this.segments.length >= this.pauseAtSegments) this.paused = true;
+    if (this.ring.count >= this.pauseAtSegments) this.paused = true;
     return !this.paused;
   }
 
@@ -417,66 +411,20 @@ export class DirectIngest {
     this.onLetGo();
   }
 
-  /**
-   * Whether `len` more bytes may be held in memory: within the upload's own segments, or in
-   * segments borrowed from budget nobody else is using.
-   */
-  private roomFor(len: number): boolean {
-    const free = this.first + this.segments.length * this.segmentSize - this.stored;
-    const needed = len <= free ? 0 : Math.ceil((len - free) / this.segmentSize);
-    const beyond = this.segments.length + needed - (this.holdLimitSegments + 1) - this.borrowed;
-    if (beyond <= 0) return true;
-    if (this.segmentSize !== this.deps.memory.segmentBytes || this.borrowed + beyond > MAX_BORROWED_SEGMENTS) return false;
-    if (!this.deps.memory.borrow(beyond * this.segmentSize)) return false;
-    this.borrowed += beyond;
-    return true;
-  }
-
   /** Moves backlog bytes into segments, hashing them on the way, while the upload has room. */
   private refill(): void {
     try {
-      while (this.backlog.pending > 0 && this.segments.length < this.pauseAtSegments) {
-        const { view, at } = this.tail();
-        const n = this.backlog.take(view.subarray(at));
-        this.sha?.update(view.subarray(at, at + n));
-        this.stored += n;
+      while (this.backlog.pending > 0 && this.ring.count < this.pauseAtSegments) {
+        this.ring.fillTail((space) => {
+          const n = this.backlog.take(space);
+          this.sha?.update(space.subarray(0, n));
+          return n;
+        });
       }
     } catch (err) {
       this.deps.log.error('ingest: spill read failed', { err: String(err) });
       this.fail(ingestFailed());
     }
-  }
-
-  private store(chunk: Uint8Array): void {
-    for (let off = 0; off < chunk.length; ) {
-      const { view, at } = this.tail();
-      const n = Math.min(chunk.length - off, this.segmentSize - at);
-      copyInto(view, at, chunk.subarray(off, off + n));
-      off += n;
-      this.stored += n;
-    }
-  }
-
-  /** The segment the next stored byte goes to (added when the last one is full) and its offset there. */
-  private tail(): { view: Uint8Array; at: number } {
-    const at = (this.stored - this.first) % this.segmentSize;
-    if (at === 0 && this.stored - this.first === this.segments.length * this.segmentSize) {
-      const { memory } = this.deps;
-      let seg: Uint8Array;
-      if (this.segmentSize === memory.segmentBytes) seg = memory.takeSegment();
-      else {
-        seg = new Uint8Array(new SharedArrayBuffer(this.segmentSize));
-        memory.track(this.segmentSize);
-      }
-      this.segments.push(seg);
-    }
-    return { view: this.segments[this.segments.length - 1], at };
-  }
-
-  private giveSegmentBack(seg: Uint8Array): void {
-    const { memory } = this.deps;
-    if (this.segmentSize === memory.segmentBytes) memory.returnSegment(seg);
-    else memory.track(-this.segmentSize);
   }
 
   /**
@@ -486,13 +434,13 @@ export class DirectIngest {
   private postRanges(complete: boolean): void {
     const scan = this.scan;
     if (!scan || this.finalPosted) return;
-    while (this.posted < this.stored) {
-      const k = Math.floor((this.posted - this.first) / this.segmentSize);
-      const segStart = this.first + k * this.segmentSize;
-      const to = Math.min(segStart + this.segmentSize, this.stored);
-      if (to < segStart + this.segmentSize && !complete && !this.paused) return;
-      const last = complete && to === this.stored;
-      scan.update(this.segments[k], this.posted - segStart, to - this.posted, last);
+    while (this.posted < this.ring.stored) {
+      const { segment, start: segStart } = this.ring.segmentAt(this.posted);
+      const segEnd = segStart + this.ring.segmentSize;
+      const to = Math.min(segEnd, this.ring.stored);
+      if (to < segEnd && !complete && !this.paused) return;
+      const last = complete && to === this.ring.stored;
+      scan.update(segment, this.posted - segStart, to - this.posted, last);
       this.posted = to;
       if (last) return void (this.finalPosted = true);
     }
@@ -504,14 +452,14 @@ export class DirectIngest {
 
   private pump(): void {
     if (this.settled || !this.admitted) return;
-    const allStored = this.ended && this.stored === this.replayed + this.received;
-    const complete = allStored || this.stored - this.replayed - this.partBase === this.declared;
+    const allStored = this.ended && this.ring.stored === this.replayed + this.received;
+    const complete = allStored || this.ring.stored - this.replayed - this.partBase === this.declared;
     const part = this.options.part;
     if (!this.spec) {
-      if (this.stored < SNIFF_BYTES && !complete) return;
+      if (this.ring.stored < SNIFF_BYTES && !complete) return;
       // A part cannot decide on fewer bytes than the sniff: they are hashed, not cut, and all
       // stay the object's tail (only a part that ends the stream gets here).
-      if (!(part && !part.final && this.stored < SNIFF_BYTES)) {
+      if (!(part && !part.final && this.ring.stored < SNIFF_BYTES)) {
         try {
           this.decide();
         } catch (err) {
@@ -524,38 +472,38 @@ export class DirectIngest {
       if (!this.scan) {
         this.oneBlock = false;
         const kept = { key: part.hashKey, skip: this.replayed };
-        this.scan = this.deps.scanner.open(true, this.spec ?? null, this.segmentSize, (scanned, cuts, digests) => this.onScanned(scanned, cuts, digests), (err) => this.scannerFailed(err), kept);
+        this.scan = this.deps.scanner.open(true, this.spec ?? null, this.ring.segmentSize, (scanned, cuts, digests) => this.onScanned(scanned, cuts, digests), (err) => this.scannerFailed(err), kept);
       }
       this.postPartRanges(complete, part.final === true);
       if (!allStored || !this.finalPosted) return;
       if (this.partAck) return this.acknowledge();
-      const settled = this.scannedUpTo === this.stored && this.storesInFlight === 0 && this.storeQueue.length === 0;
-      if (this.partFinish && settled && (!part.final || this.cutStart === this.stored)) this.finishPart();
+      const settled = this.scannedUpTo === this.ring.stored && this.storesInFlight === 0 && this.storeQueue.length === 0;
+      if (this.partFinish && settled && (!part.final || this.cutStart === this.ring.stored)) this.finishPart();
       return;
     }
-    if (this.oneBlock === undefined && (complete || this.paused || this.stored >= this.segmentSize)) {
-      this.oneBlock = complete && this.isOneBlock(this.stored);
+    if (this.oneBlock === undefined && (complete || this.paused || this.ring.stored >= this.ring.segmentSize)) {
+      this.oneBlock = complete && this.isOneBlock(this.ring.stored);
       if (!this.oneBlock || !this.sha) {
         const spec = this.oneBlock ? null : this.spec!;
-        this.scan = this.deps.scanner.open(!this.sha, spec, this.segmentSize, (scanned, cuts, digests) => this.onScanned(scanned, cuts, digests), (err) => this.scannerFailed(err));
+        this.scan = this.deps.scanner.open(!this.sha, spec, this.ring.segmentSize, (scanned, cuts, digests) => this.onScanned(scanned, cuts, digests), (err) => this.scannerFailed(err));
       }
     }
     this.postRanges(complete);
     if (!allStored) return;
     if (this.oneBlock && this.cutStart === 0) {
-      this.cutStart = this.stored;
-      if (this.stored <= this.deps.config.inlineMaxBytes && !this.options.unlisted) {
+      this.cutStart = this.ring.stored;
+      if (this.ring.stored <= this.deps.config.inlineMaxBytes && !this.options.unlisted) {
         // A small one-block body goes into the catalog with its manifest: no file, no worker.
-        void this.publish(this.segments[0].subarray(0, this.stored));
+        void this.publish(this.ring.head.subarray(0, this.ring.stored));
         return;
       }
-      this.storeQueue.push([0, 0, this.stored]);
+      this.storeQueue.push([0, 0, this.ring.stored]);
       this.blockStarts.push(0);
       this.blocks.push(undefined);
       this.startStores();
       return;
     }
-    if (this.cutStart === this.stored && this.storesInFlight === 0 && this.storeQueue.length === 0) void this.publish();
+    if (this.cutStart === this.ring.stored && this.storesInFlight === 0 && this.storeQueue.length === 0) void this.publish();
   }
 
   /**
@@ -565,13 +513,13 @@ export class DirectIngest {
   private postPartRanges(complete: boolean, final: boolean): void {
     const scan = this.scan!;
     if (this.finalPosted) return;
-    while (this.posted < this.stored) {
-      const k = Math.floor((this.posted - this.first) / this.segmentSize);
-      const segStart = this.first + k * this.segmentSize;
-      const to = Math.min(segStart + this.segmentSize, this.stored);
-      if (to < segStart + this.segmentSize && !complete && !this.paused) return;
-      const last = final && complete && to === this.stored;
-      scan.update(this.segments[k], this.posted - segStart, to - this.posted, last);
+    while (this.posted < this.ring.stored) {
+      const { segment, start: segStart } = this.ring.segmentAt(this.posted);
+      const segEnd = segStart + this.ring.segmentSize;
+      const to = Math.min(segEnd, this.ring.stored);
+      if (to < segEnd && !complete && !this.paused) return;
+      const last = final && complete && to === this.ring.stored;
+      scan.update(segment, this.posted - segStart, to - this.posted, last);
       this.posted = to;
       if (last) return void (this.finalPosted = true);
     }
@@ -584,11 +532,11 @@ export class DirectIngest {
   /** The part is cut and stored: its blocks, and the bytes after its last cut as the new tail. */
   private finishPart(): void {
     this.settled = true;
-    const size = this.stored - this.cutStart;
+    const size = this.ring.stored - this.cutStart;
     const buffers = this.options.part?.tailBuffers;
     const tail = buffers?.take(size) ?? Buffer.allocUnsafe(size);
     let at = 0;
-    for (const piece of this.pieces(this.cutStart, this.stored)) {
+    for (const piece of this.ring.pieces(this.cutStart, this.ring.stored)) {
       copyInto(tail, at, piece);
       at += piece.length;
     }
@@ -610,8 +558,8 @@ export class DirectIngest {
    * byte after them as the tail, pinned in the segments until the caller frees it.
    */
   private acknowledge(): void {
-    const end = this.stored;
-    if (this.scannedUpTo < end - ACK_LAG_SEGMENTS * this.segmentSize) return;
+    const end = this.ring.stored;
+    if (this.scannedUpTo < end - ACK_LAG_SEGMENTS * this.ring.segmentSize) return;
     const ack = this.partAck!;
     this.partAck = undefined;
     const from = this.unstoredFrom();
@@ -626,28 +574,16 @@ export class DirectIngest {
       if (this.pinnedFrom === from) this.pinnedFrom = Infinity;
       this.giveBack(blocks);
     };
-    ack.resolve({ blocks, tail: this.pieces(from, end), tailBytes: end - from, decided: this.decision(), free });
+    ack.resolve({ blocks, tail: this.ring.pieces(from, end), tailBytes: end - from, decided: this.decision(), free });
   }
 
   private decision(): Decision | undefined {
     return this.spec ? { spec: this.spec, mediaType: this.mediaType } : undefined;
   }
 
-  /** Views of the segments over the stream's bytes [from, to). */
-  private pieces(from: number, to: number): Uint8Array[] {
-    const out: Uint8Array[] = [];
-    for (let k = 0; k < this.segments.length; k++) {
-      const segStart = this.first + k * this.segmentSize;
-      const a = Math.max(from, segStart);
-      const b = Math.min(to, segStart + this.segmentSize);
-      if (a < b) out.push(this.segments[k].subarray(a - segStart, b - segStart));
-    }
-    return out;
-  }
-
   /** Looks at the first bytes once: PDF signature against the declared type. */
   private decide(): void {
-    const head = this.segments[0].subarray(0, Math.min(PDF_SIGNATURE.length, this.stored));
+    const head = this.ring.head.subarray(0, Math.min(PDF_SIGNATURE.length, this.ring.stored));
     const isPdf = Buffer.compare(Buffer.from(head), PDF_SIGNATURE) === 0;
     const declared = this.options.contentType;
     const essence = declared === undefined ? undefined : mediaTypeEssence(declared);
@@ -667,12 +603,6 @@ export class DirectIngest {
   private isOneBlock(size: number): boolean {
     const spec = this.spec!;
     return (spec.kind === 'fastcdc' && size <= spec.min) || (spec.kind === 'fixed' && size <= spec.size);
-  }
-
-  /** The segments covering [from, end of data), as a task window. */
-  private window(from: number) {
-    const k = Math.floor((from - this.first) / this.segmentSize);
-    return { segments: this.segments.slice(k), segmentSize: this.segmentSize, first: this.first + k * this.segmentSize, end: this.stored };
   }
 
   /** Blocks found by the scanning thread (with their digests when it hashed them): queued for storing. */
@@ -707,7 +637,7 @@ export class DirectIngest {
       const bounds = [from];
       const hexes: string[] = [];
       let count = 0;
-      while (this.storeQueue.length > 0 && (count === 0 || this.storeQueue[0][2] - from <= this.segmentSize)) {
+      while (this.storeQueue.length > 0 && (count === 0 || this.storeQueue[0][2] - from <= this.ring.segmentSize)) {
         const [, , to, hex] = this.storeQueue.shift()!;
         bounds.push(to);
         if (hex) hexes.push(hex);
@@ -718,7 +648,7 @@ export class DirectIngest {
   }
 
   private dispatchStore(first: number, bounds: number[], hexes?: string[]): void {
-    const task: StoreTask = { ...this.window(bounds[0]), end: bounds[bounds.length - 1], bounds, hexes, store: this.deps.blockStore };
+    const task: StoreTask = { ...this.ring.window(bounds[0]), end: bounds[bounds.length - 1], bounds, hexes, store: this.deps.blockStore };
     this.storesInFlight++;
     const run = this.deps.pool.run(task, { name: 'store' }) as Promise<StoreTaskResult>;
     this.storeTasks.add(run);
@@ -744,13 +674,13 @@ export class DirectIngest {
   }
 
   private afterProgress(): void {
-    this.dropConsumedSegments();
+    this.ring.dropBefore(this.neededFrom());
     this.refill();
     // Resume well below the pause mark (every pause/resume cycle lets uWS overshoot), or when
     // nothing in flight can free a segment: the block being cut then needs more bytes to end
     // (a long block can hold more than half the pause mark; waiting would never end).
-    const settling = this.storesInFlight > 0 || this.storeQueue.length > 0 || this.scannedUpTo < this.stored;
-    if (this.paused && this.backlog.pending === 0 && (this.segments.length <= this.pauseAtSegments / 2 || !settling)) {
+    const settling = this.storesInFlight > 0 || this.storeQueue.length > 0 || this.scannedUpTo < this.ring.stored;
+    if (this.paused && this.backlog.pending === 0 && (this.ring.count <= this.pauseAtSegments / 2 || !settling)) {
       this.paused = false;
       this.onResume();
       const then = this.onNextResume;
@@ -776,19 +706,6 @@ export class DirectIngest {
   private neededFrom(): number {
     const forStores = this.unstoredFrom();
     return Math.min(this.scan ? Math.min(forStores, this.scannedUpTo) : forStores, this.pinnedFrom);
-  }
-
-  private dropConsumedSegments(): void {
-    const { memory } = this.deps;
-    const needed = this.neededFrom();
-    while (this.segments.length > 0 && this.first + this.segmentSize <= needed) {
-      this.giveSegmentBack(this.segments.shift()!);
-      this.first += this.segmentSize;
-      if (this.borrowed > 0) {
-        this.borrowed--;
-        memory.giveBack(this.segmentSize);
-      }
-    }
   }
 
   private async publish(inline?: Uint8Array): Promise<void> {
@@ -852,12 +769,9 @@ export class DirectIngest {
     this.released = true;
     this.cancelAdmission();
     const { memory } = this.deps;
-    for (const seg of this.segments) this.giveSegmentBack(seg);
-    this.segments = [];
+    this.ring.release();
     this.backlog.dispose();
     this.scan?.discard();
-    if (this.borrowed > 0) memory.giveBack(this.borrowed * this.segmentSize);
-    this.borrowed = 0;
     if (this.admitted) memory.unreserve(this.reservation);
     this.checkLetGo();
     if (this.abandoned) this.reclaimWritten();
