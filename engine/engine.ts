@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Piscina } from 'piscina';
-import type { VerifyTask, VerifyTaskResult } from './cas/block-task.js';
+import type { VerifyTask, VerifyTaskResult } from './cas/protocol.js';
 import { type ContentId, formatContentId } from './cas/content-id.js';
 import { decodeCursor, encodeCursor } from './cas/cursors.js';
 import { DirectIngest, type IngestOptions, largestBlockBytes } from './cas/ingest.js';

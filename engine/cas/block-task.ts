@@ -1,30 +1,10 @@
+// Block tasks (worker side): store consecutive blocks of an upload, verify a blob.
 import { createHash } from 'node:crypto';
 import { Xxh64, xxh64 } from '@node-rs/xxhash';
-import type { Durability } from '../config.js';
-import { type BlockStoreLocation, type StoredBlock, blockWriter } from '../store/index.js';
+import { type StoredBlock, blockWriter } from '../store/index.js';
+import type { StoreTask, StoreTaskResult, VerifyTask, VerifyTaskResult } from './protocol.js';
+import type { SegmentWindow } from './segment-ring.js';
 import { SegmentedBytes } from './segmented-bytes.js';
-
-/** Shared segments holding part of an upload: segment k covers [first + k*segmentSize, …). */
-interface SegmentWindow {
-  segments: Uint8Array[];
-  segmentSize: number;
-  first: number;
-  end: number;
-}
-
-/** Hashing and storing consecutive blocks: block i is [bounds[i], bounds[i + 1]). */
-export interface StoreTask extends SegmentWindow {
-  bounds: number[];
-  /** Block i's SHA-256 in hex when the scanning thread computed it (native pair), else hashed here. */
-  hexes?: string[];
-  store: BlockStoreLocation;
-}
-
-/** A store task's answer: the blocks stored in order, and, when one failed, why (the blocks before it are stored). */
-export interface StoreTaskResult {
-  blocks: StoredBlock[];
-  error?: string;
-}
 
 const view = (w: SegmentWindow) => new SegmentedBytes(w.segments, w.segmentSize, w.first, w.end);
 
@@ -52,20 +32,6 @@ export function runStoreTask(task: StoreTask): StoreTaskResult {
     return { blocks, error: String((err as Error)?.stack ?? err) };
   }
   return { blocks };
-}
-
-export interface VerifyTask {
-  store: BlockStoreLocation;
-  /** The digest the blob's id names. */
-  expectedHex: string;
-  blocks: Array<{ hex: string; size: number }>;
-}
-
-export interface VerifyTaskResult {
-  digestHex: string;
-  bytesRead: number;
-  /** Blocks whose bytes no longer hash to their id. */
-  corruptBlocks: string[];
 }
 
 /**

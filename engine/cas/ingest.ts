@@ -5,13 +5,13 @@ import type { Config } from '../config.js';
 import { SvcError, ingestFailed, invalidBlob, payloadTooLarge } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Stats } from '../ops/stats.js';
-import type { StoreTask, StoreTaskResult } from './block-task.js';
 import type { BlockStoreLocation, StoredBlock } from '../store/index.js';
 import { type ChunkerSpec, chunkerName, maxBlockBytes } from './chunkers.js';
 import type { BlobCatalog, BlobSummary, ManifestRecord } from '../store/index.js';
 import { Backlog } from './backlog.js';
 import { copyInto } from './shared-copy.js';
 import { SegmentRing } from './segment-ring.js';
+import { StoreQueue } from './store-queue.js';
 import type { TransferMemory } from './transfer-memory.js';
 import type { ScanStream, StreamScanner } from './stream-scanner.js';
 
@@ -159,20 +159,10 @@ export class DirectIngest {
   private received = 0;
   /** Where the next block begins (everything before it is cut). */
   private cutStart = 0;
-  private readonly blockStarts: number[] = [];
-  /** Index of the first block not yet stored: bytes before its start can be let go. */
-  private firstUnstored = 0;
-  /**
-   * Index of blocks[0] and blockStarts[0]: a continued part's ingest lets go of the blocks an
-   * answer recorded (indexes stay absolute), so its memory does not grow with the object.
-   */
-  private blockBase = 0;
-  private storesInFlight = 0;
-  /** Blocks cut but not yet handed to the pool: [index, from, to, SHA-256 hex when the scanning thread hashed it]. */
-  private readonly storeQueue: Array<[number, number, number, string?]> = [];
   private spec?: ChunkerSpec;
   private mediaType = 'application/octet-stream';
-  private readonly blocks: Array<StoredBlock | undefined> = [];
+  /** The blocks cut, and their store tasks. */
+  private readonly queue: StoreQueue;
   private readonly backlog: Backlog;
   private admitted = false;
   private cancelAdmission: () => void = () => {};
@@ -211,11 +201,8 @@ export class DirectIngest {
   private succeeded = false;
   /** Failed or aborted: nothing it holds will be referenced through it. */
   private abandoned = false;
-  private readonly storeTasks = new Set<Promise<unknown>>();
   /** Blocks handed to the caller (ackPart, endPart) that it has not freed yet: still on their way to a record. */
   private readonly handedOver = new Set<readonly StoredBlock[]>();
-  /** Blocks written by store tasks that ended after the ingest failed (or by the task that failed). */
-  private readonly orphans: StoredBlock[] = [];
 
   constructor(
     private readonly deps: IngestDeps,
@@ -241,6 +228,13 @@ export class DirectIngest {
     this.pauseAtSegments = Math.ceil(maxBlock / segmentSize) + 8;
     const holdLimitSegments = this.pauseAtSegments + 2;
     this.ring = new SegmentRing(memory, segmentSize, holdLimitSegments);
+    this.queue = new StoreQueue(deps.pool, deps.blockStore, config.workers, segmentSize, {
+      window: (from) => this.ring.window(from),
+      settled: () => this.settled,
+      taskEndedLate: () => this.release(),
+      progressed: () => this.afterProgress(),
+      failed: (err) => this.taskFailed(err),
+    });
     const backlogMemory = Math.min(BACKLOG_MEMORY_BYTES, declared ?? BACKLOG_MEMORY_BYTES);
     const worstCase = (holdLimitSegments + 1) * segmentSize;
     this.reservation = backlogMemory + (declared === undefined ? worstCase : Math.min(worstCase, Math.ceil(declared / segmentSize) * segmentSize));
@@ -392,12 +386,12 @@ export class DirectIngest {
   /** Adds to `into` the digests among `hexes` that may still become referenced through this ingest (GC's claims). */
   collectHeld(hexes: ReadonlySet<string>, into: Set<string>): void {
     for (const list of this.handedOver) for (const b of list) if (hexes.has(b.hex)) into.add(b.hex);
-    if (!this.abandoned) for (const b of this.blocks) if (b && hexes.has(b.hex)) into.add(b.hex);
+    if (!this.abandoned) this.queue.collectHeld(hexes, into);
   }
 
   /** Store tasks in flight: they may report blocks found on disk (GC waits for them before reclaiming). */
   storeTasksInFlight(): Promise<unknown>[] {
-    return [...this.storeTasks];
+    return this.queue.running();
   }
 
   /** The caller freed blocks it was handed: they are in its record now, or given up. */
@@ -477,7 +471,7 @@ export class DirectIngest {
       this.postPartRanges(complete, part.final === true);
       if (!allStored || !this.finalPosted) return;
       if (this.partAck) return this.acknowledge();
-      const settled = this.scannedUpTo === this.ring.stored && this.storesInFlight === 0 && this.storeQueue.length === 0;
+      const settled = this.scannedUpTo === this.ring.stored && this.queue.idle;
       if (this.partFinish && settled && (!part.final || this.cutStart === this.ring.stored)) this.finishPart();
       return;
     }
@@ -497,13 +491,11 @@ export class DirectIngest {
         void this.publish(this.ring.head.subarray(0, this.ring.stored));
         return;
       }
-      this.storeQueue.push([0, 0, this.ring.stored]);
-      this.blockStarts.push(0);
-      this.blocks.push(undefined);
-      this.startStores();
+      this.queue.cut(0, this.ring.stored);
+      this.queue.dispatch();
       return;
     }
-    if (this.cutStart === this.ring.stored && this.storesInFlight === 0 && this.storeQueue.length === 0) void this.publish();
+    if (this.cutStart === this.ring.stored && this.queue.idle) void this.publish();
   }
 
   /**
@@ -540,7 +532,7 @@ export class DirectIngest {
       copyInto(tail, at, piece);
       at += piece.length;
     }
-    const blocks = this.blocks.slice(this.acked - this.blockBase) as StoredBlock[];
+    const blocks = this.queue.from(this.acked);
     this.succeeded = true;
     this.handedOver.add(blocks);
     this.release();
@@ -563,11 +555,8 @@ export class DirectIngest {
     const ack = this.partAck!;
     this.partAck = undefined;
     const from = this.unstoredFrom();
-    const blocks = this.blocks.slice(this.acked - this.blockBase, this.firstUnstored - this.blockBase) as StoredBlock[];
-    this.acked = this.firstUnstored;
-    this.blocks.splice(0, this.acked - this.blockBase);
-    this.blockStarts.splice(0, this.acked - this.blockBase);
-    this.blockBase = this.acked;
+    const blocks = this.queue.takeStored(this.acked);
+    this.acked = this.queue.storedCount;
     this.pinnedFrom = from;
     this.handedOver.add(blocks);
     const free = () => {
@@ -611,12 +600,10 @@ export class DirectIngest {
     this.scannedUpTo = scanned;
     for (let i = 0; i < cuts.length; i++) {
       const cut = cuts[i];
-      this.storeQueue.push([this.blockBase + this.blocks.length, this.cutStart, cut, digests?.[i]]);
-      this.blockStarts.push(this.cutStart);
-      this.blocks.push(undefined);
+      this.queue.cut(this.cutStart, cut, digests?.[i]);
       this.cutStart = cut;
     }
-    this.startStores();
+    this.queue.dispatch();
     this.afterProgress();
   }
 
@@ -625,61 +612,13 @@ export class DirectIngest {
     this.fail(ingestFailed());
   }
 
-  /**
-   * Hands queued blocks to the pool, at most one task per worker thread at a time, each with
-   * about a segment's worth of consecutive blocks: the upload's next cut task then never waits
-   * behind a long queue of its own stores (cuts are the serial part), and small blocks do not
-   * each pay for a task.
-   */
-  private startStores(): void {
-    while (this.storeQueue.length > 0 && this.storesInFlight < this.deps.config.workers) {
-      const [first, from] = this.storeQueue[0];
-      const bounds = [from];
-      const hexes: string[] = [];
-      let count = 0;
-      while (this.storeQueue.length > 0 && (count === 0 || this.storeQueue[0][2] - from <= this.ring.segmentSize)) {
-        const [, , to, hex] = this.storeQueue.shift()!;
-        bounds.push(to);
-        if (hex) hexes.push(hex);
-        count++;
-      }
-      this.dispatchStore(first, bounds, hexes.length === count ? hexes : undefined);
-    }
-  }
-
-  private dispatchStore(first: number, bounds: number[], hexes?: string[]): void {
-    const task: StoreTask = { ...this.ring.window(bounds[0]), end: bounds[bounds.length - 1], bounds, hexes, store: this.deps.blockStore };
-    this.storesInFlight++;
-    const run = this.deps.pool.run(task, { name: 'store' }) as Promise<StoreTaskResult>;
-    this.storeTasks.add(run);
-    run.then(
-      ({ blocks: stored, error }) => {
-        this.storeTasks.delete(run);
-        this.storesInFlight--;
-        if (this.settled || error !== undefined) {
-          for (const block of stored) if (block.written) this.orphans.push(block);
-          return error === undefined ? this.release() : this.taskFailed(error);
-        }
-        stored.forEach((block, i) => (this.blocks[first + i - this.blockBase] = block));
-        while (this.firstUnstored < this.blockBase + this.blocks.length && this.blocks[this.firstUnstored - this.blockBase]) this.firstUnstored++;
-        this.startStores();
-        this.afterProgress();
-      },
-      (err) => {
-        this.storeTasks.delete(run);
-        this.storesInFlight--;
-        this.taskFailed(err);
-      },
-    );
-  }
-
   private afterProgress(): void {
     this.ring.dropBefore(this.neededFrom());
     this.refill();
     // Resume well below the pause mark (every pause/resume cycle lets uWS overshoot), or when
     // nothing in flight can free a segment: the block being cut then needs more bytes to end
     // (a long block can hold more than half the pause mark; waiting would never end).
-    const settling = this.storesInFlight > 0 || this.storeQueue.length > 0 || this.scannedUpTo < this.ring.stored;
+    const settling = !this.queue.idle || this.scannedUpTo < this.ring.stored;
     if (this.paused && this.backlog.pending === 0 && (this.ring.count <= this.pauseAtSegments / 2 || !settling)) {
       this.paused = false;
       this.onResume();
@@ -698,8 +637,7 @@ export class DirectIngest {
 
   /** Where the first block not yet stored starts (the cut point when every block cut is stored). */
   private unstoredFrom(): number {
-    const i = this.firstUnstored - this.blockBase;
-    return i < this.blockStarts.length ? this.blockStarts[i] : this.cutStart;
+    return this.queue.unstoredFrom(this.cutStart);
   }
 
   /** Offset before which no task needs the bytes any more. */
@@ -712,7 +650,7 @@ export class DirectIngest {
     this.settled = true;
     try {
       const hex = this.sha ? this.sha.digest('hex') : await this.scan!.digest();
-      const blocks = inline ? [{ hex, size: inline.length, checksum: xxh64(inline), fresh: true }] : (this.blocks as StoredBlock[]);
+      const blocks = inline ? [{ hex, size: inline.length, checksum: xxh64(inline), fresh: true }] : this.queue.from(0);
       if (this.options.unlisted) {
         const unlisted = await this.deps.manifests.recordUnlisted(hex, this.received, this.mediaType, chunkerName(this.spec!), blocks);
         this.succeeded = true;
@@ -765,7 +703,7 @@ export class DirectIngest {
 
   /** Returns segments and the reservation exactly once, never while a worker may read them. */
   private release(): void {
-    if (this.released || this.storesInFlight > 0) return;
+    if (this.released || this.queue.tasksRunning) return;
     this.released = true;
     this.cancelAdmission();
     const { memory } = this.deps;
@@ -779,8 +717,7 @@ export class DirectIngest {
 
   /** A failed or aborted ingest's blocks that it wrote itself (not those it handed over) go back at once. */
   private reclaimWritten(): void {
-    const written = this.orphans.splice(0);
-    for (const b of this.blocks) if (b?.written) written.push(b);
+    const written = this.queue.written();
     if (written.length > 0) this.deps.reclaim?.(written);
   }
 }
