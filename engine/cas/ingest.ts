@@ -94,6 +94,14 @@ export interface PartResult {
   free(): void;
 }
 
+/**
+ * An ingest's life: 'open' while it takes bytes; 'settling' once its end is decided (a manifest
+ * being published, a part's result being handed over); then 'succeeded', 'failed' or 'aborted'.
+ * Apart from it, the ingest tracks its current body (`ended`), its admission and flow (`admitted`,
+ * `paused`), and its memory (`released`).
+ */
+type Outcome = 'open' | 'settling' | 'succeeded' | 'failed' | 'aborted';
+
 const SNIFF_BYTES = 4096;
 /**
  * A continued part (ackPart) is acknowledged once the scanning thread is this many segments from
@@ -166,9 +174,11 @@ export class DirectIngest {
   private readonly backlog: Backlog;
   private admitted = false;
   private cancelAdmission: () => void = () => {};
+  /** The current body has ended (a continued part's next body starts it again). */
   private ended = false;
   private paused = false;
-  private settled = false;
+  /** Where the ingest's life stands; everything but 'open' is final (see Outcome). */
+  private outcome: Outcome = 'open';
   /**
    * Why the upload failed, once it has. The body's end then answers with it: bytes pushed after a
    * failure are not counted, so checking Content-Length would blame the client (a 400 for a
@@ -193,16 +203,24 @@ export class DirectIngest {
   /** A part whose ingest may go on with the next part (ackPart, continuePart). */
   readonly continuable: boolean;
 
-  // What garbage collection asks of an ingest while it reclaims another's blocks (engine/gc/reclaim.ts).
+  // What garbage collection asks of an ingest (engine/gc/ingest-fence.ts).
+  /** Called once the caller has its answer: end, endPart or endUnlisted settled, or abort. */
+  onEnded: () => void = () => {};
   /** Called once nothing this ingest stored can become referenced through it any more. */
   onLetGo: () => void = () => {};
   private letGo = false;
-  /** Published, recorded or handed its last blocks over. */
-  private succeeded = false;
-  /** Failed or aborted: nothing it holds will be referenced through it. */
-  private abandoned = false;
   /** Blocks handed to the caller (ackPart, endPart) that it has not freed yet: still on their way to a record. */
   private readonly handedOver = new Set<readonly StoredBlock[]>();
+
+  /** No more bytes are taken and nothing more is published: the ingest is finishing or finished. */
+  private get settled(): boolean {
+    return this.outcome !== 'open';
+  }
+
+  /** Failed or aborted: nothing it holds will be referenced through it. */
+  private get abandoned(): boolean {
+    return this.outcome === 'failed' || this.outcome === 'aborted';
+  }
 
   constructor(
     private readonly deps: IngestDeps,
@@ -342,6 +360,10 @@ export class DirectIngest {
 
   /** A part's body ended (or, after ackPart, no part continues): resolves once its blocks are stored and its tail is known. */
   endPart(): Promise<PartResult> {
+    return this.reported(() => this.endPartNow());
+  }
+
+  private endPartNow(): Promise<PartResult> {
     this.ended = true;
     if (this.failure) return Promise.reject(this.failure);
     this.checkDeclaredLength();
@@ -357,6 +379,10 @@ export class DirectIngest {
 
   /** The body ended: resolves once the manifest is published. */
   end(): Promise<IngestResult> {
+    return this.reported(() => this.endNow());
+  }
+
+  private endNow(): Promise<IngestResult> {
     this.ended = true;
     if (this.failure) return Promise.reject(this.failure);
     if (this.received === 0) throw this.fail(invalidBlob('Empty blobs are not supported'), false);
@@ -364,6 +390,30 @@ export class DirectIngest {
     const done = new Promise<IngestResult>((resolve, reject) => (this.finish = { resolve, reject }));
     this.pump();
     return done;
+  }
+
+  /** Runs an end of the ingest and tells `onEnded` once its answer is settled (or thrown). */
+  private reported<T>(end: () => Promise<T>): Promise<T> {
+    let result: Promise<T>;
+    try {
+      result = end();
+    } catch (err) {
+      this.reportEnd();
+      throw err;
+    }
+    result.then(
+      () => this.reportEnd(),
+      () => this.reportEnd(),
+    );
+    return result;
+  }
+
+  private endReported = false;
+
+  private reportEnd(): void {
+    if (this.endReported) return;
+    this.endReported = true;
+    this.onEnded();
   }
 
   /** Content-Length is an exact contract: a body that ended short fails the upload. */
@@ -377,9 +427,9 @@ export class DirectIngest {
 
   /** The client went away or the request failed: nothing is published. */
   abort(): void {
+    this.reportEnd();
     if (this.settled) return;
-    this.settled = true;
-    this.abandoned = true;
+    this.outcome = 'aborted';
     this.release();
   }
 
@@ -400,7 +450,7 @@ export class DirectIngest {
   }
 
   private checkLetGo(): void {
-    if (this.letGo || !this.released || !(this.succeeded || this.abandoned) || this.handedOver.size > 0) return;
+    if (this.letGo || !this.released || this.outcome === 'open' || this.outcome === 'settling' || this.handedOver.size > 0) return;
     this.letGo = true;
     this.onLetGo();
   }
@@ -523,7 +573,7 @@ export class DirectIngest {
 
   /** The part is cut and stored: its blocks, and the bytes after its last cut as the new tail. */
   private finishPart(): void {
-    this.settled = true;
+    this.outcome = 'settling';
     const size = this.ring.stored - this.cutStart;
     const buffers = this.options.part?.tailBuffers;
     const tail = buffers?.take(size) ?? Buffer.allocUnsafe(size);
@@ -533,7 +583,7 @@ export class DirectIngest {
       at += piece.length;
     }
     const blocks = this.queue.from(this.acked);
-    this.succeeded = true;
+    this.outcome = 'succeeded';
     this.handedOver.add(blocks);
     this.release();
     this.partFinish?.resolve({
@@ -647,13 +697,13 @@ export class DirectIngest {
   }
 
   private async publish(inline?: Uint8Array): Promise<void> {
-    this.settled = true;
+    this.outcome = 'settling';
     try {
       const hex = this.sha ? this.sha.digest('hex') : await this.scan!.digest();
       const blocks = inline ? [{ hex, size: inline.length, checksum: xxh64(inline), fresh: true }] : this.queue.from(0);
       if (this.options.unlisted) {
         const unlisted = await this.deps.manifests.recordUnlisted(hex, this.received, this.mediaType, chunkerName(this.spec!), blocks);
-        this.succeeded = true;
+        this.outcome = 'succeeded';
         this.release();
         (this.finish?.resolve as unknown as (r: UnlistedResult) => void)({ ...unlisted, mediaType: this.mediaType });
         return;
@@ -670,7 +720,7 @@ export class DirectIngest {
       stats.ingests++;
       stats.freshBlocks += fresh;
       stats.duplicateBlocks += blocks.length - fresh;
-      this.succeeded = true;
+      this.outcome = 'succeeded';
       this.release();
       this.finish?.resolve({
         blob: manifest.summary(),
@@ -680,7 +730,7 @@ export class DirectIngest {
       });
     } catch (err) {
       this.deps.log.error('ingest: manifest publication failed', { err: String((err as Error)?.stack ?? err) });
-      this.abandoned = true;
+      this.outcome = 'failed';
       this.release();
       this.finish?.reject(ingestFailed('The catalog could not publish the manifest'));
     }
@@ -689,8 +739,7 @@ export class DirectIngest {
   /** Settles the upload as failed. Async failures reach the caller through `end()` or `onError`. */
   private fail(err: SvcError, notify = true): SvcError {
     if (!this.settled) {
-      this.settled = true;
-      this.abandoned = true;
+      this.outcome = 'failed';
       this.failure = err;
       this.release();
       if (this.finish) this.finish.reject(err);

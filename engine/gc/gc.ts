@@ -4,12 +4,11 @@
 
 import { randomUUID } from 'node:crypto';
 import type { BlockRoots } from '../cas/block-roots.js';
-import type { DirectIngest } from '../cas/ingest.js';
 import type { GcConfig } from '../config.js';
 import { SvcError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { BlobCatalog, BlockStore, GcCatalog, PublicationGuard, Receipt, StoredBlock } from '../store/index.js';
-import { IngestFence } from './ingest-fence.js';
+import { type FencedIngest, IngestFence } from './ingest-fence.js';
 import { Reclaimer } from './reclaim.js';
 
 export type GcPhase = 'mark' | 'quarantine' | 'purge' | 'run';
@@ -134,7 +133,7 @@ export class GarbageCollector implements PublicationGuard {
   }
 
   /** Wraps an ingest so that purge knows while it may still reference blocks it found on disk. */
-  track<T extends DirectIngest>(ingest: T): T {
+  track<T extends FencedIngest>(ingest: T): T {
     return this.fence.track(ingest);
   }
 

@@ -10,8 +10,19 @@
 // ingests that still hold a block ("claims": blocks stored, or handed to their caller and not yet
 // recorded) are asked one by one.
 
-import type { DirectIngest } from '../cas/ingest.js';
 import type { Logger } from '../log.js';
+
+/** What the fence needs of an ingest (engine/cas/ingest.ts). */
+export interface FencedIngest {
+  /** Set by the fence: called once the ingest's caller has its answer (ended, failed or aborted). */
+  onEnded: () => void;
+  /** Set by the fence: called once nothing the ingest stored can become referenced through it. */
+  onLetGo: () => void;
+  /** Adds to `into` the digests among `hexes` that may still become referenced through the ingest. */
+  collectHeld(hexes: ReadonlySet<string>, into: Set<string>): void;
+  /** Its store tasks in flight: they may report blocks found on disk. */
+  storeTasksInFlight(): Promise<unknown>[];
+}
 
 /** An ingest open this long is assumed leaked (never ended nor aborted) and no longer holds the fence. */
 const LEAK_MS = 48 * 3600_000;
@@ -27,7 +38,7 @@ export class IngestFence {
   private readonly settled = new Map<number, number>();
   private warnedLeak = false;
   /** Ingests whose blocks may still become referenced (until each lets go). */
-  private readonly holders = new Set<DirectIngest>();
+  private readonly holders = new Set<FencedIngest>();
 
   constructor(
     private readonly graceMs: number,
@@ -35,37 +46,18 @@ export class IngestFence {
   ) {}
 
   /** Follows one ingest from now until its end (published, failed or aborted) plus the grace. */
-  track<T extends DirectIngest>(ingest: T): T {
+  track<T extends FencedIngest>(ingest: T): T {
     const id = this.nextId++;
     const start = Date.now();
     this.open.set(id, start);
     this.holders.add(ingest);
     ingest.onLetGo = () => this.holders.delete(ingest);
-    const settle = () => {
+    ingest.onEnded = () => {
       if (!this.open.delete(id)) return;
       if (this.graceMs <= 0) return;
       const bucket = Math.ceil((Date.now() + this.graceMs) / 1000);
       const prev = this.settled.get(bucket);
       if (prev === undefined || start < prev) this.settled.set(bucket, start);
-    };
-    const wrap = <A extends unknown[], R>(fn: (...args: A) => Promise<R>) =>
-      (...args: A): Promise<R> => {
-        let result: Promise<R>;
-        try {
-          result = fn(...args);
-        } catch (err) {
-          settle();
-          throw err;
-        }
-        result.then(settle, settle);
-        return result;
-      };
-    const target = ingest as unknown as Record<'end' | 'endPart' | 'endUnlisted', (...a: unknown[]) => Promise<unknown>> & { abort: () => void };
-    for (const name of ['end', 'endPart', 'endUnlisted'] as const) target[name] = wrap(target[name].bind(ingest));
-    const abort = target.abort.bind(ingest);
-    target.abort = () => {
-      settle();
-      abort();
     };
     return ingest;
   }
