@@ -5,7 +5,9 @@ import type { Piscina } from 'piscina';
 import type { VerifyTask, VerifyTaskResult } from './cas/protocol.js';
 import { type ContentId, formatContentId } from './cas/content-id.js';
 import { decodeCursor, encodeCursor } from './cas/cursors.js';
-import { DirectIngest, type IngestOptions, largestBlockBytes } from './cas/ingest.js';
+import { DirectIngest, type IngestOptions } from './cas/direct-ingest.js';
+import { type IngestDeps, largestBlockBytes } from './cas/ingest.js';
+import { PartIngest, type PartOptions } from './uploads/part-ingest.js';
 
 import { BlobReader } from './cas/reader.js';
 import { TransferMemory } from './cas/transfer-memory.js';
@@ -88,7 +90,7 @@ export class Engine {
       manifests,
       stats: this.stats,
       log,
-      startIngest: (options) => this.startIngest(options),
+      startPart: (options) => this.startPart(options),
       assertRoom: () => this.space.assertRoom(),
     });
     this.jobs = new JobQueue({ env: catalog, pool, config: config.jobs, log });
@@ -126,12 +128,21 @@ export class Engine {
 
   /**
    * An ingest of a request body: 507 insufficient_storage below SVC_MIN_FREE_SPACE, before any
-   * byte is read (a commit's, which only cuts bytes already staged, is not refused).
+   * byte is read.
    */
   startIngest(options: IngestOptions): DirectIngest {
-    if (!options.part) this.space.assertRoom();
-    const deps = { config: this.config, spillDir: this.blocks.scratchDir, blockStore: this.blocks.location, pool: this.pool, scanner: this.scanner, memory: this.memory, manifests: this.manifests, stats: this.stats, log: this.log };
-    return this.gc.track(new DirectIngest({ ...deps, reclaim: (blocks) => this.gc.reclaim(blocks) }, options));
+    this.space.assertRoom();
+    return this.gc.track(new DirectIngest(this.ingestDeps(), options));
+  }
+
+  /** An ingest of a resumable part (engine/uploads checks the free space; a commit's, which only cuts bytes already staged, is not refused). */
+  startPart(options: PartOptions): PartIngest {
+    return this.gc.track(new PartIngest(this.ingestDeps(), options));
+  }
+
+  private ingestDeps(): IngestDeps {
+    const { config, pool, scanner, memory, manifests, stats, log } = this;
+    return { config, spillDir: this.blocks.scratchDir, blockStore: this.blocks.location, pool, scanner, memory, manifests, stats, log, reclaim: (blocks) => this.gc.reclaim(blocks) };
   }
 
   manifest(id: ContentId): Manifest {

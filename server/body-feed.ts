@@ -1,7 +1,7 @@
 // A request body fed into an ingest with backpressure: the source pauses while the ingest is
 // full and resumes when it drains.
 
-import type { DirectIngest } from '../engine/cas/ingest.js';
+import type { Ingest } from '../engine/cas/ingest.js';
 import type { Stats } from '../engine/ops/stats.js';
 import type { BodySource } from './body-sources.js';
 import type { Exchange } from './exchange.js';
@@ -18,7 +18,7 @@ export interface FeedHandlers {
 }
 
 /** Feeds `source` into `ingest`; with `ready`, the ingest is admitted only once it resolves (bytes wait in its backlog). */
-export function feedIngest(ex: Exchange, source: BodySource, ingest: DirectIngest, stats: Stats, h: FeedHandlers, ready?: Promise<void>): void {
+export function feedIngest(ex: Exchange, source: BodySource, ingest: Ingest, stats: Stats, h: FeedHandlers, ready?: Promise<void>): void {
   ex.onAbort(h.abort);
   ingest.onResume = () => source.resume();
   ingest.onError = h.fail;

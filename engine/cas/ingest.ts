@@ -1,19 +1,24 @@
+// The streaming core every upload shares (docs/architecture.md, "The upload path"). An Ingest
+// owns the flow of one stream: admission against the transfer memory, the backlog while it
+// cannot take bytes, the segment ring, the scan session on the scanning thread and the store
+// queue on the worker pool, and its outcome. What happens when a body ends is its kind's:
+// DirectIngest (./direct-ingest.ts) publishes a manifest; PartIngest (engine/uploads) hands a
+// resumable part's blocks and tail over. This file is above 400 lines because the flow's
+// transitions (push, pump, progress, fail, release) must be read together to be checked.
+
 import { createHash, type Hash } from 'node:crypto';
-import { xxh64 } from '@node-rs/xxhash';
 import type { Piscina } from 'piscina';
 import type { Config } from '../config.js';
 import { SvcError, ingestFailed, invalidBlob, payloadTooLarge } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Stats } from '../ops/stats.js';
-import type { BlockStoreLocation, StoredBlock } from '../store/index.js';
-import { type ChunkerSpec, chunkerName, maxBlockBytes } from './chunkers.js';
-import type { BlobCatalog, BlobSummary, ManifestRecord } from '../store/index.js';
+import type { BlobCatalog, BlockStoreLocation, StoredBlock } from '../store/index.js';
 import { Backlog } from './backlog.js';
-import { copyInto } from './shared-copy.js';
+import { type ChunkerSpec, maxBlockBytes } from './chunkers.js';
 import { SegmentRing } from './segment-ring.js';
 import { StoreQueue } from './store-queue.js';
-import type { TransferMemory } from './transfer-memory.js';
 import type { ScanStream, StreamScanner } from './stream-scanner.js';
+import type { TransferMemory } from './transfer-memory.js';
 
 export interface IngestDeps {
   config: Config;
@@ -31,67 +36,28 @@ export interface IngestDeps {
   reclaim?: (blocks: StoredBlock[]) => void;
 }
 
-export interface IngestResult {
-  blob: BlobSummary;
-  freshBlocks: number;
-  duplicateBlocks: number;
-  durationSeconds: number;
-}
-
-/** An unlisted ingest's result: the manifest record is the caller's to keep (not in the blob namespace). */
-export interface UnlistedResult {
-  id: string;
-  record: ManifestRecord;
-  /** This upload's media type (a listed manifest keeps the first uploader's). */
-  mediaType: string;
-}
-
-export interface IngestOptions {
-  /** The Content-Type header as sent, if any. */
-  contentType?: string;
-  /** The Content-Length header, if any: an exact contract. */
-  declaredLength?: number;
-  /** Set for one part of a resumable upload: the body continues an object instead of being one. */
-  part?: PartContext;
-  /**
-   * Blocks are stored and recorded, but no manifest is published in the blob namespace: the
-   * caller keeps the record (document content, which the blob API must not list or delete).
-   */
-  unlisted?: boolean;
-}
-
-/** How a resumable upload's part continues its object (engine/uploads). */
-export interface PartContext {
-  /** Key of the whole-object hash kept on the scanning thread; it covers every byte before the part. */
-  hashKey: string;
-  /** The object's bytes after its last cut: cut again together with the part, not hashed again. */
-  replay: Uint8Array;
-  /** Chunker and media type, once the object's first bytes decided them. */
-  decided?: Decision;
-  /** Most bytes a part may carry. */
-  maxBytes: number;
-  /** The object ends here (commit): the tail is cut to the end and no tail is left. */
-  final?: boolean;
-  /** Where the new tail's bytes go when the ingest ends (`take`, and `give` on `free()`); fresh buffers when absent. */
-  tailBuffers?: { take(size: number): Buffer; give(buffer: Buffer): void };
-}
-
+/** The chunker and media type of an object, decided by its first bytes. */
 export interface Decision {
   spec: ChunkerSpec;
   mediaType: string;
 }
 
-/**
- * What a part leaves: blocks cut and stored, the object's bytes after them (the tail, to stage),
- * the decision if made. `tail` stays valid until `free()`, which the caller must call once the
- * tail is staged (or given up).
- */
-export interface PartResult {
-  blocks: StoredBlock[];
-  tail: Uint8Array[];
-  tailBytes: number;
+/** What a kind of ingest tells the core about its stream before the first byte. */
+export interface StreamShape {
+  /** The Content-Type header as sent, if any. */
+  contentType?: string;
+  /** The body's Content-Length, if any: an exact contract. */
+  declaredLength?: number;
+  /** The whole stream's length when known (replayed bytes included): it sizes the reservation. */
+  streamLength?: number;
+  /** Most bytes the body may carry. */
+  maxBytes: number;
+  /** Bytes that open the stream before the body (a part's replayed tail): cut, not hashed again. */
+  replay?: Uint8Array;
+  /** Chunker and media type, when already decided. */
   decided?: Decision;
-  free(): void;
+  /** A small stream may be hashed here instead of on the scanning thread. */
+  mayHashHere: boolean;
 }
 
 /**
@@ -103,12 +69,6 @@ export interface PartResult {
 type Outcome = 'open' | 'settling' | 'succeeded' | 'failed' | 'aborted';
 
 const SNIFF_BYTES = 4096;
-/**
- * A continued part (ackPart) is acknowledged once the scanning thread is this many segments from
- * its end: the next part's first bytes then arrive while the thread still has work, so it never
- * waits on a part's answer and the client's turnaround. The price is a larger staged tail.
- */
-const ACK_LAG_SEGMENTS = 3;
 /** Bytes an upload keeps in memory while paused before it spills to disk. */
 const BACKLOG_MEMORY_BYTES = 16 * 1024 * 1024;
 const PDF_SIGNATURE = Buffer.from('%PDF-');
@@ -136,84 +96,73 @@ function mediaTypeEssence(contentType: string): string {
 }
 
 /**
- * One streaming upload, from the first body byte to a published manifest. The caller pushes
- * body chunks (copied at once into shared segments), pauses the socket when `push` returns
- * false and resumes on `onResume`. Each full segment goes to the scanning thread, which hashes
- * the whole object and finds block boundaries in order; blocks found are hashed and stored by
- * `store` tasks on the worker pool. Memory is bounded by the reservation taken before the first
- * byte is read (docs/architecture.md, "The upload path").
+ * One stream, from its first body byte to its kind's end. The caller pushes body chunks (copied
+ * at once into shared segments), pauses the socket when `push` returns false and resumes on
+ * `onResume`. Each full segment goes to the scanning thread, which hashes the whole object and
+ * finds block boundaries in order; blocks found are hashed and stored by `store` tasks on the
+ * worker pool. Memory is bounded by the reservation taken before the first byte is read.
  */
-export class DirectIngest {
+export abstract class Ingest {
   onResume: () => void = () => {};
   /** An admission waiting for the ingest to take bytes again (admit). */
   private onNextResume?: () => void;
   onError: (err: SvcError) => void = () => {};
 
-  private readonly startedAt = process.hrtime.bigint();
   /** The whole-object hash: here for small declared bodies, on the scanning thread otherwise. */
-  private readonly sha: Hash | null;
-  /** Hashing and cutting on the scanning thread; opened once the first segment is full. */
-  private scan: ScanStream | null = null;
-  /** Decided when the scan is opened: a body too small for any cut is one block, not scanned for cuts. */
-  private oneBlock?: boolean;
+  protected readonly sha: Hash | null;
+  /** Hashing and cutting on the scanning thread; opened by the kind once it knows how. */
+  protected scan: ScanStream | null = null;
   /** Bytes handed to the scanning thread, and bytes it is done with (segments before stay). */
   private posted = 0;
-  private finalPosted = false;
-  private scannedUpTo = 0;
-  private readonly ring: SegmentRing;
+  protected finalPosted = false;
+  protected scannedUpTo = 0;
+  protected readonly ring: SegmentRing;
   private readonly reservation: number;
   private readonly pauseAtSegments: number;
-  private readonly maxUpload: number;
-  private received = 0;
+  private readonly maxBytes: number;
+  protected received = 0;
   /** Where the next block begins (everything before it is cut). */
-  private cutStart = 0;
-  private spec?: ChunkerSpec;
-  private mediaType = 'application/octet-stream';
+  protected cutStart = 0;
+  protected spec?: ChunkerSpec;
+  protected mediaType = 'application/octet-stream';
   /** The blocks cut, and their store tasks. */
-  private readonly queue: StoreQueue;
+  protected readonly queue: StoreQueue;
   private readonly backlog: Backlog;
   private admitted = false;
   private cancelAdmission: () => void = () => {};
   /** The current body has ended (a continued part's next body starts it again). */
-  private ended = false;
-  private paused = false;
+  protected ended = false;
+  protected paused = false;
   /** Where the ingest's life stands; everything but 'open' is final (see Outcome). */
-  private outcome: Outcome = 'open';
+  protected outcome: Outcome = 'open';
   /**
    * Why the upload failed, once it has. The body's end then answers with it: bytes pushed after a
    * failure are not counted, so checking Content-Length would blame the client (a 400 for a
    * failed block write, when the body ended before the failure's own answer went out).
    */
-  private failure?: SvcError;
+  protected failure?: SvcError;
   private released = false;
-  private finish?: { resolve: (r: IngestResult) => void; reject: (e: unknown) => void };
-  private partFinish?: { resolve: (r: PartResult) => void; reject: (e: unknown) => void };
-  /** Bytes of the replayed tail at the start of the stream (parts only). */
-  private readonly replayed: number;
-  /** Body bytes of earlier parts of a continued ingest (ackPart, continuePart): limits and Content-Length count from here. */
-  private partBase = 0;
-  /** The current body's declared length (a continued part's own). */
-  private declared?: number;
-  /** A part waiting to be acknowledged before the ingest drains (ackPart). */
-  private partAck?: { resolve: (r: PartResult) => void; reject: (e: unknown) => void };
-  /** Blocks an earlier ackPart already handed over. */
-  private acked = 0;
-  /** Bytes from here on are staged by the caller (ackPart's tail): segments holding them stay. */
-  private pinnedFrom = Infinity;
-  /** A part whose ingest may go on with the next part (ackPart, continuePart). */
-  readonly continuable: boolean;
+  /** Bytes of the replayed tail at the start of the stream. */
+  protected readonly replayed: number;
+  /** Body bytes of earlier bodies of a continued stream: limits and Content-Length count from here. */
+  protected bodyBase = 0;
+  /** The current body's declared length. */
+  protected declared?: number;
+  /** Bytes from here on are kept for the caller (a part's acknowledged tail): segments holding them stay. */
+  protected pinnedFrom = Infinity;
 
   // What garbage collection asks of an ingest (engine/gc/ingest-fence.ts).
-  /** Called once the caller has its answer: end, endPart or endUnlisted settled, or abort. */
+  /** Called once the caller has its answer: its end settled or thrown, or abort. */
   onEnded: () => void = () => {};
   /** Called once nothing this ingest stored can become referenced through it any more. */
   onLetGo: () => void = () => {};
   private letGo = false;
-  /** Blocks handed to the caller (ackPart, endPart) that it has not freed yet: still on their way to a record. */
-  private readonly handedOver = new Set<readonly StoredBlock[]>();
+  private endReported = false;
+  /** Blocks handed to the caller that it has not freed yet: still on their way to a record. */
+  protected readonly handedOver = new Set<readonly StoredBlock[]>();
 
   /** No more bytes are taken and nothing more is published: the ingest is finishing or finished. */
-  private get settled(): boolean {
+  protected get settled(): boolean {
     return this.outcome !== 'open';
   }
 
@@ -222,27 +171,22 @@ export class DirectIngest {
     return this.outcome === 'failed' || this.outcome === 'aborted';
   }
 
-  constructor(
-    private readonly deps: IngestDeps,
-    private readonly options: IngestOptions,
+  protected constructor(
+    protected readonly deps: IngestDeps,
+    private readonly shape: StreamShape,
   ) {
     const { config, memory } = deps;
-    const part = options.part;
-    this.replayed = part?.replay.length ?? 0;
-    this.declared = options.declaredLength;
-    // A part that may be continued by the next one (ackPart) reserves what any body may hold.
-    // Parts below a segment are not worth it (and keep their exact-size segment).
-    this.continuable = part !== undefined && !part.final && (options.declaredLength ?? 0) >= memory.segmentBytes;
-    const declared = options.declaredLength === undefined || this.continuable ? undefined : options.declaredLength + this.replayed;
-    this.maxUpload = part ? part.maxBytes : config.maxUploadBytes;
-    if (options.declaredLength !== undefined && options.declaredLength > this.maxUpload) throw payloadTooLarge(this.maxUpload);
-    if (options.declaredLength === 0) throw invalidBlob('Empty blobs are not supported');
+    this.replayed = shape.replay?.length ?? 0;
+    this.declared = shape.declaredLength;
+    this.maxBytes = shape.maxBytes;
+    if (shape.declaredLength !== undefined && shape.declaredLength > this.maxBytes) throw payloadTooLarge(this.maxBytes);
+    if (shape.declaredLength === 0) throw invalidBlob('Empty blobs are not supported');
+    const length = shape.streamLength;
     // A small declared body gets one exact segment of its own instead of a pooled one.
-    const segmentSize = declared !== undefined && declared < memory.segmentBytes ? declared : memory.segmentBytes;
+    const segmentSize = length !== undefined && length < memory.segmentBytes ? length : memory.segmentBytes;
     const maxBlock = largestBlockBytes(config);
     // Pause once a maximal block plus eight segments are held (room for blocks being stored while
-    // the next are scanned; with four, 1 GiB paused ~150 times and ingested 5-20% slower); what uWS
-    // still delivers beyond two more segments goes to the backlog.
+    // the next are scanned); what uWS still delivers beyond two more segments goes to the backlog.
     this.pauseAtSegments = Math.ceil(maxBlock / segmentSize) + 8;
     const holdLimitSegments = this.pauseAtSegments + 2;
     this.ring = new SegmentRing(memory, segmentSize, holdLimitSegments);
@@ -253,26 +197,25 @@ export class DirectIngest {
       progressed: () => this.afterProgress(),
       failed: (err) => this.taskFailed(err),
     });
-    const backlogMemory = Math.min(BACKLOG_MEMORY_BYTES, declared ?? BACKLOG_MEMORY_BYTES);
+    const backlogMemory = Math.min(BACKLOG_MEMORY_BYTES, length ?? BACKLOG_MEMORY_BYTES);
     const worstCase = (holdLimitSegments + 1) * segmentSize;
-    this.reservation = backlogMemory + (declared === undefined ? worstCase : Math.min(worstCase, Math.ceil(declared / segmentSize) * segmentSize));
+    this.reservation = backlogMemory + (length === undefined ? worstCase : Math.min(worstCase, Math.ceil(length / segmentSize) * segmentSize));
     this.backlog = new Backlog(backlogMemory, deps.memory, deps.spillDir, (bytes) => (deps.stats.spilledBytes += bytes));
-    const small = declared !== undefined && declared < memory.segmentBytes;
-    // A part's bytes are hashed into the object's kept hash on the scanning thread.
-    this.sha = small && !part ? createHash('sha256') : null;
-    if (part?.decided) {
-      this.spec = part.decided.spec;
-      this.mediaType = part.decided.mediaType;
+    const small = length !== undefined && length < memory.segmentBytes;
+    this.sha = small && shape.mayHashHere ? createHash('sha256') : null;
+    if (shape.decided) {
+      this.spec = shape.decided.spec;
+      this.mediaType = shape.decided.mediaType;
     }
   }
 
   /** Reserves memory; `admitted` runs once the body may be read (at once unless the server is full). */
   admit(admitted: () => void): void {
-    // A continued part: the reservation is the ingest's; its body waits while the ingest is full.
+    // A continued stream: the reservation is the ingest's; its next body waits while it is full.
     if (this.admitted) return this.whenTaking(admitted);
     this.cancelAdmission = this.deps.memory.reserve(this.reservation, () => {
       this.admitted = true;
-      if (this.replayed > 0) this.ring.append(this.options.part!.replay);
+      if (this.shape.replay && this.replayed > 0) this.ring.append(this.shape.replay);
       this.refill();
       if (this.backlog.pending === 0) this.paused = false;
       this.whenTaking(admitted);
@@ -290,17 +233,12 @@ export class DirectIngest {
     return this.admitted;
   }
 
-  /** Whether bytes of this stream may have reached the scanning thread (and a kept hash). */
-  get scanStarted(): boolean {
-    return this.scan !== null;
-  }
-
   /** Takes a body chunk (valid only during the call). False: pause the socket until onResume. */
   push(chunk: Uint8Array): boolean {
     if (this.settled) return true;
     const len = chunk.length;
-    const before = this.received - this.partBase;
-    if (before + len > this.maxUpload) throw this.fail(payloadTooLarge(this.maxUpload), false);
+    const before = this.received - this.bodyBase;
+    if (before + len > this.maxBytes) throw this.fail(payloadTooLarge(this.maxBytes), false);
     const declared = this.declared;
     if (declared !== undefined && before + len > declared) {
       throw this.fail(invalidBlob(`Content-Length: expected ${declared} bytes but received more`), false);
@@ -324,76 +262,8 @@ export class DirectIngest {
     return !this.paused;
   }
 
-  /**
-   * A continuable part's body ended: resolves once the scanning thread is within a few segments
-   * of its end, with the blocks stored since the last acknowledgement and every byte after them
-   * as the tail (views of the segments, kept until `free()`). The ingest goes on: the next part
-   * may continue it (continuePart), else `endPart()` drains and closes it. Whoever stages that
-   * tail and records the blocks has the part durable without waiting for the pipeline to drain.
-   */
-  ackPart(): Promise<PartResult> {
-    this.ended = true;
-    if (this.failure) return Promise.reject(this.failure);
-    if (!this.continuable) return Promise.reject(new Error('ackPart on an ingest that cannot be continued'));
-    this.checkDeclaredLength();
-    const done = new Promise<PartResult>((resolve, reject) => (this.partAck = { resolve, reject }));
-    this.pump();
-    return done;
-  }
-
-  /**
-   * Whether the next part may go on with this ingest: its part answered, nothing failed. (A
-   * continuable part is at least a segment, so its chunker was decided before its scan opened.)
-   */
-  get canContinue(): boolean {
-    return this.continuable && this.ended && !this.settled && !this.partAck && !this.partFinish;
-  }
-
-  /** The next part of the same object goes on here (after `canContinue`), with its own Content-Length. */
-  continuePart(declaredLength: number): void {
-    if (!this.canContinue) throw new Error('continuePart on an ingest that cannot be continued');
-    this.ended = false;
-    this.partBase = this.received;
-    this.declared = declaredLength;
-    this.finalPosted = false;
-  }
-
-  /** A part's body ended (or, after ackPart, no part continues): resolves once its blocks are stored and its tail is known. */
-  endPart(): Promise<PartResult> {
-    return this.reported(() => this.endPartNow());
-  }
-
-  private endPartNow(): Promise<PartResult> {
-    this.ended = true;
-    if (this.failure) return Promise.reject(this.failure);
-    this.checkDeclaredLength();
-    const done = new Promise<PartResult>((resolve, reject) => (this.partFinish = { resolve, reject }));
-    this.pump();
-    return done;
-  }
-
-  /** The body of an unlisted ingest ended: resolves once its blocks are durable, with the manifest record. */
-  endUnlisted(): Promise<UnlistedResult> {
-    return this.end() as unknown as Promise<UnlistedResult>;
-  }
-
-  /** The body ended: resolves once the manifest is published. */
-  end(): Promise<IngestResult> {
-    return this.reported(() => this.endNow());
-  }
-
-  private endNow(): Promise<IngestResult> {
-    this.ended = true;
-    if (this.failure) return Promise.reject(this.failure);
-    if (this.received === 0) throw this.fail(invalidBlob('Empty blobs are not supported'), false);
-    this.checkDeclaredLength();
-    const done = new Promise<IngestResult>((resolve, reject) => (this.finish = { resolve, reject }));
-    this.pump();
-    return done;
-  }
-
   /** Runs an end of the ingest and tells `onEnded` once its answer is settled (or thrown). */
-  private reported<T>(end: () => Promise<T>): Promise<T> {
+  protected reported<T>(end: () => Promise<T>): Promise<T> {
     let result: Promise<T>;
     try {
       result = end();
@@ -408,8 +278,6 @@ export class DirectIngest {
     return result;
   }
 
-  private endReported = false;
-
   private reportEnd(): void {
     if (this.endReported) return;
     this.endReported = true;
@@ -417,9 +285,9 @@ export class DirectIngest {
   }
 
   /** Content-Length is an exact contract: a body that ended short fails the upload. */
-  private checkDeclaredLength(): void {
+  protected checkDeclaredLength(): void {
     const declared = this.declared;
-    const received = this.received - this.partBase;
+    const received = this.received - this.bodyBase;
     if (declared !== undefined && received !== declared) {
       throw this.fail(invalidBlob(`Content-Length: expected ${declared} bytes but received ${received}`), false);
     }
@@ -445,7 +313,7 @@ export class DirectIngest {
   }
 
   /** The caller freed blocks it was handed: they are in its record now, or given up. */
-  private giveBack(blocks: readonly StoredBlock[]): void {
+  protected giveBack(blocks: readonly StoredBlock[]): void {
     if (this.handedOver.delete(blocks)) this.checkLetGo();
   }
 
@@ -471,90 +339,20 @@ export class DirectIngest {
     }
   }
 
+  /** Opens the scan session: hashing (`hashWhole`, kept under `kept.key` when given) and cutting with `spec` (none: one block). */
+  protected openScan(hashWhole: boolean, spec: ChunkerSpec | null, kept?: { key: string; skip: number }): void {
+    this.scan = this.deps.scanner.open(hashWhole, spec, this.ring.segmentSize, (scanned, cuts, digests) => this.onScanned(scanned, cuts, digests), (err) => this.scannerFailed(err), kept);
+  }
+
   /**
    * Hands whole segments to the scanning thread, in order, and the rest once the body is complete
-   * or the socket is paused (the block being cut may then need those bytes to end).
+   * or the socket is paused (the block being cut may then need those bytes to end). The scan ends
+   * only when `final`: a part that does not end its object leaves the bytes after the last cut as
+   * the object's tail.
    */
-  private postRanges(complete: boolean): void {
+  protected postRanges(complete: boolean, final: boolean): void {
     const scan = this.scan;
     if (!scan || this.finalPosted) return;
-    while (this.posted < this.ring.stored) {
-      const { segment, start: segStart } = this.ring.segmentAt(this.posted);
-      const segEnd = segStart + this.ring.segmentSize;
-      const to = Math.min(segEnd, this.ring.stored);
-      if (to < segEnd && !complete && !this.paused) return;
-      const last = complete && to === this.ring.stored;
-      scan.update(segment, this.posted - segStart, to - this.posted, last);
-      this.posted = to;
-      if (last) return void (this.finalPosted = true);
-    }
-    if (complete) {
-      scan.update(NO_BYTES, 0, 0, true);
-      this.finalPosted = true;
-    }
-  }
-
-  private pump(): void {
-    if (this.settled || !this.admitted) return;
-    const allStored = this.ended && this.ring.stored === this.replayed + this.received;
-    const complete = allStored || this.ring.stored - this.replayed - this.partBase === this.declared;
-    const part = this.options.part;
-    if (!this.spec) {
-      if (this.ring.stored < SNIFF_BYTES && !complete) return;
-      // A part cannot decide on fewer bytes than the sniff: they are hashed, not cut, and all
-      // stay the object's tail (only a part that ends the stream gets here).
-      if (!(part && !part.final && this.ring.stored < SNIFF_BYTES)) {
-        try {
-          this.decide();
-        } catch (err) {
-          this.fail(err as SvcError);
-          return;
-        }
-      }
-    }
-    if (part) {
-      if (!this.scan) {
-        this.oneBlock = false;
-        const kept = { key: part.hashKey, skip: this.replayed };
-        this.scan = this.deps.scanner.open(true, this.spec ?? null, this.ring.segmentSize, (scanned, cuts, digests) => this.onScanned(scanned, cuts, digests), (err) => this.scannerFailed(err), kept);
-      }
-      this.postPartRanges(complete, part.final === true);
-      if (!allStored || !this.finalPosted) return;
-      if (this.partAck) return this.acknowledge();
-      const settled = this.scannedUpTo === this.ring.stored && this.queue.idle;
-      if (this.partFinish && settled && (!part.final || this.cutStart === this.ring.stored)) this.finishPart();
-      return;
-    }
-    if (this.oneBlock === undefined && (complete || this.paused || this.ring.stored >= this.ring.segmentSize)) {
-      this.oneBlock = complete && this.isOneBlock(this.ring.stored);
-      if (!this.oneBlock || !this.sha) {
-        const spec = this.oneBlock ? null : this.spec!;
-        this.scan = this.deps.scanner.open(!this.sha, spec, this.ring.segmentSize, (scanned, cuts, digests) => this.onScanned(scanned, cuts, digests), (err) => this.scannerFailed(err));
-      }
-    }
-    this.postRanges(complete);
-    if (!allStored) return;
-    if (this.oneBlock && this.cutStart === 0) {
-      this.cutStart = this.ring.stored;
-      if (this.ring.stored <= this.deps.config.inlineMaxBytes && !this.options.unlisted) {
-        // A small one-block body goes into the catalog with its manifest: no file, no worker.
-        void this.publish(this.ring.head.subarray(0, this.ring.stored));
-        return;
-      }
-      this.queue.cut(0, this.ring.stored);
-      this.queue.dispatch();
-      return;
-    }
-    if (this.cutStart === this.ring.stored && this.queue.idle) void this.publish();
-  }
-
-  /**
-   * A part's ranges go to the scanning thread like a direct upload's, final only when the part
-   * ends the object: otherwise the object goes on, so the bytes after the last cut stay its tail.
-   */
-  private postPartRanges(complete: boolean, final: boolean): void {
-    const scan = this.scan!;
-    if (this.finalPosted) return;
     while (this.posted < this.ring.stored) {
       const { segment, start: segStart } = this.ring.segmentAt(this.posted);
       const segEnd = segStart + this.ring.segmentSize;
@@ -571,52 +369,37 @@ export class DirectIngest {
     }
   }
 
-  /** The part is cut and stored: its blocks, and the bytes after its last cut as the new tail. */
-  private finishPart(): void {
-    this.outcome = 'settling';
-    const size = this.ring.stored - this.cutStart;
-    const buffers = this.options.part?.tailBuffers;
-    const tail = buffers?.take(size) ?? Buffer.allocUnsafe(size);
-    let at = 0;
-    for (const piece of this.ring.pieces(this.cutStart, this.ring.stored)) {
-      copyInto(tail, at, piece);
-      at += piece.length;
+  /** Moves the stream on after anything happened: decides the chunker, then the kind's step. */
+  protected pump(): void {
+    if (this.settled || !this.admitted) return;
+    const allStored = this.ended && this.ring.stored === this.replayed + this.received;
+    const complete = allStored || this.ring.stored - this.replayed - this.bodyBase === this.declared;
+    if (!this.spec) {
+      if (this.ring.stored < SNIFF_BYTES && !complete) return;
+      if (this.mayDecide()) {
+        try {
+          this.decide();
+        } catch (err) {
+          this.fail(err as SvcError);
+          return;
+        }
+      }
     }
-    const blocks = this.queue.from(this.acked);
-    this.outcome = 'succeeded';
-    this.handedOver.add(blocks);
-    this.release();
-    this.partFinish?.resolve({
-      blocks, tail: [tail], tailBytes: size, decided: this.decision(), free: () => {
-        buffers?.give(tail);
-        this.giveBack(blocks);
-      },
-    });
+    this.advance(allStored, complete);
   }
 
-  /**
-   * ackPart's answer, once the scanning thread is close enough to the part's end: the blocks
-   * stored (in order, with none missing before them) since the last acknowledgement, and every
-   * byte after them as the tail, pinned in the segments until the caller frees it.
-   */
-  private acknowledge(): void {
-    const end = this.ring.stored;
-    if (this.scannedUpTo < end - ACK_LAG_SEGMENTS * this.ring.segmentSize) return;
-    const ack = this.partAck!;
-    this.partAck = undefined;
-    const from = this.unstoredFrom();
-    const blocks = this.queue.takeStored(this.acked);
-    this.acked = this.queue.storedCount;
-    this.pinnedFrom = from;
-    this.handedOver.add(blocks);
-    const free = () => {
-      if (this.pinnedFrom === from) this.pinnedFrom = Infinity;
-      this.giveBack(blocks);
-    };
-    ack.resolve({ blocks, tail: this.ring.pieces(from, end), tailBytes: end - from, decided: this.decision(), free });
+  /** Whether the stream's first bytes may decide the chunker now (they are at least the sniff, or all there is). */
+  protected mayDecide(): boolean {
+    return true;
   }
 
-  private decision(): Decision | undefined {
+  /** The kind's step: open and feed the scan, end the stream when everything is in (see pump). */
+  protected abstract advance(allStored: boolean, complete: boolean): void;
+
+  /** Rejects the kind's pending end with `err`; false when none is pending. */
+  protected abstract rejectPending(err: SvcError): boolean;
+
+  protected decision(): Decision | undefined {
     return this.spec ? { spec: this.spec, mediaType: this.mediaType } : undefined;
   }
 
@@ -624,7 +407,7 @@ export class DirectIngest {
   private decide(): void {
     const head = this.ring.head.subarray(0, Math.min(PDF_SIGNATURE.length, this.ring.stored));
     const isPdf = Buffer.compare(Buffer.from(head), PDF_SIGNATURE) === 0;
-    const declared = this.options.contentType;
+    const declared = this.shape.contentType;
     const essence = declared === undefined ? undefined : mediaTypeEssence(declared);
     if (essence === undefined || essence === '' || essence === 'application/octet-stream') {
       this.mediaType = isPdf ? 'application/pdf' : 'application/octet-stream';
@@ -636,12 +419,6 @@ export class DirectIngest {
       this.mediaType = declared!.trim();
     }
     this.spec = isPdf ? pdfChunker(this.deps.config) : defaultChunker(this.deps.config);
-  }
-
-  /** Whether the chunker cannot cut a body of `size` bytes (PDF bodies may cut at any %%EOF). */
-  private isOneBlock(size: number): boolean {
-    const spec = this.spec!;
-    return (spec.kind === 'fastcdc' && size <= spec.min) || (spec.kind === 'fixed' && size <= spec.size);
   }
 
   /** Blocks found by the scanning thread (with their digests when it hashed them): queued for storing. */
@@ -686,7 +463,7 @@ export class DirectIngest {
   }
 
   /** Where the first block not yet stored starts (the cut point when every block cut is stored). */
-  private unstoredFrom(): number {
+  protected unstoredFrom(): number {
     return this.queue.unstoredFrom(this.cutStart);
   }
 
@@ -696,70 +473,26 @@ export class DirectIngest {
     return Math.min(this.scan ? Math.min(forStores, this.scannedUpTo) : forStores, this.pinnedFrom);
   }
 
-  private async publish(inline?: Uint8Array): Promise<void> {
-    this.outcome = 'settling';
-    try {
-      const hex = this.sha ? this.sha.digest('hex') : await this.scan!.digest();
-      const blocks = inline ? [{ hex, size: inline.length, checksum: xxh64(inline), fresh: true }] : this.queue.from(0);
-      if (this.options.unlisted) {
-        const unlisted = await this.deps.manifests.recordUnlisted(hex, this.received, this.mediaType, chunkerName(this.spec!), blocks);
-        this.outcome = 'succeeded';
-        this.release();
-        (this.finish?.resolve as unknown as (r: UnlistedResult) => void)({ ...unlisted, mediaType: this.mediaType });
-        return;
-      }
-      const { manifest, existed } = await this.deps.manifests.publish(hex, this.received, this.mediaType, chunkerName(this.spec!), blocks, inline);
-      const stats = this.deps.stats;
-      let fresh = 0;
-      for (const b of blocks) {
-        if (b.fresh && !(inline && existed)) {
-          fresh++;
-          stats.freshBytes += b.size;
-        } else stats.duplicateBytes += b.size;
-      }
-      stats.ingests++;
-      stats.freshBlocks += fresh;
-      stats.duplicateBlocks += blocks.length - fresh;
-      this.outcome = 'succeeded';
-      this.release();
-      this.finish?.resolve({
-        blob: manifest.summary(),
-        freshBlocks: fresh,
-        duplicateBlocks: blocks.length - fresh,
-        durationSeconds: Number(process.hrtime.bigint() - this.startedAt) / 1e9,
-      });
-    } catch (err) {
-      this.deps.log.error('ingest: manifest publication failed', { err: String((err as Error)?.stack ?? err) });
-      this.outcome = 'failed';
-      this.release();
-      this.finish?.reject(ingestFailed('The catalog could not publish the manifest'));
-    }
-  }
-
-  /** Settles the upload as failed. Async failures reach the caller through `end()` or `onError`. */
-  private fail(err: SvcError, notify = true): SvcError {
+  /** Settles the upload as failed. Async failures reach the caller through its end or `onError`. */
+  protected fail(err: SvcError, notify = true): SvcError {
     if (!this.settled) {
       this.outcome = 'failed';
       this.failure = err;
       this.release();
-      if (this.finish) this.finish.reject(err);
-      else if (this.partFinish) this.partFinish.reject(err);
-      else if (this.partAck) this.partAck.reject(err);
-      else if (notify) this.onError(err);
+      if (!this.rejectPending(err) && notify) this.onError(err);
     }
     return err;
   }
 
   /** Returns segments and the reservation exactly once, never while a worker may read them. */
-  private release(): void {
+  protected release(): void {
     if (this.released || this.queue.tasksRunning) return;
     this.released = true;
     this.cancelAdmission();
-    const { memory } = this.deps;
     this.ring.release();
     this.backlog.dispose();
     this.scan?.discard();
-    if (this.admitted) memory.unreserve(this.reservation);
+    if (this.admitted) this.deps.memory.unreserve(this.reservation);
     this.checkLetGo();
     if (this.abandoned) this.reclaimWritten();
   }

@@ -8,7 +8,7 @@ import { DOC_JOBS_MODULE, type DerivedInput, type MigrateInput, type Provenance 
 import type { MigrationRegistry } from './migrations.js';
 import type { ValidationIssue } from './validator.js';
 import type { BlockRoots } from '../cas/block-roots.js';
-import type { DirectIngest, IngestOptions } from '../cas/ingest.js';
+import type { DirectIngest, IngestOptions } from '../cas/direct-ingest.js';
 import { Manifest, type ManifestRecord } from '../store/index.js';
 import { decodeCursor, encodeCursor } from '../cas/cursors.js';
 import { SvcError, invalidPagination } from '../errors.js';

@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto';
 import type { BlockRoots } from '../cas/block-roots.js';
 import { chunkerName } from '../cas/chunkers.js';
 import { formatContentId } from '../cas/content-id.js';
-import type { DirectIngest, IngestOptions, PartResult } from '../cas/ingest.js';
+import type { PartIngest, PartOptions, PartResult } from './part-ingest.js';
 import { type BlobCatalog, type BlockStore, type SessionRecord, type StoredBlock, type UploadCatalog, packBlocks } from '../store/index.js';
 import type { StreamScanner } from '../cas/stream-scanner.js';
 import type { UploadConfig } from '../config.js';
@@ -35,7 +35,7 @@ export interface UploadsDeps {
   manifests: BlobCatalog;
   stats: Stats;
   log: Logger;
-  startIngest: (options: IngestOptions) => DirectIngest;
+  startPart: (options: PartOptions) => PartIngest;
   /** Buffers for the staged tail a part replays and the one it leaves. */
   tailBuffers: BufferPool;
   /** Throws (507) while the data directory is below its free-space floor: no part starts then. */
@@ -59,7 +59,7 @@ export interface PartRequest {
 
 /** A part being received: push its body into `ingest` once `ready`, then `finish`. */
 export interface PartUpload {
-  ingest: DirectIngest;
+  ingest: PartIngest;
   /** The object's hash is ready to continue (rebuilt after a restart, else at once). */
   ready: Promise<void>;
   /** After the body ended: stages the tail and records the part. */
@@ -91,7 +91,7 @@ const LIVE_IDLE_MS = 100;
 
 /** An ingest that goes on after its part was acknowledged, for the session's next part. */
 interface LiveIngest {
-  ingest: DirectIngest;
+  ingest: PartIngest;
   /** The session offset its bytes end at: the acknowledged offset. */
   offset: number;
   idle: NodeJS.Timeout;
@@ -182,7 +182,7 @@ export class Uploads {
     }
     const ingest =
       continued ??
-      this.deps.startIngest({
+      this.deps.startPart({
         declaredLength: request.length,
         contentType: leased.contentType,
         part: { hashKey: leased.id, replay: replay.subarray(stored?.bytes ?? 0), decided: leased.decided, maxBytes: config.maxPartBytes, tailBuffers },
@@ -362,7 +362,7 @@ export class Uploads {
    * The session's live ingest, continued with this part, when it ends at the part's offset and
    * can go on; otherwise none (one that cannot continue is closed).
    */
-  private continueLive(leased: SessionRecord, length: number): DirectIngest | undefined {
+  private continueLive(leased: SessionRecord, length: number): PartIngest | undefined {
     const live = this.detachLive(leased.id);
     if (!live) return undefined;
     if (live.offset === leased.offset && live.ingest.canContinue) {
@@ -374,7 +374,7 @@ export class Uploads {
   }
 
   /** Keeps an acknowledged part's ingest for the session's next part, for a while. */
-  private keepLive(id: string, ingest: DirectIngest, offset: number): void {
+  private keepLive(id: string, ingest: PartIngest, offset: number): void {
     ingest.onResume = () => {};
     ingest.onError = (err) => {
       // Everything before the failure was acknowledged and staged; the next part starts afresh.
@@ -548,7 +548,7 @@ export class Uploads {
       this.checkTail(leased, staged);
       replay = staged.subarray(stored?.bytes ?? 0);
     }
-    const ingest = this.deps.startIngest({
+    const ingest = this.deps.startPart({
       contentType: leased.contentType,
       part: { hashKey: leased.id, replay, decided: leased.decided, maxBytes: this.deps.config.maxPartBytes, final: true },
     });

@@ -1,0 +1,150 @@
+import { xxh64 } from '@node-rs/xxhash';
+import { type SvcError, ingestFailed, invalidBlob } from '../errors.js';
+import type { BlobSummary, ManifestRecord, StoredBlock } from '../store/index.js';
+import { chunkerName } from './chunkers.js';
+import { Ingest, type IngestDeps } from './ingest.js';
+
+export interface IngestResult {
+  blob: BlobSummary;
+  freshBlocks: number;
+  duplicateBlocks: number;
+  durationSeconds: number;
+}
+
+/** An unlisted ingest's result: the manifest record is the caller's to keep (not in the blob namespace). */
+export interface UnlistedResult {
+  id: string;
+  record: ManifestRecord;
+  /** This upload's media type (a listed manifest keeps the first uploader's). */
+  mediaType: string;
+}
+
+export interface IngestOptions {
+  /** The Content-Type header as sent, if any. */
+  contentType?: string;
+  /** The Content-Length header, if any: an exact contract. */
+  declaredLength?: number;
+  /**
+   * Blocks are stored and recorded, but no manifest is published in the blob namespace: the
+   * caller keeps the record (document content, which the blob API must not list or delete).
+   */
+  unlisted?: boolean;
+}
+
+/**
+ * A whole object in one body (`POST /api/v1/blobs`, document content): when the body has ended
+ * and every block is stored, its manifest is published (or, unlisted, recorded for the caller).
+ * A small body that the chunker cannot cut is one block; at most SVC_INLINE_MAX_BYTES it goes
+ * into the catalog with its manifest, without a block file.
+ */
+export class DirectIngest extends Ingest {
+  private readonly startedAt = process.hrtime.bigint();
+  /** Decided when the scan is opened: a body too small for any cut is one block, not scanned for cuts. */
+  private oneBlock?: boolean;
+  private finish?: { resolve: (r: IngestResult) => void; reject: (e: unknown) => void };
+
+  constructor(
+    deps: IngestDeps,
+    private readonly options: IngestOptions,
+  ) {
+    super(deps, { contentType: options.contentType, declaredLength: options.declaredLength, streamLength: options.declaredLength, maxBytes: deps.config.maxUploadBytes, mayHashHere: true });
+  }
+
+  /** The body ended: resolves once the manifest is published. */
+  end(): Promise<IngestResult> {
+    return this.reported(() => {
+      this.ended = true;
+      if (this.failure) return Promise.reject(this.failure);
+      if (this.received === 0) throw this.fail(invalidBlob('Empty blobs are not supported'), false);
+      this.checkDeclaredLength();
+      const done = new Promise<IngestResult>((resolve, reject) => (this.finish = { resolve, reject }));
+      this.pump();
+      return done;
+    });
+  }
+
+  /** The body of an unlisted ingest ended: resolves once its blocks are durable, with the manifest record. */
+  endUnlisted(): Promise<UnlistedResult> {
+    return this.end() as unknown as Promise<UnlistedResult>;
+  }
+
+  protected rejectPending(err: SvcError): boolean {
+    if (!this.finish) return false;
+    this.finish.reject(err);
+    return true;
+  }
+
+  protected advance(allStored: boolean, complete: boolean): void {
+    const stored = this.ring.stored;
+    if (this.oneBlock === undefined && (complete || this.paused || stored >= this.ring.segmentSize)) {
+      this.oneBlock = complete && this.isOneBlock(stored);
+      if (!this.oneBlock || !this.sha) this.openScan(!this.sha, this.oneBlock ? null : this.spec!);
+    }
+    this.postRanges(complete, true);
+    if (!allStored) return;
+    if (this.oneBlock && this.cutStart === 0) {
+      this.cutStart = stored;
+      if (stored <= this.deps.config.inlineMaxBytes && !this.options.unlisted) {
+        // A small one-block body goes into the catalog with its manifest: no file, no worker.
+        void this.publish(this.ring.head.subarray(0, stored));
+        return;
+      }
+      this.queue.cut(0, stored);
+      this.queue.dispatch();
+      return;
+    }
+    if (this.cutStart === stored && this.queue.idle) void this.publish();
+  }
+
+  /** Whether the chunker cannot cut a body of `size` bytes (PDF bodies may cut at any %%EOF). */
+  private isOneBlock(size: number): boolean {
+    const spec = this.spec!;
+    return (spec.kind === 'fastcdc' && size <= spec.min) || (spec.kind === 'fixed' && size <= spec.size);
+  }
+
+  private async publish(inline?: Uint8Array): Promise<void> {
+    this.outcome = 'settling';
+    try {
+      const hex = this.sha ? this.sha.digest('hex') : await this.scan!.digest();
+      const blocks: StoredBlock[] = inline ? [{ hex, size: inline.length, checksum: xxh64(inline), fresh: true }] : this.queue.from(0);
+      if (this.options.unlisted) {
+        const unlisted = await this.deps.manifests.recordUnlisted(hex, this.received, this.mediaType, chunkerName(this.spec!), blocks);
+        this.outcome = 'succeeded';
+        this.release();
+        (this.finish?.resolve as unknown as (r: UnlistedResult) => void)({ ...unlisted, mediaType: this.mediaType });
+        return;
+      }
+      const { manifest, existed } = await this.deps.manifests.publish(hex, this.received, this.mediaType, chunkerName(this.spec!), blocks, inline);
+      const fresh = this.count(blocks, inline !== undefined && existed);
+      this.outcome = 'succeeded';
+      this.release();
+      this.finish?.resolve({
+        blob: manifest.summary(),
+        freshBlocks: fresh,
+        duplicateBlocks: blocks.length - fresh,
+        durationSeconds: Number(process.hrtime.bigint() - this.startedAt) / 1e9,
+      });
+    } catch (err) {
+      this.deps.log.error('ingest: manifest publication failed', { err: String((err as Error)?.stack ?? err) });
+      this.outcome = 'failed';
+      this.release();
+      this.finish?.reject(ingestFailed('The catalog could not publish the manifest'));
+    }
+  }
+
+  /** Counts a publication in the stats; its fresh blocks (none when an inline blob existed already). */
+  private count(blocks: readonly StoredBlock[], inlineExisted: boolean): number {
+    const stats = this.deps.stats;
+    let fresh = 0;
+    for (const b of blocks) {
+      if (b.fresh && !inlineExisted) {
+        fresh++;
+        stats.freshBytes += b.size;
+      } else stats.duplicateBytes += b.size;
+    }
+    stats.ingests++;
+    stats.freshBlocks += fresh;
+    stats.duplicateBlocks += blocks.length - fresh;
+    return fresh;
+  }
+}
