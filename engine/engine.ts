@@ -191,7 +191,7 @@ export class Engine {
       const bytes = this.manifests.inlineBytes(m.id);
       if (!bytes) throw verificationFailure();
       const verified = createHash('sha256').update(bytes).digest('hex') === id.hex && bytes.length === id.size;
-      if (!verified) this.stats.corruptBlocks.add(m.id);
+      if (!verified) this.stats.recordCorrupt(m.id);
       return { id: m.id, verified, bytesChecked: bytes.length };
     }
     const blocks = [];
@@ -207,7 +207,7 @@ export class Engine {
       this.log.error('verify: persisted bytes could not be read', { blob: m.id, err: String(err) });
       throw verificationFailure();
     }
-    for (const c of result.corruptBlocks) this.stats.corruptBlocks.add(c);
+    for (const c of result.corruptBlocks) this.stats.recordCorrupt(c);
     return { id: m.id, verified: result.digestHex === id.hex && result.bytesRead === id.size, bytesChecked: result.bytesRead };
   }
 

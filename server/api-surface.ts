@@ -25,10 +25,10 @@ export function apiSurface({ engine, metrics }: ServerContext): Surface {
     },
     internal: (requestId, fallbackCode) => ({ status: 500, body: { error: fallbackCode, message: `Internal error (request ${requestId})` } }),
     begin() {
-      engine.stats.requests++;
+      engine.stats.recordRequest();
     },
     observe(route, method, status, seconds) {
-      if (status >= 400) engine.stats.errors++;
+      engine.stats.recordAnswer(status);
       metrics.observeHttp(`${method} ${route}`, status, seconds);
     },
   };

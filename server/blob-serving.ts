@@ -61,8 +61,7 @@ export function serveBlob(engine: Engine, ex: Exchange, conditions: ReturnType<t
   if (cached) {
     // Small and already verified in memory: answer at once, without the streaming machinery.
     ex.send(decision.status, headers, cached);
-    engine.stats.reads++;
-    engine.stats.bytesServed += cached.length;
+    engine.stats.recordRead(cached.length);
     return;
   }
   void stream(engine, ex, manifest, start, end, decision.status, headers);
@@ -78,8 +77,7 @@ async function stream(engine: Engine, ex: Exchange, manifest: Manifest, start: n
       await ex.write(piece, total, sent === 0 ? () => ex.head(code, headers) : undefined);
       sent += piece.length;
     }
-    engine.stats.reads++;
-    engine.stats.bytesServed += sent;
+    engine.stats.recordRead(sent);
   } catch (err) {
     // Before the status line the error is a proper 500; after it, only closing tells the client.
     if (sent === 0) ex.error(err);

@@ -27,7 +27,7 @@ export function feedIngest(ex: Exchange, source: BodySource, ingest: Ingest, sta
     try {
       if (chunk.length) {
         // Counted as they arrive, so the rate moves while a large upload streams in.
-        stats.bytesIngested += chunk.length;
+        stats.recordBodyBytes(chunk.length);
         h.chunk?.(chunk);
         if (!ingest.push(chunk)) source.pause();
       }

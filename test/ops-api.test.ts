@@ -180,9 +180,8 @@ describe('OpsSnapshots (no HTTP)', () => {
       expect(a.sequence).toBe(1);
       expect(b.sequence).toBe(1);
       expect(b.observedAt >= a.observedAt).toBe(true);
-      engine.stats.bytesIngested += 1000;
-      engine.stats.freshBytes += 600;
-      engine.stats.duplicateBytes += 400;
+      engine.stats.recordBodyBytes(1000);
+      engine.stats.recordPublication([{ size: 600, fresh: true }, { size: 400, fresh: false }]);
       const c = await snaps.build();
       expect(c.sequence).toBe(2);
       expect(c.traffic.byteReusePercent).toBe(40);
@@ -209,7 +208,7 @@ describe('OpsSnapshots (no HTTP)', () => {
       const withGc = await snaps.build();
       expect(withGc.durability.lastGc).toEqual(lastRun);
       expect(withGc.storage.quarantinedBlocks).toBe(4);
-      engine.stats.corruptBlocks.add('x');
+      engine.stats.recordCorrupt('x');
       const degraded = await snaps.build();
       expect(degraded.status).toBe('Degraded');
       expect(degraded.summary).toContain('integrity');
@@ -272,7 +271,7 @@ describe('OpsEvents subscribers (a scripted uWS response)', () => {
       async build() { current = { sequence: ++sequence, observedAt: new Date().toISOString() }; return current; },
       setGc() {},
     };
-    const ctx: any = { engine: { stats: { requests: 0, errors: 0 }, log: new Logger('silent'), config: { httpLingerBytes: 0 } }, metrics: { observeHttp() {} } };
+    const ctx: any = { engine: { stats: new Stats(), log: new Logger('silent'), config: { httpLingerBytes: 0 } }, metrics: { observeHttp() {} } };
     const events = new OpsEvents(snapshots as any, 3_600_000, ctx.engine.log);
     const res = fakeResponse();
     streamEvents(events, new Exchange(res as any, GET_REQUEST, '/api/ops/v1/events', apiSurface(ctx)));
@@ -313,7 +312,7 @@ describe('OpsEvents with an unchanged state', () => {
     let builds = 0;
     const fixed = { sequence: 1, observedAt: new Date().toISOString() };
     const snapshots = { current: fixed, async build() { builds++; return fixed; }, setGc() {} };
-    const ctx: any = { engine: { stats: { requests: 0, errors: 0 }, log: new Logger('silent'), config: { httpLingerBytes: 0 } }, metrics: { observeHttp() {} } };
+    const ctx: any = { engine: { stats: new Stats(), log: new Logger('silent'), config: { httpLingerBytes: 0 } }, metrics: { observeHttp() {} } };
     const events = new OpsEvents(snapshots as any, 10, ctx.engine.log);
     const responses = [fakeSse(), fakeSse()];
     streamEvents(events, new Exchange(responses[0] as any, GET_REQUEST, '/api/ops/v1/events', apiSurface(ctx)));

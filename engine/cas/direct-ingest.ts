@@ -115,7 +115,7 @@ export class DirectIngest extends Ingest {
         return;
       }
       const { manifest, existed } = await this.deps.manifests.publish(hex, this.received, this.mediaType, chunkerName(this.spec!), blocks, inline);
-      const fresh = this.count(blocks, inline !== undefined && existed);
+      const fresh = this.deps.stats.recordPublication(blocks, inline !== undefined && existed);
       this.outcome = 'succeeded';
       this.release();
       this.finish?.resolve({
@@ -130,21 +130,5 @@ export class DirectIngest extends Ingest {
       this.release();
       this.finish?.reject(ingestFailed('The catalog could not publish the manifest'));
     }
-  }
-
-  /** Counts a publication in the stats; its fresh blocks (none when an inline blob existed already). */
-  private count(blocks: readonly StoredBlock[], inlineExisted: boolean): number {
-    const stats = this.deps.stats;
-    let fresh = 0;
-    for (const b of blocks) {
-      if (b.fresh && !inlineExisted) {
-        fresh++;
-        stats.freshBytes += b.size;
-      } else stats.duplicateBytes += b.size;
-    }
-    stats.ingests++;
-    stats.freshBlocks += fresh;
-    stats.duplicateBlocks += blocks.length - fresh;
-    return fresh;
   }
 }

@@ -200,7 +200,7 @@ export abstract class Ingest {
     const backlogMemory = Math.min(BACKLOG_MEMORY_BYTES, length ?? BACKLOG_MEMORY_BYTES);
     const worstCase = (holdLimitSegments + 1) * segmentSize;
     this.reservation = backlogMemory + (length === undefined ? worstCase : Math.min(worstCase, Math.ceil(length / segmentSize) * segmentSize));
-    this.backlog = new Backlog(backlogMemory, deps.memory, deps.spillDir, (bytes) => (deps.stats.spilledBytes += bytes));
+    this.backlog = new Backlog(backlogMemory, deps.memory, deps.spillDir, (bytes) => deps.stats.recordSpill(bytes));
     const small = length !== undefined && length < memory.segmentBytes;
     this.sha = small && shape.mayHashHere ? createHash('sha256') : null;
     if (shape.decided) {

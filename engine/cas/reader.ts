@@ -73,7 +73,7 @@ export class BlobReader {
     }
     if (xxh64(bytes) !== ref.checksum) {
       this.cache.delete(ref.hex);
-      this.stats.corruptBlocks.add(`sha-256:${ref.hex}:${ref.size}`);
+      this.stats.recordCorrupt(`sha-256:${ref.hex}:${ref.size}`);
       this.log.error('read: block checksum mismatch', { block: ref.hex, blob: manifest.id, inline: manifest.record.inline === true });
       throw storageFailure('A block of this blob failed its checksum; nothing corrupt is served');
     }

@@ -261,7 +261,7 @@ export class Uploads {
       const blobId = formatContentId(hex, leased.offset);
       await this.deps.ledger.update(id, (r) => ({ ...r!, state: 'Committing', pendingBlob: blobId }));
       const { manifest, existed } = await this.deps.manifests.publish(hex, leased.offset, result.decided!.mediaType, chunkerName(result.decided!.spec), blocks);
-      this.count(blocks, existed);
+      this.deps.stats.recordPublication(blocks, existed);
       const committed = await this.deps.ledger.update(id, (r) => ({ ...r!, state: 'Committed', committedBlob: manifest.id, pendingBlob: undefined, lease: undefined }));
       await this.forgetStaged(id);
       return committed;
@@ -613,19 +613,5 @@ export class Uploads {
     this.storedOfTails.delete(id);
     await this.deps.staging.remove(id);
     await this.deps.ledger.dropParts(id);
-  }
-
-  private count(blocks: StoredBlock[], existed: boolean): void {
-    const stats = this.deps.stats;
-    let fresh = 0;
-    for (const b of blocks) {
-      if (b.fresh && !existed) {
-        fresh++;
-        stats.freshBytes += b.size;
-      } else stats.duplicateBytes += b.size;
-    }
-    stats.ingests++;
-    stats.freshBlocks += fresh;
-    stats.duplicateBlocks += blocks.length - fresh;
   }
 }
