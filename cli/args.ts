@@ -6,7 +6,7 @@ import { parseArgs } from 'node:util';
 import { UsageError } from './errors.js';
 
 /** A command's options by long name, as node:util parseArgs takes them. */
-export type OptionSpecs = Record<string, { type: 'string' | 'boolean'; short?: string }>;
+type OptionSpecs = Record<string, { type: 'string' | 'boolean'; short?: string }>;
 
 export interface Parsed {
   positionals: string[];

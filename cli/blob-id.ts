@@ -2,7 +2,7 @@
 
 import { UsageError } from './errors.js';
 
-export interface BlobId {
+interface BlobId {
   id: string;
   hex: string;
   size: number;

@@ -26,7 +26,7 @@ export interface Reply {
   body: IncomingMessage;
 }
 
-export interface RequestOptions {
+interface RequestOptions {
   method?: string;
   headers?: Record<string, string | number | undefined>;
   /** A stream sent as the body; its Content-Length must be in `headers` if the server needs one. */
@@ -85,7 +85,7 @@ export function request(base: string, path: string, options: RequestOptions = {}
 }
 
 /** Reads a small body whole (error envelopes, status JSON, inventory pages). */
-export async function readText(reply: Reply, limit = 16 * 1024 * 1024): Promise<string> {
+async function readText(reply: Reply, limit = 16 * 1024 * 1024): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of reply.body as AsyncIterable<Buffer>) {

@@ -64,7 +64,7 @@ export const VARIABLES: ReadonlyArray<{ name: string; default: string; help: str
 ];
 
 export type Durability = 'strict' | 'relaxed';
-export type DefaultChunker = 'fastcdc' | 'fixed';
+type DefaultChunker = 'fastcdc' | 'fixed';
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 
 export interface Config {

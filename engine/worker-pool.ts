@@ -12,7 +12,7 @@ import { Piscina } from 'piscina';
 type PoolOptions = NonNullable<ConstructorParameters<typeof Piscina>[0]>;
 
 /** Turns require(esm) off where it is on (Node 20.19 and later); earlier Node has no such flag. */
-export const WORKER_EXEC_ARGV: readonly string[] = process.features.require_module
+const WORKER_EXEC_ARGV: readonly string[] = process.features.require_module
   ? [...process.execArgv, '--no-experimental-require-module']
   : [...process.execArgv];
 

@@ -10,7 +10,7 @@ import uws from './uws.js';
 const METHODS = ['get', 'post', 'put', 'patch', 'del', 'head', 'options', 'connect', 'trace', 'any'] as const;
 
 /** The surface's error envelope for a request refused before routing: status 400, then the connection closes. */
-export type RefusalBody = (message: string) => string;
+type RefusalBody = (message: string) => string;
 
 export function createApp(refusalBody: RefusalBody): uWS.TemplatedApp {
   const app = uws.App();

@@ -11,7 +11,7 @@ import { type Exchange, JSON_UTF8, header } from './exchange.js';
 const IMMUTABLE = 'public, max-age=31536000, immutable';
 
 /** How bytes served by another resource differ from the blob's own answer (document content). */
-export interface ServedAs {
+interface ServedAs {
   etag?: string;
   mediaType?: string;
   lastModifiedMs?: number;

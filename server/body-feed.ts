@@ -6,7 +6,7 @@ import type { Stats } from '../engine/ops/stats.js';
 import type { BodySource } from './body-sources.js';
 import type { Exchange } from './exchange.js';
 
-export interface FeedHandlers {
+interface FeedHandlers {
   /** Sees each chunk before the ingest takes it (a second hash). */
   chunk?: (chunk: Uint8Array) => void;
   /** The whole body was pushed. */

@@ -6,7 +6,7 @@ import type { FrameBody } from '../engine/models/service.js';
 import type { Exchange } from './exchange.js';
 
 /** The error for a body larger than `max` bytes, in the surface's terms. */
-export type TooLarge = (max: number) => Error;
+type TooLarge = (max: number) => Error;
 
 /** The whole JSON body (at most `max` bytes, else `tooLarge`); 400 `invalid_json` when it does not parse. */
 export function readJson(ex: Exchange, max: number, tooLarge: TooLarge): Promise<{ value: unknown; bytes: number }> {

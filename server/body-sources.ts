@@ -5,7 +5,7 @@ import type { Exchange } from './exchange.js';
 import type { RequestBody } from './request-body.js';
 
 /** Receives a body's chunks (each valid only during the call). */
-export type BodySink = (chunk: Uint8Array, isLast: boolean) => void;
+type BodySink = (chunk: Uint8Array, isLast: boolean) => void;
 
 export interface BodySource {
   /** Starts delivering chunks. */

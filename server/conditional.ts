@@ -1,5 +1,5 @@
 /** RFC 9110 preconditions and single byte ranges for an immutable representation. */
-export interface Representation {
+interface Representation {
   /** Quoted strong entity tag, e.g. `"sha-256:…:5"`. */
   etag: string;
   /** Last-Modified in ms, whole seconds. */
@@ -7,7 +7,7 @@ export interface Representation {
   size: number;
 }
 
-export interface RequestConditions {
+interface RequestConditions {
   ifMatch?: string;
   ifNoneMatch?: string;
   ifModifiedSince?: string;
@@ -80,7 +80,7 @@ export function parseRange(value: string, size: number): Decision {
   return { status: 206, start, end };
 }
 
-export function parseHttpDate(value: string): number | undefined {
+function parseHttpDate(value: string): number | undefined {
   const ms = Date.parse(value);
   return Number.isNaN(ms) || !/GMT$/.test(value.trim()) ? undefined : ms;
 }

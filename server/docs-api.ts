@@ -19,7 +19,7 @@ import { type Exchange, header } from './exchange.js';
 import { parseContentType } from './request-parsing.js';
 import type { Method, Router } from './router.js';
 
-export interface DocsContext {
+interface DocsContext {
   docs: DocumentService;
   tokens: TokenVerifier;
   maxJsonBytes: number;

@@ -216,7 +216,7 @@ export class Exchange {
  * Ends an answer to HEAD: `contentLength` in the header, no body. uWS's endWithoutBody(n) would
  * leave the response pending (waiting for n bytes), so the connection's next request never ran.
  */
-export function endHead(res: HttpResponse, contentLength: number): void {
+function endHead(res: HttpResponse, contentLength: number): void {
   res.writeHeader('Content-Length', String(contentLength));
   res.endWithoutBody();
 }

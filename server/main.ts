@@ -39,13 +39,13 @@ docs/cli.md describes them. Install the command from the checkout with \`npm lin
 Configuration comes from environment variables only:
 `;
 
-export function helpText(): string {
+function helpText(): string {
   const width = Math.max(...VARIABLES.map((v) => v.name.length));
   const rows = VARIABLES.map((v) => `  ${v.name.padEnd(width)}  ${v.help} (default: ${v.default === '' ? 'empty' : v.default})`);
   return `${USAGE}${rows.join('\n')}\n`;
 }
 
-export interface RunningServer {
+interface RunningServer {
   port: number;
   /** Port of the model runtime listener. */
   modelPort: number;
@@ -93,7 +93,7 @@ export async function serve(config: Config, log = new Logger(config.logLevel)): 
 }
 
 /** A port that cannot be bound: in use (by any process: the socket is exclusive) or not allowed. */
-export class ListenError extends Error {}
+class ListenError extends Error {}
 
 function listen(app: uWS.TemplatedApp, host: string, port: number, variable: string): Promise<uWS.us_listen_socket> {
   return new Promise((resolve, reject) => {

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 
-export interface DocsAsset {
+interface DocsAsset {
   body: Buffer | string;
   contentType: string;
 }

@@ -11,7 +11,7 @@ import { dashboardAsset } from './dashboard/assets.js';
 import { type Exchange, header } from './exchange.js';
 import type { Router } from './router.js';
 
-export interface OpsApiOptions {
+interface OpsApiOptions {
   /** Garbage collection's state for the snapshot (`durability.lastGc`, `storage.quarantinedBlocks`). */
   gc?: GcState;
 }

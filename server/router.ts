@@ -22,14 +22,14 @@ export interface Call {
 
 export type Handler = (call: Call) => void | Promise<void>;
 
-export interface RouteOptions {
+interface RouteOptions {
   /** The metrics label (default: the pattern). */
   name?: string;
   /** The code of a 500 answer to an unknown error. */
   fallbackCode?: string;
 }
 
-export interface RouterOptions {
+interface RouterOptions {
   /** Headers every answer of these routes carries (CORS). */
   baseHeaders?: ReadonlyArray<[string, string]>;
   /** Request headers a CORS preflight allows; with it, OPTIONS and 405 are answered for every pattern. */

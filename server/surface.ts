@@ -5,7 +5,7 @@
 import type { Logger } from '../engine/log.js';
 
 /** An error as a surface answers it. */
-export interface ErrorAnswer {
+interface ErrorAnswer {
   status: number;
   body: unknown;
   headers?: Record<string, string | undefined>;

@@ -13,12 +13,12 @@ import type { Principal } from './principal.js';
 export const unauthenticated = (message: string) => new SvcError(401, 'unauthenticated', message, { 'WWW-Authenticate': 'Bearer' });
 
 /** Every capability of the document platform: what a development token gets by default. */
-export const ALL_CAPABILITIES = [
+const ALL_CAPABILITIES = [
   'doc.create', 'doc.read', 'doc.write', 'meta.read', 'meta.write:*', 'meta.patch:*', 'schema.write', 'migration.write',
   'workflow.run:*', 'job.read', 'legacy.read', 'legacy.import',
 ].join(' ');
 
-export interface DevTokenRequest {
+interface DevTokenRequest {
   org_id?: string;
   sub?: string;
   scope?: string;

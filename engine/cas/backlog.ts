@@ -2,7 +2,7 @@ import { SpillFile } from './spill.js';
 import { copyInto } from './shared-copy.js';
 
 /** Where the backlog gets its memory: recycled segments, so no garbage builds up. */
-export interface SegmentSource {
+interface SegmentSource {
   readonly segmentBytes: number;
   takeSegment(): Uint8Array;
   returnSegment(segment: Uint8Array): void;
@@ -11,12 +11,10 @@ export interface SegmentSource {
 /**
  * Body bytes that arrived while their upload could not take them, kept in arrival order: in
  * memory (recycled segments) up to a limit, then in a spill file. After pause(), uWS goes on
- * reading the socket until the kernel's receive buffer is empty (measured: 3-6 MB in 512 KiB
- * reads within 2 ms; the buffer may grow to net.ipv4.tcp_rmem's maximum, 32 MiB on the bench
- * host), so such bytes can be many. Only the first `memoryLimit` of them stay in memory: the
- * rest costs a write and a read on the main thread, but keeps an upload's memory bounded
- * (borrowing up to 48 MiB more from idle budget did not stop the spills and pushed a 1 GiB
- * upload's RSS growth from 45-48 to 88-98 MiB, past issue 2's 64 MiB).
+ * reading the socket until the kernel's receive buffer is empty (which may grow to
+ * net.ipv4.tcp_rmem's maximum), so such bytes can be many. Only the first `memoryLimit` of them
+ * stay in memory: the rest costs a write and a read on the main thread, but keeps an upload's
+ * memory within its reservation.
  */
 export class Backlog {
   private segments: Uint8Array[] = [];

@@ -1,7 +1,8 @@
 // Block tasks (worker side): store consecutive blocks of an upload, verify a blob.
 import { createHash } from 'node:crypto';
 import { Xxh64, xxh64 } from '@node-rs/xxhash';
-import { type StoredBlock, blockWriter } from '../store/index.js';
+import type { StoredBlock } from '../store/block-store.js';
+import { blockWriter } from '../store/block-writer.js';
 import type { StoreTask, StoreTaskResult, VerifyTask, VerifyTaskResult } from './protocol.js';
 import type { SegmentWindow } from './segment-ring.js';
 import { SegmentedBytes } from './segmented-bytes.js';

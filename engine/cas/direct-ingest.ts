@@ -4,7 +4,7 @@ import type { BlobSummary, ManifestRecord, StoredBlock } from '../store/index.js
 import { chunkerName } from './chunkers.js';
 import { Ingest, type IngestDeps } from './ingest.js';
 
-export interface IngestResult {
+interface IngestResult {
   blob: BlobSummary;
   freshBlocks: number;
   duplicateBlocks: number;
@@ -12,7 +12,7 @@ export interface IngestResult {
 }
 
 /** An unlisted ingest's result: the manifest record is the caller's to keep (not in the blob namespace). */
-export interface UnlistedResult {
+interface UnlistedResult {
   id: string;
   record: ManifestRecord;
   /** This upload's media type (a listed manifest keeps the first uploader's). */

@@ -1,14 +1,11 @@
 /**
  * The FastCDC gear-hash scan, the hot loop of chunking, as a tiny hand-assembled WebAssembly
- * function: when it was written, 2.0-2.3 GB/s through the chunker against 0.8-1.3 GB/s for the
- * same loop in JavaScript (V8 keeps a bounds check on each typed-array load). Unrolled to four
- * bytes per round (one bounds test and one increment per four bytes): 4.1 against 3.2 GB/s byte
- * by byte, in one micro-run over 64 MiB in its memory. It scans in place bytes that live in its memory (the
- * segment arena of TransferMemory, on the scanning thread); other bytes are first copied into a
- * window of that memory in steps that double from MIN_STEP to MAX_STEP, so a cut found early
- * wastes at most as much copying as was scanned (with shared-copy.ts). Copies out of a
- * SharedArrayBuffer with V8's relaxed atomic moves ran at ~3.5 GB/s, a third of the scan's
- * time: hence the arena.
+ * function (JavaScript keeps a bounds check on each typed-array load; native-bench compares
+ * them), unrolled to four bytes per round: one bounds test and one increment per four bytes.
+ * It scans in place bytes that live in its memory (the segment arena of TransferMemory, on the
+ * scanning thread), since copying out of a SharedArrayBuffer would cost a large share of the
+ * scan; other bytes are first copied into a window of that memory in steps that double from
+ * MIN_STEP to MAX_STEP, so a cut found early wastes at most as much copying as was scanned.
  *
  * The function, in WAT (imported shared memory: the gear table at 0, the copy window at WINDOW);
  * STEP(k) tests byte i + k, through the load's constant offset:

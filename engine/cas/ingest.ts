@@ -43,7 +43,7 @@ export interface Decision {
 }
 
 /** What a kind of ingest tells the core about its stream before the first byte. */
-export interface StreamShape {
+interface StreamShape {
   /** The Content-Type header as sent, if any. */
   contentType?: string;
   /** The body's Content-Length, if any: an exact contract. */
@@ -76,7 +76,7 @@ const PDF_SIGNATURE = Buffer.from('%PDF-');
 const NO_BYTES = new Uint8Array(new SharedArrayBuffer(0));
 
 /** The default chunker from the configuration; PDF bodies get the PDF-aware one. */
-export function defaultChunker(config: Config): ChunkerSpec {
+function defaultChunker(config: Config): ChunkerSpec {
   return config.chunker === 'fixed'
     ? { kind: 'fixed', size: config.chunkAvg }
     : { kind: 'fastcdc', min: config.chunkMin, avg: config.chunkAvg, max: config.chunkMax };

@@ -10,9 +10,8 @@ import type { TransferMemory } from './transfer-memory.js';
 const IDLE_READ_BUFFER_BYTES = 32 * 1024 * 1024;
 
 /**
- * Read buffers recycled across downloads, by size class (powers of two). Allocating two block
- * buffers per request made V8 count ~2.8 GB/s of external memory at 1,400 1-MiB downloads per
- * second, and its major GCs then took about 40% of the main thread.
+ * Read buffers recycled across downloads, by size class (powers of two): buffers allocated per
+ * request count as V8 external memory, whose major GCs then take the main thread.
  */
 class ReadBuffers {
   private readonly idle = new Map<number, Buffer[]>();

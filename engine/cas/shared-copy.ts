@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 
 /** Copies all of `source` into `target` from byte `at`. */
-export type CopyInto = (target: Uint8Array, at: number, source: Uint8Array) => void;
+type CopyInto = (target: Uint8Array, at: number, source: Uint8Array) => void;
 
 /** Below this size a native call costs more than V8's copy saves. */
 const NATIVE_FROM_BYTES = 4096;

@@ -4,7 +4,7 @@ import type { StoreTask, StoreTaskResult } from './protocol.js';
 import type { SegmentWindow } from './segment-ring.js';
 
 /** What the queue needs of its ingest. */
-export interface StoreQueueHost {
+interface StoreQueueHost {
   /** The segments holding stream bytes from `from` on (a task reads its blocks there). */
   window(from: number): SegmentWindow;
   /** The ingest has settled: results that arrive now are not its blocks any more. */

@@ -14,7 +14,7 @@ export type ScanMessage =
  * continues the hash kept under `key` (a new one when none is kept) and leaves it there; its
  * first `skip` bytes are only cut, not hashed (bytes an earlier stream already hashed).
  */
-export interface KeptHash {
+interface KeptHash {
   key: string;
   skip: number;
 }

@@ -23,7 +23,7 @@ export interface DocumentFilter {
 }
 
 /** One candidate of a page: the caller still checks the other filters and the reader's rights. */
-export interface IndexEntry {
+interface IndexEntry {
   documentId: string;
   createdAt: number;
   /** Where a page that ends with this entry goes on (`encode`). */

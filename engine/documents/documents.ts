@@ -1,6 +1,8 @@
 // Documents, their upload, immutable versions (a DAG through `parents`), labels, content
 // references and canonical metadata. Owner of the `documents`, `doc_uploads`, `doc_versions`,
-// `doc_labels`, `doc_content_keys` and `doc_patches` databases. No HTTP here.
+// `doc_labels`, `doc_content_keys` and `doc_patches` tables. No HTTP here. Above 400 lines: every
+// write path checks its preconditions and adds a version in one atomic step over the same
+// tables, and those steps share their helpers (splitting it is due with workflows, issue 20).
 
 import type { Principal } from '../auth/principal.js';
 import { JobError, type JobQueue, type JobRecord } from '../jobs/queue.js';
@@ -32,7 +34,7 @@ export const uploadNotFound = (id: string) => new SvcError(404, 'upload_not_foun
 const PLACEMENTS: PlacementHint[] = ['transient', 'archival', 'legal_hold'];
 const CURRENT = 'CURRENT';
 
-export interface DerivedEntry {
+interface DerivedEntry {
   schema: string;
   id: string;
   data: Record<string, unknown>;
@@ -70,9 +72,9 @@ function jobJson(job: JobRecord) {
   };
 }
 
-export const jobNotFound = (id: string) => new SvcError(404, 'job_not_found', `No job ${id}`);
+const jobNotFound = (id: string) => new SvcError(404, 'job_not_found', `No job ${id}`);
 
-export interface PatchAudit {
+interface PatchAudit {
   newMetadataId: string;
   baseMetadataId: string;
   namespaceUrn: string;
@@ -84,7 +86,7 @@ export interface PatchAudit {
 }
 
 /** An upload's bytes being received: push them into `ingest` and `hash`, then `finish`. */
-export interface BytesUpload {
+interface BytesUpload {
   ingest: DirectIngest;
   hash: Blake3Stream;
   finish(): Promise<void>;

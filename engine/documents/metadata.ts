@@ -9,8 +9,8 @@ import type { Provenance } from './doc-jobs.js';
 
 const { applyPatch, validate: validatePatch, deepClone } = fastJsonPatch;
 
-export const MAX_PATCH_OPS = 100;
-export const MAX_PATCH_BYTES = 64 * 1024;
+const MAX_PATCH_OPS = 100;
+const MAX_PATCH_BYTES = 64 * 1024;
 const MAX_NAMESPACES = 64;
 
 /** A refused metadata write; its body is the rejection form, with `extra` beside `error` (e.g. currentMetadataId). */
@@ -55,7 +55,7 @@ export function readBundle(raw: unknown, where: string): Record<string, { schema
   return out;
 }
 
-export interface PatchRequest {
+interface PatchRequest {
   baseMetadataId: string;
   patch: Operation[];
   reason: string;

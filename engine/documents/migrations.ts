@@ -12,7 +12,7 @@ import { compileSchema } from './validator.js';
 
 const { applyPatch, validate: validatePatch, deepClone } = fastJsonPatch;
 
-export interface MigrationRecord {
+interface MigrationRecord {
   fromSchemaUrn: string;
   toSchemaUrn: string;
   namespaceUrn: string;

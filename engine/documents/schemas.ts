@@ -9,7 +9,7 @@ import { compileSchema, type ValidationIssue } from './validator.js';
 
 export type { ValidationIssue };
 
-export interface SchemaRecord {
+interface SchemaRecord {
   schemaUrn: string;
   namespaceUrn: string;
   lifecycle: string;

@@ -1,6 +1,8 @@
 // Garbage collection of block files: mark, quarantine, purge. Runs inside the server process
 // (it owns the catalog and sees every upload). No HTTP here: server/gc-api.ts is the endpoint.
-// The design and the race analysis are in docs/architecture.md ("Garbage collection").
+// The design and the race analysis are in docs/architecture.md ("Garbage collection"). One file
+// above 400 lines: the publication guard and the three phases keep one safety argument, which
+// is checked by reading them together.
 
 import { randomUUID } from 'node:crypto';
 import type { BlockRoots } from '../cas/block-roots.js';
@@ -15,7 +17,7 @@ export type GcPhase = 'mark' | 'quarantine' | 'purge' | 'run';
 export const GC_PHASES: readonly GcPhase[] = ['mark', 'quarantine', 'purge', 'run'];
 
 /** Ages of one run instead of the configured ones (milliseconds). */
-export interface GcAgeOverrides {
+interface GcAgeOverrides {
   minAgeMs?: number;
   quarantineAgeMs?: number;
 }
@@ -73,7 +75,7 @@ const MOVE_BATCH = 256;
 /** Purged receipts are kept at least this long (a resumable session lives up to 24 h). */
 const MIN_TOMBSTONE_MS = 24 * 3600_000;
 
-export const gcRunning = () => new SvcError(409, 'gc_running', 'A garbage collection run is in progress; see GET /api/ops/v1/gc');
+const gcRunning = () => new SvcError(409, 'gc_running', 'A garbage collection run is in progress; see GET /api/ops/v1/gc');
 
 class Stopped extends Error {}
 

@@ -22,7 +22,7 @@ import type { BlobCatalog, BlockStore, GcCatalog, StoredBlock } from '../store/i
 import type { IngestFence } from './ingest-fence.js';
 
 /** Receipts written here carry a run id with this prefix. */
-export const RECLAIM_RUN = 'reclaim-';
+const RECLAIM_RUN = 'reclaim-';
 
 interface Moved {
   hex: string;
@@ -31,7 +31,7 @@ interface Moved {
   runId: string;
 }
 
-export interface ReclaimDeps {
+interface ReclaimDeps {
   state: GcCatalog;
   manifests: BlobCatalog;
   blocks: BlockStore;

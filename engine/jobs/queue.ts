@@ -8,7 +8,8 @@
 // effects and its completion commit together or not at all. A running job is held by a lease
 // naming this process; leases are renewed while the task runs, and a lease of another process
 // (an earlier run of the service) or an expired one is dead: its job is taken up again.
-// See docs/architecture.md, "Jobs".
+// See docs/architecture.md, "The document platform and jobs". One file above 400 lines: the
+// claim, renewal, completion and recovery steps share the lease rules and must be read together.
 
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
@@ -23,7 +24,7 @@ import { moduleUrl, type TaskCall, type TaskOutcome } from './task-runner.js';
 export { JobError, type JobFailure } from './errors.js';
 export type { JobTaskPayload } from './task-runner.js';
 
-export type JobState = 'pending' | 'running' | 'completed' | 'failed' | 'dead';
+type JobState = 'pending' | 'running' | 'completed' | 'failed' | 'dead';
 
 export interface JobOutputs {
   derivedNamespaces: string[];
@@ -56,7 +57,7 @@ export interface JobRecord {
   outputs: JobOutputs;
 }
 
-export interface JobKind<O = unknown> {
+interface JobKind<O = unknown> {
   kind: string;
   /**
    * Pure computation run on the worker pool: a module (file URL or absolute path) and the name
@@ -77,7 +78,7 @@ export interface JobKind<O = unknown> {
   timeoutMs?: number;
 }
 
-export interface JobQueueDeps {
+interface JobQueueDeps {
   env: TableCatalog;
   pool: Piscina;
   config: JobConfig;

@@ -57,7 +57,7 @@ export function encodeSchema(fields: Field[]): unknown {
 }
 
 /** A cell as JSON-ready data (tensors to their object form; non-finite numbers become null via JSON). */
-export function encodeValue(v: Value): unknown {
+function encodeValue(v: Value): unknown {
   if (typeof v !== 'object') return v;
   if (Array.isArray(v)) return v.map(encodeValue);
   return encodeTensor(v);

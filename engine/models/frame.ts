@@ -21,7 +21,7 @@ export interface FramePart {
 }
 
 /** A frame's rows of one part; `first` is the flattened index of its first row. */
-export interface FrameSlice extends LeapFrame {
+interface FrameSlice extends LeapFrame {
   first: number;
   /** Rows of the whole flattened frame. */
   total: number;
@@ -32,7 +32,7 @@ export function decodeFrame(json: unknown, limits: FrameLimits): LeapFrame {
 }
 
 /** Row range [start, end) of part `index` of `count` over `total` rows. */
-export function partRange(total: number, part: FramePart): [number, number] {
+function partRange(total: number, part: FramePart): [number, number] {
   return [Math.floor((total * part.index) / part.count), Math.floor((total * (part.index + 1)) / part.count)];
 }
 
@@ -139,7 +139,7 @@ function decodeRow(row: unknown, fields: Field[], where: string): Row {
   return out;
 }
 
-export function decodeValue(v: unknown, field: Field, where: string): Value {
+function decodeValue(v: unknown, field: Field, where: string): Value {
   const type = field.type;
   if (v === null || v === undefined) {
     if (!type.nullable) throw frameError(`${where}: field ${field.name} is not nullable and got null`);

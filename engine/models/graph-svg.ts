@@ -11,7 +11,7 @@ import type { GraphStage } from './compile.js';
 import { queryError } from './errors.js';
 import { typeLabel, type Field } from './types.js';
 
-export interface GraphOptions {
+interface GraphOptions {
   /** Hide a pipeline's own input fields (its stages show them). */
   elideParentSchema: boolean;
   /** false: link each column from the stage producing it to every stage consuming it. */
@@ -22,7 +22,7 @@ export interface GraphOptions {
   verticalSpacing: number;
 }
 
-export const DEFAULT_GRAPH_OPTIONS: Readonly<GraphOptions> = {
+const DEFAULT_GRAPH_OPTIONS: Readonly<GraphOptions> = {
   elideParentSchema: true,
   uniqueSchemas: true,
   density: 50,

@@ -13,7 +13,7 @@ import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import type { ModelConfig } from '../config.js';
 import { ModelError, bundleError } from './errors.js';
 
-export interface AcquiredBundle {
+interface AcquiredBundle {
   /** Local zip file or directory to read the bundle from. */
   path: string;
   /** Deletes the local copy, if one was made. */

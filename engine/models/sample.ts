@@ -8,7 +8,7 @@ import type { BasicType, DataType, Field, Value } from './types.js';
 
 type Domains = readonly (readonly Value[] | undefined)[];
 
-export function randomValue(type: DataType, domain?: readonly Value[]): Value {
+function randomValue(type: DataType, domain?: readonly Value[]): Value {
   if (domain && domain.length) return domain[randomInt(domain.length)]!;
   if (type.shape === 'scalar') return randomScalar(type.base);
   if (type.shape === 'list') return Array.from({ length: randomInt(10) }, () => randomScalar(type.base));

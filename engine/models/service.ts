@@ -39,7 +39,7 @@ export interface FrameBody {
 const PART_MIN_BYTES = 4096;
 
 /** How many parts a frame runs in: at most `width`, and one per PART_MIN_BYTES of body. */
-export function frameParts(width: number, bodyLength: number): number {
+function frameParts(width: number, bodyLength: number): number {
   return Math.max(1, Math.min(width, Math.ceil(bodyLength / PART_MIN_BYTES)));
 }
 

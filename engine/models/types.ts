@@ -24,7 +24,7 @@ export interface Field {
  * A tensor value. Dense: `values` in row-major order. Sparse: `indices` are flat row-major
  * offsets (for a vector: the positions), ascending, with `values` beside them.
  */
-export interface DenseTensor {
+interface DenseTensor {
   kind: 'dense';
   dims: number[];
   values: number[];
@@ -60,7 +60,6 @@ export const tensor = (base: BasicType, dims?: number[], nullable = false): Data
 
 export const DOUBLE = scalar('double');
 export const STRING_LIST = list('string');
-export const doubleVector = (size?: number): DataType => tensor('double', size === undefined ? undefined : [size]);
 
 export function dense(values: number[], dims: number[] = [values.length]): DenseTensor {
   return { kind: 'dense', dims, values };
@@ -70,12 +69,9 @@ export function sparse(size: number, indices: number[], values: number[]): Spars
   return { kind: 'sparse', dims: [size], indices, values };
 }
 
-export function isTensor(value: Value): value is Tensor {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 /** Number of elements a tensor's dims describe. */
-export function tensorSize(t: Tensor): number {
+function tensorSize(t: Tensor): number {
   let n = 1;
   for (const d of t.dims) n *= d;
   return n;

@@ -8,17 +8,17 @@ import { floorInBytes } from '../store/index.js';
 // this process, built from the engine, with no tenant ids and no payload bytes. No HTTP here:
 // server/ops-api.ts serves it as JSON and as server-sent events.
 
-export type OpsStatus = 'Ready' | 'Degraded' | 'Unavailable';
+type OpsStatus = 'Ready' | 'Degraded' | 'Unavailable';
 /** `failed` makes the service Unavailable (only for the catalog and the block store), `warn` Degraded. */
-export type CheckStatus = 'ok' | 'warn' | 'failed';
+type CheckStatus = 'ok' | 'warn' | 'failed';
 
-export interface OpsCheck {
+interface OpsCheck {
   id: string;
   status: CheckStatus;
   detail: string;
 }
 
-export interface OpsDependency {
+interface OpsDependency {
   kind: 'catalog' | 'blockStore';
   status: 'ok' | 'failed';
   latencyMs: number;
@@ -63,7 +63,7 @@ export interface GcState {
   quarantinedBlocks?(): number;
 }
 
-export interface SnapshotOptions {
+interface SnapshotOptions {
   gc?: GcState;
   /** Reads the file system's figures (default: statfs of SVC_FS_ROOT); tests pass fixed ones. */
   statfs?: (fsRoot: string) => Promise<{ blocks: number; bfree: number; bavail: number; bsize: number }>;

@@ -3,7 +3,7 @@
 import type { Stats } from './stats.js';
 
 /** Bytes moved in one interval that ended at `at` (ms since the epoch). */
-export interface TrafficPoint {
+interface TrafficPoint {
   at: number;
   ingestedBytes: number;
   servedBytes: number;

@@ -18,7 +18,7 @@ export interface DataDirLock {
   release(): void;
 }
 
-export const LOCK_FILE = 'svc.lock';
+const LOCK_FILE = 'svc.lock';
 
 interface FileLocks {
   /** Takes an exclusive lock on the whole file without waiting: false when another holds it. */

@@ -5,7 +5,7 @@ import { formatBytes } from '../ops/snapshot.js';
 /** SVC_MIN_FREE_SPACE: a number of bytes, or a share of the file system. */
 export type FreeSpaceFloor = { bytes: number } | { percent: number };
 
-export interface DiskSpaceReading {
+interface DiskSpaceReading {
   freeBytes: number;
   totalBytes: number;
   /** The floor in bytes (a percentage is taken of `totalBytes`). */

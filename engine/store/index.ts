@@ -2,7 +2,7 @@
 // today's implementations (block files under <SVC_FS_ROOT>/blocks, LMDB under <SVC_FS_ROOT>/catalog).
 // Nothing outside engine/store imports lmdb or an implementation module.
 import type { Durability } from '../config.js';
-import type { BlockStore, BlockStoreLocation, BlockWriter } from './block-store.js';
+import type { BlockStore } from './block-store.js';
 import { FsBlockStore } from './fs/block-store.js';
 
 export type { BlockStore, BlockStoreLocation, BlockWriter, ListedBlock, PutOutcome, RestoreOutcome, StoredBlock } from './block-store.js';
@@ -20,6 +20,7 @@ export { LmdbKeyedCatalog } from './lmdb/keyed-catalog.js';
 export { type DataDirLock, DataDirInUse, DataDirLockError, lockDataDir } from './data-dir-lock.js';
 export { DiskSpace, type FreeSpaceFloor, floorInBytes } from './disk-space.js';
 export { syncDirectory } from './fs/sync-directory.js';
+export { blockWriter } from './block-writer.js';
 
 /**
  * The node's block store, made ready: its layout exists and the temp files of interrupted
@@ -28,14 +29,4 @@ export { syncDirectory } from './fs/sync-directory.js';
 export function openBlockStore(root: string, durability: Durability): { store: BlockStore; removedTempFiles: number } {
   const { removedTempFiles } = FsBlockStore.prepare(root);
   return { store: new FsBlockStore(root, durability), removedTempFiles };
-}
-
-const writers = new Map<string, BlockWriter>();
-
-/** The block store at `location`, for a worker thread's block tasks (one instance per thread). */
-export function blockWriter(location: BlockStoreLocation): BlockWriter {
-  const key = `${location.durability}:${location.root}`;
-  let writer = writers.get(key);
-  if (!writer) writers.set(key, (writer = new FsBlockStore(location.root, location.durability)));
-  return writer;
 }

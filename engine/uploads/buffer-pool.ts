@@ -1,9 +1,8 @@
 /**
  * Reusable buffers for the staged tails of resumable uploads: each part reads the previous tail
  * and leaves a new one (less than a maximal block once a part drained; a part answered early leaves
- * more, and a part that continues a live ingest reads none). Fresh buffers per part made V8 run a major
- * GC about every 100 ms of a session (external memory), 16 per GiB against 3 with reuse, and
- * cost ~0.35 CPU-s per GiB (docs/performance.md). At most `keep` buffers of `capacity` bytes
+ * more, and a part that continues a live ingest reads none). Fresh buffers per part are external
+ * memory to V8, whose major GCs would then run every few parts. At most `keep` buffers of `capacity` bytes
  * stay pooled; a larger request, or one while all are lent, gets a buffer of its own.
  */
 export class BufferPool {

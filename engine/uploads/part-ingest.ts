@@ -11,7 +11,7 @@ import type { SvcError } from '../errors.js';
 import type { StoredBlock } from '../store/index.js';
 
 /** How a resumable upload's part continues its object. */
-export interface PartContext {
+interface PartContext {
   /** Key of the whole-object hash kept on the scanning thread; it covers every byte before the part. */
   hashKey: string;
   /** The object's bytes after its last cut: cut again together with the part, not hashed again. */

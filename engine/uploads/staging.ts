@@ -33,8 +33,8 @@ export class Staging {
    * Writes `pieces` (in order) over the file `name` of the session, in place (created on first
    * use), and cuts it to their length; fsync'd (strict). For a file no record refers to while it is written: a
    * crash leaves it partial, and the record still names the other one. Rewriting in place keeps
-   * the file's inode and page cache: a new file per part cost an inode, an unlink, and fresh
-   * page cache, which this VM is slow to grow (docs/performance.md).
+   * the file's inode and page cache: a new file per part would cost an inode, an unlink and fresh
+   * page cache each time.
    */
   async overwrite(id: string, name: string, pieces: readonly Uint8Array[]): Promise<void> {
     const dir = this.sessionDir(id);

@@ -7,7 +7,8 @@
 // before its pipeline drains: its tail is then what the pipeline has not stored yet, and the
 // ingest goes on with the session's next part (a "live" ingest) or, if none comes soon, drains
 // and closes. A commit cuts the tail, takes the digest and publishes: its cost does not grow
-// with the object.
+// with the object. Above 400 lines: leases, live ingests and staged tails are one session's
+// state, changed by every step here (the part protocol itself is ./part-ingest.ts).
 
 import { randomUUID } from 'node:crypto';
 import type { BlockRoots } from '../cas/block-roots.js';
@@ -26,7 +27,7 @@ import type { Stats } from '../ops/stats.js';
 import type { BufferPool } from './buffer-pool.js';
 import { Staging } from './staging.js';
 
-export interface UploadsDeps {
+interface UploadsDeps {
   config: UploadConfig;
   ledger: UploadCatalog;
   staging: Staging;
@@ -42,14 +43,14 @@ export interface UploadsDeps {
   assertRoom?: () => void;
 }
 
-export interface CreateRequest {
+interface CreateRequest {
   tenant: string;
   id: string;
   declaredLength?: number;
   contentType?: string;
 }
 
-export interface PartRequest {
+interface PartRequest {
   tenant: string;
   id: string;
   partId: string;

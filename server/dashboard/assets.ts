@@ -7,7 +7,7 @@ import { DASHBOARD_CSS, DASHBOARD_HTML, DASHBOARD_JS } from './page.js';
 // The files of the /ops/ dashboard, all served by svc itself: the page, its script and style
 // (page.ts), and uPlot's build taken from node_modules. Only these fixed names are answered.
 
-export interface DashboardAsset {
+interface DashboardAsset {
   body: string | Buffer;
   contentType: string;
   cacheControl: string;

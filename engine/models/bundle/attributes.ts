@@ -14,7 +14,7 @@ import { BASIC_TYPES, type BasicType, type DataType } from '../types.js';
 
 type Raw = Record<string, unknown>;
 
-export interface TensorAttribute {
+interface TensorAttribute {
   dims: number[];
   values: number[];
 }

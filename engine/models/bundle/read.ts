@@ -8,7 +8,7 @@ import yauzl from 'yauzl';
 import { bundleError } from '../errors.js';
 import type { BundleDoc, BundleInfo } from './spec.js';
 
-export interface BundleLimits {
+interface BundleLimits {
   /** Largest total of expanded file bytes. */
   maxBytes: number;
   maxFiles: number;

@@ -14,6 +14,3 @@ export function opDefinition(op: string): OpDefinition | undefined {
   return definitions.get(op);
 }
 
-export function supportedOps(): string[] {
-  return ['pipeline', ...definitions.keys()].sort();
-}

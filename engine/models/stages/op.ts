@@ -8,7 +8,7 @@
 // rows are spread over worker threads and every execution mode must give identical results.
 
 import { bundleError } from '../errors.js';
-import type { ModelSpec, NodeSpec } from '../bundle/spec.js';
+import type { NodeSpec } from '../bundle/spec.js';
 import type { DataType, Value } from '../types.js';
 
 export interface CompiledStage {
@@ -33,11 +33,6 @@ export interface OpDefinition {
   compile(node: NodeSpec): CompiledStage;
 }
 
-/** A child model of an ensemble (a tree): compiled to a function of the feature vector. */
-export interface ChildModelDefinition<T> {
-  op: string;
-  compile(model: ModelSpec): T;
-}
 
 /**
  * Maps each output socket of a node to an index into `ports` (the ports the op can produce),

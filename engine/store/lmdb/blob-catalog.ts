@@ -114,11 +114,10 @@ export class LmdbBlobCatalog implements BlobCatalog {
 
   /**
    * Whether a publication commits synchronously on this thread. lmdb-js's asynchronous commits
-   * batch concurrent writes on its own thread, but a lone one waits ~0.1-0.2 ms for that
-   * thread; without fsync (relaxed) a synchronous commit takes microseconds. So a small
-   * publication commits at once when publications are sparse (measured with wrk, 4 KiB POSTs on
-   * tmpfs: 1 connection 3.8k -> 6.0-7.1k req/s), and joins the batch when others are in flight
-   * or began within the last 0.1 ms (all synchronous, 32 connections fell from 19.4k to 12-14k).
+   * batch concurrent writes on its own thread, but a lone one waits for that thread; without
+   * fsync (relaxed) a synchronous commit takes microseconds. So a small publication commits at
+   * once when publications are sparse, and joins the batch when others are in flight or began
+   * within the last 0.1 ms (committing every one synchronously loses the batching under load).
    */
   private commitAtOnce(blockCount: number): boolean {
     const now = performance.now();

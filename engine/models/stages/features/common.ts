@@ -39,7 +39,7 @@ export function vectorLength(t: Tensor): number {
 }
 
 /** Fails the row when a vector does not have the size the model was fitted on. */
-export function checkLength(node: NodeSpec, t: Tensor, expected: number): void {
+function checkLength(node: NodeSpec, t: Tensor, expected: number): void {
   const n = vectorLength(t);
   if (n !== expected) throw transformError(`${node.name}: input vector has ${n} elements, the model expects ${expected}`);
 }

@@ -36,7 +36,7 @@ function fmix(h: number, length: number): number {
 }
 
 /** Spark's `Murmur3_x86_32.hashUnsafeBytes` (version 1) or `hashUnsafeBytes2` (version 2), as a signed int. */
-export function murmur3(bytes: Uint8Array, seed: number, version: 1 | 2): number {
+function murmur3(bytes: Uint8Array, seed: number, version: 1 | 2): number {
   const aligned = bytes.length - (bytes.length % 4);
   let h = seed | 0;
   for (let i = 0; i < aligned; i += 4) {
@@ -54,7 +54,7 @@ export function murmur3(bytes: Uint8Array, seed: number, version: 1 | 2): number
 }
 
 /** Index of a term: Spark's `nonNegativeMod(hash, numFeatures)`. */
-export function termIndex(term: string, numFeatures: number, version: 1 | 2): number {
+function termIndex(term: string, numFeatures: number, version: 1 | 2): number {
   const raw = murmur3(Buffer.from(term, 'utf8'), SEED, version) % numFeatures;
   // `| 0` also turns a -0 remainder into 0.
   return (raw < 0 ? raw + numFeatures : raw) | 0;

@@ -26,10 +26,10 @@ export interface ProbabilisticModel {
   predict?(x: Tensor): number;
 }
 
-export const CLASSIFIER_PORTS = ['prediction', 'raw_prediction', 'probability'] as const;
+const CLASSIFIER_PORTS = ['prediction', 'raw_prediction', 'probability'] as const;
 
 /** Prediction from probabilities, honouring thresholds (MLeap's `probabilityToPredictionIndex`). */
-export function thresholdedArgmax(probability: number[], thresholds: Float64Array | undefined): number {
+function thresholdedArgmax(probability: number[], thresholds: Float64Array | undefined): number {
   if (!thresholds) return argmax(probability);
   const n = Math.min(probability.length, thresholds.length);
   let best = 0;

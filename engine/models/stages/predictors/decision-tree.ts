@@ -39,7 +39,7 @@ export function readTree(model: ModelSpec): DecisionTree {
   return parseTree(model.text('tree.json'), `${model.path}/tree.json`);
 }
 
-export function parseTree(text: string, where: string): DecisionTree {
+function parseTree(text: string, where: string): DecisionTree {
   const lines = text.split('\n').filter((line) => line.trim() !== '');
   const n = lines.length;
   if (n === 0) throw bundleError(`${where}: empty tree`);

@@ -32,7 +32,7 @@ export const isotonicRegression: OpDefinition = {
   },
 };
 
-export function isotonicPredict(boundaries: Float64Array, predictions: Float64Array, x: number): number {
+function isotonicPredict(boundaries: Float64Array, predictions: Float64Array, x: number): number {
   const found = javaBinarySearch(boundaries, x);
   const insert = -found - 1;
   const last = boundaries.length - 1;

@@ -58,7 +58,7 @@ function squaredDistance(c: Float64Array, x: Tensor): number {
 }
 
 /** Index of the closest centre (first on ties). */
-export function closestCentre(centres: Centre[], x: Tensor): number {
+function closestCentre(centres: Centre[], x: Tensor): number {
   const xNorm = norm2(x.values);
   let bestDistance = Infinity;
   let bestIndex = 0;

@@ -55,7 +55,7 @@ function normalizeInPlace(values: number[]): void {
   for (let i = 0; i < values.length; i++) values[i] /= sum;
 }
 
-export const decisionTreeRegression: OpDefinition = {
+const decisionTreeRegression: OpDefinition = {
   op: 'decision_tree_regression',
   className: 'DecisionTreeRegression',
   compile(node) {
@@ -65,7 +65,7 @@ export const decisionTreeRegression: OpDefinition = {
   },
 };
 
-export const decisionTreeClassifier: OpDefinition = {
+const decisionTreeClassifier: OpDefinition = {
   op: 'decision_tree_classifier',
   className: 'DecisionTreeClassifier',
   compile(node) {
@@ -87,7 +87,7 @@ export const decisionTreeClassifier: OpDefinition = {
   },
 };
 
-export const randomForestRegression: OpDefinition = {
+const randomForestRegression: OpDefinition = {
   op: 'random_forest_regression',
   className: 'RandomForestRegression',
   compile(node) {
@@ -101,7 +101,7 @@ export const randomForestRegression: OpDefinition = {
   },
 };
 
-export const randomForestClassifier: OpDefinition = {
+const randomForestClassifier: OpDefinition = {
   op: 'random_forest_classifier',
   className: 'RandomForestClassifier',
   compile(node) {
@@ -140,7 +140,7 @@ function weightedSum(trees: DecisionTree[], weights: Float64Array, x: Tensor): n
   return sum;
 }
 
-export const gbtRegression: OpDefinition = {
+const gbtRegression: OpDefinition = {
   op: 'gbt_regression',
   className: 'GBTRegression',
   compile(node) {

@@ -17,7 +17,7 @@ export function requireFeatures(node: NodeSpec): void {
 }
 
 /** Number of elements of a vector value (a tensor of any rank counts all its elements). */
-export function vectorSize(t: Tensor): number {
+function vectorSize(t: Tensor): number {
   if (t.dims.length === 1) return t.dims[0]!;
   let n = 1;
   for (const d of t.dims) n *= d;
