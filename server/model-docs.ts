@@ -1,8 +1,9 @@
-// The model runtime's interactive API docs (`/docs`): an OpenAPI 3.0 document of every
-// operation, served as `/docs/swagger.yaml` (the reference's name) and `/docs/swagger.json`,
-// and a Swagger UI page built from the files of the `swagger-ui-dist` package.
+// The model runtime's interactive API docs (`/docs`): the OpenAPI 3.0 document of every
+// operation (checked in as server/openapi/model-runtime.json, validated by
+// test/models-docs.test.ts), served as `/docs/swagger.yaml` (the reference's name) and
+// `/docs/swagger.json`, and a Swagger UI page built from the files of the `swagger-ui-dist` package.
 
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 
@@ -11,315 +12,28 @@ interface DocsAsset {
   contentType: string;
 }
 
-const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
-const json = (schema: object) => ({ 'application/json': { schema } });
+/**
+ * The checked-in document (server/openapi/model-runtime.json), read from the source tree both when
+ * this module runs from source (tests) and from dist/server/ (the service runs from its checkout).
+ */
+const DOCUMENT_FILES = [new URL('./openapi/model-runtime.json', import.meta.url), new URL('../../server/openapi/model-runtime.json', import.meta.url)];
 
-function query(name: string, description: string, schema: object, required = false): object {
-  return { name, in: 'query', required, description, schema };
+let documentText: string | undefined;
+
+function documentJson(): string {
+  if (documentText === undefined) {
+    const file = DOCUMENT_FILES.find((url) => existsSync(url));
+    if (!file) throw new Error('server/openapi/model-runtime.json is missing');
+    documentText = readFileSync(file, 'utf8');
+  }
+  return documentText;
 }
 
-/** A parameter that may repeat; each value may also be a comma-separated list. */
-function repeatable(name: string, description: string): object {
-  return { ...query(name, description, { type: 'array', items: { type: 'string' } }), style: 'form', explode: true };
-}
-
-const modelParam = { name: 'model', in: 'path', required: true, description: 'Name the model was registered under.', schema: { type: 'string' } };
-const execParam = query(
-  'exec',
-  'Execution mode: `seq` (one row after another), `par` (all pool threads), `par-N` (at most N rows at a time). Default: `MODEL_EXECUTION_STRATEGY` (`par`).',
-  { type: 'string', pattern: '^(seq|par|par-[1-9][0-9]*)$' },
-);
-const missingParam = query(
-  'missing',
-  'A model input absent from the frame: `impute` adds it with a default value (0, "", false, empty list or tensor); `error` fails.',
-  { type: 'string', enum: ['impute', 'error'], default: 'impute' },
-);
-const descParam = query('desc', 'Highest score first when true.', { type: 'boolean', default: true });
-const kParam = query('k', 'Keep the first k results (transform: only when `rank` is given).', { type: 'integer', minimum: 0 });
-
-const errors = {
-  '400': { $ref: '#/components/responses/BadRequest' },
-  '404': { $ref: '#/components/responses/NotFound' },
-  '408': { $ref: '#/components/responses/Timeout' },
-  '500': { $ref: '#/components/responses/ServerError' },
-};
-const frameBody = {
-  required: true,
-  description: 'A frame in any of the four shapes; it is flattened to one leap frame before the model runs.',
-  content: {
-    'application/json': {
-      schema: ref('Frame'),
-      example: { schema: { fields: [{ name: 'feature_a', type: 'double' }] }, rows: [[0.42], [0.81]] },
-    },
-  },
-};
-const empty200 = { '200': { description: 'OK (empty body).' } };
-
-function paths(): object {
-  return {
-    '/models/{model}': {
-      parameters: [modelParam],
-      put: {
-        tags: ['models'],
-        operationId: 'load',
-        summary: 'Register a model, then load and warm its bundle',
-        description: 'The body is one URI (`file:///…`, `s3://bucket/key`, `gs://bucket/object`). The bundle is loaded and warmed before the answer; when it cannot load, the previous registration stays.',
-        requestBody: { required: true, content: { 'text/plain': { schema: { type: 'string', example: 'file:///models/airbnb.model.lr.zip' } } } },
-        responses: {
-          '201': { description: 'Registered under a new name.', content: json(ref('Model')) },
-          '200': { description: 'Replaced an earlier registration.', content: json(ref('Model')) },
-          ...errors,
-        },
-      },
-      delete: {
-        tags: ['models'],
-        operationId: 'unload',
-        summary: 'Unregister a model',
-        responses: { '200': { description: 'The model that was removed.', content: json(ref('ModelInfo')) }, ...errors },
-      },
-      get: {
-        tags: ['models'],
-        operationId: 'describe',
-        summary: 'Describe a model: bundle info, input and output schemas',
-        responses: { '200': { description: 'The model.', content: json(ref('ModelInfo')) }, ...errors },
-      },
-    },
-    '/models': {
-      get: {
-        tags: ['models'],
-        operationId: 'list',
-        summary: 'Every registered model, loaded or not',
-        responses: { '200': { description: 'Registrations.', content: json({ type: 'array', items: ref('Model') }) }, '500': errors['500'] },
-      },
-    },
-    '/models/{model}/transform': {
-      parameters: [modelParam],
-      post: {
-        tags: ['inference'],
-        operationId: 'transform',
-        summary: 'Run a frame through the model',
-        parameters: [
-          repeatable('select', 'Columns to return, in this order (`a*b` names both a and b). Default: all.'),
-          query('rank', 'Sort rows by this column, or by the product of columns (`a*b`, `a,b`).', { type: 'string' }),
-          descParam,
-          kParam,
-          execParam,
-          missingParam,
-        ],
-        requestBody: frameBody,
-        responses: {
-          '200': { description: 'Model output columns, then the request columns the model does not use.', content: json(ref('LeapFrame')) },
-          ...errors,
-        },
-      },
-    },
-    '/models/{model}/rank': {
-      parameters: [modelParam],
-      post: {
-        tags: ['inference'],
-        operationId: 'rank',
-        summary: 'Ids of the best-scoring rows',
-        parameters: [
-          query('id', 'Id column (read as a string).', { type: 'string' }, true),
-          query('rank', 'Score column, or product of columns (`a*b`, `a,b`).', { type: 'string' }, true),
-          kParam,
-          descParam,
-          query('group', "Keep each group's best row (the column may be one the model does not use).", { type: 'string' }),
-          query('avg', 'Average the scores of each id.', { type: 'boolean', default: false }),
-          execParam,
-          missingParam,
-        ],
-        requestBody: frameBody,
-        responses: { '200': { description: 'Ids, best first.', content: json(ref('RankResults')) }, ...errors },
-      },
-    },
-    '/models/{model}/sample': {
-      parameters: [modelParam],
-      get: {
-        tags: ['inference'],
-        operationId: 'sample',
-        summary: 'A frame of random values fitting the model inputs',
-        parameters: [
-          query('nrow', 'Number of rows (of the last group when `context` is given).', { type: 'integer', default: 1 }),
-          repeatable('context', 'Field name prefixes, one group each (`a|b` matches either); gives nested Cartesian frames.'),
-          repeatable('select', 'Flatten the frame and keep these columns.'),
-        ],
-        responses: { '200': { description: 'A leap frame, or a Cartesian frame with `context`.', content: json(ref('Frame')) }, ...errors },
-      },
-    },
-    '/models/{model}/graph': {
-      parameters: [modelParam],
-      get: {
-        tags: ['models'],
-        operationId: 'graph',
-        summary: "The model's stages as an SVG drawing",
-        parameters: [
-          query('elide-parent-schema', "Hide a pipeline's own input fields.", { type: 'boolean', default: true }),
-          query('unique-schemas', 'When false, link each column from the stage producing it to the stages reading it.', { type: 'boolean', default: true }),
-          query('density', 'Pixels per inch of the drawing.', { type: 'integer', default: 50, minimum: 1 }),
-          query('vertical-spacing', 'Gap between layers, in inches.', { type: 'number', default: 0.5, minimum: 0 }),
-        ],
-        responses: { '200': { description: 'An SVG document.', content: { 'application/xml': { schema: { type: 'string' } } } }, ...errors },
-      },
-    },
-    '/models/{model}/health': {
-      parameters: [modelParam],
-      get: {
-        tags: ['health'],
-        operationId: 'modelHealth',
-        summary: 'Run random frames through the model',
-        parameters: [
-          query('n', 'Number of random frames.', { type: 'integer', default: 1 }),
-          query('nrow', 'Rows per frame.', { type: 'integer', default: 1 }),
-        ],
-        responses: { ...empty200, ...errors },
-      },
-    },
-    '/health': {
-      get: { tags: ['health'], operationId: 'serviceHealth', summary: 'The service is up', responses: empty200 },
-    },
-    '/docs': {
-      get: {
-        tags: ['docs'],
-        operationId: 'docs',
-        summary: 'This documentation (Swagger UI); the document itself is /docs/swagger.yaml',
-        responses: { '200': { description: 'HTML page.', content: { 'text/html': { schema: { type: 'string' } } } } },
-      },
-    },
-    '/metrics': {
-      get: {
-        tags: ['metrics'],
-        operationId: 'metrics',
-        summary: 'Prometheus metrics',
-        responses: { '200': { description: 'Prometheus text format 0.0.4.', content: { 'text/plain; version=0.0.4': { schema: { type: 'string' } } } } },
-      },
-    },
-  };
-}
-
-const BASIC_TYPES = ['boolean', 'byte', 'short', 'int', 'integer', 'long', 'float', 'double', 'string', 'byte_string'];
-
-function schemas(): object {
-  const anyValues = { type: 'array', items: {}, description: 'One JSON value per field, in field order.' };
-  return {
-    DataType: {
-      description: 'A type name is a nullable scalar; the object form gives lists, tensors and non-nullable scalars.',
-      oneOf: [
-        { type: 'string', enum: BASIC_TYPES },
-        {
-          type: 'object',
-          required: ['type', 'base'],
-          properties: {
-            type: { type: 'string', enum: ['basic', 'list', 'tensor'] },
-            base: { type: 'string', enum: BASIC_TYPES },
-            isNullable: { type: 'boolean' },
-            dimensions: { type: 'array', items: { type: 'integer' } },
-          },
-        },
-      ],
-    },
-    Field: { type: 'object', required: ['name', 'type'], properties: { name: { type: 'string' }, type: ref('DataType') } },
-    Schema: { type: 'object', required: ['fields'], properties: { fields: { type: 'array', items: ref('Field') } } },
-    LeapFrame: {
-      type: 'object',
-      required: ['schema', 'rows'],
-      description: 'Tensor values: a plain array, `{dimensions, values}` (dense) or `{dimensions, indices, values}` (sparse).',
-      properties: { schema: ref('Schema'), rows: { type: 'array', items: anyValues } },
-    },
-    CartesianFrame: {
-      type: 'object',
-      required: ['contextFrame', 'targetFrame'],
-      description: 'Every target row joined to every context row.',
-      properties: { contextFrame: ref('Frame'), targetFrame: ref('Frame') },
-    },
-    ContextFrame: {
-      type: 'object',
-      required: ['contextSchema', 'targetSchema', 'rows'],
-      description: 'Each context row joined to each of its target rows.',
-      properties: {
-        contextSchema: ref('Schema'),
-        targetSchema: ref('Schema'),
-        rows: {
-          type: 'array',
-          items: {
-            type: 'object',
-            required: ['contextRow', 'targetRows'],
-            properties: { contextRow: anyValues, targetRows: { type: 'array', items: anyValues } },
-          },
-        },
-      },
-    },
-    PrefixedFrame: {
-      type: 'object',
-      required: ['frame', 'prefix'],
-      description: 'The inner frame with `prefix` prepended to every field name.',
-      properties: { frame: ref('Frame'), prefix: { type: 'string' } },
-    },
-    Frame: { oneOf: [ref('LeapFrame'), ref('CartesianFrame'), ref('ContextFrame'), ref('PrefixedFrame')] },
-    Model: {
-      type: 'object',
-      required: ['modelName', 'uri'],
-      properties: { modelName: { type: 'string' }, uri: { type: 'string' } },
-    },
-    BundleInfo: {
-      type: 'object',
-      properties: {
-        uid: { type: 'string' },
-        name: { type: 'string' },
-        format: { type: 'string', enum: ['json', 'proto'] },
-        version: { type: 'string' },
-        timestamp: { type: 'string' },
-        meta: { type: 'object' },
-      },
-    },
-    ModelInfo: {
-      type: 'object',
-      required: ['model', 'bundleMeta'],
-      properties: {
-        model: ref('Model'),
-        bundleMeta: {
-          type: 'object',
-          properties: {
-            info: ref('BundleInfo'),
-            inputSchema: ref('Schema'),
-            outputSchema: { ...ref('Schema'), description: 'The inputs, then every column the stages produce, in stage order.' },
-          },
-        },
-      },
-    },
-    RankResults: { type: 'object', required: ['results'], properties: { results: { type: 'array', items: { type: 'string' } } } },
-    Error: {
-      type: 'object',
-      required: ['error', 'message', 'code'],
-      properties: {
-        error: { type: 'string', example: 'ModelNotFound' },
-        message: { type: 'string', example: 'foo not found in [a,b]' },
-        code: { type: 'integer', description: 'Equals the HTTP status.', enum: [400, 404, 408, 500] },
-      },
-    },
-  };
-}
-
-function errorResponse(description: string): object {
-  return { description, content: json(ref('Error')) };
-}
-
+/** The OpenAPI document of the model runtime, with `version` as its info.version. */
 export function modelOpenApi(version: string): object {
-  return {
-    openapi: '3.0.3',
-    info: { title: 'svc model runtime', version, description: 'Serves MLeap bundles (json format).' },
-    tags: [{ name: 'models' }, { name: 'inference' }, { name: 'health' }, { name: 'docs' }, { name: 'metrics' }],
-    paths: paths(),
-    components: {
-      schemas: schemas(),
-      responses: {
-        BadRequest: errorResponse('Bad input: query, body, frame or bundle.'),
-        NotFound: errorResponse('Unknown model, or no models registered.'),
-        Timeout: errorResponse('The operation timed out.'),
-        ServerError: errorResponse('Anything else.'),
-      },
-    },
-  };
+  const doc = JSON.parse(documentJson()) as { info: { version: string } };
+  doc.info.version = version;
+  return doc;
 }
 
 // ---- YAML for plain JSON data ----

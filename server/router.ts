@@ -40,6 +40,8 @@ const REGISTER: Record<Method, 'get' | 'head' | 'post' | 'put' | 'patch' | 'del'
 
 export class Router {
   private readonly methods = new Map<string, Method[]>();
+  /** Every route registered, in order (what the API documents must cover). */
+  readonly routes: Array<{ method: Method; pattern: string }> = [];
 
   constructor(
     private readonly app: TemplatedApp,
@@ -57,6 +59,7 @@ export class Router {
         for (let i = 0; i < paramCount; i++) params.push(req.getParameter(i) ?? '');
         run(ex, () => handler({ ex, req, params, query: new URLSearchParams(req.getQuery() ?? '') }), options.fallbackCode);
       });
+      this.routes.push({ method, pattern });
       const known = this.methods.get(pattern) ?? [];
       if (known.length === 0) this.methods.set(pattern, known);
       if (!known.includes(method)) known.push(method);

@@ -268,3 +268,25 @@ describe('docsAsset', () => {
     }
   });
 });
+
+describe('the checked-in OpenAPI document (server/openapi/model-runtime.json)', () => {
+  it('is a valid OpenAPI 3.0 document (@apidevtools/swagger-parser)', async () => {
+    const SwaggerParser = (await import('@apidevtools/swagger-parser')).default;
+    await expect(SwaggerParser.validate(structuredClone(doc) as never)).resolves.toBeDefined();
+  });
+
+  it('documents exactly the routes the model listener registers', async () => {
+    const { Router } = await import('../server/router.js');
+    const { mountModelApi, modelSurface } = await import('../server/model-api.js');
+    // An app that only records what is registered: the route list comes from the code itself.
+    const app = new Proxy({}, { get: () => () => app }) as never;
+    const metrics = { observe() {}, registry: {} } as never;
+    const router = new Router(app, modelSurface(metrics, {} as never, 0));
+    mountModelApi(router, { config: { maxFrameBytes: 1, maxFrameRows: 1, executionStrategy: { kind: 'par' } } } as never, metrics, '1.2.3');
+    const registered = new Set(router.routes.map((r) => `${r.method} ${r.pattern.replace(/:(\w+)/g, '{$1}').replace(/\/\*$/, '')}`));
+    const documented = new Set(
+      Object.entries(doc.paths as Json).flatMap(([path, item]) => Object.keys(item).filter((k) => k !== 'parameters').map((m) => `${m.toUpperCase()} ${path}`)),
+    );
+    expect([...registered].sort()).toEqual([...documented].sort());
+  });
+});
