@@ -5,7 +5,9 @@ import { readFileSync } from 'node:fs';
 import { compileBundle, type CompiledModel } from '../engine/models/compile.js';
 import type { BundleDoc } from '../engine/models/bundle/spec.js';
 import { ModelError, frameError } from '../engine/models/errors.js';
-import type { FrameTask, ModelTask, TaskResult } from '../engine/models/protocol.js';
+import { decodeFramePart, decodeSplitPart, type FrameSlice } from '../engine/models/frame.js';
+import { type FrameSplit, scanLeapFrame, splitFrame } from '../engine/models/frame-split.js';
+import type { FrameTask, ModelTask, SplitTask, TaskResult } from '../engine/models/protocol.js';
 import { rankPart, transformPart, type RankQuery, type RankedPart, type TransformQuery, type TransformedPart } from '../engine/models/transform.js';
 
 const KEEP = 16;
@@ -23,27 +25,56 @@ function model(task: ModelTask): CompiledModel {
   return m;
 }
 
+/** The body is not JSON: whichever part finds it, it is the request's answer (ModelService). */
+class NotJson extends ModelError {
+  constructor() {
+    super(frameError('the body is not valid JSON').error, 'the body is not valid JSON', 400);
+  }
+}
+
 function settle<T>(work: () => T): TaskResult<T> {
   try {
     return { ok: true, value: work() };
   } catch (err) {
+    if (err instanceof NotJson) return { ok: false, error: err.error, message: err.message, code: err.code, syntax: true };
     if (err instanceof ModelError) return { ok: false, error: err.error, message: err.message, code: err.code };
     throw err;
   }
 }
 
-function frameJson(task: FrameTask<unknown>): unknown {
+function parse(text: string): unknown {
   try {
-    return JSON.parse(Buffer.from(task.body, 0, task.length).toString('utf8'));
+    return JSON.parse(text);
   } catch {
-    throw frameError('the body is not valid JSON');
+    throw new NotJson();
   }
 }
 
+/** The part's rows: from its share of a split Leap frame, else from the whole body. */
+function frame(task: FrameTask<unknown>): FrameSlice {
+  const body = Buffer.from(task.body, 0, task.length);
+  const split = task.split;
+  if (!split) return decodeFramePart(parse(body.toString('utf8')), task.limits, task.part);
+  const text = `{"schema":${body.toString('utf8', split.schema[0], split.schema[1])},"rows":[${body.toString('utf8', split.rows[0], split.rows[1])}]}`;
+  return decodeSplitPart(parse(text), task.limits, split.first, split.total);
+}
+
 export function transform(task: FrameTask<TransformQuery>): TaskResult<TransformedPart> {
-  return settle(() => transformPart(model(task), frameJson(task), task.limits, task.part, task.query));
+  return settle(() => {
+    const compiled = model(task);
+    return transformPart(compiled, frame(task), task.query);
+  });
 }
 
 export function rank(task: FrameTask<RankQuery>): TaskResult<RankedPart> {
-  return settle(() => rankPart(model(task), frameJson(task), task.limits, task.part, task.query));
+  return settle(() => {
+    const compiled = model(task);
+    return rankPart(compiled, frame(task), task.query);
+  });
+}
+
+/** Scans a frame body once into `count` parts' shares (frame-split.ts); undefined: not split. */
+export function split(task: SplitTask): FrameSplit[] | undefined {
+  const scan = scanLeapFrame(new Uint8Array(task.body), task.length);
+  return scan && splitFrame(scan, task.count);
 }

@@ -21,7 +21,7 @@ export interface FramePart {
 }
 
 /** A frame's rows of one part; `first` is the flattened index of its first row. */
-interface FrameSlice extends LeapFrame {
+export interface FrameSlice extends LeapFrame {
   first: number;
   /** Rows of the whole flattened frame. */
   total: number;
@@ -45,6 +45,19 @@ export function decodeFramePart(json: unknown, limits: FrameLimits, part: FrameP
   const whole = flatten(json, limits, 0);
   const [start, end] = partRange(whole.rows.length, part);
   return { fields: whole.fields, rows: whole.rows.slice(start, end), first: start, total: whole.rows.length };
+}
+
+/**
+ * Decodes a part of a split Leap frame (frame-split.ts): `json` holds the schema and only this
+ * part's rows, the `first` of the `total` rows of the frame.
+ */
+export function decodeSplitPart(json: unknown, limits: FrameLimits, first: number, total: number): FrameSlice {
+  const { schema, rows } = json as { schema: unknown; rows: unknown[] };
+  const fields = schemaFields(schema, 'schema');
+  checkRows(total, limits);
+  const out = new Array<Row>(rows.length);
+  for (let i = 0; i < rows.length; i++) out[i] = decodeRow(rows[i], fields, `row ${first + i}`);
+  return { fields, rows: out, first, total };
 }
 
 function flatten(json: unknown, limits: FrameLimits, depth: number): LeapFrame {

@@ -15,7 +15,8 @@ import { ModelRegistry, type Registration } from './registry.js';
 import { Repositories } from './repositories.js';
 import { sampleFrame } from './sample.js';
 import { LRUCache } from 'lru-cache';
-import type { FrameTask, TaskResult } from './protocol.js';
+import type { FrameSplit } from './frame-split.js';
+import type { FrameTask, SplitTask, TaskResult } from './protocol.js';
 import type { RankQuery, RankedPart, TransformQuery, TransformedPart } from './transform.js';
 
 export interface LoadedModel {
@@ -147,14 +148,31 @@ export class ModelService {
     return this.runFrame('rank', loaded, body, query, mode, signal);
   }
 
+  /**
+   * Runs a frame in parts. With more than one part, a Leap frame is first split once on the pool
+   * (frame-split.ts), so that each part parses only its own rows.
+   */
   private runFrame<Q, T>(name: string, loaded: LoadedModel, body: FrameBody, query: Q, mode: ExecutionMode, signal: AbortSignal): Promise<T[]> {
     const count = frameParts(this.width(mode), body.length);
     const limits = { maxRows: this.config.maxFrameRows };
-    const tasks: FrameTask<Q>[] = [];
-    for (let index = 0; index < count; index++) {
-      tasks.push({ key: loaded.key, docPath: loaded.docPath, body: body.bytes, length: body.length, limits, part: { index, count }, query });
+    return this.using(loaded, async () => {
+      const splits = count > 1 ? await this.split(body, count, signal) : undefined;
+      const tasks: FrameTask<Q>[] = [];
+      for (let index = 0; index < count; index++) {
+        tasks.push({ key: loaded.key, docPath: loaded.docPath, body: body.bytes, length: body.length, limits, part: { index, count }, split: splits?.[index], query });
+      }
+      return this.runTasks<T>(name, tasks, signal);
+    });
+  }
+
+  private async split(body: FrameBody, count: number, signal: AbortSignal): Promise<FrameSplit[] | undefined> {
+    const task: SplitTask = { body: body.bytes, length: body.length, count };
+    this.tasksInFlight++;
+    try {
+      return (await this.pool.run(task, { filename: WORKER_MODULE, name: 'split', signal })) as FrameSplit[] | undefined;
+    } finally {
+      this.tasksInFlight--;
     }
-    return this.using(loaded, () => this.runTasks<T>(name, tasks, signal));
   }
 
   /** Most tasks a request may use: `seq` one, `par` one per thread, `par-N` at most N. */
@@ -205,6 +223,10 @@ export class ModelService {
         (this.pool.run(task, { filename: WORKER_MODULE, name, signal }) as Promise<TaskResult<T>>).finally(() => this.tasksInFlight--),
       ),
     );
+    // A body that is not JSON is the answer whichever part found it (a split part sees only its rows).
+    for (const s of settled) {
+      if (s.status === 'fulfilled' && !s.value.ok && s.value.syntax) throw new ModelError(s.value.error, s.value.message, s.value.code as 400);
+    }
     return settled.map((s) => {
       if (s.status === 'rejected') throw s.reason;
       if (!s.value.ok) throw new ModelError(s.value.error, s.value.message, s.value.code as 400);

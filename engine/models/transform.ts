@@ -7,7 +7,7 @@
 import { caster, javaDouble } from './cast.js';
 import type { CompiledModel } from './compile.js';
 import { SkippedRow, frameError, queryError } from './errors.js';
-import { decodeFramePart, defaultValue, type FrameLimits, type FramePart } from './frame.js';
+import { defaultValue, type FrameSlice } from './frame.js';
 import { encodeSchema } from './frame-json.js';
 import { RowWriter, type RowBytes } from './row-writer.js';
 import { NUMERIC_TYPES, typeLabel, type Field, type LeapFrame, type Value } from './types.js';
@@ -56,8 +56,7 @@ export function parseSelection(values: string[]): string[] {
   return values.flatMap((v) => v.split(/[,*]/)).map((s) => s.trim()).filter((s) => s !== '');
 }
 
-export function transformPart(model: CompiledModel, json: unknown, limits: FrameLimits, part: FramePart, query: TransformQuery): TransformedPart {
-  const frame = decodeFramePart(json, limits, part);
+export function transformPart(model: CompiledModel, frame: FrameSlice, query: TransformQuery): TransformedPart {
   const bound = bindInputs(model, frame, query.missing);
   const selection = outputSelection(query.select, query.rank);
   const columns = selection.length ? columnIndexes(bound.fields, selection, 'select') : undefined;
@@ -76,8 +75,7 @@ export function transformPart(model: CompiledModel, json: unknown, limits: Frame
   return { schema: JSON.stringify(encodeSchema(fields)), first: frame.first, ...writer.finish(), scores: scores?.subarray(0, kept) };
 }
 
-export function rankPart(model: CompiledModel, json: unknown, limits: FrameLimits, part: FramePart, query: RankQuery): RankedPart {
-  const frame = decodeFramePart(json, limits, part);
+export function rankPart(model: CompiledModel, frame: FrameSlice, query: RankQuery): RankedPart {
   const bound = bindInputs(model, frame, query.missing);
   const [idAt, groupAt] = columnIndexes(bound.fields, [query.id, ...(query.group ? [query.group] : [])], 'select');
   const idType = bound.fields[idAt!]!.type;
