@@ -4,8 +4,8 @@
 
 import type { Engine } from '../engine/engine.js';
 import { SvcError } from '../engine/errors.js';
-import { MetadataRejection } from '../engine/documents/metadata.js';
-import type { Metrics } from '../engine/ops/metrics.js';
+import { MetadataRejection } from '../engine/documents/index.js';
+import type { Metrics } from '../engine/ops/index.js';
 import type { Surface } from './surface.js';
 
 /** What every handler of the listener needs: the engine and the metrics it reports to. */

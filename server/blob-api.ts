@@ -2,8 +2,8 @@
 // parse and answer; the engine does the work and blob-serving.ts writes the bytes.
 
 import type { HttpRequest } from 'uWebSockets.js';
-import { parseContentIdSegment } from '../engine/cas/content-id.js';
-import { parseLimit } from '../engine/cas/cursors.js';
+import { parseContentIdSegment } from '../engine/cas/index.js';
+import { parseLimit } from '../engine/cas/index.js';
 import type { Engine } from '../engine/engine.js';
 import { SvcError, invalidBlob } from '../engine/errors.js';
 import type { ServerContext } from './api-surface.js';

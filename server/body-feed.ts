@@ -1,8 +1,8 @@
 // A request body fed into an ingest with backpressure: the source pauses while the ingest is
 // full and resumes when it drains.
 
-import type { Ingest } from '../engine/cas/ingest.js';
-import type { Stats } from '../engine/ops/stats.js';
+import type { Ingest } from '../engine/cas/index.js';
+import type { Stats } from '../engine/ops/index.js';
 import type { BodySource } from './body-sources.js';
 import type { Exchange } from './exchange.js';
 

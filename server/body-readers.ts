@@ -2,7 +2,7 @@
 // (document platform) and a model frame (read into one shared buffer the workers parse in place).
 
 import { SvcError } from '../engine/errors.js';
-import type { FrameBody } from '../engine/models/service.js';
+import type { FrameBody } from '../engine/models/index.js';
 import type { Exchange } from './exchange.js';
 
 /** The error for a body larger than `max` bytes, in the surface's terms. */

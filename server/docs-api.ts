@@ -1,14 +1,14 @@
 // The document platform over HTTP (`/v1`, and `POST /dev/token`): bearer tokens, JSON bodies
 // of bounded size, and the byte upload streamed into the CAS. A thin layer over engine/documents.
 
-import type { Principal } from '../engine/auth/principal.js';
-import { parseDevTokenRequest, type TokenVerifier } from '../engine/auth/tokens.js';
-import type { DocumentService } from '../engine/documents/documents.js';
-import { MetadataRejection } from '../engine/documents/metadata.js';
-import type { Stats } from '../engine/ops/stats.js';
-import { badRequest, isPlainObject } from '../engine/documents/model.js';
-import { requireCapability } from '../engine/documents/permissions.js';
-import { decodeCursor, encodeCursor, parseLimit } from '../engine/cas/cursors.js';
+import type { Principal } from '../engine/auth/index.js';
+import { parseDevTokenRequest, type TokenVerifier } from '../engine/auth/index.js';
+import type { DocumentService } from '../engine/documents/index.js';
+import { MetadataRejection } from '../engine/documents/index.js';
+import type { Stats } from '../engine/ops/index.js';
+import { badRequest, isPlainObject } from '../engine/documents/index.js';
+import { requireCapability } from '../engine/documents/index.js';
+import { decodeCursor, encodeCursor, parseLimit } from '../engine/cas/index.js';
 import { SvcError, payloadTooLarge } from '../engine/errors.js';
 import type { ServerContext } from './api-surface.js';
 import { readJson } from './body-readers.js';

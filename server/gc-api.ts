@@ -4,7 +4,7 @@
 //        [&minAge=DURATION&quarantineAge=DURATION]   this run's ages instead of the configured ones
 // One run at a time: 409 gc_running otherwise. Dry run unless apply=true.
 
-import { GC_PHASES, type GcPhase } from '../engine/gc/gc.js';
+import { GC_PHASES, type GcPhase } from '../engine/gc/index.js';
 import { parseDuration } from '../engine/config.js';
 import { SvcError } from '../engine/errors.js';
 import type { ServerContext } from './api-surface.js';

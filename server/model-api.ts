@@ -2,14 +2,14 @@
 
 import { parseExecutionMode, type ExecutionMode } from '../engine/config.js';
 import type { Logger } from '../engine/log.js';
-import { ModelError, queryError } from '../engine/models/errors.js';
-import { decodeFrame } from '../engine/models/frame.js';
-import { encodeRow, encodeSchema, encodeFieldType } from '../engine/models/frame-json.js';
-import { renderGraphSvg } from '../engine/models/graph-svg.js';
-import { sampleFrame } from '../engine/models/sample.js';
-import { timeoutOr, type FrameBody, type LoadedModel, type ModelService } from '../engine/models/service.js';
-import { finishRank, parseSelection, selectColumns, transformBody, type Missing } from '../engine/models/transform.js';
-import type { LeapFrame } from '../engine/models/types.js';
+import { ModelError, queryError } from '../engine/models/index.js';
+import { decodeFrame } from '../engine/models/index.js';
+import { encodeRow, encodeSchema, encodeFieldType } from '../engine/models/index.js';
+import { renderGraphSvg } from '../engine/models/index.js';
+import { sampleFrame } from '../engine/models/index.js';
+import { timeoutOr, type FrameBody, type LoadedModel, type ModelService } from '../engine/models/index.js';
+import { finishRank, parseSelection, selectColumns, transformBody, type Missing } from '../engine/models/index.js';
+import type { LeapFrame } from '../engine/models/index.js';
 import type { ModelMetrics } from './model-metrics.js';
 import { docsAsset } from './model-docs.js';
 import { readShared } from './body-readers.js';

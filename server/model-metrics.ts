@@ -1,7 +1,7 @@
 // Prometheus metrics of the model runtime listener, with the reference runtime's names.
 
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { ModelService } from '../engine/models/service.js';
+import type { ModelService } from '../engine/models/index.js';
 
 /** Only these operations are measured, as in the reference runtime. */
 const MEASURED = new Set(['load', 'unload', 'transform', 'rank']);

@@ -3,8 +3,8 @@
 
 import { Gauge } from 'prom-client';
 import type { HttpRequest } from 'uWebSockets.js';
-import { type EventSink, OpsEvents, type Subscription } from '../engine/ops/events.js';
-import { type GcState, OpsSnapshots } from '../engine/ops/snapshot.js';
+import { type EventSink, OpsEvents, type Subscription } from '../engine/ops/index.js';
+import { type GcState, OpsSnapshots } from '../engine/ops/index.js';
 import { VERSION } from '../engine/version.js';
 import type { ServerContext } from './api-surface.js';
 import { dashboardAsset } from './dashboard/assets.js';

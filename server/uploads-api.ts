@@ -4,7 +4,7 @@ import type { HttpRequest } from 'uWebSockets.js';
 import type { Engine } from '../engine/engine.js';
 import { SvcError, invalidUpload } from '../engine/errors.js';
 import type { SessionRecord } from '../engine/store/index.js';
-import type { PartUpload } from '../engine/uploads/uploads.js';
+import type { PartUpload } from '../engine/uploads/index.js';
 import type { ServerContext } from './api-surface.js';
 import { SocketBody } from './body-sources.js';
 import { feedIngest } from './body-feed.js';

@@ -11,7 +11,7 @@ import type { Piscina } from 'piscina';
 import type { Config } from '../config.js';
 import { SvcError, ingestFailed, invalidBlob, payloadTooLarge } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { Stats } from '../ops/stats.js';
+import type { Stats } from '../ops/index.js';
 import type { BlobCatalog, BlockStoreLocation, StoredBlock } from '../store/index.js';
 import { Backlog } from './backlog.js';
 import { type ChunkerSpec, maxBlockBytes } from './chunkers.js';

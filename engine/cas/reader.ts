@@ -1,7 +1,7 @@
 import { xxh64 } from '@node-rs/xxhash';
 import { storageFailure } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { Stats } from '../ops/stats.js';
+import type { Stats } from '../ops/index.js';
 import { BlockCache } from './block-cache.js';
 import type { BlobCatalog, BlockStore, Manifest } from '../store/index.js';
 import type { TransferMemory } from './transfer-memory.js';

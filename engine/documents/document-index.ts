@@ -7,7 +7,7 @@
 // A page is one reverse range scan of the most selective of them, so it costs O(page), not a scan
 // of the tenant's documents.
 import { createHash } from 'node:crypto';
-import { decodeCursor, encodeCursor } from '../cas/cursors.js';
+import { decodeCursor, encodeCursor } from '../cas/index.js';
 import { invalidPagination } from '../errors.js';
 import type { OrderedTable, TableCatalog } from '../store/index.js';
 import type { DocumentRecord, ExternalRef } from './model.js';

@@ -4,15 +4,15 @@
 // write path checks its preconditions and adds a version in one atomic step over the same
 // tables, and those steps share their helpers (splitting it is due with workflows, issue 20).
 
-import type { Principal } from '../auth/principal.js';
-import { JobError, type JobQueue, type JobRecord } from '../jobs/queue.js';
+import type { Principal } from '../auth/index.js';
+import { JobError, type JobQueue, type JobRecord } from '../jobs/index.js';
 import { DOC_JOBS_MODULE, type DerivedInput, type MigrateInput, type Provenance } from './doc-jobs.js';
 import type { MigrationRegistry } from './migrations.js';
 import type { ValidationIssue } from './validator.js';
-import type { BlockRoots } from '../cas/block-roots.js';
-import type { DirectIngest, IngestOptions } from '../cas/direct-ingest.js';
+import type { BlockRoots } from '../cas/index.js';
+import type { DirectIngest, IngestOptions } from '../cas/index.js';
 import { Manifest, type ManifestRecord } from '../store/index.js';
-import { decodeCursor, encodeCursor } from '../cas/cursors.js';
+import { decodeCursor, encodeCursor } from '../cas/index.js';
 import { SvcError, invalidPagination } from '../errors.js';
 import type { OrderedTable, TableCatalog } from '../store/index.js';
 import { type DocumentFilter, DocumentIndex } from './document-index.js';

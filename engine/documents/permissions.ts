@@ -1,8 +1,8 @@
 // Document permission rules together with token capabilities: an action needs the capability;
 // on a document with rules it also needs a matching allow and no matching deny (deny wins).
 
-import type { Principal } from '../auth/principal.js';
-import { holds } from '../auth/principal.js';
+import type { Principal } from '../auth/index.js';
+import { holds } from '../auth/index.js';
 import { forbidden, type PermissionRule } from './model.js';
 
 function ruleAllows(rules: readonly PermissionRule[], principal: Principal, action: string): boolean {

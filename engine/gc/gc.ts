@@ -5,7 +5,7 @@
 // is checked by reading them together.
 
 import { randomUUID } from 'node:crypto';
-import type { BlockRoots } from '../cas/block-roots.js';
+import type { BlockRoots } from '../cas/index.js';
 import type { GcConfig } from '../config.js';
 import { SvcError } from '../errors.js';
 import type { Logger } from '../log.js';

@@ -16,7 +16,7 @@
 // `gc_reclaims` names the blocks between step 1 and the end: a restart finishes the work.
 
 import { randomUUID } from 'node:crypto';
-import type { BlockRoots } from '../cas/block-roots.js';
+import type { BlockRoots } from '../cas/index.js';
 import type { Logger } from '../log.js';
 import type { BlobCatalog, BlockStore, GcCatalog, StoredBlock } from '../store/index.js';
 import type { IngestFence } from './ingest-fence.js';

@@ -5,8 +5,8 @@
 // be acknowledged before its pipeline drains (ackPart) and continued by the next part of the
 // same session on the same ingest (continuePart).
 
-import { copyInto } from '../cas/shared-copy.js';
-import { type Decision, Ingest, type IngestDeps } from '../cas/ingest.js';
+import { copyInto } from '../cas/index.js';
+import { type Decision, Ingest, type IngestDeps } from '../cas/index.js';
 import type { SvcError } from '../errors.js';
 import type { StoredBlock } from '../store/index.js';
 

@@ -11,18 +11,18 @@
 // state, changed by every step here (the part protocol itself is ./part-ingest.ts).
 
 import { randomUUID } from 'node:crypto';
-import type { BlockRoots } from '../cas/block-roots.js';
-import { chunkerName } from '../cas/chunkers.js';
-import { formatContentId } from '../cas/content-id.js';
+import type { BlockRoots } from '../cas/index.js';
+import { chunkerName } from '../cas/index.js';
+import { formatContentId } from '../cas/index.js';
 import type { PartIngest, PartOptions, PartResult } from './part-ingest.js';
 import { type BlobCatalog, type BlockStore, type SessionRecord, type StoredBlock, type UploadCatalog, packBlocks } from '../store/index.js';
-import type { StreamScanner } from '../cas/stream-scanner.js';
+import type { StreamScanner } from '../cas/index.js';
 import type { UploadConfig } from '../config.js';
 import {
   SvcError, ingestFailed, invalidBlob, invalidUpload, uploadBusy, uploadExists, uploadExpired, uploadNotFound, uploadOffsetMismatch, uploadState,
 } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { Stats } from '../ops/stats.js';
+import type { Stats } from '../ops/index.js';
 
 import type { BufferPool } from './buffer-pool.js';
 import { Staging } from './staging.js';

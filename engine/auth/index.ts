@@ -1,0 +1,3 @@
+// Bearer tokens and the principal they name.
+export { holds, type Principal } from './principal.js';
+export { parseDevTokenRequest, TokenVerifier } from './tokens.js';

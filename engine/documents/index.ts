@@ -1,0 +1,7 @@
+// The document platform: documents, versions, metadata, schemas, migrations, permissions.
+export { DocumentService } from './documents.js';
+export { MetadataRejection } from './metadata.js';
+export { MigrationRegistry } from './migrations.js';
+export { badRequest, isPlainObject } from './model.js';
+export { requireCapability } from './permissions.js';
+export { SchemaRegistry } from './schemas.js';
