@@ -18,7 +18,7 @@ import { blobNotFound, invalidPagination, verificationFailure } from './errors.j
 import { GarbageCollector } from './gc/index.js';
 import { JobQueue } from './jobs/index.js';
 import type { Logger } from './log.js';
-import { Stats } from './ops/index.js';
+import { Metrics, Stats } from './ops/index.js';
 import { TokenVerifier } from './auth/index.js';
 import { DocumentService } from './documents/index.js';
 import { MigrationRegistry } from './documents/index.js';
@@ -49,6 +49,8 @@ export interface HealthCheck {
  */
 export class Engine {
   readonly stats = new Stats();
+  /** The process's one Prometheus registry: every listener's /metrics serves it. */
+  readonly metrics: Metrics;
   /** The last minutes of traffic for the dashboard's first look. */
   readonly traffic: TrafficHistory;
   readonly reader: BlobReader;
@@ -78,6 +80,7 @@ export class Engine {
     private readonly lock: DataDirLock,
   ) {
     this.traffic = new TrafficHistory(this.stats, config.opsRefreshMs);
+    this.metrics = new Metrics(this);
     this.reader = new BlobReader(manifests, blocks, config.blockCacheBytes, this.stats, log, this.memory);
     this.space = new DiskSpace(config.fsRoot, config.minFreeSpace);
     this.uploads = new Uploads({

@@ -6,7 +6,6 @@ import { Engine } from '../engine/engine.js';
 import { DataDirLockError } from '../engine/store/index.js';
 import { nativeSharedCopy } from '../engine/cas/index.js';
 import { Logger } from '../engine/log.js';
-import { Metrics } from '../engine/ops/index.js';
 import { type ServerContext, apiSurface } from './api-surface.js';
 import { BLOB_API_ROUTES, mountBlobApi } from './blob-api.js';
 import { mountUploadsApi } from './uploads-api.js';
@@ -55,7 +54,7 @@ interface RunningServer {
 /** Opens the engine, then listens: the port answers only once the stores are open. */
 export async function serve(config: Config, log = new Logger(config.logLevel)): Promise<RunningServer> {
   const engine = await Engine.open(config, log);
-  const ctx: ServerContext = { engine, metrics: new Metrics(engine) };
+  const ctx: ServerContext = { engine, metrics: engine.metrics };
   const app = createApp((message) => JSON.stringify({ error: 'invalid_request', message }));
   const surface = apiSurface(ctx);
   const blobRoutes = new Router(app, surface, BLOB_API_ROUTES);
@@ -70,7 +69,7 @@ export async function serve(config: Config, log = new Logger(config.logLevel)): 
   mountDocsApi(routes, ctx, { docs: engine.documents, tokens: engine.tokens, maxJsonBytes: config.docMaxJsonBytes });
   routes.fallback('/*', ({ ex, req }) => ex.json(404, { error: 'not_found', message: `No route for ${ex.method} ${req.getUrl()}` }));
   const modelApp = createApp((message) => JSON.stringify({ error: 'BadRequest', message, code: 400 }));
-  const modelMetrics = new ModelMetrics(engine.models);
+  const modelMetrics = new ModelMetrics(engine.models, engine.metrics.registry);
   mountModelApi(new Router(modelApp, modelSurface(modelMetrics, log, config.httpLingerBytes)), engine.models, modelMetrics, VERSION);
   const sockets: uWS.us_listen_socket[] = [];
   const close = async () => {
