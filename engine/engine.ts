@@ -99,7 +99,7 @@ export class Engine {
     this.jobs = new JobQueue({ env: catalog, pool, config: config.jobs, log });
     const schemas = new SchemaRegistry(new LmdbKeyedCatalog(catalog, 'schemas'));
     this.documents = new DocumentService(catalog, schemas, new MigrationRegistry(new LmdbKeyedCatalog(catalog, 'migrations'), schemas), this.jobs, (options) => this.startIngest(options));
-    this.tokens = TokenVerifier.open(config.auth, config.fsRoot, log);
+    this.tokens = TokenVerifier.open(config.auth, config.fsRoot, log, config.securityEnabled);
     this.models = new ModelService(config.model, new LmdbKeyedCatalog(catalog, 'models'), config.fsRoot, pool, log);
     // Every reference to blocks outside published manifests: resumable sessions, document content.
     const roots: BlockRoots[] = [this.uploads.blockRoots(), this.documents.blockRoots()];

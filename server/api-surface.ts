@@ -6,7 +6,21 @@ import type { Engine } from '../engine/engine.js';
 import { SvcError } from '../engine/errors.js';
 import { MetadataRejection } from '../engine/documents/index.js';
 import type { Metrics } from '../engine/ops/index.js';
+import type { CorsPolicy } from './router.js';
 import type { Surface } from './surface.js';
+import type { Config } from '../engine/config.js';
+
+/** Request headers a CORS preflight may name (docs: decisions, "Security"). */
+const ALLOWED_REQUEST_HEADERS = [
+  'authorization', 'content-type', 'if-match', 'if-modified-since', 'if-none-match', 'if-range', 'if-unmodified-since',
+  'range', 'upload-length', 'upload-offset', 'upload-part-id', 'x-svc-tenant-id', 'x-svc-upload-session-id',
+].join(', ');
+const EXPOSED_HEADERS = 'Accept-Ranges, Content-Length, Content-Range, ETag, Last-Modified, Location, Upload-Length, Upload-Offset, Upload-Expires, X-Svc-Upload-Session-Id';
+
+/** CORS of the blob API, uploads and GC: any origin while security is off, the listed origins only when on. */
+export function corsPolicy(config: Config): CorsPolicy {
+  return { open: !config.securityEnabled, origins: new Set(config.corsAllowedOrigins), allowHeaders: ALLOWED_REQUEST_HEADERS, exposeHeaders: EXPOSED_HEADERS };
+}
 
 /** What every handler of the listener needs: the engine and the metrics it reports to. */
 export interface ServerContext {

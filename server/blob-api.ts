@@ -1,7 +1,6 @@
 // The blob API (`/api/v1/blobs`): upload, list, download, metadata, verify, delete. Routes only
 // parse and answer; the engine does the work and blob-serving.ts writes the bytes.
 
-import type { HttpRequest } from 'uWebSockets.js';
 import { parseContentIdSegment } from '../engine/cas/index.js';
 import { parseLimit } from '../engine/cas/index.js';
 import type { Engine } from '../engine/engine.js';
@@ -10,49 +9,37 @@ import type { ServerContext } from './api-surface.js';
 import { SocketBody } from './body-sources.js';
 import { feedIngest } from './body-feed.js';
 import { readConditions, serveBlob } from './blob-serving.js';
-import { type Exchange, header } from './exchange.js';
+import { type Exchange, header, type RequestHead } from './exchange.js';
 import { UUID, parseContentType } from './request-parsing.js';
 import type { Router } from './router.js';
 
-const ALLOWED_REQUEST_HEADERS = [
-  'authorization', 'content-type', 'if-match', 'if-modified-since', 'if-none-match', 'if-range', 'if-unmodified-since',
-  'range', 'upload-length', 'upload-offset', 'upload-part-id', 'x-svc-tenant-id', 'x-svc-upload-session-id',
-].join(', ');
-const EXPOSED_HEADERS = 'Accept-Ranges, Content-Length, Content-Range, ETag, Last-Modified, Location, Upload-Length, Upload-Offset, Upload-Expires, X-Svc-Upload-Session-Id';
-/** The blob API's routes (uploads included): permissive CORS, preflights and 405 answered. */
-export const BLOB_API_ROUTES = {
-  baseHeaders: [
-    ['Access-Control-Allow-Origin', '*'],
-    ['Access-Control-Expose-Headers', EXPOSED_HEADERS],
-  ] as ReadonlyArray<[string, string]>,
-  preflightHeaders: ALLOWED_REQUEST_HEADERS,
-};
 const ONE_TIB = 2 ** 40;
+const READ = { capability: 'blob.read' };
 
 export function mountBlobApi(router: Router, { engine }: ServerContext): void {
-  router.on('POST', '/api/v1/blobs', ({ ex, req }) => upload(engine, ex, req), { fallbackCode: 'ingest_failed' });
+  router.on('POST', '/api/v1/blobs', ({ ex, req }) => upload(engine, ex, req), { fallbackCode: 'ingest_failed', capability: 'blob.write' });
 
   router.on('GET', '/api/v1/blobs', ({ ex, query }) => {
     ex.json(200, engine.list(parseLimit(query.get('limit') ?? undefined), query.get('cursor') ?? undefined));
-  }, { fallbackCode: 'inventory_failure' });
+  }, { fallbackCode: 'inventory_failure', capability: 'blob.read' });
 
   router.on(['GET', 'HEAD'], '/api/v1/blobs/:id', ({ ex, req, params }) => {
     const manifest = engine.manifest(parseContentIdSegment(params[0]!));
     serveBlob(engine, ex, readConditions(req), manifest, ex.method === 'HEAD');
-  });
+  }, READ);
 
   router.on('DELETE', '/api/v1/blobs/:id', async ({ ex, params }) => {
     await engine.delete(parseContentIdSegment(params[0]!));
     ex.send(204, {});
-  });
+  }, { capability: 'blob.delete' });
 
   router.on('GET', '/api/v1/blobs/:id/metadata', ({ ex, params, query }) => {
     ex.json(200, engine.metadata(parseContentIdSegment(params[0]!), parseLimit(query.get('limit') ?? undefined), query.get('cursor') ?? undefined));
-  });
+  }, READ);
 
   router.on('POST', '/api/v1/blobs/:id/verify', async ({ ex, params }) => {
     ex.json(200, await engine.verify(parseContentIdSegment(params[0]!)));
-  }, { fallbackCode: 'verification_failure' });
+  }, { fallbackCode: 'verification_failure', capability: 'blob.read' });
 }
 
 /** Content-Length: ASCII digits only (leading zeros allowed), at most 1 TiB. */
@@ -64,7 +51,7 @@ function parseContentLength(raw: string | undefined): number | undefined {
   return n;
 }
 
-function checkLocalityHeaders(req: HttpRequest): void {
+function checkLocalityHeaders(req: RequestHead): void {
   const tenant = header(req, 'x-svc-tenant-id');
   const session = header(req, 'x-svc-upload-session-id');
   if (tenant === undefined && session === undefined) return;
@@ -77,7 +64,7 @@ function checkLocalityHeaders(req: HttpRequest): void {
   throw new SvcError(503, 'locality_unavailable', 'Session-localized upload needs the locality runtime, which this server does not run');
 }
 
-function upload(engine: Engine, ex: Exchange, req: HttpRequest): void {
+function upload(engine: Engine, ex: Exchange, req: RequestHead): void {
   checkLocalityHeaders(req);
   const ingest = engine.startIngest({ contentType: parseContentType(header(req, 'content-type')), declaredLength: parseContentLength(header(req, 'content-length')) });
   feedIngest(ex, new SocketBody(ex), ingest, engine.stats, {

@@ -2,11 +2,10 @@
 // blob API, a document's content): preconditions, one range, validators, and the read path that
 // fetches and checks only the blocks needed, written as the socket drains.
 
-import type { HttpRequest } from 'uWebSockets.js';
 import type { Engine } from '../engine/engine.js';
 import type { Manifest } from '../engine/store/index.js';
 import { evaluate } from './conditional.js';
-import { type Exchange, JSON_UTF8, header } from './exchange.js';
+import { type Exchange, JSON_UTF8, header, type RequestHead } from './exchange.js';
 
 const IMMUTABLE = 'public, max-age=31536000, immutable';
 
@@ -19,7 +18,7 @@ interface ServedAs {
 }
 
 /** The precondition and range headers (read in the handler: uWS requests do not outlive it). */
-export function readConditions(req: HttpRequest) {
+export function readConditions(req: RequestHead) {
   return {
     ifMatch: header(req, 'if-match'),
     ifNoneMatch: header(req, 'if-none-match'),

@@ -19,6 +19,9 @@ export const JSON_UTF8 = 'application/json; charset=utf-8';
 
 export type Headers = Record<string, string | undefined>;
 
+/** What handlers read of a request: uWS's own (valid only during the callback) or a copy that outlives it. */
+export type RequestHead = Pick<HttpRequest, 'getHeader' | 'getUrl' | 'getQuery' | 'getMethod' | 'getCaseSensitiveMethod' | 'getParameter' | 'forEach'>;
+
 /** Answers up to this size are written at once, with a Content-Length (sendPieces). */
 const SINGLE_WRITE_BYTES = 256 * 1024;
 
@@ -222,7 +225,7 @@ function endHead(res: HttpResponse, contentLength: number): void {
 }
 
 /** A header value or undefined when absent (uWS returns '' for both absent and empty). */
-export function header(req: HttpRequest, name: string): string | undefined {
+export function header(req: Pick<HttpRequest, 'getHeader'>, name: string): string | undefined {
   const v = req.getHeader(name);
   return v === '' ? undefined : v;
 }

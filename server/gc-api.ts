@@ -26,7 +26,7 @@ function age(q: URLSearchParams, name: string): number | undefined {
 }
 
 export function mountGcApi(router: Router, { engine }: ServerContext): void {
-  router.on('GET', ROUTE, ({ ex }) => ex.json(200, engine.gc.state(), { 'Cache-Control': 'no-store' }));
+  router.on('GET', ROUTE, ({ ex }) => ex.json(200, engine.gc.state(), { 'Cache-Control': 'no-store' }), { capability: 'observability.read' });
 
   router.on('POST', ROUTE, async ({ ex, query }) => {
     // A body, if any, is not used.
@@ -38,5 +38,5 @@ export function mountGcApi(router: Router, { engine }: ServerContext): void {
     if (rawApply !== 'true' && rawApply !== 'false') throw invalid('apply must be true or false');
     const ages = { minAgeMs: age(query, 'minAge'), quarantineAgeMs: age(query, 'quarantineAge') };
     ex.json(200, await engine.gc.run(phase, rawApply === 'true', 'api', ages), { 'Cache-Control': 'no-store' });
-  });
+  }, { capability: 'gc.run' });
 }

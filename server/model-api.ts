@@ -156,7 +156,7 @@ export function mountModelApi(router: Router, service: ModelService, metrics: Mo
   });
 
   route('GET', '/metrics', 'metrics', async (ex) => {
-    ex.send(200, { 'Content-Type': metrics.registry.contentType }, await metrics.registry.metrics());
+    ex.send(200, { 'Content-Type': metrics.registry.contentType }, await metrics.render());
   });
 
   for (const pattern of ['/docs', '/docs/*']) {

@@ -1,5 +1,6 @@
 // Prometheus metrics of the model runtime listener, with the reference runtime's names, in the
-// process's one registry (engine/ops/metrics.ts): each listener's /metrics shows all of them.
+// process's one registry (engine/ops/metrics.ts). The blob listener's /metrics shows them with
+// the rest; the model listener's /metrics (no authentication on that surface) shows only these.
 
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { ModelService } from '../engine/models/index.js';
@@ -49,6 +50,12 @@ export class ModelMetrics {
     poolGauge('workers_count', 'Threads of each pool', () => service.poolThreads, 1);
     poolGauge('pool_size', 'Row tasks running on each pool', () => service.runningTasks, 0);
     poolGauge('pool_tasks_enqueued', 'Tasks waiting for a thread of each pool', () => service.queueSize, 0);
+  }
+
+  /** The model runtime's metrics alone, in the Prometheus text format. */
+  async render(): Promise<string> {
+    const names = ['http_requests_duration_millis', 'total_reponse_count', 'http_requests_total', 'workers_count', 'pool_size', 'pool_tasks_enqueued'];
+    return `${(await Promise.all(names.map((name) => this.registry.getSingleMetricAsString(name)))).join('\n')}\n`;
   }
 
   observe(service: string, status: number, millis: number, error?: string): void {

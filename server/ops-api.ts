@@ -2,19 +2,21 @@
 // event stream, and the dashboard's files.
 
 import { Gauge } from 'prom-client';
-import type { HttpRequest } from 'uWebSockets.js';
 import { type EventSink, OpsEvents, type Subscription } from '../engine/ops/index.js';
 import { type GcState, OpsSnapshots } from '../engine/ops/index.js';
 import { VERSION } from '../engine/version.js';
 import type { ServerContext } from './api-surface.js';
 import { dashboardAsset } from './dashboard/assets.js';
-import { type Exchange, header } from './exchange.js';
+import { type Exchange, header, type RequestHead } from './exchange.js';
 import type { Router } from './router.js';
 
 interface OpsApiOptions {
   /** Garbage collection's state for the snapshot (`durability.lastGc`, `storage.quarantinedBlocks`). */
   gc?: GcState;
 }
+
+/** The operator endpoints' capability (health stays public). */
+const OBSERVE = { capability: 'observability.read' };
 
 export function mountOpsApi(router: Router, { engine, metrics }: ServerContext, options: OpsApiOptions = {}): OpsEvents {
   router.on('GET', '/api/health/live', ({ ex }) => ex.json(200, { status: 'ok', version: VERSION, uptimeSeconds: engine.stats.uptimeSeconds() }));
@@ -28,9 +30,9 @@ export function mountOpsApi(router: Router, { engine, metrics }: ServerContext, 
     ex.json(ready ? 200 : 503, { status, checks: [...checks, space] });
   });
 
-  router.on('GET', '/api/stats', ({ ex }) => ex.json(200, engine.stats.toJSON()));
+  router.on('GET', '/api/stats', ({ ex }) => ex.json(200, engine.stats.toJSON()), OBSERVE);
 
-  router.on('GET', '/metrics', async ({ ex }) => ex.send(200, { 'Content-Type': metrics.registry.contentType }, await metrics.render()));
+  router.on('GET', '/metrics', async ({ ex }) => ex.send(200, { 'Content-Type': metrics.registry.contentType }, await metrics.render()), OBSERVE);
 
   const events = new OpsEvents(new OpsSnapshots(engine, { gc: options.gc ?? engine.gc }), engine.config.opsRefreshMs, engine.log);
   const gauge = (name: string, help: string, read: () => number) =>
@@ -40,13 +42,13 @@ export function mountOpsApi(router: Router, { engine, metrics }: ServerContext, 
   gauge('svc_ops_events_sent_total', 'Snapshot events written to subscribers.', () => events.counters.sent);
   gauge('svc_ops_events_dropped_total', 'Snapshot events a backpressured subscriber never got (a newer one replaced them).', () => events.counters.dropped);
 
-  router.on('GET', '/api/ops/v1/snapshot', async ({ ex }) => ex.json(200, await events.fresh(), { 'Cache-Control': 'no-store' }));
+  router.on('GET', '/api/ops/v1/snapshot', async ({ ex }) => ex.json(200, await events.fresh(), { 'Cache-Control': 'no-store' }), OBSERVE);
 
   // The last ten minutes of traffic, for a chart that starts filled (the event stream carries
   // snapshots only).
-  router.on('GET', '/api/ops/v1/history', ({ ex }) => ex.json(200, engine.traffic.recent(), { 'Cache-Control': 'no-store' }));
+  router.on('GET', '/api/ops/v1/history', ({ ex }) => ex.json(200, engine.traffic.recent(), { 'Cache-Control': 'no-store' }), OBSERVE);
 
-  router.on('GET', '/api/ops/v1/events', ({ ex }) => streamEvents(events, ex));
+  router.on('GET', '/api/ops/v1/events', ({ ex }) => streamEvents(events, ex), OBSERVE);
 
   // The dashboard: a page of our own and uPlot's files, all served from this process.
   router.on('GET', '/ops', ({ ex }) => ex.send(308, { Location: '/ops/', 'Content-Type': 'text/plain; charset=utf-8' }, 'see /ops/\n'));
@@ -85,7 +87,7 @@ export function streamEvents(events: OpsEvents, ex: Exchange): void {
   res.onWritable(() => subscription!.drained());
 }
 
-function ifNoneMatch(req: HttpRequest, etag: string): boolean {
+function ifNoneMatch(req: RequestHead, etag: string): boolean {
   const v = header(req, 'if-none-match');
   return v !== undefined && v.split(',').some((t) => t.trim() === etag || t.trim() === '*');
 }

@@ -44,6 +44,7 @@ export class RequestBody {
 
   /** Delivers the body's chunks (each valid only during the call) until the request is answered. */
   read(handler: (chunk: ArrayBuffer, isLast: boolean) => void): void {
+    if (this.held) return this.replay(handler);
     this.reading = true;
     this.res.onData((chunk, isLast) => {
       this.received += chunk.byteLength;
@@ -51,6 +52,43 @@ export class RequestBody {
       if (this.live()) handler(chunk, isLast);
       else if (isLast && this.deferred) this.deferred();
     });
+  }
+
+  /** Chunks taken while the request waited for its handler (hold), and where they go once it reads. */
+  private held?: { chunks: ArrayBuffer[]; ended: boolean; sink?: (chunk: ArrayBuffer, isLast: boolean) => void };
+
+  /**
+   * Takes the body from its first byte while the handler cannot run yet (a token being
+   * verified): uWS drops data that arrives before onData is set. The socket is paused at once;
+   * what already arrived is kept and handed over in order when the handler reads.
+   */
+  hold(): void {
+    if (this.held || this.complete) return;
+    const held: NonNullable<RequestBody['held']> = (this.held = { chunks: [], ended: false });
+    this.reading = true;
+    this.res.onData((chunk, isLast) => {
+      this.received += chunk.byteLength;
+      if (isLast) this.complete = true;
+      if (!this.live()) {
+        if (isLast && this.deferred) this.deferred();
+        return;
+      }
+      if (held.sink) return held.sink(chunk, isLast);
+      held.chunks.push(chunk.slice(0));
+      if (isLast) held.ended = true;
+    });
+    this.setPaused(true);
+  }
+
+  private replay(handler: (chunk: ArrayBuffer, isLast: boolean) => void): void {
+    const held = this.held!;
+    const chunks = held.chunks;
+    held.chunks = [];
+    held.sink = handler;
+    chunks.forEach((chunk, i) => handler(chunk, held.ended && i === chunks.length - 1));
+    if (held.ended && chunks.length === 0) handler(new ArrayBuffer(0), true);
+    // The rest comes as it arrives; a reader that cannot take it pauses again.
+    if (!held.ended) this.resume();
   }
 
   /**

@@ -1,6 +1,5 @@
 // Resumable upload sessions over HTTP (`/api/v1/uploads`): a thin layer over engine/uploads.
 
-import type { HttpRequest } from 'uWebSockets.js';
 import type { Engine } from '../engine/engine.js';
 import { SvcError, invalidUpload } from '../engine/errors.js';
 import type { SessionRecord } from '../engine/store/index.js';
@@ -8,7 +7,7 @@ import type { PartUpload } from '../engine/uploads/index.js';
 import type { ServerContext } from './api-surface.js';
 import { SocketBody } from './body-sources.js';
 import { feedIngest } from './body-feed.js';
-import { type Exchange, header } from './exchange.js';
+import { type Exchange, header, type RequestHead } from './exchange.js';
 import { UUID, parseContentType } from './request-parsing.js';
 import type { Router } from './router.js';
 
@@ -19,35 +18,36 @@ const COMMIT = '/api/v1/uploads/:id/commit';
 
 export function mountUploadsApi(router: Router, { engine }: ServerContext): void {
   const uploads = engine.uploads;
-  const failure = { fallbackCode: 'ingest_failed' };
+  const write = { fallbackCode: 'ingest_failed', capability: 'blob.write' };
+  const read = { fallbackCode: 'ingest_failed', capability: 'blob.read' };
 
   router.on('POST', COLLECTION, async ({ ex, req }) => {
     const id = sessionId(header(req, 'x-svc-upload-session-id'), 'X-Svc-Upload-Session-Id');
     const request = { tenant: tenantOf(req), id, declaredLength: uploadLength(header(req, 'upload-length')), contentType: contentTypeOf(req) };
     const record = await uploads.create(request);
     ex.json(201, statusJson(record), { ...sessionHeaders(record), Location: `${COLLECTION}/${record.id}` });
-  }, failure);
+  }, write);
 
   router.on(['GET', 'HEAD'], SESSION, ({ ex, req, params }) => {
     const record = uploads.status(tenantOf(req), sessionId(params[0]));
     ex.json(200, statusJson(record), sessionHeaders(record));
-  }, failure);
+  }, read);
 
-  router.on('PATCH', SESSION, ({ ex, req, params }) => part(ex, req, params[0]!, engine), failure);
+  router.on('PATCH', SESSION, ({ ex, req, params }) => part(ex, req, params[0]!, engine), write);
 
   router.on('POST', COMMIT, async ({ ex, req, params }) => {
     const record = await uploads.commit(tenantOf(req), sessionId(params[0]));
     ex.json(200, statusJson(record), { ...sessionHeaders(record), Location: `/api/v1/blobs/${record.committedBlob}` });
-  }, failure);
+  }, write);
 
   router.on('DELETE', SESSION, async ({ ex, req, params }) => {
     await uploads.cancel(tenantOf(req), sessionId(params[0]));
     ex.send(204, { 'Cache-Control': 'no-store' });
-  }, failure);
+  }, write);
 }
 
 /** PATCH: one part, taken from the first body byte; acknowledged once it and the offset are durable. */
-function part(ex: Exchange, req: HttpRequest, id: string, engine: Engine): void {
+function part(ex: Exchange, req: RequestHead, id: string, engine: Engine): void {
   let started: { replayed: SessionRecord } | { part: PartUpload };
   const declared = header(req, 'content-length');
   try {
@@ -122,7 +122,7 @@ function sessionId(raw: string | undefined, name = 'The upload session id'): str
   return raw;
 }
 
-function tenantOf(req: HttpRequest): string {
+function tenantOf(req: RequestHead): string {
   const raw = header(req, 'x-svc-tenant-id');
   if (raw === undefined) return DEFAULT_TENANT;
   if (!UUID.test(raw)) throw invalidUpload('X-Svc-Tenant-Id must be a canonical lowercase UUID');
@@ -146,7 +146,7 @@ function uploadLength(raw: string | undefined): number | undefined {
   return n;
 }
 
-function contentTypeOf(req: HttpRequest): string | undefined {
+function contentTypeOf(req: RequestHead): string | undefined {
   try {
     return parseContentType(header(req, 'content-type'));
   } catch (err) {

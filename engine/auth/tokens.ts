@@ -28,6 +28,8 @@ interface DevTokenRequest {
 
 const MAX_DEV_TTL = 7 * 24 * 3600;
 
+const BEARER = /^Bearer\s+([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*)\s*$/i;
+
 /** Verified tokens kept for reuse (a client sends the same token with every request). */
 const CACHED_TOKENS = 10_000;
 
@@ -49,9 +51,12 @@ export class TokenVerifier {
     else if (config.jwksUri) this.jwks = createRemoteJWKSet(new URL(config.jwksUri));
   }
 
-  /** The development secret: configured, or generated once and kept under `<fsRoot>/secrets/`. */
-  static open(config: AuthConfig, fsRoot: string, log: Logger): TokenVerifier {
-    if (config.devSharedSecret === 'off') return new TokenVerifier(config, undefined);
+  /**
+   * The development secret: configured, or generated once and kept under `<fsRoot>/secrets/`.
+   * With security enabled it is never generated: HS256 tokens then need an explicit secret.
+   */
+  static open(config: AuthConfig, fsRoot: string, log: Logger, securityEnabled = false): TokenVerifier {
+    if (config.devSharedSecret === 'off' || (securityEnabled && config.devSharedSecret === '')) return new TokenVerifier(config, undefined);
     if (config.devSharedSecret) return new TokenVerifier(config, new TextEncoder().encode(config.devSharedSecret));
     const file = path.join(fsRoot, 'secrets', 'dev-shared-secret');
     let secret: string;
@@ -70,10 +75,18 @@ export class TokenVerifier {
     return this.secret !== undefined && this.config.devTokenEndpoint !== 'off';
   }
 
+  /** The principal of a token verified before and not expired, without waiting; undefined otherwise. */
+  cached(authorization: string | undefined): Principal | undefined {
+    if (!authorization) return undefined;
+    const m = BEARER.exec(authorization);
+    const hit = m ? this.verified.get(m[1]!) : undefined;
+    return hit && hit.expiresAt > Date.now() ? hit.principal : undefined;
+  }
+
   /** The principal of an `Authorization` header value; 401 `unauthenticated` otherwise. */
   async verify(authorization: string | undefined): Promise<Principal> {
     if (!authorization) throw unauthenticated('An Authorization: Bearer <JWT> header is required');
-    const m = /^Bearer\s+([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*)\s*$/i.exec(authorization);
+    const m = BEARER.exec(authorization);
     if (!m) throw unauthenticated('The Authorization header is not a Bearer JWT');
     const token = m[1]!;
     const cached = this.verified.get(token);
