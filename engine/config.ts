@@ -40,7 +40,7 @@ export const VARIABLES: ReadonlyArray<{ name: string; default: string; help: str
   { name: 'SVC_OPS_REFRESH_MS', default: '1000', help: 'Milliseconds between two reads of the operator snapshot while anyone follows /api/ops/v1/events (also the most a GET of the snapshot is out of date).' },
   { name: 'SVC_SECURITY_ENABLED', default: 'false', help: '`true`: every /api/v1 and /api/ops route needs a bearer token (RS256/ES256 against SVC_OIDC_*; HS256 only with an explicit SVC_DEV_SHARED_SECRET) and the capability of the route; health stays public.' },
   { name: 'SVC_SECURITY_CORS_ALLOWED_ORIGINS', default: '', help: 'Comma-separated exact browser origins (used when security is enabled; unsecured servers allow any origin).' },
-  { name: 'SVC_DEV_SHARED_SECRET', default: '', help: 'HS256 secret of development tokens; empty: one is generated at first start and kept in <SVC_FS_ROOT>/secrets/dev-shared-secret. `off` disables HS256 tokens and POST /dev/token.' },
+  { name: 'SVC_DEV_SHARED_SECRET', default: '', help: 'HS256 secret of development tokens; empty: one is generated at first start and kept in <SVC_FS_ROOT>/secrets/dev-shared-secret (never with SVC_SECURITY_ENABLED=true: then HS256 needs an explicit secret). `off` disables HS256 tokens and POST /dev/token.' },
   { name: 'SVC_DEV_TOKEN_ENDPOINT', default: 'loopback', help: '`loopback`: POST /dev/token answers requests from 127.0.0.1/::1 only; `off`: disabled.' },
   { name: 'SVC_OIDC_ISSUER', default: '', help: 'Required `iss` of RS256/ES256 tokens (checked when a JWKS is configured).' },
   { name: 'SVC_OIDC_AUDIENCE', default: '', help: 'Required `aud` of RS256/ES256 tokens.' },

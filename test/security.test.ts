@@ -1,0 +1,190 @@
+// The blob API and the operator endpoints with SVC_SECURITY_ENABLED=true (issue 18), over real
+// HTTP, with RS256/ES256 keys of a local JWKS file (SVC_OIDC_JWKS_FILE) and an explicit
+// development secret for the HS256 cases. Tokens are signed here with jose.
+import { createHash, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { SignJWT, exportJWK, generateKeyPair, type JWK } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startServer, type TestServer } from './helpers/server.js';
+
+const ISSUER = 'https://issuer.test';
+const AUDIENCE = 'svc-blobs';
+const ORIGIN = 'https://app.example';
+const ALL = 'blob.read blob.write blob.delete observability.read gc.run';
+
+let server: TestServer;
+let rsa: CryptoKey;
+let ec: CryptoKey;
+let stranger: CryptoKey;
+
+async function token(claims: Record<string, unknown> = {}, opts: { key?: CryptoKey; alg?: string; kid?: string; exp?: number; iss?: string; aud?: string } = {}): Promise<string> {
+  const alg = opts.alg ?? 'RS256';
+  return new SignJWT({ org_id: 'acme', scope: ALL, ...claims })
+    .setProtectedHeader({ alg, kid: opts.kid ?? (alg === 'ES256' ? 'ec-1' : 'rsa-1') })
+    .setSubject('alice')
+    .setIssuer(opts.iss ?? ISSUER)
+    .setAudience(opts.aud ?? AUDIENCE)
+    .setExpirationTime(opts.exp ?? Math.floor(Date.now() / 1000) + 600)
+    .sign(opts.key ?? (alg === 'ES256' ? ec : rsa));
+}
+
+const bearer = (t: string) => ({ Authorization: `Bearer ${t}` });
+
+beforeAll(async () => {
+  const r = await generateKeyPair('RS256', { extractable: true });
+  const e = await generateKeyPair('ES256', { extractable: true });
+  stranger = (await generateKeyPair('RS256')).privateKey;
+  rsa = r.privateKey;
+  ec = e.privateKey;
+  const keys: JWK[] = [
+    { ...(await exportJWK(r.publicKey)), kid: 'rsa-1', alg: 'RS256', use: 'sig' },
+    { ...(await exportJWK(e.publicKey)), kid: 'ec-1', alg: 'ES256', use: 'sig' },
+  ];
+  const dir = fs.mkdtempSync(path.join(process.env.TMPDIR ?? '/tmp', 'svc-jwks-'));
+  const file = path.join(dir, 'jwks.json');
+  fs.writeFileSync(file, JSON.stringify({ keys }));
+  server = await startServer({
+    SVC_SECURITY_ENABLED: 'true',
+    SVC_OIDC_ISSUER: ISSUER,
+    SVC_OIDC_AUDIENCE: AUDIENCE,
+    SVC_OIDC_JWKS_FILE: file,
+    SVC_SECURITY_CORS_ALLOWED_ORIGINS: `${ORIGIN}, https://other.example`,
+  });
+});
+
+afterAll(async () => {
+  await server?.stop();
+});
+
+describe('security on: tokens', () => {
+  it('health stays public; everything else needs a token (401 with WWW-Authenticate: Bearer)', async () => {
+    expect((await fetch(`${server.url}/api/health/live`)).status).toBe(200);
+    expect((await fetch(`${server.url}/api/health/ready`)).status).toBe(200);
+    for (const [method, p] of [
+      ['GET', '/api/v1/blobs'],
+      ['POST', '/api/v1/blobs'],
+      ['GET', `/api/v1/blobs/sha-256:${'0'.repeat(64)}:1`],
+      ['POST', '/api/v1/uploads'],
+      ['GET', '/api/stats'],
+      ['GET', '/metrics'],
+      ['GET', '/api/ops/v1/snapshot'],
+      ['GET', '/api/ops/v1/events'],
+      ['GET', '/api/ops/v1/gc'],
+      ['POST', '/api/ops/v1/gc'],
+    ]) {
+      const res = await fetch(`${server.url}${p}`, { method, body: method === 'POST' ? 'x' : undefined });
+      expect([method, p, res.status]).toEqual([method, p, 401]);
+      expect(res.headers.get('www-authenticate')).toBe('Bearer');
+      expect(await res.json()).toEqual({ error: 'unauthenticated', message: expect.any(String) });
+    }
+  });
+
+  it('refuses expired, wrong-issuer, wrong-audience, unknown-key, alg none and HS256 tokens, without a library\'s text', async () => {
+    const none = `${Buffer.from(JSON.stringify({ alg: 'none', typ: 'JWT' })).toString('base64url')}.${Buffer.from(JSON.stringify({ org_id: 'acme', sub: 'x', scope: ALL, exp: 9999999999, iss: ISSUER, aud: AUDIENCE })).toString('base64url')}.`;
+    const hs = await new SignJWT({ org_id: 'acme', scope: ALL }).setProtectedHeader({ alg: 'HS256' }).setSubject('x').setExpirationTime('10m').sign(randomBytes(32));
+    const cases: Record<string, string> = {
+      expired: await token({}, { exp: Math.floor(Date.now() / 1000) - 60 }),
+      'wrong issuer': await token({}, { iss: 'https://evil.test' }),
+      'wrong audience': await token({}, { aud: 'someone-else' }),
+      'unknown key': await token({}, { key: stranger, kid: 'rsa-9' }),
+      'signed by another key under a known kid': await token({}, { key: stranger }),
+      'alg none': none,
+      'HS256 without a configured secret': hs,
+      garbage: 'a.b.c',
+    };
+    for (const [name, t] of Object.entries(cases)) {
+      const res = await fetch(`${server.url}/api/v1/blobs`, { headers: bearer(t) });
+      expect([name, res.status]).toEqual([name, 401]);
+      const body = (await res.json()) as { error: string; message: string };
+      expect(body.error).toBe('unauthenticated');
+      expect(body.message).not.toMatch(/ERR_|JWS|JWT[A-Z]|at .*\.js/);
+    }
+    expect((await fetch(`${server.url}/api/v1/blobs`, { headers: { Authorization: 'Basic abc' } })).status).toBe(401);
+  });
+
+  it('accepts RS256 and ES256 tokens of the JWKS, for uploads (body held while the token is checked) and reads', async () => {
+    const body = randomBytes(300_000);
+    const id = `sha-256:${createHash('sha256').update(body).digest('hex')}:${body.length}`;
+    // A token never seen before: its check waits for the keys while the body arrives.
+    const put = await fetch(`${server.url}/api/v1/blobs`, { method: 'POST', headers: bearer(await token({}, { alg: 'ES256' })), body });
+    expect(put.status).toBe(201);
+    expect(((await put.json()) as { blob: { id: string } }).blob.id).toBe(id);
+    const get = await fetch(`${server.url}/api/v1/blobs/${id}`, { headers: bearer(await token()) });
+    expect(get.status).toBe(200);
+    expect(Buffer.from(await get.arrayBuffer()).equals(body)).toBe(true);
+  });
+
+  it('checks the capability of every route: 403 forbidden without it', async () => {
+    const none = bearer(await token({ scope: 'doc.read' }));
+    const cases: Array<[string, string, string]> = [
+      ['GET', '/api/v1/blobs', 'blob.read'],
+      ['POST', '/api/v1/blobs', 'blob.write'],
+      ['DELETE', `/api/v1/blobs/sha-256:${'0'.repeat(64)}:1`, 'blob.delete'],
+      ['GET', `/api/v1/blobs/sha-256:${'0'.repeat(64)}:1/metadata`, 'blob.read'],
+      ['POST', `/api/v1/blobs/sha-256:${'0'.repeat(64)}:1/verify`, 'blob.read'],
+      ['POST', '/api/v1/uploads', 'blob.write'],
+      ['GET', `/api/v1/uploads/${'0'.repeat(8)}-0000-4000-8000-${'0'.repeat(12)}`, 'blob.read'],
+      ['GET', '/api/stats', 'observability.read'],
+      ['GET', '/metrics', 'observability.read'],
+      ['GET', '/api/ops/v1/snapshot', 'observability.read'],
+      ['GET', '/api/ops/v1/history', 'observability.read'],
+      ['GET', '/api/ops/v1/gc', 'observability.read'],
+      ['POST', '/api/ops/v1/gc', 'gc.run'],
+    ];
+    for (const [method, p, capability] of cases) {
+      const res = await fetch(`${server.url}${p}`, { method, headers: none, body: method === 'POST' ? 'x' : undefined });
+      expect([method, p, res.status]).toEqual([method, p, 403]);
+      expect(await res.json()).toEqual({ error: 'forbidden', message: `The token does not grant ${capability}` });
+      // With exactly that capability the route is reached (whatever it then answers).
+      const granted = await fetch(`${server.url}${p}`, { method, headers: bearer(await token({ scope: capability })), body: method === 'POST' ? 'x' : undefined });
+      expect([method, p, granted.status === 401 || granted.status === 403]).toEqual([method, p, false]);
+    }
+    // A wildcard scope grants what it prefixes.
+    expect((await fetch(`${server.url}/api/v1/blobs`, { headers: bearer(await token({ scope: 'blob.*' })) })).status).toBe(200);
+  });
+});
+
+describe('security on: CORS', () => {
+  const preflight = (origin: string | undefined, method: string, headers?: string) =>
+    fetch(`${server.url}/api/v1/blobs`, {
+      method: 'OPTIONS',
+      headers: { ...(origin ? { Origin: origin } : {}), 'Access-Control-Request-Method': method, ...(headers ? { 'Access-Control-Request-Headers': headers } : {}) },
+    });
+
+  it('answers a preflight without a token for a listed origin, a method of the route and allowed headers', async () => {
+    const res = await preflight(ORIGIN, 'POST', 'authorization, content-type');
+    expect(res.status).toBe(204);
+    expect(res.headers.get('access-control-allow-origin')).toBe(ORIGIN);
+    expect(res.headers.get('access-control-allow-methods')).toBe('GET, POST');
+  });
+
+  it('refuses a preflight from another origin, for another method or with another header: 403', async () => {
+    for (const [origin, method, headers] of [
+      ['https://evil.example', 'GET', undefined],
+      [undefined, 'GET', undefined],
+      [`${ORIGIN}.evil`, 'GET', undefined],
+      [ORIGIN, 'PUT', undefined],
+      [ORIGIN, 'GET', 'authorization, x-secret'],
+    ] as const) {
+      const res = await preflight(origin, method, headers);
+      expect([origin, method, headers, res.status]).toEqual([origin, method, headers, 403]);
+      expect(res.headers.get('access-control-allow-origin')).toBeNull();
+      expect(((await res.json()) as { error: string }).error).toBe('forbidden');
+    }
+  });
+
+  it('grants an actual request to a listed origin only, and never to another', async () => {
+    const t = bearer(await token());
+    const listed = await fetch(`${server.url}/api/v1/blobs`, { headers: { ...t, Origin: ORIGIN } });
+    expect(listed.status).toBe(200);
+    expect(listed.headers.get('access-control-allow-origin')).toBe(ORIGIN);
+    expect(listed.headers.get('vary')).toContain('Origin');
+    const other = await fetch(`${server.url}/api/v1/blobs`, { headers: { ...t, Origin: 'https://evil.example' } });
+    expect(other.status).toBe(200);
+    expect(other.headers.get('access-control-allow-origin')).toBeNull();
+    const refused = await fetch(`${server.url}/api/v1/blobs`, { headers: { Origin: ORIGIN } });
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get('access-control-allow-origin')).toBe(ORIGIN);
+  });
+});
