@@ -4,6 +4,7 @@
 
 import { parseArgs } from 'node:util';
 import { UsageError } from './errors.js';
+import { useToken } from './http.js';
 
 /** A command's options by long name, as node:util parseArgs takes them. */
 type OptionSpecs = Record<string, { type: 'string' | 'boolean'; short?: string }>;
@@ -70,8 +71,13 @@ export function parseCount(raw: string, what: string, min: number, max: number):
   return Number(raw);
 }
 
-/** The server's base URL: `--server`, else SVC_SERVER, else the local default. */
+/**
+ * The server's base URL: `--server`, else SVC_SERVER, else the local default. Also sets the
+ * bearer token every request of this run carries: `--token`, else SVC_TOKEN, else none.
+ */
 export function serverUrl(parsed: Parsed): string {
+  const token = stringOption(parsed, 'token') ?? process.env.SVC_TOKEN;
+  if (token !== undefined && token !== '') useToken(token);
   const raw = stringOption(parsed, 'server') ?? process.env.SVC_SERVER ?? 'http://127.0.0.1:8081';
   let url: URL;
   try {
@@ -83,4 +89,4 @@ export function serverUrl(parsed: Parsed): string {
   return url.href.replace(/\/+$/, '');
 }
 
-export const SERVER_OPTION: OptionSpecs = { server: { type: 'string' } };
+export const SERVER_OPTION: OptionSpecs = { server: { type: 'string' }, token: { type: 'string' } };

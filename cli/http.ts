@@ -45,9 +45,16 @@ let serverReached = false;
  * A refused connection before the server ever answered is a CliError (no server there, not
  * retried); after that, it is a server restarting, and retried like a dropped connection.
  */
+/** The bearer token of this run (--token / SVC_TOKEN), sent with every request. */
+let bearerToken: string | undefined;
+
+export function useToken(token: string): void {
+  bearerToken = token;
+}
+
 export function request(base: string, path: string, options: RequestOptions = {}): Promise<Reply> {
   const url = new URL(path, `${base}/`);
-  const headers: Record<string, string> = {};
+  const headers: Record<string, string> = bearerToken ? { Authorization: `Bearer ${bearerToken}` } : {};
   for (const [k, v] of Object.entries(options.headers ?? {})) if (v !== undefined) headers[k] = String(v);
   const lib = url.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {

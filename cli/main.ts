@@ -12,7 +12,8 @@ import { put } from './put.js';
 const COMMANDS: Record<string, Command> = { put, get, stat, ls, gc };
 
 const FOOTER = `
-Every client command takes --server URL (else $SVC_SERVER, else http://127.0.0.1:8081) and
+Every client command takes --server URL (else $SVC_SERVER, else http://127.0.0.1:8081),
+--token TOKEN (else $SVC_TOKEN: a bearer token, for a server with SVC_SECURITY_ENABLED=true) and
 --help. Dropped connections, 5xx answers and server restarts are retried with backoff for up to
 $SVC_RETRY_SECONDS (120) without progress; a refused first connection (no server there) fails
 at once. Exit codes: 0 done, 1 failed, 2 bad usage. More in docs/cli.md.

@@ -188,3 +188,23 @@ describe('security on: CORS', () => {
     expect(refused.headers.get('access-control-allow-origin')).toBe(ORIGIN);
   });
 });
+
+describe('security on: the CLI', () => {
+  it('sends --token or SVC_TOKEN with every request, and says 401 without', async () => {
+    const { execFile } = await import('node:child_process');
+    const { promisify } = await import('node:util');
+    const run = promisify(execFile);
+    const bin = path.join(path.dirname(new URL(import.meta.url).pathname), '..', 'bin', 'svc.js');
+    const file = path.join(fs.mkdtempSync(path.join(process.env.TMPDIR ?? '/tmp', 'svc-cli-')), 'a.bin');
+    fs.writeFileSync(file, randomBytes(5000));
+    const t = await token();
+    const put = await run(process.execPath, [bin, 'put', file, '--server', server.url, '--token', t]);
+    const id = put.stdout.trim();
+    expect(id).toMatch(/^sha-256:[0-9a-f]{64}:5000$/);
+    const ls = await run(process.execPath, [bin, 'ls', '--server', server.url], { env: { ...process.env, SVC_TOKEN: t } });
+    expect(ls.stdout).toContain(id);
+    const refused = await run(process.execPath, [bin, 'ls', '--server', server.url], { env: { ...process.env, SVC_TOKEN: '' } }).catch((err: { code: number; stderr: string }) => err);
+    expect((refused as { code: number }).code).toBe(1);
+    expect((refused as { stderr: string }).stderr).toContain('401');
+  });
+});
