@@ -44,7 +44,8 @@ export const VARIABLES: ReadonlyArray<{ name: string; default: string; help: str
   { name: 'SVC_DEV_TOKEN_ENDPOINT', default: 'loopback', help: '`loopback`: POST /dev/token answers requests from 127.0.0.1/::1 only; `off`: disabled.' },
   { name: 'SVC_OIDC_ISSUER', default: '', help: 'Required `iss` of RS256/ES256 tokens (checked when a JWKS is configured).' },
   { name: 'SVC_OIDC_AUDIENCE', default: '', help: 'Required `aud` of RS256/ES256 tokens.' },
-  { name: 'SVC_OIDC_JWKS_URI', default: '', help: 'URL of the JWKS that verifies RS256/ES256 tokens.' },
+  { name: 'SVC_OIDC_JWKS_URI', default: '', help: 'URL of the JWKS that verifies RS256/ES256 tokens; empty with SVC_OIDC_ISSUER set: the `jwks_uri` of the issuer\'s discovery document.' },
+  { name: 'SVC_OIDC_JWKS_REFRESH', default: '30s', help: 'Least time between two fetches of SVC_OIDC_JWKS_URI (a token signed by a key not in the cached set triggers one: a provider\'s key rotation).' },
   { name: 'SVC_OIDC_JWKS_FILE', default: '', help: 'Local JWKS file that verifies RS256/ES256 tokens (instead of SVC_OIDC_JWKS_URI).' },
   { name: 'SVC_DOC_MAX_JSON_BYTES', default: '1MiB', help: 'Largest JSON request body of the document platform (413 beyond); metadata patches are bounded at 64 KiB.' },
   { name: 'HTTP_PORT', default: '8080', help: 'Port of the model runtime listener (0 = pick a free port).' },
@@ -112,6 +113,8 @@ export interface AuthConfig {
   oidcAudience: string;
   jwksUri: string;
   jwksFile: string;
+  /** SVC_OIDC_JWKS_REFRESH: the least time between two JWKS fetches. */
+  jwksRefreshMs: number;
 }
 
 export interface UploadConfig {
@@ -253,6 +256,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       oidcAudience: get('SVC_OIDC_AUDIENCE'),
       jwksUri: get('SVC_OIDC_JWKS_URI'),
       jwksFile: get('SVC_OIDC_JWKS_FILE'),
+      jwksRefreshMs: parseDuration('SVC_OIDC_JWKS_REFRESH', get('SVC_OIDC_JWKS_REFRESH')),
     },
     securityEnabled: oneOf('SVC_SECURITY_ENABLED', get('SVC_SECURITY_ENABLED'), ['true', 'false'] as const) === 'true',
     docMaxJsonBytes: inRange('SVC_DOC_MAX_JSON_BYTES', parseSize('SVC_DOC_MAX_JSON_BYTES', get('SVC_DOC_MAX_JSON_BYTES')), 1024, 64 * MiB),

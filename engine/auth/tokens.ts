@@ -37,18 +37,21 @@ export class TokenVerifier {
   private readonly secret?: Uint8Array;
   /** The HS256 key imported once (jose would import the raw secret on every verification). */
   private readonly hmacKey?: KeyObject;
-  private readonly jwks?: JWTVerifyGetKey;
+  private jwks?: JWTVerifyGetKey;
+  /** The JWKS of the issuer's discovery document, found at the first token that needs it. */
+  private discovered?: Promise<JWTVerifyGetKey>;
   /** token → its principal and expiry (ms); least recently used first. */
   private readonly verified = new Map<string, { principal: Principal; expiresAt: number }>();
 
   private constructor(
     private readonly config: AuthConfig,
     secret: Uint8Array | undefined,
+    private readonly log?: Logger,
   ) {
     this.secret = secret;
     this.hmacKey = secret ? createSecretKey(secret) : undefined;
     if (config.jwksFile) this.jwks = createLocalJWKSet(JSON.parse(fs.readFileSync(config.jwksFile, 'utf8')));
-    else if (config.jwksUri) this.jwks = createRemoteJWKSet(new URL(config.jwksUri));
+    else if (config.jwksUri) this.jwks = remoteKeys(config.jwksUri, config.jwksRefreshMs);
   }
 
   /**
@@ -56,8 +59,8 @@ export class TokenVerifier {
    * With security enabled it is never generated: HS256 tokens then need an explicit secret.
    */
   static open(config: AuthConfig, fsRoot: string, log: Logger, securityEnabled = false): TokenVerifier {
-    if (config.devSharedSecret === 'off' || (securityEnabled && config.devSharedSecret === '')) return new TokenVerifier(config, undefined);
-    if (config.devSharedSecret) return new TokenVerifier(config, new TextEncoder().encode(config.devSharedSecret));
+    if (config.devSharedSecret === 'off' || (securityEnabled && config.devSharedSecret === '')) return new TokenVerifier(config, undefined, log);
+    if (config.devSharedSecret) return new TokenVerifier(config, new TextEncoder().encode(config.devSharedSecret), log);
     const file = path.join(fsRoot, 'secrets', 'dev-shared-secret');
     let secret: string;
     try {
@@ -68,7 +71,7 @@ export class TokenVerifier {
       fs.writeFileSync(file, `${secret}\n`, { mode: 0o600, flag: 'wx' });
       log.info('generated the development token secret (SVC_DEV_SHARED_SECRET); mint tokens with POST /dev/token from this host', { file });
     }
-    return new TokenVerifier(config, new TextEncoder().encode(secret));
+    return new TokenVerifier(config, new TextEncoder().encode(secret), log);
   }
 
   get devTokensEnabled(): boolean {
@@ -116,16 +119,41 @@ export class TokenVerifier {
       return (await jwtVerify(token, this.hmacKey!, { algorithms: ['HS256'], requiredClaims: ['exp'] })).payload;
     }
     if (alg === 'RS256' || alg === 'ES256') {
-      if (!this.jwks) throw unauthenticated(`${alg} tokens need SVC_OIDC_JWKS_URI or SVC_OIDC_JWKS_FILE on the server`);
+      const jwks = this.jwks ?? (await this.discoveredKeys());
+      if (!jwks) throw unauthenticated(`${alg} tokens need SVC_OIDC_ISSUER, SVC_OIDC_JWKS_URI or SVC_OIDC_JWKS_FILE on the server`);
       const options = {
         algorithms: [alg],
         requiredClaims: ['exp'],
         issuer: this.config.oidcIssuer || undefined,
         audience: this.config.oidcAudience || undefined,
       };
-      return (await jwtVerify(token, this.jwks, options)).payload;
+      return (await jwtVerify(token, jwks, options)).payload;
     }
     throw unauthenticated(`Token algorithm ${JSON.stringify(alg)} is not accepted (HS256, RS256, ES256)`);
+  }
+
+  /**
+   * The keys named by the issuer's discovery document (`<SVC_OIDC_ISSUER>/.well-known/openid-configuration`),
+   * when no JWKS is configured. A failed discovery is tried again by the next token.
+   */
+  private async discoveredKeys(): Promise<JWTVerifyGetKey | undefined> {
+    const issuer = this.config.oidcIssuer;
+    if (!issuer) return undefined;
+    this.discovered ??= (async () => {
+      const url = new URL('.well-known/openid-configuration', issuer.endsWith('/') ? issuer : `${issuer}/`);
+      const res = await fetch(url, { signal: AbortSignal.timeout(5000) });
+      if (!res.ok) throw new Error(`discovery answered ${res.status}`);
+      const doc = (await res.json()) as { jwks_uri?: unknown; issuer?: unknown };
+      if (typeof doc.jwks_uri !== 'string') throw new Error('the discovery document names no jwks_uri');
+      return (this.jwks = remoteKeys(doc.jwks_uri, this.config.jwksRefreshMs));
+    })();
+    try {
+      return await this.discovered;
+    } catch (err) {
+      this.discovered = undefined;
+      this.log?.warn('OIDC discovery failed', { issuer, err: String(err) });
+      throw unauthenticated('The token issuer\'s keys could not be fetched');
+    }
   }
 
   /** A development token (POST /dev/token): HS256 with the shared secret. */
@@ -140,6 +168,11 @@ export class TokenVerifier {
       .sign(this.hmacKey!);
     return { access_token: jwt, token_type: 'Bearer', expires_in: ttl };
   }
+}
+
+/** A provider's key set, fetched when a token names a key it does not hold (at most once per `cooldownMs`). */
+function remoteKeys(uri: string, cooldownMs: number): JWTVerifyGetKey {
+  return createRemoteJWKSet(new URL(uri), { cooldownDuration: cooldownMs, timeoutDuration: 5000 });
 }
 
 /** Checks a POST /dev/token body. */
