@@ -65,6 +65,9 @@ const REGISTER: Record<Method, 'get' | 'head' | 'post' | 'put' | 'patch' | 'del'
 
 export const forbidden = (message: string) => new SvcError(403, 'forbidden', message);
 
+/** The answer to a request from an origin without a grant: caches must key on Origin. */
+const NO_GRANT: ReadonlyArray<[string, string]> = [['Vary', 'Origin']];
+
 export class Router {
   private readonly methods = new Map<string, Method[]>();
   /** Every route registered, in order (what the API documents must cover). */
@@ -157,9 +160,14 @@ export class Router {
     const cors = this.options.cors;
     if (!cors || cors.open) return this.openCors;
     const origin = header(req, 'origin');
-    if (origin === undefined || !cors.origins.has(origin)) return [['Vary', 'Origin']];
-    return [['Access-Control-Allow-Origin', origin], ['Access-Control-Expose-Headers', cors.exposeHeaders], ['Vary', 'Origin']];
+    if (origin === undefined || !cors.origins.has(origin)) return NO_GRANT;
+    let grant = this.grants.get(origin);
+    if (!grant) this.grants.set(origin, (grant = [['Access-Control-Allow-Origin', origin], ['Access-Control-Expose-Headers', cors.exposeHeaders], ['Vary', 'Origin']]));
+    return grant;
   }
+
+  /** The grant of each listed origin, made once. */
+  private readonly grants = new Map<string, ReadonlyArray<[string, string]>>();
 }
 
 /** The principal when it holds `capability`; 403 otherwise. */

@@ -78,13 +78,18 @@ export class TokenVerifier {
     return this.secret !== undefined && this.config.devTokenEndpoint !== 'off';
   }
 
-  /** The principal of a token verified before and not expired, without waiting; undefined otherwise. */
+  /**
+   * The principal of a token verified before and not expired, without waiting; undefined
+   * otherwise. Looked up by the whole header value (no parsing: this is every request's cost).
+   */
   cached(authorization: string | undefined): Principal | undefined {
     if (!authorization) return undefined;
-    const m = BEARER.exec(authorization);
-    const hit = m ? this.verified.get(m[1]!) : undefined;
+    const hit = this.byHeader.get(authorization);
     return hit && hit.expiresAt > Date.now() ? hit.principal : undefined;
   }
+
+  /** The verified tokens by the Authorization header that carried them. */
+  private readonly byHeader = new Map<string, { principal: Principal; expiresAt: number }>();
 
   /** The principal of an `Authorization` header value; 401 `unauthenticated` otherwise. */
   async verify(authorization: string | undefined): Promise<Principal> {
@@ -106,9 +111,12 @@ export class TokenVerifier {
       throw unauthenticated(`The bearer token is not valid: ${describe(err)}`);
     }
     const principal = principalOf(payload);
+    const entry = { principal, expiresAt: payload.exp! * 1000 };
     this.verified.delete(token);
-    this.verified.set(token, { principal, expiresAt: payload.exp! * 1000 });
+    this.verified.set(token, entry);
     if (this.verified.size > CACHED_TOKENS) this.verified.delete(this.verified.keys().next().value!);
+    this.byHeader.set(authorization, entry);
+    if (this.byHeader.size > CACHED_TOKENS) this.byHeader.delete(this.byHeader.keys().next().value!);
     return principal;
   }
 
