@@ -25,7 +25,7 @@ import { MigrationRegistry } from './documents/index.js';
 import { SchemaRegistry } from './documents/index.js';
 import { ModelService } from './models/index.js';
 import { TrafficHistory } from './ops/index.js';
-import { type BlobCatalog, type BlobSummary, type BlockStore, CatalogEnv, type DataDirLock, DiskSpace, LmdbBlobCatalog, LmdbGcCatalog, LmdbKeyedCatalog, LmdbUploadCatalog, type Manifest, lockDataDir, openBlockStore } from './store/index.js';
+import { type BlobCatalog, type BlobSummary, type BlockStore, CatalogEnv, type DataDirLock, DiskSpace, DEFAULT_TENANT, LmdbBlobCatalog, LmdbGcCatalog, LmdbKeyedCatalog, LmdbUploadCatalog, type Manifest, lockDataDir, openBlockStore } from './store/index.js';
 import type { BlockRoots } from './cas/index.js';
 import { BufferPool } from './uploads/index.js';
 import { Staging } from './uploads/index.js';
@@ -95,6 +95,7 @@ export class Engine {
       log,
       startPart: (options) => this.startPart(options),
       assertRoom: () => this.space.assertRoom(),
+      tenantBlobs: config.securityEnabled,
     });
     this.jobs = new JobQueue({ env: catalog, pool, config: config.jobs, log });
     const schemas = new SchemaRegistry(new LmdbKeyedCatalog(catalog, 'schemas'));
@@ -148,26 +149,27 @@ export class Engine {
     return { config, spillDir: this.blocks.scratchDir, blockStore: this.blocks.location, pool, scanner, memory, manifests, stats, log, reclaim: (blocks) => this.gc.reclaim(blocks) };
   }
 
-  manifest(id: ContentId): Manifest {
+  /** The tenant's blob (another tenant's, or none: 404 blob_not_found alike). */
+  manifest(id: ContentId, tenant = DEFAULT_TENANT): Manifest {
     const key = formatContentId(id.hex, id.size);
-    const m = this.manifests.get(key);
+    const m = this.manifests.get(key, tenant);
     if (!m) throw blobNotFound(key);
     return m;
   }
 
-  list(limit: number, cursor?: string): { blobs: BlobSummary[]; nextCursor?: string } {
+  list(limit: number, cursor?: string, tenant = DEFAULT_TENANT): { blobs: BlobSummary[]; nextCursor?: string } {
     let before: number | undefined;
     if (cursor !== undefined) {
       const payload = decodeCursor('inv1', cursor);
       if (!/^[1-9][0-9]{0,15}$/.test(payload)) throw invalidPagination('cursor is not a token issued by this endpoint');
       before = Number(payload);
     }
-    const page = this.manifests.page(limit, before);
+    const page = this.manifests.page(limit, before, tenant);
     return { blobs: page.summaries, nextCursor: page.nextSeq === undefined ? undefined : encodeCursor('inv1', String(page.nextSeq)) };
   }
 
-  metadata(id: ContentId, limit: number, cursor?: string) {
-    const m = this.manifest(id);
+  metadata(id: ContentId, limit: number, cursor?: string, tenant = DEFAULT_TENANT) {
+    const m = this.manifest(id, tenant);
     let from = 0;
     if (cursor !== undefined) {
       const payload = decodeCursor('blk1', cursor);
@@ -187,8 +189,8 @@ export class Engine {
     return { summary: m.summary(), blocks, nextCursor: to < m.blockCount ? encodeCursor('blk1', `${m.id}|${to}`) : undefined };
   }
 
-  async verify(id: ContentId): Promise<{ id: string; verified: boolean; bytesChecked: number }> {
-    const m = this.manifest(id);
+  async verify(id: ContentId, tenant = DEFAULT_TENANT): Promise<{ id: string; verified: boolean; bytesChecked: number }> {
+    const m = this.manifest(id, tenant);
     if (m.record.inline) {
       // At most SVC_INLINE_MAX_BYTES (64 KiB): hashing here is cheaper than a worker hop.
       const bytes = this.manifests.inlineBytes(m.id);
@@ -214,9 +216,9 @@ export class Engine {
     return { id: m.id, verified: result.digestHex === id.hex && result.bytesRead === id.size, bytesChecked: result.bytesRead };
   }
 
-  async delete(id: ContentId): Promise<void> {
+  async delete(id: ContentId, tenant = DEFAULT_TENANT): Promise<void> {
     const key = formatContentId(id.hex, id.size);
-    if (!(await this.manifests.remove(key))) throw blobNotFound(key);
+    if (!(await this.manifests.remove(key, tenant))) throw blobNotFound(key);
   }
 
   /** Readiness: the catalog and the block store, each bounded by the health timeout. */

@@ -11,34 +11,36 @@ import { feedIngest } from './body-feed.js';
 import { readConditions, serveBlob } from './blob-serving.js';
 import { type Exchange, header, type RequestHead } from './exchange.js';
 import { UUID, parseContentType } from './request-parsing.js';
-import type { Router } from './router.js';
+import { type Router, forbidden } from './router.js';
+import type { Principal } from '../engine/auth/index.js';
 
 const ONE_TIB = 2 ** 40;
 const READ = { capability: 'blob.read' };
 
 export function mountBlobApi(router: Router, { engine }: ServerContext): void {
-  router.on('POST', '/api/v1/blobs', ({ ex, req }) => upload(engine, ex, req), { fallbackCode: 'ingest_failed', capability: 'blob.write' });
+  // With security on the caller's tenant is the token's org_id; with it off, every blob is the default tenant's.
+  router.on('POST', '/api/v1/blobs', ({ ex, req, principal }) => upload(engine, ex, req, principal), { fallbackCode: 'ingest_failed', capability: 'blob.write' });
 
-  router.on('GET', '/api/v1/blobs', ({ ex, query }) => {
-    ex.json(200, engine.list(parseLimit(query.get('limit') ?? undefined), query.get('cursor') ?? undefined));
+  router.on('GET', '/api/v1/blobs', ({ ex, query, principal }) => {
+    ex.json(200, engine.list(parseLimit(query.get('limit') ?? undefined), query.get('cursor') ?? undefined, principal?.tenant));
   }, { fallbackCode: 'inventory_failure', capability: 'blob.read' });
 
-  router.on(['GET', 'HEAD'], '/api/v1/blobs/:id', ({ ex, req, params }) => {
-    const manifest = engine.manifest(parseContentIdSegment(params[0]!));
+  router.on(['GET', 'HEAD'], '/api/v1/blobs/:id', ({ ex, req, params, principal }) => {
+    const manifest = engine.manifest(parseContentIdSegment(params[0]!), principal?.tenant);
     serveBlob(engine, ex, readConditions(req), manifest, ex.method === 'HEAD');
   }, READ);
 
-  router.on('DELETE', '/api/v1/blobs/:id', async ({ ex, params }) => {
-    await engine.delete(parseContentIdSegment(params[0]!));
+  router.on('DELETE', '/api/v1/blobs/:id', async ({ ex, params, principal }) => {
+    await engine.delete(parseContentIdSegment(params[0]!), principal?.tenant);
     ex.send(204, {});
   }, { capability: 'blob.delete' });
 
-  router.on('GET', '/api/v1/blobs/:id/metadata', ({ ex, params, query }) => {
-    ex.json(200, engine.metadata(parseContentIdSegment(params[0]!), parseLimit(query.get('limit') ?? undefined), query.get('cursor') ?? undefined));
+  router.on('GET', '/api/v1/blobs/:id/metadata', ({ ex, params, query, principal }) => {
+    ex.json(200, engine.metadata(parseContentIdSegment(params[0]!), parseLimit(query.get('limit') ?? undefined), query.get('cursor') ?? undefined, principal?.tenant));
   }, READ);
 
-  router.on('POST', '/api/v1/blobs/:id/verify', async ({ ex, params }) => {
-    ex.json(200, await engine.verify(parseContentIdSegment(params[0]!)));
+  router.on('POST', '/api/v1/blobs/:id/verify', async ({ ex, params, principal }) => {
+    ex.json(200, await engine.verify(parseContentIdSegment(params[0]!), principal?.tenant));
   }, { fallbackCode: 'verification_failure', capability: 'blob.read' });
 }
 
@@ -51,8 +53,9 @@ function parseContentLength(raw: string | undefined): number | undefined {
   return n;
 }
 
-function checkLocalityHeaders(req: RequestHead): void {
+function checkLocalityHeaders(req: RequestHead, principal: Principal | undefined): void {
   const tenant = header(req, 'x-svc-tenant-id');
+  if (principal && tenant !== undefined && tenant !== principal.tenant) throw forbidden('X-Svc-Tenant-Id is not the token\'s org_id');
   const session = header(req, 'x-svc-upload-session-id');
   if (tenant === undefined && session === undefined) return;
   if (tenant === undefined || session === undefined) {
@@ -64,9 +67,14 @@ function checkLocalityHeaders(req: RequestHead): void {
   throw new SvcError(503, 'locality_unavailable', 'Session-localized upload needs the locality runtime, which this server does not run');
 }
 
-function upload(engine: Engine, ex: Exchange, req: RequestHead): void {
-  checkLocalityHeaders(req);
-  const ingest = engine.startIngest({ contentType: parseContentType(header(req, 'content-type')), declaredLength: parseContentLength(header(req, 'content-length')) });
+function upload(engine: Engine, ex: Exchange, req: RequestHead, principal: Principal | undefined): void {
+  checkLocalityHeaders(req, principal);
+  const ingest = engine.startIngest({
+    tenant: principal?.tenant,
+    tenantBlocks: principal !== undefined,
+    contentType: parseContentType(header(req, 'content-type')),
+    declaredLength: parseContentLength(header(req, 'content-length')),
+  });
   feedIngest(ex, new SocketBody(ex), ingest, engine.stats, {
     last: () =>
       ingest.end().then(

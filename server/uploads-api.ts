@@ -2,16 +2,16 @@
 
 import type { Engine } from '../engine/engine.js';
 import { SvcError, invalidUpload } from '../engine/errors.js';
-import type { SessionRecord } from '../engine/store/index.js';
+import { DEFAULT_TENANT, type SessionRecord } from '../engine/store/index.js';
 import type { PartUpload } from '../engine/uploads/index.js';
 import type { ServerContext } from './api-surface.js';
 import { SocketBody } from './body-sources.js';
 import { feedIngest } from './body-feed.js';
 import { type Exchange, header, type RequestHead } from './exchange.js';
 import { UUID, parseContentType } from './request-parsing.js';
-import type { Router } from './router.js';
+import { type Router, forbidden } from './router.js';
+import type { Principal } from '../engine/auth/index.js';
 
-const DEFAULT_TENANT = '00000000-0000-4000-8000-000000000000';
 const COLLECTION = '/api/v1/uploads';
 const SESSION = '/api/v1/uploads/:id';
 const COMMIT = '/api/v1/uploads/:id/commit';
@@ -21,38 +21,38 @@ export function mountUploadsApi(router: Router, { engine }: ServerContext): void
   const write = { fallbackCode: 'ingest_failed', capability: 'blob.write' };
   const read = { fallbackCode: 'ingest_failed', capability: 'blob.read' };
 
-  router.on('POST', COLLECTION, async ({ ex, req }) => {
+  router.on('POST', COLLECTION, async ({ ex, req, principal }) => {
     const id = sessionId(header(req, 'x-svc-upload-session-id'), 'X-Svc-Upload-Session-Id');
-    const request = { tenant: tenantOf(req), id, declaredLength: uploadLength(header(req, 'upload-length')), contentType: contentTypeOf(req) };
+    const request = { tenant: tenantOf(req, principal), id, declaredLength: uploadLength(header(req, 'upload-length')), contentType: contentTypeOf(req) };
     const record = await uploads.create(request);
     ex.json(201, statusJson(record), { ...sessionHeaders(record), Location: `${COLLECTION}/${record.id}` });
   }, write);
 
-  router.on(['GET', 'HEAD'], SESSION, ({ ex, req, params }) => {
-    const record = uploads.status(tenantOf(req), sessionId(params[0]));
+  router.on(['GET', 'HEAD'], SESSION, ({ ex, req, params, principal }) => {
+    const record = uploads.status(tenantOf(req, principal), sessionId(params[0]));
     ex.json(200, statusJson(record), sessionHeaders(record));
   }, read);
 
-  router.on('PATCH', SESSION, ({ ex, req, params }) => part(ex, req, params[0]!, engine), write);
+  router.on('PATCH', SESSION, ({ ex, req, params, principal }) => part(ex, req, params[0]!, engine, principal), write);
 
-  router.on('POST', COMMIT, async ({ ex, req, params }) => {
-    const record = await uploads.commit(tenantOf(req), sessionId(params[0]));
+  router.on('POST', COMMIT, async ({ ex, req, params, principal }) => {
+    const record = await uploads.commit(tenantOf(req, principal), sessionId(params[0]));
     ex.json(200, statusJson(record), { ...sessionHeaders(record), Location: `/api/v1/blobs/${record.committedBlob}` });
   }, write);
 
-  router.on('DELETE', SESSION, async ({ ex, req, params }) => {
-    await uploads.cancel(tenantOf(req), sessionId(params[0]));
+  router.on('DELETE', SESSION, async ({ ex, req, params, principal }) => {
+    await uploads.cancel(tenantOf(req, principal), sessionId(params[0]));
     ex.send(204, { 'Cache-Control': 'no-store' });
   }, write);
 }
 
 /** PATCH: one part, taken from the first body byte; acknowledged once it and the offset are durable. */
-function part(ex: Exchange, req: RequestHead, id: string, engine: Engine): void {
+function part(ex: Exchange, req: RequestHead, id: string, engine: Engine, principal: Principal | undefined): void {
   let started: { replayed: SessionRecord } | { part: PartUpload };
   const declared = header(req, 'content-length');
   try {
     started = engine.uploads.beginPart({
-      tenant: tenantOf(req),
+      tenant: tenantOf(req, principal),
       id: sessionId(id),
       partId: sessionId(header(req, 'upload-part-id'), 'Upload-Part-Id'),
       offset: byteCount(header(req, 'upload-offset'), 'Upload-Offset', true),
@@ -122,8 +122,13 @@ function sessionId(raw: string | undefined, name = 'The upload session id'): str
   return raw;
 }
 
-function tenantOf(req: RequestHead): string {
+/** The session's tenant: the token's org_id with security on (a different X-Svc-Tenant-Id is 403), else the header's or the default. */
+function tenantOf(req: RequestHead, principal: Principal | undefined): string {
   const raw = header(req, 'x-svc-tenant-id');
+  if (principal) {
+    if (raw !== undefined && raw !== principal.tenant) throw forbidden('X-Svc-Tenant-Id is not the token\'s org_id');
+    return principal.tenant;
+  }
   if (raw === undefined) return DEFAULT_TENANT;
   if (!UUID.test(raw)) throw invalidUpload('X-Svc-Tenant-Id must be a canonical lowercase UUID');
   return raw;

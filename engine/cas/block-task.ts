@@ -25,7 +25,7 @@ export function runStoreTask(task: StoreTask): StoreTaskResult {
       const hex = task.hexes?.[i] ?? sha256Hex(pieces);
       const checksum = pieces.length === 1 ? xxh64(pieces[0]) : pieces.reduce((h, p) => h.update(p), new Xxh64()).digest();
       const size = task.bounds[i + 1] - task.bounds[i];
-      const outcome = store.putSync(hex, size, pieces);
+      const outcome = store.putSync(hex, size, pieces, task.alwaysWrite);
       blocks.push(outcome === 'written' ? { hex, size, checksum, fresh: true, written: true } : { hex, size, checksum, fresh: outcome === 'restored' });
     }
   } catch (err) {

@@ -20,6 +20,10 @@ interface UnlistedResult {
 }
 
 export interface IngestOptions {
+  /** Whose blob it is (default: the default tenant). */
+  tenant?: string;
+  /** Count blocks as fresh only when new to the tenant (security on: nothing may tell of other tenants' data). */
+  tenantBlocks?: boolean;
   /** The Content-Type header as sent, if any. */
   contentType?: string;
   /** The Content-Length header, if any: an exact contract. */
@@ -47,7 +51,14 @@ export class DirectIngest extends Ingest {
     deps: IngestDeps,
     private readonly options: IngestOptions,
   ) {
-    super(deps, { contentType: options.contentType, declaredLength: options.declaredLength, streamLength: options.declaredLength, maxBytes: deps.config.maxUploadBytes, mayHashHere: true });
+    super(deps, {
+      contentType: options.contentType,
+      declaredLength: options.declaredLength,
+      streamLength: options.declaredLength,
+      maxBytes: deps.config.maxUploadBytes,
+      mayHashHere: true,
+      alwaysWrite: options.tenantBlocks,
+    });
   }
 
   /** The body ended: resolves once the manifest is published. */
@@ -114,8 +125,12 @@ export class DirectIngest extends Ingest {
         (this.finish?.resolve as unknown as (r: UnlistedResult) => void)({ ...unlisted, mediaType: this.mediaType });
         return;
       }
-      const { manifest, existed } = await this.deps.manifests.publish(hex, this.received, this.mediaType, chunkerName(this.spec!), blocks, inline);
-      const fresh = this.deps.stats.recordPublication(blocks, inline !== undefined && existed);
+      const { manifest, existed, newToTenant } = await this.deps.manifests.publish(hex, this.received, this.mediaType, chunkerName(this.spec!), blocks, inline, {
+        tenant: this.options.tenant,
+        tenantBlocks: this.options.tenantBlocks,
+      });
+      const counted = newToTenant ? blocks.map((b, i) => ({ size: b.size, fresh: newToTenant[i]! && !existed })) : blocks;
+      const fresh = this.deps.stats.recordPublication(counted, inline !== undefined && existed);
       this.outcome = 'succeeded';
       this.release();
       this.finish?.resolve({

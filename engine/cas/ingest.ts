@@ -58,6 +58,8 @@ interface StreamShape {
   decided?: Decision;
   /** A small stream may be hashed here instead of on the scanning thread. */
   mayHashHere: boolean;
+  /** Write blocks even when present (security on: the upload's time says nothing of other tenants' data). */
+  alwaysWrite?: boolean;
 }
 
 /**
@@ -196,7 +198,7 @@ export abstract class Ingest {
       taskEndedLate: () => this.release(),
       progressed: () => this.afterProgress(),
       failed: (err) => this.taskFailed(err),
-    });
+    }, shape.alwaysWrite);
     const backlogMemory = Math.min(BACKLOG_MEMORY_BYTES, length ?? BACKLOG_MEMORY_BYTES);
     const worstCase = (holdLimitSegments + 1) * segmentSize;
     this.reservation = backlogMemory + (length === undefined ? worstCase : Math.min(worstCase, Math.ceil(length / segmentSize) * segmentSize));

@@ -9,6 +9,8 @@ export interface StoreTask extends SegmentWindow {
   /** Block i's SHA-256 in hex when the scanning thread computed it (native pair), else hashed here. */
   hexes?: string[];
   store: BlockStoreLocation;
+  /** Write every block even when an intact copy exists (security on: store time tells nothing of others' data). */
+  alwaysWrite?: boolean;
 }
 
 /** A store task's answer: the blocks stored in order, and, when one failed, why (the blocks before it are stored). */

@@ -44,6 +44,8 @@ export class StoreQueue {
     private readonly maxTasks: number,
     private readonly segmentSize: number,
     private readonly host: StoreQueueHost,
+    /** Write present blocks again (see StoreTask.alwaysWrite). */
+    private readonly alwaysWrite = false,
   ) {}
 
   /** Queues the block [from, to); `hex` when the scanning thread already hashed it. */
@@ -123,7 +125,7 @@ export class StoreQueue {
   }
 
   private run(first: number, bounds: number[], hexes?: string[]): void {
-    const task: StoreTask = { ...this.host.window(bounds[0]!), end: bounds[bounds.length - 1]!, bounds, hexes, store: this.store };
+    const task: StoreTask = { ...this.host.window(bounds[0]!), end: bounds[bounds.length - 1]!, bounds, hexes, store: this.store, alwaysWrite: this.alwaysWrite || undefined };
     this.inFlight++;
     const run = this.pool.run(task, { name: 'store' }) as Promise<StoreTaskResult>;
     this.tasks.add(run);

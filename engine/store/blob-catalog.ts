@@ -20,8 +20,28 @@ export interface PublicationGuard {
   referencedSync(key: Buffer, hex: string, size: number): void;
 }
 
+export interface PublishOptions {
+  /** Whose blob it is (default: DEFAULT_TENANT). */
+  tenant?: string;
+  /** Tell which blocks are new to the tenant (`newToTenant`), recording them as its own. */
+  tenantBlocks?: boolean;
+}
+
+export interface Publication {
+  /** The manifest as the tenant published it. */
+  manifest: Manifest;
+  /** The tenant held it already (a repeat: nothing changed). */
+  existed: boolean;
+  /** With `tenantBlocks`: per block, whether the tenant had never referenced it. */
+  newToTenant?: boolean[];
+}
+
+/**
+ * Manifests are stored once and held by tenants: a tenant sees, lists and deletes only what it
+ * holds (another tenant's blob is absent to it), and a manifest goes with its last holder.
+ */
 export interface BlobCatalog {
-  get(id: string): Manifest | undefined;
+  get(id: string, tenant?: string): Manifest | undefined;
   /** The bytes of an inline blob. */
   inlineBytes(id: string): Buffer | undefined;
   /**
@@ -29,16 +49,18 @@ export interface BlobCatalog {
    * first manifest (same bytes, same id) and that one is returned. With `inlineBytes` the blob's
    * one block is kept in the catalog instead of the block store.
    */
-  publish(hex: string, size: number, mediaType: string, chunker: string, blocks: readonly StoredBlock[], inlineBytes?: Uint8Array): Promise<{ manifest: Manifest; existed: boolean }>;
+  publish(hex: string, size: number, mediaType: string, chunker: string, blocks: readonly StoredBlock[], inlineBytes?: Uint8Array, options?: PublishOptions): Promise<Publication>;
   /**
    * A manifest record kept by its caller instead of published (document content): the block
    * records are written as for a publication, nothing enters the manifests or the inventory.
    */
   recordUnlisted(hex: string, size: number, mediaType: string, chunker: string, blocks: readonly StoredBlock[]): Promise<{ id: string; record: ManifestRecord }>;
-  /** Removes the manifest and its inventory entry; blocks stay for GC. False when absent. */
-  remove(id: string): Promise<boolean>;
-  /** Most recently published first, starting below `beforeSeq`. */
-  page(limit: number, beforeSeq?: number): { summaries: BlobSummary[]; nextSeq?: number };
+  /** Removes the tenant's hold; the manifest goes with the last one; blocks stay for GC. False when the tenant does not hold it. */
+  remove(id: string, tenant?: string): Promise<boolean>;
+  /** The tenant's blobs, most recently published first, starting below `beforeSeq`. */
+  page(limit: number, beforeSeq?: number, tenant?: string): { summaries: BlobSummary[]; nextSeq?: number };
+  /** The bytes of the distinct blobs the tenant holds (kept with every publication and removal). */
+  retainedBytes(tenant: string): number;
   counts(): { blobs: number; blocks: number };
   /** Bytes of the blocks the catalog records (quarantined ones not counted): what svc stores for its blobs. */
   storedBytes(): number;

@@ -34,9 +34,11 @@ export interface ListedBlock {
 export interface BlockWriter {
   /**
    * Stores a block unless an intact copy exists: 'present' when one was there, 'written' when
-   * this call wrote the bytes, 'restored' when a quarantined copy was moved back instead.
+   * this call wrote the bytes, 'restored' when a quarantined copy was moved back instead. With
+   * `alwaysWrite` a present block is written again all the same (over itself), so that the
+   * time a store takes says nothing of what others stored (security on); it stays 'present'.
    */
-  putSync(hex: string, size: number, pieces: readonly Uint8Array[]): PutOutcome;
+  putSync(hex: string, size: number, pieces: readonly Uint8Array[], alwaysWrite?: boolean): PutOutcome;
   /** Reads a whole block on the calling thread; a quarantined block is read from quarantine. */
   readSync(hex: string, size: number): Buffer;
 }

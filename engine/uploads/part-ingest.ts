@@ -31,6 +31,8 @@ export interface PartOptions {
   /** The part's Content-Length. */
   declaredLength?: number;
   part: PartContext;
+  /** Write blocks even when present (security on). */
+  alwaysWrite?: boolean;
 }
 
 /**
@@ -78,6 +80,7 @@ export class PartIngest extends Ingest {
       decided: part.decided,
       // A part's bytes are hashed into the object's kept hash on the scanning thread.
       mayHashHere: false,
+      alwaysWrite: options.alwaysWrite,
     });
     this.continuable = continuable;
     this.part = part;

@@ -41,6 +41,8 @@ interface UploadsDeps {
   tailBuffers: BufferPool;
   /** Throws (507) while the data directory is below its free-space floor: no part starts then. */
   assertRoom?: () => void;
+  /** Security on: a committed blob is its session's tenant's, and counts only its own blocks as duplicates. */
+  tenantBlobs?: boolean;
 }
 
 interface CreateRequest {
@@ -184,6 +186,7 @@ export class Uploads {
     const ingest =
       continued ??
       this.deps.startPart({
+        alwaysWrite: this.deps.tenantBlobs,
         declaredLength: request.length,
         contentType: leased.contentType,
         part: { hashKey: leased.id, replay: replay.subarray(stored?.bytes ?? 0), decided: leased.decided, maxBytes: config.maxPartBytes, tailBuffers },
@@ -261,8 +264,9 @@ export class Uploads {
       const blocks = [...this.deps.ledger.blocks(id), ...((drained ?? stored)?.blocks ?? []), ...result.blocks];
       const blobId = formatContentId(hex, leased.offset);
       await this.deps.ledger.update(id, (r) => ({ ...r!, state: 'Committing', pendingBlob: blobId }));
-      const { manifest, existed } = await this.deps.manifests.publish(hex, leased.offset, result.decided!.mediaType, chunkerName(result.decided!.spec), blocks);
-      this.deps.stats.recordPublication(blocks, existed);
+      const publication = this.deps.tenantBlobs ? { tenant: leased.tenant, tenantBlocks: true } : {};
+      const { manifest, existed, newToTenant } = await this.deps.manifests.publish(hex, leased.offset, result.decided!.mediaType, chunkerName(result.decided!.spec), blocks, undefined, publication);
+      this.deps.stats.recordPublication(newToTenant ? blocks.map((b, i) => ({ size: b.size, fresh: newToTenant[i]! })) : blocks, existed);
       const committed = await this.deps.ledger.update(id, (r) => ({ ...r!, state: 'Committed', committedBlob: manifest.id, pendingBlob: undefined, lease: undefined }));
       await this.forgetStaged(id);
       return committed;
@@ -312,7 +316,7 @@ export class Uploads {
         await this.forgetStaged(record.id);
         expired++;
       } else if (record.state === 'Committing' && leaseDead) {
-        const published = record.pendingBlob !== undefined && manifests.get(record.pendingBlob) !== undefined;
+        const published = record.pendingBlob !== undefined && manifests.get(record.pendingBlob, this.deps.tenantBlobs ? record.tenant : undefined) !== undefined;
         await ledger.update(record.id, (r) => ({ ...r!, state: published ? 'Committed' : 'Open', committedBlob: published ? r!.pendingBlob : undefined, pendingBlob: undefined, lease: undefined }));
         if (published) await this.forgetStaged(record.id);
         recovered++;
@@ -550,6 +554,7 @@ export class Uploads {
       replay = staged.subarray(stored?.bytes ?? 0);
     }
     const ingest = this.deps.startPart({
+        alwaysWrite: this.deps.tenantBlobs,
       contentType: leased.contentType,
       part: { hashKey: leased.id, replay, decided: leased.decided, maxBytes: this.deps.config.maxPartBytes, final: true },
     });

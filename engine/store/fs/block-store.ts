@@ -69,11 +69,12 @@ export class FsBlockStore implements BlockStore {
    * ('restored', no bytes written); its receipt is settled when a manifest referencing it is
    * published (engine/gc).
    */
-  putSync(hex: string, size: number, pieces: readonly Uint8Array[]): PutOutcome {
+  putSync(hex: string, size: number, pieces: readonly Uint8Array[], alwaysWrite = false): PutOutcome {
     const final = this.blockPath(hex, size);
     const existing = fs.statSync(final, { throwIfNoEntry: false });
-    if (existing && existing.size === size) return 'present';
-    if (this.restoreSync(hex, size, true) !== 'missing') return 'restored';
+    const present = existing !== undefined && existing.size === size;
+    if (present && !alwaysWrite) return 'present';
+    if (!present && this.restoreSync(hex, size, true) !== 'missing') return 'restored';
     const tmp = path.join(this.writeDir ?? this.makeWriteDir(), `${hex}.${this.tempCounter++}`);
     let fd: number;
     try {
@@ -110,7 +111,8 @@ export class FsBlockStore implements BlockStore {
       throw err;
     }
     if (this.durability === 'strict') syncDirectory(dir);
-    return 'written';
+    // Written over an intact copy (alwaysWrite): the same bytes, not this store's to reclaim.
+    return present ? 'present' : 'written';
   }
 
   /**

@@ -1,5 +1,6 @@
 import type { Database } from 'lmdb';
-import type { BlobCatalog, BlockRecord, PublicationGuard } from '../blob-catalog.js';
+import type { BlobCatalog, BlockRecord, Publication, PublicationGuard, PublishOptions } from '../blob-catalog.js';
+import { DEFAULT_TENANT } from '../tenants.js';
 import type { StoredBlock } from '../block-store.js';
 import { formatContentId } from '../../cas/content-id.js';
 import { type BlobSummary, Manifest, type ManifestRecord, pack, summarize } from '../manifest.js';
@@ -20,9 +21,22 @@ const LIVE_BYTES = 'liveBytes';
 const SYNC_COMMIT_MAX_BLOCKS = 4;
 
 
+/** A tenant's publication of a blob: its own order, time and media type. */
+interface TenantBlob {
+  seq: number;
+  createdAt: number;
+  mediaType: string;
+}
+
+const TENANCY_MARK = 'tenancy';
+
 /**
- * Owner of the `manifests`, `inventory` and `blocks` databases. Publication is one LMDB
- * transaction: manifest, inventory entry and block records together, or nothing.
+ * Owner of the `manifests`, `inventory` and `blocks` databases, and of the tenants' views of
+ * them: `tenant_blobs` ([tenant, id] → its publication), `tenant_inventory` ([tenant, seq] → id),
+ * `blob_owners` (id → tenants holding it), `tenant_bytes` (tenant → retained bytes) and
+ * `tenant_blocks` (tenant NUL hex → the tenant has referenced the block). A manifest is stored
+ * once, whoever published it; it goes when its last tenant deletes it. Publication is one LMDB
+ * transaction: manifest, inventory entries and block records together, or nothing.
  */
 export class LmdbBlobCatalog implements BlobCatalog {
   private readonly manifests: Database<ManifestRecord, string>;
@@ -32,6 +46,11 @@ export class LmdbBlobCatalog implements BlobCatalog {
   private readonly inline: Database<Buffer, string>;
   /** Running totals kept with the block records: LIVE_BYTES, the bytes of every recorded block. */
   private readonly totals: Database<number, string>;
+  private readonly tenantBlobs: Database<TenantBlob, [string, string]>;
+  private readonly tenantInventory: Database<string, [string, number]>;
+  private readonly owners: Database<number, string>;
+  private readonly tenantBytes: Database<number, string>;
+  private readonly tenantBlocks: Database<true, string>;
   private nextSeq: number;
 
   private readonly relaxed: boolean;
@@ -46,6 +65,11 @@ export class LmdbBlobCatalog implements BlobCatalog {
     this.blocks = env.database<BlockRecord, Buffer>('blocks', { keyEncoding: 'binary' });
     this.inline = env.database<Buffer, string>('inline', { encoding: 'binary' });
     this.totals = env.database<number, string>('block_totals');
+    this.tenantBlobs = env.database('tenant_blobs') as unknown as Database<TenantBlob, [string, string]>;
+    this.tenantInventory = env.database('tenant_inventory') as unknown as Database<string, [string, number]>;
+    this.owners = env.database<number, string>('blob_owners');
+    this.tenantBytes = env.database<number, string>('tenant_bytes');
+    this.tenantBlocks = env.database<true, string>('tenant_blocks');
     if (this.totals.get(LIVE_BYTES) === undefined) {
       // A catalog from before the total: count it once.
       let bytes = 0;
@@ -54,26 +78,55 @@ export class LmdbBlobCatalog implements BlobCatalog {
     }
     let last = 0;
     for (const key of this.inventory.getKeys({ reverse: true, limit: 1 })) last = key;
+    for (const { value } of this.tenantBlobs.getRange()) last = Math.max(last, value.seq);
     this.nextSeq = last + 1;
+    if (this.totals.get(TENANCY_MARK) === undefined) this.backfillTenancy();
+  }
+
+  /** A catalog from before tenants: every manifest becomes the default tenant's, once. */
+  private backfillTenancy(): void {
+    this.totals.transactionSync(() => {
+      let bytes = 0;
+      for (const { key: id, value } of this.manifests.getRange()) {
+        this.tenantBlobs.put([DEFAULT_TENANT, id], { seq: value.seq, createdAt: value.createdAt, mediaType: value.mediaType });
+        this.tenantInventory.put([DEFAULT_TENANT, value.seq], id);
+        this.owners.put(id, 1);
+        bytes += value.size;
+      }
+      if (bytes) this.tenantBytes.put(DEFAULT_TENANT, bytes);
+      this.totals.put(TENANCY_MARK, 1);
+    });
+  }
+
+  /** The manifest as `tenant` published it (its own time, media type and order). */
+  private view(id: string, record: ManifestRecord, mine: TenantBlob): Manifest {
+    return new Manifest(id, { ...record, seq: mine.seq, createdAt: mine.createdAt, mediaType: mine.mediaType });
   }
 
   private readonly cache = new Map<string, Manifest>();
 
-  get(id: string): Manifest | undefined {
-    const hit = this.cache.get(id);
+  get(id: string, tenant = DEFAULT_TENANT): Manifest | undefined {
+    const cacheKey = `${tenant}\0${id}`;
+    const hit = this.cache.get(cacheKey);
     if (hit) {
-      this.cache.delete(id);
-      this.cache.set(id, hit);
+      this.cache.delete(cacheKey);
+      this.cache.set(cacheKey, hit);
       return hit;
     }
-    const record = this.manifests.get(id);
-    if (!record) return undefined;
-    const manifest = new Manifest(id, record);
+    const mine = this.tenantBlobs.get([tenant, id]);
+    const record = mine && this.manifests.get(id);
+    if (!mine || !record) return undefined;
+    const manifest = this.view(id, record, mine);
     if (manifest.blockCount <= CACHEABLE_BLOCKS) {
-      this.cache.set(id, manifest);
+      this.cache.set(cacheKey, manifest);
       if (this.cache.size > CACHED_MANIFESTS) this.cache.delete(this.cache.keys().next().value!);
     }
     return manifest;
+  }
+
+  /** The bytes of the distinct blobs `tenant` holds (its quota's measure). */
+  retainedBytes(tenant: string): number {
+    return this.tenantBytes.get(tenant) ?? 0;
   }
 
   /** The bytes of an inline blob. */
@@ -86,30 +139,53 @@ export class LmdbBlobCatalog implements BlobCatalog {
    * first manifest (same bytes, same id) and that one is returned. With `inlineBytes` the blob's
    * one block is written in the same transaction instead of to the block store.
    */
-  async publish(hex: string, size: number, mediaType: string, chunker: string, blocks: readonly StoredBlock[], inlineBytes?: Uint8Array): Promise<{ manifest: Manifest; existed: boolean }> {
+  async publish(hex: string, size: number, mediaType: string, chunker: string, blocks: readonly StoredBlock[], inlineBytes?: Uint8Array, options: PublishOptions = {}): Promise<Publication> {
     const id = formatContentId(hex, size);
+    const tenant = options.tenant ?? DEFAULT_TENANT;
     const { refs, sizes } = pack(blocks);
     const now = Date.now();
     let existed = false;
-    const write = () => {
-      const existing = this.manifests.get(id);
-      if (existing) {
+    let newToTenant: boolean[] | undefined;
+    const write = (): Manifest => {
+      const mine = this.tenantBlobs.get([tenant, id]);
+      let record = this.manifests.get(id);
+      if (mine && record) {
         existed = true;
-        return existing;
+        return this.view(id, record, mine);
       }
-      const fresh: ManifestRecord = { size, mediaType, chunker, createdAt: now, seq: this.nextSeq++, refs, sizes };
-      if (inlineBytes) {
-        fresh.inline = true;
-        this.inline.put(id, Buffer.from(inlineBytes));
-      } else {
-        this.recordBlocks(refs, blocks, now);
+      // Stored once for every tenant: a blob another tenant holds is only added to this one's.
+      const created = !record;
+      if (!record) {
+        record = { size, mediaType, chunker, createdAt: now, seq: this.nextSeq++, refs, sizes };
+        if (inlineBytes) {
+          record.inline = true;
+          this.inline.put(id, Buffer.from(inlineBytes));
+        } else {
+          this.recordBlocks(refs, blocks, now);
+        }
+        this.manifests.put(id, record);
+        this.inventory.put(record.seq, id);
       }
-      this.manifests.put(id, fresh);
-      this.inventory.put(fresh.seq, id);
-      return fresh;
+      const entry: TenantBlob = { seq: created ? record.seq : this.nextSeq++, createdAt: now, mediaType };
+      this.tenantBlobs.put([tenant, id], entry);
+      this.tenantInventory.put([tenant, entry.seq], id);
+      this.owners.put(id, (this.owners.get(id) ?? 0) + 1);
+      this.tenantBytes.put(tenant, (this.tenantBytes.get(tenant) ?? 0) + size);
+      if (options.tenantBlocks) newToTenant = this.claimBlocks(tenant, blocks);
+      return this.view(id, record, entry);
     };
-    const record = this.commitAtOnce(blocks.length) ? this.manifests.transactionSync(write) : await this.asyncCommit(write);
-    return { manifest: new Manifest(id, record), existed };
+    const manifest = this.commitAtOnce(blocks.length) ? this.manifests.transactionSync(write) : await this.asyncCommit(write);
+    return { manifest, existed, newToTenant };
+  }
+
+  /** Inside a publication: which of the blocks are new to `tenant` (each recorded as its own from now on). */
+  private claimBlocks(tenant: string, blocks: readonly StoredBlock[]): boolean[] {
+    return blocks.map((b) => {
+      const key = `${tenant}\0${b.hex}`;
+      if (this.tenantBlocks.doesExist(key)) return false;
+      this.tenantBlocks.put(key, true);
+      return true;
+    });
   }
 
   /**
@@ -221,12 +297,26 @@ export class LmdbBlobCatalog implements BlobCatalog {
     return { digests };
   }
 
-  /** Removes the manifest and its inventory entry; blocks stay for GC. False when absent. */
-  async remove(id: string): Promise<boolean> {
-    this.cache.delete(id);
+  /**
+   * Removes `tenant`'s hold on the manifest; the manifest and its inventory entry go with the
+   * last tenant's; blocks stay for GC. False when the tenant does not hold it.
+   */
+  async remove(id: string, tenant = DEFAULT_TENANT): Promise<boolean> {
+    const cacheKey = `${tenant}\0${id}`;
+    this.cache.delete(cacheKey);
     const removed = await this.manifests.transaction(() => {
+      const mine = this.tenantBlobs.get([tenant, id]);
       const record = this.manifests.get(id);
-      if (!record) return false;
+      if (!mine || !record) return false;
+      this.tenantBlobs.remove([tenant, id]);
+      this.tenantInventory.remove([tenant, mine.seq]);
+      this.tenantBytes.put(tenant, Math.max(0, (this.tenantBytes.get(tenant) ?? 0) - record.size));
+      const owners = (this.owners.get(id) ?? 1) - 1;
+      if (owners > 0) {
+        this.owners.put(id, owners);
+        return true;
+      }
+      this.owners.remove(id);
       this.manifests.remove(id);
       this.inventory.remove(record.seq);
       // An inline blob's bytes are its own (no other manifest refers to them): they go with it.
@@ -234,24 +324,26 @@ export class LmdbBlobCatalog implements BlobCatalog {
       return true;
     });
     // Again: a read between the first eviction and the commit may have cached it anew.
-    this.cache.delete(id);
+    this.cache.delete(cacheKey);
     return removed;
   }
 
-  /** Most recently published first, starting below `beforeSeq`. */
-  page(limit: number, beforeSeq?: number): { summaries: BlobSummary[]; nextSeq?: number } {
+  /** `tenant`'s blobs, most recently published first, starting below `beforeSeq`. */
+  page(limit: number, beforeSeq?: number, tenant = DEFAULT_TENANT): { summaries: BlobSummary[]; nextSeq?: number } {
     const summaries: BlobSummary[] = [];
     let lastSeq: number | undefined;
     let more = false;
-    for (const { key, value } of this.inventory.getRange({ reverse: true, start: beforeSeq === undefined ? undefined : beforeSeq - 1 })) {
+    const start: [string, number] = [tenant, beforeSeq === undefined ? Number.MAX_SAFE_INTEGER : beforeSeq - 1];
+    for (const { key, value: id } of this.tenantInventory.getRange({ reverse: true, start, end: [tenant, 0] })) {
       if (summaries.length === limit) {
         more = true;
         break;
       }
-      const record = this.manifests.get(value);
-      if (!record) continue;
-      summaries.push(summarize(value, record));
-      lastSeq = key;
+      const mine = this.tenantBlobs.get([tenant, id]);
+      const record = mine && this.manifests.get(id);
+      if (!mine || !record) continue;
+      summaries.push(summarize(id, { ...record, createdAt: mine.createdAt, mediaType: mine.mediaType }));
+      lastSeq = key[1];
     }
     return { summaries, nextSeq: more ? lastSeq : undefined };
   }
