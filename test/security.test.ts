@@ -208,3 +208,71 @@ describe('security on: the CLI', () => {
     expect((refused as { stderr: string }).stderr).toContain('401');
   });
 });
+
+describe('security on: tenants', () => {
+  const upload = async (t: string, body: Buffer, type?: string) => {
+    const res = await fetch(`${server.url}/api/v1/blobs`, { method: 'POST', headers: { ...bearer(t), ...(type ? { 'Content-Type': type } : {}) }, body });
+    expect(res.status).toBe(201);
+    return (await res.json()) as { blob: { id: string; mediaType: string; createdAt: string; blockCount: number }; freshBlocks: number; duplicateBlocks: number };
+  };
+
+  it('a tenant sees, lists, verifies and deletes only its own blobs; another tenant\'s is 404 as if absent', async () => {
+    const acme = await token({ org_id: 'acme-iso' });
+    const globex = await token({ org_id: 'globex-iso' });
+    const body = randomBytes(3 * 1024 * 1024 + 17);
+    const a = await upload(acme, body, 'application/x-acme');
+    const id = a.blob.id;
+    const absent = `sha-256:${'0'.repeat(64)}:1`;
+    for (const [method, p] of [
+      ['GET', `/api/v1/blobs/${id}`],
+      ['HEAD', `/api/v1/blobs/${id}`],
+      ['GET', `/api/v1/blobs/${id}/metadata`],
+      ['POST', `/api/v1/blobs/${id}/verify`],
+      ['DELETE', `/api/v1/blobs/${id}`],
+    ]) {
+      const theirs = await fetch(`${server.url}${p}`, { method, headers: bearer(globex) });
+      const none = await fetch(`${server.url}${p.replace(id, absent)}`, { method, headers: bearer(globex) });
+      expect([method, p, theirs.status]).toEqual([method, p, 404]);
+      expect([method, p, await theirs.text()]).toEqual([method, p, (await none.text()).replaceAll(absent, id)]);
+    }
+    const list = (await (await fetch(`${server.url}/api/v1/blobs?limit=1000`, { headers: bearer(globex) })).json()) as { blobs: Array<{ id: string }> };
+    expect(list.blobs.map((b) => b.id)).not.toContain(id);
+    const mine = (await (await fetch(`${server.url}/api/v1/blobs?limit=1000`, { headers: bearer(acme) })).json()) as { blobs: Array<{ id: string }> };
+    expect(mine.blobs.map((b) => b.id)).toContain(id);
+
+    // The same bytes from the other tenant: all its blocks are fresh to it, its own media type and time.
+    const g = await upload(globex, body, 'application/x-globex');
+    expect(g.blob.id).toBe(id);
+    expect(g.freshBlocks).toBe(g.blob.blockCount);
+    expect(g.duplicateBlocks).toBe(0);
+    expect(g.blob.mediaType).toBe('application/x-globex');
+    // Its repeat is a duplicate of its own.
+    const again = await upload(globex, body);
+    expect(again.freshBlocks).toBe(0);
+    expect(again.blob.mediaType).toBe('application/x-globex');
+    // Deleting one tenant's copy leaves the other's whole.
+    expect((await fetch(`${server.url}/api/v1/blobs/${id}`, { method: 'DELETE', headers: bearer(globex) })).status).toBe(204);
+    const still = await fetch(`${server.url}/api/v1/blobs/${id}`, { headers: bearer(acme) });
+    expect(still.status).toBe(200);
+    expect(still.headers.get('content-type')).toBe('application/x-acme');
+    expect(Buffer.from(await still.arrayBuffer()).equals(body)).toBe(true);
+    expect((await fetch(`${server.url}/api/v1/blobs/${id}`, { headers: bearer(globex) })).status).toBe(404);
+    expect((await fetch(`${server.url}/api/v1/blobs/${id}`, { method: 'DELETE', headers: bearer(acme) })).status).toBe(204);
+    expect((await fetch(`${server.url}/api/v1/blobs/${id}`, { headers: bearer(acme) })).status).toBe(404);
+  });
+
+  it('resumable sessions are the token\'s tenant\'s; X-Svc-Tenant-Id of another tenant is 403', async () => {
+    const acme = await token({ org_id: 'acme-up' });
+    const globex = await token({ org_id: 'globex-up' });
+    const session = '0193b3a0-0000-7000-8000-000000000001';
+    const create = await fetch(`${server.url}/api/v1/uploads`, { method: 'POST', headers: { ...bearer(acme), 'X-Svc-Upload-Session-Id': session, 'Upload-Length': '10' } });
+    expect(create.status).toBe(201);
+    expect((await fetch(`${server.url}/api/v1/uploads/${session}`, { headers: bearer(globex) })).status).toBe(404);
+    expect((await fetch(`${server.url}/api/v1/uploads/${session}`, { headers: bearer(acme) })).status).toBe(200);
+    const mismatch = await fetch(`${server.url}/api/v1/uploads/${session}`, { headers: { ...bearer(acme), 'X-Svc-Tenant-Id': '0193b3a0-0000-7000-8000-0000000000ff' } });
+    expect(mismatch.status).toBe(403);
+    expect(((await mismatch.json()) as { error: string }).error).toBe('forbidden');
+    const direct = await fetch(`${server.url}/api/v1/blobs`, { method: 'POST', headers: { ...bearer(acme), 'X-Svc-Tenant-Id': 'globex-up', 'X-Svc-Upload-Session-Id': session }, body: 'x' });
+    expect(direct.status).toBe(403);
+  });
+});
