@@ -39,6 +39,7 @@ export const VARIABLES: ReadonlyArray<{ name: string; default: string; help: str
   { name: 'SVC_HEALTH_TIMEOUT', default: '5s', help: 'Timeout of each readiness check.' },
   { name: 'SVC_OPS_REFRESH_MS', default: '1000', help: 'Milliseconds between two reads of the operator snapshot while anyone follows /api/ops/v1/events (also the most a GET of the snapshot is out of date).' },
   { name: 'SVC_SECURITY_ENABLED', default: 'false', help: '`true`: every /api/v1 and /api/ops route needs a bearer token (RS256/ES256 against SVC_OIDC_*; HS256 only with an explicit SVC_DEV_SHARED_SECRET) and the capability of the route; health stays public.' },
+  { name: 'SVC_TENANT_POLICY_FILE', default: '', help: 'JSON file of tenant policies (`{ "default": Policy, "tenants": { "<org_id>": Policy } }`, Policy = { maxObjectBytes?, quotaBytes?, maxConcurrent?, maxQueued?, bytesPerMinute?, requestsPerMinute? }), applied with security on; re-read on SIGHUP. Empty: no limits.' },
   { name: 'SVC_SECURITY_CORS_ALLOWED_ORIGINS', default: '', help: 'Comma-separated exact browser origins (used when security is enabled; unsecured servers allow any origin).' },
   { name: 'SVC_DEV_SHARED_SECRET', default: '', help: 'HS256 secret of development tokens; empty: one is generated at first start and kept in <SVC_FS_ROOT>/secrets/dev-shared-secret (never with SVC_SECURITY_ENABLED=true: then HS256 needs an explicit secret). `off` disables HS256 tokens and POST /dev/token.' },
   { name: 'SVC_DEV_TOKEN_ENDPOINT', default: 'loopback', help: '`loopback`: POST /dev/token answers requests from 127.0.0.1/::1 only; `off`: disabled.' },
@@ -99,6 +100,8 @@ export interface Config {
   auth: AuthConfig;
   /** SVC_SECURITY_ENABLED: the blob API and the operator endpoints need a token and a capability. */
   securityEnabled: boolean;
+  /** SVC_TENANT_POLICY_FILE ('' = no limits). */
+  tenantPolicyFile: string;
   docMaxJsonBytes: number;
   corsAllowedOrigins: string[];
   logLevel: LogLevel;
@@ -259,6 +262,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       jwksRefreshMs: parseDuration('SVC_OIDC_JWKS_REFRESH', get('SVC_OIDC_JWKS_REFRESH')),
     },
     securityEnabled: oneOf('SVC_SECURITY_ENABLED', get('SVC_SECURITY_ENABLED'), ['true', 'false'] as const) === 'true',
+    tenantPolicyFile: get('SVC_TENANT_POLICY_FILE'),
     docMaxJsonBytes: inRange('SVC_DOC_MAX_JSON_BYTES', parseSize('SVC_DOC_MAX_JSON_BYTES', get('SVC_DOC_MAX_JSON_BYTES')), 1024, 64 * MiB),
     uploads: {
       ttlMs: parseDuration('SVC_UPLOAD_TTL', get('SVC_UPLOAD_TTL')),

@@ -31,6 +31,7 @@ import { BufferPool } from './uploads/index.js';
 import { Staging } from './uploads/index.js';
 import { Uploads } from './uploads/index.js';
 import { createWorkerPool } from './worker-pool.js';
+import { Budgets, TenantPolicies } from './tenancy/index.js';
 
 const WORKER_MODULE = fileURLToPath(new URL('../workers/ingest.js', import.meta.url));
 const SCANNER_MODULE = fileURLToPath(new URL('../workers/scanner.js', import.meta.url));
@@ -67,6 +68,9 @@ export class Engine {
   readonly gc: GarbageCollector;
   /** Free space of the data directory against SVC_MIN_FREE_SPACE (uploads are refused below it). */
   readonly space: DiskSpace;
+  /** Tenant policies (SVC_TENANT_POLICY_FILE) and the budgets that enforce them, with security on. */
+  readonly policies: TenantPolicies;
+  readonly budgets: Budgets;
 
   private constructor(
     readonly config: Config,
@@ -83,6 +87,8 @@ export class Engine {
     this.metrics = new Metrics(this);
     this.reader = new BlobReader(manifests, blocks, config.blockCacheBytes, this.stats, log, this.memory);
     this.space = new DiskSpace(config.fsRoot, config.minFreeSpace);
+    this.policies = TenantPolicies.open(config.tenantPolicyFile, log);
+    this.budgets = new Budgets(this.policies);
     this.uploads = new Uploads({
       config: config.uploads,
       ledger: new LmdbUploadCatalog(catalog),

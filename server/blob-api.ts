@@ -19,7 +19,7 @@ const READ = { capability: 'blob.read' };
 
 export function mountBlobApi(router: Router, { engine }: ServerContext): void {
   // With security on the caller's tenant is the token's org_id; with it off, every blob is the default tenant's.
-  router.on('POST', '/api/v1/blobs', ({ ex, req, principal }) => upload(engine, ex, req, principal), { fallbackCode: 'ingest_failed', capability: 'blob.write' });
+  router.on('POST', '/api/v1/blobs', ({ ex, req, principal }) => upload(engine, ex, req, principal), { fallbackCode: 'ingest_failed', capability: 'blob.write', operation: true });
 
   router.on('GET', '/api/v1/blobs', ({ ex, query, principal }) => {
     ex.json(200, engine.list(parseLimit(query.get('limit') ?? undefined), query.get('cursor') ?? undefined, principal?.tenant));
@@ -27,8 +27,9 @@ export function mountBlobApi(router: Router, { engine }: ServerContext): void {
 
   router.on(['GET', 'HEAD'], '/api/v1/blobs/:id', ({ ex, req, params, principal }) => {
     const manifest = engine.manifest(parseContentIdSegment(params[0]!), principal?.tenant);
+    if (principal && ex.method !== 'HEAD') engine.budgets.chargeBytes(principal.tenant, principal.subject, manifest.record.size);
     serveBlob(engine, ex, readConditions(req), manifest, ex.method === 'HEAD');
-  }, READ);
+  }, { capability: 'blob.read', operation: true });
 
   router.on('DELETE', '/api/v1/blobs/:id', async ({ ex, params, principal }) => {
     await engine.delete(parseContentIdSegment(params[0]!), principal?.tenant);
@@ -69,11 +70,17 @@ function checkLocalityHeaders(req: RequestHead, principal: Principal | undefined
 
 function upload(engine: Engine, ex: Exchange, req: RequestHead, principal: Principal | undefined): void {
   checkLocalityHeaders(req, principal);
+  const declaredLength = parseContentLength(header(req, 'content-length'));
+  // With security on: the tenant's policy (object limit, quota) and the principal's byte budget.
+  const policy = principal ? engine.policies.for(principal.tenant) : undefined;
+  if (principal && declaredLength !== undefined) engine.budgets.chargeBytes(principal.tenant, principal.subject, declaredLength);
   const ingest = engine.startIngest({
     tenant: principal?.tenant,
     tenantBlocks: principal !== undefined,
+    maxObjectBytes: policy?.maxObjectBytes,
+    quotaBytes: policy?.quotaBytes,
     contentType: parseContentType(header(req, 'content-type')),
-    declaredLength: parseContentLength(header(req, 'content-length')),
+    declaredLength,
   });
   feedIngest(ex, new SocketBody(ex), ingest, engine.stats, {
     last: () =>

@@ -53,7 +53,21 @@ export class Exchange {
       this.aborted = true;
       this.done = true;
       for (const h of this.abortHandlers) h();
+      this.finished();
     });
+  }
+
+  private finishers?: Array<() => void>;
+
+  /** Runs `handler` once the answer is written whole or the client went away (whichever first). */
+  onFinish(handler: () => void): void {
+    (this.finishers ??= []).push(handler);
+  }
+
+  private finished(): void {
+    const finishers = this.finishers;
+    this.finishers = undefined;
+    if (finishers) for (const f of finishers) f();
   }
 
   onAbort(handler: () => void): void {
@@ -92,6 +106,7 @@ export class Exchange {
       else if (this.method === 'HEAD') endHead(this.res, body === undefined ? 0 : typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength);
       else this.res.end(body ?? '');
     });
+    this.finished();
   }
 
   /** A HEAD answer: the headers a GET would carry, Content-Length included, and no body. */
@@ -102,6 +117,7 @@ export class Exchange {
       this.head(code, headers);
       endHead(this.res, contentLength);
     });
+    this.finished();
   }
 
   json(code: number, body: unknown, headers: Headers = {}): void {
@@ -137,7 +153,10 @@ export class Exchange {
         startOffset = res.getWriteOffset();
         [ok, responded] = res.tryEnd(piece, total);
       });
-      if (responded) this.done = true;
+      if (responded) {
+        this.done = true;
+        this.finished();
+      }
       if (ok || responded) return resolve();
       this.blocked = { piece, startOffset, total, resolve };
       this.hookWritable();
@@ -172,6 +191,7 @@ export class Exchange {
     if (!this.live) return;
     this.done = true;
     this.res.cork(() => this.res.end());
+    this.finished();
   }
 
   private blocked: { piece: Uint8Array; startOffset: number; total: number; resolve: () => void } | null = null;
@@ -200,7 +220,10 @@ export class Exchange {
       return true;
     }
     const [ok, responded] = this.res.tryEnd(b.piece.subarray(offset - b.startOffset), b.total);
-    if (responded) this.done = true;
+    if (responded) {
+      this.done = true;
+      this.finished();
+    }
     if (ok || responded) this.unblock();
     return ok;
   }

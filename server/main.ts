@@ -4,6 +4,7 @@ import uws from './uws.js';
 import { type Config, ConfigError, VARIABLES, loadConfig } from '../engine/config.js';
 import { Engine } from '../engine/engine.js';
 import { DataDirLockError } from '../engine/store/index.js';
+import { PolicyError } from '../engine/tenancy/index.js';
 import { nativeSharedCopy } from '../engine/cas/index.js';
 import { Logger } from '../engine/log.js';
 import { type ServerContext, apiSurface, corsPolicy } from './api-surface.js';
@@ -14,7 +15,7 @@ import { mountGcApi } from './gc-api.js';
 import { modelSurface, mountModelApi } from './model-api.js';
 import { ModelMetrics } from './model-metrics.js';
 import { createApp } from './app.js';
-import { Router } from './router.js';
+import { type Meter, Router } from './router.js';
 import { parseArgsMessage } from '../cli/args.js';
 import { mountOpsApi } from './ops-api.js';
 import { VERSION } from '../engine/version.js';
@@ -45,6 +46,8 @@ function helpText(): string {
 }
 
 interface RunningServer {
+  /** Reads SVC_TENANT_POLICY_FILE again. */
+  reloadPolicies(): void;
   port: number;
   /** Port of the model runtime listener. */
   modelPort: number;
@@ -60,11 +63,15 @@ export async function serve(config: Config, log = new Logger(config.logLevel)): 
   // With security on, every route that names a capability needs a bearer token that holds it.
   const guard = config.securityEnabled ? engine.tokens : undefined;
   const cors = corsPolicy(config);
-  const blobRoutes = new Router(app, surface, { cors, answerOtherMethods: true, guard });
+  // With security on, the tenant policy's budgets: requests per principal, operations per tenant.
+  const meter: Meter | undefined = config.securityEnabled
+    ? { request: (p) => engine.budgets.chargeRequest(p.tenant, p.subject), admit: (p) => engine.budgets.admit(p.tenant) }
+    : undefined;
+  const blobRoutes = new Router(app, surface, { cors, answerOtherMethods: true, guard, meter });
   mountBlobApi(blobRoutes, ctx);
   mountUploadsApi(blobRoutes, ctx);
   blobRoutes.answerOtherMethods();
-  const gcRoutes = new Router(app, surface, { cors, answerOtherMethods: true, guard });
+  const gcRoutes = new Router(app, surface, { cors, answerOtherMethods: true, guard, meter });
   mountGcApi(gcRoutes, ctx);
   gcRoutes.answerOtherMethods();
   const routes = new Router(app, surface, { guard });
@@ -91,7 +98,7 @@ export async function serve(config: Config, log = new Logger(config.logLevel)): 
   const [port, modelPort] = sockets.map((socket) => uws.us_socket_local_port(socket)) as [number, number];
   const blockHashing = engine.scanner.pairHashing ? 'scanning thread (native SHA-256 pair)' : 'worker threads (node:crypto)';
   log.info('listening', { host: config.host, port, modelPort, fsRoot: config.fsRoot, durability: config.durability, workers: config.workers, blockHashing, bodyCopy: nativeSharedCopy ? 'native memcpy' : 'TypedArray.set' });
-  return { port, modelPort, close };
+  return { port, modelPort, close, reloadPolicies: () => void engine.policies.reload() };
 }
 
 /** A port that cannot be bound: in use (by any process: the socket is exclusive) or not allowed. */
@@ -166,10 +173,12 @@ export async function main(argv: string[]): Promise<void> {
   };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
+  // The tenant policy file is read again on SIGHUP (an invalid one keeps the policy in force).
+  process.on('SIGHUP', () => server?.reloadPolicies());
   try {
     server = await serve(config);
   } catch (err) {
-    if (!(err instanceof ListenError || err instanceof DataDirLockError)) throw err;
+    if (!(err instanceof ListenError || err instanceof DataDirLockError || err instanceof PolicyError)) throw err;
     process.stderr.write(`svc: ${err.message}\n`);
     process.exit(1);
   }

@@ -33,6 +33,8 @@ interface RouteOptions {
   fallbackCode?: string;
   /** The capability the caller's token must hold when a guard is set; absent: a public route. */
   capability?: string;
+  /** An operation that takes one of its tenant's slots (uploads, downloads, commits) while it runs. */
+  operation?: boolean;
 }
 
 /** Bearer tokens: a verified token's principal at once when it is known, else after its check. */
@@ -54,7 +56,16 @@ export interface CorsPolicy {
   exposeHeaders: string;
 }
 
+/** What a guarded request costs its caller, before the handler runs (budgets; throws to refuse). */
+export interface Meter {
+  /** A request of `principal` (429 when its budget is spent). */
+  request(principal: Principal): void;
+  /** One of the tenant's operation slots: at once (a release), or later (a promise of one). */
+  admit(principal: Principal): (() => void) | Promise<() => void>;
+}
+
 interface RouterOptions {
+  meter?: Meter;
   cors?: CorsPolicy;
   /** Answer OPTIONS (preflights) and 405 for every pattern (needs `cors`). */
   answerOtherMethods?: boolean;
@@ -97,12 +108,34 @@ export class Router {
         if (!guard) return run(ex, () => handler({ ex, req, params, query }), options.fallbackCode);
         const authorization = header(req, 'authorization');
         const known = guard.cached(authorization);
-        if (known) return run(ex, () => handler({ ex, req, params, query, principal: allowed(known, options.capability!) }), options.fallbackCode);
+        let head: RequestHead = req;
+        /** The caller is known: its capability, its budget, its tenant's slot, then the handler. */
+        const proceed = (principal: Principal): void => {
+          allowed(principal, options.capability!);
+          const meter = this.options.meter;
+          meter?.request(principal);
+          const admitted = meter && options.operation ? meter.admit(principal) : undefined;
+          const call = () => handler({ ex, req: head, params, query, principal });
+          if (admitted === undefined) return void run(ex, call, options.fallbackCode);
+          if (typeof admitted === 'function') {
+            ex.onFinish(admitted);
+            return void run(ex, call, options.fallbackCode);
+          }
+          // Waits for a slot in the tenant's queue: the request must outlive this callback.
+          if (head === req) head = snapshot(req, paramCount);
+          ex.body.hold();
+          admitted.then((release) => {
+            ex.onFinish(release);
+            if (!ex.live) return release();
+            run(ex, call, options.fallbackCode);
+          });
+        };
+        if (known) return run(ex, () => proceed(known), options.fallbackCode);
         // The token's first check waits for its keys: the request must outlive this callback.
-        const head = snapshot(req, paramCount);
+        head = snapshot(req, paramCount);
         ex.body.hold();
         guard.verify(authorization).then(
-          (principal) => run(ex, () => handler({ ex, req: head, params, query, principal: allowed(principal, options.capability!) }), options.fallbackCode),
+          (principal) => run(ex, () => proceed(principal), options.fallbackCode),
           (err: unknown) => ex.error(err),
         );
       });

@@ -1,7 +1,7 @@
 // Resumable upload sessions over HTTP (`/api/v1/uploads`): a thin layer over engine/uploads.
 
 import type { Engine } from '../engine/engine.js';
-import { SvcError, invalidUpload } from '../engine/errors.js';
+import { SvcError, invalidUpload, tenantObjectLimit } from '../engine/errors.js';
 import { DEFAULT_TENANT, type SessionRecord } from '../engine/store/index.js';
 import type { PartUpload } from '../engine/uploads/index.js';
 import type { ServerContext } from './api-surface.js';
@@ -20,10 +20,13 @@ export function mountUploadsApi(router: Router, { engine }: ServerContext): void
   const uploads = engine.uploads;
   const write = { fallbackCode: 'ingest_failed', capability: 'blob.write' };
   const read = { fallbackCode: 'ingest_failed', capability: 'blob.read' };
+  const operation = { ...write, operation: true };
 
   router.on('POST', COLLECTION, async ({ ex, req, principal }) => {
     const id = sessionId(header(req, 'x-svc-upload-session-id'), 'X-Svc-Upload-Session-Id');
     const request = { tenant: tenantOf(req, principal), id, declaredLength: uploadLength(header(req, 'upload-length')), contentType: contentTypeOf(req) };
+    const max = principal ? engine.policies.for(principal.tenant).maxObjectBytes : undefined;
+    if (max !== undefined && request.declaredLength !== undefined && request.declaredLength > max) throw tenantObjectLimit(max);
     const record = await uploads.create(request);
     ex.json(201, statusJson(record), { ...sessionHeaders(record), Location: `${COLLECTION}/${record.id}` });
   }, write);
@@ -33,12 +36,12 @@ export function mountUploadsApi(router: Router, { engine }: ServerContext): void
     ex.json(200, statusJson(record), sessionHeaders(record));
   }, read);
 
-  router.on('PATCH', SESSION, ({ ex, req, params, principal }) => part(ex, req, params[0]!, engine, principal), write);
+  router.on('PATCH', SESSION, ({ ex, req, params, principal }) => part(ex, req, params[0]!, engine, principal), operation);
 
   router.on('POST', COMMIT, async ({ ex, req, params, principal }) => {
-    const record = await uploads.commit(tenantOf(req, principal), sessionId(params[0]));
+    const record = await uploads.commit(tenantOf(req, principal), sessionId(params[0]), principal ? engine.policies.for(principal.tenant).quotaBytes : undefined);
     ex.json(200, statusJson(record), { ...sessionHeaders(record), Location: `/api/v1/blobs/${record.committedBlob}` });
-  }, write);
+  }, operation);
 
   router.on('DELETE', SESSION, async ({ ex, req, params, principal }) => {
     await uploads.cancel(tenantOf(req, principal), sessionId(params[0]));
@@ -51,6 +54,13 @@ function part(ex: Exchange, req: RequestHead, id: string, engine: Engine, princi
   let started: { replayed: SessionRecord } | { part: PartUpload };
   const declared = header(req, 'content-length');
   try {
+    if (principal) {
+      // The tenant's object limit and the principal's byte budget, before any byte is taken.
+      const max = engine.policies.for(principal.tenant).maxObjectBytes;
+      const end = byteCount(header(req, 'upload-offset'), 'Upload-Offset', true) + byteCount(declared, 'Content-Length', true);
+      if (max !== undefined && end > max) throw tenantObjectLimit(max);
+      engine.budgets.chargeBytes(principal.tenant, principal.subject, byteCount(declared, 'Content-Length', true));
+    }
     started = engine.uploads.beginPart({
       tenant: tenantOf(req, principal),
       id: sessionId(id),

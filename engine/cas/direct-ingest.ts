@@ -1,5 +1,5 @@
 import { xxh64 } from '@node-rs/xxhash';
-import { type SvcError, ingestFailed, invalidBlob } from '../errors.js';
+import { SvcError, ingestFailed, invalidBlob, tenantObjectLimit, tenantQuotaExceeded } from '../errors.js';
 import type { BlobSummary, ManifestRecord, StoredBlock } from '../store/index.js';
 import { chunkerName } from './chunkers.js';
 import { Ingest, type IngestDeps } from './ingest.js';
@@ -24,6 +24,9 @@ export interface IngestOptions {
   tenant?: string;
   /** Count blocks as fresh only when new to the tenant (security on: nothing may tell of other tenants' data). */
   tenantBlocks?: boolean;
+  /** The tenant's policy: its largest object (413 tenant_object_limit_exceeded) and retained-byte quota (507 at publication). */
+  maxObjectBytes?: number;
+  quotaBytes?: number;
   /** The Content-Type header as sent, if any. */
   contentType?: string;
   /** The Content-Length header, if any: an exact contract. */
@@ -55,7 +58,7 @@ export class DirectIngest extends Ingest {
       contentType: options.contentType,
       declaredLength: options.declaredLength,
       streamLength: options.declaredLength,
-      maxBytes: deps.config.maxUploadBytes,
+      ...objectLimit(deps.config.maxUploadBytes, options.maxObjectBytes),
       mayHashHere: true,
       alwaysWrite: options.tenantBlocks,
     });
@@ -128,6 +131,8 @@ export class DirectIngest extends Ingest {
       const { manifest, existed, newToTenant } = await this.deps.manifests.publish(hex, this.received, this.mediaType, chunkerName(this.spec!), blocks, inline, {
         tenant: this.options.tenant,
         tenantBlocks: this.options.tenantBlocks,
+        quotaBytes: this.options.quotaBytes,
+        quotaExceeded: tenantQuotaExceeded,
       });
       const counted = newToTenant ? blocks.map((b, i) => ({ size: b.size, fresh: newToTenant[i]! && !existed })) : blocks;
       const fresh = this.deps.stats.recordPublication(counted, inline !== undefined && existed);
@@ -140,10 +145,17 @@ export class DirectIngest extends Ingest {
         durationSeconds: Number(process.hrtime.bigint() - this.startedAt) / 1e9,
       });
     } catch (err) {
-      this.deps.log.error('ingest: manifest publication failed', { err: String((err as Error)?.stack ?? err) });
       this.outcome = 'failed';
       this.release();
+      // A refusal of the catalog's (a quota) is the answer; anything else is logged.
+      if (err instanceof SvcError) return this.finish?.reject(err);
+      this.deps.log.error('ingest: manifest publication failed', { err: String((err as Error)?.stack ?? err) });
       this.finish?.reject(ingestFailed('The catalog could not publish the manifest'));
     }
   }
+}
+
+/** The body's limit: SVC_MAX_UPLOAD_BYTES, or the tenant's object limit (with its own code) when that is lower. */
+export function objectLimit(maxUploadBytes: number, maxObjectBytes: number | undefined): { maxBytes: number; tooLarge?: (max: number) => SvcError } {
+  return maxObjectBytes !== undefined && maxObjectBytes < maxUploadBytes ? { maxBytes: maxObjectBytes, tooLarge: tenantObjectLimit } : { maxBytes: maxUploadBytes };
 }

@@ -52,6 +52,8 @@ interface StreamShape {
   streamLength?: number;
   /** Most bytes the body may carry. */
   maxBytes: number;
+  /** The error for a body past `maxBytes` (default 413 payload_too_large). */
+  tooLarge?: (max: number) => SvcError;
   /** Bytes that open the stream before the body (a part's replayed tail): cut, not hashed again. */
   replay?: Uint8Array;
   /** Chunker and media type, when already decided. */
@@ -122,6 +124,7 @@ export abstract class Ingest {
   private readonly reservation: number;
   private readonly pauseAtSegments: number;
   private readonly maxBytes: number;
+  private readonly tooLarge: (max: number) => SvcError;
   protected received = 0;
   /** Where the next block begins (everything before it is cut). */
   protected cutStart = 0;
@@ -181,7 +184,8 @@ export abstract class Ingest {
     this.replayed = shape.replay?.length ?? 0;
     this.declared = shape.declaredLength;
     this.maxBytes = shape.maxBytes;
-    if (shape.declaredLength !== undefined && shape.declaredLength > this.maxBytes) throw payloadTooLarge(this.maxBytes);
+    this.tooLarge = shape.tooLarge ?? payloadTooLarge;
+    if (shape.declaredLength !== undefined && shape.declaredLength > this.maxBytes) throw this.tooLarge(this.maxBytes);
     if (shape.declaredLength === 0) throw invalidBlob('Empty blobs are not supported');
     const length = shape.streamLength;
     // A small declared body gets one exact segment of its own instead of a pooled one.
@@ -240,7 +244,7 @@ export abstract class Ingest {
     if (this.settled) return true;
     const len = chunk.length;
     const before = this.received - this.bodyBase;
-    if (before + len > this.maxBytes) throw this.fail(payloadTooLarge(this.maxBytes), false);
+    if (before + len > this.maxBytes) throw this.fail(this.tooLarge(this.maxBytes), false);
     const declared = this.declared;
     if (declared !== undefined && before + len > declared) {
       throw this.fail(invalidBlob(`Content-Length: expected ${declared} bytes but received more`), false);

@@ -25,6 +25,12 @@ export interface PublishOptions {
   tenant?: string;
   /** Tell which blocks are new to the tenant (`newToTenant`), recording them as its own. */
   tenantBlocks?: boolean;
+  /**
+   * The tenant's retained-byte quota: a blob new to it that would take its retained bytes past
+   * this is not published (`quotaExceeded` is thrown from inside the atomic step).
+   */
+  quotaBytes?: number;
+  quotaExceeded?: () => Error;
 }
 
 export interface Publication {

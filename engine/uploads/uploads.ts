@@ -19,7 +19,7 @@ import { type BlobCatalog, type BlockStore, type SessionRecord, type StoredBlock
 import type { StreamScanner } from '../cas/index.js';
 import type { UploadConfig } from '../config.js';
 import {
-  SvcError, ingestFailed, invalidBlob, invalidUpload, uploadBusy, uploadExists, uploadExpired, uploadNotFound, uploadOffsetMismatch, uploadState,
+  SvcError, ingestFailed, invalidBlob, invalidUpload, uploadBusy, uploadExists, uploadExpired, uploadNotFound, uploadOffsetMismatch, uploadState, tenantQuotaExceeded,
 } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Stats } from '../ops/index.js';
@@ -241,7 +241,7 @@ export class Uploads {
   }
 
   /** Publishes the object; a committed session answers with the same blob again. */
-  async commit(tenant: string, id: string): Promise<SessionRecord> {
+  async commit(tenant: string, id: string, quotaBytes?: number): Promise<SessionRecord> {
     const current = this.status(tenant, id);
     if (current.state === 'Committed') return current;
     if (current.state !== 'Open') this.refuse(current, 'commit');
@@ -264,7 +264,7 @@ export class Uploads {
       const blocks = [...this.deps.ledger.blocks(id), ...((drained ?? stored)?.blocks ?? []), ...result.blocks];
       const blobId = formatContentId(hex, leased.offset);
       await this.deps.ledger.update(id, (r) => ({ ...r!, state: 'Committing', pendingBlob: blobId }));
-      const publication = this.deps.tenantBlobs ? { tenant: leased.tenant, tenantBlocks: true } : {};
+      const publication = this.deps.tenantBlobs ? { tenant: leased.tenant, tenantBlocks: true, quotaBytes, quotaExceeded: tenantQuotaExceeded } : {};
       const { manifest, existed, newToTenant } = await this.deps.manifests.publish(hex, leased.offset, result.decided!.mediaType, chunkerName(result.decided!.spec), blocks, undefined, publication);
       this.deps.stats.recordPublication(newToTenant ? blocks.map((b, i) => ({ size: b.size, fresh: newToTenant[i]! })) : blocks, existed);
       const committed = await this.deps.ledger.update(id, (r) => ({ ...r!, state: 'Committed', committedBlob: manifest.id, pendingBlob: undefined, lease: undefined }));

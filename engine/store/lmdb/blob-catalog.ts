@@ -153,6 +153,9 @@ export class LmdbBlobCatalog implements BlobCatalog {
         existed = true;
         return this.view(id, record, mine);
       }
+      if (options.quotaBytes !== undefined && (this.tenantBytes.get(tenant) ?? 0) + size > options.quotaBytes) {
+        throw options.quotaExceeded?.() ?? new Error('quota exceeded');
+      }
       // Stored once for every tenant: a blob another tenant holds is only added to this one's.
       const created = !record;
       if (!record) {

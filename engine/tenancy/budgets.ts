@@ -1,0 +1,116 @@
+// Budgets of tenants and principals: token buckets of requests and body bytes per principal
+// (`sub`), and the operations a tenant has in flight with a bounded queue behind them. Every
+// refusal says when to come back (Retry-After, seconds).
+
+import { SvcError } from '../errors.js';
+import type { Policy, TenantPolicies } from './policy.js';
+
+const rateLimited = (retryAfter: number, what: string) =>
+  new SvcError(429, 'rate_limited', `The ${what} budget of this principal is spent; retry in ${retryAfter} s`, { 'Retry-After': String(retryAfter) });
+const concurrencyExceeded = () =>
+  new SvcError(429, 'tenant_concurrency_exceeded', 'The tenant has as many operations in flight and waiting as its policy allows', { 'Retry-After': '1' });
+const admissionUnavailable = () =>
+  new SvcError(503, 'tenant_admission_unavailable', 'The server cannot queue another operation safely now', { 'Retry-After': '1' });
+
+/** Waiters of every tenant together: beyond this the queues could not be held safely (503). */
+const MAX_QUEUED_IN_ALL = 10_000;
+/** Buckets not used for this long are forgotten (a full bucket is the same as none). */
+const IDLE_BUCKET_MS = 10 * 60_000;
+
+class Bucket {
+  level: number;
+  at = Date.now();
+
+  constructor(readonly perMinute: number) {
+    this.level = perMinute;
+  }
+
+  /** Takes `amount` (the level may go below zero for an amount larger than what is left); seconds to wait when empty. */
+  take(amount: number): number | undefined {
+    const now = Date.now();
+    this.level = Math.min(this.perMinute, this.level + ((now - this.at) / 60_000) * this.perMinute);
+    this.at = now;
+    if (this.level <= 0) return Math.max(1, Math.ceil((-this.level + 1) / (this.perMinute / 60)));
+    this.level -= amount;
+    return undefined;
+  }
+}
+
+export class Budgets {
+  private readonly requests = new Map<string, Bucket>();
+  private readonly bytes = new Map<string, Bucket>();
+  private readonly inFlight = new Map<string, number>();
+  private readonly queues = new Map<string, Array<() => void>>();
+  private queued = 0;
+  private lastSweep = Date.now();
+
+  constructor(private readonly policies: TenantPolicies) {}
+
+  /** One request of `principal` (429 rate_limited when its requests per minute are spent). */
+  chargeRequest(tenant: string, principal: string): void {
+    const perMinute = this.policies.for(tenant).requestsPerMinute;
+    if (perMinute === undefined) return;
+    const wait = bucket(this.requests, `${tenant}\0${principal}`, perMinute).take(1);
+    this.sweep();
+    if (wait !== undefined) throw rateLimited(wait, 'request');
+  }
+
+  /** `bytes` of body to or from `principal` (429 rate_limited when its bytes per minute are spent). */
+  chargeBytes(tenant: string, principal: string, bytes: number): void {
+    const perMinute = this.policies.for(tenant).bytesPerMinute;
+    if (perMinute === undefined || bytes <= 0) return;
+    const wait = bucket(this.bytes, `${tenant}\0${principal}`, perMinute).take(bytes);
+    if (wait !== undefined) throw rateLimited(wait, 'byte');
+  }
+
+  /**
+   * Admits one operation of `tenant` (an upload, a download, a commit): at once while it has
+   * fewer than maxConcurrent in flight, else after those ahead of it in a queue of maxQueued.
+   * Resolves with the release to call when the operation ends.
+   */
+  admit(tenant: string): Promise<() => void> | (() => void) {
+    const policy: Policy = this.policies.for(tenant);
+    if (policy.maxConcurrent === undefined) return NOTHING;
+    const running = this.inFlight.get(tenant) ?? 0;
+    if (running < policy.maxConcurrent) return this.start(tenant);
+    const queue = this.queues.get(tenant) ?? [];
+    if (queue.length >= (policy.maxQueued ?? 0)) throw concurrencyExceeded();
+    if (this.queued >= MAX_QUEUED_IN_ALL) throw admissionUnavailable();
+    this.queues.set(tenant, queue);
+    this.queued++;
+    return new Promise((resolve) => queue.push(() => resolve(this.start(tenant))));
+  }
+
+  private start(tenant: string): () => void {
+    this.inFlight.set(tenant, (this.inFlight.get(tenant) ?? 0) + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const left = (this.inFlight.get(tenant) ?? 1) - 1;
+      if (left > 0) this.inFlight.set(tenant, left);
+      else this.inFlight.delete(tenant);
+      const next = this.queues.get(tenant)?.shift();
+      if (this.queues.get(tenant)?.length === 0) this.queues.delete(tenant);
+      if (next) {
+        this.queued--;
+        next();
+      }
+    };
+  }
+
+  private sweep(): void {
+    const now = Date.now();
+    if (now - this.lastSweep < IDLE_BUCKET_MS) return;
+    this.lastSweep = now;
+    for (const map of [this.requests, this.bytes]) for (const [key, b] of map) if (now - b.at > IDLE_BUCKET_MS) map.delete(key);
+  }
+}
+
+const NOTHING = () => {};
+
+function bucket(map: Map<string, Bucket>, key: string, perMinute: number): Bucket {
+  let b = map.get(key);
+  if (!b || b.perMinute !== perMinute) map.set(key, (b = new Bucket(perMinute)));
+  return b;
+}

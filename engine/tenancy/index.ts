@@ -1,0 +1,3 @@
+// Tenancy with security on: the policy of each tenant and the budgets that enforce it.
+export { Budgets } from './budgets.js';
+export { type Policy, PolicyError, TenantPolicies } from './policy.js';
