@@ -211,7 +211,7 @@ describe('security on: the CLI', () => {
 
 describe('security on: tenants', () => {
   const upload = async (t: string, body: Buffer, type?: string) => {
-    const res = await fetch(`${server.url}/api/v1/blobs`, { method: 'POST', headers: { ...bearer(t), ...(type ? { 'Content-Type': type } : {}) }, body });
+    const res = await fetch(`${server.url}/api/v1/blobs`, { method: 'POST', headers: { ...bearer(t), ...(type ? { 'Content-Type': type } : {}) }, body: new Uint8Array(body) });
     expect(res.status).toBe(201);
     return (await res.json()) as { blob: { id: string; mediaType: string; createdAt: string; blockCount: number }; freshBlocks: number; duplicateBlocks: number };
   };

@@ -25,12 +25,16 @@ class Bucket {
     this.level = perMinute;
   }
 
-  /** Takes `amount` (the level may go below zero for an amount larger than what is left); seconds to wait when empty. */
+  /**
+   * Takes `amount` when the bucket holds it (an amount larger than a whole minute's needs a full
+   * bucket, and leaves it below zero); else the seconds until it will.
+   */
   take(amount: number): number | undefined {
     const now = Date.now();
     this.level = Math.min(this.perMinute, this.level + ((now - this.at) / 60_000) * this.perMinute);
     this.at = now;
-    if (this.level <= 0) return Math.max(1, Math.ceil((-this.level + 1) / (this.perMinute / 60)));
+    const need = Math.min(amount, this.perMinute);
+    if (this.level < need) return Math.max(1, Math.ceil((need - this.level) / (this.perMinute / 60)));
     this.level -= amount;
     return undefined;
   }

@@ -1,0 +1,145 @@
+// Tenant policy and budgets with SVC_SECURITY_ENABLED=true (issue 18) over real HTTP: object
+// limit, retained-byte quota, requests and bytes per minute, operations in flight, and a reload
+// of the policy file on SIGHUP. Tokens are development tokens (an explicit SVC_DEV_SHARED_SECRET).
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startServer, type TestServer } from './helpers/server.js';
+
+let server: TestServer;
+let policyFile: string;
+
+const POLICY = {
+  default: { requestsPerMinute: 10_000 },
+  tenants: {
+    small: { maxObjectBytes: 100_000, quotaBytes: 250_000 },
+    slow: { requestsPerMinute: 3 },
+    bytes: { bytesPerMinute: 100_000 },
+    one: { maxConcurrent: 1, maxQueued: 0 },
+    reload: {},
+  },
+};
+
+async function token(org: string): Promise<string> {
+  const res = await fetch(`${server.url}/dev/token`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ org_id: org, scope: 'blob.read blob.write blob.delete' }) });
+  return ((await res.json()) as { access_token: string }).access_token;
+}
+
+const bearer = (t: string) => ({ Authorization: `Bearer ${t}` });
+const upload = (t: string, body: Buffer) => fetch(`${server.url}/api/v1/blobs`, { method: 'POST', headers: bearer(t), body: new Uint8Array(body) });
+
+beforeAll(async () => {
+  const dir = fs.mkdtempSync(path.join(process.env.TMPDIR ?? '/tmp', 'svc-policy-'));
+  policyFile = path.join(dir, 'policy.json');
+  fs.writeFileSync(policyFile, JSON.stringify(POLICY));
+  server = await startServer({ SVC_SECURITY_ENABLED: 'true', SVC_DEV_SHARED_SECRET: randomBytes(32).toString('base64url'), SVC_TENANT_POLICY_FILE: policyFile });
+});
+
+afterAll(async () => {
+  await server?.stop();
+});
+
+describe('tenant policy', () => {
+  it('an object past the tenant\'s limit is 413 tenant_object_limit_exceeded, declared or streamed, and nothing is published', async () => {
+    const t = await token('small');
+    const declared = await upload(t, randomBytes(150_000));
+    expect(declared.status).toBe(413);
+    expect(((await declared.json()) as { error: string }).error).toBe('tenant_object_limit_exceeded');
+    // Chunked: refused while streaming.
+    const streamed = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = http.request(`${server.url}/api/v1/blobs`, { method: 'POST', headers: { ...bearer(t), 'Transfer-Encoding': 'chunked' } }, (res) => {
+        let body = '';
+        res.on('data', (d) => (body += d));
+        res.on('end', () => resolve({ status: res.statusCode!, body }));
+      });
+      req.on('error', reject);
+      for (let i = 0; i < 15; i++) req.write(randomBytes(10_000));
+      req.end();
+    });
+    expect(streamed.status).toBe(413);
+    expect(JSON.parse(streamed.body).error).toBe('tenant_object_limit_exceeded');
+    const session = await fetch(`${server.url}/api/v1/uploads`, { method: 'POST', headers: { ...bearer(t), 'X-Svc-Upload-Session-Id': '0193b3a0-0000-7000-8000-00000000a001', 'Upload-Length': '150000' } });
+    expect(session.status).toBe(413);
+    const list = (await (await fetch(`${server.url}/api/v1/blobs`, { headers: bearer(t) })).json()) as { blobs: unknown[] };
+    expect(list.blobs).toEqual([]);
+  });
+
+  it('publishing past the retained-byte quota is 507 tenant_storage_quota_exceeded; a repeat is free; deleting frees at once', async () => {
+    const t = await token('small');
+    const [a, b, c] = [randomBytes(90_000), randomBytes(90_000), randomBytes(90_000)];
+    expect((await upload(t, a)).status).toBe(201);
+    expect((await upload(t, b)).status).toBe(201);
+    const over = await upload(t, c);
+    expect(over.status).toBe(507);
+    expect(((await over.json()) as { error: string }).error).toBe('tenant_storage_quota_exceeded');
+    const list = (await (await fetch(`${server.url}/api/v1/blobs`, { headers: bearer(t) })).json()) as { blobs: Array<{ id: string }> };
+    expect(list.blobs).toHaveLength(2);
+    const again = await upload(t, a);
+    expect(again.status).toBe(201);
+    const aId = ((await again.json()) as { blob: { id: string } }).blob.id;
+    expect((await fetch(`${server.url}/api/v1/blobs/${aId}`, { method: 'DELETE', headers: bearer(t) })).status).toBe(204);
+    expect((await upload(t, c)).status).toBe(201);
+    // Another tenant's quota is its own.
+    expect((await upload(await token('other'), randomBytes(300_000))).status).toBe(201);
+  });
+
+  it('requests per minute of a principal: 429 rate_limited with Retry-After', async () => {
+    const t = await token('slow');
+    for (let i = 0; i < 3; i++) expect((await fetch(`${server.url}/api/v1/blobs`, { headers: bearer(t) })).status).toBe(200);
+    const refused = await fetch(`${server.url}/api/v1/blobs`, { headers: bearer(t) });
+    expect(refused.status).toBe(429);
+    expect(((await refused.json()) as { error: string }).error).toBe('rate_limited');
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+  });
+
+  it('bytes per minute of a principal: 429 rate_limited once the budget is spent', async () => {
+    const t = await token('bytes');
+    expect((await upload(t, randomBytes(60_000))).status).toBe(201);
+    expect((await upload(t, randomBytes(30_000))).status).toBe(201);
+    const refused = await upload(t, randomBytes(30_000));
+    expect(refused.status).toBe(429);
+    expect(((await refused.json()) as { error: string }).error).toBe('rate_limited');
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+  });
+
+  it('operations in flight per tenant: beyond maxConcurrent and its queue, 429 tenant_concurrency_exceeded', async () => {
+    const t = await token('one');
+    // An upload that holds the tenant's one slot: its body is not finished yet.
+    const slow = http.request(`${server.url}/api/v1/blobs`, { method: 'POST', headers: { ...bearer(t), 'Content-Length': '20000' } });
+    const slowDone = new Promise<number>((resolve, reject) => {
+      slow.on('response', (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode!));
+      });
+      slow.on('error', reject);
+    });
+    slow.write(randomBytes(10_000));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const refused = await upload(t, randomBytes(1000));
+    expect(refused.status).toBe(429);
+    expect(((await refused.json()) as { error: string }).error).toBe('tenant_concurrency_exceeded');
+    expect(refused.headers.get('retry-after')).toBe('1');
+    // Another tenant is not held back.
+    expect((await upload(await token('two'), randomBytes(1000))).status).toBe(201);
+    slow.end(randomBytes(10_000));
+    expect(await slowDone).toBe(201);
+    expect((await upload(t, randomBytes(1000))).status).toBe(201);
+  });
+
+  it('SIGHUP reads the policy file again; an invalid file keeps the policy in force', async () => {
+    const t = await token('reload');
+    expect((await upload(t, randomBytes(5000))).status).toBe(201);
+    fs.writeFileSync(policyFile, JSON.stringify({ ...POLICY, tenants: { ...POLICY.tenants, reload: { maxObjectBytes: 1000 } } }));
+    server.proc.kill('SIGHUP');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const limited = await upload(t, randomBytes(5000));
+    expect(limited.status).toBe(413);
+    fs.writeFileSync(policyFile, '{ not json');
+    server.proc.kill('SIGHUP');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect((await upload(t, randomBytes(5000))).status).toBe(413);
+    expect(server.stderr()).toContain('tenant policy not reloaded');
+  });
+});
