@@ -143,3 +143,46 @@ describe('tenant policy', () => {
     expect(server.stderr()).toContain('tenant policy not reloaded');
   });
 });
+
+describe('quota accounting across kill -9', () => {
+  it('retained bytes stay exact: after a crash mid-uploads and deletes, the quota admits exactly what the listing leaves room for', async () => {
+    const dir = fs.mkdtempSync(path.join(process.env.TMPDIR ?? '/tmp', 'svc-crash-'));
+    const file = path.join(dir, 'policy.json');
+    const QUOTA = 4_000_000;
+    fs.writeFileSync(file, JSON.stringify({ tenants: { crash: { quotaBytes: QUOTA } } }));
+    const env = { SVC_SECURITY_ENABLED: 'true', SVC_DEV_SHARED_SECRET: randomBytes(32).toString('base64url'), SVC_TENANT_POLICY_FILE: file, SVC_DURABILITY: 'strict' };
+    let s = await startServer(env);
+    const mint = async () =>
+      ((await (await fetch(`${s.url}/dev/token`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ org_id: 'crash', scope: 'blob.read blob.write blob.delete' }) })).json()) as { access_token: string }).access_token;
+    let t = await mint();
+    // Some blobs published and deleted before, then uploads and deletes in flight when the process dies.
+    const first: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      const res = await fetch(`${s.url}/api/v1/blobs`, { method: 'POST', headers: bearer(t), body: new Uint8Array(randomBytes(40_000 + i)) });
+      first.push(((await res.json()) as { blob: { id: string } }).blob.id);
+    }
+    const inFlight: Array<Promise<unknown>> = [];
+    for (let i = 0; i < 24; i++) {
+      inFlight.push(fetch(`${s.url}/api/v1/blobs`, { method: 'POST', headers: bearer(t), body: new Uint8Array(randomBytes(30_000 + i * 997)) }).catch(() => undefined));
+      if (i < first.length) inFlight.push(fetch(`${s.url}/api/v1/blobs/${first[i]}`, { method: 'DELETE', headers: bearer(t) }).catch(() => undefined));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 40));
+    await s.kill9();
+    await Promise.all(inFlight);
+    s = await startServer(env, s.root);
+    try {
+      t = await mint();
+      const list = (await (await fetch(`${s.url}/api/v1/blobs?limit=1000`, { headers: bearer(t) })).json()) as { blobs: Array<{ size: number }> };
+      const retained = list.blobs.reduce((n, b) => n + b.size, 0);
+      const room = QUOTA - retained;
+      expect(room).toBeGreaterThan(1000);
+      const tooMuch = await fetch(`${s.url}/api/v1/blobs`, { method: 'POST', headers: bearer(t), body: new Uint8Array(randomBytes(room + 1)) });
+      expect(tooMuch.status).toBe(507);
+      const exact = await fetch(`${s.url}/api/v1/blobs`, { method: 'POST', headers: bearer(t), body: new Uint8Array(randomBytes(room)) });
+      expect(exact.status).toBe(201);
+    } finally {
+      await s.stop();
+      fs.rmSync(s.root, { recursive: true, force: true });
+    }
+  });
+});
