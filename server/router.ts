@@ -60,8 +60,8 @@ export interface CorsPolicy {
 export interface Meter {
   /** A request of `principal` (429 when its budget is spent). */
   request(principal: Principal): void;
-  /** One of the tenant's operation slots: at once (a release), or later (a promise of one). */
-  admit(principal: Principal): (() => void) | Promise<() => void>;
+  /** One of the tenant's operation slots: at once (a release), later (a promise of one), or none needed (undefined). */
+  admit(principal: Principal): (() => void) | Promise<() => void> | undefined;
 }
 
 interface RouterOptions {

@@ -70,11 +70,11 @@ export class Budgets {
   /**
    * Admits one operation of `tenant` (an upload, a download, a commit): at once while it has
    * fewer than maxConcurrent in flight, else after those ahead of it in a queue of maxQueued.
-   * Resolves with the release to call when the operation ends.
+   * Resolves with the release to call when the operation ends; undefined when the tenant has no limit.
    */
-  admit(tenant: string): Promise<() => void> | (() => void) {
+  admit(tenant: string): Promise<() => void> | (() => void) | undefined {
     const policy: Policy = this.policies.for(tenant);
-    if (policy.maxConcurrent === undefined) return NOTHING;
+    if (policy.maxConcurrent === undefined) return undefined;
     const running = this.inFlight.get(tenant) ?? 0;
     if (running < policy.maxConcurrent) return this.start(tenant);
     const queue = this.queues.get(tenant) ?? [];
@@ -111,7 +111,6 @@ export class Budgets {
   }
 }
 
-const NOTHING = () => {};
 
 function bucket(map: Map<string, Bucket>, key: string, perMinute: number): Bucket {
   let b = map.get(key);

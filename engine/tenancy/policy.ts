@@ -48,6 +48,7 @@ export class TenantPolicies {
     if (!this.file) return false;
     try {
       this.current = read(this.file);
+      this.merged = new Map();
       this.log.info('tenant policy reloaded', { file: this.file, tenants: Object.keys(this.current.tenants).length });
       return true;
     } catch (err) {
@@ -56,9 +57,17 @@ export class TenantPolicies {
     }
   }
 
+  /** Merged policies by tenant, made once per file version (asked several times per request). */
+  private merged = new Map<string, Policy>();
+
   for(tenant: string): Policy {
-    const own = this.current.tenants[tenant];
-    return own ? { ...this.current.default, ...own } : this.current.default;
+    let policy = this.merged.get(tenant);
+    if (!policy) {
+      const own = this.current.tenants[tenant];
+      policy = own ? { ...this.current.default, ...own } : this.current.default;
+      if (this.merged.size < 100_000) this.merged.set(tenant, policy);
+    }
+    return policy;
   }
 }
 
