@@ -113,3 +113,44 @@ describe.skipIf(!hasChromium)('the /ops/ dashboard in Chromium', () => {
     await page.close();
   });
 });
+
+describe.skipIf(!hasChromium)('the /ops/ dashboard with security on', () => {
+  let server: TestServer;
+  let browser: Browser;
+  beforeAll(async () => {
+    server = await startServer({ SVC_DURABILITY: 'relaxed', SVC_OPS_REFRESH_MS: '200', SVC_SECURITY_ENABLED: 'true', SVC_DEV_SHARED_SECRET: 'dashboard-test-secret-0123456789' });
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await server?.stop();
+  });
+
+  const mint = async (scope: string) =>
+    ((await (await fetch(`${server.url}/dev/token`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ org_id: 'ops', scope }) })).json()) as { access_token: string }).access_token;
+
+  it('asks for a token, then follows the stream with one given as #token=, which it keeps out of the address', async () => {
+    const page = await browser.newPage();
+    await page.goto(`${server.url}/ops/`);
+    await page.waitForSelector('#connection[data-state="token needed"]', { timeout: 15_000 });
+    expect(await page.isVisible('#token-form')).toBe(true);
+    const token = await mint('observability.read');
+    await page.goto(`${server.url}/ops/#token=${token}`);
+    await page.waitForSelector('#status[data-status="Ready"]', { timeout: 15_000 });
+    expect(await page.getAttribute('#connection', 'data-state')).toBe('live');
+    expect(page.url()).toBe(`${server.url}/ops/`);
+    // A new snapshot arrives through the stream (the sequence moves with traffic).
+    const first = await page.textContent('#sequence');
+    await fetch(`${server.url}/api/v1/blobs`, { method: 'POST', headers: { Authorization: `Bearer ${await mint('blob.write')}` }, body: new Uint8Array(seededBytes(50_000, 9)) });
+    await page.waitForFunction((before) => document.querySelector('#sequence')?.textContent !== before, first, { timeout: 15_000 });
+    await page.close();
+  });
+
+  it('says so when the token does not grant observability.read', async () => {
+    const page = await browser.newPage();
+    await page.goto(`${server.url}/ops/#token=${await mint('blob.read')}`);
+    await page.waitForSelector('#connection[data-state="token needed"]', { timeout: 15_000 });
+    expect(await page.textContent('#token-message')).toContain('observability.read');
+    await page.close();
+  });
+});

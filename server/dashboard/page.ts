@@ -1,4 +1,5 @@
-// The /ops/ dashboard: one page following GET /api/ops/v1/events with EventSource. Everything is
+// The /ops/ dashboard: one page following GET /api/ops/v1/events (EventSource on an open server;
+// a fetch stream with the bearer token when security is on). Everything is
 // written with textContent (no markup from data), no inline script (a strict CSP would allow the
 // page), and it holds nothing but what the snapshot carries: no tenant ids, no payload bytes.
 // URLs are relative, so the page also works behind a path prefix.
@@ -19,6 +20,11 @@ export const DASHBOARD_HTML = `<!DOCTYPE html>
   <span id="status" class="badge" data-status="">connecting…</span>
   <span id="connection" class="muted" data-state="connecting">connecting</span>
 </header>
+<form id="token-form" hidden>
+  <p id="token-message"></p>
+  <label>Bearer token <input id="token-input" type="password" autocomplete="off" size="60"></label>
+  <button type="submit">Use</button>
+</form>
 <p id="summary" class="summary">Waiting for the first snapshot…</p>
 <p class="muted small">node <span id="node-id">–</span> · sequence <span id="sequence">–</span> · observed <span id="observed-at">–</span></p>
 <main>
@@ -278,14 +284,79 @@ export const DASHBOARD_JS = `'use strict';
     el.setAttribute('data-state', state);
   }
 
-  fetch('../api/ops/v1/history').then(function (r) { return r.ok ? r.json() : null; }).then(seed, function () { /* the chart fills live */ });
-  var source = new EventSource('../api/ops/v1/events');
-  source.addEventListener('open', function () { connection('live'); });
-  source.addEventListener('error', function () { connection(source.readyState === EventSource.CLOSED ? 'closed' : 'reconnecting'); });
-  source.addEventListener('snapshot', function (e) {
-    var s;
-    try { s = JSON.parse(e.data); } catch (err) { return; }
-    show(s);
+  // With security on the page needs a bearer token with observability.read: given once in the
+  // address as #token=<JWT> (a fragment is never sent to a server), or typed into the form the
+  // page shows when the server answers 401. It stays in this tab's sessionStorage.
+  var match = /(?:^#|&)token=([^&]+)/.exec(location.hash);
+  if (match) {
+    sessionStorage.setItem('svc-token', decodeURIComponent(match[1]));
+    history.replaceState(null, '', location.pathname + location.search);
+  }
+  // A token given later in the address (the page is open already): start again with it.
+  window.addEventListener('hashchange', function () {
+    if (/(?:^#|&)token=/.test(location.hash)) location.reload();
   });
+  var token = sessionStorage.getItem('svc-token');
+  var auth = token ? { Authorization: 'Bearer ' + token } : {};
+
+  function askForToken(message) {
+    connection('token needed');
+    var form = $('token-form');
+    form.hidden = false;
+    $('token-message').textContent = message;
+    form.addEventListener('submit', function (e) {
+      e.preventDefault();
+      sessionStorage.setItem('svc-token', $('token-input').value.trim());
+      location.reload();
+    });
+  }
+
+  function onSnapshotText(text) {
+    var s;
+    try { s = JSON.parse(text); } catch (err) { return; }
+    show(s);
+  }
+
+  // The event stream read with fetch (EventSource cannot send a header), reconnecting after a pause.
+  function follow() {
+    fetch('../api/ops/v1/events', { headers: auth }).then(function (r) {
+      if (r.status === 401 || r.status === 403) return askForToken(r.status === 401 ? 'The token was refused.' : 'The token does not grant observability.read.');
+      if (!r.ok || !r.body) throw new Error('HTTP ' + r.status);
+      connection('live');
+      var reader = r.body.getReader();
+      var decoder = new TextDecoder();
+      var buffered = '';
+      function pump() {
+        return reader.read().then(function (chunk) {
+          if (chunk.done) throw new Error('the stream ended');
+          buffered += decoder.decode(chunk.value, { stream: true });
+          var end;
+          while ((end = buffered.indexOf('\\n\\n')) >= 0) {
+            var frame = buffered.slice(0, end);
+            buffered = buffered.slice(end + 2);
+            var isSnapshot = /^event: snapshot$/m.test(frame);
+            var data = frame.split('\\n').filter(function (l) { return l.indexOf('data: ') === 0; }).map(function (l) { return l.slice(6); }).join('\\n');
+            if (isSnapshot && data) onSnapshotText(data);
+          }
+          return pump();
+        });
+      }
+      return pump();
+    }).catch(function () {
+      connection('reconnecting');
+      setTimeout(follow, 2000);
+    });
+  }
+
+  fetch('../api/ops/v1/history', { headers: auth }).then(function (r) {
+    if (r.status === 401 && !token) return askForToken('This server needs a bearer token with observability.read.');
+    if (token || r.status === 401 || r.status === 403) return r.ok ? r.json().then(seed).then(follow) : follow();
+    // An open server: EventSource, as browsers follow streams best.
+    if (r.ok) r.json().then(seed, function () {});
+    var source = new EventSource('../api/ops/v1/events');
+    source.addEventListener('open', function () { connection('live'); });
+    source.addEventListener('error', function () { connection(source.readyState === EventSource.CLOSED ? 'closed' : 'reconnecting'); });
+    source.addEventListener('snapshot', function (e) { onSnapshotText(e.data); });
+  }, function () { connection('reconnecting'); setTimeout(function () { location.reload(); }, 2000); });
 })();
 `;
