@@ -27,8 +27,8 @@ export function mountBlobApi(router: Router, { engine }: ServerContext): void {
 
   router.on(['GET', 'HEAD'], '/api/v1/blobs/:id', ({ ex, req, params, principal }) => {
     const manifest = engine.manifest(parseContentIdSegment(params[0]!), principal?.tenant);
-    if (principal && ex.method !== 'HEAD') engine.budgets.chargeBytes(principal.tenant, principal.subject, manifest.record.size);
-    serveBlob(engine, ex, readConditions(req), manifest, ex.method === 'HEAD');
+    const charge = principal && ((bytes: number) => engine.budgets.chargeBytes(principal.tenant, principal.subject, bytes));
+    serveBlob(engine, ex, readConditions(req), manifest, ex.method === 'HEAD', {}, charge || undefined);
   }, { capability: 'blob.read', operation: true });
 
   router.on('DELETE', '/api/v1/blobs/:id', async ({ ex, params, principal }) => {

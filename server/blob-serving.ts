@@ -33,7 +33,7 @@ export function readConditions(req: RequestHead) {
  * A blob's bytes with the full read contract: preconditions, one range, validators, the read
  * path that fetches and checks only the blocks needed. `etag` defaults to the blob id.
  */
-export function serveBlob(engine: Engine, ex: Exchange, conditions: ReturnType<typeof readConditions>, manifest: Manifest, headOnly: boolean, view: ServedAs = {}): void {
+export function serveBlob(engine: Engine, ex: Exchange, conditions: ReturnType<typeof readConditions>, manifest: Manifest, headOnly: boolean, view: ServedAs = {}, charge?: (bytes: number) => void): void {
   const size = manifest.record.size;
   const etag = view.etag ?? `"${manifest.id}"`;
   const lastModifiedMs = view.lastModifiedMs === undefined ? manifest.lastModifiedMs : Math.floor(view.lastModifiedMs / 1000) * 1000;
@@ -56,6 +56,8 @@ export function serveBlob(engine: Engine, ex: Exchange, conditions: ReturnType<t
     ex.sendHead(decision.status, headers, end - start);
     return;
   }
+  // The bytes this answer serves (a range: only those), against the caller's budget; may refuse (429).
+  charge?.(end - start);
   const cached = engine.reader.cachedRange(manifest, start, end);
   if (cached) {
     // Small and already verified in memory: answer at once, without the streaming machinery.

@@ -17,6 +17,7 @@ const POLICY = {
     small: { maxObjectBytes: 100_000, quotaBytes: 250_000 },
     slow: { requestsPerMinute: 3 },
     bytes: { bytesPerMinute: 100_000 },
+    ranges: { bytesPerMinute: 50_000 },
     one: { maxConcurrent: 1, maxQueued: 0 },
     reload: {},
   },
@@ -104,6 +105,18 @@ describe('tenant policy', () => {
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
   });
 
+  it('a download is charged the bytes it serves: a range only those', async () => {
+    const t = await token('ranges');
+    const put = await upload(t, randomBytes(40_000));
+    const id = ((await put.json()) as { blob: { id: string } }).blob.id;
+    const range = await fetch(`${server.url}/api/v1/blobs/${id}`, { headers: { ...bearer(t), Range: 'bytes=0-999' } });
+    expect(range.status).toBe(206);
+    expect((await range.arrayBuffer()).byteLength).toBe(1000);
+    const whole = await fetch(`${server.url}/api/v1/blobs/${id}`, { headers: bearer(t) });
+    expect(whole.status).toBe(429);
+    expect(((await whole.json()) as { error: string }).error).toBe('rate_limited');
+  });
+
   it('operations in flight per tenant: beyond maxConcurrent and its queue, 429 tenant_concurrency_exceeded', async () => {
     const t = await token('one');
     // An upload that holds the tenant's one slot: its body is not finished yet.
@@ -183,6 +196,37 @@ describe('quota accounting across kill -9', () => {
     } finally {
       await s.stop();
       fs.rmSync(s.root, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('garbage collection with tenants', () => {
+  it('marks from every tenant: a blob one tenant deleted stays whole for the other, and goes when both have deleted it', async () => {
+    const s = await startServer({ SVC_SECURITY_ENABLED: 'true', SVC_DEV_SHARED_SECRET: randomBytes(32).toString('base64url'), SVC_GC_MIN_AGE: '0s', SVC_GC_QUARANTINE_AGE: '0s' });
+    try {
+      const mint = async (org: string, scope: string) =>
+        ((await (await fetch(`${s.url}/dev/token`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ org_id: org, scope }) })).json()) as { access_token: string }).access_token;
+      const a = await mint('gc-a', 'blob.read blob.write blob.delete');
+      const b = await mint('gc-b', 'blob.read blob.write blob.delete');
+      const ops = await mint('gc-ops', 'gc.run observability.read');
+      const body = new Uint8Array(randomBytes(2 * 1024 * 1024 + 5));
+      const id = ((await (await fetch(`${s.url}/api/v1/blobs`, { method: 'POST', headers: bearer(a), body })).json()) as { blob: { id: string } }).blob.id;
+      expect((await fetch(`${s.url}/api/v1/blobs`, { method: 'POST', headers: bearer(b), body })).status).toBe(201);
+      const gc = async () => {
+        const res = await fetch(`${s.url}/api/ops/v1/gc?phase=run&apply=true`, { method: 'POST', headers: bearer(ops) });
+        expect(res.status).toBe(200);
+        return (await res.json()) as { quarantined: { count: number }; purged: { count: number } };
+      };
+      expect((await fetch(`${s.url}/api/v1/blobs/${id}`, { method: 'DELETE', headers: bearer(a) })).status).toBe(204);
+      const first = await gc();
+      expect(first.quarantined.count).toBe(0);
+      const verify = await fetch(`${s.url}/api/v1/blobs/${id}/verify`, { method: 'POST', headers: bearer(b) });
+      expect(await verify.json()).toMatchObject({ id, verified: true });
+      expect((await fetch(`${s.url}/api/v1/blobs/${id}`, { method: 'DELETE', headers: bearer(b) })).status).toBe(204);
+      const second = await gc();
+      expect(second.quarantined.count).toBeGreaterThan(0);
+    } finally {
+      await s.stop();
     }
   });
 });
