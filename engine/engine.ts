@@ -88,7 +88,7 @@ export class Engine {
     this.reader = new BlobReader(manifests, blocks, config.blockCacheBytes, this.stats, log, this.memory);
     this.space = new DiskSpace(config.fsRoot, config.minFreeSpace);
     this.policies = TenantPolicies.open(config.tenantPolicyFile, log);
-    this.budgets = new Budgets(this.policies);
+    this.budgets = new Budgets(this.policies, () => this.memory.queued === 0);
     this.uploads = new Uploads({
       config: config.uploads,
       ledger: new LmdbUploadCatalog(catalog),

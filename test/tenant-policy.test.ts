@@ -230,3 +230,37 @@ describe('garbage collection with tenants', () => {
     }
   });
 });
+
+describe('admission when the server cannot queue safely', () => {
+  it('an operation that would wait in its tenant\'s queue while uploads wait for memory is 503 tenant_admission_unavailable', async () => {
+    const dir = fs.mkdtempSync(path.join(process.env.TMPDIR ?? '/tmp', 'svc-admission-'));
+    const file = path.join(dir, 'policy.json');
+    fs.writeFileSync(file, JSON.stringify({ tenants: { m: { maxConcurrent: 1, maxQueued: 5 } } }));
+    const s = await startServer({ SVC_SECURITY_ENABLED: 'true', SVC_DEV_SHARED_SECRET: randomBytes(32).toString('base64url'), SVC_TENANT_POLICY_FILE: file, SVC_INGEST_BUFFER_BYTES: '16MiB' });
+    const open: http.ClientRequest[] = [];
+    try {
+      const mint = async (org: string) =>
+        ((await (await fetch(`${s.url}/dev/token`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ org_id: org, scope: 'blob.read blob.write' }) })).json()) as { access_token: string }).access_token;
+      const x = await mint('x');
+      const m = await mint('m');
+      // A body of unknown length reserves the whole transfer budget; the next one waits for memory.
+      const chunked = (t: string) => {
+        const req = http.request(`${s.url}/api/v1/blobs`, { method: 'POST', headers: { ...bearer(t), 'Transfer-Encoding': 'chunked' } });
+        req.on('error', () => {});
+        req.write(randomBytes(1000));
+        open.push(req);
+      };
+      chunked(x);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      chunked(m); // holds m's one slot, its ingest waiting for memory
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const refused = await fetch(`${s.url}/api/v1/blobs/sha-256:${'0'.repeat(64)}:1`, { headers: bearer(m) });
+      expect(refused.status).toBe(503);
+      expect(((await refused.json()) as { error: string }).error).toBe('tenant_admission_unavailable');
+      expect(refused.headers.get('retry-after')).toBe('1');
+    } finally {
+      for (const req of open) req.destroy();
+      await s.stop();
+    }
+  });
+});

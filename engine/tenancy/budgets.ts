@@ -48,7 +48,14 @@ export class Budgets {
   private queued = 0;
   private lastSweep = Date.now();
 
-  constructor(private readonly policies: TenantPolicies) {}
+  constructor(
+    private readonly policies: TenantPolicies,
+    /**
+     * Whether a queued operation can be held safely now: a waiting upload's held body takes
+     * memory, so nothing is queued while the transfer memory itself has uploads waiting.
+     */
+    private readonly canQueue: () => boolean = () => true,
+  ) {}
 
   /** One request of `principal` (429 rate_limited when its requests per minute are spent). */
   chargeRequest(tenant: string, principal: string): void {
@@ -79,7 +86,7 @@ export class Budgets {
     if (running < policy.maxConcurrent) return this.start(tenant);
     const queue = this.queues.get(tenant) ?? [];
     if (queue.length >= (policy.maxQueued ?? 0)) throw concurrencyExceeded();
-    if (this.queued >= MAX_QUEUED_IN_ALL) throw admissionUnavailable();
+    if (this.queued >= MAX_QUEUED_IN_ALL || !this.canQueue()) throw admissionUnavailable();
     this.queues.set(tenant, queue);
     this.queued++;
     return new Promise((resolve) => queue.push(() => resolve(this.start(tenant))));
