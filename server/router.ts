@@ -192,6 +192,8 @@ export class Router {
   private corsHeaders(req: HttpRequest): ReadonlyArray<[string, string]> | undefined {
     const cors = this.options.cors;
     if (!cors || cors.open) return this.openCors;
+    // Without listed origins no answer ever varies by Origin.
+    if (cors.origins.size === 0) return undefined;
     const origin = header(req, 'origin');
     if (origin === undefined || !cors.origins.has(origin)) return NO_GRANT;
     let grant = this.grants.get(origin);
