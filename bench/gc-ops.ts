@@ -357,7 +357,7 @@ async function prepareStore(fsRoot: string, total: number, progress: (m: string)
     deleted++;
     unreferenced += Number(ids[m].split(':')[2]) / BLOCK_BYTES;
   }
-  const counts = store.counts();
+  const counts = await store.totals();
   await env.close();
   const sample = fs.readdirSync(path.join(blocksDir, '000'))[0] ?? fs.readdirSync(path.join(blocksDir, 'fff'))[0];
   const perFile = sample ? fs.statSync(path.join(blocksDir, sample.slice(0, 3), sample)).blocks * 512 : NaN;

@@ -25,7 +25,7 @@ import { MigrationRegistry } from './documents/index.js';
 import { SchemaRegistry } from './documents/index.js';
 import { ModelService } from './models/index.js';
 import { TrafficHistory } from './ops/index.js';
-import { type BlobCatalog, type BlobSummary, type BlockStore, CatalogEnv, type DataDirLock, DiskSpace, DEFAULT_TENANT, LmdbBlobCatalog, LmdbGcCatalog, LmdbKeyedCatalog, LmdbUploadCatalog, type Manifest, lockDataDir, openBlockStore } from './store/index.js';
+import { type BlobSummary, type EmbeddedBlobCatalog, type BlockStore, CatalogEnv, type DataDirLock, DiskSpace, DEFAULT_TENANT, LmdbBlobCatalog, LmdbGcCatalog, LmdbKeyedCatalog, LmdbUploadCatalog, type Manifest, lockDataDir, openBlockStore } from './store/index.js';
 import type { BlockRoots } from './cas/index.js';
 import { BufferPool } from './uploads/index.js';
 import { Staging } from './uploads/index.js';
@@ -76,7 +76,7 @@ export class Engine {
     readonly config: Config,
     readonly log: Logger,
     readonly catalog: CatalogEnv,
-    readonly manifests: BlobCatalog,
+    readonly manifests: EmbeddedBlobCatalog,
     readonly blocks: BlockStore,
     readonly pool: Piscina,
     readonly memory: TransferMemory,
@@ -156,26 +156,26 @@ export class Engine {
   }
 
   /** The tenant's blob (another tenant's, or none: 404 blob_not_found alike). */
-  manifest(id: ContentId, tenant = DEFAULT_TENANT): Manifest {
+  async manifest(id: ContentId, tenant = DEFAULT_TENANT): Promise<Manifest> {
     const key = formatContentId(id.hex, id.size);
-    const m = this.manifests.get(key, tenant);
+    const m = await this.manifests.get(key, tenant);
     if (!m) throw blobNotFound(key);
     return m;
   }
 
-  list(limit: number, cursor?: string, tenant = DEFAULT_TENANT): { blobs: BlobSummary[]; nextCursor?: string } {
+  async list(limit: number, cursor?: string, tenant = DEFAULT_TENANT): Promise<{ blobs: BlobSummary[]; nextCursor?: string }> {
     let before: number | undefined;
     if (cursor !== undefined) {
       const payload = decodeCursor('inv1', cursor);
       if (!/^[1-9][0-9]{0,15}$/.test(payload)) throw invalidPagination('cursor is not a token issued by this endpoint');
       before = Number(payload);
     }
-    const page = this.manifests.page(limit, before, tenant);
+    const page = await this.manifests.page(limit, before, tenant);
     return { blobs: page.summaries, nextCursor: page.nextSeq === undefined ? undefined : encodeCursor('inv1', String(page.nextSeq)) };
   }
 
-  metadata(id: ContentId, limit: number, cursor?: string, tenant = DEFAULT_TENANT) {
-    const m = this.manifest(id, tenant);
+  async metadata(id: ContentId, limit: number, cursor?: string, tenant = DEFAULT_TENANT) {
+    const m = await this.manifest(id, tenant);
     let from = 0;
     if (cursor !== undefined) {
       const payload = decodeCursor('blk1', cursor);
@@ -196,10 +196,10 @@ export class Engine {
   }
 
   async verify(id: ContentId, tenant = DEFAULT_TENANT): Promise<{ id: string; verified: boolean; bytesChecked: number }> {
-    const m = this.manifest(id, tenant);
+    const m = await this.manifest(id, tenant);
     if (m.record.inline) {
       // At most SVC_INLINE_MAX_BYTES (64 KiB): hashing here is cheaper than a worker hop.
-      const bytes = this.manifests.inlineBytes(m.id);
+      const bytes = await this.manifests.inlineBytes(m.id);
       if (!bytes) throw verificationFailure();
       const verified = createHash('sha256').update(bytes).digest('hex') === id.hex && bytes.length === id.size;
       if (!verified) this.stats.recordCorrupt(m.id);

@@ -21,14 +21,17 @@ export function mountBlobApi(router: Router, { engine }: ServerContext): void {
   // With security on the caller's tenant is the token's org_id; with it off, every blob is the default tenant's.
   router.on('POST', '/api/v1/blobs', ({ ex, req, principal }) => upload(engine, ex, req, principal), { fallbackCode: 'ingest_failed', capability: 'blob.write', operation: true });
 
-  router.on('GET', '/api/v1/blobs', ({ ex, query, principal }) => {
-    ex.json(200, engine.list(parseLimit(query.get('limit') ?? undefined), query.get('cursor') ?? undefined, principal?.tenant));
+  router.on('GET', '/api/v1/blobs', async ({ ex, query, principal }) => {
+    ex.json(200, await engine.list(parseLimit(query.get('limit') ?? undefined), query.get('cursor') ?? undefined, principal?.tenant));
   }, { fallbackCode: 'inventory_failure', capability: 'blob.read' });
 
-  router.on(['GET', 'HEAD'], '/api/v1/blobs/:id', ({ ex, req, params, principal }) => {
-    const manifest = engine.manifest(parseContentIdSegment(params[0]!), principal?.tenant);
+  router.on(['GET', 'HEAD'], '/api/v1/blobs/:id', async ({ ex, req, params, principal }) => {
+    // The request's head is read before the first await (uWS reuses it after the callback).
+    const id = parseContentIdSegment(params[0]!);
+    const conditions = readConditions(req);
+    const manifest = await engine.manifest(id, principal?.tenant);
     const charge = principal && ((bytes: number) => engine.budgets.chargeBytes(principal.tenant, principal.subject, bytes));
-    serveBlob(engine, ex, readConditions(req), manifest, ex.method === 'HEAD', {}, charge || undefined);
+    serveBlob(engine, ex, conditions, manifest, ex.method === 'HEAD', {}, charge || undefined);
   }, { capability: 'blob.read', operation: true });
 
   router.on('DELETE', '/api/v1/blobs/:id', async ({ ex, params, principal }) => {
@@ -36,8 +39,8 @@ export function mountBlobApi(router: Router, { engine }: ServerContext): void {
     ex.send(204, {});
   }, { capability: 'blob.delete' });
 
-  router.on('GET', '/api/v1/blobs/:id/metadata', ({ ex, params, query, principal }) => {
-    ex.json(200, engine.metadata(parseContentIdSegment(params[0]!), parseLimit(query.get('limit') ?? undefined), query.get('cursor') ?? undefined, principal?.tenant));
+  router.on('GET', '/api/v1/blobs/:id/metadata', async ({ ex, params, query, principal }) => {
+    ex.json(200, await engine.metadata(parseContentIdSegment(params[0]!), parseLimit(query.get('limit') ?? undefined), query.get('cursor') ?? undefined, principal?.tenant));
   }, READ);
 
   router.on('POST', '/api/v1/blobs/:id/verify', async ({ ex, params, principal }) => {

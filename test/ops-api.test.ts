@@ -155,7 +155,7 @@ describe('OpsSnapshots (no HTTP)', () => {
       config: { fsRoot: root, blobBackend: 'fs', durability: 'relaxed' },
       stats,
       log: new Logger('silent'),
-      manifests: { counts: () => ({ blobs: 3, blocks: 7 }), storedBytes: () => 7 * 1024 * 1024 },
+      manifests: { totals: async () => ({ blobs: 3, blocks: 7, storedBytes: 7 * 1024 * 1024 }) },
       pool: { threads: [{}, {}], queueSize: 0, idleThreads: 2 },
       memory: { transfers: 0, queued: 0, bufferedBytes: 0, limitBytes: 1 << 30 },
       readiness: async () => [

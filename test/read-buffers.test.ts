@@ -37,8 +37,8 @@ describe('recycled read buffers', () => {
     const firstId = await ingest(first);
     const secondId = await ingest(second);
     expect([firstId, secondId]).toEqual([contentId(first), contentId(second)]);
-    const a = engine.manifests.get(firstId)!;
-    const b = engine.manifests.get(secondId)!;
+    const a = (await engine.manifests.get(firstId))!;
+    const b = (await engine.manifests.get(secondId))!;
     expect(a.blockCount).toBeGreaterThan(2);
     for (let round = 0; round < 40; round++) {
       const abandoned = engine.reader.range(a, 0, a.record.size);

@@ -157,7 +157,7 @@ describe('parts answered before their pipeline drains', () => {
     await new Promise((r) => setTimeout(r, 400));
     expect((await e.uploads.commit(TENANT, id)).committedBlob).toBe(contentId(Buffer.concat(pieces)));
     expect(e.stats.duplicateBlocks - duplicates).toBe(0);
-    expect(e.stats.freshBlocks - fresh).toBe(e.manifests.get(contentId(Buffer.concat(pieces)))!.blockCount);
+    expect(e.stats.freshBlocks - fresh).toBe((await e.manifests.get(contentId(Buffer.concat(pieces))))!.blockCount);
   });
 
   test('a continued part that fails leaves the session as acknowledged, and its retry completes the object', async () => {

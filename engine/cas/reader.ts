@@ -60,7 +60,7 @@ export class BlobReader {
   /** Block `index` of the manifest, verified. A mismatch is a 500 and is recorded as corruption. */
   async block(manifest: Manifest, index: number, into?: Buffer): Promise<Buffer> {
     const ref = manifest.block(index);
-    let bytes = this.cache.get(ref.hex) ?? (manifest.record.inline ? this.manifests.inlineBytes(manifest.id) : undefined);
+    let bytes = this.cache.get(ref.hex) ?? (manifest.record.inline ? await this.manifests.inlineBytes(manifest.id) : undefined);
     if (!bytes) {
       try {
         if (manifest.record.inline) throw new Error('inline bytes missing from the catalog');

@@ -9,7 +9,7 @@ import type { BlockRoots } from '../cas/index.js';
 import type { GcConfig } from '../config.js';
 import { SvcError } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { BlobCatalog, BlockStore, GcCatalog, PublicationGuard, Receipt, StoredBlock } from '../store/index.js';
+import type { BlockStore, EmbeddedBlobCatalog, GcCatalog, PublicationGuard, Receipt, StoredBlock } from '../store/index.js';
 import { type FencedIngest, IngestFence } from './ingest-fence.js';
 import { Reclaimer } from './reclaim.js';
 
@@ -82,7 +82,7 @@ class Stopped extends Error {}
 interface Deps {
   config: GcConfig;
   catalog: GcCatalog;
-  manifests: BlobCatalog;
+  manifests: EmbeddedBlobCatalog;
   blocks: BlockStore;
   roots: readonly BlockRoots[];
   log: Logger;

@@ -18,7 +18,7 @@
 import { randomUUID } from 'node:crypto';
 import type { BlockRoots } from '../cas/index.js';
 import type { Logger } from '../log.js';
-import type { BlobCatalog, BlockStore, GcCatalog, StoredBlock } from '../store/index.js';
+import type { BlockStore, EmbeddedBlobCatalog, GcCatalog, StoredBlock } from '../store/index.js';
 import type { IngestFence } from './ingest-fence.js';
 
 /** Receipts written here carry a run id with this prefix. */
@@ -33,7 +33,7 @@ interface Moved {
 
 interface ReclaimDeps {
   state: GcCatalog;
-  manifests: BlobCatalog;
+  manifests: EmbeddedBlobCatalog;
   blocks: BlockStore;
   roots: readonly BlockRoots[];
   fence: IngestFence;

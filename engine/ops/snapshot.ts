@@ -134,9 +134,8 @@ export class OpsSnapshots {
   private async read(): Promise<OpsSnapshot> {
     const { engine } = this;
     const observedAt = new Date().toISOString();
-    const [probes, space] = await Promise.all([engine.readiness(), this.diskSpace()]);
+    const [probes, space, counts] = await Promise.all([engine.readiness(), this.diskSpace(), this.counts()]);
     const stats = engine.stats;
-    const counts = this.counts();
     const pool = engine.pool;
     const threads = pool.threads.length;
     const gcRun = this.lastGc();
@@ -185,7 +184,7 @@ export class OpsSnapshots {
       checks,
       storage: {
         backend: engine.config.blobBackend,
-        usedBytes: engine.manifests.storedBytes(),
+        usedBytes: counts.storedBytes,
         availableBytes: space.availableBytes,
         minFreeBytes,
         blobs: counts.blobs,
@@ -233,11 +232,11 @@ export class OpsSnapshots {
     }
   }
 
-  private counts(): { blobs: number; blocks: number; error?: string } {
+  private async counts(): Promise<{ blobs: number; blocks: number; storedBytes: number; error?: string }> {
     try {
-      return this.engine.manifests.counts();
+      return await this.engine.manifests.totals();
     } catch (err) {
-      return { blobs: 0, blocks: 0, error: String((err as Error).message ?? err) };
+      return { blobs: 0, blocks: 0, storedBytes: 0, error: String((err as Error).message ?? err) };
     }
   }
 

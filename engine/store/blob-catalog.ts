@@ -45,11 +45,12 @@ export interface Publication {
 /**
  * Manifests are stored once and held by tenants: a tenant sees, lists and deletes only what it
  * holds (another tenant's blob is absent to it), and a manifest goes with its last holder.
+ * Every call may go to another process (PostgreSQL, S3): reads are asynchronous too.
  */
 export interface BlobCatalog {
-  get(id: string, tenant?: string): Manifest | undefined;
+  get(id: string, tenant?: string): Promise<Manifest | undefined>;
   /** The bytes of an inline blob. */
-  inlineBytes(id: string): Buffer | undefined;
+  inlineBytes(id: string): Promise<Buffer | undefined>;
   /**
    * Publishes a manifest once its blocks are durable. An id that is already published keeps its
    * first manifest (same bytes, same id) and that one is returned. With `inlineBytes` the blob's
@@ -64,14 +65,21 @@ export interface BlobCatalog {
   /** Removes the tenant's hold; the manifest goes with the last one; blocks stay for GC. False when the tenant does not hold it. */
   remove(id: string, tenant?: string): Promise<boolean>;
   /** The tenant's blobs, most recently published first, starting below `beforeSeq`. */
-  page(limit: number, beforeSeq?: number, tenant?: string): { summaries: BlobSummary[]; nextSeq?: number };
+  page(limit: number, beforeSeq?: number, tenant?: string): Promise<{ summaries: BlobSummary[]; nextSeq?: number }>;
   /** The bytes of the distinct blobs the tenant holds (kept with every publication and removal). */
-  retainedBytes(tenant: string): number;
-  counts(): { blobs: number; blocks: number };
-  /** Bytes of the blocks the catalog records (quarantined ones not counted): what svc stores for its blobs. */
-  storedBytes(): number;
+  retainedBytes(tenant: string): Promise<number>;
+  /** Published manifests and recorded blocks; bytes of the blocks recorded (quarantined ones not counted): what svc stores. */
+  totals(): Promise<{ blobs: number; blocks: number; storedBytes: number }>;
+  /** Whether the catalog answers (readiness). */
+  probe(): Promise<void>;
+}
 
-  // ---- garbage collection (engine/gc) ----
+/**
+ * The embedded catalog's hooks for the embedded garbage collector (engine/gc): its steps are
+ * synchronous LMDB transactions that also move block files, so no publication runs between a
+ * catalog write and the matching move.
+ */
+export interface EmbeddedBlobCatalog extends BlobCatalog {
   /** GC's hook into every publication. */
   setGuard(guard: PublicationGuard): void;
   /** A block's record (GC: its age), read in the caller's atomic step if any. */

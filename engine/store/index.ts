@@ -6,7 +6,7 @@ import type { BlockStore } from './block-store.js';
 import { FsBlockStore } from './fs/block-store.js';
 
 export type { BlockStore, BlockStoreLocation, BlockWriter, ListedBlock, PutOutcome, RestoreOutcome, StoredBlock } from './block-store.js';
-export type { BlobCatalog, BlockRecord, Publication, PublicationGuard, PublishOptions } from './blob-catalog.js';
+export type { BlobCatalog, BlockRecord, EmbeddedBlobCatalog, Publication, PublicationGuard, PublishOptions } from './blob-catalog.js';
 export { DEFAULT_TENANT } from './tenants.js';
 export type { GcCatalog, Receipt, Tombstone } from './gc-catalog.js';
 export type { KeyedCatalog } from './keyed-catalog.js';

@@ -316,7 +316,7 @@ export class Uploads {
         await this.forgetStaged(record.id);
         expired++;
       } else if (record.state === 'Committing' && leaseDead) {
-        const published = record.pendingBlob !== undefined && manifests.get(record.pendingBlob, this.deps.tenantBlobs ? record.tenant : undefined) !== undefined;
+        const published = record.pendingBlob !== undefined && (await manifests.get(record.pendingBlob, this.deps.tenantBlobs ? record.tenant : undefined)) !== undefined;
         await ledger.update(record.id, (r) => ({ ...r!, state: published ? 'Committed' : 'Open', committedBlob: published ? r!.pendingBlob : undefined, pendingBlob: undefined, lease: undefined }));
         if (published) await this.forgetStaged(record.id);
         recovered++;

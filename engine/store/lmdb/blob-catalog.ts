@@ -1,5 +1,5 @@
 import type { Database } from 'lmdb';
-import type { BlobCatalog, BlockRecord, Publication, PublicationGuard, PublishOptions } from '../blob-catalog.js';
+import type { BlockRecord, EmbeddedBlobCatalog, Publication, PublicationGuard, PublishOptions } from '../blob-catalog.js';
 import { DEFAULT_TENANT } from '../tenants.js';
 import type { StoredBlock } from '../block-store.js';
 import { formatContentId } from '../../cas/content-id.js';
@@ -38,14 +38,14 @@ const TENANCY_MARK = 'tenancy';
  * once, whoever published it; it goes when its last tenant deletes it. Publication is one LMDB
  * transaction: manifest, inventory entries and block records together, or nothing.
  */
-export class LmdbBlobCatalog implements BlobCatalog {
+export class LmdbBlobCatalog implements EmbeddedBlobCatalog {
   private readonly manifests: Database<ManifestRecord, string>;
   private readonly inventory: Database<string, number>;
   private readonly blocks: Database<BlockRecord, Buffer>;
   /** Bytes of single-block blobs small enough to live in the catalog: blob id → bytes. */
   private readonly inline: Database<Buffer, string>;
   /** Running totals kept with the block records: LIVE_BYTES, the bytes of every recorded block. */
-  private readonly totals: Database<number, string>;
+  private readonly runningTotals: Database<number, string>;
   private readonly tenantBlobs: Database<TenantBlob, [string, string]>;
   private readonly tenantInventory: Database<string, [string, number]>;
   private readonly owners: Database<number, string>;
@@ -58,34 +58,34 @@ export class LmdbBlobCatalog implements BlobCatalog {
   private asyncInFlight = 0;
   private lastPublishAt = 0;
 
-  constructor(env: CatalogEnv) {
+  constructor(private readonly env: CatalogEnv) {
     this.relaxed = env.relaxed;
     this.manifests = env.database<ManifestRecord, string>('manifests');
     this.inventory = env.database<string, number>('inventory');
     this.blocks = env.database<BlockRecord, Buffer>('blocks', { keyEncoding: 'binary' });
     this.inline = env.database<Buffer, string>('inline', { encoding: 'binary' });
-    this.totals = env.database<number, string>('block_totals');
+    this.runningTotals = env.database<number, string>('block_totals');
     this.tenantBlobs = env.database('tenant_blobs') as unknown as Database<TenantBlob, [string, string]>;
     this.tenantInventory = env.database('tenant_inventory') as unknown as Database<string, [string, number]>;
     this.owners = env.database<number, string>('blob_owners');
     this.tenantBytes = env.database<number, string>('tenant_bytes');
     this.tenantBlocks = env.database<true, string>('tenant_blocks');
-    if (this.totals.get(LIVE_BYTES) === undefined) {
+    if (this.runningTotals.get(LIVE_BYTES) === undefined) {
       // A catalog from before the total: count it once.
       let bytes = 0;
       for (const { value } of this.blocks.getRange()) bytes += value.size;
-      this.totals.putSync(LIVE_BYTES, bytes);
+      this.runningTotals.putSync(LIVE_BYTES, bytes);
     }
     let last = 0;
     for (const key of this.inventory.getKeys({ reverse: true, limit: 1 })) last = key;
     for (const { value } of this.tenantBlobs.getRange()) last = Math.max(last, value.seq);
     this.nextSeq = last + 1;
-    if (this.totals.get(TENANCY_MARK) === undefined) this.backfillTenancy();
+    if (this.runningTotals.get(TENANCY_MARK) === undefined) this.backfillTenancy();
   }
 
   /** A catalog from before tenants: every manifest becomes the default tenant's, once. */
   private backfillTenancy(): void {
-    this.totals.transactionSync(() => {
+    this.runningTotals.transactionSync(() => {
       let bytes = 0;
       for (const { key: id, value } of this.manifests.getRange()) {
         this.tenantBlobs.put([DEFAULT_TENANT, id], { seq: value.seq, createdAt: value.createdAt, mediaType: value.mediaType });
@@ -94,7 +94,7 @@ export class LmdbBlobCatalog implements BlobCatalog {
         bytes += value.size;
       }
       if (bytes) this.tenantBytes.put(DEFAULT_TENANT, bytes);
-      this.totals.put(TENANCY_MARK, 1);
+      this.runningTotals.put(TENANCY_MARK, 1);
     });
   }
 
@@ -105,7 +105,7 @@ export class LmdbBlobCatalog implements BlobCatalog {
 
   private readonly cache = new Map<string, Manifest>();
 
-  get(id: string, tenant = DEFAULT_TENANT): Manifest | undefined {
+  async get(id: string, tenant = DEFAULT_TENANT): Promise<Manifest | undefined> {
     const cacheKey = `${tenant}\0${id}`;
     const hit = this.cache.get(cacheKey);
     if (hit) {
@@ -125,12 +125,12 @@ export class LmdbBlobCatalog implements BlobCatalog {
   }
 
   /** The bytes of the distinct blobs `tenant` holds (its quota's measure). */
-  retainedBytes(tenant: string): number {
+  async retainedBytes(tenant: string): Promise<number> {
     return this.tenantBytes.get(tenant) ?? 0;
   }
 
   /** The bytes of an inline blob. */
-  inlineBytes(id: string): Buffer | undefined {
+  async inlineBytes(id: string): Promise<Buffer | undefined> {
     return this.inline.get(id);
   }
 
@@ -244,13 +244,9 @@ export class LmdbBlobCatalog implements BlobCatalog {
   }
 
   private addLiveBytes(delta: number): void {
-    this.totals.put(LIVE_BYTES, (this.totals.get(LIVE_BYTES) ?? 0) + delta);
+    this.runningTotals.put(LIVE_BYTES, (this.runningTotals.get(LIVE_BYTES) ?? 0) + delta);
   }
 
-  /** Bytes of the blocks the catalog records (quarantined ones not counted): what svc stores for its blobs. */
-  storedBytes(): number {
-    return this.totals.get(LIVE_BYTES) ?? 0;
-  }
 
   private guard?: PublicationGuard;
 
@@ -332,7 +328,7 @@ export class LmdbBlobCatalog implements BlobCatalog {
   }
 
   /** `tenant`'s blobs, most recently published first, starting below `beforeSeq`. */
-  page(limit: number, beforeSeq?: number, tenant = DEFAULT_TENANT): { summaries: BlobSummary[]; nextSeq?: number } {
+  async page(limit: number, beforeSeq?: number, tenant = DEFAULT_TENANT): Promise<{ summaries: BlobSummary[]; nextSeq?: number }> {
     const summaries: BlobSummary[] = [];
     let lastSeq: number | undefined;
     let more = false;
@@ -351,7 +347,15 @@ export class LmdbBlobCatalog implements BlobCatalog {
     return { summaries, nextSeq: more ? lastSeq : undefined };
   }
 
-  counts(): { blobs: number; blocks: number } {
-    return { blobs: (this.manifests.getStats() as { entryCount: number }).entryCount, blocks: (this.blocks.getStats() as { entryCount: number }).entryCount };
+  async totals(): Promise<{ blobs: number; blocks: number; storedBytes: number }> {
+    return {
+      blobs: (this.manifests.getStats() as { entryCount: number }).entryCount,
+      blocks: (this.blocks.getStats() as { entryCount: number }).entryCount,
+      storedBytes: this.runningTotals.get(LIVE_BYTES) ?? 0,
+    };
+  }
+
+  probe(): Promise<void> {
+    return this.env.probe();
   }
 }
