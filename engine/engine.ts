@@ -25,7 +25,7 @@ import { MigrationRegistry } from './documents/index.js';
 import { SchemaRegistry } from './documents/index.js';
 import { ModelService } from './models/index.js';
 import { TrafficHistory } from './ops/index.js';
-import { type BlobSummary, type EmbeddedBlobCatalog, type BlockStore, CatalogEnv, type DataDirLock, DiskSpace, DEFAULT_TENANT, LmdbBlobCatalog, LmdbGcCatalog, LmdbKeyedCatalog, LmdbUploadCatalog, type Manifest, lockDataDir, openBlockStore } from './store/index.js';
+import { type BlobBackend, type BlobCatalog, type BlobSummary, type BlockStore, CatalogEnv, type DataDirLock, DiskSpace, DEFAULT_TENANT, LmdbGcCatalog, LmdbKeyedCatalog, LmdbUploadCatalog, type Manifest, lockDataDir, openBlobBackend } from './store/index.js';
 import type { BlockRoots } from './cas/index.js';
 import { BufferPool } from './uploads/index.js';
 import { Staging } from './uploads/index.js';
@@ -71,18 +71,24 @@ export class Engine {
   /** Tenant policies (SVC_TENANT_POLICY_FILE) and the budgets that enforce them, with security on. */
   readonly policies: TenantPolicies;
   readonly budgets: Budgets;
+  /** Published manifests: the backend's catalog. */
+  readonly manifests: BlobCatalog;
+  /** Block bytes: the backend's store. */
+  readonly blocks: BlockStore;
 
   private constructor(
     readonly config: Config,
     readonly log: Logger,
     readonly catalog: CatalogEnv,
-    readonly manifests: EmbeddedBlobCatalog,
-    readonly blocks: BlockStore,
+    readonly backend: BlobBackend,
     readonly pool: Piscina,
     readonly memory: TransferMemory,
     readonly scanner: StreamScanner,
     private readonly lock: DataDirLock,
   ) {
+    this.manifests = backend.manifests;
+    this.blocks = backend.blocks;
+    const { manifests, blocks } = this;
     this.traffic = new TrafficHistory(this.stats, config.opsRefreshMs);
     this.metrics = new Metrics(this);
     this.reader = new BlobReader(manifests, blocks, config.blockCacheBytes, this.stats, log, this.memory);
@@ -110,23 +116,23 @@ export class Engine {
     this.models = new ModelService(config.model, new LmdbKeyedCatalog(catalog, 'models'), config.fsRoot, pool, log);
     // Every reference to blocks outside published manifests: resumable sessions, document content.
     const roots: BlockRoots[] = [this.uploads.blockRoots(), this.documents.blockRoots()];
-    this.gc = new GarbageCollector({ config: config.gc, catalog: new LmdbGcCatalog(catalog), manifests, blocks, roots, log });
+    if (!backend.embedded) throw new Error(`garbage collection of the ${backend.kind} backend is not built yet`);
+    this.gc = new GarbageCollector({ config: config.gc, catalog: new LmdbGcCatalog(catalog), manifests: backend.embedded.manifests, blocks: backend.embedded.blocks, roots, log });
   }
 
   static async open(config: Config, log: Logger): Promise<Engine> {
     fs.mkdirSync(config.fsRoot, { recursive: true });
     // Before anything touches the directory: a second process must not clean up the first one's files.
     const lock = lockDataDir(config.fsRoot);
-    const { store: blocks, removedTempFiles } = openBlockStore(config.fsRoot, config.durability);
-    if (removedTempFiles > 0) log.info('removed temporary files of interrupted uploads', { count: removedTempFiles });
     const catalog = CatalogEnv.open(config.fsRoot, config.durability);
-    const manifests = new LmdbBlobCatalog(catalog);
+    const backend = await openBlobBackend(config, catalog);
+    if (backend.removedTempFiles > 0) log.info('removed temporary files of interrupted uploads', { count: backend.removedTempFiles });
     const pool = createWorkerPool({ filename: WORKER_MODULE, minThreads: config.workers, maxThreads: config.workers, idleTimeout: 60_000 });
     const memory = new TransferMemory(config.ingestBufferBytes, config.segmentBytes);
     const pairHashing = config.nativeSha256 === 'auto' && loadSha256Pair() !== null;
     if (config.nativeSha256 === 'auto' && !pairHashing) log.info('native SHA-256 pair unavailable: blocks are hashed by the worker threads', { reason: sha256PairUnavailableReason() });
     const scanner = new StreamScanner(SCANNER_MODULE, memory.arena, pairHashing);
-    const engine = new Engine(config, log, catalog, manifests, blocks, pool, memory, scanner, lock);
+    const engine = new Engine(config, log, catalog, backend, pool, memory, scanner, lock);
     const cleaned = await engine.uploads.cleanup();
     if (cleaned.expired || cleaned.recovered || cleaned.removed) log.info('uploads: cleanup at start', cleaned);
     engine.uploads.startCleanup();
@@ -227,9 +233,9 @@ export class Engine {
     if (!(await this.manifests.remove(key, tenant))) throw blobNotFound(key);
   }
 
-  /** Readiness: the catalog and the block store, each bounded by the health timeout. */
+  /** Readiness: each of the backend's dependencies (catalog and block store), each bounded by the health timeout. */
   async readiness(): Promise<HealthCheck[]> {
-    return Promise.all([this.check('catalog', () => this.catalog.probe()), this.check('blockStore', () => this.blocks.probe())]);
+    return Promise.all(this.backend.dependencies.map((d) => this.check(d.name, () => d.probe())));
   }
 
   /** Free space against SVC_MIN_FREE_SPACE: `warn` below it (uploads are refused, reads go on). */
@@ -264,6 +270,7 @@ export class Engine {
     this.uploads.stop();
     await this.pool.destroy();
     await this.scanner.close();
+    await this.backend.close();
     await this.catalog.close();
     this.lock.release();
   }

@@ -1,7 +1,7 @@
 // Block tasks (worker side): store consecutive blocks of an upload, verify a blob.
 import { createHash } from 'node:crypto';
 import { Xxh64, xxh64 } from '@node-rs/xxhash';
-import type { StoredBlock } from '../store/block-store.js';
+import type { PutOutcome, StoredBlock } from '../store/block-store.js';
 import { blockWriter } from '../store/block-writer.js';
 import type { StoreTask, StoreTaskResult, VerifyTask, VerifyTaskResult } from './protocol.js';
 import type { SegmentWindow } from './segment-ring.js';
@@ -15,36 +15,50 @@ function sha256Hex(pieces: Uint8Array[]): string {
   return sha.digest('hex');
 }
 
-export function runStoreTask(task: StoreTask): StoreTaskResult {
+/**
+ * Stores the task's blocks. An embedded store writes them one after another on this thread; a
+ * remote store's writes (promises) run concurrently, each task's at once.
+ */
+export async function runStoreTask(task: StoreTask): Promise<StoreTaskResult> {
   const data = view(task);
-  const store = blockWriter(task.store);
-  const blocks: StoredBlock[] = [];
-  try {
-    for (let i = 0; i + 1 < task.bounds.length; i++) {
-      const pieces = data.pieces(task.bounds[i], task.bounds[i + 1]);
-      const hex = task.hexes?.[i] ?? sha256Hex(pieces);
-      const checksum = pieces.length === 1 ? xxh64(pieces[0]) : pieces.reduce((h, p) => h.update(p), new Xxh64()).digest();
-      const size = task.bounds[i + 1] - task.bounds[i];
-      const outcome = store.putSync(hex, size, pieces, task.alwaysWrite);
-      blocks.push(outcome === 'written' ? { hex, size, checksum, fresh: true, written: true } : { hex, size, checksum, fresh: outcome === 'restored' });
+  const store = await blockWriter(task.store);
+  const count = task.bounds.length - 1;
+  const stored: Array<StoredBlock | undefined> = new Array(count);
+  const pending: Promise<void>[] = [];
+  let error: string | undefined;
+  const fail = (err: unknown) => void (error ??= String((err as Error)?.stack ?? err));
+  for (let i = 0; i < count && error === undefined; i++) {
+    const pieces = data.pieces(task.bounds[i], task.bounds[i + 1]);
+    const hex = task.hexes?.[i] ?? sha256Hex(pieces);
+    const checksum = pieces.length === 1 ? xxh64(pieces[0]) : pieces.reduce((h, p) => h.update(p), new Xxh64()).digest();
+    const size = task.bounds[i + 1] - task.bounds[i];
+    const record = (outcome: PutOutcome) => {
+      stored[i] = outcome === 'written' ? { hex, size, checksum, fresh: true, written: true } : { hex, size, checksum, fresh: outcome === 'restored' };
+    };
+    try {
+      const outcome = store.put(hex, size, pieces, task.alwaysWrite);
+      if (typeof outcome === 'string') record(outcome);
+      else pending.push(outcome.then(record, fail));
+    } catch (err) {
+      fail(err);
     }
-  } catch (err) {
-    // The blocks written before the failure are reported: the failed ingest reclaims them.
-    return { blocks, error: String((err as Error)?.stack ?? err) };
   }
-  return { blocks };
+  await Promise.all(pending);
+  const blocks = stored.filter((b): b is StoredBlock => b !== undefined);
+  // On a failure the blocks stored are reported all the same: the failed ingest reclaims them.
+  return error === undefined ? { blocks } : { blocks, error };
 }
 
 /**
  * Re-reads every block of a blob and recomputes the whole-object SHA-256 (worker side). Only when
  * that fails is each block hashed again, to name the corrupt ones.
  */
-export function runVerifyTask(task: VerifyTask): VerifyTaskResult {
-  const store = blockWriter(task.store);
+export async function runVerifyTask(task: VerifyTask): Promise<VerifyTaskResult> {
+  const store = await blockWriter(task.store);
   const whole = createHash('sha256');
   let bytesRead = 0;
   for (const { hex, size } of task.blocks) {
-    const bytes = store.readSync(hex, size);
+    const bytes = await store.readWhole(hex, size);
     whole.update(bytes);
     bytesRead += bytes.length;
   }
@@ -52,7 +66,7 @@ export function runVerifyTask(task: VerifyTask): VerifyTaskResult {
   const corruptBlocks: string[] = [];
   if (digestHex !== task.expectedHex) {
     for (const { hex, size } of task.blocks) {
-      if (sha256Hex([store.readSync(hex, size)]) !== hex) corruptBlocks.push(`sha-256:${hex}:${size}`);
+      if (sha256Hex([await store.readWhole(hex, size)]) !== hex) corruptBlocks.push(`sha-256:${hex}:${size}`);
     }
   }
   return { digestHex, bytesRead, corruptBlocks };

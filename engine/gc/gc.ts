@@ -9,7 +9,7 @@ import type { BlockRoots } from '../cas/index.js';
 import type { GcConfig } from '../config.js';
 import { SvcError } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { BlockStore, EmbeddedBlobCatalog, GcCatalog, PublicationGuard, Receipt, StoredBlock } from '../store/index.js';
+import type { EmbeddedBlobCatalog, EmbeddedBlockStore, GcCatalog, PublicationGuard, Receipt, StoredBlock } from '../store/index.js';
 import { type FencedIngest, IngestFence } from './ingest-fence.js';
 import { Reclaimer } from './reclaim.js';
 
@@ -83,7 +83,7 @@ interface Deps {
   config: GcConfig;
   catalog: GcCatalog;
   manifests: EmbeddedBlobCatalog;
-  blocks: BlockStore;
+  blocks: EmbeddedBlockStore;
   roots: readonly BlockRoots[];
   log: Logger;
 }

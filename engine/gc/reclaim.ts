@@ -18,7 +18,7 @@
 import { randomUUID } from 'node:crypto';
 import type { BlockRoots } from '../cas/index.js';
 import type { Logger } from '../log.js';
-import type { BlockStore, EmbeddedBlobCatalog, GcCatalog, StoredBlock } from '../store/index.js';
+import type { EmbeddedBlobCatalog, EmbeddedBlockStore, GcCatalog, StoredBlock } from '../store/index.js';
 import type { IngestFence } from './ingest-fence.js';
 
 /** Receipts written here carry a run id with this prefix. */
@@ -34,7 +34,7 @@ interface Moved {
 interface ReclaimDeps {
   state: GcCatalog;
   manifests: EmbeddedBlobCatalog;
-  blocks: BlockStore;
+  blocks: EmbeddedBlockStore;
   roots: readonly BlockRoots[];
   fence: IngestFence;
   log: Logger;

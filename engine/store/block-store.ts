@@ -1,17 +1,31 @@
 // The block store: immutable blocks keyed by (SHA-256 hex, size). A block is written whole or
-// not at all, and garbage collection moves an unreferenced block to a restorable quarantine
-// before it deletes it. Blocks are written from worker threads (block tasks open the same
-// store from its `location`) and read on the main thread.
+// not at all. Blocks are written from worker threads (block tasks open the same store from its
+// `location`) and read on the main thread. The embedded store (files) also keeps the restorable
+// quarantine that the embedded garbage collector moves unreferenced blocks into.
 import type { Durability } from '../config.js';
 
 export type PutOutcome = 'present' | 'restored' | 'written';
 export type RestoreOutcome = 'restored' | 'live' | 'missing';
 
 /** What a worker thread needs to open the same store. */
-export interface BlockStoreLocation {
+export type BlockStoreLocation = FsLocation | S3Location;
+
+export interface FsLocation {
   kind: 'fs';
   root: string;
   durability: Durability;
+}
+
+/** An S3 bucket (credentials come from the AWS SDK's standard chain in every thread). */
+export interface S3Location {
+  kind: 's3';
+  /** Empty: the AWS default endpoint. */
+  endpoint: string;
+  region: string;
+  bucket: string;
+  /** Prepended to every key (empty, or ending with '/'). */
+  prefix: string;
+  forcePathStyle: boolean;
 }
 
 export interface StoredBlock {
@@ -30,7 +44,11 @@ export interface ListedBlock {
   size: number;
 }
 
-/** The write side, used by block tasks in worker threads (calls block only their worker). */
+/**
+ * The write side, used by block tasks in worker threads. The embedded store answers at once
+ * (its calls block only their worker); a remote one answers with promises, and a task then
+ * stores its blocks concurrently.
+ */
 export interface BlockWriter {
   /**
    * Stores a block unless an intact copy exists: 'present' when one was there, 'written' when
@@ -38,21 +56,28 @@ export interface BlockWriter {
    * `alwaysWrite` a present block is written again all the same (over itself), so that the
    * time a store takes says nothing of what others stored (security on); it stays 'present'.
    */
-  putSync(hex: string, size: number, pieces: readonly Uint8Array[], alwaysWrite?: boolean): PutOutcome;
-  /** Reads a whole block on the calling thread; a quarantined block is read from quarantine. */
-  readSync(hex: string, size: number): Buffer;
+  put(hex: string, size: number, pieces: readonly Uint8Array[], alwaysWrite?: boolean): PutOutcome | Promise<PutOutcome>;
+  /** Reads a whole block (a block task's verify); a quarantined block is read from quarantine. */
+  readWhole(hex: string, size: number): Buffer | Promise<Buffer>;
 }
 
-/**
- * The whole store, for the engine and GC. The quarantine calls are synchronous because GC's
- * steps rely on no publication running between a catalog write and the matching move (engine/gc).
- */
+/** The whole store, for the engine. */
 export interface BlockStore extends BlockWriter {
   readonly location: BlockStoreLocation;
   /** A directory on this node for scratch files (ingest spills, readiness probes). */
   readonly scratchDir: string;
   /** Reads a whole block, into `into` when given; a quarantined block is read from quarantine. */
   read(hex: string, size: number, into?: Buffer): Promise<Buffer>;
+  /** Whether blocks can be written (readiness). */
+  probe(): Promise<void>;
+}
+
+/**
+ * The embedded store's quarantine, for the embedded garbage collector. Its calls are synchronous
+ * because GC's steps rely on no publication running between a catalog write and the matching
+ * move (engine/gc).
+ */
+export interface EmbeddedBlockStore extends BlockStore {
   /** Size of the live block, or undefined when there is none. */
   liveSize(hex: string, size: number): number | undefined;
   /** When the live block was last written or restored (ms), or undefined when there is none. */
@@ -66,6 +91,4 @@ export interface BlockStore extends BlockWriter {
   /** The names of the store's partitions, sorted: GC lists the blocks one partition at a time. */
   listPartitions(): Promise<string[]>;
   listPartition(partition: string): Promise<ListedBlock[]>;
-  /** Whether blocks can be written (readiness). */
-  probe(): Promise<void>;
 }

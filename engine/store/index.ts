@@ -1,11 +1,9 @@
 // The storage layer's API: the interfaces the engine depends on and the functions that open
-// today's implementations (block files under <SVC_FS_ROOT>/blocks, LMDB under <SVC_FS_ROOT>/catalog).
+// the implementations behind them (backend.ts opens the configured one: block files under
+// <SVC_FS_ROOT>/blocks and LMDB under <SVC_FS_ROOT>/catalog, or PostgreSQL and S3).
 // Nothing outside engine/store imports lmdb or an implementation module.
-import type { Durability } from '../config.js';
-import type { BlockStore } from './block-store.js';
-import { FsBlockStore } from './fs/block-store.js';
-
-export type { BlockStore, BlockStoreLocation, BlockWriter, ListedBlock, PutOutcome, RestoreOutcome, StoredBlock } from './block-store.js';
+export type { BlockStore, BlockStoreLocation, BlockWriter, EmbeddedBlockStore, FsLocation, ListedBlock, PutOutcome, RestoreOutcome, S3Location, StoredBlock } from './block-store.js';
+export { type BlobBackend, type BlobBackendKind, type Dependency, openBlobBackend } from './backend.js';
 export type { BlobCatalog, BlockRecord, EmbeddedBlobCatalog, Publication, PublicationGuard, PublishOptions } from './blob-catalog.js';
 export { DEFAULT_TENANT } from './tenants.js';
 export type { GcCatalog, Receipt, Tombstone } from './gc-catalog.js';
@@ -22,12 +20,3 @@ export { type DataDirLock, DataDirInUse, DataDirLockError, lockDataDir } from '.
 export { DiskSpace, type FreeSpaceFloor, floorInBytes } from './disk-space.js';
 export { syncDirectory } from './fs/sync-directory.js';
 export { blockWriter } from './block-writer.js';
-
-/**
- * The node's block store, made ready: its layout exists and the temp files of interrupted
- * writes are gone. Only the process that holds the data directory's lock may call this.
- */
-export function openBlockStore(root: string, durability: Durability): { store: BlockStore; removedTempFiles: number } {
-  const { removedTempFiles } = FsBlockStore.prepare(root);
-  return { store: new FsBlockStore(root, durability), removedTempFiles };
-}

@@ -3,7 +3,7 @@ import fsp, { type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { threadId } from 'node:worker_threads';
 import type { Durability } from '../../config.js';
-import type { BlockStore, BlockStoreLocation, ListedBlock, PutOutcome, RestoreOutcome } from '../block-store.js';
+import type { BlockStoreLocation, EmbeddedBlockStore, ListedBlock, PutOutcome, RestoreOutcome } from '../block-store.js';
 import { syncDirectory } from './sync-directory.js';
 
 /** Blocks are spread over 4096 directories named by the first three hex digits of their digest. */
@@ -19,7 +19,7 @@ const BLOCK_NAME = /^([0-9a-f]{64})-([0-9]{1,10})$/;
  * A file under its final name is always complete. The write side runs in worker threads (sync
  * calls, blocking only that worker); the read side runs on the main thread.
  */
-export class FsBlockStore implements BlockStore {
+export class FsBlockStore implements EmbeddedBlockStore {
   readonly location: BlockStoreLocation;
   private readonly blocksDir: string;
   /** Writes in progress, ingest spills and readiness probes. */
@@ -69,7 +69,7 @@ export class FsBlockStore implements BlockStore {
    * ('restored', no bytes written); its receipt is settled when a manifest referencing it is
    * published (engine/gc).
    */
-  putSync(hex: string, size: number, pieces: readonly Uint8Array[], alwaysWrite = false): PutOutcome {
+  put(hex: string, size: number, pieces: readonly Uint8Array[], alwaysWrite = false): PutOutcome {
     const final = this.blockPath(hex, size);
     const existing = fs.statSync(final, { throwIfNoEntry: false });
     const present = existing !== undefined && existing.size === size;
@@ -226,7 +226,7 @@ export class FsBlockStore implements BlockStore {
    * Small blocks are read synchronously: cheaper than three thread-pool hops.
    */
   async read(hex: string, size: number, into?: Buffer): Promise<Buffer> {
-    if (size <= 65536) return this.readSync(hex, size);
+    if (size <= 65536) return this.readWhole(hex, size);
     let handle: FileHandle;
     try {
       handle = await fsp.open(this.blockPath(hex, size), 'r');
@@ -250,7 +250,7 @@ export class FsBlockStore implements BlockStore {
   }
 
   /** Reads a whole block on the calling thread (workers); a quarantined block is read from quarantine. */
-  readSync(hex: string, size: number): Buffer {
+  readWhole(hex: string, size: number): Buffer {
     try {
       return readExactSync(this.blockPath(hex, size), size);
     } catch (err) {

@@ -1,0 +1,54 @@
+// A blob backend: where manifests and block bytes live. The engine depends on this and on the
+// interfaces it names, never on an implementation. `fs` is embedded (block files + LMDB in the
+// data directory); `pg-s3` keeps the catalog in PostgreSQL and the block bytes in S3.
+import type { Config } from '../config.js';
+
+export type BlobBackendKind = Config['blobBackend'];
+import type { BlobCatalog, EmbeddedBlobCatalog } from './blob-catalog.js';
+import type { BlockStore, EmbeddedBlockStore } from './block-store.js';
+import { FsBlockStore } from './fs/block-store.js';
+import { LmdbBlobCatalog } from './lmdb/blob-catalog.js';
+import type { CatalogEnv } from './lmdb/env.js';
+
+/** A dependency readiness probes, named as the ops snapshot names it. */
+export interface Dependency {
+  name: 'catalog' | 'blockStore' | 'postgres' | 's3';
+  probe(): Promise<void>;
+}
+
+export interface BlobBackend {
+  readonly kind: BlobBackendKind;
+  readonly blocks: BlockStore;
+  readonly manifests: BlobCatalog;
+  /** The embedded backend's synchronous views, for the embedded garbage collector (fs only). */
+  readonly embedded?: { blocks: EmbeddedBlockStore; manifests: EmbeddedBlobCatalog };
+  readonly dependencies: readonly Dependency[];
+  /** Interrupted block writes cleaned up at open (fs). */
+  readonly removedTempFiles: number;
+  close(): Promise<void>;
+}
+
+/**
+ * Opens the configured backend. Only the process that holds the data directory's lock may call
+ * this (the fs store cleans up its temp files). `env` is the node's embedded catalog.
+ */
+export async function openBlobBackend(config: Config, env: CatalogEnv): Promise<BlobBackend> {
+  if (config.blobBackend === 'fs') {
+    const { removedTempFiles } = FsBlockStore.prepare(config.fsRoot);
+    const blocks = new FsBlockStore(config.fsRoot, config.durability);
+    const manifests = new LmdbBlobCatalog(env);
+    return {
+      kind: 'fs',
+      blocks,
+      manifests,
+      embedded: { blocks, manifests },
+      dependencies: [
+        { name: 'catalog', probe: () => manifests.probe() },
+        { name: 'blockStore', probe: () => blocks.probe() },
+      ],
+      removedTempFiles,
+      close: async () => {},
+    };
+  }
+  throw new Error(`unknown blob backend ${String(config.blobBackend)}`);
+}
