@@ -15,7 +15,7 @@ import { loadSha256Pair, sha256PairUnavailableReason } from './cas/index.js';
 import { StreamScanner } from './cas/index.js';
 import type { Config } from './config.js';
 import { blobNotFound, invalidPagination, verificationFailure } from './errors.js';
-import { GarbageCollector } from './gc/index.js';
+import { type Collector, GarbageCollector } from './gc/index.js';
 import { JobQueue } from './jobs/index.js';
 import type { Logger } from './log.js';
 import { Metrics, Stats } from './ops/index.js';
@@ -65,7 +65,7 @@ export class Engine {
   /** The model runtime: MLeap bundles on the same worker pool. */
   readonly models: ModelService;
   /** Garbage collection of block files (mark, quarantine, purge): on demand or on SVC_GC_INTERVAL. */
-  readonly gc: GarbageCollector;
+  readonly gc: Collector;
   /** Free space of the data directory against SVC_MIN_FREE_SPACE (uploads are refused below it). */
   readonly space: DiskSpace;
   /** Tenant policies (SVC_TENANT_POLICY_FILE) and the budgets that enforce them, with security on. */

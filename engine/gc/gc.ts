@@ -10,6 +10,7 @@ import type { GcConfig } from '../config.js';
 import { SvcError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { EmbeddedBlobCatalog, EmbeddedBlockStore, GcCatalog, PublicationGuard, Receipt, StoredBlock } from '../store/index.js';
+import type { Collector } from './collector.js';
 import { type FencedIngest, IngestFence } from './ingest-fence.js';
 import { Reclaimer } from './reclaim.js';
 
@@ -17,7 +18,7 @@ export type GcPhase = 'mark' | 'quarantine' | 'purge' | 'run';
 export const GC_PHASES: readonly GcPhase[] = ['mark', 'quarantine', 'purge', 'run'];
 
 /** Ages of one run instead of the configured ones (milliseconds). */
-interface GcAgeOverrides {
+export interface GcAgeOverrides {
   minAgeMs?: number;
   quarantineAgeMs?: number;
 }
@@ -89,7 +90,7 @@ interface Deps {
 }
 
 /** `Engine.gc`: one run at a time, on demand (server/gc-api.ts) or on the SVC_GC_INTERVAL schedule. */
-export class GarbageCollector implements PublicationGuard {
+export class GarbageCollector implements Collector, PublicationGuard {
   private readonly catalog: GcCatalog;
   readonly fence: IngestFence;
   private readonly reclaimer: Reclaimer;
@@ -127,11 +128,6 @@ export class GarbageCollector implements PublicationGuard {
   /** Takes the blocks a failed or aborted ingest wrote: those nothing needs are deleted at once (./reclaim.ts). */
   reclaim(blocks: StoredBlock[]): void {
     this.reclaimer.reclaim(blocks);
-  }
-
-  /** Resolves once every reclaim asked for so far has ended. */
-  reclaimsIdle(): Promise<void> {
-    return this.reclaimer.idle();
   }
 
   /** Wraps an ingest so that purge knows while it may still reference blocks it found on disk. */
