@@ -1,11 +1,20 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * The blob suites that run once more against the pg-s3 backend (PostgreSQL + S3, started by
+ * test/helpers/backends.ts): one suite, parameterized by SVC_TEST_BACKEND, not copies.
+ */
+const PG_S3_SUITES = ['test/blob-api.test.ts', 'test/uploads-api.test.ts', 'test/security.test.ts', 'test/tenant-policy.test.ts'];
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     testTimeout: 120_000,
     hookTimeout: 60_000,
     // HTTP suites each start real servers; two at a time suits a 2-core machine.
     maxWorkers: 2,
+    projects: [
+      { extends: true, test: { name: 'fs', include: ['test/**/*.test.ts'] } },
+      { extends: true, test: { name: 'pg-s3', include: PG_S3_SUITES, env: { SVC_TEST_BACKEND: 'pg-s3' } } },
+    ],
   },
 });

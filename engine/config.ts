@@ -7,7 +7,14 @@ export const VARIABLES: ReadonlyArray<{ name: string; default: string; help: str
   { name: 'SVC_HOST', default: '127.0.0.1', help: 'Address the HTTP listener binds.' },
   { name: 'SVC_HTTP_PORT', default: '8081', help: 'Port of the blob API listener (0 = pick a free port).' },
   { name: 'SVC_HTTP_LINGER_BYTES', default: '64MiB', help: 'After an answer given before the request body ended (an error), the rest of the body is read and dropped when it is at most this size, so clients that read only after sending get the answer; a larger or chunked rest is not read and the connection closes.' },
-  { name: 'SVC_BLOB_BACKEND', default: 'fs', help: 'Block store backend. Only `fs` (files under SVC_FS_ROOT) for now.' },
+  { name: 'SVC_BLOB_BACKEND', default: 'fs', help: 'Where blobs live: `fs` (block files and LMDB under SVC_FS_ROOT) or `pg-s3` (the blob catalog in PostgreSQL at SVC_PG_URL, block bytes in the S3 bucket SVC_S3_BUCKET). Either way SVC_FS_ROOT keeps what is local to the node (staging, documents, jobs).' },
+  { name: 'SVC_PG_URL', default: '', help: 'PostgreSQL of the pg-s3 backend: `postgres://user:pass@host:port/db`. svc creates and migrates its tables itself.' },
+  { name: 'SVC_PG_POOL', default: '10', help: 'Connections to PostgreSQL per svc process.' },
+  { name: 'SVC_S3_ENDPOINT', default: '', help: 'S3 endpoint of the pg-s3 backend (empty: AWS). Credentials from the AWS SDK\'s standard chain (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, profiles, instance roles).' },
+  { name: 'SVC_S3_REGION', default: 'us-east-1', help: 'S3 region.' },
+  { name: 'SVC_S3_BUCKET', default: '', help: 'S3 bucket of the block bytes (it must exist).' },
+  { name: 'SVC_S3_PREFIX', default: '', help: 'Prefix of every key svc writes in the bucket (e.g. `svc/`).' },
+  { name: 'SVC_S3_FORCE_PATH_STYLE', default: '', help: '`true` to address the bucket by path (most S3-compatible servers); empty: `true` when SVC_S3_ENDPOINT is set, else `false`.' },
   { name: 'SVC_FS_ROOT', default: './data', help: 'Data directory: blocks/ (block files), catalog/ (LMDB) and svc.lock (one svc process per directory).' },
   { name: 'SVC_DURABILITY', default: 'strict', help: '`strict`: fsync blocks, directories and LMDB before answering. `relaxed`: trust the page cache.' },
   { name: 'SVC_CHUNKER', default: 'fastcdc', help: 'Default chunker for non-PDF bodies: `fastcdc` (normalized) or `fixed` (SVC_CHUNK_AVG-sized blocks).' },
@@ -68,6 +75,7 @@ export const VARIABLES: ReadonlyArray<{ name: string; default: string; help: str
 
 export type Durability = 'strict' | 'relaxed';
 type DefaultChunker = 'fastcdc' | 'fixed';
+export type BlobBackendKind = 'fs' | 'pg-s3';
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 
 export interface Config {
@@ -75,7 +83,11 @@ export interface Config {
   httpPort: number;
   /** SVC_HTTP_LINGER_BYTES: the most of a body's rest read and dropped after an early answer. */
   httpLingerBytes: number;
-  blobBackend: 'fs';
+  blobBackend: BlobBackendKind;
+  /** The pg-s3 backend's PostgreSQL (url '' with fs). */
+  pg: { url: string; pool: number };
+  /** The pg-s3 backend's bucket (bucket '' with fs). */
+  s3: { endpoint: string; region: string; bucket: string; prefix: string; forcePathStyle: boolean };
   fsRoot: string;
   durability: Durability;
   chunker: DefaultChunker;
@@ -235,7 +247,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     host: get('SVC_HOST'),
     httpPort: parseInteger('SVC_HTTP_PORT', get('SVC_HTTP_PORT'), 0, 65535),
     httpLingerBytes: inRange('SVC_HTTP_LINGER_BYTES', parseSize('SVC_HTTP_LINGER_BYTES', get('SVC_HTTP_LINGER_BYTES')), 0, 2 ** 40),
-    blobBackend: oneOf('SVC_BLOB_BACKEND', get('SVC_BLOB_BACKEND'), ['fs'] as const),
+    blobBackend: oneOf('SVC_BLOB_BACKEND', get('SVC_BLOB_BACKEND'), ['fs', 'pg-s3'] as const),
+    pg: { url: get('SVC_PG_URL'), pool: parseInteger('SVC_PG_POOL', get('SVC_PG_POOL'), 1, 1000) },
+    s3: {
+      endpoint: get('SVC_S3_ENDPOINT'),
+      region: get('SVC_S3_REGION'),
+      bucket: get('SVC_S3_BUCKET'),
+      prefix: get('SVC_S3_PREFIX'),
+      forcePathStyle: get('SVC_S3_FORCE_PATH_STYLE') === '' ? get('SVC_S3_ENDPOINT') !== '' : oneOf('SVC_S3_FORCE_PATH_STYLE', get('SVC_S3_FORCE_PATH_STYLE'), ['true', 'false'] as const) === 'true',
+    },
     fsRoot: path.resolve(get('SVC_FS_ROOT')),
     durability: oneOf('SVC_DURABILITY', get('SVC_DURABILITY'), ['strict', 'relaxed'] as const),
     chunker: oneOf('SVC_CHUNKER', get('SVC_CHUNKER'), ['fastcdc', 'fixed'] as const),
@@ -306,6 +326,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   };
   if (!(config.chunkMin <= config.chunkAvg && config.chunkAvg <= config.chunkMax)) {
     throw new ConfigError(`SVC_CHUNK_MIN <= SVC_CHUNK_AVG <= SVC_CHUNK_MAX must hold (got ${config.chunkMin}, ${config.chunkAvg}, ${config.chunkMax})`);
+  }
+  if (config.blobBackend === 'pg-s3') {
+    if (!/^postgres(ql)?:\/\//.test(config.pg.url)) throw new ConfigError('SVC_PG_URL: the pg-s3 backend needs a postgres://user:pass@host:port/db URL');
+    if (!config.s3.bucket) throw new ConfigError('SVC_S3_BUCKET: the pg-s3 backend needs the bucket of its block bytes');
+    if (config.s3.prefix && !config.s3.prefix.endsWith('/')) throw new ConfigError(`SVC_S3_PREFIX: "${config.s3.prefix}" must end with "/"`);
   }
   return config;
 }

@@ -15,7 +15,7 @@ import { loadSha256Pair, sha256PairUnavailableReason } from './cas/index.js';
 import { StreamScanner } from './cas/index.js';
 import type { Config } from './config.js';
 import { blobNotFound, invalidPagination, verificationFailure } from './errors.js';
-import { type Collector, GarbageCollector } from './gc/index.js';
+import { AbsentCollector, type Collector, GarbageCollector } from './gc/index.js';
 import { JobQueue } from './jobs/index.js';
 import type { Logger } from './log.js';
 import { Metrics, Stats } from './ops/index.js';
@@ -116,8 +116,9 @@ export class Engine {
     this.models = new ModelService(config.model, new LmdbKeyedCatalog(catalog, 'models'), config.fsRoot, pool, log);
     // Every reference to blocks outside published manifests: resumable sessions, document content.
     const roots: BlockRoots[] = [this.uploads.blockRoots(), this.documents.blockRoots()];
-    if (!backend.embedded) throw new Error(`garbage collection of the ${backend.kind} backend is not built yet`);
-    this.gc = new GarbageCollector({ config: config.gc, catalog: new LmdbGcCatalog(catalog), manifests: backend.embedded.manifests, blocks: backend.embedded.blocks, roots, log });
+    this.gc = backend.embedded
+      ? new GarbageCollector({ config: config.gc, catalog: new LmdbGcCatalog(catalog), manifests: backend.embedded.manifests, blocks: backend.embedded.blocks, roots, log })
+      : new AbsentCollector(backend.kind, config.gc, log);
   }
 
   static async open(config: Config, log: Logger): Promise<Engine> {

@@ -7,6 +7,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type TestServer } from './helpers/server.js';
+import { TEST_BACKEND } from './helpers/backends.js';
 
 let server: TestServer;
 let policyFile: string;
@@ -201,7 +202,8 @@ describe('quota accounting across kill -9', () => {
 });
 
 describe('garbage collection with tenants', () => {
-  it('marks from every tenant: a blob one tenant deleted stays whole for the other, and goes when both have deleted it', async () => {
+  // Needs a garbage collector: the pg-s3 backend has none yet (docs/backends.md).
+  it.skipIf(TEST_BACKEND !== 'fs')('marks from every tenant: a blob one tenant deleted stays whole for the other, and goes when both have deleted it', async () => {
     const s = await startServer({ SVC_SECURITY_ENABLED: 'true', SVC_DEV_SHARED_SECRET: randomBytes(32).toString('base64url'), SVC_GC_MIN_AGE: '0s', SVC_GC_QUARANTINE_AGE: '0s' });
     try {
       const mint = async (org: string, scope: string) =>

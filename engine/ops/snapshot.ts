@@ -19,7 +19,7 @@ interface OpsCheck {
 }
 
 interface OpsDependency {
-  kind: 'catalog' | 'blockStore';
+  kind: 'catalog' | 'blockStore' | 'postgres' | 's3';
   status: 'ok' | 'failed';
   latencyMs: number;
 }

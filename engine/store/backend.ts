@@ -1,9 +1,7 @@
 // A blob backend: where manifests and block bytes live. The engine depends on this and on the
 // interfaces it names, never on an implementation. `fs` is embedded (block files + LMDB in the
 // data directory); `pg-s3` keeps the catalog in PostgreSQL and the block bytes in S3.
-import type { Config } from '../config.js';
-
-export type BlobBackendKind = Config['blobBackend'];
+import type { BlobBackendKind, Config } from '../config.js';
 import type { BlobCatalog, EmbeddedBlobCatalog } from './blob-catalog.js';
 import type { BlockStore, EmbeddedBlockStore } from './block-store.js';
 import { FsBlockStore } from './fs/block-store.js';
@@ -50,5 +48,6 @@ export async function openBlobBackend(config: Config, env: CatalogEnv): Promise<
       close: async () => {},
     };
   }
-  throw new Error(`unknown blob backend ${String(config.blobBackend)}`);
+  const { openPgS3 } = await import('./pg-s3.js');
+  return openPgS3(config);
 }

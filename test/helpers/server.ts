@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { backendEnv } from './backends.js';
 
 const MAIN = fileURLToPath(new URL('../../dist/server/main.js', import.meta.url));
 
@@ -33,8 +34,9 @@ export function tempRoot(prefix = 'svc-test-'): string {
  */
 export async function startServer(env: Record<string, string> = {}, given?: string): Promise<TestServer> {
   const root = given ?? tempRoot();
+  const backend = await backendEnv(root);
   const proc = spawn(process.execPath, [MAIN, 'serve'], {
-    env: { ...process.env, SVC_HTTP_PORT: '0', HTTP_PORT: '0', SVC_FS_ROOT: root, SVC_LOG_LEVEL: 'warn', ...env },
+    env: { ...process.env, SVC_HTTP_PORT: '0', HTTP_PORT: '0', SVC_FS_ROOT: root, SVC_LOG_LEVEL: 'warn', ...backend, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let err = '';

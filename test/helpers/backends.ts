@@ -1,0 +1,91 @@
+// The blob backend the HTTP suites run against: SVC_TEST_BACKEND, `fs` (the default: block files
+// and LMDB in the server's data directory) or `pg-s3` (a PostgreSQL cluster of the test's own and
+// s3rver on loopback ports, started once per test file; each data directory gets a database and
+// a bucket of its own, so a server restarted on the same directory finds its blobs again).
+// vitest.config.ts runs the blob suites once per backend.
+import { mkdtempSync, readdirSync } from 'node:fs';
+import os from 'node:os';
+import { join } from 'node:path';
+import { CreateBucketCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import S3rver from 's3rver';
+import { type PgServer, requirePostgres } from './postgres.js';
+
+export const TEST_BACKEND = (process.env.SVC_TEST_BACKEND ?? 'fs') as 'fs' | 'pg-s3';
+
+/** s3rver's fixed credentials, given to the server through the AWS SDK's standard variables. */
+const S3_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
+
+interface SharedServers {
+  pg: PgServer;
+  s3: S3rver;
+  endpoint: string;
+  client: S3Client;
+}
+
+let shared: Promise<SharedServers> | undefined;
+const byRoot = new Map<string, Promise<Record<string, string>>>();
+let made = 0;
+
+async function startShared(): Promise<SharedServers> {
+  const pg = await requirePostgres();
+  const s3 = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory: join(mkdtempSync(join(os.tmpdir(), 'svc-test-s3-')), 's3') });
+  const { port } = (await s3.run()) as { port: number };
+  const endpoint = `http://127.0.0.1:${port}`;
+  const client = new S3Client({ endpoint, forcePathStyle: true, region: 'us-east-1', credentials: S3_CREDENTIALS });
+  process.once('beforeExit', () => {
+    client.destroy();
+    void s3.close();
+    void pg.stop();
+  });
+  return { pg, s3, endpoint, client };
+}
+
+/** The server variables of the backend under test for the data directory `root` (none for fs). */
+export function backendEnv(root: string): Promise<Record<string, string>> {
+  if (TEST_BACKEND === 'fs') return Promise.resolve({});
+  let env = byRoot.get(root);
+  if (!env) {
+    env = (async () => {
+      shared ??= startShared();
+      const { pg, endpoint, client } = await shared;
+      const name = `svc_${process.pid}_${++made}`;
+      const url = await pg.createDatabase(name);
+      const bucket = name.replace(/_/g, '-');
+      await client.send(new CreateBucketCommand({ Bucket: bucket }));
+      return {
+        SVC_BLOB_BACKEND: 'pg-s3',
+        SVC_PG_URL: url,
+        SVC_PG_POOL: '4',
+        SVC_S3_ENDPOINT: endpoint,
+        SVC_S3_BUCKET: bucket,
+        AWS_ACCESS_KEY_ID: S3_CREDENTIALS.accessKeyId,
+        AWS_SECRET_ACCESS_KEY: S3_CREDENTIALS.secretAccessKey,
+      };
+    })();
+    byRoot.set(root, env);
+  }
+  return env;
+}
+
+/** The names readiness checks for the backend under test (besides diskSpace). */
+export const BACKEND_DEPENDENCIES = TEST_BACKEND === 'fs' ? ['blockStore', 'catalog'] : ['postgres', 's3'];
+
+/** Blocks the backend holds for the server on `root`: block files (fs) or block objects (pg-s3). */
+export async function countStoredBlocks(root: string): Promise<number> {
+  if (TEST_BACKEND === 'fs') return countFiles(join(root, 'blocks'));
+  const env = await backendEnv(root);
+  const { client } = await shared!;
+  let count = 0;
+  let ContinuationToken: string | undefined;
+  do {
+    const page = await client.send(new ListObjectsV2Command({ Bucket: env.SVC_S3_BUCKET, Prefix: 'blocks/', ContinuationToken }));
+    count += page.KeyCount ?? 0;
+    ContinuationToken = page.NextContinuationToken;
+  } while (ContinuationToken);
+  return count;
+}
+
+/** Files below `dir`, not counting dot directories (writes in progress, quarantine, staging). */
+function countFiles(dir: string): number {
+  return readdirSync(dir, { withFileTypes: true }).reduce((n, e) => n + (e.isDirectory() ? (e.name.startsWith('.') ? 0 : countFiles(join(dir, e.name))) : 1), 0);
+}
