@@ -8,6 +8,7 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { CreateBucketCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import S3rver from 's3rver';
+import { afterAll } from 'vitest';
 import { type PgServer, requirePostgres } from './postgres.js';
 
 export const TEST_BACKEND = (process.env.SVC_TEST_BACKEND ?? 'fs') as 'fs' | 'pg-s3';
@@ -32,13 +33,21 @@ async function startShared(): Promise<SharedServers> {
   const { port } = (await s3.run()) as { port: number };
   const endpoint = `http://127.0.0.1:${port}`;
   const client = new S3Client({ endpoint, forcePathStyle: true, region: 'us-east-1', credentials: S3_CREDENTIALS });
-  process.once('beforeExit', () => {
-    client.destroy();
-    void s3.close();
-    void pg.stop();
-  });
   return { pg, s3, endpoint, client };
 }
+
+// After the test file's own afterAll hooks (they stop its svc servers; hooks run in reverse
+// order of registration): the file's PostgreSQL cluster and s3rver go too. A vitest worker is
+// ended with a signal, so a process exit hook would not run and the cluster would be orphaned.
+afterAll(async () => {
+  if (!shared) return;
+  const { pg, s3, client } = await shared;
+  shared = undefined;
+  byRoot.clear();
+  client.destroy();
+  await s3.close();
+  await pg.stop();
+});
 
 /** The server variables of the backend under test for the data directory `root` (none for fs). */
 export function backendEnv(root: string): Promise<Record<string, string>> {
