@@ -14,9 +14,6 @@ export const BYTEA = 17;
 export const INT8 = 20;
 
 export type PgPool = postgres.Sql<{ int8AsNumber: number }>;
-export type PgTransaction = postgres.TransactionSql<{ int8AsNumber: number }>;
-/** A pool or a transaction: what a statement runs on. */
-export type PgQueryable = PgPool | PgTransaction;
 
 export function openPool(url: string, poolSize: number): PgPool {
   return postgres(url, {
