@@ -8,6 +8,7 @@
  * dedicated `svc-pg` user created here when that is missing), with the directory owned by it.
  * postgres is exec'ed directly through setpriv (no intermediate process), so the child we hold is
  * the postmaster itself: SIGINT is a fast shutdown, and its exit means every backend has exited.
+ * A guard process (startGuard) stops the cluster if this process dies without calling stop().
  */
 import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { chownSync, closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -114,33 +115,24 @@ function logTail(logFile: string): string {
   }
 }
 
-const running = new Map<ChildProcess, string>();
-let exitHookInstalled = false;
-
-/** True once `pid` has exited (gone, or a zombie that node's event loop can no longer reap). */
-function hasExited(pid: number): boolean {
-  try {
-    return readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').startsWith('Z');
-  } catch {
-    return true;
-  }
-}
-
 /**
- * If the process exits without stop() (a crashed test), take the clusters down immediately
- * (SIGQUIT), wait briefly for them (synchronously: this is the exit hook), and remove their dirs.
+ * A guard that outlives us: a shell reading a pipe from this process. When this process dies in
+ * any way (a test worker killed by a signal runs no exit hook), the pipe closes, and the guard
+ * takes the postmaster down (SIGQUIT, immediate) and removes the directory. It ignores the
+ * terminal's signals so that a Ctrl-C does not stop it before its work; stop() kills it first.
  */
-function installExitHook(): void {
-  if (exitHookInstalled) return;
-  exitHookInstalled = true;
-  process.once('exit', () => {
-    for (const child of running.keys()) child.kill('SIGQUIT');
-    const pause = new Int32Array(new SharedArrayBuffer(4));
-    for (const [child, dir] of running) {
-      for (let waited = 0; waited < 3000 && !hasExited(child.pid!); waited += 20) Atomics.wait(pause, 0, 0, 20);
-      if (hasExited(child.pid!)) rmSync(dir, { recursive: true, force: true });
-    }
-  });
+const GUARD_SCRIPT = `trap '' INT TERM HUP
+cat >/dev/null
+kill -QUIT "$1" 2>/dev/null
+for i in $(seq 100); do kill -0 "$1" 2>/dev/null || break; grep -q '^[0-9]* ([^)]*) Z' /proc/$1/stat 2>/dev/null && break; sleep 0.1; done
+rm -rf "$2"`;
+
+function startGuard(postmasterPid: number, dir: string): ChildProcess {
+  const guard = spawn('sh', ['-c', GUARD_SCRIPT, 'svc-pg-guard', String(postmasterPid), dir], { stdio: ['pipe', 'ignore', 'ignore'] });
+  guard.on('error', () => {}); // best effort: without sh the cluster is still stopped by stop()
+  guard.unref(); // the guard does not keep this process alive
+  (guard.stdin as unknown as { unref?: () => void }).unref?.();
+  return guard;
 }
 
 /** Starts a cluster, or says why it cannot (binaries missing). */
@@ -194,14 +186,14 @@ async function launch(bin: string, as: RunAs, dir: string, dataDir: string, port
   const args = ['-D', dataDir, ...Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`])];
   const child = spawn(...asUser(as, path.join(bin, 'postgres'), args), { cwd: dir, stdio: ['ignore', logFd, logFd] });
   closeSync(logFd);
-  running.set(child, dir);
-  installExitHook();
+  const guard = startGuard(child.pid!, dir);
   let exited = false;
-  const exit = new Promise<void>((resolve) => child.once('exit', () => { exited = true; running.delete(child); resolve(); }));
+  const exit = new Promise<void>((resolve) => child.once('exit', () => { exited = true; resolve(); }));
 
   const deadline = Date.now() + READY_TIMEOUT_MS;
   for (;;) {
     if (exited) {
+      guard.kill('SIGKILL');
       const tail = logTail(logFile);
       if (/could not bind|Address already in use/.test(tail)) throw new PortTakenError(`port ${port} taken`);
       throw new Error(`postgres exited before accepting connections:\n${tail}`);
@@ -211,6 +203,7 @@ async function launch(bin: string, as: RunAs, dir: string, dataDir: string, port
       break;
     } catch {
       if (Date.now() > deadline) {
+        guard.kill('SIGKILL');
         child.kill('SIGQUIT');
         await exit;
         throw new Error(`postgres did not accept connections within ${READY_TIMEOUT_MS} ms:\n${logTail(logFile)}`);
@@ -222,6 +215,7 @@ async function launch(bin: string, as: RunAs, dir: string, dataDir: string, port
   let stopping: Promise<void> | null = null;
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
+      guard.kill('SIGKILL'); // the cluster is stopped here, in order; the guard must not race it
       if (!exited) {
         child.kill('SIGINT'); // fast shutdown: roll back sessions, checkpoint, exit
         const timer = setTimeout(() => child.kill('SIGQUIT'), STOP_TIMEOUT_MS);

@@ -1,8 +1,9 @@
 // The tests' own PostgreSQL clusters (issue 19): start, use with the catalog's driver, run two at
 // once, stop without leaving a process, a directory or an open port behind.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import net from 'node:net';
+import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startPostgres, type PgServer } from './helpers/postgres.js';
@@ -20,6 +21,8 @@ function portOpen(port: number): Promise<boolean> {
 function processesUsing(dir: string): string[] {
   return execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' }).split('\n').filter((line) => line.includes(dir));
 }
+
+const BUILT_HELPER = fileURLToPath(new URL('../dist/bench/postgres-server.js', import.meta.url));
 
 /** A started cluster, or the test skipped with the helper's reason (PostgreSQL not installed). */
 async function started(skip: (note: string) => never): Promise<PgServer> {
@@ -91,5 +94,27 @@ describe('PostgreSQL for the tests', () => {
     expect(existsSync(server.dir)).toBe(false);
     expect(await portOpen(server.port)).toBe(false);
     await client.end().catch(() => {});
+  });
+
+  it('a process killed with SIGKILL leaves no cluster behind: its guard stops it and removes the directory', async ({ skip }) => {
+    if (!existsSync(BUILT_HELPER)) skip('dist/ is not built (npm test builds it)');
+    const child = spawn(process.execPath, ['--input-type=module', '-e', `
+      const { startPostgres } = await import(${JSON.stringify(BUILT_HELPER)});
+      const s = await startPostgres();
+      console.log(JSON.stringify('skip' in s ? s : { dir: s.dir, port: s.port, pid: s.pid }));
+      setInterval(() => {}, 1000);`], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const line = await new Promise<string>((resolve) => child.stdout!.once('data', (d: Buffer) => resolve(d.toString())));
+    const started = JSON.parse(line) as { skip: string } | { dir: string; port: number; pid: number };
+    child.kill('SIGKILL');
+    if ('skip' in started) {
+      skip(started.skip);
+      return;
+    }
+    expect(processesUsing(started.dir).length).toBeGreaterThan(0);
+    const deadline = Date.now() + 15_000;
+    while ((existsSync(started.dir) || processesUsing(started.dir).length > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    expect(processesUsing(started.dir)).toEqual([]);
+    expect(existsSync(started.dir)).toBe(false);
+    expect(await portOpen(started.port)).toBe(false);
   });
 });
