@@ -15,7 +15,7 @@ import { loadSha256Pair, sha256PairUnavailableReason } from './cas/index.js';
 import { StreamScanner } from './cas/index.js';
 import type { Config } from './config.js';
 import { blobNotFound, invalidPagination, verificationFailure } from './errors.js';
-import { AbsentCollector, type Collector, GarbageCollector } from './gc/index.js';
+import { type Collector, GarbageCollector, SharedCollector } from './gc/index.js';
 import { JobQueue } from './jobs/index.js';
 import type { Logger } from './log.js';
 import { Metrics, Stats } from './ops/index.js';
@@ -24,7 +24,7 @@ import { DocumentService } from './documents/index.js';
 import { MigrationRegistry } from './documents/index.js';
 import { SchemaRegistry } from './documents/index.js';
 import { ModelService } from './models/index.js';
-import { TrafficHistory } from './ops/index.js';
+import { TrafficHistory, nodeIdOf } from './ops/index.js';
 import { type BlobBackend, type BlobCatalog, type BlobSummary, type BlockStore, CatalogEnv, type DataDirLock, DiskSpace, DEFAULT_TENANT, LmdbGcCatalog, LmdbKeyedCatalog, LmdbUploadCatalog, type Manifest, lockDataDir, openBlobBackend } from './store/index.js';
 import type { BlockRoots } from './cas/index.js';
 import { BufferPool } from './uploads/index.js';
@@ -116,9 +116,14 @@ export class Engine {
     this.models = new ModelService(config.model, new LmdbKeyedCatalog(catalog, 'models'), config.fsRoot, pool, log);
     // Every reference to blocks outside published manifests: resumable sessions, document content.
     const roots: BlockRoots[] = [this.uploads.blockRoots(), this.documents.blockRoots()];
-    this.gc = backend.embedded
-      ? new GarbageCollector({ config: config.gc, catalog: new LmdbGcCatalog(catalog), manifests: backend.embedded.manifests, blocks: backend.embedded.blocks, roots, log })
-      : new AbsentCollector(backend.kind, config.gc, log);
+    if (backend.embedded) {
+      this.gc = new GarbageCollector({ config: config.gc, catalog: new LmdbGcCatalog(catalog), manifests: backend.embedded.manifests, blocks: backend.embedded.blocks, roots, log });
+    } else if (backend.shared) {
+      const address = `${config.host}:${config.httpPort}`;
+      this.gc = new SharedCollector({ config: config.gc, catalog: backend.shared.gc, blocks: backend.shared.blocks, roots, log, nodeId: config.nodeId || nodeIdOf(config.fsRoot), address, nodeTtlMs: config.nodeTtlMs });
+    } else {
+      throw new Error(`the ${backend.kind} backend has no garbage collector`);
+    }
   }
 
   static async open(config: Config, log: Logger): Promise<Engine> {

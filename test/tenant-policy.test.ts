@@ -202,8 +202,7 @@ describe('quota accounting across kill -9', () => {
 });
 
 describe('garbage collection with tenants', () => {
-  // Needs a garbage collector: the pg-s3 backend has none yet (docs/backends.md).
-  it.skipIf(TEST_BACKEND !== 'fs')('marks from every tenant: a blob one tenant deleted stays whole for the other, and goes when both have deleted it', async () => {
+  it('marks from every tenant: a blob one tenant deleted stays whole for the other, and goes when both have deleted it', async () => {
     const s = await startServer({ SVC_SECURITY_ENABLED: 'true', SVC_DEV_SHARED_SECRET: randomBytes(32).toString('base64url'), SVC_GC_MIN_AGE: '0s', SVC_GC_QUARANTINE_AGE: '0s' });
     try {
       const mint = async (org: string, scope: string) =>

@@ -3,4 +3,4 @@
 export { GC_PHASES, GarbageCollector, type GcAgeOverrides, type GcPhase, type GcReport, type GcState } from './gc.js';
 export type { Collector } from './collector.js';
 export type { FencedIngest } from './ingest-fence.js';
-export { AbsentCollector } from './absent-collector.js';
+export { SharedCollector } from './shared-collector.js';

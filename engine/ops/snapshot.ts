@@ -108,7 +108,7 @@ export class OpsSnapshots {
     private readonly engine: Engine,
     options: SnapshotOptions = {},
   ) {
-    this.nodeId = nodeIdOf(engine.config.fsRoot);
+    this.nodeId = engine.config.nodeId || nodeIdOf(engine.config.fsRoot);
     this.gc = options.gc;
     this.statfs = options.statfs ?? ((root) => fs.promises.statfs(root));
   }

@@ -3,7 +3,8 @@
 // data directory); `pg-s3` keeps the catalog in PostgreSQL and the block bytes in S3.
 import type { BlobBackendKind, Config } from '../config.js';
 import type { BlobCatalog, EmbeddedBlobCatalog } from './blob-catalog.js';
-import type { BlockStore, EmbeddedBlockStore } from './block-store.js';
+import type { BlockStore, EmbeddedBlockStore, MovableBlockStore } from './block-store.js';
+import type { SharedGcCatalog } from './shared-gc-catalog.js';
 import { FsBlockStore } from './fs/block-store.js';
 import { LmdbBlobCatalog } from './lmdb/blob-catalog.js';
 import type { CatalogEnv } from './lmdb/env.js';
@@ -20,6 +21,8 @@ export interface BlobBackend {
   readonly manifests: BlobCatalog;
   /** The embedded backend's synchronous views, for the embedded garbage collector (fs only). */
   readonly embedded?: { blocks: EmbeddedBlockStore; manifests: EmbeddedBlobCatalog };
+  /** A shared backend's views, for the collector of a shared catalog (pg-s3). */
+  readonly shared?: { blocks: MovableBlockStore; gc: SharedGcCatalog };
   readonly dependencies: readonly Dependency[];
   /** Interrupted block writes cleaned up at open (fs). */
   readonly removedTempFiles: number;

@@ -92,3 +92,23 @@ export interface EmbeddedBlockStore extends BlockStore {
   listPartitions(): Promise<string[]>;
   listPartition(partition: string): Promise<ListedBlock[]>;
 }
+
+/** A block object as listed, with its last write (ms). */
+export interface ListedObject extends ListedBlock {
+  lastModifiedMs: number;
+}
+
+/**
+ * A remote store's quarantine, for the collector of a shared catalog (engine/gc/shared-collector.ts):
+ * a quarantined block lives under another key, reads fall back to it.
+ */
+export interface MovableBlockStore extends BlockStore {
+  /** Moves a live block into quarantine; false when it is not live. */
+  quarantine(hex: string, size: number): Promise<boolean>;
+  /** 'live' (a copy in quarantine beside it goes), 'restored' (moved back) or 'missing'. */
+  restore(hex: string, size: number): Promise<'live' | 'restored' | 'missing'>;
+  /** Deletes a quarantined copy. */
+  purge(hex: string, size: number): Promise<void>;
+  /** Live or quarantined block objects, a page at a time. */
+  list(area: 'blocks' | 'quarantine', after?: string): Promise<{ blocks: ListedObject[]; next?: string }>;
+}

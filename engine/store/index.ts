@@ -2,7 +2,8 @@
 // the implementations behind them (backend.ts opens the configured one: block files under
 // <SVC_FS_ROOT>/blocks and LMDB under <SVC_FS_ROOT>/catalog, or PostgreSQL and S3).
 // Nothing outside engine/store imports lmdb or an implementation module.
-export type { BlockStore, BlockStoreLocation, BlockWriter, EmbeddedBlockStore, FsLocation, ListedBlock, PutOutcome, RestoreOutcome, S3Location, StoredBlock } from './block-store.js';
+export type { BlockStore, BlockStoreLocation, BlockWriter, EmbeddedBlockStore, FsLocation, ListedBlock, ListedObject, MovableBlockStore, PutOutcome, RestoreOutcome, S3Location, StoredBlock } from './block-store.js';
+export type { KeyedBlock, NodeRecord, SharedGcCatalog } from './shared-gc-catalog.js';
 export { type BlobBackend, type Dependency, openBlobBackend } from './backend.js';
 export type { BlobCatalog, BlockRecord, EmbeddedBlobCatalog, Publication, PublicationGuard, PublishOptions } from './blob-catalog.js';
 export { DEFAULT_TENANT } from './tenants.js';

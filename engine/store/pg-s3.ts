@@ -18,6 +18,7 @@ export async function openPgS3(config: Config): Promise<BlobBackend> {
     kind: 'pg-s3',
     blocks,
     manifests,
+    shared: { blocks, gc: manifests.gcCatalog() },
     dependencies: [
       { name: 'postgres', probe: () => manifests.probe() },
       { name: 's3', probe: () => blocks.probe() },

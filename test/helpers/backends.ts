@@ -3,7 +3,7 @@
 // s3rver on loopback ports, started once per test file; each data directory gets a database and
 // a bucket of its own, so a server restarted on the same directory finds its blobs again).
 // vitest.config.ts runs the blob suites once per backend.
-import { mkdtempSync, readdirSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { CreateBucketCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
@@ -97,4 +97,31 @@ export async function countStoredBlocks(root: string): Promise<number> {
 /** Files below `dir`, not counting dot directories (writes in progress, quarantine, staging). */
 function countFiles(dir: string): number {
   return readdirSync(dir, { withFileTypes: true }).reduce((n, e) => n + (e.isDirectory() ? (e.name.startsWith('.') ? 0 : countFiles(join(dir, e.name))) : 1), 0);
+}
+
+/**
+ * `<hex>-<size>` of every block the backend holds for the server on `root`, live or in GC's
+ * quarantine: files under blocks/ (dot directories skipped) or blocks/.quarantine (fs), objects
+ * under blocks/ or quarantine/ of the server's bucket (pg-s3).
+ */
+export async function storedBlockNames(root: string, area: 'live' | 'quarantine'): Promise<Set<string>> {
+  const out = new Set<string>();
+  if (TEST_BACKEND === 'fs') {
+    const dir = area === 'live' ? join(root, 'blocks') : join(root, 'blocks', '.quarantine');
+    if (!existsSync(dir)) return out;
+    for (const part of readdirSync(dir)) {
+      if (part.startsWith('.')) continue;
+      for (const name of readdirSync(join(dir, part))) out.add(name);
+    }
+    return out;
+  }
+  const env = await backendEnv(root);
+  const { client } = await shared!;
+  let ContinuationToken: string | undefined;
+  do {
+    const page = await client.send(new ListObjectsV2Command({ Bucket: env.SVC_S3_BUCKET, Prefix: area === 'live' ? 'blocks/' : 'quarantine/', ContinuationToken }));
+    for (const o of page.Contents ?? []) out.add(o.Key!.slice(o.Key!.lastIndexOf('/') + 1));
+    ContinuationToken = page.NextContinuationToken;
+  } while (ContinuationToken);
+  return out;
 }

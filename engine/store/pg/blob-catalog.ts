@@ -7,6 +7,7 @@ import { blockArrays } from './block-arrays.js';
 import { ManifestRecordCache } from './manifest-cache.js';
 import { BYTEA, INT8, type PgPool, openPool } from './pool.js';
 import { migrate } from './schema.js';
+import { PgGcCatalog } from './gc-catalog.js';
 
 export interface PgCatalogOptions {
   /** Connections in the pool (SVC_PG_POOL). */
@@ -84,6 +85,11 @@ export class PgBlobCatalog implements BlobCatalog {
 
   async close(): Promise<void> {
     await this.sql.end({ timeout: 5 });
+  }
+
+  /** Garbage collection's side of this catalog, on the same pool. */
+  gcCatalog(): PgGcCatalog {
+    return new PgGcCatalog(this.sql);
   }
 
   async get(id: string, tenant = DEFAULT_TENANT): Promise<Manifest | undefined> {

@@ -1,19 +1,25 @@
 import http from 'node:http';
 import https from 'node:https';
 import { Readable } from 'node:stream';
-import { GetObjectCommand, HeadBucketCommand, HeadObjectCommand, PutObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
-import type { BlockStore, PutOutcome, S3Location } from '../block-store.js';
+import { CopyObjectCommand, DeleteObjectCommand, GetObjectCommand, HeadBucketCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
+import type { ListedObject, MovableBlockStore, PutOutcome, S3Location } from '../block-store.js';
 
 /** Sockets per client: block tasks of every upload share them; beyond it requests queue. */
 const MAX_SOCKETS = 64;
+
+const BLOCK_NAME = /^([0-9a-f]{64})-([0-9]{1,10})$/;
+
 
 /**
  * Block bytes as S3 objects, one per block: `<prefix>blocks/<h[0:3]>/<hex>-<size>`, immutable and
  * keyed by content (docs/backends.md says why one object per block rather than pack files).
  * A PutObject is atomic: an object under its key is always complete. Blobs small enough to be
- * inlined never reach this store (the catalog keeps their bytes).
+ * inlined never reach this store (the catalog keeps their bytes). Garbage collection moves an
+ * unreferenced block to `<prefix>quarantine/…` (copy, then delete) before it deletes it, so an
+ * upload that starts after the move does not find the block and writes it again; reads fall
+ * back to the quarantined copy.
  */
-export class S3BlockStore implements BlockStore {
+export class S3BlockStore implements MovableBlockStore {
   readonly location: S3Location;
   readonly client: S3Client;
 
@@ -26,18 +32,24 @@ export class S3BlockStore implements BlockStore {
     this.client = s3Client(location);
   }
 
-  key(hex: string, size: number): string {
-    return `${this.location.prefix}blocks/${hex.slice(0, 3)}/${hex}-${size}`;
+  key(hex: string, size: number, area: 'blocks' | 'quarantine' = 'blocks'): string {
+    return `${this.location.prefix}${area}/${hex.slice(0, 3)}/${hex}-${size}`;
   }
 
   /**
-   * Writes the block unless an object of its size is there (a HEAD first). With `alwaysWrite`
-   * (security on) it is written all the same, so the time says nothing of other tenants' data.
+   * Writes the block unless an object of its size is there (a HEAD first) or a quarantined copy
+   * can be moved back. With `alwaysWrite` (security on) a present block is written all the same,
+   * so the time says nothing of other tenants' data.
    */
   async put(hex: string, size: number, pieces: readonly Uint8Array[], alwaysWrite = false): Promise<PutOutcome> {
     const Key = this.key(hex, size);
     const present = (await this.sizeOf(Key)) === size;
     if (present && !alwaysWrite) return 'present';
+    // A block GC quarantined is moved back instead (no bytes sent); its record comes back with the publication.
+    if (!present && (await this.copy(this.key(hex, size, 'quarantine'), Key))) {
+      await this.delete(this.key(hex, size, 'quarantine'));
+      return 'restored';
+    }
     const Body = pieces.length === 1 ? pieces[0] : Buffer.concat(pieces);
     await this.client.send(new PutObjectCommand({ Bucket: this.location.bucket, Key, Body, ContentLength: size, ContentType: 'application/octet-stream' }));
     return present ? 'present' : 'written';
@@ -47,9 +59,15 @@ export class S3BlockStore implements BlockStore {
     return this.read(hex, size);
   }
 
-  /** Reads a whole block, into `into` when given. */
+  /** Reads a whole block, into `into` when given; a quarantined block is read from quarantine. */
   async read(hex: string, size: number, into?: Buffer): Promise<Buffer> {
-    const out = await this.client.send(new GetObjectCommand({ Bucket: this.location.bucket, Key: this.key(hex, size) }));
+    let out;
+    try {
+      out = await this.client.send(new GetObjectCommand({ Bucket: this.location.bucket, Key: this.key(hex, size) }));
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+      out = await this.client.send(new GetObjectCommand({ Bucket: this.location.bucket, Key: this.key(hex, size, 'quarantine') })).catch(() => Promise.reject(err));
+    }
     if (!(out.Body instanceof Readable)) throw new Error(`block ${hex}: S3 returned no body`);
     const buf = into ? into.subarray(0, size) : Buffer.allocUnsafe(size);
     let off = 0;
@@ -68,6 +86,60 @@ export class S3BlockStore implements BlockStore {
   /** The bucket answers (readiness). */
   async probe(): Promise<void> {
     await this.client.send(new HeadBucketCommand({ Bucket: this.location.bucket }));
+  }
+
+  /** Moves a live block into quarantine (copy, then delete); false when it is not live. */
+  async quarantine(hex: string, size: number): Promise<boolean> {
+    if (!(await this.copy(this.key(hex, size), this.key(hex, size, 'quarantine')))) return false;
+    await this.delete(this.key(hex, size));
+    return true;
+  }
+
+  /**
+   * Puts a quarantined block back: 'live' when the live object is there (a quarantined copy
+   * beside it goes), 'restored' when it was copied back, 'missing' when neither exists.
+   */
+  async restore(hex: string, size: number): Promise<'live' | 'restored' | 'missing'> {
+    const live = this.key(hex, size);
+    const quarantined = this.key(hex, size, 'quarantine');
+    if ((await this.sizeOf(live)) === size) {
+      await this.delete(quarantined);
+      return 'live';
+    }
+    if (!(await this.copy(quarantined, live))) return 'missing';
+    await this.delete(quarantined);
+    return 'restored';
+  }
+
+  /** Deletes a quarantined copy. */
+  purge(hex: string, size: number): Promise<void> {
+    return this.delete(this.key(hex, size, 'quarantine'));
+  }
+
+  /** The block objects of `area`, a page at a time (`after`: the listing's continuation). */
+  async list(area: 'blocks' | 'quarantine', after?: string): Promise<{ blocks: ListedObject[]; next?: string }> {
+    const page = await this.client.send(new ListObjectsV2Command({ Bucket: this.location.bucket, Prefix: `${this.location.prefix}${area}/`, ContinuationToken: after }));
+    const blocks: ListedObject[] = [];
+    for (const o of page.Contents ?? []) {
+      const m = BLOCK_NAME.exec(o.Key!.slice(o.Key!.lastIndexOf('/') + 1));
+      if (m) blocks.push({ hex: m[1]!, size: Number(m[2]), lastModifiedMs: o.LastModified?.getTime() ?? 0 });
+    }
+    return { blocks, next: page.IsTruncated ? page.NextContinuationToken : undefined };
+  }
+
+  /** Copies `from` to `to` within the bucket; false when `from` does not exist. */
+  private async copy(from: string, to: string): Promise<boolean> {
+    try {
+      await this.client.send(new CopyObjectCommand({ Bucket: this.location.bucket, Key: to, CopySource: `${this.location.bucket}/${encodeURIComponent(from).replace(/%2F/g, '/')}` }));
+      return true;
+    } catch (err) {
+      if (isNotFound(err)) return false;
+      throw err;
+    }
+  }
+
+  private async delete(Key: string): Promise<void> {
+    await this.client.send(new DeleteObjectCommand({ Bucket: this.location.bucket, Key }));
   }
 
   /** The size of the object at `Key`, or undefined when there is none. */

@@ -1,0 +1,298 @@
+// Garbage collection of a shared catalog and a remote block store (pg-s3): one run at a time
+// across nodes (the catalog's lock, released by a dead node's connection), mark in the catalog,
+// quarantine by moving a block's bytes to another key, purge after the quarantine age.
+//
+// Why nothing referenced is ever deleted (docs/architecture.md, "Garbage collection of pg-s3"):
+// - a block is quarantined only while live, unmarked and unreferenced since the minimum age; its
+//   record is stamped only after its bytes moved, so an upload that found the block stored
+//   started before the stamp;
+// - a publication that references a quarantined block makes its record live again; its bytes
+//   are read from quarantine meanwhile and moved back by the next run;
+// - purge takes a record only if it was stamped before the fence (the start of the oldest open
+//   upload of every live node, from their heartbeats) and is unmarked in this run.
+import { randomUUID } from 'node:crypto';
+import type { BlockRoots } from '../cas/index.js';
+import type { GcConfig } from '../config.js';
+import { SvcError } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { KeyedBlock, MovableBlockStore, SharedGcCatalog, StoredBlock } from '../store/index.js';
+import type { Collector } from './collector.js';
+import type { GcAgeOverrides, GcPhase, GcReport, GcState } from './gc.js';
+import { type FencedIngest, IngestFence } from './ingest-fence.js';
+
+const RUNS_KEPT = 50;
+const BATCH = 1000;
+const HEARTBEAT_MS = 5000;
+
+interface Deps {
+  config: GcConfig;
+  catalog: SharedGcCatalog;
+  blocks: MovableBlockStore;
+  roots: readonly BlockRoots[];
+  log: Logger;
+  nodeId: string;
+  address: string;
+  /** A node not seen for this long is gone (SVC_NODE_TTL). */
+  nodeTtlMs: number;
+}
+
+const gcRunning = () => new SvcError(409, 'gc_running', 'A garbage collection run is in progress on this or another node; see GET /api/ops/v1/gc');
+
+export class SharedCollector implements Collector {
+  private readonly fence: IngestFence;
+  private current?: { report: GcReport; step: string };
+  private last?: GcReport;
+  private quarantined = 0;
+  private left = { blocks: 0, bytes: 0 };
+  private timer?: NodeJS.Timeout;
+  private beat?: NodeJS.Timeout;
+  private nextAt?: number;
+  private stopping = false;
+
+  constructor(private readonly deps: Deps) {
+    this.fence = new IngestFence(Math.min(60_000, deps.config.quarantineAgeMs), deps.log);
+    deps.catalog.lastRun<GcReport>().then((r) => (this.last ??= r), () => {});
+  }
+
+  track<T extends FencedIngest>(ingest: T): T {
+    return this.fence.track(ingest);
+  }
+
+  /** A failed upload's blocks stay until a run finds them unreferenced (another node's upload may have found them stored). */
+  reclaim(blocks: StoredBlock[]): void {
+    for (const b of blocks) {
+      this.left.blocks++;
+      this.left.bytes += b.size;
+    }
+  }
+
+  lastRun(): GcReport | undefined {
+    return this.last;
+  }
+
+  quarantinedBlocks(): number {
+    return this.quarantined;
+  }
+
+  state(): GcState {
+    const c = this.current;
+    const { intervalMs, minAgeMs, quarantineAgeMs } = this.deps.config;
+    return {
+      running: c !== undefined,
+      current: c && { runId: c.report.runId, phase: c.report.phase, apply: c.report.apply, trigger: c.report.trigger, startedAt: c.report.startedAt, step: c.step },
+      lastRun: this.last,
+      quarantinedBlocks: this.quarantined,
+      config: { intervalMs, minAgeMs, quarantineAgeMs },
+      nextScheduledRunAt: this.nextAt === undefined ? undefined : new Date(this.nextAt).toISOString(),
+      reclaimed: { blocks: 0, bytes: 0 },
+    };
+  }
+
+  /** Heartbeats (the fence other nodes' runs read) and the schedule (SVC_GC_INTERVAL). */
+  start(): void {
+    const beat = () => {
+      const now = Date.now();
+      const oldest = this.fence.oldestStart(now);
+      this.deps.catalog
+        .heartbeat(this.deps.nodeId, this.deps.address, oldest < now ? now - oldest : null)
+        .then(() => this.deps.catalog.quarantinedCount())
+        .then((n) => (this.quarantined = n))
+        .catch((err) => this.deps.log.warn('gc: heartbeat failed', { err: String(err) }));
+    };
+    beat();
+    this.beat = setInterval(beat, HEARTBEAT_MS);
+    this.beat.unref();
+    const interval = this.deps.config.intervalMs;
+    if (interval <= 0) return;
+    const arm = () => {
+      this.nextAt = Date.now() + interval;
+      this.timer = setTimeout(() => {
+        this.run('run', true, 'schedule').catch((err) => this.deps.log.warn('gc: scheduled run not done', { err: String(err) })).finally(() => {
+          if (!this.stopping) arm();
+        });
+      }, interval);
+      this.timer.unref();
+    };
+    arm();
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    clearTimeout(this.timer);
+    clearInterval(this.beat);
+    this.nextAt = undefined;
+    while (this.current) await new Promise((r) => setTimeout(r, 50));
+  }
+
+  async run(phase: GcPhase, apply: boolean, trigger: 'api' | 'schedule' = 'api', ages: GcAgeOverrides = {}): Promise<GcReport> {
+    if (this.current) throw gcRunning();
+    if (this.stopping) throw new SvcError(503, 'gc_stopped', 'The server is shutting down');
+    const report: GcReport = {
+      runId: randomUUID(), phase, apply, trigger, startedAt: new Date().toISOString(),
+      markedBlocks: 0, candidates: 0, quarantined: { count: 0, bytes: 0 }, purged: { count: 0, bytes: 0 },
+      restored: 0, skipped: { count: 0, reasons: {} }, quarantineBlocks: 0,
+    };
+    if (ages.minAgeMs !== undefined || ages.quarantineAgeMs !== undefined) report.overrides = { ...ages };
+    const current = { report, step: 'lock' };
+    this.current = current;
+    try {
+      const lock = await this.deps.catalog.lock();
+      if (!lock) throw gcRunning();
+      try {
+        await this.execute(current, { minAgeMs: ages.minAgeMs ?? this.deps.config.minAgeMs, quarantineAgeMs: ages.quarantineAgeMs ?? this.deps.config.quarantineAgeMs });
+      } finally {
+        await lock.release().catch((err) => this.deps.log.warn('gc: lock not released (its connection will)', { err: String(err) }));
+      }
+    } finally {
+      this.current = undefined;
+    }
+    return report;
+  }
+
+  private async execute(current: { report: GcReport; step: string }, ages: { minAgeMs: number; quarantineAgeMs: number }): Promise<void> {
+    const { report } = current;
+    const { catalog, log } = this.deps;
+    log.info('gc: run started', { runId: report.runId, phase: report.phase, apply: report.apply, trigger: report.trigger });
+    try {
+      // Taken before marking, on the catalog's clock: uploads open now on any node hold the fence.
+      const now = await catalog.now();
+      const fence = await this.fenceAt(now);
+      current.step = 'mark';
+      await this.mark(report);
+      const before = now - ages.minAgeMs;
+      if (report.phase !== 'purge') {
+        current.step = report.phase === 'mark' ? 'count candidates' : 'quarantine';
+        await this.quarantine(report, before, report.phase !== 'mark' && report.apply);
+      }
+      if (report.phase !== 'mark') {
+        current.step = report.phase === 'quarantine' ? 'restore' : 'purge';
+        await this.settle(report, Math.min(fence, now - ages.quarantineAgeMs), report.apply, report.phase !== 'quarantine');
+      }
+    } catch (err) {
+      report.error = String((err as Error)?.message ?? err);
+      log.error('gc: run failed', { runId: report.runId, err: String((err as Error)?.stack ?? err) });
+    } finally {
+      report.finishedAt = new Date().toISOString();
+      report.quarantineBlocks = this.quarantined = await catalog.quarantinedCount().catch(() => this.quarantined);
+      await catalog.saveRun(report.runId, report, RUNS_KEPT).catch((err) => log.error('gc: report not saved', { err: String(err) }));
+      await catalog.clearMarks().catch(() => {});
+      this.last = report;
+    }
+    log.info('gc: run finished', { ...report });
+    if (report.error) throw new Error(report.error);
+  }
+
+  /** The oldest start of an open upload on this or any live node (catalog clock); `now` when none. */
+  private async fenceAt(now: number): Promise<number> {
+    const local = Date.now();
+    const oldest = this.fence.oldestStart(local);
+    let fence = now - (local - oldest);
+    for (const node of await this.deps.catalog.nodes(this.deps.nodeTtlMs)) {
+      if (node.nodeId !== this.deps.nodeId && node.oldestIngestAt !== null) fence = Math.min(fence, node.oldestIngestAt);
+    }
+    return fence;
+  }
+
+  private async mark(report: GcReport): Promise<void> {
+    const { catalog } = this.deps;
+    await catalog.markManifests();
+    for (const root of this.deps.roots) {
+      let batch: Buffer[] = [];
+      for (const digest of root.digests()) {
+        batch.push(Buffer.from(digest));
+        if (batch.length === BATCH) {
+          await catalog.mark(batch);
+          batch = [];
+        }
+      }
+      await catalog.mark(batch);
+    }
+    report.markedBlocks = await catalog.markedCount();
+  }
+
+  /** Unreferenced records, then objects no record names (a failed upload's), go to quarantine. */
+  private async quarantine(report: GcReport, before: number, apply: boolean): Promise<void> {
+    const { catalog, blocks } = this.deps;
+    let after: Buffer | undefined;
+    for (;;) {
+      const page = await catalog.candidates(before, BATCH, after);
+      if (page.length === 0) break;
+      after = page[page.length - 1]!.key;
+      report.candidates += page.length;
+      if (!apply) {
+        count(report.quarantined, page);
+        continue;
+      }
+      const changed = await catalog.beginQuarantine(page.map((b) => b.key), before);
+      for (const b of changed) await blocks.quarantine(b.key.toString('hex'), b.size);
+      await catalog.stampQuarantined(changed.map((b) => b.key));
+      count(report.quarantined, changed);
+    }
+    let next: string | undefined;
+    do {
+      const page = await blocks.list('blocks', next);
+      next = page.next;
+      const old = page.blocks.filter((b) => b.lastModifiedMs < before);
+      const keys = old.map((b) => Buffer.from(b.hex, 'hex'));
+      const [states, marked] = await Promise.all([catalog.states(keys), catalog.markedAmong(keys)]);
+      // Blocks no record names: a failed upload's, or a resumable session's not yet committed (marked).
+      const unrecorded = old.filter((b) => !states.has(b.hex) && !marked.has(b.hex));
+      report.candidates += unrecorded.length;
+      for (const b of unrecorded) if (apply) await blocks.quarantine(b.hex, b.size);
+      count(report.quarantined, unrecorded.map((b) => ({ key: Buffer.alloc(0), size: b.size })));
+    } while (next);
+  }
+
+  /** Marked quarantined blocks come back; with `purge`, the rest stamped before `stampedBefore` go. */
+  private async settle(report: GcReport, stampedBefore: number, apply: boolean, purge: boolean): Promise<void> {
+    const { catalog, blocks } = this.deps;
+    if (apply) {
+      await catalog.stampQuarantined();
+      for (;;) {
+        const revived = await catalog.reviveMarked(BATCH);
+        for (const b of revived) await blocks.restore(b.key.toString('hex'), b.size);
+        report.restored += revived.length;
+        if (revived.length < BATCH) break;
+      }
+    }
+    if (purge && !apply) {
+      const would = await catalog.countPurgeable(stampedBefore);
+      report.purged.count += would.count;
+      report.purged.bytes += would.bytes;
+    }
+    if (purge && apply) {
+      for (;;) {
+        const taken = await catalog.takePurgeable(stampedBefore, BATCH);
+        for (const b of taken) await blocks.purge(b.key.toString('hex'), b.size);
+        count(report.purged, taken);
+        if (taken.length < BATCH) break;
+      }
+    }
+    if (!apply) return;
+    // Copies in quarantine whose record is live again, or that a root marks, go back; those no
+    // record names (a failed upload's, or a purge cut short) go once they are older than the fence.
+    let next: string | undefined;
+    do {
+      const page = await blocks.list('quarantine', next);
+      next = page.next;
+      const keys = page.blocks.map((b) => Buffer.from(b.hex, 'hex'));
+      const [states, marked] = await Promise.all([catalog.states(keys), catalog.markedAmong(keys)]);
+      for (const b of page.blocks) {
+        const state = states.get(b.hex);
+        if (state === 'live' || (state === undefined && marked.has(b.hex))) {
+          if ((await blocks.restore(b.hex, b.size)) === 'restored') report.restored++;
+        } else if (state === undefined && purge && b.lastModifiedMs < stampedBefore) {
+          await blocks.purge(b.hex, b.size);
+          report.purged.count++;
+          report.purged.bytes += b.size;
+        }
+      }
+    } while (next);
+  }
+
+}
+
+function count(into: { count: number; bytes: number }, blocks: readonly KeyedBlock[]): void {
+  into.count += blocks.length;
+  into.bytes += blocks.reduce((n, b) => n + b.size, 0);
+}

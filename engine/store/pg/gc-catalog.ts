@@ -1,0 +1,183 @@
+// The shared catalog's side of garbage collection in PostgreSQL (engine/store/shared-gc-catalog.ts).
+// Block records move live → quarantined (unstamped while their bytes move, then stamped) →
+// removed; a publication that references a quarantined block makes it live again
+// (svc_record_blocks), and so does a run that finds it marked.
+import type { KeyedBlock, NodeRecord, SharedGcCatalog } from '../shared-gc-catalog.js';
+import { BYTEA, type PgPool } from './pool.js';
+
+/** The advisory lock key of a GC run (one at a time across nodes). */
+const GC_LOCK = 'svc_gc';
+
+export class PgGcCatalog implements SharedGcCatalog {
+  constructor(private readonly sql: PgPool) {}
+
+  async lock(): Promise<{ release(): Promise<void> } | undefined> {
+    // A session lock on a connection of its own: released by unlock, or by the server when the
+    // holder's connection dies with its node.
+    const reserved = await this.sql.reserve();
+    try {
+      const [row] = await reserved<{ locked: boolean }[]>`SELECT pg_try_advisory_lock(hashtext(${GC_LOCK})) AS locked`;
+      if (!row?.locked) {
+        reserved.release();
+        return undefined;
+      }
+    } catch (err) {
+      reserved.release();
+      throw err;
+    }
+    return {
+      release: async () => {
+        try {
+          await reserved`SELECT pg_advisory_unlock(hashtext(${GC_LOCK}))`;
+        } finally {
+          reserved.release();
+        }
+      },
+    };
+  }
+
+  async markManifests(): Promise<number> {
+    await this.sql`TRUNCATE gc_marks`;
+    // A manifest's refs are 40-byte entries: the block's SHA-256 (32 bytes), then its xxh64.
+    const result = await this.sql`
+      INSERT INTO gc_marks (key)
+      SELECT substring(m.refs FROM i * 40 + 1 FOR 32)
+      FROM manifests m CROSS JOIN LATERAL generate_series(0, length(m.refs) / 40 - 1) AS i
+      WHERE NOT m.inline
+      ON CONFLICT DO NOTHING`;
+    return result.count;
+  }
+
+  async mark(keys: readonly Buffer[]): Promise<void> {
+    if (keys.length === 0) return;
+    await this.sql`INSERT INTO gc_marks (key) SELECT unnest(${this.sql.array([...keys], BYTEA)}::bytea[]) ON CONFLICT DO NOTHING`;
+  }
+
+  async markedCount(): Promise<number> {
+    const [row] = await this.sql<{ n: number }[]>`SELECT count(*)::int8 AS n FROM gc_marks`;
+    return row!.n;
+  }
+
+  async clearMarks(): Promise<void> {
+    await this.sql`TRUNCATE gc_marks`;
+  }
+
+  async candidates(before: number, limit: number, after?: Buffer): Promise<KeyedBlock[]> {
+    const from = after ?? Buffer.alloc(0);
+    return this.sql<KeyedBlock[]>`
+      SELECT b.key, b.size FROM blocks b
+      WHERE b.state = 'live' AND b.key > ${from} AND greatest(b.created_at, b.touched_at) < ${before}
+        AND NOT EXISTS (SELECT 1 FROM gc_marks g WHERE g.key = b.key)
+      ORDER BY b.key LIMIT ${limit}`;
+  }
+
+  async beginQuarantine(keys: readonly Buffer[], before: number): Promise<KeyedBlock[]> {
+    if (keys.length === 0) return [];
+    return this.sql.begin(async (tx) => {
+      const changed = await tx<KeyedBlock[]>`
+        UPDATE blocks b SET state = 'quarantined', quarantined_at = NULL
+        WHERE b.key = ANY(${tx.array([...keys], BYTEA)}::bytea[]) AND b.state = 'live'
+          AND greatest(b.created_at, b.touched_at) < ${before}
+          AND NOT EXISTS (SELECT 1 FROM gc_marks g WHERE g.key = b.key)
+        RETURNING b.key, b.size`;
+      const bytes = changed.reduce((n, b) => n + b.size, 0);
+      if (changed.length) await tx`SELECT svc_add_totals(0, ${-changed.length}, ${-bytes})`;
+      return [...changed];
+    });
+  }
+
+  async stampQuarantined(keys?: readonly Buffer[]): Promise<void> {
+    const now = await this.now();
+    if (keys === undefined) {
+      await this.sql`UPDATE blocks SET quarantined_at = ${now} WHERE state = 'quarantined' AND quarantined_at IS NULL`;
+    } else if (keys.length) {
+      await this.sql`UPDATE blocks SET quarantined_at = ${now}
+        WHERE key = ANY(${this.sql.array([...keys], BYTEA)}::bytea[]) AND state = 'quarantined' AND quarantined_at IS NULL`;
+    }
+  }
+
+  async reviveMarked(limit: number): Promise<KeyedBlock[]> {
+    return this.sql.begin(async (tx) => {
+      const revived = await tx<KeyedBlock[]>`
+        UPDATE blocks b SET state = 'live', quarantined_at = NULL, touched_at = svc_now_ms()
+        WHERE b.key IN (
+          SELECT q.key FROM blocks q JOIN gc_marks g ON g.key = q.key
+          WHERE q.state = 'quarantined' ORDER BY q.key LIMIT ${limit} FOR UPDATE OF q)
+        RETURNING b.key, b.size`;
+      const bytes = revived.reduce((n, b) => n + b.size, 0);
+      if (revived.length) await tx`SELECT svc_add_totals(0, ${revived.length}, ${bytes})`;
+      return [...revived];
+    });
+  }
+
+  async countPurgeable(stampedBefore: number): Promise<{ count: number; bytes: number }> {
+    const [row] = await this.sql<{ count: number; bytes: number }[]>`
+      SELECT count(*)::int8 AS count, coalesce(sum(q.size), 0)::int8 AS bytes FROM blocks q
+      WHERE q.state = 'quarantined' AND q.quarantined_at IS NOT NULL AND q.quarantined_at < ${stampedBefore}
+        AND NOT EXISTS (SELECT 1 FROM gc_marks g WHERE g.key = q.key)`;
+    return row!;
+  }
+
+  async takePurgeable(stampedBefore: number, limit: number): Promise<KeyedBlock[]> {
+    return this.sql<KeyedBlock[]>`
+      DELETE FROM blocks b WHERE b.key IN (
+        SELECT q.key FROM blocks q
+        WHERE q.state = 'quarantined' AND q.quarantined_at IS NOT NULL AND q.quarantined_at < ${stampedBefore}
+          AND NOT EXISTS (SELECT 1 FROM gc_marks g WHERE g.key = q.key)
+        ORDER BY q.key LIMIT ${limit} FOR UPDATE OF q SKIP LOCKED)
+      AND b.state = 'quarantined'
+      RETURNING b.key, b.size`.then((rows) => [...rows]);
+  }
+
+  async markedAmong(keys: readonly Buffer[]): Promise<Set<string>> {
+    if (keys.length === 0) return new Set();
+    const rows = await this.sql<{ key: Buffer }[]>`SELECT key FROM gc_marks WHERE key = ANY(${this.sql.array([...keys], BYTEA)}::bytea[])`;
+    return new Set(rows.map((r) => r.key.toString('hex')));
+  }
+
+  async states(keys: readonly Buffer[]): Promise<Map<string, 'live' | 'quarantined'>> {
+    const out = new Map<string, 'live' | 'quarantined'>();
+    if (keys.length === 0) return out;
+    const rows = await this.sql<{ key: Buffer; state: 'live' | 'quarantined' }[]>`
+      SELECT key, state FROM blocks WHERE key = ANY(${this.sql.array([...keys], BYTEA)}::bytea[])`;
+    for (const r of rows) out.set(r.key.toString('hex'), r.state);
+    return out;
+  }
+
+  async quarantinedCount(): Promise<number> {
+    const [row] = await this.sql<{ n: number }[]>`SELECT count(*)::int8 AS n FROM blocks WHERE state = 'quarantined'`;
+    return row!.n;
+  }
+
+  async saveRun(runId: string, report: unknown, keep: number): Promise<void> {
+    await this.sql.begin(async (tx) => {
+      await tx`INSERT INTO gc_runs (run_id, finished_at, report) VALUES (${runId}, svc_now_ms(), ${tx.json(report as never)})
+        ON CONFLICT (run_id) DO UPDATE SET report = excluded.report, finished_at = excluded.finished_at`;
+      await tx`DELETE FROM gc_runs WHERE run_id NOT IN (SELECT run_id FROM gc_runs ORDER BY finished_at DESC LIMIT ${keep})`;
+    });
+  }
+
+  async lastRun<R>(): Promise<R | undefined> {
+    const [row] = await this.sql<{ report: R }[]>`SELECT report FROM gc_runs ORDER BY finished_at DESC LIMIT 1`;
+    return row?.report;
+  }
+
+  async heartbeat(nodeId: string, address: string, oldestIngestAgeMs: number | null): Promise<void> {
+    await this.sql`
+      INSERT INTO nodes (node_id, address, last_seen_at, oldest_ingest_at)
+      VALUES (${nodeId}, ${address}, svc_now_ms(), CASE WHEN ${oldestIngestAgeMs}::int8 IS NULL THEN NULL ELSE svc_now_ms() - ${oldestIngestAgeMs}::int8 END)
+      ON CONFLICT (node_id) DO UPDATE SET address = excluded.address, last_seen_at = excluded.last_seen_at, oldest_ingest_at = excluded.oldest_ingest_at`;
+  }
+
+  async nodes(ttlMs: number): Promise<NodeRecord[]> {
+    const rows = await this.sql<NodeRecord[]>`
+      SELECT node_id AS "nodeId", address, last_seen_at AS "lastSeenAt", oldest_ingest_at AS "oldestIngestAt"
+      FROM nodes WHERE last_seen_at > svc_now_ms() - ${ttlMs} ORDER BY node_id`;
+    return [...rows];
+  }
+
+  async now(): Promise<number> {
+    const [row] = await this.sql<{ now: number }[]>`SELECT svc_now_ms() AS now`;
+    return row!.now;
+  }
+}

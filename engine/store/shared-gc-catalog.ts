@@ -1,0 +1,60 @@
+// What a collector of a shared catalog (PostgreSQL, several nodes) needs of it: one run at a time
+// across nodes, a mark set, the block records' states (live → quarantined → purged, or back to
+// live when referenced again), the nodes' heartbeats (each with the start of its oldest open
+// upload: the purge fence across nodes) and the runs' reports.
+
+export interface KeyedBlock {
+  key: Buffer;
+  size: number;
+}
+
+export interface NodeRecord {
+  nodeId: string;
+  address: string;
+  lastSeenAt: number;
+  /** Start (ms) of the node's oldest upload that may still reference blocks; null: none. */
+  oldestIngestAt: number | null;
+}
+
+export interface SharedGcCatalog {
+  /** One run at a time across nodes: a lock that its holder's death releases; undefined when another holds it. */
+  lock(): Promise<{ release(): Promise<void> } | undefined>;
+  /** Empties the mark set and fills it with every published manifest's blocks; the count marked. */
+  markManifests(): Promise<number>;
+  /** Adds digests (a block-roots source's) to the mark set. */
+  mark(keys: readonly Buffer[]): Promise<void>;
+  markedCount(): Promise<number>;
+  clearMarks(): Promise<void>;
+  /** Live blocks not marked and not referenced since `before` (ms), after `after`, in key order. */
+  candidates(before: number, limit: number, after?: Buffer): Promise<KeyedBlock[]>;
+  /**
+   * The candidates among `keys` (still live, unmarked, not referenced since `before`) become
+   * quarantined, not yet stamped (the caller moves their bytes, then stamps them); they leave
+   * the totals. Returns those that changed.
+   */
+  beginQuarantine(keys: readonly Buffer[], before: number): Promise<KeyedBlock[]>;
+  /** Stamps quarantined blocks with the time their bytes were moved (now); unstamped ones found later get stamped too. */
+  stampQuarantined(keys?: readonly Buffer[]): Promise<void>;
+  /** Quarantined blocks that are marked again become live (and count again); returns them, for their bytes to move back. */
+  reviveMarked(limit: number): Promise<KeyedBlock[]>;
+  /** How many quarantined, unmarked blocks are stamped before `stampedBefore` (a dry run's purge). */
+  countPurgeable(stampedBefore: number): Promise<{ count: number; bytes: number }>;
+  /** Removes the records of quarantined, unmarked blocks stamped before `stampedBefore`; returns them (their bytes go next). */
+  takePurgeable(stampedBefore: number, limit: number): Promise<KeyedBlock[]>;
+  /** Which of `keys` (hex) are in the mark set. */
+  markedAmong(keys: readonly Buffer[]): Promise<Set<string>>;
+  /** The state of each of `keys` that has a record. */
+  states(keys: readonly Buffer[]): Promise<Map<string, 'live' | 'quarantined'>>;
+  quarantinedCount(): Promise<number>;
+  saveRun(runId: string, report: unknown, keep: number): Promise<void>;
+  lastRun<R>(): Promise<R | undefined>;
+  /**
+   * This node is alive: its address and how long ago (ms, its own clock) its oldest open upload
+   * started (null: none); the catalog turns that into a time on its clock.
+   */
+  heartbeat(nodeId: string, address: string, oldestIngestAgeMs: number | null): Promise<void>;
+  /** Nodes seen within `ttlMs`. */
+  nodes(ttlMs: number): Promise<NodeRecord[]>;
+  /** The catalog's clock (ms): every node compares ages against it. */
+  now(): Promise<number>;
+}
