@@ -5,7 +5,7 @@ import { type BlobSummary, Manifest, type ManifestRecord, pack } from '../manife
 import { DEFAULT_TENANT } from '../tenants.js';
 import { blockArrays } from './block-arrays.js';
 import { ManifestRecordCache } from './manifest-cache.js';
-import { BYTEA, INT8, type PgPool, openPool } from './pool.js';
+import { type PgPool, openPool } from './pool.js';
 import { migrate } from './schema.js';
 import { PgGcCatalog } from './gc-catalog.js';
 
@@ -148,8 +148,8 @@ export class PgBlobCatalog implements BlobCatalog {
           record_created_at AS "recordCreatedAt", record_media_type AS "recordMediaType", chunker, inline, refs, sizes,
           new_keys AS "newKeys"
         FROM svc_publish(${tenant}, ${key.hex}, ${size}, ${mediaType}, ${chunker}, ${refs}, ${sizes},
-          ${inlineBytes ? Buffer.from(inlineBytes) : null}, ${this.sql.array(recorded.keys, BYTEA)}, ${this.sql.array(recorded.sizes, INT8)},
-          ${claimed ? this.sql.array(claimed, BYTEA) : null}, ${quota}, ${cached?.seq ?? -1})`;
+          ${inlineBytes ? Buffer.from(inlineBytes) : null}, ${recorded.keys}, ${recorded.sizes},
+          ${claimed ?? null}, ${quota}, ${cached?.seq ?? -1})`;
     } catch (err) {
       if ((err as { code?: unknown }).code === QUOTA_REFUSED) throw options.quotaExceeded?.() ?? new Error('quota exceeded');
       throw err;
@@ -172,7 +172,7 @@ export class PgBlobCatalog implements BlobCatalog {
     const { refs, sizes } = pack(blocks);
     const recorded = blockArrays(blocks);
     const [row] = await this.sql<{ createdAt: number }[]>`
-      SELECT svc_record_unlisted(${this.sql.array(recorded.keys, BYTEA)}, ${this.sql.array(recorded.sizes, INT8)}) AS "createdAt"`;
+      SELECT svc_record_unlisted(${recorded.keys}, ${recorded.sizes}) AS "createdAt"`;
     return { id: formatContentId(hex, size), record: { size, mediaType, chunker, createdAt: row.createdAt, seq: 0, refs, sizes } };
   }
 

@@ -1,26 +1,111 @@
-// The connection pool to the PostgreSQL catalog. Nothing outside engine/store imports the driver.
-import postgres from 'postgres';
+// The connection pool to the PostgreSQL catalog, on `pg` (node-postgres; chosen by
+// bench/pg-catalog.ts, docs/performance.md). Nothing outside this file imports the driver: the
+// catalog writes its statements as tagged templates, sent as named prepared statements.
+import pg from 'pg';
 
-/** bigint columns (sizes, sequences, times in ms) come back as numbers: every value is below 2^53. */
-const int8AsNumber = {
-  to: 20,
-  from: [20],
-  serialize: (x: number) => String(x),
-  parse: (x: string) => Number(x),
+const INT8 = 20;
+
+/**
+ * bigint columns (sizes, sequences, times in ms) come back as numbers: every value is below 2^53.
+ * Per pool, not pg.types.setTypeParser: that would change every other pg user in the process.
+ */
+const types = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === INT8 ? Number : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
 };
 
-/** Element type oids for `sql.array` (a plain JS array would be sent as one value of its first element's type). */
-export const BYTEA = 17;
-export const INT8 = 20;
+/** A statement as a tagged template: `${}` values become parameters ($1...); the result is its rows. */
+export interface PgSql {
+  <T extends readonly object[] = Record<string, unknown>[]>(strings: TemplateStringsArray, ...values: unknown[]): Promise<T>;
+  /** Runs `text` as is (several statements, no parameters): for migrations. */
+  unsafe(text: string): Promise<void>;
+}
 
-export type PgPool = postgres.Sql<{ int8AsNumber: number }>;
+export interface PgPool extends PgSql {
+  /** Runs `work` in one transaction on one connection: committed if it resolves, rolled back if it throws. */
+  begin<T>(work: (tx: PgSql) => Promise<T>): Promise<T>;
+  /** Closes the pool; connections still busy after `timeout` seconds are cut. */
+  end(options?: { timeout?: number }): Promise<void>;
+}
+
+/**
+ * Each call site is a prepared statement of its own: a template's strings are one object per site
+ * (ECMAScript caches them), so it names the statement, which each connection parses once and
+ * then only binds. The set of names is the set of sites: bounded.
+ */
+const statements = new WeakMap<TemplateStringsArray, { name: string; text: string }>();
+let named = 0;
+
+function statementOf(strings: TemplateStringsArray): { name: string; text: string } {
+  let statement = statements.get(strings);
+  if (!statement) {
+    statement = { name: `svc_${++named}`, text: strings.reduce((text, part, i) => `${text}$${i}${part}`) };
+    statements.set(strings, statement);
+  }
+  return statement;
+}
+
+/**
+ * Values are sent as pg prepares them: Buffers as bytea, numbers as text the server casts to the
+ * parameter's type, arrays (of Buffers, of numbers) as array literals for bytea[] and int8[].
+ */
+function sqlOn(target: pg.Pool | pg.PoolClient): PgSql {
+  const sql = async <T extends readonly object[]>(strings: TemplateStringsArray, ...values: unknown[]): Promise<T> => {
+    const result = await target.query({ ...statementOf(strings), values });
+    return result.rows as unknown as T;
+  };
+  return Object.assign(sql, {
+    async unsafe(text: string): Promise<void> {
+      await target.query(text); // no values: the simple protocol, which takes several statements
+    },
+  });
+}
 
 export function openPool(url: string, poolSize: number): PgPool {
-  return postgres(url, {
-    max: poolSize,
-    types: { int8AsNumber },
-    // Migrations' IF NOT EXISTS notices are expected; the driver would print them.
-    onnotice: () => {},
-    connect_timeout: 10,
+  // pg's pipeline mode is off: every catalog operation is one statement on the connection it
+  // checks out, so there is never a second query to write before the first one's answer.
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, types, connectionTimeoutMillis: 10_000 });
+  // A connection that fails while idle is dropped from the pool (the next query opens another);
+  // without a listener the error event would end the process. pg drops notices (the migration's
+  // IF NOT EXISTS ones) unless a 'notice' listener is added: none is.
+  pool.on('error', () => {});
+  const clients = new Set<pg.PoolClient>();
+  pool.on('connect', (client) => {
+    clients.add(client);
+    client.once('end', () => clients.delete(client));
+  });
+
+  return Object.assign(sqlOn(pool), {
+    async begin<T>(work: (tx: PgSql) => Promise<T>): Promise<T> {
+      const client = await pool.connect();
+      let broken: Error | undefined;
+      try {
+        await client.query('BEGIN');
+        const result = await work(sqlOn(client));
+        await client.query('COMMIT');
+        return result;
+      } catch (err) {
+        // A connection whose ROLLBACK fails is in an unknown state: it is closed, not reused.
+        await client.query('ROLLBACK').catch((rollbackErr: Error) => {
+          broken = rollbackErr;
+        });
+        throw err;
+      } finally {
+        client.release(broken);
+      }
+    },
+    async end(options: { timeout?: number } = {}): Promise<void> {
+      const ended = pool.end();
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<'late'>((resolve) => {
+        timer = setTimeout(() => resolve('late'), (options.timeout ?? 5) * 1000);
+      });
+      // pool.end() waits for every checked-out connection to come back; cut the ones that do not.
+      if ((await Promise.race([ended, late])) === 'late') {
+        await Promise.all([...clients].map((client) => client.end().catch(() => {})));
+        await ended;
+      }
+      clearTimeout(timer);
+    },
   });
 }
