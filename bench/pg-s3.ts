@@ -1,0 +1,463 @@
+/**
+ * The pg-s3 backend against plain S3 clients and against the fs backend (issue 19), in one run:
+ *
+ *   (a) ingest of a 1 GiB random file into svc pg-s3 (one connection, POST /api/v1/blobs) against
+ *       an `@aws-sdk/lib-storage` Upload of the same file to the same S3 server;    target >= 0.7x
+ *   (b) download of that blob from svc (GET, one connection) against ranged GETs of the
+ *       lib-storage object (8 MiB ranges, 4 in flight);                             target >= 0.7x
+ *   (c) 4 KiB uploads/s (distinct random bodies, 16 connections) against svc pg-s3 and svc fs,
+ *       both SVC_DURABILITY=relaxed;                                                target >= 0.5x
+ *
+ * It starts its own PostgreSQL cluster (bench/postgres-server.ts) and a single-node Ceph radosgw
+ * (scripts/ceph/start.sh); only when Ceph cannot start it falls back to s3rver, and says so
+ * loudly. Sides alternate within each round and the order flips every round; one uncounted round
+ * first. Every svc ingest goes to a fresh database and a fresh key prefix, so nothing dedups
+ * against an earlier round, and each side's objects are deleted (and radosgw's garbage collected)
+ * before the next side runs: memstore keeps every byte in RAM. Beside the rates it reports the
+ * CPU seconds of each process involved (svc, this client, radosgw, ceph-osd, postgres) per
+ * measured phase, to say where the time goes.
+ *
+ *   npm run bench:pg-s3             1 GiB, 5 counted rounds
+ *   npm run bench:pg-s3 -- --quick  256 MiB, 2 counted rounds, shorter 4 KiB windows
+ *
+ * SVC_BENCH_PART_MIB / SVC_BENCH_QUEUE override lib-storage's partSize / queueSize (16 / 4).
+ */
+import { execFile } from 'node:child_process';
+import { createReadStream, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { CreateBucketCommand, DeleteObjectsCommand, GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
+import { s3Client } from '../engine/store/s3/block-store.js';
+import { ticksPerSecond } from './cpu.js';
+import { downloadBlob, uploadFile, writeRandomFile } from './large.js';
+import { runLoad } from './load.js';
+import { type PgServer, requirePostgres } from './postgres-server.js';
+import { ServerProcess } from './server-process.js';
+
+const run = promisify(execFile);
+const ENTRY = fileURLToPath(new URL('../server/main.js', import.meta.url));
+const CEPH_SCRIPTS = fileURLToPath(new URL('../../scripts/ceph/', import.meta.url));
+const quick = process.argv.includes('--quick');
+const MiB = 1024 * 1024;
+const BYTES = (quick ? 256 : 1024) * MiB;
+const ROUNDS = quick ? 2 : 5;
+const WINDOW_MS = quick ? 1500 : 3000;
+const PART_SIZE = Number(process.env.SVC_BENCH_PART_MIB ?? 16) * MiB;
+const QUEUE_SIZE = Number(process.env.SVC_BENCH_QUEUE ?? 4);
+const RANGE_SIZE = 8 * MiB;
+const RANGES_IN_FLIGHT = 4;
+const SMALL = 4096;
+const CONNECTIONS = 16;
+const BUCKET = 'svc-bench';
+const REGION = 'us-east-1';
+// Everything in memory: a disk-backed source or data directory adds writeback noise to both sides.
+const SCRATCH = process.env.SVC_BENCH_DIR ?? (existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir());
+// The PostgreSQL helper puts its cluster under os.tmpdir().
+process.env.TMPDIR = SCRATCH;
+
+const log = (line: string) => process.stderr.write(`[bench:pg-s3] ${line}\n`);
+
+// ---------------------------------------------------------------- S3 server
+
+interface S3Server {
+  kind: 'radosgw' | 's3rver';
+  endpoint: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+  /** Processes whose CPU is reported (radosgw, ceph-osd); none for s3rver (it runs in this process). */
+  pids: Record<string, number>;
+  /** Reclaims deleted objects' space now (radosgw's garbage collector), so memstore's RAM comes back. */
+  reclaim(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+async function startRadosgw(): Promise<S3Server> {
+  const dir = mkdtempSync(path.join(SCRATCH, 'svc-bench-ceph-'));
+  // The OSD's capacity: one 1 GiB object and its leftovers awaiting gc; memstore allocates as written.
+  const env = { ...process.env, CEPH_MEMSTORE_BYTES: String(4 * 1024 * MiB) };
+  const stop = async () => {
+    await run(path.join(CEPH_SCRIPTS, 'stop.sh'), [dir], { env }).catch((err: Error) => log(`ceph stop.sh: ${err.message}`));
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    const { stdout } = await run(path.join(CEPH_SCRIPTS, 'start.sh'), [dir], { env, timeout: 120_000 });
+    const info = JSON.parse(stdout.trim().split('\n').at(-1)!) as { endpoint: string; accessKeyId: string; secretAccessKey: string; pids: Record<string, number> };
+    const conf = path.join(dir, 'ceph.conf');
+    return {
+      kind: 'radosgw',
+      endpoint: info.endpoint,
+      accessKeyId: info.accessKeyId,
+      secretAccessKey: info.secretAccessKey,
+      pids: { radosgw: info.pids.rgw!, 'ceph-osd': info.pids.osd!, 'ceph-mon+mgr': info.pids.mon! },
+      async reclaim() {
+        await run('radosgw-admin', ['-c', conf, 'gc', 'process', '--include-all'], { timeout: 120_000 });
+      },
+      stop,
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+async function startS3rver(): Promise<S3Server> {
+  const dir = mkdtempSync(path.join(SCRATCH, 'svc-bench-s3rver-'));
+  // s3rver has no types (test/helpers/s3rver.d.ts is the tests' own); the import is loose on purpose.
+  const { default: S3rver } = (await import('s3rver' as string)) as { default: new (o: object) => { run(): Promise<{ port: number }>; close(): Promise<void> } };
+  const server = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory: dir });
+  const { port } = await server.run();
+  return {
+    kind: 's3rver',
+    endpoint: `http://127.0.0.1:${port}`,
+    accessKeyId: 'S3RVER',
+    secretAccessKey: 'S3RVER',
+    pids: {},
+    async reclaim() {},
+    async stop() {
+      await server.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function startS3(): Promise<S3Server> {
+  try {
+    return await startRadosgw();
+  } catch (err) {
+    const bar = '!'.repeat(100);
+    log(`${bar}\nCeph radosgw could not start: ${(err as Error).message}\nFALLING BACK TO s3rver (in this process): these figures do NOT measure a production S3 server.\n${bar}`);
+    return startS3rver();
+  }
+}
+
+// ---------------------------------------------------------------- CPU accounting
+
+/** utime + stime (+ cutime + cstime: exited children, e.g. PostgreSQL backends) in seconds. */
+function procCpu(pid: number, children = false): number {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    const rest = f.slice(f.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(rest[11]) + Number(rest[12]) + (children ? Number(rest[13]) + Number(rest[14]) : 0);
+    return ticks / ticksPerSecond();
+  } catch {
+    return 0;
+  }
+}
+
+/** A postmaster and its live backends, with the backends that have exited (the postmaster's cutime). */
+function postgresCpu(postmaster: number): number {
+  let total = procCpu(postmaster, true);
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const f = readFileSync(`/proc/${entry}/stat`, 'latin1');
+      const ppid = Number(f.slice(f.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === postmaster) total += procCpu(Number(entry), true);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return total;
+}
+
+function hostBusy(): number {
+  const v = readFileSync('/proc/stat', 'latin1').split('\n', 1)[0]!.trim().split(/\s+/).slice(1).map(Number);
+  return (v.slice(0, 8).reduce((a, b) => a + b, 0) - v[3]! - (v[4] ?? 0)) / ticksPerSecond();
+}
+
+type Cpu = Record<string, number>;
+
+class Meter {
+  constructor(
+    private readonly s3: S3Server,
+    private readonly pg: PgServer,
+  ) {}
+
+  sample(svc?: ServerProcess): Cpu {
+    const u = process.cpuUsage();
+    const out: Cpu = { client: (u.user + u.system) / 1e6, postgres: postgresCpu(this.pg.pid), host: hostBusy() };
+    if (svc) out.svc = svc.cpuSeconds() ?? 0;
+    for (const [name, pid] of Object.entries(this.s3.pids)) out[name] = procCpu(pid);
+    return out;
+  }
+
+  static diff(a: Cpu, b: Cpu): Cpu {
+    const out: Cpu = {};
+    for (const k of Object.keys(b)) if (k in a) out[k] = b[k]! - a[k]!;
+    return out;
+  }
+}
+
+// ---------------------------------------------------------------- the plain S3 side
+
+function client(s3: S3Server): S3Client {
+  // svc's own client factory: keep-alive sockets and no SDK checksums, so both sides pay the same
+  // transport. It takes credentials from the SDK's chain, as svc does: the environment.
+  process.env.AWS_ACCESS_KEY_ID = s3.accessKeyId;
+  process.env.AWS_SECRET_ACCESS_KEY = s3.secretAccessKey;
+  return s3Client({ kind: 's3', endpoint: s3.endpoint, region: REGION, bucket: BUCKET, prefix: '', forcePathStyle: true });
+}
+
+async function libStorageUpload(c: S3Client, file: string, key: string): Promise<number> {
+  const started = performance.now();
+  const upload = new Upload({
+    client: c,
+    params: { Bucket: BUCKET, Key: key, Body: createReadStream(file, { highWaterMark: MiB }), ContentType: 'application/octet-stream' },
+    partSize: PART_SIZE,
+    queueSize: QUEUE_SIZE,
+  });
+  await upload.done();
+  return (performance.now() - started) / 1000;
+}
+
+/** Reads the object with `RANGES_IN_FLIGHT` ranged GETs at a time, counting and dropping the bytes. */
+async function rangedDownload(c: S3Client, key: string, size: number): Promise<number> {
+  const started = performance.now();
+  let next = 0;
+  let total = 0;
+  const worker = async () => {
+    for (;;) {
+      const start = next;
+      if (start >= size) return;
+      next += RANGE_SIZE;
+      const end = Math.min(size, start + RANGE_SIZE) - 1;
+      const out = await c.send(new GetObjectCommand({ Bucket: BUCKET, Key: key, Range: `bytes=${start}-${end}` }));
+      let n = 0;
+      for await (const chunk of out.Body as AsyncIterable<Uint8Array>) n += chunk.length;
+      if (n !== end - start + 1) throw new Error(`range ${start}-${end}: ${n} bytes`);
+      total += n;
+    }
+  };
+  await Promise.all(Array.from({ length: RANGES_IN_FLIGHT }, worker));
+  if (total !== size) throw new Error(`ranged download: ${total} of ${size} bytes`);
+  return (performance.now() - started) / 1000;
+}
+
+async function deletePrefix(c: S3Client, prefix: string): Promise<number> {
+  let deleted = 0;
+  for (;;) {
+    const page = await c.send(new ListObjectsV2Command({ Bucket: BUCKET, Prefix: prefix, MaxKeys: 1000 }));
+    const keys = (page.Contents ?? []).map((o) => ({ Key: o.Key! }));
+    if (keys.length === 0) return deleted;
+    await c.send(new DeleteObjectsCommand({ Bucket: BUCKET, Delete: { Objects: keys, Quiet: true } }));
+    deleted += keys.length;
+  }
+}
+
+// ---------------------------------------------------------------- svc
+
+interface Ctx {
+  s3: S3Server;
+  pg: PgServer;
+  c: S3Client;
+  meter: Meter;
+  file: string;
+  warm: string;
+  dbs: number;
+}
+
+async function startSvc(ctx: Ctx, backend: 'pg-s3' | 'fs'): Promise<{ server: ServerProcess; root: string; prefix: string }> {
+  const root = mkdtempSync(path.join(SCRATCH, `svc-bench-pgs3-${backend}-`));
+  const n = ctx.dbs++;
+  const prefix = `svc${n}/`;
+  const env: NodeJS.ProcessEnv =
+    backend === 'fs'
+      ? { SVC_BLOB_BACKEND: 'fs' }
+      : {
+          SVC_BLOB_BACKEND: 'pg-s3',
+          // A fresh database and key prefix each time: no manifest or block of an earlier round is found.
+          SVC_PG_URL: await ctx.pg.createDatabase(`bench_${n}`),
+          SVC_S3_ENDPOINT: ctx.s3.endpoint,
+          SVC_S3_BUCKET: BUCKET,
+          SVC_S3_PREFIX: prefix,
+          SVC_S3_REGION: REGION,
+          SVC_S3_FORCE_PATH_STYLE: 'true',
+          AWS_ACCESS_KEY_ID: ctx.s3.accessKeyId,
+          AWS_SECRET_ACCESS_KEY: ctx.s3.secretAccessKey,
+          AWS_REGION: REGION,
+        };
+  const server = await ServerProcess.start({ entry: ENTRY, fsRoot: root, durability: 'relaxed', env, startTimeoutMs: 60_000 });
+  return { server, root, prefix };
+}
+
+async function stopSvc(ctx: Ctx, s: { server: ServerProcess; root: string; prefix: string }, backend: 'pg-s3' | 'fs'): Promise<void> {
+  await s.server.stop();
+  // The AWS SDK's notice about Node 20 is stderr text, not a problem of the run.
+  const problems = s.server.problems.filter((p) => !/NodeVersionSupportWarning|versions published after|node >=22|security updates|a\.co\/|trace-warnings|^\s*$/.test(p));
+  if (problems.length > 0) log(`svc (${backend}) logged: ${problems.slice(0, 3).join(' | ')}`);
+  rmSync(s.root, { recursive: true, force: true });
+  if (backend === 'pg-s3') {
+    await deletePrefix(ctx.c, s.prefix);
+    await ctx.s3.reclaim();
+  }
+}
+
+interface Transfer {
+  ingestMBps: number;
+  downloadMBps: number;
+  ingestCpu: Cpu;
+  downloadCpu: Cpu;
+}
+
+async function svcTransfer(ctx: Ctx): Promise<Transfer> {
+  const s = await startSvc(ctx, 'pg-s3');
+  try {
+    // Pays the first upload's costs (worker modules, JIT, S3 and PostgreSQL connections) with other bytes.
+    const warm = await uploadFile(s.server, ctx.warm, statSync(ctx.warm).size, 'application/octet-stream', 300_000);
+    await downloadBlob(s.server, warm.response.blob.id, 300_000);
+    let c0 = ctx.meter.sample(s.server);
+    const up = await uploadFile(s.server, ctx.file, BYTES, 'application/octet-stream', 600_000);
+    const ingestCpu = Meter.diff(c0, ctx.meter.sample(s.server));
+    if (up.response.blob.size !== BYTES || up.response.freshBlocks === 0) throw new Error(`svc ingest: ${JSON.stringify(up.response)}`);
+    c0 = ctx.meter.sample(s.server);
+    const down = await downloadBlob(s.server, up.response.blob.id, 600_000);
+    const downloadCpu = Meter.diff(c0, ctx.meter.sample(s.server));
+    if (down.bytes !== BYTES) throw new Error(`svc download: ${down.bytes} bytes`);
+    return { ingestMBps: up.mbPerSecond, downloadMBps: down.mbPerSecond, ingestCpu, downloadCpu };
+  } finally {
+    await stopSvc(ctx, s, 'pg-s3');
+  }
+}
+
+let refCount = 0;
+async function plainTransfer(ctx: Ctx): Promise<Transfer> {
+  const key = `plain/body-${refCount++}`;
+  try {
+    let c0 = ctx.meter.sample();
+    const upSeconds = await libStorageUpload(ctx.c, ctx.file, key);
+    const ingestCpu = Meter.diff(c0, ctx.meter.sample());
+    c0 = ctx.meter.sample();
+    const downSeconds = await rangedDownload(ctx.c, key, BYTES);
+    const downloadCpu = Meter.diff(c0, ctx.meter.sample());
+    return { ingestMBps: BYTES / 1e6 / upSeconds, downloadMBps: BYTES / 1e6 / downSeconds, ingestCpu, downloadCpu };
+  } finally {
+    await deletePrefix(ctx.c, 'plain/');
+    await ctx.s3.reclaim();
+  }
+}
+
+/** 4 KiB POSTs with distinct bodies: a random 4 KiB pool with a counter in the first 8 bytes. */
+async function smallUploads(ctx: Ctx, backend: 'pg-s3' | 'fs'): Promise<{ rps: number; cpu: Cpu }> {
+  const s = await startSvc(ctx, backend);
+  try {
+    const head = Buffer.from(`POST /api/v1/blobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/octet-stream\r\nContent-Length: ${SMALL}\r\n\r\n`, 'latin1');
+    const salt = randomBytes(SMALL);
+    let seq = 0;
+    const next = () => {
+      const req = Buffer.allocUnsafe(head.length + SMALL);
+      head.copy(req, 0);
+      salt.copy(req, head.length);
+      req.writeBigUInt64BE(BigInt(seq++), head.length);
+      return req;
+    };
+    // A short unmeasured load first (connections, JIT), then the measured window.
+    await runLoad({ port: s.server.port, connections: CONNECTIONS, pipeline: 1, warmupMs: 200, durationMs: 500, next, expectStatus: 201 });
+    const c0 = ctx.meter.sample(s.server);
+    const seq0 = seq;
+    const load = await runLoad({ port: s.server.port, connections: CONNECTIONS, pipeline: 1, warmupMs: 300, durationMs: WINDOW_MS, next, expectStatus: 201, server: s.server });
+    const cpu = Meter.diff(c0, ctx.meter.sample(s.server));
+    if (load.errors) throw new Error(`4 KiB uploads (${backend}): ${load.errors} errors, first: ${load.firstError}`);
+    // CPU per request over the whole load call (warm-up and drain included): a share, not a window.
+    for (const k of Object.keys(cpu)) cpu[k] = (cpu[k]! / Math.max(1, seq - seq0)) * 1e6;
+    return { rps: load.requestsPerSecond, cpu };
+  } finally {
+    await stopSvc(ctx, s, backend);
+  }
+}
+
+// ---------------------------------------------------------------- report
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const fmt = (x: number, d = 0) => x.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d });
+const list = (xs: number[], d = 0) => `[${xs.map((x) => fmt(x, d)).join(', ')}]`;
+
+function cpuCell(samples: Cpu[], d = 2): string {
+  const keys = ['svc', 'client', 'radosgw', 'ceph-osd', 'postgres', 'host'].filter((k) => samples[0] && k in samples[0]);
+  return keys.map((k) => `${k} ${fmt(median(samples.map((s) => s[k]!)), d)}`).join(', ');
+}
+
+async function main(): Promise<void> {
+  const t0 = performance.now();
+  const dataDir = mkdtempSync(path.join(SCRATCH, 'svc-bench-pgs3-body-'));
+  let pg: PgServer | undefined;
+  let s3: S3Server | undefined;
+  const cleanup = async () => {
+    await s3?.stop().catch((err: Error) => log(`S3 stop: ${err.message}`));
+    await pg?.stop().catch((err: Error) => log(`PostgreSQL stop: ${err.message}`));
+    rmSync(dataDir, { recursive: true, force: true });
+  };
+  const onSignal = () => void cleanup().finally(() => process.exit(130));
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    const file = path.join(dataDir, 'body.bin');
+    const warm = path.join(dataDir, 'warm.bin');
+    writeRandomFile(file, BYTES, 'pg-s3');
+    writeRandomFile(warm, 64 * MiB, 'pg-s3-warm-up');
+    [pg, s3] = await Promise.all([requirePostgres(), startS3()]);
+    log(`PostgreSQL pid ${pg.pid} on ${pg.port}; ${s3.kind} at ${s3.endpoint}`);
+    const c = client(s3);
+    await c.send(new CreateBucketCommand({ Bucket: BUCKET }));
+    const ctx: Ctx = { s3, pg, c, meter: new Meter(s3, pg), file, warm, dbs: 0 };
+
+    const r = {
+      svc: [] as Transfer[],
+      plain: [] as Transfer[],
+      small: { 'pg-s3': [] as number[], fs: [] as number[] },
+      smallCpu: { 'pg-s3': [] as Cpu[], fs: [] as Cpu[] },
+    };
+    for (let round = 0; round <= ROUNDS; round++) {
+      const counted = round > 0;
+      const svcFirst = round % 2 === 0;
+      for (const side of svcFirst ? (['svc', 'plain'] as const) : (['plain', 'svc'] as const)) {
+        const t = side === 'svc' ? await svcTransfer(ctx) : await plainTransfer(ctx);
+        if (counted) r[side].push(t);
+        log(`round ${round}${counted ? '' : ' (uncounted)'} ${side}: ingest ${fmt(t.ingestMBps)} MB/s, download ${fmt(t.downloadMBps)} MB/s`);
+      }
+      for (const backend of svcFirst ? (['pg-s3', 'fs'] as const) : (['fs', 'pg-s3'] as const)) {
+        const sm = await smallUploads(ctx, backend);
+        if (counted) {
+          r.small[backend].push(sm.rps);
+          r.smallCpu[backend].push(sm.cpu);
+        }
+        log(`round ${round}${counted ? '' : ' (uncounted)'} 4 KiB ${backend}: ${fmt(sm.rps)} req/s`);
+      }
+    }
+
+    const ratio = (a: number[], b: number[]) => median(a) / median(b);
+    const ingest = ratio(r.svc.map((t) => t.ingestMBps), r.plain.map((t) => t.ingestMBps));
+    const download = ratio(r.svc.map((t) => t.downloadMBps), r.plain.map((t) => t.downloadMBps));
+    const small = ratio(r.small['pg-s3'], r.small.fs);
+    const verdict = (x: number, target: number) => `${fmt(x, 3)}x | >= ${target}x | ${x >= target ? 'PASS' : `FAIL (${fmt((1 - x / target) * 100, 0)}% short)`}`;
+    const mb = BYTES / MiB;
+    const out = [
+      `## pg-s3 against plain S3 and fs (${new Date().toISOString()}, ${s3.kind}${s3.kind === 's3rver' ? ' -- FALLBACK, NOT radosgw' : ''}, ${ROUNDS} rounds after one uncounted, ${mb} MiB, data in ${SCRATCH}, ${fmt((performance.now() - t0) / 60000, 1)} min)`,
+      '',
+      '| Measurement | svc pg-s3, median [rounds] | Peer, median [rounds] | Ratio | Target | Verdict |',
+      '|---|---|---|---|---|---|',
+      `| (a) ingest of ${mb} MiB, one connection / lib-storage Upload (${PART_SIZE / MiB} MiB parts, queueSize ${QUEUE_SIZE}) | ${fmt(median(r.svc.map((t) => t.ingestMBps)))} MB/s ${list(r.svc.map((t) => t.ingestMBps))} | ${fmt(median(r.plain.map((t) => t.ingestMBps)))} MB/s ${list(r.plain.map((t) => t.ingestMBps))} | ${verdict(ingest, 0.7)} |`,
+      `| (b) download, one connection / ranged GETs (${RANGE_SIZE / MiB} MiB, ${RANGES_IN_FLIGHT} in flight) | ${fmt(median(r.svc.map((t) => t.downloadMBps)))} MB/s ${list(r.svc.map((t) => t.downloadMBps))} | ${fmt(median(r.plain.map((t) => t.downloadMBps)))} MB/s ${list(r.plain.map((t) => t.downloadMBps))} | ${verdict(download, 0.7)} |`,
+      `| (c) 4 KiB uploads, ${CONNECTIONS} connections, relaxed / svc fs | ${fmt(median(r.small['pg-s3']))} req/s ${list(r.small['pg-s3'])} | ${fmt(median(r.small.fs))} req/s ${list(r.small.fs)} | ${verdict(small, 0.5)} |`,
+      '',
+      'CPU seconds per measured phase (medians; `host` = all CPUs busy, everything included; `client` = this process: the load generator, lib-storage, the ranged GETs):',
+      '',
+      '| Phase | svc pg-s3 side | Peer side |',
+      '|---|---|---|',
+      `| (a) ingest | ${cpuCell(r.svc.map((t) => t.ingestCpu))} | ${cpuCell(r.plain.map((t) => t.ingestCpu))} |`,
+      `| (b) download | ${cpuCell(r.svc.map((t) => t.downloadCpu))} | ${cpuCell(r.plain.map((t) => t.downloadCpu))} |`,
+      `| (c) 4 KiB uploads, CPU µs per request | ${cpuCell(r.smallCpu['pg-s3'], 0)} | ${cpuCell(r.smallCpu.fs, 0)} |`,
+      '',
+    ];
+    process.stdout.write(out.join('\n'));
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    await cleanup();
+  }
+}
+
+await main();
