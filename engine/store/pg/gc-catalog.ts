@@ -3,7 +3,7 @@
 // removed; a publication that references a quarantined block makes it live again
 // (svc_record_blocks), and so does a run that finds it marked.
 import type { KeyedBlock, NodeRecord, SharedGcCatalog } from '../shared-gc-catalog.js';
-import { BYTEA, type PgPool } from './pool.js';
+import type { PgPool } from './pool.js';
 
 /** The advisory lock key of a GC run (one at a time across nodes). */
 const GC_LOCK = 'svc_gc';
@@ -39,18 +39,21 @@ export class PgGcCatalog implements SharedGcCatalog {
   async markManifests(): Promise<number> {
     await this.sql`TRUNCATE gc_marks`;
     // A manifest's refs are 40-byte entries: the block's SHA-256 (32 bytes), then its xxh64.
-    const result = await this.sql`
-      INSERT INTO gc_marks (key)
-      SELECT substring(m.refs FROM i * 40 + 1 FOR 32)
-      FROM manifests m CROSS JOIN LATERAL generate_series(0, length(m.refs) / 40 - 1) AS i
-      WHERE NOT m.inline
-      ON CONFLICT DO NOTHING`;
-    return result.count;
+    const [row] = await this.sql<{ n: number }[]>`
+      WITH inserted AS (
+        INSERT INTO gc_marks (key)
+        SELECT substring(m.refs FROM i * 40 + 1 FOR 32)
+        FROM manifests m CROSS JOIN LATERAL generate_series(0, length(m.refs) / 40 - 1) AS i
+        WHERE NOT m.inline
+        ON CONFLICT DO NOTHING
+        RETURNING 1)
+      SELECT count(*)::int8 AS n FROM inserted`;
+    return row!.n;
   }
 
   async mark(keys: readonly Buffer[]): Promise<void> {
     if (keys.length === 0) return;
-    await this.sql`INSERT INTO gc_marks (key) SELECT unnest(${this.sql.array([...keys], BYTEA)}::bytea[]) ON CONFLICT DO NOTHING`;
+    await this.sql`INSERT INTO gc_marks (key) SELECT unnest(${[...keys]}::bytea[]) ON CONFLICT DO NOTHING`;
   }
 
   async markedCount(): Promise<number> {
@@ -76,7 +79,7 @@ export class PgGcCatalog implements SharedGcCatalog {
     return this.sql.begin(async (tx) => {
       const changed = await tx<KeyedBlock[]>`
         UPDATE blocks b SET state = 'quarantined', quarantined_at = NULL
-        WHERE b.key = ANY(${tx.array([...keys], BYTEA)}::bytea[]) AND b.state = 'live'
+        WHERE b.key = ANY(${[...keys]}::bytea[]) AND b.state = 'live'
           AND greatest(b.created_at, b.touched_at) < ${before}
           AND NOT EXISTS (SELECT 1 FROM gc_marks g WHERE g.key = b.key)
         RETURNING b.key, b.size`;
@@ -92,7 +95,7 @@ export class PgGcCatalog implements SharedGcCatalog {
       await this.sql`UPDATE blocks SET quarantined_at = ${now} WHERE state = 'quarantined' AND quarantined_at IS NULL`;
     } else if (keys.length) {
       await this.sql`UPDATE blocks SET quarantined_at = ${now}
-        WHERE key = ANY(${this.sql.array([...keys], BYTEA)}::bytea[]) AND state = 'quarantined' AND quarantined_at IS NULL`;
+        WHERE key = ANY(${[...keys]}::bytea[]) AND state = 'quarantined' AND quarantined_at IS NULL`;
     }
   }
 
@@ -126,12 +129,12 @@ export class PgGcCatalog implements SharedGcCatalog {
           AND NOT EXISTS (SELECT 1 FROM gc_marks g WHERE g.key = q.key)
         ORDER BY q.key LIMIT ${limit} FOR UPDATE OF q SKIP LOCKED)
       AND b.state = 'quarantined'
-      RETURNING b.key, b.size`.then((rows) => [...rows]);
+      RETURNING b.key, b.size`;
   }
 
   async markedAmong(keys: readonly Buffer[]): Promise<Set<string>> {
     if (keys.length === 0) return new Set();
-    const rows = await this.sql<{ key: Buffer }[]>`SELECT key FROM gc_marks WHERE key = ANY(${this.sql.array([...keys], BYTEA)}::bytea[])`;
+    const rows = await this.sql<{ key: Buffer }[]>`SELECT key FROM gc_marks WHERE key = ANY(${[...keys]}::bytea[])`;
     return new Set(rows.map((r) => r.key.toString('hex')));
   }
 
@@ -139,7 +142,7 @@ export class PgGcCatalog implements SharedGcCatalog {
     const out = new Map<string, 'live' | 'quarantined'>();
     if (keys.length === 0) return out;
     const rows = await this.sql<{ key: Buffer; state: 'live' | 'quarantined' }[]>`
-      SELECT key, state FROM blocks WHERE key = ANY(${this.sql.array([...keys], BYTEA)}::bytea[])`;
+      SELECT key, state FROM blocks WHERE key = ANY(${[...keys]}::bytea[])`;
     for (const r of rows) out.set(r.key.toString('hex'), r.state);
     return out;
   }
@@ -151,7 +154,7 @@ export class PgGcCatalog implements SharedGcCatalog {
 
   async saveRun(runId: string, report: unknown, keep: number): Promise<void> {
     await this.sql.begin(async (tx) => {
-      await tx`INSERT INTO gc_runs (run_id, finished_at, report) VALUES (${runId}, svc_now_ms(), ${tx.json(report as never)})
+      await tx`INSERT INTO gc_runs (run_id, finished_at, report) VALUES (${runId}, svc_now_ms(), ${JSON.stringify(report)}::jsonb)
         ON CONFLICT (run_id) DO UPDATE SET report = excluded.report, finished_at = excluded.finished_at`;
       await tx`DELETE FROM gc_runs WHERE run_id NOT IN (SELECT run_id FROM gc_runs ORDER BY finished_at DESC LIMIT ${keep})`;
     });

@@ -24,6 +24,8 @@ export interface PgSql {
 export interface PgPool extends PgSql {
   /** Runs `work` in one transaction on one connection: committed if it resolves, rolled back if it throws. */
   begin<T>(work: (tx: PgSql) => Promise<T>): Promise<T>;
+  /** One connection of the pool for the caller alone (session state: advisory locks) until it releases it. */
+  reserve(): Promise<PgSql & { release(): void }>;
   /** Closes the pool; connections still busy after `timeout` seconds are cut. */
   end(options?: { timeout?: number }): Promise<void>;
 }
@@ -93,6 +95,10 @@ export function openPool(url: string, poolSize: number): PgPool {
       } finally {
         client.release(broken);
       }
+    },
+    async reserve(): Promise<PgSql & { release(): void }> {
+      const client = await pool.connect();
+      return Object.assign(sqlOn(client), { release: () => client.release() });
     },
     async end(options: { timeout?: number } = {}): Promise<void> {
       const ended = pool.end();
