@@ -1,7 +1,8 @@
-// What two real S3 servers do with write preconditions and ranges (issue 19): s3rver (npm, quick
-// tests) and Ceph radosgw 16 on a single-node cluster (scripts/ceph/start.sh; skipped, with the
-// reason, where Ceph cannot run). S3-only multi-node relies on If-None-Match / If-Match, and svc
-// reads ranges of blocks and packs, so it must know which range forms each server gets right.
+// What two real S3 servers do with write preconditions, ranges and long listings (issue 19):
+// s3rver (npm, quick tests) and Ceph radosgw 16 on a single-node cluster (scripts/ceph/start.sh;
+// skipped, with the reason, where Ceph cannot run). S3-only multi-node relies on If-None-Match /
+// If-Match, svc reads ranges of blocks and packs, and the S3-only inventory comes from listings,
+// so it must know what each server gets right.
 
 import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
 import type { S3Client } from '@aws-sdk/client-s3';
@@ -24,6 +25,17 @@ async function getRange(client: S3Client, key: string, range: string): Promise<R
   const answer = await client.send(new GetObjectCommand({ Bucket: BUCKET, Key: key, Range: range }));
   const bytes = Buffer.from(await answer.Body!.transformToByteArray());
   return { status: answer.$metadata.httpStatusCode ?? 0, contentRange: answer.ContentRange, bytes };
+}
+
+const LISTED_KEYS = 1100;
+
+/** `count` empty objects under `prefix`, 16 PUTs at a time. */
+async function putMany(client: S3Client, prefix: string, count: number): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < count) await client.send(new PutObjectCommand({ Bucket: BUCKET, Key: `${prefix}${next++}`, Body: '' }));
+  };
+  await Promise.all(Array.from({ length: 16 }, worker));
 }
 
 /** The HTTP status of an SDK answer or error. */
@@ -98,6 +110,12 @@ describe('s3rver', () => {
     expect(answer.bytes.equals(OBJECT.subarray(900))).toBe(true);
   });
 
+  test('answers 500 to a listing over more than 1,000 keys (its pagination fails)', async () => {
+    await putMany(s3.client!, 'many/', LISTED_KEYS);
+    const listing = await s3.client!.send(new ListObjectsV2Command({ Bucket: BUCKET, Prefix: 'many/' })).catch((error: unknown) => error);
+    expect(statusOf(listing)).toBe(500);
+  });
+
   test('answers a suffix range (bytes=-100) wrongly, so svc sends explicit ranges', async () => {
     const answer = await getRange(s3.client!, 'ranges', 'bytes=-100');
     expect(answer.bytes.equals(OBJECT.subarray(OBJECT_BYTES - 100))).toBe(false);
@@ -130,6 +148,16 @@ describe('radosgw (Ceph 16, single-node cluster from scripts/ceph/start.sh)', ()
     expect(statusOf(await putIfMatch(client, 'lease', 'holder 3', bareEtag))).toBe(412);
     // On a missing key If-Match is 412 here (AWS documents 404 NoSuchKey).
     expect(statusOf(await putIfMatch(client, 'no-lease', 'x', '*'))).toBe(412);
+  });
+
+  test('lists more than 1,000 keys in pages', async ({ skip }) => {
+    if (s3.skip) skip(s3.skip);
+    await putMany(s3.client!, 'many/', LISTED_KEYS);
+    const first = await s3.client!.send(new ListObjectsV2Command({ Bucket: BUCKET, Prefix: 'many/' }));
+    expect([first.KeyCount, first.IsTruncated]).toEqual([1000, true]);
+    const token = first.NextContinuationToken;
+    const rest = await s3.client!.send(new ListObjectsV2Command({ Bucket: BUCKET, Prefix: 'many/', ContinuationToken: token }));
+    expect([rest.KeyCount, rest.IsTruncated]).toEqual([LISTED_KEYS - 1000, false]);
   });
 
   test('serves an explicit range and a suffix range right', async ({ skip }) => {

@@ -135,10 +135,11 @@ ceph-osd -c "$conf" -i "$osd_id" --mkfs --osd-uuid "$osd_uuid" 2>"$dir/log/osd-m
 ceph-osd -c "$conf" -i "$osd_id" >>"$dir/log/osd.$osd_id.out" 2>&1
 
 step="s3 user"
-# The S3 user. radosgw-admin creates the zone's pools as needed; keys are random per cluster.
+# The S3 user. radosgw-admin creates the zone's pools as needed; keys are random per cluster;
+# the timeout: it waits forever for a monitor that is gone.
 access_key="$(/usr/bin/python3 -c 'import secrets,string; print("".join(secrets.choice(string.ascii_uppercase + string.digits) for _ in range(20)))')"
 secret_key="$(/usr/bin/python3 -c 'import secrets; print(secrets.token_urlsafe(30))')"
-radosgw-admin -c "$conf" user create --uid svc-test --display-name "svc test" \
+timeout 60 radosgw-admin -c "$conf" user create --uid svc-test --display-name "svc test" \
   --access-key "$access_key" --secret-key "$secret_key" >"$dir/log/user-create.json"
 
 step="radosgw"

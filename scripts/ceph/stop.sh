@@ -7,6 +7,14 @@ if [ $# -ne 1 ]; then echo "usage: $0 DIR" >&2; exit 2; fi
 run="$1/run"
 [ -d "$run" ] || exit 0
 
+# Whether PID runs (a zombie does not: an exited daemon stays one until its parent, often
+# pid 1 here, reaps it, and kill -0 still succeeds on it).
+running() {
+  local state
+  state="$(sed -E 's/^.*\) ([A-Za-z]).*$/\1/' "/proc/$1/stat" 2>/dev/null)" || return 1
+  [ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ]
+}
+
 # Pids from the pid files matching GLOB whose process still runs a Ceph daemon binary
 # (a stale pid may have been reused by something else).
 live_pids() {
@@ -14,7 +22,7 @@ live_pids() {
   for pid_file in "$run"/$1.pid; do
     [ -e "$pid_file" ] || continue
     pid="$(cat "$pid_file")"
-    if [ -n "$pid" ] && grep -qE '(ceph-(mon|mgr|osd)|radosgw)' "/proc/$pid/cmdline" 2>/dev/null; then
+    if [ -n "$pid" ] && running "$pid" && grep -qaE '(ceph-(mon|mgr|osd)|radosgw)' "/proc/$pid/cmdline" 2>/dev/null; then
       echo "$pid"
     fi
   done
@@ -26,14 +34,14 @@ stop_pids() {
   kill -TERM "${pids[@]}" 2>/dev/null
   for _ in $(seq 1 100); do
     alive=()
-    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive+=("$pid"); done
+    for pid in "${pids[@]}"; do running "$pid" && alive+=("$pid"); done
     [ ${#alive[@]} -eq 0 ] && return 0
     sleep 0.1
   done
   kill -KILL "${alive[@]}" 2>/dev/null
   sleep 0.2
   for pid in "${alive[@]}"; do
-    if kill -0 "$pid" 2>/dev/null; then echo "ceph: pid $pid still running" >&2; return 1; fi
+    if running "$pid"; then echo "ceph: pid $pid still running" >&2; return 1; fi
   done
 }
 

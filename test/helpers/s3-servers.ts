@@ -111,10 +111,16 @@ export async function startRadosgw(options: { memstoreBytes?: number } = {}): Pr
   };
 }
 
+/** Whether `pid` runs; a zombie (exited, not yet reaped by its parent, often pid 1) does not. */
 function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
+  } catch {
+    return false;
+  }
+  try {
+    const state = /\) (\S)/.exec(readFileSync(`/proc/${pid}/stat`, 'utf8'))?.[1];
+    return state !== 'Z' && state !== 'X';
   } catch {
     return false;
   }
