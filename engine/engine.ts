@@ -71,8 +71,18 @@ export class Engine {
   /** Tenant policies (SVC_TENANT_POLICY_FILE) and the budgets that enforce them, with security on. */
   readonly policies: TenantPolicies;
   readonly budgets: Budgets;
+  /** Where this node's blob API listens (host:port), once it does; other nodes read it from the heartbeats. */
+  private address = '';
+
+  /** The blob API listens at `address`. */
+  listening(address: string): void {
+    this.address = address;
+    this.gc.announce();
+  }
   /** Published manifests: the backend's catalog. */
   readonly manifests: BlobCatalog;
+  /** This node's stable name (SVC_NODE_ID, else kept in the data directory). */
+  readonly nodeId: string;
   /** Block bytes: the backend's store. */
   readonly blocks: BlockStore;
 
@@ -87,6 +97,7 @@ export class Engine {
     private readonly lock: DataDirLock,
   ) {
     this.manifests = backend.manifests;
+    this.nodeId = config.nodeId || nodeIdOf(config.fsRoot);
     this.blocks = backend.blocks;
     const { manifests, blocks } = this;
     this.traffic = new TrafficHistory(this.stats, config.opsRefreshMs);
@@ -119,8 +130,7 @@ export class Engine {
     if (backend.embedded) {
       this.gc = new GarbageCollector({ config: config.gc, catalog: new LmdbGcCatalog(catalog), manifests: backend.embedded.manifests, blocks: backend.embedded.blocks, roots, log });
     } else if (backend.shared) {
-      const address = `${config.host}:${config.httpPort}`;
-      this.gc = new SharedCollector({ config: config.gc, catalog: backend.shared.gc, blocks: backend.shared.blocks, roots, log, nodeId: config.nodeId || nodeIdOf(config.fsRoot), address, nodeTtlMs: config.nodeTtlMs });
+      this.gc = new SharedCollector({ config: config.gc, catalog: backend.shared.gc, blocks: backend.shared.blocks, roots, log, nodeId: this.nodeId, address: () => this.address, nodeTtlMs: config.nodeTtlMs });
     } else {
       throw new Error(`the ${backend.kind} backend has no garbage collector`);
     }
@@ -237,6 +247,13 @@ export class Engine {
   async delete(id: ContentId, tenant = DEFAULT_TENANT): Promise<void> {
     const key = formatContentId(id.hex, id.size);
     if (!(await this.manifests.remove(key, tenant))) throw blobNotFound(key);
+  }
+
+  /** The nodes that share this node's catalog, seen within SVC_NODE_TTL (none with an embedded backend). */
+  async nodes(): Promise<Array<{ nodeId: string; lastSeenAt: string; address: string }>> {
+    if (!this.backend.shared) return [];
+    const nodes = await this.backend.shared.gc.nodes(this.config.nodeTtlMs);
+    return nodes.map((n) => ({ nodeId: n.nodeId, lastSeenAt: new Date(n.lastSeenAt).toISOString(), address: n.address }));
   }
 
   /** Readiness: each of the backend's dependencies (catalog and block store), each bounded by the health timeout. */

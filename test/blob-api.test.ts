@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type TestServer, startServer } from './helpers/server.js';
 import { contentId, rawRequest, seededBytes, sha256, upload } from './helpers/http.js';
-import { BACKEND_DEPENDENCIES, countStoredBlocks } from './helpers/backends.js';
+import { BACKEND_DEPENDENCIES, TEST_BACKEND, countStoredBlocks } from './helpers/backends.js';
 
 let server: TestServer;
 let url: string;
@@ -406,6 +406,22 @@ describe('CORS, health, stats, metrics, unknown routes', () => {
     const get = await fetch(`${url}/api/v1/blobs`);
     expect(get.headers.get('access-control-allow-origin')).toBe('*');
     expect(get.headers.get('access-control-expose-headers')).toContain('ETag');
+  });
+
+  it('the ops snapshot names the backend, its dependencies and the nodes sharing its catalog', async () => {
+    let snapshot: any;
+    // A shared catalog's node list comes from heartbeats; the first is written as the node starts listening.
+    for (let i = 0; i < 50; i++) {
+      snapshot = await (await fetch(`${url}/api/ops/v1/snapshot`)).json();
+      if (TEST_BACKEND === 'fs' || snapshot.placement.nodes.some((n: any) => n.address)) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(snapshot.storage.backend).toBe(TEST_BACKEND);
+    expect(snapshot.dependencies.map((d: any) => d.kind).sort()).toEqual(BACKEND_DEPENDENCIES);
+    for (const d of snapshot.dependencies) expect(d).toEqual({ kind: d.kind, status: 'ok', latencyMs: expect.any(Number) });
+    expect(snapshot.placement.mode).toBe('single-node');
+    if (TEST_BACKEND === 'fs') expect(snapshot.placement.nodes).toEqual([]);
+    else expect(snapshot.placement.nodes).toEqual([{ nodeId: snapshot.placement.nodeId, address: `127.0.0.1:${server.port}`, lastSeenAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) }]);
   });
 
   it('health live and ready', async () => {

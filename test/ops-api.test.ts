@@ -36,7 +36,7 @@ function expectSnapshotShape(s: any): void {
   expect(keys(s.storage)).toEqual(['availableBytes', 'backend', 'blobs', 'blocks', 'minFreeBytes', 'quarantinedBlocks', 'usedBytes']);
   expect(s.storage.backend).toBe('fs');
   for (const k of ['availableBytes', 'blobs', 'blocks', 'minFreeBytes', 'quarantinedBlocks', 'usedBytes']) expect(Number.isInteger(s.storage[k]) && s.storage[k] >= 0).toBe(true);
-  expect(s.placement).toEqual({ mode: 'single-node', nodeId: expect.stringMatching(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/) });
+  expect(s.placement).toEqual({ mode: 'single-node', nodeId: expect.stringMatching(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/), nodes: [] });
   expect(keys(s.capacity)).toEqual(['bufferedBytes', 'limitBytes', 'transfersInFlight', 'workerPool']);
   expect(keys(s.capacity.workerPool)).toEqual(['queued', 'running', 'threads']);
   for (const v of [s.capacity.bufferedBytes, s.capacity.limitBytes, s.capacity.transfersInFlight, s.capacity.workerPool.queued, s.capacity.workerPool.running, s.capacity.workerPool.threads]) {
@@ -153,6 +153,8 @@ describe('OpsSnapshots (no HTTP)', () => {
     const stats = new Stats();
     const engine = {
       config: { fsRoot: root, blobBackend: 'fs', durability: 'relaxed' },
+      nodeId: nodeIdOf(root),
+      nodes: async () => [],
       stats,
       log: new Logger('silent'),
       manifests: { totals: async () => ({ blobs: 3, blocks: 7, storedBytes: 7 * 1024 * 1024 }) },

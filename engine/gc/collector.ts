@@ -13,6 +13,8 @@ export interface Collector {
   lastRun(): GcReport | undefined;
   quarantinedBlocks(): number;
   state(): GcState;
+  /** This node now listens at its address: tell the other nodes at once (shared catalogs). */
+  announce(): void;
   /** Starts the schedule (SVC_GC_INTERVAL). */
   start(): void;
   stop(): Promise<void>;

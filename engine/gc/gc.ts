@@ -162,6 +162,9 @@ export class GarbageCollector implements Collector, PublicationGuard {
     };
   }
 
+  /** One process owns an embedded catalog: nobody to tell. */
+  announce(): void {}
+
   /** Starts the schedule (SVC_GC_INTERVAL; off when 0): each scheduled run is `run` with apply. */
   start(): void {
     const interval = this.deps.config.intervalMs;

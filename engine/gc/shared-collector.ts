@@ -31,7 +31,8 @@ interface Deps {
   roots: readonly BlockRoots[];
   log: Logger;
   nodeId: string;
-  address: string;
+  /** Where this node's blob API listens (known once it does). */
+  address: () => string;
   /** A node not seen for this long is gone (SVC_NODE_TTL). */
   nodeTtlMs: number;
 }
@@ -45,7 +46,7 @@ export class SharedCollector implements Collector {
   private quarantined = 0;
   private left = { blocks: 0, bytes: 0 };
   private timer?: NodeJS.Timeout;
-  private beat?: NodeJS.Timeout;
+  private beats?: NodeJS.Timeout;
   private nextAt?: number;
   private stopping = false;
 
@@ -88,20 +89,26 @@ export class SharedCollector implements Collector {
     };
   }
 
+  announce(): void {
+    this.beat();
+  }
+
+  /** A heartbeat: this node's address and its uploads' fence, for the other nodes' runs. */
+  private beat(): void {
+    const now = Date.now();
+    const oldest = this.fence.oldestStart(now);
+    this.deps.catalog
+      .heartbeat(this.deps.nodeId, this.deps.address(), oldest < now ? now - oldest : null)
+      .then(() => this.deps.catalog.quarantinedCount())
+      .then((n) => (this.quarantined = n))
+      .catch((err) => this.deps.log.warn('gc: heartbeat failed', { err: String(err) }));
+  }
+
   /** Heartbeats (the fence other nodes' runs read) and the schedule (SVC_GC_INTERVAL). */
   start(): void {
-    const beat = () => {
-      const now = Date.now();
-      const oldest = this.fence.oldestStart(now);
-      this.deps.catalog
-        .heartbeat(this.deps.nodeId, this.deps.address, oldest < now ? now - oldest : null)
-        .then(() => this.deps.catalog.quarantinedCount())
-        .then((n) => (this.quarantined = n))
-        .catch((err) => this.deps.log.warn('gc: heartbeat failed', { err: String(err) }));
-    };
-    beat();
-    this.beat = setInterval(beat, HEARTBEAT_MS);
-    this.beat.unref();
+    this.beat();
+    this.beats = setInterval(() => this.beat(), HEARTBEAT_MS);
+    this.beats.unref();
     const interval = this.deps.config.intervalMs;
     if (interval <= 0) return;
     const arm = () => {
@@ -119,7 +126,7 @@ export class SharedCollector implements Collector {
   async stop(): Promise<void> {
     this.stopping = true;
     clearTimeout(this.timer);
-    clearInterval(this.beat);
+    clearInterval(this.beats);
     this.nextAt = undefined;
     while (this.current) await new Promise((r) => setTimeout(r, 50));
   }

@@ -34,7 +34,8 @@ export interface OpsSnapshot {
   checks: OpsCheck[];
   /** `minFreeBytes`: SVC_MIN_FREE_SPACE in bytes (uploads are refused while `availableBytes` is below it). */
   storage: { backend: string; usedBytes: number; availableBytes: number; minFreeBytes: number; blobs: number; blocks: number; quarantinedBlocks: number };
-  placement: { mode: 'single-node'; nodeId: string };
+  /** `nodes`: the nodes sharing the catalog, seen within SVC_NODE_TTL (pg-s3); empty with an embedded backend. */
+  placement: { mode: 'single-node' | 'multi-node'; nodeId: string; nodes: Array<{ nodeId: string; lastSeenAt: string; address: string }> };
   capacity: {
     workerPool: { threads: number; queued: number; running: number };
     transfersInFlight: number;
@@ -108,7 +109,7 @@ export class OpsSnapshots {
     private readonly engine: Engine,
     options: SnapshotOptions = {},
   ) {
-    this.nodeId = engine.config.nodeId || nodeIdOf(engine.config.fsRoot);
+    this.nodeId = engine.nodeId;
     this.gc = options.gc;
     this.statfs = options.statfs ?? ((root) => fs.promises.statfs(root));
   }
@@ -134,7 +135,7 @@ export class OpsSnapshots {
   private async read(): Promise<OpsSnapshot> {
     const { engine } = this;
     const observedAt = new Date().toISOString();
-    const [probes, space, counts] = await Promise.all([engine.readiness(), this.diskSpace(), this.counts()]);
+    const [probes, space, counts, nodes] = await Promise.all([engine.readiness(), this.diskSpace(), this.counts(), engine.nodes().catch(() => [])]);
     const stats = engine.stats;
     const pool = engine.pool;
     const threads = pool.threads.length;
@@ -191,7 +192,7 @@ export class OpsSnapshots {
         blocks: counts.blocks,
         quarantinedBlocks,
       },
-      placement: { mode: 'single-node', nodeId: this.nodeId },
+      placement: { mode: nodes.length > 1 ? 'multi-node' : 'single-node', nodeId: this.nodeId, nodes },
       capacity: {
         workerPool: { threads, queued: pool.queueSize, running: Math.max(0, threads - pool.idleThreads) },
         transfersInFlight: memory.transfers,

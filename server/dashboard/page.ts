@@ -40,6 +40,9 @@ export const DASHBOARD_HTML = `<!DOCTYPE html>
   <section class="card">
     <h2>Dependencies</h2>
     <table id="dependencies"><thead><tr><th>kind</th><th>status</th><th>latency</th></tr></thead><tbody></tbody></table>
+    <h2>Nodes</h2>
+    <p class="muted small" id="nodes-none">this node only (embedded backend)</p>
+    <table id="nodes"><thead><tr><th>node</th><th>address</th><th>last seen</th></tr></thead><tbody></tbody></table>
   </section>
   <section class="card">
     <h2>Deduplication</h2>
@@ -202,6 +205,9 @@ export const DASHBOARD_JS = `'use strict';
     text('observed-at', new Date(s.observedAt).toLocaleTimeString());
     rows('checks', s.checks, function (c) { return [{ text: c.id }, { text: c.status, cls: c.status }, { text: c.detail }]; });
     rows('dependencies', s.dependencies, function (d) { return [{ text: d.kind }, { text: d.status, cls: d.status }, { text: d.latencyMs + ' ms' }]; });
+    var nodes = s.placement.nodes || [];
+    $('nodes-none').hidden = nodes.length > 0;
+    rows('nodes', nodes, function (n) { return [{ text: n.nodeId === s.placement.nodeId ? n.nodeId + ' (this one)' : n.nodeId }, { text: n.address || '–' }, { text: new Date(n.lastSeenAt).toLocaleTimeString() }]; });
     var t = s.traffic;
     text('reuse', t.byteReusePercent.toFixed(1) + ' %');
     text('fresh-blocks', t.freshBlocks);
