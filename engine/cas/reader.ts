@@ -95,8 +95,9 @@ export class BlobReader {
 
   /**
    * The bytes [start, end) as verified pieces, in order. A piece is valid until the next one is
-   * requested: two buffers alternate (one being sent, one being read ahead), reserved from the
-   * transfer memory budget, so a download holds at most two blocks whatever the blob size.
+   * requested: the store's `readAhead` + 1 buffers take turns (one being sent, the others being
+   * read ahead), reserved from the transfer memory budget, so a download holds at most that many
+   * blocks whatever the blob size.
    */
   async *range(manifest: Manifest, start: number, end: number): AsyncGenerator<Buffer> {
     if (start >= end) return;
@@ -105,32 +106,34 @@ export class BlobReader {
     let largest = 0;
     for (let i = firstIndex; i <= lastIndex; i++) largest = Math.max(largest, manifest.blockSize(i));
     const pooled = largest > BlockCache.MAX_ENTRY;
-    const count = Math.min(2, lastIndex - firstIndex + 1);
+    // One buffer being sent and `readAhead` being filled, each reused every `count` blocks.
+    const count = Math.min(this.store.readAhead + 1, lastIndex - firstIndex + 1);
     const reserved = pooled ? count * ReadBuffers.capacity(largest) : 0;
     if (pooled) {
       await new Promise<void>((admit) => this.memory.reserve(reserved, admit));
       this.memory.track(reserved);
     }
     const buffers = pooled ? Array.from({ length: count }, () => this.buffers.take(largest)) : [];
-    const read = (i: number) => this.block(manifest, i, buffers[i % count]);
-    let next: Promise<Buffer> = read(firstIndex);
+    const read = (i: number) => {
+      const pending = this.block(manifest, i, buffers[i % count]);
+      pending.catch(() => {}); // surfaced when awaited
+      return pending;
+    };
+    const ahead: Promise<Buffer>[] = [];
+    let nextRead = firstIndex;
     try {
       for (let i = firstIndex; i <= lastIndex; i++) {
-        const current = next;
-        if (i < lastIndex) {
-          next = read(i + 1);
-          next.catch(() => {}); // surfaced when awaited
-        }
-        const bytes = await current;
+        while (nextRead <= lastIndex && nextRead < i + count) ahead.push(read(nextRead++));
+        const bytes = await ahead.shift()!;
         const offset = manifest.offsets[i];
         const from = Math.max(start, offset) - offset;
         const to = Math.min(end, offset + bytes.length) - offset;
         yield from === 0 && to === bytes.length ? bytes : bytes.subarray(from, to);
       }
     } finally {
-      // A read ahead may still be filling a buffer when the consumer gives up: it must land
-      // before the buffer serves another download.
-      await next.catch(() => {});
+      // Reads ahead may still be filling buffers when the consumer gives up: they must land
+      // before the buffers serve another download.
+      await Promise.all(ahead.map((p) => p.catch(() => {})));
       for (const b of buffers) this.buffers.give(b);
       if (pooled) {
         this.memory.track(-reserved);

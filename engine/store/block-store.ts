@@ -68,6 +68,8 @@ export interface BlockStore extends BlockWriter {
   readonly scratchDir: string;
   /** Reads a whole block, into `into` when given; a quarantined block is read from quarantine. */
   read(hex: string, size: number, into?: Buffer): Promise<Buffer>;
+  /** Blocks a download reads ahead of the one it sends: a local disk needs one, a remote store more round trips in flight. */
+  readonly readAhead: number;
   /** Whether blocks can be written (readiness). */
   probe(): Promise<void>;
 }

@@ -31,6 +31,7 @@ export class FsBlockStore implements EmbeddedBlockStore {
   /** This thread's directory of writes in progress, made on its first write. */
   private writeDir?: string;
   private tempCounter = 0;
+  readonly readAhead = 1;
 
   constructor(
     root: string,
