@@ -13,6 +13,7 @@ import type { EmbeddedBlobCatalog, EmbeddedBlockStore, GcCatalog, PublicationGua
 import type { Collector } from './collector.js';
 import { type FencedIngest, IngestFence } from './ingest-fence.js';
 import { Reclaimer } from './reclaim.js';
+import { GcSchedule } from './schedule.js';
 
 export type GcPhase = 'mark' | 'quarantine' | 'purge' | 'run';
 export const GC_PHASES: readonly GcPhase[] = ['mark', 'quarantine', 'purge', 'run'];
@@ -103,13 +104,14 @@ export class GarbageCollector implements Collector, PublicationGuard {
     return this.current?.ages ?? this.deps.config;
   }
   private last?: GcReport;
-  private timer?: NodeJS.Timeout;
-  private nextAt?: number;
+  /** A scheduled run finding an API run in progress waits for the next interval. */
+  private readonly schedule: GcSchedule;
   private stopping = false;
   /** Blocks the guard moved back during the current run (reported with it). */
   private guardRestored = 0;
 
   constructor(private readonly deps: Deps) {
+    this.schedule = new GcSchedule(deps.config.intervalMs, () => (this.current ? Promise.resolve() : this.run('run', true, 'schedule')), deps.log);
     this.catalog = deps.catalog;
     this.last = this.catalog.lastRun<GcReport>();
     this.fence = new IngestFence(Math.min(60_000, deps.config.quarantineAgeMs), deps.log);
@@ -157,7 +159,7 @@ export class GarbageCollector implements Collector, PublicationGuard {
       lastRun: this.last,
       quarantinedBlocks: this.quarantinedBlocks(),
       config: { intervalMs, minAgeMs, quarantineAgeMs },
-      nextScheduledRunAt: this.nextAt === undefined ? undefined : new Date(this.nextAt).toISOString(),
+      nextScheduledRunAt: this.schedule.nextAt === undefined ? undefined : new Date(this.schedule.nextAt).toISOString(),
       reclaimed: { ...this.reclaimer.totals },
     };
   }
@@ -167,30 +169,13 @@ export class GarbageCollector implements Collector, PublicationGuard {
 
   /** Starts the schedule (SVC_GC_INTERVAL; off when 0): each scheduled run is `run` with apply. */
   start(): void {
-    const interval = this.deps.config.intervalMs;
-    if (interval <= 0 || this.stopping) return;
-    const arm = () => {
-      this.nextAt = Date.now() + interval;
-      this.timer = setTimeout(() => {
-        this.timer = undefined;
-        if (this.current) return arm();
-        this.run('run', true, 'schedule').then(
-          () => {},
-          (err) => this.deps.log.error('gc: scheduled run failed', { err: String(err) }),
-        ).finally(() => {
-          if (!this.stopping) arm();
-        });
-      }, interval);
-      this.timer.unref();
-    };
-    arm();
+    this.schedule.start();
   }
 
   /** Stops the schedule and ends a run in progress at its next step (its report says so). */
   async stop(): Promise<void> {
     this.stopping = true;
-    clearTimeout(this.timer);
-    this.nextAt = undefined;
+    this.schedule.stop();
     await this.current?.done.catch(() => {});
     await this.reclaimer.idle();
   }

@@ -19,6 +19,7 @@ import type { KeyedBlock, MovableBlockStore, SharedGcCatalog, StoredBlock } from
 import type { Collector } from './collector.js';
 import type { GcAgeOverrides, GcPhase, GcReport, GcState } from './gc.js';
 import { type FencedIngest, IngestFence } from './ingest-fence.js';
+import { GcSchedule } from './schedule.js';
 
 const RUNS_KEPT = 50;
 const BATCH = 1000;
@@ -45,12 +46,15 @@ export class SharedCollector implements Collector {
   private last?: GcReport;
   private quarantined = 0;
   private left = { blocks: 0, bytes: 0 };
-  private timer?: NodeJS.Timeout;
+  private readonly schedule: GcSchedule;
   private beats?: NodeJS.Timeout;
-  private nextAt?: number;
   private stopping = false;
 
   constructor(private readonly deps: Deps) {
+    // A scheduled run that finds another in progress (here or on another node: 409) waits for the next interval.
+    this.schedule = new GcSchedule(deps.config.intervalMs, () => (this.current ? Promise.resolve() : this.run('run', true, 'schedule').catch((err) => {
+      if (!(err instanceof SvcError && err.code === 'gc_running')) throw err;
+    })), deps.log);
     this.fence = new IngestFence(Math.min(60_000, deps.config.quarantineAgeMs), deps.log);
     deps.catalog.lastRun<GcReport>().then((r) => (this.last ??= r), () => {});
   }
@@ -84,7 +88,7 @@ export class SharedCollector implements Collector {
       lastRun: this.last,
       quarantinedBlocks: this.quarantined,
       config: { intervalMs, minAgeMs, quarantineAgeMs },
-      nextScheduledRunAt: this.nextAt === undefined ? undefined : new Date(this.nextAt).toISOString(),
+      nextScheduledRunAt: this.schedule.nextAt === undefined ? undefined : new Date(this.schedule.nextAt).toISOString(),
       reclaimed: { blocks: 0, bytes: 0 },
     };
   }
@@ -109,25 +113,13 @@ export class SharedCollector implements Collector {
     this.beat();
     this.beats = setInterval(() => this.beat(), HEARTBEAT_MS);
     this.beats.unref();
-    const interval = this.deps.config.intervalMs;
-    if (interval <= 0) return;
-    const arm = () => {
-      this.nextAt = Date.now() + interval;
-      this.timer = setTimeout(() => {
-        this.run('run', true, 'schedule').catch((err) => this.deps.log.warn('gc: scheduled run not done', { err: String(err) })).finally(() => {
-          if (!this.stopping) arm();
-        });
-      }, interval);
-      this.timer.unref();
-    };
-    arm();
+    this.schedule.start();
   }
 
   async stop(): Promise<void> {
     this.stopping = true;
-    clearTimeout(this.timer);
+    this.schedule.stop();
     clearInterval(this.beats);
-    this.nextAt = undefined;
     while (this.current) await new Promise((r) => setTimeout(r, 50));
   }
 
