@@ -15,7 +15,8 @@ export const VARIABLES: ReadonlyArray<{ name: string; default: string; help: str
   { name: 'SVC_S3_BUCKET', default: '', help: 'S3 bucket of the block bytes (it must exist).' },
   { name: 'SVC_S3_PREFIX', default: '', help: 'Prefix of every key svc writes in the bucket (e.g. `svc/`).' },
   { name: 'SVC_NODE_ID', default: '', help: 'This node\'s stable name among the nodes of one catalog; empty: a UUID made at the first start and kept in <SVC_FS_ROOT>/node-id.' },
-  { name: 'SVC_NODE_TTL', default: '15s', help: 'A node whose heartbeat (every 5 s, in the shared catalog) is older than this is gone: its uploads no longer hold back garbage collection.' },
+  { name: 'SVC_NODE_TTL', default: '15s', help: 'A node whose heartbeat (in the shared catalog, every 5 s or a third of this, whichever is shorter) is older than this is gone: its uploads no longer hold back garbage collection.' },
+  { name: 'SVC_LOCALITY', default: 'off', help: '`on`: a POST /api/v1/blobs with X-Svc-Tenant-Id and X-Svc-Upload-Session-Id is ingested by one live owner among the nodes sharing the catalog (another node forwards the body to it once, unbuffered); `off`: such a request is 503 locality_unavailable.' },
   { name: 'SVC_S3_FORCE_PATH_STYLE', default: '', help: '`true` to address the bucket by path (most S3-compatible servers); empty: `true` when SVC_S3_ENDPOINT is set, else `false`.' },
   { name: 'SVC_FS_ROOT', default: './data', help: 'Data directory: blocks/ (block files), catalog/ (LMDB) and svc.lock (one svc process per directory).' },
   { name: 'SVC_DURABILITY', default: 'strict', help: '`strict`: fsync blocks, directories and LMDB before answering. `relaxed`: trust the page cache.' },
@@ -94,6 +95,8 @@ export interface Config {
   /** SVC_NODE_ID; '' = the one kept in the data directory. */
   nodeId: string;
   nodeTtlMs: number;
+  /** SVC_LOCALITY=on. */
+  locality: boolean;
   durability: Durability;
   chunker: DefaultChunker;
   chunkMin: number;
@@ -264,6 +267,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     fsRoot: path.resolve(get('SVC_FS_ROOT')),
     nodeId: get('SVC_NODE_ID'),
     nodeTtlMs: parseDuration('SVC_NODE_TTL', get('SVC_NODE_TTL')),
+    locality: oneOf('SVC_LOCALITY', get('SVC_LOCALITY'), ['off', 'on'] as const) === 'on',
     durability: oneOf('SVC_DURABILITY', get('SVC_DURABILITY'), ['strict', 'relaxed'] as const),
     chunker: oneOf('SVC_CHUNKER', get('SVC_CHUNKER'), ['fastcdc', 'fixed'] as const),
     chunkMin: inRange('SVC_CHUNK_MIN', parseSize('SVC_CHUNK_MIN', get('SVC_CHUNK_MIN')), 64, 16 * MiB),

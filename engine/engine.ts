@@ -25,6 +25,7 @@ import { MigrationRegistry } from './documents/index.js';
 import { SchemaRegistry } from './documents/index.js';
 import { ModelService } from './models/index.js';
 import { TrafficHistory, nodeIdOf } from './ops/index.js';
+import { type LiveNode, ownerOf } from './locality/index.js';
 import { type BlobBackend, type BlobCatalog, type BlobSummary, type BlockStore, CatalogEnv, type DataDirLock, DiskSpace, DEFAULT_TENANT, LmdbGcCatalog, LmdbKeyedCatalog, LmdbUploadCatalog, type Manifest, lockDataDir, openBlobBackend } from './store/index.js';
 import type { BlockRoots } from './cas/index.js';
 import { BufferPool } from './uploads/index.js';
@@ -254,6 +255,17 @@ export class Engine {
     if (!this.backend.shared) return [];
     const nodes = await this.backend.shared.gc.nodes(this.config.nodeTtlMs);
     return nodes.map((n) => ({ nodeId: n.nodeId, lastSeenAt: new Date(n.lastSeenAt).toISOString(), address: n.address }));
+  }
+
+  /**
+   * The owner of a session-localized upload (SVC_LOCALITY): among the live nodes sharing the
+   * catalog that announced an address, this one included; this node when it shares with none.
+   */
+  async localityOwner(tenant: string, session: string): Promise<LiveNode & { self: boolean }> {
+    const live = (await this.nodes()).filter((n) => n.address !== '');
+    if (!live.some((n) => n.nodeId === this.nodeId)) live.push({ nodeId: this.nodeId, address: this.address, lastSeenAt: '' });
+    const owner = ownerOf(tenant, session, live)!;
+    return { nodeId: owner.nodeId, address: owner.address, self: owner.nodeId === this.nodeId };
   }
 
   /** Readiness: each of the backend's dependencies (catalog and block store), each bounded by the health timeout. */

@@ -6,7 +6,8 @@ import { parseLimit } from '../engine/cas/index.js';
 import type { Engine } from '../engine/engine.js';
 import { SvcError, invalidBlob } from '../engine/errors.js';
 import type { ServerContext } from './api-surface.js';
-import { SocketBody } from './body-sources.js';
+import { type BodySource, HeldBody, SocketBody } from './body-sources.js';
+import { FORWARDED_BY, SERVED_BY, forwardUpload } from './locality.js';
 import { feedIngest } from './body-feed.js';
 import { readConditions, serveBlob } from './blob-serving.js';
 import { type Exchange, header, type RequestHead } from './exchange.js';
@@ -57,22 +58,47 @@ function parseContentLength(raw: string | undefined): number | undefined {
   return n;
 }
 
-function checkLocalityHeaders(req: RequestHead, principal: Principal | undefined): void {
+/** The session-localized upload's tenant and session, when both headers are sent (validated); undefined when neither is. */
+function localityHeaders(req: RequestHead, principal: Principal | undefined): { tenant: string; session: string } | undefined {
   const tenant = header(req, 'x-svc-tenant-id');
   if (principal && tenant !== undefined && tenant !== principal.tenant) throw forbidden('X-Svc-Tenant-Id is not the token\'s org_id');
   const session = header(req, 'x-svc-upload-session-id');
-  if (tenant === undefined && session === undefined) return;
+  if (tenant === undefined && session === undefined) return undefined;
   if (tenant === undefined || session === undefined) {
     throw invalidBlob('Both X-Svc-Tenant-Id and X-Svc-Upload-Session-Id are required for a session-localized upload');
   }
   if (!UUID.test(tenant) || !UUID.test(session)) {
     throw invalidBlob('X-Svc-Tenant-Id and X-Svc-Upload-Session-Id must be canonical lowercase UUIDs');
   }
-  throw new SvcError(503, 'locality_unavailable', 'Session-localized upload needs the locality runtime, which this server does not run');
+  return { tenant, session };
 }
 
-function upload(engine: Engine, ex: Exchange, req: RequestHead, principal: Principal | undefined): void {
-  checkLocalityHeaders(req, principal);
+/** Request headers a forwarded upload carries to its owner. */
+const FORWARDED = ['authorization', 'content-type', 'content-length', 'x-svc-tenant-id', 'x-svc-upload-session-id'];
+
+function upload(engine: Engine, ex: Exchange, req: RequestHead, principal: Principal | undefined): void | Promise<void> {
+  const locality = localityHeaders(req, principal);
+  if (locality === undefined) return ingest(engine, ex, req, principal, new SocketBody(ex));
+  if (!engine.config.locality) throw new SvcError(503, 'locality_unavailable', 'Session-localized upload needs the locality runtime, which this server does not run');
+  // Placement reads the nodes from the catalog: the head is read and the body held first.
+  const forwarded = header(req, FORWARDED_BY) !== undefined;
+  const headers: Record<string, string> = {};
+  for (const name of FORWARDED) {
+    const value = header(req, name);
+    if (value !== undefined) headers[name] = value;
+  }
+  const head = snapshotHead(req);
+  const body = new HeldBody(ex.body);
+  return (async () => {
+    const owner = forwarded ? undefined : await engine.localityOwner(locality.tenant, locality.session).catch((err: unknown) => {
+      throw new SvcError(503, 'locality_failed', `No owner could be placed: ${String((err as Error)?.message ?? err)}`);
+    });
+    if (owner && !owner.self) return forwardUpload(ex, body, owner, headers, engine.nodeId);
+    ingest(engine, ex, head, principal, body, { [SERVED_BY]: engine.nodeId });
+  })();
+}
+
+function ingest(engine: Engine, ex: Exchange, req: RequestHead, principal: Principal | undefined, body: BodySource, extraHeaders: Record<string, string> = {}): void {
   const declaredLength = parseContentLength(header(req, 'content-length'));
   // With security on: the tenant's policy (object limit, quota) and the principal's byte budget.
   const policy = principal ? engine.policies.for(principal.tenant) : undefined;
@@ -85,13 +111,23 @@ function upload(engine: Engine, ex: Exchange, req: RequestHead, principal: Princ
     contentType: parseContentType(header(req, 'content-type')),
     declaredLength,
   });
-  feedIngest(ex, new SocketBody(ex), ingest, engine.stats, {
+  feedIngest(ex, body, ingest, engine.stats, {
     last: () =>
       ingest.end().then(
-        (result) => ex.json(201, result, { Location: `/api/v1/blobs/${result.blob.id}`, ETag: `"${result.blob.id}"` }),
+        (result) => ex.json(201, result, { Location: `/api/v1/blobs/${result.blob.id}`, ETag: `"${result.blob.id}"`, ...extraHeaders }),
         (err) => ex.error(err, 'ingest_failed'),
       ),
     fail: (err) => ex.error(err, 'ingest_failed'),
     abort: () => ingest.abort(),
   });
+}
+
+/** The headers an ingest reads, kept past the uWS callback. */
+function snapshotHead(req: RequestHead): RequestHead {
+  const values = new Map<string, string>();
+  for (const name of ['content-length', 'content-type']) {
+    const value = header(req, name);
+    if (value !== undefined) values.set(name, value);
+  }
+  return { getHeader: (name: string) => values.get(name) ?? '' } as unknown as RequestHead;
 }

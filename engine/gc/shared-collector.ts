@@ -23,6 +23,7 @@ import { GcSchedule } from './schedule.js';
 
 const RUNS_KEPT = 50;
 const BATCH = 1000;
+/** Heartbeats come at least every 5 s, and at least three times per SVC_NODE_TTL. */
 const HEARTBEAT_MS = 5000;
 
 interface Deps {
@@ -110,8 +111,9 @@ export class SharedCollector implements Collector {
 
   /** Heartbeats (the fence other nodes' runs read) and the schedule (SVC_GC_INTERVAL). */
   start(): void {
-    this.beat();
-    this.beats = setInterval(() => this.beat(), HEARTBEAT_MS);
+    // The first heartbeat goes with the address (announce): one without it could land after.
+    if (this.deps.address()) this.beat();
+    this.beats = setInterval(() => this.beat(), Math.min(HEARTBEAT_MS, this.deps.nodeTtlMs / 3));
     this.beats.unref();
     this.schedule.start();
   }

@@ -1,0 +1,104 @@
+// The locality runtime on two real nodes sharing one PostgreSQL catalog and one bucket (the
+// pg-s3 project): a session-localized upload is ingested by one owner whichever node it reaches
+// (the other forwards the body once), every blob reads back from both nodes, and an owner that
+// died is 503 locality_failed until its heartbeat is older than SVC_NODE_TTL.
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TEST_BACKEND, backendEnv } from './helpers/backends.js';
+import { seededBytes, sha256 } from './helpers/http.js';
+import { type TestServer, startServer } from './helpers/server.js';
+
+const shared = TEST_BACKEND !== 'fs';
+if (!shared) console.warn('locality test skipped: it needs a shared catalog (the pg-s3 project runs it)');
+
+const TENANT = randomUUID();
+const NODE = { SVC_LOCALITY: 'on', SVC_NODE_TTL: '3s', SVC_DURABILITY: 'relaxed' };
+let a: TestServer;
+let b: TestServer;
+
+async function snapshot(s: TestServer): Promise<any> {
+  return (await fetch(`${s.url}/api/ops/v1/snapshot`)).json();
+}
+
+async function post(s: TestServer, body: Buffer, session: string) {
+  const res = await fetch(`${s.url}/api/v1/blobs`, { method: 'POST', body: body as Uint8Array<ArrayBuffer>, headers: { 'X-Svc-Tenant-Id': TENANT, 'X-Svc-Upload-Session-Id': session } });
+  return { status: res.status, node: res.headers.get('x-svc-node'), location: res.headers.get('location'), json: (await res.json()) as any };
+}
+
+describe.skipIf(!shared)('locality runtime (two pg-s3 nodes)', () => {
+  beforeAll(async () => {
+    a = await startServer(NODE);
+    b = await startServer({ ...(await backendEnv(a.root)), ...NODE });
+    // Each node announces itself as it starts listening.
+    for (let i = 0; i < 50 && (await snapshot(a)).placement.nodes.length < 2; i++) await new Promise((r) => setTimeout(r, 100));
+  });
+  afterAll(async () => {
+    await b?.stop();
+    await a?.stop();
+  });
+
+  it('both nodes see each other', async () => {
+    for (const s of [a, b]) {
+      const { placement } = await snapshot(s);
+      expect(placement.mode).toBe('multi-node');
+      expect(placement.nodes.map((n: any) => n.address).sort()).toEqual([`127.0.0.1:${a.port}`, `127.0.0.1:${b.port}`].sort());
+    }
+  });
+
+  it('a session has one owner whichever node the upload reaches, and every blob reads back from both', async () => {
+    const owners = new Set<string>();
+    for (let i = 0; i < 12; i++) {
+      const session = randomUUID();
+      const viaA = seededBytes(100_000 + i, 800 + i);
+      const viaB = seededBytes(200_000 + i, 900 + i);
+      const first = await post(a, viaA, session);
+      const second = await post(b, viaB, session);
+      expect([first.status, second.status], JSON.stringify([first.json, second.json])).toEqual([201, 201]);
+      expect(second.node).toBe(first.node);
+      owners.add(first.node!);
+      for (const [answer, body] of [[first, viaA], [second, viaB]] as const) {
+        expect(answer.json.blob.id).toBe(`sha-256:${sha256(body)}:${body.length}`);
+        expect(answer.location).toBe(`/api/v1/blobs/${answer.json.blob.id}`);
+        for (const s of [a, b]) {
+          const got = await fetch(`${s.url}${answer.location}`);
+          expect(got.status).toBe(200);
+          expect(Buffer.from(await got.arrayBuffer()).equals(body)).toBe(true);
+        }
+      }
+    }
+    // Twelve sessions over two nodes: both own some (all on one would have odds of 1 in 2,048).
+    expect(owners.size).toBe(2);
+  });
+
+  it('a large body is forwarded as a stream', async () => {
+    const { placement } = await snapshot(b);
+    const bNode = placement.nodeId;
+    let session = randomUUID();
+    for (let i = 0; i < 64 && (await post(a, seededBytes(10, i), session)).node !== bNode; i++) session = randomUUID();
+    const body = seededBytes(24 * 1024 * 1024, 77);
+    const answer = await post(a, body, session);
+    expect(answer.status).toBe(201);
+    expect(answer.node).toBe(bNode);
+    const got = await fetch(`${a.url}${answer.location}`);
+    expect(sha256(Buffer.from(await got.arrayBuffer()))).toBe(sha256(body));
+  });
+
+  it('an owner that died is 503 locality_failed until its heartbeat expires, then the living node owns its sessions', async () => {
+    const bNode = (await snapshot(b)).placement.nodeId;
+    const sessions: string[] = [];
+    for (let i = 0; sessions.length < 2 && i < 64; i++) {
+      const session = randomUUID();
+      if ((await post(a, seededBytes(10, 100 + i), session)).node === bNode) sessions.push(session);
+    }
+    expect(sessions).toHaveLength(2);
+    await b.kill9();
+    const failed = await post(a, seededBytes(5000, 1), sessions[0]!);
+    expect(failed.status).toBe(503);
+    expect(failed.json).toEqual({ error: 'locality_failed', message: expect.stringContaining(bNode) });
+    // SVC_NODE_TTL is 3 s: then only node A is live.
+    await new Promise((r) => setTimeout(r, 3500));
+    const taken = await post(a, seededBytes(5000, 2), sessions[1]!);
+    expect(taken.status).toBe(201);
+    expect(taken.node).toBe((await snapshot(a)).placement.nodeId);
+  });
+});
