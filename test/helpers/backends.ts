@@ -3,11 +3,12 @@
 // s3rver on loopback ports, started once per test file; each data directory gets a database and
 // a bucket of its own, so a server restarted on the same directory finds its blobs again).
 // vitest.config.ts runs the blob suites once per backend.
+import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { CreateBucketCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
-import S3rver from 's3rver';
 import { afterAll } from 'vitest';
 import { type PgServer, requirePostgres } from './postgres.js';
 
@@ -16,9 +17,36 @@ export const TEST_BACKEND = (process.env.SVC_TEST_BACKEND ?? 'fs') as 'fs' | 'pg
 /** s3rver's fixed credentials, given to the server through the AWS SDK's standard variables. */
 const S3_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
 
+interface S3rverProcess {
+  port: number;
+  close(): Promise<void>;
+}
+
+/** s3rver in a child process (test/helpers/s3rver-child.mjs), files under `directory`. */
+function startS3rverProcess(directory: string): Promise<S3rverProcess> {
+  const child = spawn(process.execPath, [fileURLToPath(new URL('./s3rver-child.mjs', import.meta.url)), directory], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (d) => {
+      out += d;
+      if (!out.includes('\n')) return;
+      const { port } = JSON.parse(out) as { port: number };
+      resolve({
+        port,
+        close: async () => {
+          child.stdin!.end();
+          await exited;
+        },
+      });
+    });
+    child.once('exit', (code) => reject(new Error(`s3rver exited with ${code}`)));
+  });
+}
+
 interface SharedServers {
   pg: PgServer;
-  s3: S3rver;
+  s3: S3rverProcess;
   endpoint: string;
   client: S3Client;
 }
@@ -29,9 +57,8 @@ let made = 0;
 
 async function startShared(): Promise<SharedServers> {
   const pg = await requirePostgres();
-  const s3 = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory: join(mkdtempSync(join(os.tmpdir(), 'svc-test-s3-')), 's3') });
-  const { port } = (await s3.run()) as { port: number };
-  const endpoint = `http://127.0.0.1:${port}`;
+  const s3 = await startS3rverProcess(join(mkdtempSync(join(os.tmpdir(), 'svc-test-s3-')), 's3'));
+  const endpoint = `http://127.0.0.1:${s3.port}`;
   const client = new S3Client({ endpoint, forcePathStyle: true, region: 'us-east-1', credentials: S3_CREDENTIALS });
   return { pg, s3, endpoint, client };
 }
