@@ -1,5 +1,6 @@
 // The pg-s3 backend: the blob catalog in PostgreSQL (engine/store/pg), block bytes in S3, one
-// object per block, and a holding per tenant's blob (engine/store/s3). Spills of uploads go to a scratch directory of this node.
+// object per block, and a holding per tenant's blob (engine/store/s3: what a rebuild reads).
+// Spills of uploads go to a scratch directory of this node.
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config.js';
