@@ -3,7 +3,7 @@
 // alone by the command; the server started again on the new database serves the same blobs.
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -64,8 +64,8 @@ describe('svc catalog rebuild (pg-s3)', () => {
     if (pg && 'stop' in pg) await pg.stop();
   });
 
-  async function serve(): Promise<TestServer> {
-    const server = await startServer(env, root);
+  async function serve(more: Record<string, string> = {}, dir = root): Promise<TestServer> {
+    const server = await startServer({ ...env, ...more }, dir);
     servers.push(server);
     return server;
   }
@@ -193,5 +193,19 @@ describe('svc catalog rebuild (pg-s3)', () => {
     const again = await upload(server, 'acme', deleted.bytes, 'application/x-again');
     expect((await listing(server, 'acme'))[0]!.id).toBe(again);
     await stop(server);
+  });
+
+  it('a publication the quota refuses leaves no holding', async ({ skip }) => {
+    if ('skip' in pg) return skip(pg.skip);
+    const dir = tempRoot('svc-rebuild-quota-');
+    const policy = join(dir, 'policy.json');
+    writeFileSync(policy, JSON.stringify({ tenants: { tight: { quotaBytes: 6000 } } }));
+    const server = await serve({ SVC_PG_URL: await pg.createDatabase('quota'), SVC_S3_PREFIX: 'quota/', SVC_TENANT_POLICY_FILE: policy }, dir);
+    await upload(server, 'tight', randomBytes(4096), 'application/octet-stream');
+    const refused = await fetch(`${server.url}/api/v1/blobs`, { method: 'POST', headers: await tokenFor(server, 'tight'), body: new Uint8Array(randomBytes(4096)) });
+    expect(refused.status).toBe(507);
+    await stop(server);
+    const holdings = await client.send(new ListObjectsV2Command({ Bucket: 'rebuild', Prefix: 'quota/holdings/' }));
+    expect(holdings.KeyCount).toBe(1);
   });
 });

@@ -7,7 +7,7 @@ import { DEFAULT_TENANT } from '../tenants.js';
 import { blockArrays } from './block-arrays.js';
 import { KeyQueue } from './key-queue.js';
 import { ManifestRecordCache } from './manifest-cache.js';
-import { type PgPool, openPool } from './pool.js';
+import { type PgPool, isServerError, openPool } from './pool.js';
 import { migrate } from './schema.js';
 import { PgGcCatalog } from './gc-catalog.js';
 
@@ -33,6 +33,9 @@ function keyOf(id: string): BlobKey | undefined {
 
 /** SQLSTATE svc_publish raises for a publication past the tenant's quota. */
 const QUOTA_REFUSED = 'SVQ01';
+
+/** Errors of publications the server refused (rolled back for sure), as thrown to the caller. */
+const ROLLED_BACK = new WeakSet<object>();
 
 /** A tenant's hold on a manifest and the manifest's record (refs and sizes null when the caller's cached record is current). */
 interface HeldRow {
@@ -162,9 +165,9 @@ export class PgBlobCatalog implements BlobCatalog {
       try {
         publication = await this.commitPublication(hex, size, mediaType, chunker, blocks, inlineBytes, options);
       } catch (err) {
-        // The server refused it (a SQLSTATE, the quota's included): rolled back, so is the holding.
-        // Without one (a lost connection) the outcome is unknown and the holding stays.
-        if (!check.held && typeof (err as { code?: unknown }).code === 'string') await journal.deleteHolding(tenant, id);
+        // The server refused it (the quota included): rolled back, so is the holding. After a
+        // lost connection the outcome is unknown and the holding stays.
+        if (!check.held && ROLLED_BACK.has(err as object)) await journal.deleteHolding(tenant, id);
         throw err;
       }
       // Written again, as the catalog has it, when the check was stale (another node) or the
@@ -198,8 +201,9 @@ export class PgBlobCatalog implements BlobCatalog {
           ${inlineBytes ? Buffer.from(inlineBytes) : null}, ${recorded.keys}, ${recorded.sizes},
           ${claimed ?? null}, ${quota}, ${cached?.seq ?? -1})`;
     } catch (err) {
-      if ((err as { code?: unknown }).code === QUOTA_REFUSED) throw options.quotaExceeded?.() ?? new Error('quota exceeded');
-      throw err;
+      const thrown = (err as { code?: unknown }).code === QUOTA_REFUSED ? options.quotaExceeded?.() ?? new Error('quota exceeded') : err;
+      if (isServerError(err) && typeof thrown === 'object' && thrown !== null) ROLLED_BACK.add(thrown);
+      throw thrown;
     }
     // A new manifest is ours: the function does not send its blocks back.
     const record = row.outcome === 'created'
