@@ -29,6 +29,8 @@ Usage:
   svc stat ID      a blob's headers and summary as JSON
   svc ls           the inventory (--limit N, --all)
   svc gc [PHASE]   garbage collection: mark, quarantine, purge or run (default), --apply to act
+  svc catalog rebuild [--force]
+                   recreate the pg-s3 catalog from its bucket alone (server-side, SVC_* variables)
   svc help [COMMAND], svc --help, svc COMMAND --help
                    this text, or one command's usage and options
   svc --version    print the version
@@ -129,8 +131,13 @@ export async function main(argv: string[]): Promise<void> {
     return;
   }
   if (topic !== undefined) {
-    if (!client.isClientCommand(topic)) return usageError(`unknown command "${topic}"`);
+    if (!client.isClientCommand(topic) && topic !== 'catalog') return usageError(`unknown command "${topic}"`);
     return main([topic, '--help']);
+  }
+  if (command === 'catalog') {
+    const { runCatalogCommand } = await import('./catalog-command.js');
+    process.exitCode = await runCatalogCommand(rest);
+    return;
   }
   if (client.isClientCommand(command)) {
     process.exitCode = await client.run(argv);

@@ -139,7 +139,7 @@ describe('the command line', () => {
   it('every subcommand honours --help and -h: its usage on stdout, exit 0, no server started', async () => {
     const env = { ...process.env, SVC_HTTP_PORT: '1', SVC_FS_ROOT: '/nonexistent/svc' };
     const root = tempRoot();
-    for (const command of ['serve', 'put', 'get', 'stat', 'ls', 'gc']) {
+    for (const command of ['serve', 'put', 'get', 'stat', 'ls', 'gc', 'catalog']) {
       for (const args of [[command, '--help'], [command, '-h'], ['help', command]]) {
         const { stdout } = await run(process.execPath, [MAIN, ...args], { env, timeout: 10_000 });
         expect([args, stdout.includes(`svc ${command}`) && /Usage/.test(stdout)]).toEqual([args, true]);

@@ -1,11 +1,13 @@
 // The pg-s3 backend: the blob catalog in PostgreSQL (engine/store/pg), block bytes in S3, one
-// object per block (engine/store/s3). Spills of uploads go to a scratch directory of this node.
+// object per block, and a holding per tenant's blob (engine/store/s3: what a rebuild reads).
+// Spills of uploads go to a scratch directory of this node.
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config.js';
 import type { BlobBackend } from './backend.js';
 import { PgBlobCatalog } from './pg/blob-catalog.js';
 import { S3BlockStore } from './s3/block-store.js';
+import { S3Holdings } from './s3/holdings.js';
 
 export async function openPgS3(config: Config): Promise<BlobBackend> {
   // This process holds the data directory's lock: a spill left by an earlier run is nobody's.
@@ -13,7 +15,9 @@ export async function openPgS3(config: Config): Promise<BlobBackend> {
   fs.rmSync(scratchDir, { recursive: true, force: true });
   fs.mkdirSync(scratchDir, { recursive: true });
   const blocks = new S3BlockStore({ kind: 's3', ...config.s3 }, scratchDir);
-  const manifests = await PgBlobCatalog.open(config.pg.url, { poolSize: config.pg.pool });
+  // Each tenant's holdings are journaled in the bucket: it alone suffices to rebuild the catalog.
+  const journal = new S3Holdings(blocks.client, blocks.location);
+  const manifests = await PgBlobCatalog.open(config.pg.url, { poolSize: config.pg.pool, journal });
   return {
     kind: 'pg-s3',
     blocks,

@@ -1,17 +1,21 @@
 import type { BlobCatalog, Publication, PublishOptions } from '../blob-catalog.js';
 import type { StoredBlock } from '../block-store.js';
+import type { CatalogJournal, Holding } from '../catalog-journal.js';
 import { formatContentId } from '../../cas/content-id.js';
 import { type BlobSummary, Manifest, type ManifestRecord, pack } from '../manifest.js';
 import { DEFAULT_TENANT } from '../tenants.js';
 import { blockArrays } from './block-arrays.js';
+import { KeyQueue } from './key-queue.js';
 import { ManifestRecordCache } from './manifest-cache.js';
-import { type PgPool, openPool } from './pool.js';
+import { type PgPool, isServerError, openPool } from './pool.js';
 import { migrate } from './schema.js';
 import { PgGcCatalog } from './gc-catalog.js';
 
 export interface PgCatalogOptions {
   /** Connections in the pool (SVC_PG_POOL). */
   poolSize: number;
+  /** Where each tenant's holdings are journaled (pg-s3: the bucket), so that the catalog can be rebuilt from it. */
+  journal?: CatalogJournal;
 }
 
 /** A manifest's primary key: the id's digest as 32 bytes, and its size. */
@@ -29,6 +33,9 @@ function keyOf(id: string): BlobKey | undefined {
 
 /** SQLSTATE svc_publish raises for a publication past the tenant's quota. */
 const QUOTA_REFUSED = 'SVQ01';
+
+/** Errors of publications the server refused (rolled back for sure), as thrown to the caller. */
+const ROLLED_BACK = new WeakSet<object>();
 
 /** A tenant's hold on a manifest and the manifest's record (refs and sizes null when the caller's cached record is current). */
 interface HeldRow {
@@ -68,8 +75,13 @@ function view(id: string, record: ManifestRecord, held: { seq: number; createdAt
  */
 export class PgBlobCatalog implements BlobCatalog {
   private readonly records = new ManifestRecordCache();
+  /** A tenant's publication and removal of one blob, one at a time on this node (journal and row in step). */
+  private readonly serial = new KeyQueue();
 
-  private constructor(private readonly sql: PgPool) {}
+  private constructor(
+    private readonly sql: PgPool,
+    private readonly journal?: CatalogJournal,
+  ) {}
 
   /** Opens a pool on `url` and brings the schema to the current version. */
   static async open(url: string, options: PgCatalogOptions): Promise<PgBlobCatalog> {
@@ -80,7 +92,7 @@ export class PgBlobCatalog implements BlobCatalog {
       await sql.end({ timeout: 5 });
       throw err;
     }
-    return new PgBlobCatalog(sql);
+    return new PgBlobCatalog(sql, options.journal);
   }
 
   async close(): Promise<void> {
@@ -133,6 +145,44 @@ export class PgBlobCatalog implements BlobCatalog {
   }
 
   async publish(hex: string, size: number, mediaType: string, chunker: string, blocks: readonly StoredBlock[], inlineBytes?: Uint8Array, options: PublishOptions = {}): Promise<Publication> {
+    const journal = this.journal;
+    if (!journal) return this.commitPublication(hex, size, mediaType, chunker, blocks, inlineBytes, options);
+    const id = formatContentId(hex, size);
+    const tenant = options.tenant ?? DEFAULT_TENANT;
+    return this.serial.run(`${tenant}\0${id}`, async () => {
+      // The holding goes to the bucket before the row commits; a repeat (the tenant holds the
+      // blob) skips it, one SELECT instead of one PUT (and the first holding keeps its time).
+      const [check] = await this.sql<{ now: number; held: boolean }[]>`
+        SELECT svc_now_ms() AS now, EXISTS (SELECT 1 FROM tenant_blobs WHERE tenant = ${tenant} AND hex = ${Buffer.from(hex, 'hex')} AND size = ${size}) AS held`;
+      const { refs, sizes } = pack(blocks);
+      const holding: Holding = {
+        tenant, id, size, mediaType, createdAt: check.now, chunker, refs, sizes,
+        ...(inlineBytes ? { inline: Buffer.from(inlineBytes) } : {}),
+        ...(options.tenantBlocks ? { claims: true as const } : {}),
+      };
+      if (!check.held) await journal.putHolding(holding);
+      let publication: Publication;
+      try {
+        publication = await this.commitPublication(hex, size, mediaType, chunker, blocks, inlineBytes, options);
+      } catch (err) {
+        // The server refused it (the quota included): rolled back, so is the holding. After a
+        // lost connection the outcome is unknown and the holding stays.
+        if (!check.held && ROLLED_BACK.has(err as object)) await journal.deleteHolding(tenant, id);
+        throw err;
+      }
+      // Written again, as the catalog has it, when the check was stale (another node) or the
+      // stored manifest is another tenant's with other blocks (another chunker): the holding must
+      // name blocks that the catalog keeps from GC.
+      const record = publication.manifest.record;
+      if (check.held !== publication.existed || (!publication.existed && !record.refs.equals(refs))) {
+        await journal.putHolding({ ...holding, mediaType: record.mediaType, createdAt: record.createdAt, chunker: record.chunker, refs: record.refs, sizes: record.sizes });
+      }
+      return publication;
+    });
+  }
+
+  /** svc_publish: the rows of the publication, in one transaction. */
+  private async commitPublication(hex: string, size: number, mediaType: string, chunker: string, blocks: readonly StoredBlock[], inlineBytes: Uint8Array | undefined, options: PublishOptions): Promise<Publication> {
     const id = formatContentId(hex, size);
     const key: BlobKey = { hex: Buffer.from(hex, 'hex'), size };
     const tenant = options.tenant ?? DEFAULT_TENANT;
@@ -151,8 +201,9 @@ export class PgBlobCatalog implements BlobCatalog {
           ${inlineBytes ? Buffer.from(inlineBytes) : null}, ${recorded.keys}, ${recorded.sizes},
           ${claimed ?? null}, ${quota}, ${cached?.seq ?? -1})`;
     } catch (err) {
-      if ((err as { code?: unknown }).code === QUOTA_REFUSED) throw options.quotaExceeded?.() ?? new Error('quota exceeded');
-      throw err;
+      const thrown = (err as { code?: unknown }).code === QUOTA_REFUSED ? options.quotaExceeded?.() ?? new Error('quota exceeded') : err;
+      if (isServerError(err) && typeof thrown === 'object' && thrown !== null) ROLLED_BACK.add(thrown);
+      throw thrown;
     }
     // A new manifest is ours: the function does not send its blocks back.
     const record = row.outcome === 'created'
@@ -179,6 +230,18 @@ export class PgBlobCatalog implements BlobCatalog {
   async remove(id: string, tenant = DEFAULT_TENANT): Promise<boolean> {
     const key = keyOf(id);
     if (!key) return false;
+    const journal = this.journal;
+    if (!journal) return this.commitRemoval(tenant, key);
+    // The holding goes after the row's removal commits: the bucket never knows less than the
+    // catalog. A crash in between leaves the holding, and a rebuild brings the blob back.
+    return this.serial.run(`${tenant}\0${id}`, async () => {
+      const removed = await this.commitRemoval(tenant, key);
+      if (removed) await journal.deleteHolding(tenant, id);
+      return removed;
+    });
+  }
+
+  private async commitRemoval(tenant: string, key: BlobKey): Promise<boolean> {
     const [row] = await this.sql<{ removed: boolean }[]>`SELECT svc_remove(${tenant}, ${key.hex}, ${key.size}) AS removed`;
     return row.removed;
   }
