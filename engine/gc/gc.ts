@@ -58,6 +58,28 @@ export interface GcReport {
   error?: string;
 }
 
+/** What GET /api/ops/v1/gc answers, from a collector's parts (both collectors). */
+export function gcState(
+  current: { report: GcReport; step: string } | undefined,
+  lastRun: GcReport | undefined,
+  quarantinedBlocks: number,
+  config: GcConfig,
+  schedule: GcSchedule,
+  reclaimed: { blocks: number; bytes: number },
+): GcState {
+  const { intervalMs, minAgeMs, quarantineAgeMs } = config;
+  const r = current?.report;
+  return {
+    running: current !== undefined,
+    current: current && r && { runId: r.runId, phase: r.phase, apply: r.apply, trigger: r.trigger, startedAt: r.startedAt, step: current.step },
+    lastRun,
+    quarantinedBlocks,
+    config: { intervalMs, minAgeMs, quarantineAgeMs },
+    nextScheduledRunAt: schedule.nextAt === undefined ? undefined : new Date(schedule.nextAt).toISOString(),
+    reclaimed,
+  };
+}
+
 export interface GcState {
   running: boolean;
   current?: { runId: string; phase: GcPhase; apply: boolean; trigger: 'api' | 'schedule'; startedAt: string; step: string };
@@ -151,18 +173,9 @@ export class GarbageCollector implements Collector, PublicationGuard {
   }
 
   state(): GcState {
-    const c = this.current;
-    const { intervalMs, minAgeMs, quarantineAgeMs } = this.deps.config;
-    return {
-      running: c !== undefined,
-      current: c && { runId: c.report.runId, phase: c.report.phase, apply: c.report.apply, trigger: c.report.trigger, startedAt: c.report.startedAt, step: c.step },
-      lastRun: this.last,
-      quarantinedBlocks: this.quarantinedBlocks(),
-      config: { intervalMs, minAgeMs, quarantineAgeMs },
-      nextScheduledRunAt: this.schedule.nextAt === undefined ? undefined : new Date(this.schedule.nextAt).toISOString(),
-      reclaimed: { ...this.reclaimer.totals },
-    };
+    return gcState(this.current, this.last, this.quarantinedBlocks(), this.deps.config, this.schedule, { ...this.reclaimer.totals });
   }
+
 
   /** One process owns an embedded catalog: nobody to tell. */
   announce(): void {}

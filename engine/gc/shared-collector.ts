@@ -15,9 +15,9 @@ import type { BlockRoots } from '../cas/index.js';
 import type { GcConfig } from '../config.js';
 import { SvcError } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { KeyedBlock, MovableBlockStore, SharedGcCatalog, StoredBlock } from '../store/index.js';
+import type { KeyedBlock, MovableBlockStore, SharedGcCatalog } from '../store/index.js';
 import type { Collector } from './collector.js';
-import type { GcAgeOverrides, GcPhase, GcReport, GcState } from './gc.js';
+import { type GcAgeOverrides, type GcPhase, type GcReport, type GcState, gcState } from './gc.js';
 import { type FencedIngest, IngestFence } from './ingest-fence.js';
 import { GcSchedule } from './schedule.js';
 
@@ -46,7 +46,6 @@ export class SharedCollector implements Collector {
   private current?: { report: GcReport; step: string };
   private last?: GcReport;
   private quarantined = 0;
-  private left = { blocks: 0, bytes: 0 };
   private readonly schedule: GcSchedule;
   private beats?: NodeJS.Timeout;
   private stopping = false;
@@ -65,12 +64,7 @@ export class SharedCollector implements Collector {
   }
 
   /** A failed upload's blocks stay until a run finds them unreferenced (another node's upload may have found them stored). */
-  reclaim(blocks: StoredBlock[]): void {
-    for (const b of blocks) {
-      this.left.blocks++;
-      this.left.bytes += b.size;
-    }
-  }
+  reclaim(): void {}
 
   lastRun(): GcReport | undefined {
     return this.last;
@@ -81,18 +75,10 @@ export class SharedCollector implements Collector {
   }
 
   state(): GcState {
-    const c = this.current;
-    const { intervalMs, minAgeMs, quarantineAgeMs } = this.deps.config;
-    return {
-      running: c !== undefined,
-      current: c && { runId: c.report.runId, phase: c.report.phase, apply: c.report.apply, trigger: c.report.trigger, startedAt: c.report.startedAt, step: c.step },
-      lastRun: this.last,
-      quarantinedBlocks: this.quarantined,
-      config: { intervalMs, minAgeMs, quarantineAgeMs },
-      nextScheduledRunAt: this.schedule.nextAt === undefined ? undefined : new Date(this.schedule.nextAt).toISOString(),
-      reclaimed: { blocks: 0, bytes: 0 },
-    };
+    // A failed upload's blocks are left for a run (see reclaim): none is reclaimed at once.
+    return gcState(this.current, this.last, this.quarantined, this.deps.config, this.schedule, { blocks: 0, bytes: 0 });
   }
+
 
   announce(): void {
     this.beat();
