@@ -46,11 +46,14 @@ export class S3BlockStore implements MovableBlockStore {
    */
   async put(hex: string, size: number, pieces: readonly Uint8Array[], alwaysWrite = false): Promise<PutOutcome> {
     const Key = this.key(hex, size);
-    const present = (await this.sizeOf(Key)) === size;
+    const quarantined = this.key(hex, size, 'quarantine');
+    // Both places are asked at once: a fresh block (the common case) costs one round trip before its PUT.
+    const [live, inQuarantine] = await Promise.all([this.sizeOf(Key), this.sizeOf(quarantined)]);
+    const present = live === size;
     if (present && !alwaysWrite) return 'present';
     // A block GC quarantined is moved back instead (no bytes sent); its record comes back with the publication.
-    if (!present && (await this.copy(this.key(hex, size, 'quarantine'), Key))) {
-      await this.delete(this.key(hex, size, 'quarantine'));
+    if (!present && inQuarantine === size && (await this.copy(quarantined, Key))) {
+      await this.delete(quarantined);
       return 'restored';
     }
     const Body = pieces.length === 1 ? pieces[0] : Buffer.concat(pieces);
