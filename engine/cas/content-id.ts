@@ -13,6 +13,12 @@ export function formatContentId(hex: string, size: number): string {
   return `sha-256:${hex}:${size}`;
 }
 
+/** A canonical id's digest and length, or undefined when `id` is not one (no diagnostic). */
+export function contentIdOf(id: string): ContentId | undefined {
+  const m = ID_PATTERN.exec(id);
+  return m ? { hex: m[1], size: Number(m[2]) } : undefined;
+}
+
 /** Parse a canonical id; throws 400 invalid_blob_id with a diagnostic. */
 export function parseContentId(id: string): ContentId {
   if (id.length === 0 || id.length > 256) throw invalidBlobId(`Blob id must be 1..256 characters of the form ${FORM}`);

@@ -58,6 +58,26 @@ export interface GcReport {
   error?: string;
 }
 
+/** A run's report before it starts (both collectors). */
+export function newReport(phase: GcPhase, apply: boolean, trigger: 'api' | 'schedule', ages: GcAgeOverrides): GcReport {
+  const report: GcReport = {
+    runId: randomUUID(),
+    phase,
+    apply,
+    trigger,
+    startedAt: new Date().toISOString(),
+    markedBlocks: 0,
+    candidates: 0,
+    quarantined: { count: 0, bytes: 0 },
+    purged: { count: 0, bytes: 0 },
+    restored: 0,
+    skipped: { count: 0, reasons: {} },
+    quarantineBlocks: 0,
+  };
+  if (ages.minAgeMs !== undefined || ages.quarantineAgeMs !== undefined) report.overrides = { ...ages };
+  return report;
+}
+
 /** What GET /api/ops/v1/gc answers, from a collector's parts (both collectors). */
 export function gcState(
   current: { report: GcReport; step: string } | undefined,
@@ -200,21 +220,7 @@ export class GarbageCollector implements Collector, PublicationGuard {
   run(phase: GcPhase, apply: boolean, trigger: 'api' | 'schedule' = 'api', ages: GcAgeOverrides = {}): Promise<GcReport> {
     if (this.current) return Promise.reject(gcRunning());
     if (this.stopping) return Promise.reject(new SvcError(503, 'gc_stopped', 'The server is shutting down'));
-    const report: GcReport = {
-      runId: randomUUID(),
-      phase,
-      apply,
-      trigger,
-      startedAt: new Date().toISOString(),
-      markedBlocks: 0,
-      candidates: 0,
-      quarantined: { count: 0, bytes: 0 },
-      purged: { count: 0, bytes: 0 },
-      restored: 0,
-      skipped: { count: 0, reasons: {} },
-      quarantineBlocks: 0,
-    };
-    if (ages.minAgeMs !== undefined || ages.quarantineAgeMs !== undefined) report.overrides = { ...ages };
+    const report = newReport(phase, apply, trigger, ages);
     const { minAgeMs, quarantineAgeMs } = this.deps.config;
     const effective = { minAgeMs: ages.minAgeMs ?? minAgeMs, quarantineAgeMs: ages.quarantineAgeMs ?? quarantineAgeMs };
     if (report.overrides) this.deps.log.warn('gc: ages overridden for this run', { runId: report.runId, ...effective, configured: { minAgeMs, quarantineAgeMs } });

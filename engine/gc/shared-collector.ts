@@ -10,14 +10,13 @@
 //   are read from quarantine meanwhile and moved back by the next run;
 // - purge takes a record only if it was stamped before the fence (the start of the oldest open
 //   upload of every live node, from their heartbeats) and is unmarked in this run.
-import { randomUUID } from 'node:crypto';
 import type { BlockRoots } from '../cas/index.js';
 import type { GcConfig } from '../config.js';
 import { SvcError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { KeyedBlock, MovableBlockStore, SharedGcCatalog } from '../store/index.js';
 import type { Collector } from './collector.js';
-import { type GcAgeOverrides, type GcPhase, type GcReport, type GcState, gcState } from './gc.js';
+import { type GcAgeOverrides, type GcPhase, type GcReport, type GcState, gcState, newReport } from './gc.js';
 import { type FencedIngest, IngestFence } from './ingest-fence.js';
 import { GcSchedule } from './schedule.js';
 
@@ -43,7 +42,7 @@ const gcRunning = () => new SvcError(409, 'gc_running', 'A garbage collection ru
 
 export class SharedCollector implements Collector {
   private readonly fence: IngestFence;
-  private current?: { report: GcReport; step: string };
+  private current?: { report: GcReport; step: string; done: Promise<GcReport> };
   private last?: GcReport;
   private quarantined = 0;
   private readonly schedule: GcSchedule;
@@ -108,32 +107,31 @@ export class SharedCollector implements Collector {
     this.stopping = true;
     this.schedule.stop();
     clearInterval(this.beats);
-    while (this.current) await new Promise((r) => setTimeout(r, 50));
+    await this.current?.done.catch(() => {});
   }
 
-  async run(phase: GcPhase, apply: boolean, trigger: 'api' | 'schedule' = 'api', ages: GcAgeOverrides = {}): Promise<GcReport> {
-    if (this.current) throw gcRunning();
-    if (this.stopping) throw new SvcError(503, 'gc_stopped', 'The server is shutting down');
-    const report: GcReport = {
-      runId: randomUUID(), phase, apply, trigger, startedAt: new Date().toISOString(),
-      markedBlocks: 0, candidates: 0, quarantined: { count: 0, bytes: 0 }, purged: { count: 0, bytes: 0 },
-      restored: 0, skipped: { count: 0, reasons: {} }, quarantineBlocks: 0,
-    };
-    if (ages.minAgeMs !== undefined || ages.quarantineAgeMs !== undefined) report.overrides = { ...ages };
-    const current = { report, step: 'lock' };
+  run(phase: GcPhase, apply: boolean, trigger: 'api' | 'schedule' = 'api', ages: GcAgeOverrides = {}): Promise<GcReport> {
+    if (this.current) return Promise.reject(gcRunning());
+    if (this.stopping) return Promise.reject(new SvcError(503, 'gc_stopped', 'The server is shutting down'));
+    const report = newReport(phase, apply, trigger, ages);
+    const current = { report, step: 'lock', done: undefined as unknown as Promise<GcReport> };
     this.current = current;
-    try {
-      const lock = await this.deps.catalog.lock();
-      if (!lock) throw gcRunning();
-      try {
-        await this.execute(current, { minAgeMs: ages.minAgeMs ?? this.deps.config.minAgeMs, quarantineAgeMs: ages.quarantineAgeMs ?? this.deps.config.quarantineAgeMs });
-      } finally {
-        await lock.release().catch((err) => this.deps.log.warn('gc: lock not released (its connection will)', { err: String(err) }));
-      }
-    } finally {
+    current.done = this.locked(current, { minAgeMs: ages.minAgeMs ?? this.deps.config.minAgeMs, quarantineAgeMs: ages.quarantineAgeMs ?? this.deps.config.quarantineAgeMs }).finally(() => {
       this.current = undefined;
+    });
+    return current.done;
+  }
+
+  /** The run under the catalog's lock (409 gc_running when another node holds it). */
+  private async locked(current: { report: GcReport; step: string }, ages: { minAgeMs: number; quarantineAgeMs: number }): Promise<GcReport> {
+    const lock = await this.deps.catalog.lock();
+    if (!lock) throw gcRunning();
+    try {
+      await this.execute(current, ages);
+    } finally {
+      await lock.release().catch((err) => this.deps.log.warn('gc: lock not released (its connection will)', { err: String(err) }));
     }
-    return report;
+    return current.report;
   }
 
   private async execute(current: { report: GcReport; step: string }, ages: { minAgeMs: number; quarantineAgeMs: number }): Promise<void> {

@@ -3,6 +3,7 @@
 // A holding is written before the publication commits and deleted after the removal commits:
 // the bucket knows at least what the catalog knows.
 import { createHash } from 'node:crypto';
+import { contentIdOf } from '../cas/content-id.js';
 
 /** What a tenant's hold on a blob needs to be recreated, with the manifest it holds. */
 export interface Holding {
@@ -64,8 +65,6 @@ export function encodeHolding(h: Holding): Buffer {
   return Buffer.from(JSON.stringify(doc));
 }
 
-const CONTENT_ID = /^sha-256:([0-9a-f]{64}):([1-9][0-9]{0,15})$/;
-
 /** Reads a holding document; throws on a version or shape this svc does not know. */
 export function decodeHolding(bytes: Uint8Array): Holding {
   const doc = JSON.parse(Buffer.from(bytes).toString('utf8')) as Partial<HoldingV1>;
@@ -75,15 +74,15 @@ export function decodeHolding(bytes: Uint8Array): Holding {
     return v;
   };
   const id = str(doc.id, 'id');
-  const m = CONTENT_ID.exec(id);
-  if (!m || Number(m[2]) !== doc.size) throw new Error(`holding: id "${id}" and size ${String(doc.size)} disagree`);
+  const parsed = contentIdOf(id);
+  if (!parsed || parsed.size !== doc.size) throw new Error(`holding: id "${id}" and size ${String(doc.size)} disagree`);
   if (!Number.isSafeInteger(doc.createdAt)) throw new Error('holding: "createdAt" is not an integer');
   const refs = Buffer.from(str(doc.refs, 'refs'), 'base64');
   const sizes = Buffer.from(str(doc.sizes, 'sizes'), 'base64');
   if (refs.length !== (sizes.length / 4) * 40 || sizes.length % 4 !== 0) throw new Error('holding: refs and sizes disagree');
   const inline = doc.inline === undefined ? undefined : Buffer.from(str(doc.inline, 'inline'), 'base64');
   // Inline bytes are the blob itself: a rebuild must not serve bytes that are not the id's.
-  if (inline && (inline.length !== doc.size || createHash('sha256').update(inline).digest('hex') !== m[1])) {
+  if (inline && (inline.length !== doc.size || createHash('sha256').update(inline).digest('hex') !== parsed.hex)) {
     throw new Error('holding: the inline bytes are not the blob\'s');
   }
   return {

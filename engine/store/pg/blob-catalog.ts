@@ -1,7 +1,7 @@
 import type { BlobCatalog, Publication, PublishOptions } from '../blob-catalog.js';
 import type { StoredBlock } from '../block-store.js';
 import type { CatalogJournal, Holding } from '../catalog-journal.js';
-import { formatContentId } from '../../cas/content-id.js';
+import { contentIdOf, formatContentId } from '../../cas/content-id.js';
 import { type BlobSummary, Manifest, type ManifestRecord, pack } from '../manifest.js';
 import { DEFAULT_TENANT } from '../tenants.js';
 import { blockArrays } from './block-arrays.js';
@@ -24,11 +24,9 @@ interface BlobKey {
   size: number;
 }
 
-const CONTENT_ID = /^sha-256:([0-9a-f]{64}):([1-9][0-9]{0,15})$/;
-
 function keyOf(id: string): BlobKey | undefined {
-  const m = CONTENT_ID.exec(id);
-  return m ? { hex: Buffer.from(m[1], 'hex'), size: Number(m[2]) } : undefined;
+  const parsed = contentIdOf(id);
+  return parsed && { hex: Buffer.from(parsed.hex, 'hex'), size: parsed.size };
 }
 
 /** SQLSTATE svc_publish raises for a publication past the tenant's quota. */

@@ -2,10 +2,10 @@
 // small JSON document per (tenant, blob) (engine/store/catalog-journal.ts). The tenant is
 // base64url-encoded: a tenant id may hold any character, a key segment must not hold '/'.
 import { DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { contentIdOf } from '../../cas/content-id.js';
 import type { S3Location } from '../block-store.js';
 import { type CatalogJournal, type Holding, decodeHolding, encodeHolding } from '../catalog-journal.js';
 
-const CONTENT_ID = /^sha-256:([0-9a-f]{64}):([1-9][0-9]{0,15})$/;
 /** Holdings read at once while listing. */
 const READ_CONCURRENCY = 16;
 
@@ -16,9 +16,9 @@ export class S3Holdings implements CatalogJournal {
   ) {}
 
   key(tenant: string, id: string): string {
-    const m = CONTENT_ID.exec(id);
-    if (!m) throw new Error(`not a content id: ${id}`);
-    return `${this.location.prefix}holdings/${Buffer.from(tenant).toString('base64url')}/${m[1]}-${m[2]}`;
+    const parsed = contentIdOf(id);
+    if (!parsed) throw new Error(`not a content id: ${id}`);
+    return `${this.location.prefix}holdings/${Buffer.from(tenant).toString('base64url')}/${parsed.hex}-${parsed.size}`;
   }
 
   async putHolding(holding: Holding): Promise<void> {
