@@ -179,11 +179,14 @@ export class Engine {
   }
 
   /** The tenant's blob (another tenant's, or none: 404 blob_not_found alike). */
-  async manifest(id: ContentId, tenant = DEFAULT_TENANT): Promise<Manifest> {
+  manifest(id: ContentId, tenant = DEFAULT_TENANT): Manifest | Promise<Manifest> {
     const key = formatContentId(id.hex, id.size);
-    const m = await this.manifests.get(key, tenant);
-    if (!m) throw blobNotFound(key);
-    return m;
+    const found = (m: Manifest | undefined): Manifest => {
+      if (!m) throw blobNotFound(key);
+      return m;
+    };
+    const m = this.manifests.get(key, tenant);
+    return m instanceof Promise ? m.then(found) : found(m);
   }
 
   async list(limit: number, cursor?: string, tenant = DEFAULT_TENANT): Promise<{ blobs: BlobSummary[]; nextCursor?: string }> {

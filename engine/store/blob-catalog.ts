@@ -48,7 +48,8 @@ export interface Publication {
  * Every call may go to another process (PostgreSQL, S3): reads are asynchronous too.
  */
 export interface BlobCatalog {
-  get(id: string, tenant?: string): Promise<Manifest | undefined>;
+  /** The tenant's manifest: at once when the catalog can (embedded: the 4 KiB GET path stays synchronous), else a promise. */
+  get(id: string, tenant?: string): Manifest | undefined | Promise<Manifest | undefined>;
   /** The bytes of an inline blob. */
   inlineBytes(id: string): Promise<Buffer | undefined>;
   /**

@@ -105,7 +105,7 @@ export class LmdbBlobCatalog implements EmbeddedBlobCatalog {
 
   private readonly cache = new Map<string, Manifest>();
 
-  async get(id: string, tenant = DEFAULT_TENANT): Promise<Manifest | undefined> {
+  get(id: string, tenant = DEFAULT_TENANT): Manifest | undefined {
     const cacheKey = `${tenant}\0${id}`;
     const hit = this.cache.get(cacheKey);
     if (hit) {
