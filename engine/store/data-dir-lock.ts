@@ -42,12 +42,14 @@ export function lockDataDir(root: string): DataDirLock {
     throw new DataDirLockError(`cannot lock the data directory ${root} (${file}): ${(err as Error).message}`);
   }
   if (!locked) {
-    const holder = readHolder(fd);
+    const holder = awaitHolder(fd);
     fs.closeSync(fd);
     throw new DataDirInUse(`the data directory ${root} is in use by ${holder ? `process ${holder}` : 'another process'} (SVC_FS_ROOT): one svc process at a time`);
   }
-  fs.ftruncateSync(fd, 0);
-  fs.writeSync(fd, `${process.pid}\n`, 0);
+  // Written before the truncation, so a process that finds the lock taken never reads an empty file.
+  const pid = Buffer.from(`${process.pid}\n`);
+  fs.writeSync(fd, pid, 0, pid.length, 0);
+  fs.ftruncateSync(fd, pid.length);
   let released = false;
   return {
     release() {
@@ -78,13 +80,38 @@ function openLockFile(file: string): number {
   }
 }
 
-/** The pid the holder wrote; undefined when it cannot be read (yet). */
+/**
+ * The holder's pid. A holder that has only just taken the lock may not have written its pid yet
+ * (the file still names the previous, dead holder), so a pid that is not alive is read again for up
+ * to half a second; undefined when none can be named.
+ */
+function awaitHolder(fd: number): string | undefined {
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const holder = readHolder(fd);
+    if (holder !== undefined && isAlive(Number(holder))) return holder;
+    Atomics.wait(pause, 0, 0, 10);
+  }
+  return undefined;
+}
+
 function readHolder(fd: number): string | undefined {
   try {
     const buffer = Buffer.alloc(32);
-    const text = buffer.toString('utf8', 0, fs.readSync(fd, buffer, 0, buffer.length, 0)).trim();
-    return /^[0-9]+$/.test(text) ? text : undefined;
+    const text = buffer.toString('utf8', 0, fs.readSync(fd, buffer, 0, buffer.length, 0));
+    const line = text.split('\n', 1)[0];
+    return /^[0-9]+$/.test(line) ? line : undefined;
   } catch {
     return undefined;
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: the process exists but belongs to another user.
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
