@@ -5,6 +5,7 @@ import { contentIdOf, formatContentId } from '../../cas/content-id.js';
 import { type BlobSummary, Manifest, type ManifestRecord, pack } from '../manifest.js';
 import { DEFAULT_TENANT } from '../tenants.js';
 import { blockArrays } from './block-arrays.js';
+import { HoldingLocks } from './holding-locks.js';
 import { KeyQueue } from './key-queue.js';
 import { ManifestRecordCache } from './manifest-cache.js';
 import { type PgPool, isServerError, openPool } from './pool.js';
@@ -73,12 +74,14 @@ function view(id: string, record: ManifestRecord, held: { seq: number; createdAt
  */
 export class PgBlobCatalog implements BlobCatalog {
   private readonly records = new ManifestRecordCache();
-  /** A tenant's publication and removal of one blob, one at a time on this node (journal and row in step). */
+  /** A tenant's publication and removal of one blob, one at a time on this node (journal and row in step)... */
   private readonly serial = new KeyQueue();
 
   private constructor(
     private readonly sql: PgPool,
     private readonly journal?: CatalogJournal,
+    /** ...and across nodes: an advisory lock per (tenant, blob), taken once this node's turn came. */
+    private readonly locks?: HoldingLocks,
   ) {}
 
   /** Opens a pool on `url` and brings the schema to the current version. */
@@ -90,11 +93,45 @@ export class PgBlobCatalog implements BlobCatalog {
       await sql.end({ timeout: 5 });
       throw err;
     }
-    return new PgBlobCatalog(sql, options.journal);
+    return new PgBlobCatalog(sql, options.journal, options.journal && new HoldingLocks(openPool(url, 1), sql));
   }
 
   async close(): Promise<void> {
+    await this.locks?.close();
     await this.sql.end({ timeout: 5 });
+  }
+
+  /**
+   * `work` (a journal write and a catalog call) with this node's turn and the cross-node lock of
+   * (tenant, blob). If the lock's connection failed meanwhile, another node may have interleaved:
+   * the holding is made to agree with the catalog again, under the lock.
+   */
+  private exclusive<T>(tenant: string, id: string, work: () => Promise<T>, claims?: boolean): Promise<T> {
+    return this.serial.run(`${tenant}\0${id}`, async () => {
+      const lock = await this.locks!.acquire(tenant, id);
+      try {
+        return await work();
+      } finally {
+        if (!(await lock.release())) await this.reconcileHolding(tenant, id, claims);
+      }
+    });
+  }
+
+  private async reconcileHolding(tenant: string, id: string, claims?: boolean): Promise<void> {
+    const lock = await this.locks!.acquire(tenant, id);
+    try {
+      const held = await this.get(id, tenant);
+      if (!held) return await this.journal!.deleteHolding(tenant, id);
+      const r = held.record;
+      const inline = r.inline ? await this.inlineBytes(id) : undefined;
+      await this.journal!.putHolding({
+        tenant, id, size: r.size, mediaType: r.mediaType, createdAt: r.createdAt, chunker: r.chunker, refs: r.refs, sizes: r.sizes,
+        ...(inline ? { inline } : {}),
+        ...(claims ? { claims: true as const } : {}),
+      });
+    } finally {
+      await lock.release();
+    }
   }
 
   /** Garbage collection's side of this catalog, on the same pool. */
@@ -147,7 +184,7 @@ export class PgBlobCatalog implements BlobCatalog {
     if (!journal) return this.commitPublication(hex, size, mediaType, chunker, blocks, inlineBytes, options);
     const id = formatContentId(hex, size);
     const tenant = options.tenant ?? DEFAULT_TENANT;
-    return this.serial.run(`${tenant}\0${id}`, async () => {
+    return this.exclusive(tenant, id, async () => {
       // The holding goes to the bucket before the row commits; a repeat (the tenant holds the
       // blob) skips it, one SELECT instead of one PUT (and the first holding keeps its time).
       const [check] = await this.sql<{ now: number; held: boolean }[]>`
@@ -176,7 +213,7 @@ export class PgBlobCatalog implements BlobCatalog {
         await journal.putHolding({ ...holding, mediaType: record.mediaType, createdAt: record.createdAt, chunker: record.chunker, refs: record.refs, sizes: record.sizes });
       }
       return publication;
-    });
+    }, options.tenantBlocks);
   }
 
   /** svc_publish: the rows of the publication, in one transaction. */
@@ -232,7 +269,7 @@ export class PgBlobCatalog implements BlobCatalog {
     if (!journal) return this.commitRemoval(tenant, key);
     // The holding goes after the row's removal commits: the bucket never knows less than the
     // catalog. A crash in between leaves the holding, and a rebuild brings the blob back.
-    return this.serial.run(`${tenant}\0${id}`, async () => {
+    return this.exclusive(tenant, id, async () => {
       const removed = await this.commitRemoval(tenant, key);
       if (removed) await journal.deleteHolding(tenant, id);
       return removed;

@@ -21,11 +21,17 @@ export interface PgSql {
   unsafe(text: string): Promise<void>;
 }
 
+/** A connection kept by its caller; `broken` once it failed (its session, and its locks, are gone). */
+export interface Reserved extends PgSql {
+  release(): void;
+  broken(): boolean;
+}
+
 export interface PgPool extends PgSql {
   /** Runs `work` in one transaction on one connection: committed if it resolves, rolled back if it throws. */
   begin<T>(work: (tx: PgSql) => Promise<T>): Promise<T>;
   /** One connection of the pool for the caller alone (session state: advisory locks) until it releases it. */
-  reserve(): Promise<PgSql & { release(): void }>;
+  reserve(): Promise<Reserved>;
   /** Closes the pool; connections still busy after `timeout` seconds are cut. */
   end(options?: { timeout?: number }): Promise<void>;
 }
@@ -101,9 +107,20 @@ export function openPool(url: string, poolSize: number): PgPool {
         client.release(broken);
       }
     },
-    async reserve(): Promise<PgSql & { release(): void }> {
+    async reserve(): Promise<Reserved> {
       const client = await pool.connect();
-      return Object.assign(sqlOn(client), { release: () => client.release() });
+      // A checked-out client has no error listener of the pool's: without one, a connection that
+      // dies between two statements would end the process.
+      let failed: Error | undefined;
+      const onError = (err: Error) => (failed ??= err);
+      client.on('error', onError);
+      return Object.assign(sqlOn(client), {
+        release: () => {
+          client.removeListener('error', onError);
+          client.release(failed);
+        },
+        broken: () => failed !== undefined,
+      });
     },
     async end(options: { timeout?: number } = {}): Promise<void> {
       const ended = pool.end();
