@@ -24,10 +24,27 @@ function objectKey(tenant: string, id: string): number {
   return createHash('sha256').update(tenant).update('\0').update(id).digest().readInt32BE(0);
 }
 
+/** A lock or unlock waiting for the kept connection; an unlock names the connection its lock was taken on. */
+interface Op {
+  kind: 'lock' | 'unlock';
+  key: number;
+  on?: Reserved;
+  tries: number;
+  done(result: { ok: boolean; on: Reserved }): void;
+  failed(err: unknown): void;
+}
+
 export class HoldingLocks {
   private shared?: Promise<Reserved>;
+  /**
+   * The kept connection runs one statement at a time (a pg client must not be given a second
+   * query before the first one's answer): what arrives meanwhile goes in the next statement,
+   * so under load it is one statement for many locks.
+   */
+  private pending: Op[] = [];
+  private sending = false;
 
-  /** `locks`: a pool of one connection of its own (not taken from the catalog's pool). */
+  /** `locks`: a pool of one connection of its own (not taken from the catalog's pool); `waits`: the catalog's pool. */
   constructor(
     private readonly locks: PgPool,
     private readonly waits: PgPool,
@@ -35,17 +52,8 @@ export class HoldingLocks {
 
   async acquire(tenant: string, id: string): Promise<HeldLock> {
     const key = objectKey(tenant, id);
-    let conn = await this.connection();
-    let row: { locked: boolean } | undefined;
-    try {
-      [row] = await conn<{ locked: boolean }[]>`SELECT pg_try_advisory_lock(${HOLDING_CLASS}::int4, ${key}::int4) AS locked`;
-    } catch (err) {
-      if (!conn.broken()) throw err;
-      // The kept connection had died (the server restarted, an idle timeout): once more on a new one.
-      conn = await this.connection();
-      [row] = await conn<{ locked: boolean }[]>`SELECT pg_try_advisory_lock(${HOLDING_CLASS}::int4, ${key}::int4) AS locked`;
-    }
-    if (row!.locked) return { release: () => this.unlock(conn, key, false) };
+    const tried = await this.send('lock', key);
+    if (tried.ok) return { release: async () => (await this.send('unlock', key, tried.on)).ok };
     // Another node holds it (or another key of this node with the same 32-bit hash): wait.
     const own = await this.waits.reserve();
     try {
@@ -54,7 +62,18 @@ export class HoldingLocks {
       own.release();
       throw err;
     }
-    return { release: () => this.unlock(own, key, true) };
+    return {
+      release: async () => {
+        try {
+          const [row] = await own<{ ok: boolean }[]>`SELECT pg_advisory_unlock(${HOLDING_CLASS}::int4, ${key}::int4) AS ok`;
+          return row!.ok && !own.broken();
+        } catch {
+          return false;
+        } finally {
+          own.release();
+        }
+      },
+    };
   }
 
   async close(): Promise<void> {
@@ -63,14 +82,52 @@ export class HoldingLocks {
     await this.locks.end({ timeout: 5 });
   }
 
-  private async unlock(conn: Reserved, key: number, own: boolean): Promise<boolean> {
+  private send(kind: Op['kind'], key: number, on?: Reserved): Promise<{ ok: boolean; on: Reserved }> {
+    return new Promise((done, failed) => {
+      this.pending.push({ kind, key, on, tries: 0, done, failed });
+      void this.drain();
+    });
+  }
+
+  private async drain(): Promise<void> {
+    if (this.sending) return;
+    this.sending = true;
     try {
-      const [row] = await conn<{ unlocked: boolean }[]>`SELECT pg_advisory_unlock(${HOLDING_CLASS}::int4, ${key}::int4) AS unlocked`;
-      return row!.unlocked && !conn.broken();
-    } catch {
-      return false;
+      while (this.pending.length > 0) {
+        const batch = this.pending.splice(0);
+        let conn: Reserved;
+        try {
+          conn = await this.connection();
+        } catch (err) {
+          for (const op of batch) op.failed(err);
+          continue;
+        }
+        // An unlock for a connection that has been replaced: that lock went with it.
+        for (const op of batch) if (op.kind === 'unlock' && op.on !== conn) op.done({ ok: false, on: conn });
+        await this.run(conn, batch.filter((op) => op.kind === 'unlock' && op.on === conn));
+        await this.run(conn, batch.filter((op) => op.kind === 'lock'));
+      }
     } finally {
-      if (own) conn.release(); // a broken kept connection is replaced by the next acquire
+      this.sending = false;
+    }
+  }
+
+  private async run(conn: Reserved, ops: Op[]): Promise<void> {
+    if (ops.length === 0) return;
+    const keys = ops.map((op) => op.key);
+    try {
+      const rows = ops[0]!.kind === 'lock'
+        ? await conn<{ ok: boolean }[]>`SELECT pg_try_advisory_lock(${HOLDING_CLASS}::int4, k) AS ok FROM unnest(${keys}::int4[]) WITH ORDINALITY AS t(k, i) ORDER BY i`
+        : await conn<{ ok: boolean }[]>`SELECT pg_advisory_unlock(${HOLDING_CLASS}::int4, k) AS ok FROM unnest(${keys}::int4[]) WITH ORDINALITY AS t(k, i) ORDER BY i`;
+      ops.forEach((op, i) => op.done({ ok: rows[i]!.ok && !conn.broken(), on: conn }));
+    } catch (err) {
+      for (const op of ops) {
+        // The kept connection had died (the server restarted, an idle timeout): a lock is tried
+        // once more on a new one; an unlock's lock went with it.
+        if (op.kind === 'unlock') op.done({ ok: false, on: conn });
+        else if (conn.broken() && op.tries++ === 0) this.pending.push(op);
+        else op.failed(err);
+      }
     }
   }
 
