@@ -9,7 +9,10 @@
 // - a publication that references a quarantined block makes its record live again; its bytes
 //   are read from quarantine meanwhile and moved back by the next run;
 // - purge takes a record only if it was stamped before the fence (the start of the oldest open
-//   upload of every live node, from their heartbeats) and is unmarked in this run.
+//   upload of every live node, from their heartbeats) and is unmarked in this run;
+// - the mark set holds every live node's roots: a run opens a marking epoch, each node seeing it
+//   in its heartbeat adds the roots only it can read (its data directory's) and records that it
+//   did, and candidates are chosen only once every node seen within SVC_NODE_TTL has.
 import type { BlockRoots } from '../cas/index.js';
 import type { GcConfig } from '../config.js';
 import { SvcError } from '../errors.js';
@@ -24,12 +27,21 @@ const RUNS_KEPT = 50;
 const BATCH = 1000;
 /** Heartbeats come at least every 5 s, and at least three times per SVC_NODE_TTL. */
 const HEARTBEAT_MS = 5000;
+/** How long a run waits, beyond SVC_NODE_TTL, for live nodes to mark their roots before it gives up (taking nothing). */
+const MARK_WAIT_MS = 60_000;
+const MARK_POLL_MS = 100;
 
 interface Deps {
   config: GcConfig;
   catalog: SharedGcCatalog;
   blocks: MovableBlockStore;
+  /** Roots only this node can read (its data directory's: document content, its resumable sessions). */
   roots: readonly BlockRoots[];
+  /**
+   * Roots every node reads alike (kept in the shared catalog, e.g. resumable sessions once they
+   * live in PostgreSQL): marked once per run, by the node that runs it.
+   */
+  sharedRoots?: readonly BlockRoots[];
   log: Logger;
   nodeId: string;
   /** Where this node's blob API listens (known once it does). */
@@ -48,6 +60,8 @@ export class SharedCollector implements Collector {
   private readonly schedule: GcSchedule;
   private beats?: NodeJS.Timeout;
   private stopping = false;
+  /** This node's latest pass adding its roots to a run's marks. */
+  private marking?: { epoch: number; done: Promise<void> };
 
   constructor(private readonly deps: Deps) {
     // A scheduled run that finds another in progress (here or on another node: 409) waits for the next interval.
@@ -89,6 +103,10 @@ export class SharedCollector implements Collector {
     const oldest = this.fence.oldestStart(now);
     this.deps.catalog
       .heartbeat(this.deps.nodeId, this.deps.address(), oldest < now ? now - oldest : null)
+      .then(({ markEpoch }) => {
+        // A run (on any node) is marking and has not got this node's roots yet.
+        if (markEpoch !== undefined) this.markOwnRoots(markEpoch).catch((err) => this.deps.log.warn('gc: marking this node\'s roots failed (the next heartbeat retries)', { err: String(err) }));
+      })
       .then(() => this.deps.catalog.quarantinedCount())
       .then((n) => (this.quarantined = n))
       .catch((err) => this.deps.log.warn('gc: heartbeat failed', { err: String(err) }));
@@ -143,7 +161,7 @@ export class SharedCollector implements Collector {
       const now = await catalog.now();
       const fence = await this.fenceAt(now);
       current.step = 'mark';
-      await this.mark(report);
+      await this.mark(current);
       const before = now - ages.minAgeMs;
       if (report.phase !== 'purge') {
         current.step = report.phase === 'mark' ? 'count candidates' : 'quarantine';
@@ -178,21 +196,56 @@ export class SharedCollector implements Collector {
     return fence;
   }
 
-  private async mark(report: GcReport): Promise<void> {
-    const { catalog } = this.deps;
+  /** Manifests, shared roots, then every live node's own roots (this one's, and the others' through their heartbeats). */
+  private async mark(current: { report: GcReport; step: string }): Promise<void> {
+    const { catalog, nodeId, nodeTtlMs } = this.deps;
     await catalog.markManifests();
-    for (const root of this.deps.roots) {
-      let batch: Buffer[] = [];
-      for (const digest of root.digests()) {
-        batch.push(Buffer.from(digest));
-        if (batch.length === BATCH) {
-          await catalog.mark(batch);
-          batch = [];
-        }
+    const epoch = await catalog.openMarking();
+    try {
+      for (const root of this.deps.sharedRoots ?? []) await this.markRoots(root);
+      await this.markOwnRoots(epoch);
+      const deadline = Date.now() + nodeTtlMs + MARK_WAIT_MS;
+      for (;;) {
+        // A node that died stops beating: after SVC_NODE_TTL it is no longer waited for.
+        const waiting = (await catalog.unmarkedNodes(epoch, nodeTtlMs)).filter((n) => n !== nodeId);
+        if (waiting.length === 0) break;
+        current.step = `mark (waiting for ${waiting.join(', ')})`;
+        if (Date.now() > deadline) throw new Error(`gc: node(s) ${waiting.join(', ')} did not mark their roots in time; nothing was quarantined`);
+        await new Promise((r) => setTimeout(r, MARK_POLL_MS));
       }
-      await catalog.mark(batch);
+    } finally {
+      await catalog.closeMarking(epoch).catch(() => {});
     }
-    report.markedBlocks = await catalog.markedCount();
+    current.report.markedBlocks = await catalog.markedCount();
+  }
+
+  /** Adds this node's own roots to the marks of `epoch` and records it; one pass at a time, none twice for one epoch. */
+  private markOwnRoots(epoch: number): Promise<void> {
+    const last = this.marking;
+    if (last && last.epoch >= epoch) return last.done;
+    const done = (last?.done ?? Promise.resolve()).catch(() => {}).then(async () => {
+      for (const root of this.deps.roots) await this.markRoots(root);
+      await this.deps.catalog.markedBy(this.deps.nodeId, epoch);
+    });
+    // A failed pass is tried again at the next heartbeat.
+    done.catch(() => {
+      if (this.marking?.done === done) this.marking = undefined;
+    });
+    this.marking = { epoch, done };
+    return done;
+  }
+
+  private async markRoots(root: BlockRoots): Promise<void> {
+    const { catalog } = this.deps;
+    let batch: Buffer[] = [];
+    for (const digest of root.digests()) {
+      batch.push(Buffer.from(digest));
+      if (batch.length === BATCH) {
+        await catalog.mark(batch);
+        batch = [];
+      }
+    }
+    await catalog.mark(batch);
   }
 
   /** Unreferenced records, then objects no record names (a failed upload's), go to quarantine. */

@@ -50,9 +50,18 @@ export interface SharedGcCatalog {
   lastRun<R>(): Promise<R | undefined>;
   /**
    * This node is alive: its address and how long ago (ms, its own clock) its oldest open upload
-   * started (null: none); the catalog turns that into a time on its clock.
+   * started (null: none); the catalog turns that into a time on its clock. Returns the epoch of a
+   * run whose marking is open and that this node has not marked for yet (its roots are wanted).
    */
-  heartbeat(nodeId: string, address: string, oldestIngestAgeMs: number | null): Promise<void>;
+  heartbeat(nodeId: string, address: string, oldestIngestAgeMs: number | null): Promise<{ markEpoch?: number }>;
+  /** A run's marking opens (after the manifests are marked): nodes add their roots for the new epoch. */
+  openMarking(): Promise<number>;
+  /** The marking of `epoch` is over: nodes stop being asked. */
+  closeMarking(epoch: number): Promise<void>;
+  /** `nodeId` has added all its roots for `epoch`. */
+  markedBy(nodeId: string, epoch: number): Promise<void>;
+  /** Nodes seen within `ttlMs` that have not marked for `epoch`. */
+  unmarkedNodes(epoch: number, ttlMs: number): Promise<string[]>;
   /** Nodes seen within `ttlMs`. */
   nodes(ttlMs: number): Promise<NodeRecord[]>;
   /** The catalog's clock (ms): every node compares ages against it. */

@@ -165,11 +165,34 @@ export class PgGcCatalog implements SharedGcCatalog {
     return row?.report;
   }
 
-  async heartbeat(nodeId: string, address: string, oldestIngestAgeMs: number | null): Promise<void> {
-    await this.sql`
-      INSERT INTO nodes (node_id, address, last_seen_at, oldest_ingest_at)
-      VALUES (${nodeId}, ${address}, svc_now_ms(), CASE WHEN ${oldestIngestAgeMs}::int8 IS NULL THEN NULL ELSE svc_now_ms() - ${oldestIngestAgeMs}::int8 END)
-      ON CONFLICT (node_id) DO UPDATE SET address = excluded.address, last_seen_at = excluded.last_seen_at, oldest_ingest_at = excluded.oldest_ingest_at`;
+  async heartbeat(nodeId: string, address: string, oldestIngestAgeMs: number | null): Promise<{ markEpoch?: number }> {
+    const [row] = await this.sql<{ epoch: number }[]>`
+      WITH beat AS (
+        INSERT INTO nodes (node_id, address, last_seen_at, oldest_ingest_at)
+        VALUES (${nodeId}, ${address}, svc_now_ms(), CASE WHEN ${oldestIngestAgeMs}::int8 IS NULL THEN NULL ELSE svc_now_ms() - ${oldestIngestAgeMs}::int8 END)
+        ON CONFLICT (node_id) DO UPDATE SET address = excluded.address, last_seen_at = excluded.last_seen_at, oldest_ingest_at = excluded.oldest_ingest_at
+        RETURNING marked_epoch)
+      SELECT g.epoch FROM gc_marking g, beat WHERE g.open AND beat.marked_epoch < g.epoch`;
+    return row ? { markEpoch: row.epoch } : {};
+  }
+
+  async openMarking(): Promise<number> {
+    const [row] = await this.sql<{ epoch: number }[]>`UPDATE gc_marking SET epoch = epoch + 1, open = true RETURNING epoch`;
+    return row!.epoch;
+  }
+
+  async closeMarking(epoch: number): Promise<void> {
+    await this.sql`UPDATE gc_marking SET open = false WHERE epoch = ${epoch}`;
+  }
+
+  async markedBy(nodeId: string, epoch: number): Promise<void> {
+    await this.sql`UPDATE nodes SET marked_epoch = greatest(marked_epoch, ${epoch}) WHERE node_id = ${nodeId}`;
+  }
+
+  async unmarkedNodes(epoch: number, ttlMs: number): Promise<string[]> {
+    const rows = await this.sql<{ nodeId: string }[]>`
+      SELECT node_id AS "nodeId" FROM nodes WHERE last_seen_at > svc_now_ms() - ${ttlMs} AND marked_epoch < ${epoch} ORDER BY node_id`;
+    return rows.map((r) => r.nodeId);
   }
 
   async nodes(ttlMs: number): Promise<NodeRecord[]> {
