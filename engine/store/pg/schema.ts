@@ -5,9 +5,10 @@ import type { PgPool } from './pool.js';
 import { V1_FUNCTIONS } from './schema-v1-functions.js';
 import { V1_TABLES } from './schema-v1-tables.js';
 import { V2_GC } from './schema-v2-gc.js';
+import { V3_SESSIONS } from './schema-v3-sessions.js';
 
 /** Applied in order; the schema's version is the number applied. Never edit one that shipped: append. */
-export const MIGRATIONS: readonly string[] = [V1_TABLES + V1_FUNCTIONS, V2_GC];
+export const MIGRATIONS: readonly string[] = [V1_TABLES + V1_FUNCTIONS, V2_GC, V3_SESSIONS];
 
 export class SchemaTooNew extends Error {}
 
