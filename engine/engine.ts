@@ -26,10 +26,9 @@ import { SchemaRegistry } from './documents/index.js';
 import { ModelService } from './models/index.js';
 import { TrafficHistory, nodeIdOf } from './ops/index.js';
 import { type LiveNode, ownerOf } from './locality/index.js';
-import { type BlobBackend, type BlobCatalog, type BlobSummary, type BlockStore, CatalogEnv, type DataDirLock, DiskSpace, DEFAULT_TENANT, LmdbGcCatalog, LmdbKeyedCatalog, LmdbUploadCatalog, type Manifest, lockDataDir, openBlobBackend } from './store/index.js';
+import { type BlobBackend, type BlobCatalog, type BlobSummary, type BlockStore, CatalogEnv, type DataDirLock, DiskSpace, FsTailStaging, DEFAULT_TENANT, LmdbGcCatalog, LmdbKeyedCatalog, LmdbUploadCatalog, type Manifest, lockDataDir, openBlobBackend } from './store/index.js';
 import type { BlockRoots } from './cas/index.js';
 import { BufferPool } from './uploads/index.js';
-import { Staging } from './uploads/index.js';
 import { Uploads } from './uploads/index.js';
 import { createWorkerPool } from './worker-pool.js';
 import { Budgets, TenantPolicies } from './tenancy/index.js';
@@ -74,6 +73,7 @@ export class Engine {
   readonly budgets: Budgets;
   /** Where this node's blob API listens (host:port), once it does; other nodes read it from the heartbeats. */
   private address = '';
+  private liveNodesRead?: { at: number; ids: Promise<ReadonlySet<string>> };
 
   /** The blob API listens at `address`. */
   listening(address: string): void {
@@ -109,8 +109,10 @@ export class Engine {
     this.budgets = new Budgets(this.policies, () => this.memory.queued === 0);
     this.uploads = new Uploads({
       config: config.uploads,
-      ledger: new LmdbUploadCatalog(catalog),
-      staging: new Staging(config.fsRoot, config.durability),
+      ledger: backend.sessions?.catalog ?? new LmdbUploadCatalog(catalog),
+      staging: backend.sessions?.staging ?? new FsTailStaging(config.fsRoot, config.durability),
+      nodeId: this.nodeId,
+      liveNodes: backend.sessions ? () => this.liveNodeIds() : undefined,
       tailBuffers: tailBufferPool(config),
       blocks,
       scanner,
@@ -254,6 +256,17 @@ export class Engine {
   }
 
   /** The nodes that share this node's catalog, seen within SVC_NODE_TTL (none with an embedded backend). */
+  /** The ids of the nodes seen within SVC_NODE_TTL, read at most once a second (the leases of shared sessions ask on every part). */
+  private liveNodeIds(): Promise<ReadonlySet<string>> {
+    const now = Date.now();
+    if (!this.liveNodesRead || now - this.liveNodesRead.at > 1000) {
+      const ids = this.nodes().then((nodes) => new Set(nodes.map((n) => n.nodeId)));
+      ids.catch(() => (this.liveNodesRead = undefined));
+      this.liveNodesRead = { at: now, ids };
+    }
+    return this.liveNodesRead.ids;
+  }
+
   async nodes(): Promise<Array<{ nodeId: string; lastSeenAt: string; address: string }>> {
     if (!this.backend.shared) return [];
     const nodes = await this.backend.shared.gc.nodes(this.config.nodeTtlMs);

@@ -5,7 +5,7 @@ import { SvcError, invalidUpload, tenantObjectLimit } from '../engine/errors.js'
 import { DEFAULT_TENANT, type SessionRecord } from '../engine/store/index.js';
 import type { PartUpload } from '../engine/uploads/index.js';
 import type { ServerContext } from './api-surface.js';
-import { SocketBody } from './body-sources.js';
+import { type BodySource, HeldBody, SocketBody } from './body-sources.js';
 import { feedIngest } from './body-feed.js';
 import { type Exchange, header, type RequestHead } from './exchange.js';
 import { UUID, parseContentType } from './request-parsing.js';
@@ -31,8 +31,8 @@ export function mountUploadsApi(router: Router, { engine }: ServerContext): void
     ex.json(201, statusJson(record), { ...sessionHeaders(record), Location: `${COLLECTION}/${record.id}` });
   }, write);
 
-  router.on(['GET', 'HEAD'], SESSION, ({ ex, req, params, principal }) => {
-    const record = uploads.status(tenantOf(req, principal), sessionId(params[0]));
+  router.on(['GET', 'HEAD'], SESSION, async ({ ex, req, params, principal }) => {
+    const record = await uploads.status(tenantOf(req, principal), sessionId(params[0]));
     ex.json(200, statusJson(record), sessionHeaders(record));
   }, read);
 
@@ -49,10 +49,14 @@ export function mountUploadsApi(router: Router, { engine }: ServerContext): void
   }, write);
 }
 
-/** PATCH: one part, taken from the first body byte; acknowledged once it and the offset are durable. */
+/**
+ * PATCH: one part, its body held from the first byte while the session's lease is taken (the
+ * catalog may be another process's); acknowledged once the part and the offset are durable.
+ */
 function part(ex: Exchange, req: RequestHead, id: string, engine: Engine, principal: Principal | undefined): void {
-  let started: { replayed: SessionRecord } | { part: PartUpload };
   const declared = header(req, 'content-length');
+  const maxPart = engine.config.uploads.maxPartBytes;
+  let request: Parameters<Engine['uploads']['beginPart']>[0];
   try {
     if (principal) {
       // The tenant's object limit and the principal's byte budget, before any byte is taken.
@@ -61,32 +65,40 @@ function part(ex: Exchange, req: RequestHead, id: string, engine: Engine, princi
       if (max !== undefined && end > max) throw tenantObjectLimit(max);
       engine.budgets.chargeBytes(principal.tenant, principal.subject, byteCount(declared, 'Content-Length', true));
     }
-    started = engine.uploads.beginPart({
+    request = {
       tenant: tenantOf(req, principal),
       id: sessionId(id),
       partId: sessionId(header(req, 'upload-part-id'), 'Upload-Part-Id'),
       offset: byteCount(header(req, 'upload-offset'), 'Upload-Offset', true),
       length: byteCount(declared, 'Content-Length', true),
-    });
+    };
   } catch (err) {
-    afterBody(ex, declared, engine.config.uploads.maxPartBytes, () => ex.error(err, 'ingest_failed'));
+    afterBody(ex, new SocketBody(ex), declared, maxPart, () => ex.error(err, 'ingest_failed'));
     return;
   }
-  if ('replayed' in started) {
-    const record = started.replayed;
-    afterBody(ex, declared, engine.config.uploads.maxPartBytes, () => ex.send(204, sessionHeaders(record)));
-    return;
-  }
-  const upload = started.part;
-  feedIngest(ex, new SocketBody(ex), upload.ingest, engine.stats, {
-    last: () =>
-      upload.finish().then(
-        (record) => ex.send(204, sessionHeaders(record)),
-        (err) => ex.error(err, 'ingest_failed'),
-      ),
-    fail: (err) => void upload.release().then(() => ex.error(err, 'ingest_failed')),
-    abort: () => upload.abort(),
-  }, upload.ready);
+  const body = new HeldBody(ex.body);
+  engine.uploads.beginPart(request).then(
+    (started) => {
+      if ('replayed' in started) {
+        const record = started.replayed;
+        afterBody(ex, body, declared, maxPart, () => ex.send(204, sessionHeaders(record)));
+        return;
+      }
+      const upload = started.part;
+      // The client went away while the lease was taken: give the session back.
+      if (!ex.live) return upload.abort();
+      feedIngest(ex, body, upload.ingest, engine.stats, {
+        last: () =>
+          upload.finish().then(
+            (record) => ex.send(204, sessionHeaders(record)),
+            (err) => ex.error(err, 'ingest_failed'),
+          ),
+        fail: (err) => void upload.release().then(() => ex.error(err, 'ingest_failed')),
+        abort: () => upload.abort(),
+      }, upload.ready);
+    },
+    (err: unknown) => afterBody(ex, body, declared, maxPart, () => ex.error(err, 'ingest_failed')),
+  );
 }
 
 /**
@@ -94,12 +106,18 @@ function part(ex: Exchange, req: RequestHead, id: string, engine: Engine, princi
  * sending, gets the answer and the connection stays usable. A body larger than a part may be,
  * or of unknown length, is not waited for: the answer is early (the exchange lingers, then closes).
  */
-function afterBody(ex: Exchange, declared: string | undefined, maxPart: number, answer: () => void): void {
+function afterBody(ex: Exchange, body: BodySource, declared: string | undefined, maxPart: number, answer: () => void): void {
+  if (!ex.live) return;
   const length = declared !== undefined && /^[0-9]{1,16}$/.test(declared) ? Number(declared) : undefined;
-  if (length === undefined || length === 0 || length > maxPart) return answer();
-  ex.body.read((_chunk, isLast) => {
+  if (length === undefined || length === 0 || length > maxPart) {
+    // A held body's socket was paused: it reads (and drops) what comes while the exchange lingers.
+    body.resume();
+    return answer();
+  }
+  body.start((_chunk, isLast) => {
     if (isLast) answer();
   });
+  body.resume();
 }
 
 function statusJson(r: SessionRecord) {

@@ -1,6 +1,5 @@
 // Garbage collection of pg-s3 with two nodes on one PostgreSQL catalog and one bucket: roots
-// that live in one node's data directory (document content, that node's resumable sessions)
-// are marked by that node when a run on another node opens its marking epoch, so a run on
+// that live in one node's data directory (document content) are marked by that node when a run on another node opens its marking epoch, so a run on
 // node A never takes blocks that only node B references; a node killed with SIGKILL is waited
 // for only until its heartbeat is older than SVC_NODE_TTL.
 import { randomUUID } from 'node:crypto';
@@ -53,8 +52,9 @@ describe.skipIf(!shared)('garbage collection across two pg-s3 nodes', () => {
     await a?.stop();
   });
 
-  it("a run on node A keeps the blocks of node B's document content and open session, and takes the rest", async () => {
-    // Only node B knows these: a document's content and an open resumable session's part.
+  it("a run on node A keeps the blocks of node B's document content and of a session opened on B, and takes the rest", async () => {
+    // Only node B knows a document's content (its data directory); an open session's part is in
+    // the catalog (marked with the manifests).
     const api = new Api(b.url, await devToken(b.url, { scope: 'doc.create doc.read' }));
     const docBytes = Buffer.concat([seededBytes(3 * BLOCK, 701), seededBytes(70, 702)]);
     const doc = await api.newDocument(docBytes, { contentType: 'application/octet-stream' });

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { contentId, seededBytes, upload } from './helpers/http.js';
 import { startServer, tempRoot, type TestServer } from './helpers/server.js';
-import { TEST_BACKEND } from './helpers/backends.js';
+import { TEST_BACKEND, stagedTails } from './helpers/backends.js';
 
 const MiB = 1024 * 1024;
 
@@ -226,11 +226,10 @@ describe('resumable upload sessions', () => {
   test('DELETE cancels: staged bytes removed, further parts and commit are 409 upload_state', async () => {
     const { id } = await create(server.url);
     expect((await patch(server.url, id, 0, seededBytes(3 * MiB + 5, 9))).res.status).toBe(204);
-    const staged = path.join(server.root, 'blocks', '.staging', id);
-    expect(fs.readdirSync(staged).length).toBe(1);
+    expect(await stagedTails(server.root, id)).toHaveLength(1);
     const del = await fetch(`${server.url}/api/v1/uploads/${id}`, { method: 'DELETE' });
     expect(del.status).toBe(204);
-    expect(fs.existsSync(staged)).toBe(false);
+    expect(await stagedTails(server.root, id)).toEqual([]);
     expect((await status(server.url, id)).json.state).toBe('Cancelled');
     expect((await patch(server.url, id, 3 * MiB + 5, Buffer.from('x'))).json.error).toBe('upload_state');
     expect((await commit(server.url, id)).json.error).toBe('upload_state');
@@ -353,7 +352,7 @@ describe('resumable uploads across restarts and failures', () => {
     expect(s.json.offset).toBe(8 * MiB);
     expect(s.json.state).toBe('Open');
     // No stray staged file survives the cleanup at start: only the acknowledged tail.
-    expect(fs.readdirSync(path.join(root, 'blocks', '.staging', id)).length).toBeLessThanOrEqual(1);
+    expect((await stagedTails(root, id)).length).toBeLessThanOrEqual(1);
     const retry = await patch(server.url, id, 8 * MiB, data.subarray(8 * MiB), partId);
     expect(retry.res.status).toBe(204);
     expect(retry.res.headers.get('upload-offset')).toBe(String(40 * MiB));
@@ -365,7 +364,9 @@ describe('resumable uploads across restarts and failures', () => {
     fs.rmSync(root, { recursive: true, force: true });
   });
 
-  test('a write error during a part fails it cleanly (500, offset unchanged) and the part can be retried', async () => {
+  // The fault is a file in the way of the session's staging directory; on pg-s3 tails are objects
+  // in the bucket, and s3rver cannot be made to refuse one key.
+  test.skipIf(TEST_BACKEND !== 'fs')('a write error during a part fails it cleanly (500, offset unchanged) and the part can be retried', async () => {
     const server = await startServer({ SVC_DURABILITY: 'relaxed' });
     try {
       const { id } = await create(server.url);
@@ -430,7 +431,7 @@ describe('resumable uploads across restarts and failures', () => {
       expect(late.json.error).toBe('upload_expired');
       expect((await status(server.url, id)).res.status).toBe(410);
       expect((await commit(server.url, id)).json.error).toBe('upload_expired');
-      expect(fs.existsSync(path.join(server.root, 'blocks', '.staging', id))).toBe(false);
+      expect(await stagedTails(server.root, id)).toEqual([]);
     } finally {
       await server.stop();
     }

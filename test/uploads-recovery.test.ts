@@ -24,7 +24,7 @@ async function open(): Promise<Engine> {
 
 /** One part through the engine, as the HTTP layer drives it. */
 async function part(e: Engine, id: string, offset: number, bytes: Buffer): Promise<void> {
-  const started = e.uploads.beginPart({ tenant: TENANT, id, partId: randomUUID(), offset, length: bytes.length });
+  const started = await e.uploads.beginPart({ tenant: TENANT, id, partId: randomUUID(), offset, length: bytes.length });
   if (!('part' in started)) throw new Error('unexpected replay');
   await started.part.ready;
   await new Promise<void>((resolve) => started.part.ingest.admit(resolve));
@@ -47,16 +47,16 @@ describe('staged tails', () => {
     await e.uploads.create({ tenant: TENANT, id });
     const dir = path.join(root!, 'blocks', '.staging', id);
     await part(e, id, 0, pieces[0]);
-    expect(e.uploads.status(TENANT, id).tail).toBe('tail-a');
+    expect((await e.uploads.status(TENANT, id)).tail).toBe('tail-a');
     expect(fs.readdirSync(dir)).toEqual(['tail-a']);
     // A part that crashed while writing its tail leaves the other file longer and wrong.
     fs.writeFileSync(path.join(dir, 'tail-b'), Buffer.alloc(6 * 1024 * 1024, 0x55));
     await part(e, id, pieces[0].length, pieces[1]);
-    const afterTwo = e.uploads.status(TENANT, id);
+    const afterTwo = (await e.uploads.status(TENANT, id));
     expect(afterTwo.tail).toBe('tail-b');
     expect(fs.statSync(path.join(dir, 'tail-b')).size).toBe(afterTwo.offset - afterTwo.tailStart);
     await part(e, id, afterTwo.offset, pieces[2]);
-    expect(e.uploads.status(TENANT, id).tail).toBe('tail-a');
+    expect((await e.uploads.status(TENANT, id)).tail).toBe('tail-a');
     expect(fs.readdirSync(dir).sort()).toEqual(['tail-a', 'tail-b']);
     const committed = await e.uploads.commit(TENANT, id);
     expect(committed.committedBlob).toBe(contentId(Buffer.concat(pieces)));
@@ -66,20 +66,20 @@ describe('staged tails', () => {
 
 /** A failed part gives its lease back asynchronously: waits for that (a second at most). */
 async function leaseReleased(e: Engine, id: string): Promise<void> {
-  for (let i = 0; i < 100 && e.uploads.status(TENANT, id).lease; i++) await new Promise((r) => setTimeout(r, 10));
+  for (let i = 0; i < 100 && (await e.uploads.status(TENANT, id)).lease; i++) await new Promise((r) => setTimeout(r, 10));
 }
 
 /** What a crash right now would leave of the session: its recorded blocks, then its staged tail. */
 async function durableBytes(e: Engine, id: string): Promise<Buffer> {
-  const record = e.uploads.status(TENANT, id);
-  const blocks = await Promise.all(new UploadLedger(e.catalog).blocks(id).map((b) => e.blocks.read(b.hex, b.size)));
+  const record = (await e.uploads.status(TENANT, id));
+  const blocks = await Promise.all((await new UploadLedger(e.catalog).blocks(id)).map((b) => e.blocks.read(b.hex, b.size)));
   const tail = record.tail ? fs.readFileSync(path.join(root!, 'blocks', '.staging', id, record.tail)) : Buffer.alloc(0);
   return Buffer.concat([...blocks, tail]);
 }
 
 /** Makes the session's current staged tail unreadable; returns how to put it back. */
-function breakTail(e: Engine, id: string): () => void {
-  const tail = path.join(root!, 'blocks', '.staging', id, e.uploads.status(TENANT, id).tail!);
+async function breakTail(e: Engine, id: string): Promise<() => void> {
+  const tail = path.join(root!, 'blocks', '.staging', id, (await e.uploads.status(TENANT, id)).tail!);
   fs.renameSync(tail, `${tail}.saved`);
   fs.mkdirSync(tail); // opens, then every read fails (EISDIR)
   return () => {
@@ -97,7 +97,7 @@ describe('parts answered before their pipeline drains', () => {
     await e.uploads.create({ tenant: TENANT, id });
     for (let i = 1; i < cuts.length; i++) {
       await part(e, id, cuts[i - 1], data.subarray(cuts[i - 1], cuts[i]));
-      const record = e.uploads.status(TENANT, id);
+      const record = (await e.uploads.status(TENANT, id));
       expect(record.offset).toBe(cuts[i]);
       expect((await durableBytes(e, id)).equals(data.subarray(0, cuts[i]))).toBe(true);
     }
@@ -116,14 +116,14 @@ describe('parts answered before their pipeline drains', () => {
     await e.uploads.create({ tenant: TENANT, id });
     await part(e, id, 0, pieces[0]);
     // At once: the part does not read the staged tail (it is unreadable and the part succeeds).
-    const restore = breakTail(e, id);
+    const restore = await breakTail(e, id);
     await part(e, id, pieces[0].length, pieces[1]);
     restore();
     // Later, after the ingest drained and closed: the part reads the staged tail (and fails while it is unreadable).
     await new Promise((r) => setTimeout(r, 400));
-    const restoreAgain = breakTail(e, id);
+    const restoreAgain = await breakTail(e, id);
     const offset = pieces[0].length + pieces[1].length;
-    expect(() => e.uploads.beginPart({ tenant: TENANT, id, partId: randomUUID(), offset, length: pieces[2].length })).toThrow(
+    await expect(e.uploads.beginPart({ tenant: TENANT, id, partId: randomUUID(), offset, length: pieces[2].length })).rejects.toThrow(
       expect.objectContaining({ status: 500, code: 'ingest_failed' }),
     );
     restoreAgain();
@@ -146,7 +146,7 @@ describe('parts answered before their pipeline drains', () => {
     await part(e, id, 0, pieces[0]);
     await new Promise((r) => setTimeout(r, 400));
     // A part that fails after replaying leaves them for its retry.
-    const failed = e.uploads.beginPart({ tenant: TENANT, id, partId: randomUUID(), offset: pieces[0].length, length: pieces[1].length });
+    const failed = await e.uploads.beginPart({ tenant: TENANT, id, partId: randomUUID(), offset: pieces[0].length, length: pieces[1].length });
     if (!('part' in failed)) throw new Error('unexpected replay');
     await failed.part.ready;
     await new Promise<void>((resolve) => failed.part.ingest.admit(resolve));
@@ -166,13 +166,13 @@ describe('parts answered before their pipeline drains', () => {
     const pieces = [seededBytes(6 * 1024 * 1024 + 5, 64), seededBytes(5 * 1024 * 1024 + 6, 65)];
     await e.uploads.create({ tenant: TENANT, id });
     await part(e, id, 0, pieces[0]);
-    const started = e.uploads.beginPart({ tenant: TENANT, id, partId: randomUUID(), offset: pieces[0].length, length: pieces[1].length });
+    const started = await e.uploads.beginPart({ tenant: TENANT, id, partId: randomUUID(), offset: pieces[0].length, length: pieces[1].length });
     if (!('part' in started)) throw new Error('unexpected replay');
     await started.part.ready;
     await new Promise<void>((resolve) => started.part.ingest.admit(resolve));
     started.part.ingest.push(pieces[1].subarray(0, 3 * 1024 * 1024));
     await started.part.release(); // the client went away
-    expect(e.uploads.status(TENANT, id)).toMatchObject({ offset: pieces[0].length, partCount: 1, lease: undefined });
+    expect(await e.uploads.status(TENANT, id)).toMatchObject({ offset: pieces[0].length, partCount: 1, lease: undefined });
     expect((await durableBytes(e, id)).equals(pieces[0])).toBe(true);
     await part(e, id, pieces[0].length, pieces[1]);
     expect((await e.uploads.commit(TENANT, id)).committedBlob).toBe(contentId(Buffer.concat(pieces)));
@@ -222,13 +222,13 @@ describe('a staged tail that cannot be read', () => {
     await part(e, id, 0, pieces[0]);
     // The next part must start from the staged tail, not go on with the first part's ingest.
     await e.uploads.closeLive(id);
-    const restore = breakTail(e, id);
-    expect(() => e.uploads.beginPart({ tenant: TENANT, id, partId: randomUUID(), offset: pieces[0].length, length: pieces[1].length })).toThrow(
+    const restore = await breakTail(e, id);
+    await expect(e.uploads.beginPart({ tenant: TENANT, id, partId: randomUUID(), offset: pieces[0].length, length: pieces[1].length })).rejects.toThrow(
       expect.objectContaining({ status: 500, code: 'ingest_failed' }),
     );
     // The lease goes back asynchronously; the offset never moved.
     await leaseReleased(e, id);
-    expect(e.uploads.status(TENANT, id)).toMatchObject({ offset: pieces[0].length, lease: undefined });
+    expect(await e.uploads.status(TENANT, id)).toMatchObject({ offset: pieces[0].length, lease: undefined });
     restore();
     await part(e, id, pieces[0].length, pieces[1]);
     const committed = await e.uploads.commit(TENANT, id);
@@ -244,17 +244,17 @@ describe('a staged tail that does not match its record', () => {
     await e.uploads.create({ tenant: TENANT, id });
     await part(e, id, 0, data);
     await e.uploads.closeLive(id);
-    const record = e.uploads.status(TENANT, id);
+    const record = (await e.uploads.status(TENANT, id));
     expect(record.offset - record.tailStart).toBeGreaterThan(1);
     fs.truncateSync(path.join(root!, 'blocks', '.staging', id, record.tail!), record.offset - record.tailStart - 1);
     const failure = expect.objectContaining({ status: 500, code: 'ingest_failed' });
-    expect(() => e.uploads.beginPart({ tenant: TENANT, id, partId: randomUUID(), offset: data.length, length: 10 })).toThrow(failure);
+    await expect(e.uploads.beginPart({ tenant: TENANT, id, partId: randomUUID(), offset: data.length, length: 10 })).rejects.toThrow(failure);
     await leaseReleased(e, id);
     await expect(e.uploads.commit(TENANT, id)).rejects.toEqual(failure);
     await e.close();
     e = await open(); // no kept hash: the rebuild reads the blocks and the short tail
     await expect(e.uploads.commit(TENANT, id)).rejects.toEqual(failure);
-    expect(e.uploads.status(TENANT, id)).toMatchObject({ state: 'Open', offset: data.length });
+    expect(await e.uploads.status(TENANT, id)).toMatchObject({ state: 'Open', offset: data.length });
   });
 });
 
@@ -267,7 +267,7 @@ describe('a part whose block writes fail', () => {
     const tmp = path.join(root!, 'blocks', '.tmp');
     for (const p of Array.from({ length: 256 }, (_, i) => path.join(tmp, `w${i}`))) if (!fs.existsSync(p)) fs.writeFileSync(p, '');
     const data = seededBytes(6 * 1024 * 1024, 50);
-    const started = e.uploads.beginPart({ tenant: TENANT, id, partId: randomUUID(), offset: 0, length: data.length });
+    const started = await e.uploads.beginPart({ tenant: TENANT, id, partId: randomUUID(), offset: 0, length: data.length });
     if (!('part' in started)) throw new Error('unexpected replay');
     const upload = started.part;
     await upload.ready;
@@ -278,7 +278,7 @@ describe('a part whose block writes fail', () => {
     // The rest of the body arrives before the failure has been answered (as under load).
     upload.ingest.push(data.subarray(5 * 1024 * 1024));
     await expect(upload.finish()).rejects.toMatchObject({ status: 500, code: 'ingest_failed' });
-    expect(e.uploads.status(TENANT, id)).toMatchObject({ offset: 0, partCount: 0 });
+    expect(await e.uploads.status(TENANT, id)).toMatchObject({ offset: 0, partCount: 0 });
   });
 });
 
@@ -299,7 +299,7 @@ describe('cleanup after a crash', () => {
     await ledger.update(id, (r) => ({ ...r!, state: 'Committing', pendingBlob: contentId(data), lease: { kind: 'commit', owner: 'the-dead-process', token: 't', until: Date.now() + 60_000 } }));
     await e.close();
     e = await open(); // the cleanup runs at start
-    const s = e.uploads.status(TENANT, id);
+    const s = (await e.uploads.status(TENANT, id));
     expect(s.state).toBe('Committed');
     expect(s.committedBlob).toBe(contentId(data));
     expect(fs.existsSync(path.join(root!, 'blocks', '.staging', id))).toBe(false);
@@ -315,7 +315,7 @@ describe('cleanup after a crash', () => {
     await ledger.update(id, (r) => ({ ...r!, state: 'Committing', pendingBlob: contentId(data), lease: { kind: 'commit', owner: 'the-dead-process', token: 't', until: Date.now() + 60_000 } }));
     await e.close();
     e = await open();
-    expect(e.uploads.status(TENANT, id).state).toBe('Open');
+    expect((await e.uploads.status(TENANT, id)).state).toBe('Open');
     const committed = await e.uploads.commit(TENANT, id);
     expect(committed.committedBlob).toBe(contentId(data));
   });
@@ -335,6 +335,6 @@ describe('cleanup after a crash', () => {
     expect(fs.readdirSync(path.join(staging, id))).toEqual(['tail-a']);
     expect(fs.readdirSync(staging)).toEqual([id]);
     await part(e, id, 5000, seededBytes(100, 8));
-    expect(e.uploads.status(TENANT, id).offset).toBe(5100);
+    expect((await e.uploads.status(TENANT, id)).offset).toBe(5100);
   });
 });

@@ -5,6 +5,7 @@ import type { BlobBackendKind, Config } from '../config.js';
 import type { BlobCatalog, EmbeddedBlobCatalog } from './blob-catalog.js';
 import type { BlockStore, EmbeddedBlockStore, MovableBlockStore } from './block-store.js';
 import type { SharedGcCatalog } from './shared-gc-catalog.js';
+import type { TailStaging, UploadCatalog } from './upload-catalog.js';
 import { FsBlockStore } from './fs/block-store.js';
 import { LmdbBlobCatalog } from './lmdb/blob-catalog.js';
 import type { CatalogEnv } from './lmdb/env.js';
@@ -23,6 +24,8 @@ export interface BlobBackend {
   readonly embedded?: { blocks: EmbeddedBlockStore; manifests: EmbeddedBlobCatalog };
   /** A shared backend's views, for the collector of a shared catalog (pg-s3). */
   readonly shared?: { blocks: MovableBlockStore; gc: SharedGcCatalog };
+  /** Resumable sessions when the backend shares them between nodes (pg-s3); else the node's LMDB and data directory keep them. */
+  readonly sessions?: { catalog: UploadCatalog; staging: TailStaging };
   readonly dependencies: readonly Dependency[];
   /** Interrupted block writes cleaned up at open (fs). */
   readonly removedTempFiles: number;

@@ -1,6 +1,7 @@
 // The pg-s3 backend: the blob catalog in PostgreSQL (engine/store/pg), block bytes in S3, one
 // object per block, and a holding per tenant's blob (engine/store/s3: what a rebuild reads).
-// Spills of uploads go to a scratch directory of this node.
+// Resumable sessions in PostgreSQL with their staged tails in the bucket. Spills of uploads go to
+// a scratch directory of this node.
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config.js';
@@ -8,6 +9,7 @@ import type { BlobBackend } from './backend.js';
 import { PgBlobCatalog } from './pg/blob-catalog.js';
 import { S3BlockStore } from './s3/block-store.js';
 import { S3Holdings } from './s3/holdings.js';
+import { S3TailStaging } from './s3/staging.js';
 
 export async function openPgS3(config: Config): Promise<BlobBackend> {
   // This process holds the data directory's lock: a spill left by an earlier run is nobody's.
@@ -23,6 +25,8 @@ export async function openPgS3(config: Config): Promise<BlobBackend> {
     blocks,
     manifests,
     shared: { blocks, gc: manifests.gcCatalog() },
+    // Sessions are shared too: a part, a commit or a cancel may reach any node.
+    sessions: { catalog: manifests.uploadCatalog(), staging: new S3TailStaging(blocks.client, blocks.location) },
     dependencies: [
       { name: 'postgres', probe: () => manifests.probe() },
       { name: 's3', probe: () => blocks.probe() },

@@ -19,7 +19,7 @@ export interface NodeRecord {
 export interface SharedGcCatalog {
   /** One run at a time across nodes: a lock that its holder's death releases; undefined when another holds it. */
   lock(): Promise<{ release(): Promise<void> } | undefined>;
-  /** Empties the mark set and fills it with every published manifest's blocks; the count marked. */
+  /** Empties the mark set and fills it with every published manifest's blocks and those of the resumable sessions the catalog keeps (Open or Committing); the count marked. */
   markManifests(): Promise<number>;
   /** Adds digests (a block-roots source's) to the mark set. */
   mark(keys: readonly Buffer[]): Promise<void>;

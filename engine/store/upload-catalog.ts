@@ -60,22 +60,55 @@ export function packBlocks(blocks: readonly StoredBlock[]): Buffer {
   return out;
 }
 
+/**
+ * Where sessions are kept: the node's LMDB (fs, s3) or PostgreSQL (pg-s3: every node sees every
+ * session, and a part may reach any of them). Every call may go to another process.
+ */
+export function unpackBlocks(packed: Buffer, into: StoredBlock[]): void {
+  for (let at = 0; at < packed.length; at += PART_BLOCK_BYTES) {
+    into.push({ hex: packed.toString('hex', at, at + 32), checksum: packed.readBigUInt64LE(at + 32), size: packed.readUInt32LE(at + 40), fresh: packed[at + 44] === 1 });
+  }
+}
+
 export interface UploadCatalog {
-  get(id: string): SessionRecord | undefined;
+  /** Other processes share the catalog: a lease of another owner is alive until it expires. */
+  readonly shared: boolean;
+  get(id: string): Promise<SessionRecord | undefined>;
   /** Whether `partId` was acknowledged in the session. */
-  hasPart(id: string, partId: string): boolean;
-  /** Runs `change` on the current record atomically; it returns the new record or throws. */
+  hasPart(id: string, partId: string): Promise<boolean>;
+  /** Runs `change` on the current record atomically (the record locked meanwhile); it returns the new record or throws. */
   update(id: string, change: (current: SessionRecord | undefined) => SessionRecord): Promise<SessionRecord>;
-  /** `update` committed before it returns (a lease is taken before a request body is read). */
-  updateSync(id: string, change: (current: SessionRecord | undefined) => SessionRecord): SessionRecord;
   /** Records an acknowledged part and the session's new state together, once `check` accepts the current record. */
   addPart(session: SessionRecord, index: number, part: PartRecord, check: (current: SessionRecord | undefined) => void): Promise<void>;
   /** Every block the session's acknowledged parts cut, in order. */
-  blocks(id: string): StoredBlock[];
-  /** The digests of every block cut by sessions that may still commit (Open or Committing). */
-  liveBlockDigests(): Iterable<Buffer>;
+  blocks(id: string): Promise<StoredBlock[]>;
+  /**
+   * The digests of every block cut by sessions that may still commit (Open or Committing), for
+   * the embedded garbage collector; a shared catalog marks them in its own collector's mark step.
+   */
+  liveBlockDigests?(): Iterable<Buffer>;
   /** Forgets the session's parts (after commit, cancel or expiry); the record stays. */
   dropParts(id: string): Promise<void>;
   remove(id: string): Promise<boolean>;
-  all(): Iterable<SessionRecord>;
+  all(): AsyncIterable<SessionRecord>;
+}
+
+/**
+ * The staged tails of resumable sessions: per session, the bytes after its last recorded block,
+ * in one of two names that parts take in turn (a part writes the name its session's record does
+ * not name, durably, before the part is recorded). In the data directory (fs, s3) or in the
+ * bucket (pg-s3, where the next part may reach another node).
+ */
+export interface TailStaging {
+  /** Writes `pieces` (in order) as the session's file `name`, replacing it whole; durable when it resolves. */
+  overwrite(id: string, name: string, pieces: readonly Uint8Array[]): Promise<void>;
+  /** The file's bytes, in a buffer from `take(size)`; an empty buffer for no name. */
+  read(id: string, name: string | undefined, take?: (size: number) => Buffer): Promise<Buffer>;
+  /** Removes one file of the session (absent is fine). */
+  removeFile(id: string, name: string): Promise<void>;
+  /** Removes the session's files other than `keep` (only while no part of the session runs). */
+  prune(id: string, keep: string | undefined): Promise<void>;
+  remove(id: string): Promise<void>;
+  /** Sessions that have staged files. */
+  sessions(): Promise<string[]>;
 }

@@ -1,5 +1,4 @@
 // Resumable upload sessions: the sessions (Uploads) and the part protocol on the ingest core.
 export { BufferPool } from './buffer-pool.js';
 export { PartIngest, type PartOptions, type PartResult } from './part-ingest.js';
-export { Staging } from './staging.js';
 export { type PartUpload, Uploads } from './uploads.js';

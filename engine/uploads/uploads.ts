@@ -15,7 +15,7 @@ import type { BlockRoots } from '../cas/index.js';
 import { chunkerName } from '../cas/index.js';
 import { formatContentId } from '../cas/index.js';
 import type { PartIngest, PartOptions, PartResult } from './part-ingest.js';
-import { type BlobCatalog, type BlockStore, type SessionRecord, type StoredBlock, type UploadCatalog, packBlocks } from '../store/index.js';
+import { type BlobCatalog, type BlockStore, type SessionRecord, type StoredBlock, type TailStaging, type UploadCatalog, packBlocks } from '../store/index.js';
 import type { StreamScanner } from '../cas/index.js';
 import type { UploadConfig } from '../config.js';
 import {
@@ -25,12 +25,18 @@ import type { Logger } from '../log.js';
 import type { Stats } from '../ops/index.js';
 
 import type { BufferPool } from './buffer-pool.js';
-import { Staging } from './staging.js';
 
 interface UploadsDeps {
   config: UploadConfig;
   ledger: UploadCatalog;
-  staging: Staging;
+  staging: TailStaging;
+  /** This node's id: leases name it, so a node tells its own earlier process's leases (dead) from another node's. */
+  nodeId?: string;
+  /**
+   * A shared catalog: which nodes are alive now (their heartbeats), so that a lease held by a
+   * node that died is not waited for until it expires.
+   */
+  liveNodes?: () => Promise<ReadonlySet<string>>;
   blocks: BlockStore;
   scanner: StreamScanner;
   manifests: BlobCatalog;
@@ -113,8 +119,11 @@ interface StoredOfTail {
 }
 
 export class Uploads {
-  /** Leases taken by this process; an owner id from an earlier process is a dead lease. */
-  readonly owner = randomUUID();
+  /** Leases taken by this process: `<node id>/<process uuid>`; an earlier process's are dead. */
+  readonly owner: string;
+  private readonly nodePrefix: string;
+  /** By session id: the offset the hash kept on this node's scanning thread covers (a shared session may have moved on elsewhere). */
+  private readonly keptAt = new Map<string, number>();
   private cleanupTimer?: NodeJS.Timeout;
   /** Kept hashes being rebuilt: a retried part waits for the same rebuild. */
   private readonly rebuilding = new Map<string, Promise<void>>();
@@ -123,7 +132,10 @@ export class Uploads {
   /** By session id: what closed live ingests stored after their last answer (lost with the process). */
   private readonly storedOfTails = new Map<string, StoredOfTail>();
 
-  constructor(private readonly deps: UploadsDeps) {}
+  constructor(private readonly deps: UploadsDeps) {
+    this.nodePrefix = `${deps.nodeId ?? ''}/`;
+    this.owner = this.nodePrefix + randomUUID();
+  }
 
   async create(request: CreateRequest): Promise<SessionRecord> {
     const now = Date.now();
@@ -146,23 +158,24 @@ export class Uploads {
   }
 
   /** The session as its tenant sees it; an expired open session is 410. */
-  status(tenant: string, id: string): SessionRecord {
-    const record = this.deps.ledger.get(id);
+  async status(tenant: string, id: string): Promise<SessionRecord> {
+    const record = await this.deps.ledger.get(id);
     if (!record || record.tenant !== tenant) throw uploadNotFound(id);
     if (record.state === 'Expired' || (record.state === 'Open' && Date.now() >= record.expiresAt)) throw uploadExpired(id);
     return record;
   }
 
   /**
-   * Starts a part, synchronously (the body must be taken from the first byte): the answer for a
-   * part id already applied, else a lease on the session and an ingest continuing its object.
+   * Starts a part (its body held meanwhile): the answer for a part id already applied, else a
+   * lease on the session and an ingest continuing its object.
    */
-  beginPart(request: PartRequest): { replayed: SessionRecord } | { part: PartUpload } {
+  async beginPart(request: PartRequest): Promise<{ replayed: SessionRecord } | { part: PartUpload }> {
     const { config, ledger } = this.deps;
-    const current = this.status(request.tenant, request.id);
-    if (current.state !== 'Open') this.refuse(current, 'add a part');
-    if (ledger.hasPart(request.id, request.partId)) return { replayed: current };
-    if (this.liveLease(current)) throw uploadBusy(current.lease!.kind === 'part' ? 'part upload' : 'commit');
+    const current = await this.status(request.tenant, request.id);
+    const alive = await this.aliveNodes();
+    if (current.state !== 'Open') this.refuse(current, 'add a part', alive);
+    if (await ledger.hasPart(request.id, request.partId)) return { replayed: current };
+    if (this.liveLease(current, alive)) throw uploadBusy(current.lease!.kind === 'part' ? 'part upload' : 'commit');
     if (request.offset !== current.offset) throw uploadOffsetMismatch(current.offset);
     if (request.length < 1 || request.length > config.maxPartBytes) throw invalidUpload(`A part must carry 1 to ${config.maxPartBytes} bytes (SVC_UPLOAD_MAX_PART_BYTES)`);
     if (current.partCount >= config.maxParts) throw invalidUpload(`The session already has ${config.maxParts} parts (SVC_UPLOAD_MAX_PARTS)`);
@@ -170,16 +183,16 @@ export class Uploads {
       throw invalidUpload(`The part would take the object past its Upload-Length of ${current.declaredLength} bytes`);
     }
     this.deps.assertRoom?.();
-    const leased = this.takeLeaseSync(current, 'part', request.offset);
+    const leased = await this.takeLease(current, 'part', request.offset, alive);
     const { tailBuffers } = this.deps;
     const continued = this.continueLive(leased, request.length);
     const stored = continued ? undefined : this.storedOfTail(leased);
     let replay: Buffer = NO_REPLAY;
     if (!continued) {
       try {
-        replay = this.readStagedTail(leased);
+        replay = await this.readStagedTail(leased);
       } catch (err) {
-        void this.releaseLease(leased);
+        await this.releaseLease(leased).catch(() => {});
         throw err;
       }
     }
@@ -207,7 +220,7 @@ export class Uploads {
       giveReplay();
       // The kept hash may have taken some of this part's bytes: it is rebuilt on the next part.
       // A part that never got that far leaves it (a rebuild it waited for is not wasted).
-      if (hashed) this.deps.scanner.dropKept(leased.id);
+      if (hashed) this.dropKept(leased.id);
       await this.releaseLease(leased).catch((err: unknown) => this.deps.log.warn('uploads: lease not released', { session: leased.id, err: String(err) }));
     };
     const abort = () => void release();
@@ -234,6 +247,8 @@ export class Uploads {
         clearInterval(renewal);
         result.free();
       }
+      // The kept hash covers the part once its bytes are scanned: the next part here continues it.
+      this.keptAt.set(leased.id, record.offset);
       if (early) this.keepLive(leased.id, ingest, record.offset);
       return record;
     };
@@ -242,15 +257,16 @@ export class Uploads {
 
   /** Publishes the object; a committed session answers with the same blob again. */
   async commit(tenant: string, id: string, quotaBytes?: number): Promise<SessionRecord> {
-    const current = this.status(tenant, id);
+    const current = await this.status(tenant, id);
     if (current.state === 'Committed') return current;
-    if (current.state !== 'Open') this.refuse(current, 'commit');
-    if (this.liveLease(current)) throw uploadBusy(current.lease!.kind === 'part' ? 'part upload' : 'commit');
+    const alive = await this.aliveNodes();
+    if (current.state !== 'Open') this.refuse(current, 'commit', alive);
+    if (this.liveLease(current, alive)) throw uploadBusy(current.lease!.kind === 'part' ? 'part upload' : 'commit');
     if (current.offset === 0) throw invalidBlob('Empty blobs are not supported');
     if (current.declaredLength !== undefined && current.offset !== current.declaredLength) {
       throw invalidUpload(`${current.offset} bytes staged but Upload-Length declared ${current.declaredLength}`);
     }
-    const leased = this.takeLeaseSync(current, 'commit', current.offset);
+    const leased = await this.takeLease(current, 'commit', current.offset, alive);
     // A live ingest drained: its blocks since the last answer and the rest as the tail to cut
     // (rather than cutting the larger staged tail again).
     let drained: PartResult | undefined;
@@ -261,7 +277,7 @@ export class Uploads {
       await this.ensureHash(leased);
       result = await this.cutTail(leased, drained, stored);
       const hex = await this.deps.scanner.keptDigest(id);
-      const blocks = [...this.deps.ledger.blocks(id), ...((drained ?? stored)?.blocks ?? []), ...result.blocks];
+      const blocks = [...(await this.deps.ledger.blocks(id)), ...((drained ?? stored)?.blocks ?? []), ...result.blocks];
       const blobId = formatContentId(hex, leased.offset);
       await this.deps.ledger.update(id, (r) => ({ ...r!, state: 'Committing', pendingBlob: blobId }));
       const publication = this.deps.tenantBlobs ? { tenant: leased.tenant, tenantBlocks: true, quotaBytes, quotaExceeded: tenantQuotaExceeded } : {};
@@ -271,7 +287,7 @@ export class Uploads {
       await this.forgetStaged(id);
       return committed;
     } catch (err) {
-      this.deps.scanner.dropKept(id);
+      this.dropKept(id);
       await this.deps.ledger.update(id, (r) => ({ ...r!, state: 'Open', pendingBlob: undefined, lease: undefined }));
       if (err instanceof SvcError) throw err;
       this.deps.log.error('uploads: commit failed', { session: id, err: String((err as Error)?.stack ?? err) });
@@ -284,12 +300,13 @@ export class Uploads {
 
   /** Cancels an open session and removes what it staged. Cancelling again is a no-op. */
   async cancel(tenant: string, id: string): Promise<void> {
-    const current = this.status(tenant, id);
+    const current = await this.status(tenant, id);
     if (current.state === 'Cancelled') return;
-    if (current.state !== 'Open') this.refuse(current, 'cancel');
-    if (this.liveLease(current)) throw uploadBusy(current.lease!.kind === 'part' ? 'part upload' : 'commit');
+    const alive = await this.aliveNodes();
+    if (current.state !== 'Open') this.refuse(current, 'cancel', alive);
+    if (this.liveLease(current, alive)) throw uploadBusy(current.lease!.kind === 'part' ? 'part upload' : 'commit');
     await this.deps.ledger.update(id, (r) => {
-      if (!r || r.state !== 'Open' || this.liveLease(r)) throw uploadBusy('request');
+      if (!r || r.state !== 'Open' || this.liveLease(r, alive)) throw uploadBusy('request');
       return { ...r, state: 'Cancelled', lease: undefined };
     });
     this.discardLive(id);
@@ -306,10 +323,9 @@ export class Uploads {
     let expired = 0;
     let recovered = 0;
     let removed = 0;
-    const known = new Set<string>();
-    for (const record of [...ledger.all()]) {
-      known.add(record.id);
-      const leaseDead = !this.liveLease(record, now);
+    const alive = await this.aliveNodes();
+    for await (const record of ledger.all()) {
+      const leaseDead = !this.liveLease(record, alive, now);
       if (record.state === 'Open' && now >= record.expiresAt && leaseDead) {
         await ledger.update(record.id, (r) => ({ ...r!, state: 'Expired', lease: undefined }));
         this.discardLive(record.id);
@@ -331,7 +347,9 @@ export class Uploads {
         await staging.remove(record.id);
       }
     }
-    for (const id of await staging.sessions()) if (!known.has(id)) await staging.remove(id);
+    // Staged files of sessions that are gone (a crash between the record's removal and theirs).
+    // Listed first, then looked up one by one: a session's files are staged only after its record exists.
+    for (const id of await staging.sessions()) if (!(await ledger.get(id))) await staging.remove(id);
     return { expired, recovered, removed };
   }
 
@@ -342,7 +360,8 @@ export class Uploads {
     return {
       name: 'upload sessions',
       *digests() {
-        yield* ledger.liveBlockDigests();
+        // A shared catalog's sessions are marked by its collector in the catalog itself.
+        if (ledger.liveBlockDigests) yield* ledger.liveBlockDigests();
         for (const { blocks } of storedOfTails.values()) for (const b of blocks) yield Buffer.from(b.hex, 'hex');
       },
     };
@@ -446,22 +465,37 @@ export class Uploads {
     this.detachLive(id)?.ingest.abort();
   }
 
-  private refuse(record: SessionRecord, action: string): never {
-    if (record.state === 'Committing' && this.liveLease(record)) throw uploadBusy('commit');
+  private refuse(record: SessionRecord, action: string, alive: ReadonlySet<string> | undefined): never {
+    if (record.state === 'Committing' && this.liveLease(record, alive)) throw uploadBusy('commit');
     throw uploadState(record.state, action);
   }
 
-  private liveLease(record: SessionRecord, now = Date.now()): boolean {
+  /**
+   * Whether the session's lease holds: this process's until it expires; with a shared catalog
+   * also another node's, while that node is alive (`alive`: the nodes seen within their TTL).
+   * A lease of an earlier process of this node is dead, as every lease is on an embedded catalog.
+   */
+  private liveLease(record: SessionRecord, alive: ReadonlySet<string> | undefined, now = Date.now()): boolean {
     const lease = record.lease;
-    return lease !== undefined && lease.owner === this.owner && lease.until > now;
+    if (lease === undefined || lease.until <= now) return false;
+    if (lease.owner === this.owner) return true;
+    if (!this.deps.ledger.shared || lease.owner.startsWith(this.nodePrefix)) return false;
+    const node = lease.owner.slice(0, lease.owner.lastIndexOf('/'));
+    return alive === undefined || alive.has(node);
   }
 
-  /** Takes the lease in one synchronous transaction, checking again against the current record. */
-  private takeLeaseSync(seen: SessionRecord, kind: 'part' | 'commit', offset: number): SessionRecord {
+  /** The nodes alive now, for a shared catalog's leases; undefined when the catalog is not shared. */
+  private async aliveNodes(): Promise<ReadonlySet<string> | undefined> {
+    if (!this.deps.ledger.shared || !this.deps.liveNodes) return undefined;
+    return this.deps.liveNodes();
+  }
+
+  /** Takes the lease in one transaction, checking again against the current record. */
+  private takeLease(seen: SessionRecord, kind: 'part' | 'commit', offset: number, alive: ReadonlySet<string> | undefined): Promise<SessionRecord> {
     const until = Date.now() + (kind === 'part' ? this.deps.config.partLeaseMs : this.deps.config.commitLeaseMs);
-    return this.deps.ledger.updateSync(seen.id, (r) => {
+    return this.deps.ledger.update(seen.id, (r) => {
       if (!r || r.state !== 'Open') throw uploadState(r?.state ?? 'gone', kind === 'part' ? 'add a part' : 'commit');
-      if (this.liveLease(r)) throw uploadBusy(r.lease!.kind === 'part' ? 'part upload' : 'commit');
+      if (this.liveLease(r, alive)) throw uploadBusy(r.lease!.kind === 'part' ? 'part upload' : 'commit');
       if (r.offset !== offset) throw uploadOffsetMismatch(r.offset);
       return { ...r, state: kind === 'commit' ? 'Committing' : 'Open', lease: { kind, owner: this.owner, token: randomUUID(), until } };
     });
@@ -489,7 +523,9 @@ export class Uploads {
     const { ledger, staging } = this.deps;
     const index = leased.partCount;
     const offset = leased.offset + request.length;
-    const tail = result.tailBytes > 0 ? otherTail(leased.tail) : undefined;
+    // Shared sessions: a name of the lease's own, so a part whose lease was taken over (its node
+    // was thought dead) can never write over the tail its successor recorded.
+    const tail = result.tailBytes > 0 ? (ledger.shared ? `tail-${leased.lease!.token}` : otherTail(leased.tail)) : undefined;
     if (tail) await staging.overwrite(leased.id, tail, result.tail);
     const next: SessionRecord = {
       ...leased,
@@ -507,8 +543,9 @@ export class Uploads {
     // What a closed ingest stored of the tail is in the record now.
     this.storedOfTails.delete(leased.id);
     // The previous tail stays for the next part to write over. It goes when this part left no
-    // tail (rare: a cut at its very end) or when it has a name of an earlier layout (one new file
-    // per part); before the answer, since the next part may write a file of the same name.
+    // tail (rare: a cut at its very end), when names are the leases' own (shared sessions) or of
+    // an earlier layout (one new file per part); before the answer, since the next part may write
+    // a file of the same name.
     if (leased.tail && (!tail || otherTail(tail) !== leased.tail)) {
       await staging.removeFile(leased.id, leased.tail).catch((err: unknown) => this.deps.log.warn('uploads: staged tail not removed', { session: leased.id, err: String(err) }));
     }
@@ -516,11 +553,13 @@ export class Uploads {
   }
 
   /** The session's staged tail, read into a pooled buffer (the caller gives it back) and checked against its record. */
-  private readStagedTail(record: SessionRecord): Buffer {
+  private async readStagedTail(record: SessionRecord): Promise<Buffer> {
     let tail: Buffer;
+    let lent: Buffer | undefined;
     try {
-      tail = this.deps.staging.readSync(record.id, record.tail, this.deps.tailBuffers);
+      tail = await this.deps.staging.read(record.id, record.tail, (size) => (lent = this.deps.tailBuffers.take(size)));
     } catch (err) {
+      if (lent) this.deps.tailBuffers.give(lent);
       this.deps.log.error('uploads: staged tail unreadable', { session: record.id, err: String(err) });
       throw ingestFailed('The staged bytes of this session could not be read');
     }
@@ -571,8 +610,15 @@ export class Uploads {
   private ensureHash(session: SessionRecord): Promise<void> {
     const running = this.rebuilding.get(session.id);
     if (running) return running;
-    if (this.deps.scanner.hasKept(session.id) || session.offset === 0) return Promise.resolve();
-    const rebuild = this.rebuildHash(session).finally(() => this.rebuilding.delete(session.id));
+    if (session.offset === 0) return Promise.resolve();
+    if (this.deps.scanner.hasKept(session.id)) {
+      // A shared session's parts may have gone to other nodes since this one kept its hash.
+      if (!this.deps.ledger.shared || this.keptAt.get(session.id) === session.offset) return Promise.resolve();
+      this.dropKept(session.id);
+    }
+    const rebuild = this.rebuildHash(session)
+      .then(() => void this.keptAt.set(session.id, session.offset))
+      .finally(() => this.rebuilding.delete(session.id));
     this.rebuilding.set(session.id, rebuild);
     return rebuild;
   }
@@ -592,7 +638,7 @@ export class Uploads {
       failure = err;
       done();
     }, { key: session.id, skip: 0 });
-    const pieces: Array<() => Promise<Uint8Array>> = ledger.blocks(session.id).map((b: StoredBlock) => () => store.read(b.hex, b.size));
+    const pieces: Array<() => Promise<Uint8Array>> = (await ledger.blocks(session.id)).map((b: StoredBlock) => () => store.read(b.hex, b.size));
     pieces.push(() => staging.read(session.id, session.tail));
     try {
       let fed = 0;
@@ -606,7 +652,7 @@ export class Uploads {
       await finished;
       if (failure) throw failure;
     } catch (err) {
-      scanner.dropKept(session.id);
+      this.dropKept(session.id);
       throw err;
     } finally {
       stream.discard();
@@ -614,8 +660,13 @@ export class Uploads {
     this.deps.log.info('uploads: object hash rebuilt', { session: session.id, bytes: total, ms: Math.round(performance.now() - started) });
   }
 
-  private async forgetStaged(id: string): Promise<void> {
+  private dropKept(id: string): void {
     this.deps.scanner.dropKept(id);
+    this.keptAt.delete(id);
+  }
+
+  private async forgetStaged(id: string): Promise<void> {
+    this.dropKept(id);
     this.storedOfTails.delete(id);
     await this.deps.staging.remove(id);
     await this.deps.ledger.dropParts(id);

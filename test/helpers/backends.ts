@@ -152,3 +152,18 @@ export async function storedBlockNames(root: string, area: 'live' | 'quarantine'
   } while (ContinuationToken);
   return out;
 }
+
+/**
+ * The staged tails of session `id` on the server on `root`: files in the data directory's
+ * staging area (fs) or objects under staging/ of the server's bucket (pg-s3).
+ */
+export async function stagedTails(root: string, id: string): Promise<string[]> {
+  if (TEST_BACKEND === 'fs') {
+    const dir = join(root, 'blocks', '.staging', id);
+    return existsSync(dir) ? readdirSync(dir) : [];
+  }
+  const env = await backendEnv(root);
+  const { client } = await shared!;
+  const page = await client.send(new ListObjectsV2Command({ Bucket: env.SVC_S3_BUCKET, Prefix: `staging/${id}/` }));
+  return (page.Contents ?? []).map((o) => o.Key!.slice(`staging/${id}/`.length));
+}

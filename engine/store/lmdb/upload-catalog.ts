@@ -1,17 +1,11 @@
 import type { Database } from 'lmdb';
 import type { StoredBlock } from '../block-store.js';
-import { PART_BLOCK_BYTES, type PartRecord, type SessionRecord, type UploadCatalog } from '../upload-catalog.js';
+import { PART_BLOCK_BYTES, type PartRecord, type SessionRecord, type UploadCatalog, unpackBlocks } from '../upload-catalog.js';
 import type { CatalogEnv } from './env.js';
-
-function unpackBlocks(packed: Buffer, into: StoredBlock[]): void {
-  for (let at = 0; at < packed.length; at += PART_BLOCK_BYTES) {
-    into.push({ hex: packed.toString('hex', at, at + 32), checksum: packed.readBigUInt64LE(at + 32), size: packed.readUInt32LE(at + 40), fresh: packed[at + 44] === 1 });
-  }
-}
-
 
 /** Sessions in the `uploads` database, their parts in `upload_parts` and `upload_part_ids`. */
 export class LmdbUploadCatalog implements UploadCatalog {
+  readonly shared = false;
   private readonly sessions: Database<SessionRecord, string>;
   private readonly parts: Database<PartRecord, [string, number]>;
   private readonly partIds: Database<number, [string, string]>;
@@ -22,12 +16,12 @@ export class LmdbUploadCatalog implements UploadCatalog {
     this.partIds = env.database<number, [string, string]>('upload_part_ids') as unknown as Database<number, [string, string]>;
   }
 
-  get(id: string): SessionRecord | undefined {
+  async get(id: string): Promise<SessionRecord | undefined> {
     return this.sessions.get(id);
   }
 
   /** Whether `partId` was acknowledged in the session. */
-  hasPart(id: string, partId: string): boolean {
+  async hasPart(id: string, partId: string): Promise<boolean> {
     return this.partIds.doesExist([id, partId]);
   }
 
@@ -36,15 +30,6 @@ export class LmdbUploadCatalog implements UploadCatalog {
     return this.sessions.transaction(() => {
       const next = change(this.sessions.get(id));
       this.sessions.put(id, next);
-      return next;
-    });
-  }
-
-  /** `update` as one synchronous transaction (a lease is taken before a request body is read). */
-  updateSync(id: string, change: (current: SessionRecord | undefined) => SessionRecord): SessionRecord {
-    return this.sessions.transactionSync(() => {
-      const next = change(this.sessions.get(id));
-      this.sessions.putSync(id, next);
       return next;
     });
   }
@@ -60,7 +45,7 @@ export class LmdbUploadCatalog implements UploadCatalog {
   }
 
   /** Every block the session's acknowledged parts cut, in order. */
-  blocks(id: string): StoredBlock[] {
+  async blocks(id: string): Promise<StoredBlock[]> {
     const out: StoredBlock[] = [];
     for (const { value } of this.parts.getRange({ start: [id, 0], end: [id, Number.MAX_SAFE_INTEGER] })) unpackBlocks(value.blocks, out);
     return out;
@@ -88,7 +73,9 @@ export class LmdbUploadCatalog implements UploadCatalog {
     return this.sessions.remove(id);
   }
 
-  *all(): Generator<SessionRecord> {
-    for (const { value } of this.sessions.getRange()) yield value;
+  async *all(): AsyncGenerator<SessionRecord> {
+    // A snapshot: the caller awaits between records, and a read transaction must not stay open meanwhile.
+    const records = [...this.sessions.getRange()].map(({ value }) => value);
+    yield* records;
   }
 }

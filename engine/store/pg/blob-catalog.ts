@@ -10,6 +10,7 @@ import { KeyQueue } from './key-queue.js';
 import { ManifestRecordCache } from './manifest-cache.js';
 import { type PgPool, isServerError, openPool } from './pool.js';
 import { migrate } from './schema.js';
+import { PgUploadCatalog } from './upload-catalog.js';
 import { PgGcCatalog } from './gc-catalog.js';
 
 export interface PgCatalogOptions {
@@ -132,6 +133,11 @@ export class PgBlobCatalog implements BlobCatalog {
     } finally {
       await lock.release();
     }
+  }
+
+  /** Resumable sessions, shared by every node on the database, on the same pool. */
+  uploadCatalog(): PgUploadCatalog {
+    return new PgUploadCatalog(this.sql);
   }
 
   /** Garbage collection's side of this catalog, on the same pool. */

@@ -36,6 +36,7 @@ export class PgGcCatalog implements SharedGcCatalog {
     };
   }
 
+  /** Every published manifest's blocks and every live resumable session's. */
   async markManifests(): Promise<number> {
     await this.sql`TRUNCATE gc_marks`;
     // A manifest's refs are 40-byte entries: the block's SHA-256 (32 bytes), then its xxh64.
@@ -48,7 +49,19 @@ export class PgGcCatalog implements SharedGcCatalog {
         ON CONFLICT DO NOTHING
         RETURNING 1)
       SELECT count(*)::int8 AS n FROM inserted`;
-    return row!.n;
+    // Blocks of resumable sessions that may still commit, from every node: a part's blocks are
+    // packed 45 bytes each, the SHA-256 first.
+    const [sessions] = await this.sql<{ n: number }[]>`
+      WITH inserted AS (
+        INSERT INTO gc_marks (key)
+        SELECT substring(p.blocks FROM i * 45 + 1 FOR 32)
+        FROM upload_parts p JOIN upload_sessions s ON s.id = p.session_id
+        CROSS JOIN LATERAL generate_series(0, length(p.blocks) / 45 - 1) AS i
+        WHERE s.state IN ('Open', 'Committing')
+        ON CONFLICT DO NOTHING
+        RETURNING 1)
+      SELECT count(*)::int8 AS n FROM inserted`;
+    return row!.n + sessions!.n;
   }
 
   async mark(keys: readonly Buffer[]): Promise<void> {

@@ -1,20 +1,20 @@
-// The block store's staging area for resumable uploads: per session, the tail of its object
-// (the bytes after its last recorded block: less than a block when the part's pipeline drained,
-// up to the ingest's memory bound when the part was acknowledged early), in one of two files that
-// parts take in turn: a part writes the file the session's record does not name, fsync'd
-// (strict), before the part is recorded and acknowledged.
+// The data directory's staging area for resumable uploads (fs and s3 backends): per session, the
+// tail of its object (the bytes after its last recorded block: less than a block when the part's
+// pipeline drained, up to the ingest's memory bound when the part was acknowledged early), in one
+// of two files that parts take in turn: a part writes the file the session's record does not
+// name, fsync'd (strict), before the part is recorded and acknowledged.
 
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import type { Durability } from '../config.js';
-import type { BufferPool } from './buffer-pool.js';
-import { syncDirectory } from '../store/index.js';
+import type { Durability } from '../../config.js';
+import type { TailStaging } from '../upload-catalog.js';
+import { syncDirectory } from './sync-directory.js';
 
 const fsyncAsync = promisify(fs.fsync);
 
-export class Staging {
+export class FsTailStaging implements TailStaging {
   readonly dir: string;
 
   constructor(
@@ -64,30 +64,24 @@ export class Staging {
     if (created && this.durability === 'strict') syncDirectory(dir);
   }
 
-  async read(id: string, name: string | undefined): Promise<Buffer> {
-    if (name === undefined) return Buffer.alloc(0);
-    return fsp.readFile(path.join(this.sessionDir(id), name));
-  }
-
   /**
-   * The tail, read on the calling thread into a buffer of `buffers` (when a part starts afresh);
-   * the caller gives it back. A failed read gives it back itself.
+   * With `take`, read on the calling thread into the buffer it gives (a part starting afresh
+   * reads its tail before its body is let in); after a failed read the buffer taken is the
+   * caller's to give back.
    */
-  readSync(id: string, name: string | undefined, buffers: BufferPool): Buffer {
+  async read(id: string, name: string | undefined, take?: (size: number) => Buffer): Promise<Buffer> {
     if (name === undefined) return Buffer.alloc(0);
-    const fd = fs.openSync(path.join(this.sessionDir(id), name), 'r');
-    let bytes: Buffer | undefined;
+    const file = path.join(this.sessionDir(id), name);
+    if (!take) return fsp.readFile(file);
+    const fd = fs.openSync(file, 'r');
     try {
-      bytes = buffers.take(fs.fstatSync(fd).size);
+      const bytes = take(fs.fstatSync(fd).size);
       for (let at = 0; at < bytes.length; ) {
         const n = fs.readSync(fd, bytes, at, bytes.length - at, at);
         if (n === 0) throw new Error(`staged tail of ${id} ended at ${at} of ${bytes.length} bytes`);
         at += n;
       }
       return bytes;
-    } catch (err) {
-      if (bytes) buffers.give(bytes);
-      throw err;
     } finally {
       fs.closeSync(fd);
     }
