@@ -1,10 +1,16 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 
 /**
  * The blob suites that run once more against the pg-s3 backend (PostgreSQL + S3, started by
  * test/helpers/backends.ts): one suite, parameterized by SVC_TEST_BACKEND, not copies.
  */
 const PG_S3_SUITES = ['test/blob-api.test.ts', 'test/uploads-api.test.ts', 'test/security.test.ts', 'test/tenant-policy.test.ts', 'test/gc.test.ts', 'test/locality.test.ts', 'test/shared-sessions.test.ts', 'test/gc-nodes.test.ts'];
+
+/**
+ * Three pg-s3 nodes on a PostgreSQL cluster and a Ceph radosgw of the file's own (issue 19):
+ * not a backend parameterization, so a project of its own.
+ */
+const MULTI_NODE = ['test/multi-node.test.ts'];
 
 export default defineConfig({
   test: {
@@ -13,8 +19,9 @@ export default defineConfig({
     // HTTP suites each start real servers; two at a time suits a 2-core machine.
     maxWorkers: 2,
     projects: [
-      { extends: true, test: { name: 'fs', include: ['test/**/*.test.ts'] } },
+      { extends: true, test: { name: 'fs', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...MULTI_NODE] } },
       { extends: true, test: { name: 'pg-s3', include: PG_S3_SUITES, env: { SVC_TEST_BACKEND: 'pg-s3' } } },
+      { extends: true, test: { name: 'multi-node', include: MULTI_NODE } },
     ],
   },
 });

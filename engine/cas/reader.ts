@@ -76,7 +76,9 @@ export class BlobReader {
       this.log.error('read: block checksum mismatch', { block: ref.hex, blob: manifest.id, inline: manifest.record.inline === true });
       throw storageFailure('A block of this blob failed its checksum; nothing corrupt is served');
     }
-    this.cache.set(ref.hex, bytes);
+    // Bytes read into a recycled buffer are not kept: the buffer serves another download next
+    // (a store may read even a small block into it; S3's does).
+    if (!into || bytes.buffer !== into.buffer) this.cache.set(ref.hex, bytes);
     return bytes;
   }
 
