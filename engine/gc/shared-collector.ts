@@ -35,11 +35,11 @@ interface Deps {
   config: GcConfig;
   catalog: SharedGcCatalog;
   blocks: MovableBlockStore;
-  /** Roots only this node can read (its data directory's: document content, its resumable sessions). */
+  /** Roots only this node can read (document content in its data directory, the blocks of staged tails it holds). */
   roots: readonly BlockRoots[];
   /**
-   * Roots every node reads alike (kept in the shared catalog, e.g. resumable sessions once they
-   * live in PostgreSQL): marked once per run, by the node that runs it.
+   * Roots every node reads alike (kept in the shared catalog): marked once per run, by the node
+   * that runs it. (Resumable sessions are marked in SQL with the manifests: markManifests.)
    */
   sharedRoots?: readonly BlockRoots[];
   log: Logger;
