@@ -3,7 +3,8 @@
  * costs a pg-s3 publication of a 4 KiB (inline) blob, measured at the catalog (PgBlobCatalog,
  * 16 publications in flight) on a PostgreSQL cluster of its own and a single-node Ceph radosgw
  * (s3rver when Ceph cannot start, said loudly):
- *   - new blobs without a journal (before issue 19's rebuild), and with it (a SELECT, a PUT);
+ *   - new blobs without a journal (before issue 19's rebuild), and with it (a SELECT, a PUT),
+ *     with and without the cross-node lock of (tenant, blob) (engine/store/pg/holding-locks.ts);
  *   - repeats by the same tenant with the journal (the SELECT finds the hold: no PUT), against
  *     the alternative of writing the holding before every publication (a PUT, then svc_publish).
  *
@@ -84,6 +85,7 @@ async function main(): Promise<void> {
     const url = await pg.createDatabase('holdings');
     const plain = await PgBlobCatalog.open(url, { poolSize: 10 });
     const journaled = await PgBlobCatalog.open(url, { poolSize: 10, journal });
+    const unlocked = await PgBlobCatalog.open(url, { poolSize: 10, journal, holdingLocks: false });
     const block = (b: { hex: string }) => [{ hex: b.hex, size: SIZE, checksum: 1n, fresh: true }];
     const publishNew = (catalog: PgBlobCatalog, tenant: string) => () => {
       const b = blob();
@@ -107,12 +109,15 @@ async function main(): Promise<void> {
         if (counted) results.push([name, r]);
       };
       await measure('new blobs, no journal', publishNew(plain, `plain-${round}`));
-      await measure('new blobs, journal (SELECT + PUT + svc_publish)', publishNew(journaled, `journaled-${round}`));
-      await measure('repeats, journal (SELECT + svc_publish)', (i) => { const b = repeat(i); return journaled.publish(b.hex, SIZE, 'application/octet-stream', 'fixed', block(b), b.bytes, { tenant: 'repeat' }); });
+      await measure('new blobs, journal, no cross-node lock (one node only)', publishNew(unlocked, `unlocked-${round}`));
+      await measure('new blobs, journal (lock + SELECT + PUT + svc_publish + unlock)', publishNew(journaled, `journaled-${round}`));
+      await measure('repeats, journal, no cross-node lock (one node only)', (i) => { const b = repeat(i); return unlocked.publish(b.hex, SIZE, 'application/octet-stream', 'fixed', block(b), b.bytes, { tenant: 'repeat' }); });
+      await measure('repeats, journal (lock + SELECT + svc_publish + unlock)', (i) => { const b = repeat(i); return journaled.publish(b.hex, SIZE, 'application/octet-stream', 'fixed', block(b), b.bytes, { tenant: 'repeat' }); });
       await measure('repeats, always PUT (PUT + svc_publish)', async (i) => { const b = repeat(i); await journal.putHolding(holdingOf(b)); return plain.publish(b.hex, SIZE, 'application/octet-stream', 'fixed', block(b), b.bytes, { tenant: 'repeat' }); });
     }
     await plain.close();
     await journaled.close();
+    await unlocked.close();
     const base = results[0]![1];
     process.stdout.write(`| 4 KiB publications, ${IN_FLIGHT} in flight, ${seconds} s | per second | vs no journal |\n|---|---|---|\n`);
     for (const [name, r] of results) process.stdout.write(`| ${name} | ${r.toFixed(0)} | ${(r / base).toFixed(2)}x |\n`);

@@ -18,6 +18,11 @@ export interface PgCatalogOptions {
   poolSize: number;
   /** Where each tenant's holdings are journaled (pg-s3: the bucket), so that the catalog can be rebuilt from it. */
   journal?: CatalogJournal;
+  /**
+   * false: a journal without the cross-node lock of (tenant, blob) (holding-locks.ts), correct on
+   * one node only. For bench/pg-s3-holdings.ts, which measures what the lock costs.
+   */
+  holdingLocks?: boolean;
 }
 
 /** A manifest's primary key: the id's digest as 32 bytes, and its size. */
@@ -94,7 +99,8 @@ export class PgBlobCatalog implements BlobCatalog {
       await sql.end({ timeout: 5 });
       throw err;
     }
-    return new PgBlobCatalog(sql, options.journal, options.journal && new HoldingLocks(openPool(url, 1), sql));
+    const locks = options.journal && options.holdingLocks !== false ? new HoldingLocks(openPool(url, 1), sql) : undefined;
+    return new PgBlobCatalog(sql, options.journal, locks);
   }
 
   async close(): Promise<void> {
@@ -109,11 +115,11 @@ export class PgBlobCatalog implements BlobCatalog {
    */
   private exclusive<T>(tenant: string, id: string, work: () => Promise<T>, claims?: boolean): Promise<T> {
     return this.serial.run(`${tenant}\0${id}`, async () => {
-      const lock = await this.locks!.acquire(tenant, id);
+      const lock = await this.locks?.acquire(tenant, id);
       try {
         return await work();
       } finally {
-        if (!(await lock.release())) await this.reconcileHolding(tenant, id, claims);
+        if (lock && !(await lock.release())) await this.reconcileHolding(tenant, id, claims);
       }
     });
   }
