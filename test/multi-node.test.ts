@@ -3,7 +3,8 @@
 // radosgw cannot start). Mixed direct uploads through every node (inline, multi-block, with and
 // without the locality headers), resumable sessions whose parts go to different nodes, full and
 // ranged downloads from other nodes, deletes, a GC through one node while all three mark their
-// roots; then one node is killed with SIGKILL while a large upload streams into it. Afterwards
+// roots; then one node is killed with SIGKILL while a large upload streams into it (a session
+// whose first part it acknowledged is finished by the survivors). Afterwards
 // every acknowledged blob verifies and reads back byte-exact from both survivors, deleted ones
 // are 404, the inventory and the bucket's holdings are exactly the acknowledged-and-not-deleted
 // blobs, and after a GC (quarantine age 0) no block object is left that no manifest references.
@@ -273,6 +274,13 @@ describe('three pg-s3 nodes on one PostgreSQL and one radosgw', () => {
     if (reason) return skip(reason);
     victim = nodes[2]!;
     survivors = [nodes[0]!, nodes[1]!];
+    // A session whose first part the victim acknowledged: the survivors finish it after its death.
+    const session = randomUUID();
+    const sessionBytes = seededBytes(3 * MiB + 71, 7200);
+    const cut = 2 * MiB + 5;
+    expect((await fetch(`${victim.url}/api/v1/uploads`, { method: 'POST', headers: { 'X-Svc-Upload-Session-Id': session } })).status).toBe(201);
+    const first = await fetch(`${victim.url}/api/v1/uploads/${session}`, { method: 'PATCH', body: sessionBytes.subarray(0, cut) as Uint8Array<ArrayBuffer>, headers: { 'Upload-Offset': '0', 'Upload-Part-Id': randomUUID() } });
+    expect(first.status).toBe(204);
     const sent = { bytes: 0 };
     const large = slowUpload(victim, 96 * MiB, sent);
     while (sent.bytes < 12 * MiB) await sleep(20);
@@ -290,6 +298,13 @@ describe('three pg-s3 nodes on one PostgreSQL and one radosgw', () => {
     // The victim's heartbeat expires; then the survivors own every session and GC stops waiting for it.
     await sleep(TTL_MS + 500);
     for (const s of survivors) expect((await snapshot(s)).placement.nodes.map((n: any) => n.nodeId).sort()).toEqual(['node-1', 'node-2']);
+    const rest = await fetch(`${survivors[0]!.url}/api/v1/uploads/${session}`, { method: 'PATCH', body: sessionBytes.subarray(cut) as Uint8Array<ArrayBuffer>, headers: { 'Upload-Offset': String(cut), 'Upload-Part-Id': randomUUID() } });
+    expect(rest.status, await rest.text()).toBe(204);
+    const committed = await fetch(`${survivors[1]!.url}/api/v1/uploads/${session}/commit`, { method: 'POST' });
+    const status = await json(committed);
+    expect(committed.status, JSON.stringify(status)).toBe(200);
+    expect(status.committedBlob).toBe(contentId(sessionBytes));
+    acknowledged.set(status.committedBlob, { id: status.committedBlob, bytes: sessionBytes });
 
     for (const { id, bytes } of acknowledged.values()) {
       for (const s of survivors) {
