@@ -8,6 +8,7 @@ import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CatalogJournal, Holding } from '../dist/engine/store/catalog-journal.js';
 import { PgBlobCatalog } from '../dist/engine/store/pg/blob-catalog.js';
+import { openPool } from '../dist/engine/store/pg/pool.js';
 import { S3Holdings } from '../dist/engine/store/s3/holdings.js';
 import { type PgServer, startPostgres } from './helpers/postgres.js';
 import { type S3Endpoint, s3ClientFor, startS3rver } from './helpers/s3-servers.js';
@@ -92,6 +93,36 @@ describe('holdings of two nodes on one database', () => {
     expect(Date.now() - started).toBeGreaterThan(300);
     expect(await b.get(x.id, tenant)).toBeDefined();
     expect(await holdings()).toContain(`${tenant} ${x.id}`);
+  });
+
+  it("a node whose lock connection dies mid-removal makes the holding agree with the catalog again", async ({ skip }) => {
+    if ('skip' in pg) return skip(pg.skip);
+    const a = await PgBlobCatalog.open(url, { poolSize: 4, journal: new SlowDeletes(journal, 800) });
+    const b = await PgBlobCatalog.open(url, { poolSize: 4, journal });
+    catalogs.push(a, b);
+    const admin = openPool(url, 1);
+    try {
+      const tenant = randomUUID();
+      const x = blob(2);
+      await publish(a, x, tenant);
+      const removal = a.remove(x.id, tenant);
+      while (await b.get(x.id, tenant)) await sleep(5);
+      // Node A's kept lock connection dies (an idle timeout, a proxy) while its DELETE is pending:
+      // its lock goes, and node B publishes the blob again before A's DELETE lands.
+      const [holder] = await admin<{ pid: number }[]>`SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND classid = ${0x7376_6368} AND objsubid = 2 AND granted`;
+      expect(holder).toBeDefined();
+      await admin`SELECT pg_terminate_backend(${holder!.pid})`;
+      expect((await publish(b, x, tenant)).existed).toBe(false);
+      expect(await removal).toBe(true);
+      // A found its lock lost and wrote the holding again as the catalog has it.
+      expect(await b.get(x.id, tenant)).toBeDefined();
+      expect(await holdings()).toContain(`${tenant} ${x.id}`);
+      // And A goes on with a new lock connection.
+      await a.remove(x.id, tenant);
+      expect(await holdings()).not.toContain(`${tenant} ${x.id}`);
+    } finally {
+      await admin.end();
+    }
   });
 
   it('racing publications and removals of the same blobs on both nodes leave the bucket holding exactly what the catalog holds', async ({ skip }) => {
