@@ -1,5 +1,5 @@
 // The pg-s3 backend: the blob catalog in PostgreSQL (engine/store/pg), block bytes in S3, one
-// object per block, and a holding per tenant's blob (engine/store/s3: what a rebuild reads).
+// object per block, and a journal of every tenant's holdings (engine/store/s3/journal.ts: what a rebuild reads).
 // Resumable sessions in PostgreSQL with their staged tails in the bucket. Spills of uploads go to
 // a scratch directory of this node.
 import fs from 'node:fs';
@@ -8,7 +8,7 @@ import type { Config } from '../config.js';
 import type { BlobBackend } from './backend.js';
 import { PgBlobCatalog } from './pg/blob-catalog.js';
 import { S3BlockStore } from './s3/block-store.js';
-import { S3Holdings } from './s3/holdings.js';
+import { S3Journal } from './s3/journal.js';
 import { S3TailStaging } from './s3/staging.js';
 
 export async function openPgS3(config: Config): Promise<BlobBackend> {
@@ -18,8 +18,7 @@ export async function openPgS3(config: Config): Promise<BlobBackend> {
   fs.mkdirSync(scratchDir, { recursive: true });
   const blocks = new S3BlockStore({ kind: 's3', ...config.s3 }, scratchDir);
   // Each tenant's holdings are journaled in the bucket: it alone suffices to rebuild the catalog.
-  const journal = new S3Holdings(blocks.client, blocks.location);
-  const manifests = await PgBlobCatalog.open(config.pg.url, { poolSize: config.pg.pool, journal });
+  const manifests = await PgBlobCatalog.open(config.pg.url, { poolSize: config.pg.pool, journal: (nextSegment) => new S3Journal(blocks.client, blocks.location, nextSegment) });
   return {
     kind: 'pg-s3',
     blocks,

@@ -15,8 +15,11 @@ import { PgGcCatalog } from './gc-catalog.js';
 export interface PgCatalogOptions {
   /** Connections in the pool (SVC_PG_POOL). */
   poolSize: number;
-  /** Where each tenant's holdings are journaled (pg-s3: the bucket), so that the catalog can be rebuilt from it. */
-  journal?: CatalogJournal;
+  /**
+   * Where each tenant's holdings are journaled (pg-s3: the bucket), so that the catalog can be
+   * rebuilt from it; made with the catalog's sequence of segment numbers.
+   */
+  journal?: (nextSegment: () => Promise<number>) => CatalogJournal;
 }
 
 /** A manifest's primary key: the id's digest as 32 bytes, and its size. */
@@ -77,10 +80,17 @@ export class PgBlobCatalog implements BlobCatalog {
   /** A tenant's publication and removal of one blob, one at a time on this node (journal and row in step). */
   private readonly serial = new KeyQueue();
 
+  private readonly journal?: CatalogJournal;
+
   private constructor(
     private readonly sql: PgPool,
-    private readonly journal?: CatalogJournal,
-  ) {}
+    journal?: (nextSegment: () => Promise<number>) => CatalogJournal,
+  ) {
+    this.journal = journal?.(async () => {
+      const [row] = await this.sql<{ n: number }[]>`SELECT nextval('journal_segment_seq') AS n`;
+      return row!.n;
+    });
+  }
 
   /** Opens a pool on `url` and brings the schema to the current version. */
   static async open(url: string, options: PgCatalogOptions): Promise<PgBlobCatalog> {
