@@ -81,7 +81,7 @@ async function main(): Promise<void> {
     await client.send(new CreateBucketCommand({ Bucket: location.bucket }));
     const url = await pg.createDatabase('holdings');
     const plain = await PgBlobCatalog.open(url, { poolSize: 10 });
-    const journaled = await PgBlobCatalog.open(url, { poolSize: 10, journal: (nextSegment) => new S3Journal(client, location, nextSegment) });
+    const journaled = await PgBlobCatalog.open(url, { poolSize: 10, journal: new S3Journal(client, location) });
     const block = (b: { hex: string }) => [{ hex: b.hex, size: SIZE, checksum: 1n, fresh: true }];
     const publishNew = (catalog: PgBlobCatalog, tenant: string) => () => {
       const b = blob();

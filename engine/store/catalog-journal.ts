@@ -1,9 +1,8 @@
 // A catalog's journal in the block store's bucket: every publication's holding (tenant, blob,
 // manifest) and every removal, so that the bucket alone suffices to rebuild the catalog
-// (`svc catalog rebuild`, docs/backends.md). A holding is journaled before the publication
-// commits and a removal after it commits: the bucket knows at least what the catalog knows.
-// Entries are grouped into segments (one object per group of concurrent writes), numbered in the
-// order they were written; for each (tenant, blob) the last entry says whether it is held.
+// (`svc catalog rebuild`, docs/backends.md). The catalog numbers its entries in commit order and
+// hands them over in groups, each written as one segment; for each (tenant, blob) the entry with
+// the largest number says whether it is held.
 import { createHash } from 'node:crypto';
 import { contentIdOf } from '../cas/content-id.js';
 
@@ -29,19 +28,16 @@ export interface Holding {
 /** One journal entry: a tenant holds a blob (with its manifest), or holds it no more. */
 export type JournalEntry = { op: 'put'; holding: Holding } | { op: 'remove'; tenant: string; id: string };
 
-/** An entry where it was found: later segments, and later entries of a segment, come after. */
+/** An entry and its number (commit order; a number is written once, maybe in two segments after a retry). */
 export interface JournalRecord {
-  segment: number;
-  index: number;
+  seq: number;
   entry: JournalEntry;
 }
 
 export interface CatalogJournal {
-  /** Journals the tenant's holding of `holding.id` (durable when it resolves). */
-  putHolding(holding: Holding): Promise<void>;
-  /** Journals that the tenant holds `id` no more. */
-  deleteHolding(tenant: string, id: string): Promise<void>;
-  /** Every record, a segment at a time, in the order written (an unreadable segment is passed to `unreadable`). */
+  /** Writes the records as one segment (durable when it resolves). */
+  write(records: readonly JournalRecord[]): Promise<void>;
+  /** Every record, a segment at a time (an unreadable segment is passed to `unreadable`). */
   listRecords(unreadable?: (key: string, err: unknown) => void): AsyncIterable<JournalRecord[]>;
 }
 
@@ -118,30 +114,33 @@ function holdingOf(doc: Partial<HoldingV1>): Holding {
 }
 
 /**
- * A segment (JSON lines, readable with any tool): a header `{ v: 1, segment, entries }`, then one
- * line per entry, a holding document with `op: "put"` or `{ v: 1, op: "remove", tenant, id }`.
+ * A segment (JSON lines, readable with any tool): a header `{ v: 1, entries }`, then one line per
+ * entry, a holding document with `seq` and `op: "put"`, or `{ v: 1, seq, op: "remove", tenant, id }`.
  */
-export function encodeSegment(segment: number, entries: readonly JournalEntry[]): Buffer {
-  const lines = [JSON.stringify({ v: 1, segment, entries: entries.length })];
-  for (const e of entries) lines.push(JSON.stringify(e.op === 'put' ? { op: 'put', ...holdingDoc(e.holding) } : { v: 1, op: 'remove', tenant: e.tenant, id: e.id }));
+export function encodeSegment(records: readonly JournalRecord[]): Buffer {
+  const lines = [JSON.stringify({ v: 1, entries: records.length })];
+  for (const { seq, entry: e } of records) {
+    lines.push(JSON.stringify(e.op === 'put' ? { seq, op: 'put', ...holdingDoc(e.holding) } : { v: 1, seq, op: 'remove', tenant: e.tenant, id: e.id }));
+  }
   return Buffer.from(`${lines.join('\n')}\n`);
 }
 
 /** Reads a segment; throws on a version or shape this svc does not know, or a torn segment. */
-export function decodeSegment(bytes: Uint8Array): { segment: number; entries: JournalEntry[] } {
+export function decodeSegment(bytes: Uint8Array): JournalRecord[] {
   const lines = Buffer.from(bytes).toString('utf8').split('\n');
   if (lines.at(-1) === '') lines.pop();
-  const header = JSON.parse(lines[0] ?? 'null') as { v?: unknown; segment?: unknown; entries?: unknown } | null;
-  if (header?.v !== 1 || !Number.isSafeInteger(header.segment) || header.entries !== lines.length - 1) {
+  const header = JSON.parse(lines[0] ?? 'null') as { v?: unknown; entries?: unknown } | null;
+  if (header?.v !== 1 || header.entries !== lines.length - 1) {
     throw new Error('journal segment: the header is not version 1, or does not count its entries');
   }
-  const entries = lines.slice(1).map((line): JournalEntry => {
-    const doc = JSON.parse(line) as Partial<HoldingV1> & { op?: unknown };
-    if (doc.op === 'put') return { op: 'put', holding: holdingOf(doc) };
+  return lines.slice(1).map((line): JournalRecord => {
+    const doc = JSON.parse(line) as Partial<HoldingV1> & { op?: unknown; seq?: unknown };
+    if (!Number.isSafeInteger(doc.seq)) throw new Error('journal segment: an entry without its number');
+    const seq = doc.seq as number;
+    if (doc.op === 'put') return { seq, entry: { op: 'put', holding: holdingOf(doc) } };
     if (doc.op === 'remove' && doc.v === 1 && typeof doc.tenant === 'string' && typeof doc.id === 'string' && contentIdOf(doc.id)) {
-      return { op: 'remove', tenant: doc.tenant, id: doc.id };
+      return { seq, entry: { op: 'remove', tenant: doc.tenant, id: doc.id } };
     }
     throw new Error(`journal segment: an entry of unknown shape (op ${String(doc.op)})`);
   });
-  return { segment: header.segment as number, entries };
 }

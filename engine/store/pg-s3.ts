@@ -5,20 +5,23 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config.js';
+import type { Logger } from '../log.js';
 import type { BlobBackend } from './backend.js';
 import { PgBlobCatalog } from './pg/blob-catalog.js';
 import { S3BlockStore } from './s3/block-store.js';
 import { S3Journal } from './s3/journal.js';
 import { S3TailStaging } from './s3/staging.js';
 
-export async function openPgS3(config: Config): Promise<BlobBackend> {
+export async function openPgS3(config: Config, log: Logger): Promise<BlobBackend> {
   // This process holds the data directory's lock: a spill left by an earlier run is nobody's.
   const scratchDir = path.join(config.fsRoot, 'scratch');
   fs.rmSync(scratchDir, { recursive: true, force: true });
   fs.mkdirSync(scratchDir, { recursive: true });
   const blocks = new S3BlockStore({ kind: 's3', ...config.s3 }, scratchDir);
-  // Each tenant's holdings are journaled in the bucket: it alone suffices to rebuild the catalog.
-  const manifests = await PgBlobCatalog.open(config.pg.url, { poolSize: config.pg.pool, journal: (nextSegment) => new S3Journal(blocks.client, blocks.location, nextSegment) });
+  // The catalog journals every tenant's holdings to the bucket: it alone suffices to rebuild the catalog.
+  const manifests = await PgBlobCatalog.open(config.pg.url, { poolSize: config.pg.pool, journal: new S3Journal(blocks.client, blocks.location),
+    onJournalError: (err) => log.warn('pg-s3: journal segment not written; its entries wait in the catalog', { err: String(err) }),
+  });
   return {
     kind: 'pg-s3',
     blocks,

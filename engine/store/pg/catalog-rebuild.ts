@@ -53,9 +53,8 @@ export async function rebuildPgCatalog(url: string, sources: RebuildSources, opt
         await tx.unsafe(`TRUNCATE ${CATALOG_TABLES}; UPDATE catalog_totals SET blobs = 0, blocks = 0, stored_bytes = 0`);
       }
       await tx.unsafe(`
-        CREATE TEMP TABLE rebuild_entries (segment bigint, idx int, removed boolean, tenant text, hex bytea, size bigint,
-          created_at bigint, media_type text, chunker text, refs bytea, sizes bytea, inline bytea, claims boolean,
-          PRIMARY KEY (segment, idx)) ON COMMIT DROP;
+        CREATE TEMP TABLE rebuild_entries (seq bigint PRIMARY KEY, removed boolean, tenant text, hex bytea, size bigint,
+          created_at bigint, media_type text, chunker text, refs bytea, sizes bytea, inline bytea, claims boolean) ON COMMIT DROP;
         CREATE TEMP TABLE rebuild_holdings (tenant text, hex bytea, size bigint, created_at bigint, media_type text,
           chunker text, refs bytea, sizes bytea, inline bytea, claims boolean, PRIMARY KEY (tenant, hex, size)) ON COMMIT DROP;
         CREATE TEMP TABLE rebuild_objects (key bytea, area text, PRIMARY KEY (key, area)) ON COMMIT DROP`);
@@ -85,8 +84,7 @@ async function loadEntries(tx: PgSql, sources: RebuildSources): Promise<number> 
     const idOf = (r: JournalRecord) => (r.entry.op === 'put' ? r.entry.holding.id : r.entry.id);
     await tx`
       INSERT INTO rebuild_entries
-      SELECT * FROM unnest(${page.map((r) => r.segment)}::int8[], ${page.map((r) => r.index)}::int4[],
-        ${page.map((r) => r.entry.op === 'remove')}::boolean[], ${page.map(tenantOf)}::text[],
+      SELECT * FROM unnest(${page.map((r) => r.seq)}::int8[], ${page.map((r) => r.entry.op === 'remove')}::boolean[], ${page.map(tenantOf)}::text[],
         ${page.map((r) => Buffer.from(idOf(r).slice(8, 72), 'hex'))}::bytea[], ${page.map((r) => Number(idOf(r).slice(73)))}::int8[],
         ${page.map((r) => holding(r)?.createdAt ?? null)}::int8[], ${page.map((r) => holding(r)?.mediaType ?? null)}::text[],
         ${page.map((r) => holding(r)?.chunker ?? null)}::text[], ${page.map((r) => holding(r)?.refs ?? null)}::bytea[],
@@ -96,8 +94,8 @@ async function loadEntries(tx: PgSql, sources: RebuildSources): Promise<number> 
     n += page.length;
     if (++segments % 100 === 0) sources.progress(`${n} journal entries read`);
   }
-  // New segments must sort after every one found.
-  await tx`SELECT setval('journal_segment_seq', greatest((SELECT max(segment) FROM rebuild_entries), 1), (SELECT count(*) > 0 FROM rebuild_entries))`;
+  // New entries must come after every one found.
+  await tx`SELECT setval('journal_seq', greatest((SELECT max(seq) FROM rebuild_entries), 1), (SELECT count(*) > 0 FROM rebuild_entries))`;
   return n;
 }
 
@@ -107,7 +105,7 @@ async function lastEntries(tx: PgSql): Promise<number> {
     WITH inserted AS (
       INSERT INTO rebuild_holdings
       SELECT tenant, hex, size, created_at, media_type, chunker, refs, sizes, inline, claims FROM (
-        SELECT DISTINCT ON (tenant, hex, size) * FROM rebuild_entries ORDER BY tenant, hex, size, segment DESC, idx DESC
+        SELECT DISTINCT ON (tenant, hex, size) * FROM rebuild_entries ORDER BY tenant, hex, size, seq DESC
       ) last WHERE NOT removed
       RETURNING 1)
     SELECT count(*)::int8 AS n FROM inserted`;
