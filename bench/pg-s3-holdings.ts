@@ -1,12 +1,11 @@
 /**
- * What the catalog's journal (a holding object per tenant's blob, engine/store/s3/holdings.ts)
- * costs a pg-s3 publication of a 4 KiB (inline) blob, measured at the catalog (PgBlobCatalog,
- * 16 publications in flight) on a PostgreSQL cluster of its own and a single-node Ceph radosgw
+ * What the catalog's journal (segments of grouped holdings, engine/store/s3/journal.ts) costs a
+ * pg-s3 publication of a 4 KiB (inline) blob, measured at the catalog (PgBlobCatalog, 16
+ * publications in flight) on a PostgreSQL cluster of its own and a single-node Ceph radosgw
  * (s3rver when Ceph cannot start, said loudly):
- *   - new blobs without a journal (before issue 19's rebuild), and with it (a SELECT, a PUT),
- *     with and without the cross-node lock of (tenant, blob) (engine/store/pg/holding-locks.ts);
- *   - repeats by the same tenant with the journal (the SELECT finds the hold: no PUT), against
- *     the alternative of writing the holding before every publication (a PUT, then svc_publish).
+ *   - new blobs without a journal (before issue 19's rebuild), and with it (a SELECT, the
+ *     publication's share of a segment PUT, svc_publish);
+ *   - repeats by the same tenant with the journal (the SELECT finds the hold: nothing journaled).
  *
  *   npm run build && node dist/bench/pg-s3-holdings.js [--seconds N]
  */
@@ -18,10 +17,9 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
-import type { Holding } from '../engine/store/catalog-journal.js';
 import { PgBlobCatalog } from '../engine/store/pg/blob-catalog.js';
 import { s3Client } from '../engine/store/s3/block-store.js';
-import { S3Holdings } from '../engine/store/s3/holdings.js';
+import { S3Journal } from '../engine/store/s3/journal.js';
 import { requirePostgres } from './postgres-server.js';
 
 const run = promisify(execFile);
@@ -81,11 +79,9 @@ async function main(): Promise<void> {
   const client = s3Client(location);
   try {
     await client.send(new CreateBucketCommand({ Bucket: location.bucket }));
-    const journal = new S3Holdings(client, location);
     const url = await pg.createDatabase('holdings');
     const plain = await PgBlobCatalog.open(url, { poolSize: 10 });
-    const journaled = await PgBlobCatalog.open(url, { poolSize: 10, journal });
-    const unlocked = await PgBlobCatalog.open(url, { poolSize: 10, journal, holdingLocks: false });
+    const journaled = await PgBlobCatalog.open(url, { poolSize: 10, journal: new S3Journal(client, location) });
     const block = (b: { hex: string }) => [{ hex: b.hex, size: SIZE, checksum: 1n, fresh: true }];
     const publishNew = (catalog: PgBlobCatalog, tenant: string) => () => {
       const b = blob();
@@ -95,11 +91,6 @@ async function main(): Promise<void> {
     const pool = Array.from({ length: 256 }, blob);
     for (const b of pool) await journaled.publish(b.hex, SIZE, 'application/octet-stream', 'fixed', block(b), b.bytes, { tenant: 'repeat' });
     const repeat = (i: number) => pool[i % pool.length]!;
-    const holdingOf = (b: { hex: string; bytes: Buffer }): Holding => ({
-      tenant: 'repeat', id: `sha-256:${b.hex}:${SIZE}`, size: SIZE, mediaType: 'application/octet-stream', createdAt: Date.now(), chunker: 'fixed',
-      refs: Buffer.alloc(40), sizes: Buffer.alloc(4), inline: b.bytes,
-    });
-
     const results: [string, number][] = [];
     for (let round = 0; round < 2; round++) {
       const counted = round > 0;
@@ -109,15 +100,11 @@ async function main(): Promise<void> {
         if (counted) results.push([name, r]);
       };
       await measure('new blobs, no journal', publishNew(plain, `plain-${round}`));
-      await measure('new blobs, journal, no cross-node lock (one node only)', publishNew(unlocked, `unlocked-${round}`));
-      await measure('new blobs, journal (lock + SELECT + PUT + svc_publish + unlock)', publishNew(journaled, `journaled-${round}`));
-      await measure('repeats, journal, no cross-node lock (one node only)', (i) => { const b = repeat(i); return unlocked.publish(b.hex, SIZE, 'application/octet-stream', 'fixed', block(b), b.bytes, { tenant: 'repeat' }); });
-      await measure('repeats, journal (lock + SELECT + svc_publish + unlock)', (i) => { const b = repeat(i); return journaled.publish(b.hex, SIZE, 'application/octet-stream', 'fixed', block(b), b.bytes, { tenant: 'repeat' }); });
-      await measure('repeats, always PUT (PUT + svc_publish)', async (i) => { const b = repeat(i); await journal.putHolding(holdingOf(b)); return plain.publish(b.hex, SIZE, 'application/octet-stream', 'fixed', block(b), b.bytes, { tenant: 'repeat' }); });
+      await measure('new blobs, journal (SELECT + grouped segment PUT + svc_publish)', publishNew(journaled, `journaled-${round}`));
+      await measure('repeats, journal (SELECT + svc_publish)', (i) => { const b = repeat(i); return journaled.publish(b.hex, SIZE, 'application/octet-stream', 'fixed', block(b), b.bytes, { tenant: 'repeat' }); });
     }
     await plain.close();
     await journaled.close();
-    await unlocked.close();
     const base = results[0]![1];
     process.stdout.write(`| 4 KiB publications, ${IN_FLIGHT} in flight, ${seconds} s | per second | vs no journal |\n|---|---|---|\n`);
     for (const [name, r] of results) process.stdout.write(`| ${name} | ${r.toFixed(0)} | ${(r / base).toFixed(2)}x |\n`);

@@ -144,7 +144,7 @@ export class Engine {
     // Before anything touches the directory: a second process must not clean up the first one's files.
     const lock = lockDataDir(config.fsRoot);
     const catalog = CatalogEnv.open(config.fsRoot, config.durability);
-    const backend = await openBlobBackend(config, catalog);
+    const backend = await openBlobBackend(config, catalog, log);
     if (backend.removedTempFiles > 0) log.info('removed temporary files of interrupted uploads', { count: backend.removedTempFiles });
     const pool = createWorkerPool({ filename: WORKER_MODULE, minThreads: config.workers, maxThreads: config.workers, idleTimeout: 60_000 });
     const memory = new TransferMemory(config.ingestBufferBytes, config.segmentBytes);
@@ -152,7 +152,13 @@ export class Engine {
     if (config.nativeSha256 === 'auto' && !pairHashing) log.info('native SHA-256 pair unavailable: blocks are hashed by the worker threads', { reason: sha256PairUnavailableReason() });
     const scanner = new StreamScanner(SCANNER_MODULE, memory.arena, pairHashing);
     const engine = new Engine(config, log, catalog, backend, pool, memory, scanner, lock);
-    const cleaned = await engine.uploads.cleanup();
+    // Shared sessions (pg-s3) are any node's to clean up, on every interval: a node whose S3 or
+    // PostgreSQL does not answer yet still starts (and says so in readiness).
+    const cleaned = await engine.uploads.cleanup().catch((err: unknown) => {
+      if (!backend.sessions) throw err;
+      log.warn('uploads: cleanup at start failed; the next interval tries again', { err: String(err) });
+      return { expired: 0, recovered: 0, removed: 0 };
+    });
     if (cleaned.expired || cleaned.recovered || cleaned.removed) log.info('uploads: cleanup at start', cleaned);
     engine.uploads.startCleanup();
     engine.jobs.start();

@@ -9,6 +9,7 @@ import type { TailStaging, UploadCatalog } from './upload-catalog.js';
 import { FsBlockStore } from './fs/block-store.js';
 import { LmdbBlobCatalog } from './lmdb/blob-catalog.js';
 import type { CatalogEnv } from './lmdb/env.js';
+import type { Logger } from '../log.js';
 
 /** A dependency readiness probes, named as the ops snapshot names it. */
 export interface Dependency {
@@ -36,7 +37,7 @@ export interface BlobBackend {
  * Opens the configured backend. Only the process that holds the data directory's lock may call
  * this (the fs store cleans up its temp files). `env` is the node's embedded catalog.
  */
-export async function openBlobBackend(config: Config, env: CatalogEnv): Promise<BlobBackend> {
+export async function openBlobBackend(config: Config, env: CatalogEnv, log: Logger): Promise<BlobBackend> {
   if (config.blobBackend === 'fs') {
     const { removedTempFiles } = FsBlockStore.prepare(config.fsRoot);
     const blocks = new FsBlockStore(config.fsRoot, config.durability);
@@ -55,5 +56,5 @@ export async function openBlobBackend(config: Config, env: CatalogEnv): Promise<
     };
   }
   const { openPgS3 } = await import('./pg-s3.js');
-  return openPgS3(config);
+  return openPgS3(config, log);
 }

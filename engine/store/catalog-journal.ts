@@ -1,7 +1,8 @@
-// A catalog's journal in the block store's bucket: one holding per (tenant, blob), so that the
-// bucket alone suffices to rebuild the catalog (`svc catalog rebuild`, docs/backends.md).
-// A holding is written before the publication commits and deleted after the removal commits:
-// the bucket knows at least what the catalog knows.
+// A catalog's journal in the block store's bucket: every publication's holding (tenant, blob,
+// manifest) and every removal, so that the bucket alone suffices to rebuild the catalog
+// (`svc catalog rebuild`, docs/backends.md). The catalog numbers its entries in commit order and
+// hands them over in groups, each written as one segment; for each (tenant, blob) the entry with
+// the largest number says whether it is held.
 import { createHash } from 'node:crypto';
 import { contentIdOf } from '../cas/content-id.js';
 
@@ -24,13 +25,20 @@ export interface Holding {
   claims?: true;
 }
 
+/** One journal entry: a tenant holds a blob (with its manifest), or holds it no more. */
+export type JournalEntry = { op: 'put'; holding: Holding } | { op: 'remove'; tenant: string; id: string };
+
+/** An entry and its number (commit order; a number is written once, maybe in two segments after a retry). */
+export interface JournalRecord {
+  seq: number;
+  entry: JournalEntry;
+}
+
 export interface CatalogJournal {
-  /** Writes (or overwrites) the tenant's holding of `holding.id`. */
-  putHolding(holding: Holding): Promise<void>;
-  /** Deletes the tenant's holding of `id`; nothing when there is none. */
-  deleteHolding(tenant: string, id: string): Promise<void>;
-  /** Every holding, a page at a time (a holding that cannot be read is passed to `unreadable`). */
-  listHoldings(unreadable?: (key: string, err: unknown) => void): AsyncIterable<Holding[]>;
+  /** Writes the records as one segment (durable when it resolves). */
+  write(records: readonly JournalRecord[]): Promise<void>;
+  /** Every record, a segment at a time (an unreadable segment is passed to `unreadable`). */
+  listRecords(unreadable?: (key: string, err: unknown) => void): AsyncIterable<JournalRecord[]>;
 }
 
 /** Version 1 of the holding document (JSON: small, readable with any tool). */
@@ -49,7 +57,11 @@ interface HoldingV1 {
 }
 
 export function encodeHolding(h: Holding): Buffer {
-  const doc: HoldingV1 = {
+  return Buffer.from(JSON.stringify(holdingDoc(h)));
+}
+
+function holdingDoc(h: Holding): HoldingV1 {
+  return {
     v: 1,
     tenant: h.tenant,
     id: h.id,
@@ -62,12 +74,14 @@ export function encodeHolding(h: Holding): Buffer {
     ...(h.inline ? { inline: h.inline.toString('base64') } : {}),
     ...(h.claims ? { claims: true as const } : {}),
   };
-  return Buffer.from(JSON.stringify(doc));
 }
 
 /** Reads a holding document; throws on a version or shape this svc does not know. */
 export function decodeHolding(bytes: Uint8Array): Holding {
-  const doc = JSON.parse(Buffer.from(bytes).toString('utf8')) as Partial<HoldingV1>;
+  return holdingOf(JSON.parse(Buffer.from(bytes).toString('utf8')) as Partial<HoldingV1>);
+}
+
+function holdingOf(doc: Partial<HoldingV1>): Holding {
   if (doc.v !== 1) throw new Error(`holding version ${String(doc.v)} is not known to this svc`);
   const str = (v: unknown, name: string): string => {
     if (typeof v !== 'string') throw new Error(`holding: "${name}" is not a string`);
@@ -97,4 +111,36 @@ export function decodeHolding(bytes: Uint8Array): Holding {
     ...(inline ? { inline } : {}),
     ...(doc.claims === true ? { claims: true as const } : {}),
   };
+}
+
+/**
+ * A segment (JSON lines, readable with any tool): a header `{ v: 1, entries }`, then one line per
+ * entry, a holding document with `seq` and `op: "put"`, or `{ v: 1, seq, op: "remove", tenant, id }`.
+ */
+export function encodeSegment(records: readonly JournalRecord[]): Buffer {
+  const lines = [JSON.stringify({ v: 1, entries: records.length })];
+  for (const { seq, entry: e } of records) {
+    lines.push(JSON.stringify(e.op === 'put' ? { seq, op: 'put', ...holdingDoc(e.holding) } : { v: 1, seq, op: 'remove', tenant: e.tenant, id: e.id }));
+  }
+  return Buffer.from(`${lines.join('\n')}\n`);
+}
+
+/** Reads a segment; throws on a version or shape this svc does not know, or a torn segment. */
+export function decodeSegment(bytes: Uint8Array): JournalRecord[] {
+  const lines = Buffer.from(bytes).toString('utf8').split('\n');
+  if (lines.at(-1) === '') lines.pop();
+  const header = JSON.parse(lines[0] ?? 'null') as { v?: unknown; entries?: unknown } | null;
+  if (header?.v !== 1 || header.entries !== lines.length - 1) {
+    throw new Error('journal segment: the header is not version 1, or does not count its entries');
+  }
+  return lines.slice(1).map((line): JournalRecord => {
+    const doc = JSON.parse(line) as Partial<HoldingV1> & { op?: unknown; seq?: unknown };
+    if (!Number.isSafeInteger(doc.seq)) throw new Error('journal segment: an entry without its number');
+    const seq = doc.seq as number;
+    if (doc.op === 'put') return { seq, entry: { op: 'put', holding: holdingOf(doc) } };
+    if (doc.op === 'remove' && doc.v === 1 && typeof doc.tenant === 'string' && typeof doc.id === 'string' && contentIdOf(doc.id)) {
+      return { seq, entry: { op: 'remove', tenant: doc.tenant, id: doc.id } };
+    }
+    throw new Error(`journal segment: an entry of unknown shape (op ${String(doc.op)})`);
+  });
 }

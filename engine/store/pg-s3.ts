@@ -1,25 +1,27 @@
 // The pg-s3 backend: the blob catalog in PostgreSQL (engine/store/pg), block bytes in S3, one
-// object per block, and a holding per tenant's blob (engine/store/s3: what a rebuild reads).
+// object per block, and a journal of every tenant's holdings (engine/store/s3/journal.ts: what a rebuild reads).
 // Resumable sessions in PostgreSQL with their staged tails in the bucket. Spills of uploads go to
 // a scratch directory of this node.
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config.js';
+import type { Logger } from '../log.js';
 import type { BlobBackend } from './backend.js';
 import { PgBlobCatalog } from './pg/blob-catalog.js';
 import { S3BlockStore } from './s3/block-store.js';
-import { S3Holdings } from './s3/holdings.js';
+import { S3Journal } from './s3/journal.js';
 import { S3TailStaging } from './s3/staging.js';
 
-export async function openPgS3(config: Config): Promise<BlobBackend> {
+export async function openPgS3(config: Config, log: Logger): Promise<BlobBackend> {
   // This process holds the data directory's lock: a spill left by an earlier run is nobody's.
   const scratchDir = path.join(config.fsRoot, 'scratch');
   fs.rmSync(scratchDir, { recursive: true, force: true });
   fs.mkdirSync(scratchDir, { recursive: true });
   const blocks = new S3BlockStore({ kind: 's3', ...config.s3 }, scratchDir);
-  // Each tenant's holdings are journaled in the bucket: it alone suffices to rebuild the catalog.
-  const journal = new S3Holdings(blocks.client, blocks.location);
-  const manifests = await PgBlobCatalog.open(config.pg.url, { poolSize: config.pg.pool, journal });
+  // The catalog journals every tenant's holdings to the bucket: it alone suffices to rebuild the catalog.
+  const manifests = await PgBlobCatalog.open(config.pg.url, { poolSize: config.pg.pool, journal: new S3Journal(blocks.client, blocks.location),
+    onJournalError: (err) => log.warn('pg-s3: journal segment not written; its entries wait in the catalog', { err: String(err) }),
+  });
   return {
     kind: 'pg-s3',
     blocks,

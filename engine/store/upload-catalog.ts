@@ -78,6 +78,11 @@ export interface UploadCatalog {
   hasPart(id: string, partId: string): Promise<boolean>;
   /** Runs `change` on the current record atomically (the record locked meanwhile); it returns the new record or throws. */
   update(id: string, change: (current: SessionRecord | undefined) => SessionRecord): Promise<SessionRecord>;
+  /**
+   * `update` committed before it returns, where the catalog can (embedded): a lease taken this
+   * way costs no wait for an asynchronous commit while the part's body is held.
+   */
+  updateSync?(id: string, change: (current: SessionRecord | undefined) => SessionRecord): SessionRecord;
   /** Records an acknowledged part and the session's new state together, once `check` accepts the current record. */
   addPart(session: SessionRecord, index: number, part: PartRecord, check: (current: SessionRecord | undefined) => void): Promise<void>;
   /** Every block the session's acknowledged parts cut, in order. */

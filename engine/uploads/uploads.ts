@@ -490,10 +490,11 @@ export class Uploads {
     return this.deps.liveNodes();
   }
 
-  /** Takes the lease in one transaction, checking again against the current record. */
-  private takeLease(seen: SessionRecord, kind: 'part' | 'commit', offset: number, alive: ReadonlySet<string> | undefined): Promise<SessionRecord> {
+  /** Takes the lease in one transaction (synchronous where the catalog can), checking again against the current record. */
+  private async takeLease(seen: SessionRecord, kind: 'part' | 'commit', offset: number, alive: ReadonlySet<string> | undefined): Promise<SessionRecord> {
     const until = Date.now() + (kind === 'part' ? this.deps.config.partLeaseMs : this.deps.config.commitLeaseMs);
-    return this.deps.ledger.update(seen.id, (r) => {
+    const { ledger } = this.deps;
+    return (ledger.updateSync ? ledger.updateSync.bind(ledger) : ledger.update.bind(ledger))(seen.id, (r) => {
       if (!r || r.state !== 'Open') throw uploadState(r?.state ?? 'gone', kind === 'part' ? 'add a part' : 'commit');
       if (this.liveLease(r, alive)) throw uploadBusy(r.lease!.kind === 'part' ? 'part upload' : 'commit');
       if (r.offset !== offset) throw uploadOffsetMismatch(r.offset);

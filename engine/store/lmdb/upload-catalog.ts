@@ -34,6 +34,14 @@ export class LmdbUploadCatalog implements UploadCatalog {
     });
   }
 
+  updateSync(id: string, change: (current: SessionRecord | undefined) => SessionRecord): SessionRecord {
+    return this.sessions.transactionSync(() => {
+      const next = change(this.sessions.get(id));
+      this.sessions.putSync(id, next);
+      return next;
+    });
+  }
+
   /** Records an acknowledged part and the session's new state together, once `check` accepts the current record. */
   addPart(session: SessionRecord, index: number, part: PartRecord, check: (current: SessionRecord | undefined) => void): Promise<void> {
     return this.sessions.transaction(() => {

@@ -1,14 +1,13 @@
 import type { BlobCatalog, Publication, PublishOptions } from '../blob-catalog.js';
 import type { StoredBlock } from '../block-store.js';
-import type { CatalogJournal, Holding } from '../catalog-journal.js';
+import type { CatalogJournal } from '../catalog-journal.js';
 import { contentIdOf, formatContentId } from '../../cas/content-id.js';
 import { type BlobSummary, Manifest, type ManifestRecord, pack } from '../manifest.js';
 import { DEFAULT_TENANT } from '../tenants.js';
 import { blockArrays } from './block-arrays.js';
-import { HoldingLocks } from './holding-locks.js';
-import { KeyQueue } from './key-queue.js';
+import { JournalFlusher } from './journal-flusher.js';
 import { ManifestRecordCache } from './manifest-cache.js';
-import { type PgPool, isServerError, openPool } from './pool.js';
+import { type PgPool, openPool } from './pool.js';
 import { migrate } from './schema.js';
 import { PgUploadCatalog } from './upload-catalog.js';
 import { PgGcCatalog } from './gc-catalog.js';
@@ -16,13 +15,13 @@ import { PgGcCatalog } from './gc-catalog.js';
 export interface PgCatalogOptions {
   /** Connections in the pool (SVC_PG_POOL). */
   poolSize: number;
-  /** Where each tenant's holdings are journaled (pg-s3: the bucket), so that the catalog can be rebuilt from it. */
-  journal?: CatalogJournal;
   /**
-   * false: a journal without the cross-node lock of (tenant, blob) (holding-locks.ts), correct on
-   * one node only. For bench/pg-s3-holdings.ts, which measures what the lock costs.
+   * Where the catalog's journal of holdings goes (pg-s3: the bucket), so that the catalog can be
+   * rebuilt from it. Without one the entries stay in journal_outbox.
    */
-  holdingLocks?: boolean;
+  journal?: CatalogJournal;
+  /** A flush of the journal failed (its entries wait in the catalog for the next). */
+  onJournalError?: (err: unknown) => void;
 }
 
 /** A manifest's primary key: the id's digest as 32 bytes, and its size. */
@@ -38,9 +37,6 @@ function keyOf(id: string): BlobKey | undefined {
 
 /** SQLSTATE svc_publish raises for a publication past the tenant's quota. */
 const QUOTA_REFUSED = 'SVQ01';
-
-/** Errors of publications the server refused (rolled back for sure), as thrown to the caller. */
-const ROLLED_BACK = new WeakSet<object>();
 
 /** A tenant's hold on a manifest and the manifest's record (refs and sizes null when the caller's cached record is current). */
 interface HeldRow {
@@ -75,20 +71,24 @@ function view(id: string, record: ManifestRecord, held: { seq: number; createdAt
  * - a manifest's `holders` changes only under its row's lock: a removal that drops the last hold
  *   deletes the row while a racing publication of the same id by another tenant waits, and that
  *   publication's `INSERT ... ON CONFLICT` then inserts the manifest anew.
+ * - svc_publish and svc_remove journal each new hold and each removal in their own transaction
+ *   (journal_outbox, schema-v4-journal.ts), numbered after the tenant's row is locked, so the
+ *   journal's order is commit order; a JournalFlusher takes the entries to the bucket.
  * Manifest records are immutable per incarnation and cached here; holdings never are (another
  * node may remove one at any time).
  */
 export class PgBlobCatalog implements BlobCatalog {
   private readonly records = new ManifestRecordCache();
-  /** A tenant's publication and removal of one blob, one at a time on this node (journal and row in step)... */
-  private readonly serial = new KeyQueue();
+  /** Takes the journal's entries to the bucket (with a journal). */
+  private readonly flusher?: JournalFlusher;
 
   private constructor(
     private readonly sql: PgPool,
-    private readonly journal?: CatalogJournal,
-    /** ...and across nodes: an advisory lock per (tenant, blob), taken once this node's turn came. */
-    private readonly locks?: HoldingLocks,
-  ) {}
+    journal?: CatalogJournal,
+    onJournalError: (err: unknown) => void = () => {},
+  ) {
+    if (journal) this.flusher = new JournalFlusher(sql, journal, onJournalError);
+  }
 
   /** Opens a pool on `url` and brings the schema to the current version. */
   static async open(url: string, options: PgCatalogOptions): Promise<PgBlobCatalog> {
@@ -99,46 +99,12 @@ export class PgBlobCatalog implements BlobCatalog {
       await sql.end({ timeout: 5 });
       throw err;
     }
-    const locks = options.journal && options.holdingLocks !== false ? new HoldingLocks(openPool(url, 1), sql) : undefined;
-    return new PgBlobCatalog(sql, options.journal, locks);
+    return new PgBlobCatalog(sql, options.journal, options.onJournalError);
   }
 
   async close(): Promise<void> {
-    await this.locks?.close();
+    await this.flusher?.close();
     await this.sql.end({ timeout: 5 });
-  }
-
-  /**
-   * `work` (a journal write and a catalog call) with this node's turn and the cross-node lock of
-   * (tenant, blob). If the lock's connection failed meanwhile, another node may have interleaved:
-   * the holding is made to agree with the catalog again, under the lock.
-   */
-  private exclusive<T>(tenant: string, id: string, work: () => Promise<T>, claims?: boolean): Promise<T> {
-    return this.serial.run(`${tenant}\0${id}`, async () => {
-      const lock = await this.locks?.acquire(tenant, id);
-      try {
-        return await work();
-      } finally {
-        if (lock && !(await lock.release())) await this.reconcileHolding(tenant, id, claims);
-      }
-    });
-  }
-
-  private async reconcileHolding(tenant: string, id: string, claims?: boolean): Promise<void> {
-    const lock = await this.locks!.acquire(tenant, id);
-    try {
-      const held = await this.get(id, tenant);
-      if (!held) return await this.journal!.deleteHolding(tenant, id);
-      const r = held.record;
-      const inline = r.inline ? await this.inlineBytes(id) : undefined;
-      await this.journal!.putHolding({
-        tenant, id, size: r.size, mediaType: r.mediaType, createdAt: r.createdAt, chunker: r.chunker, refs: r.refs, sizes: r.sizes,
-        ...(inline ? { inline } : {}),
-        ...(claims ? { claims: true as const } : {}),
-      });
-    } finally {
-      await lock.release();
-    }
   }
 
   /** Resumable sessions, shared by every node on the database, on the same pool. */
@@ -192,40 +158,10 @@ export class PgBlobCatalog implements BlobCatalog {
   }
 
   async publish(hex: string, size: number, mediaType: string, chunker: string, blocks: readonly StoredBlock[], inlineBytes?: Uint8Array, options: PublishOptions = {}): Promise<Publication> {
-    const journal = this.journal;
-    if (!journal) return this.commitPublication(hex, size, mediaType, chunker, blocks, inlineBytes, options);
-    const id = formatContentId(hex, size);
-    const tenant = options.tenant ?? DEFAULT_TENANT;
-    return this.exclusive(tenant, id, async () => {
-      // The holding goes to the bucket before the row commits; a repeat (the tenant holds the
-      // blob) skips it, one SELECT instead of one PUT (and the first holding keeps its time).
-      const [check] = await this.sql<{ now: number; held: boolean }[]>`
-        SELECT svc_now_ms() AS now, EXISTS (SELECT 1 FROM tenant_blobs WHERE tenant = ${tenant} AND hex = ${Buffer.from(hex, 'hex')} AND size = ${size}) AS held`;
-      const { refs, sizes } = pack(blocks);
-      const holding: Holding = {
-        tenant, id, size, mediaType, createdAt: check.now, chunker, refs, sizes,
-        ...(inlineBytes ? { inline: Buffer.from(inlineBytes) } : {}),
-        ...(options.tenantBlocks ? { claims: true as const } : {}),
-      };
-      if (!check.held) await journal.putHolding(holding);
-      let publication: Publication;
-      try {
-        publication = await this.commitPublication(hex, size, mediaType, chunker, blocks, inlineBytes, options);
-      } catch (err) {
-        // The server refused it (the quota included): rolled back, so is the holding. After a
-        // lost connection the outcome is unknown and the holding stays.
-        if (!check.held && ROLLED_BACK.has(err as object)) await journal.deleteHolding(tenant, id);
-        throw err;
-      }
-      // Written again, as the catalog has it, when the check was stale (another node) or the
-      // stored manifest is another tenant's with other blocks (another chunker): the holding must
-      // name blocks that the catalog keeps from GC.
-      const record = publication.manifest.record;
-      if (check.held !== publication.existed || (!publication.existed && !record.refs.equals(refs))) {
-        await journal.putHolding({ ...holding, mediaType: record.mediaType, createdAt: record.createdAt, chunker: record.chunker, refs: record.refs, sizes: record.sizes });
-      }
-      return publication;
-    }, options.tenantBlocks);
+    const publication = await this.commitPublication(hex, size, mediaType, chunker, blocks, inlineBytes, options);
+    // svc_publish journaled the new hold in its transaction: the flusher takes it to the bucket.
+    if (!publication.existed) this.flusher?.nudge();
+    return publication;
   }
 
   /** svc_publish: the rows of the publication, in one transaction. */
@@ -249,7 +185,6 @@ export class PgBlobCatalog implements BlobCatalog {
           ${claimed ?? null}, ${quota}, ${cached?.seq ?? -1})`;
     } catch (err) {
       const thrown = (err as { code?: unknown }).code === QUOTA_REFUSED ? options.quotaExceeded?.() ?? new Error('quota exceeded') : err;
-      if (isServerError(err) && typeof thrown === 'object' && thrown !== null) ROLLED_BACK.add(thrown);
       throw thrown;
     }
     // A new manifest is ours: the function does not send its blocks back.
@@ -277,15 +212,9 @@ export class PgBlobCatalog implements BlobCatalog {
   async remove(id: string, tenant = DEFAULT_TENANT): Promise<boolean> {
     const key = keyOf(id);
     if (!key) return false;
-    const journal = this.journal;
-    if (!journal) return this.commitRemoval(tenant, key);
-    // The holding goes after the row's removal commits: the bucket never knows less than the
-    // catalog. A crash in between leaves the holding, and a rebuild brings the blob back.
-    return this.exclusive(tenant, id, async () => {
-      const removed = await this.commitRemoval(tenant, key);
-      if (removed) await journal.deleteHolding(tenant, id);
-      return removed;
-    });
+    const removed = await this.commitRemoval(tenant, key);
+    if (removed) this.flusher?.nudge();
+    return removed;
   }
 
   private async commitRemoval(tenant: string, key: BlobKey): Promise<boolean> {

@@ -1,13 +1,14 @@
-// The PostgreSQL side of `svc catalog rebuild`: the holdings and the bucket's block objects are
-// loaded into temporary tables a page at a time, then each catalog table is derived from them in
-// one statement, all in one transaction (a rebuild that fails leaves the catalog empty, as before).
-import type { Holding } from '../catalog-journal.js';
+// The PostgreSQL side of `svc catalog rebuild`: the journal's records and the bucket's block
+// objects are loaded into temporary tables a segment at a time, then each catalog table is derived
+// from them in one statement, all in one transaction (a rebuild that fails leaves the catalog
+// empty, as before).
+import type { JournalRecord } from '../catalog-journal.js';
 import { type PgSql, openPool } from './pool.js';
 import { migrate } from './schema.js';
 
 export interface RebuildSources {
-  /** Every holding, a page at a time. */
-  holdings: AsyncIterable<Holding[]>;
+  /** Every journal record, a segment at a time. */
+  records: AsyncIterable<JournalRecord[]>;
   /** The block objects of an area of the bucket, a page at a time. */
   blockObjects(area: 'blocks' | 'quarantine'): AsyncIterable<{ hex: string; size: number }[]>;
   /** Moves a quarantined block back to the live area. */
@@ -17,7 +18,10 @@ export interface RebuildSources {
 
 export interface RebuildSummary {
   blobs: number;
+  /** Holdings the journal leaves (its last entry for a tenant's blob is a put). */
   holdings: number;
+  /** Journal entries read (puts and removals). */
+  entries: number;
   blocks: number;
   /** Bytes of the blocks recorded (the catalog's stored bytes). */
   bytes: number;
@@ -49,10 +53,13 @@ export async function rebuildPgCatalog(url: string, sources: RebuildSources, opt
         await tx.unsafe(`TRUNCATE ${CATALOG_TABLES}; UPDATE catalog_totals SET blobs = 0, blocks = 0, stored_bytes = 0`);
       }
       await tx.unsafe(`
+        CREATE TEMP TABLE rebuild_entries (seq bigint PRIMARY KEY, removed boolean, tenant text, hex bytea, size bigint,
+          created_at bigint, media_type text, chunker text, refs bytea, sizes bytea, inline bytea, claims boolean) ON COMMIT DROP;
         CREATE TEMP TABLE rebuild_holdings (tenant text, hex bytea, size bigint, created_at bigint, media_type text,
           chunker text, refs bytea, sizes bytea, inline bytea, claims boolean, PRIMARY KEY (tenant, hex, size)) ON COMMIT DROP;
         CREATE TEMP TABLE rebuild_objects (key bytea, area text, PRIMARY KEY (key, area)) ON COMMIT DROP`);
-      const holdings = await loadHoldings(tx, sources);
+      const entries = await loadEntries(tx, sources);
+      const holdings = await lastEntries(tx);
       await loadObjects(tx, sources);
       sources.progress(`${holdings} holdings read; deriving the catalog`);
       await derive(tx);
@@ -60,27 +67,49 @@ export async function rebuildPgCatalog(url: string, sources: RebuildSources, opt
       const [totals] = await tx<{ blobs: number; blocks: number; bytes: number; tenants: number }[]>`
         SELECT (SELECT count(*) FROM manifests) AS blobs, (SELECT count(*) FROM blocks) AS blocks,
           (SELECT coalesce(sum(size), 0) FROM blocks)::int8 AS bytes, (SELECT count(*) FROM tenant_bytes) AS tenants`;
-      return { ...totals, holdings, restoredBlocks, missingBlocks };
+      return { ...totals, holdings, entries, restoredBlocks, missingBlocks };
     });
   } finally {
     await sql.end({ timeout: 5 });
   }
 }
 
-async function loadHoldings(tx: PgSql, sources: RebuildSources): Promise<number> {
+async function loadEntries(tx: PgSql, sources: RebuildSources): Promise<number> {
   let n = 0;
-  for await (const page of sources.holdings) {
+  let segments = 0;
+  for await (const page of sources.records) {
     if (page.length === 0) continue;
+    const holding = (r: JournalRecord) => (r.entry.op === 'put' ? r.entry.holding : undefined);
+    const tenantOf = (r: JournalRecord) => (r.entry.op === 'put' ? r.entry.holding.tenant : r.entry.tenant);
+    const idOf = (r: JournalRecord) => (r.entry.op === 'put' ? r.entry.holding.id : r.entry.id);
     await tx`
-      INSERT INTO rebuild_holdings
-      SELECT * FROM unnest(${page.map((h) => h.tenant)}::text[], ${page.map((h) => Buffer.from(h.id.slice(8, 72), 'hex'))}::bytea[],
-        ${page.map((h) => h.size)}::int8[], ${page.map((h) => h.createdAt)}::int8[], ${page.map((h) => h.mediaType)}::text[],
-        ${page.map((h) => h.chunker)}::text[], ${page.map((h) => h.refs)}::bytea[], ${page.map((h) => h.sizes)}::bytea[],
-        ${page.map((h) => h.inline ?? null)}::bytea[], ${page.map((h) => h.claims === true)}::boolean[])`;
+      INSERT INTO rebuild_entries
+      SELECT * FROM unnest(${page.map((r) => r.seq)}::int8[], ${page.map((r) => r.entry.op === 'remove')}::boolean[], ${page.map(tenantOf)}::text[],
+        ${page.map((r) => Buffer.from(idOf(r).slice(8, 72), 'hex'))}::bytea[], ${page.map((r) => Number(idOf(r).slice(73)))}::int8[],
+        ${page.map((r) => holding(r)?.createdAt ?? null)}::int8[], ${page.map((r) => holding(r)?.mediaType ?? null)}::text[],
+        ${page.map((r) => holding(r)?.chunker ?? null)}::text[], ${page.map((r) => holding(r)?.refs ?? null)}::bytea[],
+        ${page.map((r) => holding(r)?.sizes ?? null)}::bytea[], ${page.map((r) => holding(r)?.inline ?? null)}::bytea[],
+        ${page.map((r) => holding(r)?.claims === true)}::boolean[])
+      ON CONFLICT DO NOTHING`;
     n += page.length;
-    sources.progress(`${n} holdings read`);
+    if (++segments % 100 === 0) sources.progress(`${n} journal entries read`);
   }
+  // New entries must come after every one found.
+  await tx`SELECT setval('journal_seq', greatest((SELECT max(seq) FROM rebuild_entries), 1), (SELECT count(*) > 0 FROM rebuild_entries))`;
   return n;
+}
+
+/** The holdings the journal leaves: for each tenant's blob, its last entry, when that is a put. */
+async function lastEntries(tx: PgSql): Promise<number> {
+  const [row] = await tx<{ n: number }[]>`
+    WITH inserted AS (
+      INSERT INTO rebuild_holdings
+      SELECT tenant, hex, size, created_at, media_type, chunker, refs, sizes, inline, claims FROM (
+        SELECT DISTINCT ON (tenant, hex, size) * FROM rebuild_entries ORDER BY tenant, hex, size, seq DESC
+      ) last WHERE NOT removed
+      RETURNING 1)
+    SELECT count(*)::int8 AS n FROM inserted`;
+  return row!.n;
 }
 
 async function loadObjects(tx: PgSql, sources: RebuildSources): Promise<void> {

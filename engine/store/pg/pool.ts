@@ -69,11 +69,6 @@ function sqlOn(target: pg.Pool | pg.PoolClient): PgSql {
   });
 }
 
-/** The server answered the statement with an error: its transaction was rolled back (unlike a lost connection). */
-export function isServerError(err: unknown): boolean {
-  return err instanceof pg.DatabaseError;
-}
-
 export function openPool(url: string, poolSize: number): PgPool {
   // pg's pipeline mode is off: every catalog operation is one statement on the connection it
   // checks out, so there is never a second query to write before the first one's answer.

@@ -6,10 +6,11 @@ import { V1_FUNCTIONS } from './schema-v1-functions.js';
 import { V1_TABLES } from './schema-v1-tables.js';
 import { V2_GC } from './schema-v2-gc.js';
 import { V3_SESSIONS } from './schema-v3-sessions.js';
-import { V4_GC_MARKING } from './schema-v4-gc-marking.js';
+import { V4_JOURNAL } from './schema-v4-journal.js';
+import { V5_GC_MARKING } from './schema-v5-gc-marking.js';
 
 /** Applied in order; the schema's version is the number applied. Never edit one that shipped: append. */
-export const MIGRATIONS: readonly string[] = [V1_TABLES + V1_FUNCTIONS, V2_GC, V3_SESSIONS, V4_GC_MARKING];
+export const MIGRATIONS: readonly string[] = [V1_TABLES + V1_FUNCTIONS, V2_GC, V3_SESSIONS, V4_JOURNAL, V5_GC_MARKING];
 
 export class SchemaTooNew extends Error {}
 

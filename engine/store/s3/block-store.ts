@@ -56,8 +56,17 @@ export class S3BlockStore implements MovableBlockStore {
       await this.delete(quarantined);
       return 'restored';
     }
-    const Body = pieces.length === 1 ? pieces[0] : Buffer.concat(pieces);
-    const put = new PutObjectCommand({ Bucket: this.location.bucket, Key, Body, ContentLength: size, ContentType: 'application/octet-stream' });
+    // A block that spans segments is sent piece by piece, not copied into one buffer: the pieces
+    // are the ingest's own memory (held until the task ends), a copy would be memory outside its
+    // budget, one per block in flight. Each attempt (the SDK retries) gets a stream of its own.
+    const stream = () => (pieces.length === 1 ? pieces[0] : Readable.from(pieces, { objectMode: false }));
+    const put = new PutObjectCommand({ Bucket: this.location.bucket, Key, Body: stream(), ContentLength: size, ContentType: 'application/octet-stream' });
+    if (pieces.length > 1) {
+      put.middlewareStack.add((next) => (args) => {
+        (args.request as { body: unknown }).body = stream();
+        return next(args);
+      }, { step: 'deserialize', name: 'svcFreshBlockBody' });
+    }
     // The block's name is its SHA-256: the signature takes it instead of hashing the bytes again,
     // and the server checks the body against it.
     put.middlewareStack.add((next) => (args) => {

@@ -1,9 +1,9 @@
-// Version 4: a GC run's marking across nodes (engine/gc/shared-collector.ts). Roots that live in
+// Version 5: a GC run's marking across nodes (engine/gc/shared-collector.ts). Roots that live in
 // one node's data directory (document content, and resumable sessions until they move to the
 // catalog) can only be read by that node: a run opens an epoch, every live node adds its roots to
 // gc_marks and records the epoch it marked for, and the run chooses candidates only once every
 // node seen within SVC_NODE_TTL has marked (or stopped beating).
-export const V4_GC_MARKING = `
+export const V5_GC_MARKING = `
 CREATE TABLE gc_marking (
   only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row),
   epoch bigint NOT NULL,
