@@ -1,6 +1,6 @@
 // Version 5: a GC run's marking across nodes (engine/gc/shared-collector.ts). Roots that live in
-// one node's data directory (document content, and resumable sessions until they move to the
-// catalog) can only be read by that node: a run opens an epoch, every live node adds its roots to
+// one node's data directory (document content) or memory (the blocks of staged tails it holds)
+// can only be read by that node: a run opens an epoch, every live node adds its roots to
 // gc_marks and records the epoch it marked for, and the run chooses candidates only once every
 // node seen within SVC_NODE_TTL has marked (or stopped beating).
 export const V5_GC_MARKING = `
