@@ -418,7 +418,11 @@ describe('garbage collection under concurrent uploads, deletes and re-uploads', 
         cursor = page.nextCursor;
       } while (cursor);
       expect(new Set(inventory)).toEqual(present);
+      // pg-s3: a block that a publication referenced while a run was moving it is live again in the
+      // catalog at once, but its bytes come back from quarantine with the next run (reads fall
+      // back to them meanwhile): until the last collection below, quarantine counts as kept.
       const files = await live(server);
+      if (TEST_BACKEND !== 'fs') for (const n of await quarantined(server)) files.add(n);
       for (const id of inventory) {
         expect(await verify(server.url, id), `${id} (seed ${seed0})`).toBe(true);
         for (const n of await blockNames(server.url, id)) expect(files.has(n), `${id}: ${n} (seed ${seed0})`).toBe(true);
