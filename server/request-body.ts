@@ -16,6 +16,9 @@
 
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 
+/** Below uWS's 10 s idle timeout, which it checks every 4 s. */
+const KEEP_ALIVE_MS = 3000;
+
 export class RequestBody {
   /** Declared length; undefined for a chunked body. */
   private readonly declared: number | undefined;
@@ -27,6 +30,8 @@ export class RequestBody {
   private readonly closeAsked: boolean;
   /** An answer waiting for the body's end (see above). */
   private deferred?: () => void;
+  /** While paused and unanswered: re-arms uWS's idle timeout (keepPausedAlive). */
+  private keepAlive?: NodeJS.Timeout;
 
   constructor(
     private readonly res: HttpResponse,
@@ -118,6 +123,28 @@ export class RequestBody {
   private setPaused(paused: boolean): void {
     if (paused !== this.paused) this.res[paused ? 'pause' : 'resume']();
     this.paused = paused;
+    if (!paused) this.stopKeepAlive();
+    else if (!this.keepAlive) {
+      this.keepAlive = setInterval(() => this.keepPausedAlive(), KEEP_ALIVE_MS);
+      this.keepAlive.unref();
+    }
+  }
+
+  /**
+   * uWS's idle timeout (10 s without a byte received) runs on while a socket is paused, so an
+   * upload that waits longer for memory, or for its turn, would be reset. Resuming re-arms the
+   * timeout, and pausing again in the same tick lets no byte in. Only while the request is not
+   * answered: a socket paused after an early answer is left for the timeout to close.
+   */
+  private keepPausedAlive(): void {
+    if (!this.paused || !this.live()) return this.stopKeepAlive();
+    this.res.resume();
+    this.res.pause();
+  }
+
+  private stopKeepAlive(): void {
+    clearInterval(this.keepAlive);
+    this.keepAlive = undefined;
   }
 
   /** True when an answer must first settle the socket (beforeAnswer): a body still coming, or a paused socket. */

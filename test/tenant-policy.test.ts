@@ -20,6 +20,7 @@ const POLICY = {
     bytes: { bytesPerMinute: 100_000 },
     ranges: { bytesPerMinute: 50_000 },
     one: { maxConcurrent: 1, maxQueued: 0 },
+    queued: { maxConcurrent: 1, maxQueued: 1 },
     reload: {},
   },
 };
@@ -117,6 +118,34 @@ describe('tenant policy', () => {
     expect(whole.status).toBe(429);
     expect(((await whole.json()) as { error: string }).error).toBe('rate_limited');
   });
+
+  it('an upload that waits in its tenant\'s queue longer than the idle timeout (10 s) is not reset', async () => {
+    const t = await token('queued');
+    // The slot's holder sends 64 KiB every 2 s for 13 s (uWS cuts a client that sends less than
+    // about 16 KiB in 10 s: slowloris protection).
+    const slow = http.request(`${server.url}/api/v1/blobs`, { method: 'POST', headers: { ...bearer(t), 'Content-Length': String(7 * 65536) } });
+    const slowDone = new Promise<number>((resolve, reject) => {
+      slow.on('response', (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode!));
+      });
+      slow.on('error', reject);
+    });
+    slow.write(randomBytes(65536));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    // Its body is held (the socket paused) while it waits for the slot.
+    const started = Date.now();
+    const waiting = upload(t, randomBytes(1024 * 1024));
+    for (let i = 0; i < 6; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 2000));
+      slow.write(randomBytes(65536));
+    }
+    slow.end();
+    expect(await slowDone).toBe(201);
+    const queued = await waiting;
+    expect(queued.status).toBe(201);
+    expect(Date.now() - started).toBeGreaterThan(11_000);
+  }, 30_000);
 
   it('operations in flight per tenant: beyond maxConcurrent and its queue, 429 tenant_concurrency_exceeded', async () => {
     const t = await token('one');
