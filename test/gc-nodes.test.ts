@@ -6,24 +6,14 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_BACKEND, backendEnv, storedBlockNames } from './helpers/backends.js';
 import { Api, devToken } from './helpers/docs-client.js';
+import { BLOCK, FIXED_BLOCKS_ENV } from './helpers/gc.js';
 import { seededBytes, sha256, upload } from './helpers/http.js';
 import { type TestServer, startServer } from './helpers/server.js';
 
 const shared = TEST_BACKEND !== 'fs';
 if (!shared) console.warn('gc-nodes test skipped: it needs a shared catalog (the pg-s3 project runs it)');
 
-const BLOCK = 16 * 1024;
-const ENV = {
-  SVC_DURABILITY: 'relaxed',
-  SVC_CHUNKER: 'fixed',
-  SVC_CHUNK_MIN: '4KiB',
-  SVC_CHUNK_AVG: '16KiB',
-  SVC_CHUNK_MAX: '64KiB',
-  SVC_INLINE_MAX_BYTES: '0',
-  SVC_GC_MIN_AGE: '0s',
-  SVC_GC_QUARANTINE_AGE: '0s',
-  SVC_NODE_TTL: '3s',
-};
+const ENV = { ...FIXED_BLOCKS_ENV, SVC_NODE_TTL: '3s' };
 
 const blockNamesOf = (bytes: Buffer, blocks: number) => Array.from({ length: blocks }, (_, i) => `${sha256(bytes.subarray(i * BLOCK, (i + 1) * BLOCK))}-${BLOCK}`);
 

@@ -13,22 +13,13 @@ import { Api, devToken } from './helpers/docs-client.js';
 import { contentId, seededBytes, sha256, upload } from './helpers/http.js';
 import { type TestServer, startServer } from './helpers/server.js';
 import { TEST_BACKEND, storedBlockNames } from './helpers/backends.js';
+import { BLOCK, FIXED_BLOCKS_ENV, blockNames } from './helpers/gc.js';
 
 const run = promisify(execFile);
 const SVC = fileURLToPath(new URL('../bin/svc.js', import.meta.url));
 
-const BLOCK = 16 * 1024;
-/** Fixed 16 KiB blocks (so shared prefixes share blocks), no inline blobs, GC with no waiting. */
-const ENV = {
-  SVC_DURABILITY: process.env.GC_TEST_DURABILITY ?? 'relaxed',
-  SVC_CHUNKER: 'fixed',
-  SVC_CHUNK_MIN: '4KiB',
-  SVC_CHUNK_AVG: '16KiB',
-  SVC_CHUNK_MAX: '64KiB',
-  SVC_INLINE_MAX_BYTES: '0',
-  SVC_GC_MIN_AGE: '0s',
-  SVC_GC_QUARANTINE_AGE: '0s',
-};
+/** GC with no waiting; the durability a run may override (GC_TEST_DURABILITY). */
+const ENV = { ...FIXED_BLOCKS_ENV, SVC_DURABILITY: process.env.GC_TEST_DURABILITY ?? 'relaxed' };
 
 async function gc(url: string, phase: string, apply: boolean): Promise<any> {
   const res = await fetch(`${url}/api/ops/v1/gc?phase=${phase}&apply=${apply}`, { method: 'POST' });
@@ -40,22 +31,6 @@ async function gc(url: string, phase: string, apply: boolean): Promise<any> {
 
 const live = (s: TestServer) => storedBlockNames(s.root, 'live');
 const quarantined = (s: TestServer) => storedBlockNames(s.root, 'quarantine');
-
-async function blockNames(url: string, blobId: string): Promise<string[]> {
-  const out: string[] = [];
-  let cursor: string | undefined;
-  do {
-    const res = await fetch(`${url}/api/v1/blobs/${blobId}/metadata?limit=1000${cursor ? `&cursor=${cursor}` : ''}`);
-    expect(res.status).toBe(200);
-    const page = (await res.json()) as any;
-    for (const b of page.blocks) {
-      const [, hex, size] = (b.contentId as string).split(':');
-      out.push(`${hex}-${size}`);
-    }
-    cursor = page.nextCursor;
-  } while (cursor);
-  return out;
-}
 
 async function verify(url: string, id: string): Promise<boolean> {
   const res = await fetch(`${url}/api/v1/blobs/${id}/verify`, { method: 'POST' });

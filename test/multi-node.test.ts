@@ -13,6 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { CreateBucketCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { S3Journal } from '../dist/engine/store/s3/journal.js';
+import { blockNames } from './helpers/gc.js';
 import { contentId, seededBytes } from './helpers/http.js';
 import { type PgServer, startPostgres } from './helpers/postgres.js';
 import { type S3Endpoint, s3ClientFor, startRadosgw } from './helpers/s3-servers.js';
@@ -87,20 +88,6 @@ async function inventory(s: TestServer): Promise<Set<string>> {
 }
 
 /** The block objects (`<hex>-<size>`) a blob's manifest names. */
-async function blocksOf(s: TestServer, id: string): Promise<string[]> {
-  const out: string[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await json(await fetch(`${s.url}/api/v1/blobs/${id}/metadata?limit=1000${cursor ? `&cursor=${cursor}` : ''}`));
-    for (const b of page.blocks) {
-      const [, hex, size] = (b.contentId as string).split(':');
-      out.push(`${hex}-${size}`);
-    }
-    cursor = page.nextCursor;
-  } while (cursor);
-  return out;
-}
-
 /** Object names under `prefix` in the bucket (the last path segment). */
 async function objects(prefix: string): Promise<string[]> {
   const names: string[] = [];
@@ -359,7 +346,7 @@ describe('three pg-s3 nodes on one PostgreSQL and one radosgw', () => {
     await sleep(1100);
     await gc(survivors[1]!, 'purge');
     const referenced = new Set<string>();
-    for (const id of expected) for (const b of await blocksOf(survivors[0]!, id)) referenced.add(b);
+    for (const id of expected) for (const b of await blockNames(survivors[0]!.url, id)) referenced.add(b);
     const stored = await objects('blocks/');
     expect(stored.filter((name) => !referenced.has(name))).toEqual([]);
     expect(await objects('quarantine/')).toEqual([]);
