@@ -104,12 +104,12 @@ function publish(catalog: BlobCatalog, b: Blob, owner: string, extra: { mediaTyp
 /** Every id the tenant lists, newest first, following the cursors. */
 async function listAll(catalog: BlobCatalog, owner: string, pageSize = 50): Promise<string[]> {
   const ids: string[] = [];
-  let before: number | undefined;
+  let after: string | undefined;
   for (;;) {
-    const { summaries, nextSeq } = await catalog.page(pageSize, before, owner);
+    const { summaries, next } = await catalog.page(pageSize, after, owner);
     ids.push(...summaries.map((s) => s.id));
-    if (nextSeq === undefined) return ids;
-    before = nextSeq;
+    if (next === undefined) return ids;
+    after = next;
   }
 }
 
@@ -214,7 +214,7 @@ describe.each(backends)('BlobCatalog conformance: $name', (backend) => {
     const x = blob(block());
     await publish(a, x, owner);
     expect(await b.get(x.id, stranger)).toBeUndefined();
-    expect(await b.page(10, undefined, stranger)).toEqual({ summaries: [], nextSeq: undefined });
+    expect(await b.page(10, undefined, stranger)).toEqual({ summaries: [], next: undefined });
     expect(await b.remove(x.id, stranger)).toBe(false);
     expect(await b.retainedBytes(stranger)).toBe(0);
     expect(await a.get(x.id, owner)).toBeDefined();
@@ -253,7 +253,7 @@ describe.each(backends)('BlobCatalog conformance: $name', (backend) => {
     ]);
   });
 
-  it('pages newest first below a sequence; nextSeq continues, and is absent on the last page', async ({ skip }) => {
+  it('pages newest first after a cursor; next continues, and is absent on the last page', async ({ skip }) => {
     const [a, b] = nodes(skip);
     const owner = tenant();
     const published: Blob[] = [];
@@ -265,18 +265,18 @@ describe.each(backends)('BlobCatalog conformance: $name', (backend) => {
     const newestFirst = published.map((x) => x.id).reverse();
     const first = await a.page(2, undefined, owner);
     expect(first.summaries.map((s) => s.id)).toEqual(newestFirst.slice(0, 2));
-    expect(first.nextSeq).toBeDefined();
-    const second = await b.page(2, first.nextSeq, owner);
+    expect(first.next).toBeDefined();
+    const second = await b.page(2, first.next, owner);
     expect(second.summaries.map((s) => s.id)).toEqual(newestFirst.slice(2, 4));
-    const third = await a.page(2, second.nextSeq, owner);
+    const third = await a.page(2, second.next, owner);
     expect(third.summaries.map((s) => s.id)).toEqual(newestFirst.slice(4));
-    expect(third.nextSeq).toBeUndefined();
-    expect((await a.page(5, undefined, owner)).nextSeq).toBeUndefined();
-    expect((await a.page(4, undefined, owner)).nextSeq).toBeDefined();
+    expect(third.next).toBeUndefined();
+    expect((await a.page(5, undefined, owner)).next).toBeUndefined();
+    expect((await a.page(4, undefined, owner)).next).toBeDefined();
     expect(await listAll(b, owner, 3)).toEqual(newestFirst);
-    // The cursor is the last summary's own sequence: a page below it starts with the next one.
-    const seqOfSecond = (await a.get(newestFirst[1], owner))!.record.seq;
-    expect((await a.page(1, seqOfSecond, owner)).summaries.map((s) => s.id)).toEqual([newestFirst[2]]);
+    // The cursor names the last summary's position: a page after it starts with the next one.
+    const afterSecond = (await a.page(2, undefined, owner)).next;
+    expect((await a.page(1, afterSecond, owner)).summaries.map((s) => s.id)).toEqual([newestFirst[2]]);
     // A removed blob leaves no gap in the pages.
     await a.remove(newestFirst[2], owner);
     expect(await listAll(a, owner, 2)).toEqual([newestFirst[0], newestFirst[1], newestFirst[3], newestFirst[4]]);
