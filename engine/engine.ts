@@ -142,7 +142,7 @@ export class Engine {
     // Before anything touches the directory: a second process must not clean up the first one's files.
     const lock = lockDataDir(config.fsRoot);
     const catalog = CatalogEnv.open(config.fsRoot, config.durability);
-    const backend = await openBlobBackend(config, catalog);
+    const backend = await openBlobBackend(config, catalog, config.nodeId || nodeIdOf(config.fsRoot));
     if (backend.removedTempFiles > 0) log.info('removed temporary files of interrupted uploads', { count: backend.removedTempFiles });
     const pool = createWorkerPool({ filename: WORKER_MODULE, minThreads: config.workers, maxThreads: config.workers, idleTimeout: 60_000 });
     const memory = new TransferMemory(config.ingestBufferBytes, config.segmentBytes);

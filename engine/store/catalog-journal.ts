@@ -22,6 +22,8 @@ export interface Holding {
   inline?: Buffer;
   /** The publication recorded the blocks as the tenant's (tenant_blocks). */
   claims?: true;
+  /** The S3-only backend: the blob's position in the tenant's inventory (its inventory entry's key). */
+  seq?: number;
 }
 
 export interface CatalogJournal {
@@ -46,6 +48,7 @@ interface HoldingV1 {
   sizes: string;
   inline?: string;
   claims?: true;
+  seq?: number;
 }
 
 export function encodeHolding(h: Holding): Buffer {
@@ -61,6 +64,7 @@ export function encodeHolding(h: Holding): Buffer {
     sizes: h.sizes.toString('base64'),
     ...(h.inline ? { inline: h.inline.toString('base64') } : {}),
     ...(h.claims ? { claims: true as const } : {}),
+    ...(h.seq !== undefined ? { seq: h.seq } : {}),
   };
   return Buffer.from(JSON.stringify(doc));
 }
@@ -96,5 +100,6 @@ export function decodeHolding(bytes: Uint8Array): Holding {
     sizes,
     ...(inline ? { inline } : {}),
     ...(doc.claims === true ? { claims: true as const } : {}),
+    ...(Number.isSafeInteger(doc.seq) ? { seq: doc.seq } : {}),
   };
 }

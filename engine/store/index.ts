@@ -17,6 +17,7 @@ export { LmdbBlobCatalog } from './lmdb/blob-catalog.js';
 export { LmdbUploadCatalog } from './lmdb/upload-catalog.js';
 export { LmdbGcCatalog } from './lmdb/gc-catalog.js';
 export { LmdbKeyedCatalog } from './lmdb/keyed-catalog.js';
+export { S3OnlyRefused } from './s3-only/refused.js';
 export { type DataDirLock, DataDirInUse, DataDirLockError, lockDataDir } from './data-dir-lock.js';
 export { DiskSpace, type FreeSpaceFloor, floorInBytes } from './disk-space.js';
 export { syncDirectory } from './fs/sync-directory.js';

@@ -1,0 +1,163 @@
+// Garbage collection's side of the S3-only backend (engine/store/shared-gc-catalog.ts), for the
+// shared collector (engine/gc/shared-collector.ts). The bucket keeps no record per block: every
+// block object is what that collector calls "unrecorded" and goes through its listing paths
+// (older than the minimum age and unmarked → quarantine; in quarantine, unmarked and older than
+// the purge fence → deleted; marked → moved back). So the record-based steps here have nothing to
+// do, and what remains is: the lease (one run at a time), the mark set (this process's memory:
+// every holding's blocks, ~100 bytes per distinct block), the heartbeats and the last report.
+import { randomUUID } from 'node:crypto';
+import { decodeHolding } from '../catalog-journal.js';
+import type { KeyedBlock, NodeRecord, SharedGcCatalog } from '../shared-gc-catalog.js';
+import type { S3OnlyKeys } from './keys.js';
+import type { NodeRegistry } from './nodes.js';
+import { type ObjectIo, mapLimited } from './objects.js';
+
+/** A run's lease lasts this long unless renewed (every third of it while the run goes on). */
+const LEASE_MS = 60_000;
+const READ_CONCURRENCY = 16;
+
+interface LeaseV1 {
+  v: 1;
+  holder: string;
+  node: string;
+  expiresAt: number;
+}
+
+export class S3OnlyGcCatalog implements SharedGcCatalog {
+  private marks = new Set<string>();
+  /** Quarantined block objects, counted by the last run (a count needs a listing). */
+  private quarantined = 0;
+  /** A run of this process holds the lease (the only guard where the server ignores preconditions). */
+  private leased = false;
+
+  constructor(
+    private readonly io: ObjectIo,
+    private readonly keys: S3OnlyKeys,
+    private readonly nodesRegistry: NodeRegistry,
+    private readonly countQuarantine: () => Promise<number>,
+  ) {}
+
+  async lock(): Promise<{ release(): Promise<void> } | undefined> {
+    if (this.leased) return undefined;
+    const key = this.keys.gcLease();
+    const holder = randomUUID();
+    const body = () => Buffer.from(JSON.stringify({ v: 1, holder, node: this.nodesRegistry.nodeId, expiresAt: Date.now() + LEASE_MS } satisfies LeaseV1));
+    const current = await this.io.get(key);
+    if (current) {
+      const lease = JSON.parse(current.body.toString('utf8')) as LeaseV1;
+      if (lease.expiresAt > Date.now()) return undefined;
+    }
+    // Taken only if nobody took or renewed it since it was read (If-None-Match: * / If-Match).
+    const taken = await this.io.put(key, body(), current ? { ifMatch: current.etag } : { ifNoneMatch: true });
+    if (taken === 'refused') return undefined;
+    this.leased = true;
+    let etag = taken.etag;
+    let lost = false;
+    const renew = setInterval(() => {
+      void this.io.put(key, body(), { ifMatch: etag }).then((r) => {
+        if (r === 'refused') lost = true;
+        else etag = r.etag;
+      }, () => {});
+    }, LEASE_MS / 3);
+    renew.unref();
+    return {
+      release: async () => {
+        clearInterval(renew);
+        this.leased = false;
+        // Expired at once rather than deleted: a DELETE cannot be conditional, and the lease may have moved on.
+        if (!lost) await this.io.put(key, Buffer.from(JSON.stringify({ v: 1, holder, node: this.nodesRegistry.nodeId, expiresAt: 0 } satisfies LeaseV1)), { ifMatch: etag });
+      },
+    };
+  }
+
+  /** Marks the blocks of every tenant's holdings (inline blobs have none). */
+  async markManifests(): Promise<number> {
+    this.marks = new Set();
+    for await (const page of this.io.pages(this.keys.holdingsPrefix())) {
+      const docs = await mapLimited(page, READ_CONCURRENCY, (o) => this.io.get(o.key));
+      for (const doc of docs) {
+        if (!doc) continue;
+        const holding = decodeHolding(doc.body);
+        if (holding.inline) continue;
+        for (let i = 0; i < holding.refs.length; i += 40) this.marks.add(holding.refs.toString('hex', i, i + 32));
+      }
+    }
+    return this.marks.size;
+  }
+
+  async mark(keys: readonly Buffer[]): Promise<void> {
+    for (const k of keys) this.marks.add(k.toString('hex'));
+  }
+
+  async markedCount(): Promise<number> {
+    return this.marks.size;
+  }
+
+  async clearMarks(): Promise<void> {
+    this.marks = new Set();
+    // A run ends with this: the count of quarantined objects is taken now, not at every heartbeat.
+    this.quarantined = await this.countQuarantine().catch(() => this.quarantined);
+  }
+
+  // No block records: nothing is a candidate by record, nothing is stamped, revived or taken.
+  async candidates(): Promise<KeyedBlock[]> {
+    return [];
+  }
+
+  async beginQuarantine(): Promise<KeyedBlock[]> {
+    return [];
+  }
+
+  async stampQuarantined(): Promise<void> {}
+
+  async reviveMarked(): Promise<KeyedBlock[]> {
+    return [];
+  }
+
+  async countPurgeable(): Promise<{ count: number; bytes: number }> {
+    return { count: 0, bytes: 0 };
+  }
+
+  async takePurgeable(): Promise<KeyedBlock[]> {
+    return [];
+  }
+
+  async markedAmong(keys: readonly Buffer[]): Promise<Set<string>> {
+    const out = new Set<string>();
+    for (const k of keys) {
+      const hex = k.toString('hex');
+      if (this.marks.has(hex)) out.add(hex);
+    }
+    return out;
+  }
+
+  async states(): Promise<Map<string, 'live' | 'quarantined'>> {
+    return new Map();
+  }
+
+  async quarantinedCount(): Promise<number> {
+    return this.quarantined;
+  }
+
+  async saveRun(_runId: string, report: unknown): Promise<void> {
+    await this.io.put(this.keys.gcLastRun(), Buffer.from(JSON.stringify(report)));
+  }
+
+  async lastRun<R>(): Promise<R | undefined> {
+    const got = await this.io.get(this.keys.gcLastRun());
+    return got ? (JSON.parse(got.body.toString('utf8')) as R) : undefined;
+  }
+
+  heartbeat(_nodeId: string, address: string, oldestIngestAgeMs: number | null): Promise<void> {
+    return this.nodesRegistry.heartbeat(address, oldestIngestAgeMs);
+  }
+
+  nodes(ttlMs: number): Promise<NodeRecord[]> {
+    return this.nodesRegistry.nodes(ttlMs);
+  }
+
+  /** The nodes' clocks are the catalog's clock here (NodeRegistry: they must agree). */
+  async now(): Promise<number> {
+    return Date.now();
+  }
+}
