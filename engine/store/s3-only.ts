@@ -33,7 +33,7 @@ export async function openS3Only(config: Config, nodeId: string): Promise<BlobBa
     const nodes = new NodeRegistry(io, keys, nodeId, randomUUID(), config.nodeTtlMs);
     await admit(nodes, conditions, config);
     const manifests = new S3OnlyBlobCatalog(io, keys, nodes, (after) => blocks.list('blocks', after));
-    const gc = new S3OnlyGcCatalog(io, keys, nodes, () => countObjects((after) => blocks.list('quarantine', after)));
+    const gc = new S3OnlyGcCatalog(io, keys, nodes, (after) => blocks.list('quarantine', after));
     return {
       kind: 's3',
       blocks,
@@ -68,15 +68,4 @@ async function admit(nodes: NodeRegistry, conditions: ConditionalWrites, config:
       `so only one S3-only node may use it, and node ${others.map((n) => n.nodeId).join(', ')} is live (heartbeat within SVC_NODE_TTL). ` +
       'Stop the other node, or use a server that honours If-None-Match and If-Match (e.g. Ceph radosgw, AWS S3).',
   );
-}
-
-async function countObjects(list: (after?: string) => Promise<{ blocks: unknown[]; next?: string }>): Promise<number> {
-  let n = 0;
-  let after: string | undefined;
-  do {
-    const page = await list(after);
-    n += page.blocks.length;
-    after = page.next;
-  } while (after);
-  return n;
 }

@@ -7,6 +7,7 @@
 // every holding's blocks, ~100 bytes per distinct block), the heartbeats and the last report.
 import { randomUUID } from 'node:crypto';
 import { decodeHolding } from '../catalog-journal.js';
+import type { ListedObject } from '../block-store.js';
 import type { KeyedBlock, NodeRecord, SharedGcCatalog } from '../shared-gc-catalog.js';
 import type { S3OnlyKeys } from './keys.js';
 import type { NodeRegistry } from './nodes.js';
@@ -15,6 +16,8 @@ import { type ObjectIo, mapLimited } from './objects.js';
 /** A run's lease lasts this long unless renewed (every third of it while the run goes on). */
 const LEASE_MS = 60_000;
 const READ_CONCURRENCY = 16;
+/** Margin for the LastModified of a holding against this node's clock (whole seconds on some servers, clocks a little apart). */
+const CLOCK_MARGIN_MS = 5000;
 
 interface LeaseV1 {
   v: 1;
@@ -25,8 +28,12 @@ interface LeaseV1 {
 
 export class S3OnlyGcCatalog implements SharedGcCatalog {
   private marks = new Set<string>();
-  /** Quarantined block objects, counted by the last run (a count needs a listing). */
+  /** When the last pass over the holdings began (undefined: no run is marking). */
+  private markedSince?: number;
+  /** Quarantined block objects, counted after each run (a count needs a listing). */
   private quarantined = 0;
+  /** A run has moved blocks since the last count. */
+  private recount = true;
   /** A run of this process holds the lease (the only guard where the server ignores preconditions). */
   private leased = false;
 
@@ -34,7 +41,8 @@ export class S3OnlyGcCatalog implements SharedGcCatalog {
     private readonly io: ObjectIo,
     private readonly keys: S3OnlyKeys,
     private readonly nodesRegistry: NodeRegistry,
-    private readonly countQuarantine: () => Promise<number>,
+    /** Quarantined block objects, a page at a time. */
+    private readonly listQuarantine: (after?: string) => Promise<{ blocks: ListedObject[]; next?: string }>,
   ) {}
 
   async lock(): Promise<{ release(): Promise<void> } | undefined> {
@@ -73,8 +81,22 @@ export class S3OnlyGcCatalog implements SharedGcCatalog {
   /** Marks the blocks of every tenant's holdings (inline blobs have none). */
   async markManifests(): Promise<number> {
     this.marks = new Set();
+    this.recount = true;
+    this.markedSince = undefined;
+    await this.markHoldings(0);
+    return this.marks.size;
+  }
+
+  /**
+   * Adds the blocks of the holdings written since the last pass (all when `since` is 0). A
+   * holding is written once, so one written before a pass's listing began was read by it;
+   * LastModified has one-second resolution on some servers, hence the margin.
+   */
+  private async markHoldings(since: number): Promise<void> {
+    const started = Date.now();
     for await (const page of this.io.pages(this.keys.holdingsPrefix())) {
-      const docs = await mapLimited(page, READ_CONCURRENCY, (o) => this.io.get(o.key));
+      const fresh = page.filter((o) => o.lastModifiedMs === 0 || o.lastModifiedMs >= since - CLOCK_MARGIN_MS);
+      const docs = await mapLimited(fresh, READ_CONCURRENCY, (o) => this.io.get(o.key));
       for (const doc of docs) {
         if (!doc) continue;
         const holding = decodeHolding(doc.body);
@@ -82,7 +104,7 @@ export class S3OnlyGcCatalog implements SharedGcCatalog {
         for (let i = 0; i < holding.refs.length; i += 40) this.marks.add(holding.refs.toString('hex', i, i + 32));
       }
     }
-    return this.marks.size;
+    this.markedSince = started;
   }
 
   async mark(keys: readonly Buffer[]): Promise<void> {
@@ -95,8 +117,7 @@ export class S3OnlyGcCatalog implements SharedGcCatalog {
 
   async clearMarks(): Promise<void> {
     this.marks = new Set();
-    // A run ends with this: the count of quarantined objects is taken now, not at every heartbeat.
-    this.quarantined = await this.countQuarantine().catch(() => this.quarantined);
+    this.markedSince = undefined;
   }
 
   // No block records: nothing is a candidate by record, nothing is stamped, revived or taken.
@@ -114,15 +135,38 @@ export class S3OnlyGcCatalog implements SharedGcCatalog {
     return [];
   }
 
-  async countPurgeable(): Promise<{ count: number; bytes: number }> {
-    return { count: 0, bytes: 0 };
+  /**
+   * A dry run's purge: the quarantined objects that a run would delete (unmarked, moved before
+   * `stampedBefore`). The collector lists them itself when it applies; a dry run asks here.
+   */
+  async countPurgeable(stampedBefore: number): Promise<{ count: number; bytes: number }> {
+    const out = { count: 0, bytes: 0 };
+    let after: string | undefined;
+    do {
+      const page = await this.listQuarantine(after);
+      for (const b of page.blocks) {
+        if (this.marks.has(b.hex) || b.lastModifiedMs >= stampedBefore) continue;
+        out.count++;
+        out.bytes += b.size;
+      }
+      after = page.next;
+    } while (after);
+    return out;
   }
 
   async takePurgeable(): Promise<KeyedBlock[]> {
     return [];
   }
 
+  /**
+   * Which of `keys` are marked. Before it answers that a block is unmarked, the holdings written
+   * since the last pass are marked too: a publication that landed after marking began must keep
+   * its blocks (pg-s3 has each block's last reference for this; the bucket has no per-block
+   * record). What remains is the moment between this answer and the block's move, as with pg-s3:
+   * a publication in it finds its block in quarantine (reads fall back), and the next run moves it back.
+   */
   async markedAmong(keys: readonly Buffer[]): Promise<Set<string>> {
+    if (this.markedSince !== undefined && keys.some((k) => !this.marks.has(k.toString('hex')))) await this.markHoldings(this.markedSince);
     const out = new Set<string>();
     for (const k of keys) {
       const hex = k.toString('hex');
@@ -135,7 +179,24 @@ export class S3OnlyGcCatalog implements SharedGcCatalog {
     return new Map();
   }
 
+  /** Listed once after each run (the collector asks at the end of a run and with every heartbeat). */
   async quarantinedCount(): Promise<number> {
+    if (this.recount) {
+      this.recount = false;
+      try {
+        let n = 0;
+        let after: string | undefined;
+        do {
+          const page = await this.listQuarantine(after);
+          n += page.blocks.length;
+          after = page.next;
+        } while (after);
+        this.quarantined = n;
+      } catch (err) {
+        this.recount = true;
+        throw err;
+      }
+    }
     return this.quarantined;
   }
 
