@@ -2,10 +2,15 @@
 // pg-s3 project): a session-localized upload is ingested by one owner whichever node it reaches
 // (the other forwards the body once), every blob reads back from both nodes, and an owner that
 // died is 503 locality_failed until its heartbeat is older than SVC_NODE_TTL.
+// The s3 project runs it on Ceph radosgw (scripts/ceph/start.sh), not s3rver: several S3-only
+// nodes need a server that honours conditional writes, and svc refuses to start a second node on
+// s3rver (test/s3-only-nodes.test.ts). Where Ceph cannot run it is skipped with the reason.
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CreateBucketCommand } from '@aws-sdk/client-s3';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { TEST_BACKEND, backendEnv } from './helpers/backends.js';
 import { seededBytes, sha256 } from './helpers/http.js';
+import { type S3Endpoint, s3ClientFor, startRadosgw } from './helpers/s3-servers.js';
 import { type TestServer, startServer } from './helpers/server.js';
 
 const shared = TEST_BACKEND !== 'fs';
@@ -15,6 +20,29 @@ const TENANT = randomUUID();
 const NODE = { SVC_LOCALITY: 'on', SVC_NODE_TTL: '3s', SVC_DURABILITY: 'relaxed' };
 let a: TestServer;
 let b: TestServer;
+let radosgw: S3Endpoint | undefined;
+let radosgwSkip: string | undefined;
+
+/** The variables of the two nodes' shared backend: the test backend's, or (s3) a bucket on radosgw. */
+async function sharedBackend(): Promise<Record<string, string>> {
+  if (TEST_BACKEND !== 's3') return {};
+  const started = await startRadosgw();
+  if ('skip' in started) {
+    radosgwSkip = started.skip;
+    return {};
+  }
+  radosgw = started;
+  const client = s3ClientFor(started);
+  await client.send(new CreateBucketCommand({ Bucket: 'svc-locality' }));
+  client.destroy();
+  return {
+    SVC_BLOB_BACKEND: 's3',
+    SVC_S3_ENDPOINT: started.endpoint,
+    SVC_S3_BUCKET: 'svc-locality',
+    AWS_ACCESS_KEY_ID: started.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: started.secretAccessKey,
+  };
+}
 
 async function snapshot(s: TestServer): Promise<any> {
   return (await fetch(`${s.url}/api/ops/v1/snapshot`)).json();
@@ -25,16 +53,22 @@ async function post(s: TestServer, body: Buffer, session: string) {
   return { status: res.status, node: res.headers.get('x-svc-node'), location: res.headers.get('location'), json: (await res.json()) as any };
 }
 
-describe.skipIf(!shared)('locality runtime (two pg-s3 nodes)', () => {
+describe.skipIf(!shared)(`locality runtime (two ${TEST_BACKEND} nodes)`, () => {
   beforeAll(async () => {
-    a = await startServer(NODE);
-    b = await startServer({ ...(await backendEnv(a.root)), ...NODE });
+    const backend = await sharedBackend();
+    if (radosgwSkip) return;
+    a = await startServer({ ...backend, ...NODE });
+    b = await startServer({ ...(await backendEnv(a.root)), ...backend, ...NODE });
     // Each node announces itself as it starts listening.
     for (let i = 0; i < 50 && (await snapshot(a)).placement.nodes.length < 2; i++) await new Promise((r) => setTimeout(r, 100));
-  });
+  }, 150_000);
   afterAll(async () => {
     await b?.stop();
     await a?.stop();
+    await radosgw?.stop();
+  }, 60_000);
+  beforeEach(({ skip }) => {
+    if (radosgwSkip) skip(radosgwSkip);
   });
 
   it('both nodes see each other', async () => {
