@@ -27,13 +27,8 @@ export async function openS3Only(config: Config, nodeId: string): Promise<BlobBa
   fs.mkdirSync(scratchDir, { recursive: true });
   const blocks = new S3BlockStore({ kind: 's3', ...config.s3 }, scratchDir);
   try {
-    const conditions = await probeConditionalWrites(blocks.client, config.s3.bucket, config.s3.prefix);
-    const io = new ObjectIo(blocks.client, config.s3.bucket, conditions);
-    const keys = new S3OnlyKeys(config.s3.prefix);
-    const nodes = new NodeRegistry(io, keys, nodeId, randomUUID(), config.nodeTtlMs);
+    const { manifests, gc, nodes, conditions } = await openS3OnlyCatalog(blocks, nodeId, config.nodeTtlMs);
     await admit(nodes, conditions, config);
-    const manifests = new S3OnlyBlobCatalog(io, keys, nodes, (after) => blocks.list('blocks', after));
-    const gc = new S3OnlyGcCatalog(io, keys, nodes, (after) => blocks.list('quarantine', after));
     return {
       kind: 's3',
       blocks,
@@ -50,6 +45,21 @@ export async function openS3Only(config: Config, nodeId: string): Promise<BlobBa
     blocks.client.destroy();
     throw err;
   }
+}
+
+/**
+ * The catalog side of the backend over `blocks`' bucket and client, for `nodeId` (also what the
+ * catalog tests open): the server's conditional writes probed, a new boot of the node.
+ */
+export async function openS3OnlyCatalog(blocks: S3BlockStore, nodeId: string, nodeTtlMs: number) {
+  const { bucket, prefix } = blocks.location;
+  const conditions = await probeConditionalWrites(blocks.client, bucket, prefix);
+  const io = new ObjectIo(blocks.client, bucket, conditions);
+  const keys = new S3OnlyKeys(prefix);
+  const nodes = new NodeRegistry(io, keys, nodeId, randomUUID(), nodeTtlMs);
+  const manifests = new S3OnlyBlobCatalog(io, keys, nodes, (after) => blocks.list('blocks', after));
+  const gc = new S3OnlyGcCatalog(io, keys, nodes, (after) => blocks.list('quarantine', after));
+  return { manifests, gc, nodes, conditions };
 }
 
 /**

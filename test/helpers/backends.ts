@@ -18,7 +18,7 @@ export const TEST_BACKEND = (process.env.SVC_TEST_BACKEND ?? 'fs') as 'fs' | 'pg
 /** s3rver's fixed credentials, given to the server through the AWS SDK's standard variables. */
 const S3_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
 
-interface S3rverProcess {
+export interface S3rverProcess {
   port: number;
   close(): Promise<void>;
 }
@@ -28,7 +28,7 @@ interface S3rverProcess {
  * OpenSSL's legacy provider: s3rver makes its continuation tokens with DES, which OpenSSL 3 has
  * only there, and without it every truncated listing (more keys than MaxKeys) fails with 500.
  */
-function startS3rverProcess(directory: string): Promise<S3rverProcess> {
+export function startS3rverProcess(directory: string): Promise<S3rverProcess> {
   const child = spawn(process.execPath, ['--openssl-legacy-provider', fileURLToPath(new URL('./s3rver-child.mjs', import.meta.url)), directory], { stdio: ['pipe', 'pipe', 'inherit'] });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   return new Promise((resolve, reject) => {

@@ -66,7 +66,7 @@ export class S3OnlyBlobCatalog implements BlobCatalog {
     const tenant = options.tenant ?? DEFAULT_TENANT;
     return this.serial.run(`${tenant}\0${id}`, async () => {
       const held = await this.readHolding(tenant, id);
-      if (held) return repeat(held, blocks, options);
+      if (held) return repeat(held);
       const quota = options.quotaBytes !== undefined && Number.isFinite(options.quotaBytes) ? options.quotaBytes : undefined;
       const seq = await this.ledgers.reserve(tenant, id, size, quota, options.quotaExceeded ?? (() => new Error('quota exceeded')));
       const entry = this.keys.inventoryEntry(tenant, seq, id);
@@ -89,7 +89,7 @@ export class S3OnlyBlobCatalog implements BlobCatalog {
           await this.ledgers.finish(tenant, id, true);
           const theirs = await this.readHolding(tenant, id);
           if (!theirs) throw new Error(`holding of ${id}: refused as present, then absent`);
-          return repeat(theirs, blocks, options);
+          return repeat(theirs);
         }
         await this.ledgers.finish(tenant, id);
         this.remember(holding);
@@ -129,9 +129,21 @@ export class S3OnlyBlobCatalog implements BlobCatalog {
 
   async remove(id: string, tenant = DEFAULT_TENANT): Promise<boolean> {
     return this.serial.run(`${tenant}\0${id}`, async () => {
-      const held = await this.readHolding(tenant, id);
+      let held = await this.readHolding(tenant, id);
       if (!held) return false;
       await this.ledgers.beginRemoval(tenant, id, held.size, held.seq ?? 0);
+      if (this.io.honoursConditions) {
+        // Another node may have removed it (or removed and published it again) before our intent
+        // took the blob's lock: only the holding as it is now counts.
+        held = await this.readHolding(tenant, id).catch((err: unknown) => {
+          this.ledgers.abandon(tenant, id);
+          throw err;
+        });
+        if (!held) {
+          await this.ledgers.finish(tenant, id, true);
+          return false;
+        }
+      }
       try {
         // The removal point; blocks stay for GC.
         await this.io.delete(this.keys.holding(tenant, id));
@@ -139,8 +151,9 @@ export class S3OnlyBlobCatalog implements BlobCatalog {
         this.ledgers.abandon(tenant, id);
         throw err;
       }
-      this.inline.delete(id);
-      if (held.seq !== undefined) await this.io.delete(this.keys.inventoryEntry(tenant, held.seq, id)).catch(() => {});
+      // The inline cache keeps the bytes: they are the id's content, asked for only after get() found a hold.
+      const seq = held.seq;
+      if (seq !== undefined) await this.io.delete(this.keys.inventoryEntry(tenant, seq, id)).catch(() => {});
       await this.ledgers.finish(tenant, id);
       return true;
     });
@@ -262,7 +275,7 @@ function manifestOf(h: Holding): Manifest {
   return new Manifest(h.id, recordOf(h));
 }
 
-/** The tenant holds the blob already: its manifest, nothing changed, no block new to it. */
-function repeat(held: Holding, blocks: readonly StoredBlock[], options: PublishOptions): Publication {
-  return { manifest: manifestOf(held), existed: true, ...(options.tenantBlocks ? { newToTenant: blocks.map(() => false) } : {}) };
+/** The tenant holds the blob already: its manifest, nothing changed (no block is new to it; the caller counts none). */
+function repeat(held: Holding): Publication {
+  return { manifest: manifestOf(held), existed: true };
 }

@@ -75,7 +75,10 @@ export class TenantLedgers {
     let seq = 0;
     await this.begin(tenant, id, (doc) => {
       if (quotaBytes !== undefined && doc.bytes + size > quotaBytes) throw quotaExceeded();
-      seq = doc.nextSeq++;
+      // Microseconds of the clock, or on from the tenant's last: strictly increasing per tenant,
+      // and across tenants in the order of the nodes' clocks (as one sequence would be).
+      seq = Math.max(doc.nextSeq, Date.now() * 1000);
+      doc.nextSeq = seq + 1;
       doc.bytes += size;
       doc.blobs += 1;
       doc.pending.push(this.intent('add', id, size, seq));
