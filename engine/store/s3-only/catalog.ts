@@ -112,10 +112,13 @@ export class S3OnlyBlobCatalog implements BlobCatalog {
   private async claim(tenant: string, blocks: readonly StoredBlock[], inline: boolean): Promise<boolean[]> {
     // An inline blob's one block is the blob itself, new to a tenant that did not hold it.
     if (inline) return blocks.map(() => true);
+    // A block repeated within the blob is new at its first reference only.
     const seen = new Set<string>();
-    return mapLimited(blocks.map((b, i) => ({ b, first: !seen.has(b.hex) && seen.add(b.hex) !== undefined, i })), READ_CONCURRENCY, async ({ b, first }) => {
+    const firsts = blocks.map((b) => !seen.has(b.hex) && seen.add(b.hex).has(b.hex));
+    return mapLimited(blocks.map((b, i) => ({ b, first: firsts[i]! })), READ_CONCURRENCY, async ({ b, first }) => {
       if (!first) return false;
       const key = this.keys.claim(tenant, b.hex, b.size);
+      // Without If-None-Match (one node) a HEAD tells whether the claim was there.
       if (!this.io.conditions.ifNoneMatch && (await this.io.exists(key))) return false;
       return (await this.io.put(key, Buffer.alloc(0), { ifNoneMatch: true }, 'application/octet-stream')) !== 'refused';
     });
