@@ -58,7 +58,10 @@ export async function openS3OnlyCatalog(blocks: S3BlockStore, nodeId: string, no
   const keys = new S3OnlyKeys(prefix);
   const nodes = new NodeRegistry(io, keys, nodeId, randomUUID(), nodeTtlMs);
   const manifests = new S3OnlyBlobCatalog(io, keys, nodes, (after) => blocks.list('blocks', after));
-  const gc = new S3OnlyGcCatalog(io, keys, nodes, (after) => blocks.list('quarantine', after));
+  const gc = new S3OnlyGcCatalog(io, keys, nodes, {
+    listQuarantine: (after) => blocks.list('quarantine', after),
+    restore: (hex, size) => blocks.restore(hex, size),
+  });
   return { manifests, gc, nodes, conditions };
 }
 
@@ -67,7 +70,8 @@ export async function openS3OnlyCatalog(blocks: S3BlockStore, nodeId: string, no
  * sure it is alone: two nodes starting at once both see the other and both refuse.
  */
 async function admit(nodes: NodeRegistry, conditions: ConditionalWrites, config: Config): Promise<void> {
-  await nodes.heartbeat('', null);
+  // Until its first sweep of its roots (gc-catalog.ts) the node holds back every purge.
+  await nodes.heartbeat('', 0);
   if (conditions.ifNoneMatch && conditions.ifMatch) return;
   const others = (await nodes.nodes()).filter((n) => n.nodeId !== nodes.nodeId);
   if (others.length === 0) return;

@@ -5,10 +5,19 @@
 // the purge fence → deleted; marked → moved back). So the record-based steps here have nothing to
 // do, and what remains is: the lease (one run at a time), the mark set (this process's memory:
 // every holding's blocks, ~100 bytes per distinct block), the heartbeats and the last report.
+//
+// Other nodes' roots. Resumable sessions and document content live in each node's LMDB, so a
+// run marks only its own node's roots and may quarantine another node's (reads fall back to
+// quarantine, so nothing is lost yet). Each node therefore sweeps its own roots out of quarantine
+// (at most every SWEEP_MS: a listing of quarantine/, usually empty; the roots' digests are
+// collected only when it is not), and its heartbeat says when its last completed sweep began:
+// other nodes' runs purge only objects quarantined before that (the collector's fence), so a
+// block quarantined by another node's run is either moved back by this node's next sweep or
+// kept. Until a node's first sweep completes it holds back every purge.
 import { randomUUID } from 'node:crypto';
 import { decodeHolding } from '../catalog-journal.js';
 import type { ListedObject } from '../block-store.js';
-import type { KeyedBlock, NodeRecord, SharedGcCatalog } from '../shared-gc-catalog.js';
+import type { KeyedBlock, NodeRecord, RootDigests, SharedGcCatalog } from '../shared-gc-catalog.js';
 import type { S3OnlyKeys } from './keys.js';
 import type { NodeRegistry } from './nodes.js';
 import { type ObjectIo, mapLimited } from './objects.js';
@@ -18,6 +27,8 @@ const LEASE_MS = 60_000;
 const READ_CONCURRENCY = 16;
 /** Margin for the LastModified of a holding against this node's clock (whole seconds on some servers, clocks a little apart). */
 const CLOCK_MARGIN_MS = 5000;
+/** How often a node sweeps its own roots out of quarantine (purges by other nodes wait for it): this, or twice SVC_NODE_TTL if shorter. */
+const SWEEP_MS = 30_000;
 
 interface LeaseV1 {
   v: 1;
@@ -41,9 +52,44 @@ export class S3OnlyGcCatalog implements SharedGcCatalog {
     private readonly io: ObjectIo,
     private readonly keys: S3OnlyKeys,
     private readonly nodesRegistry: NodeRegistry,
-    /** Quarantined block objects, a page at a time. */
-    private readonly listQuarantine: (after?: string) => Promise<{ blocks: ListedObject[]; next?: string }>,
+    private readonly blocks: {
+      /** Quarantined block objects, a page at a time. */
+      listQuarantine(after?: string): Promise<{ blocks: ListedObject[]; next?: string }>;
+      /** Moves a quarantined block back. */
+      restore(hex: string, size: number): Promise<unknown>;
+    },
   ) {}
+
+  private roots: readonly RootDigests[] = [];
+  /** When this node's last completed sweep began (minus the clock margin); 0: none yet. */
+  private sweptFrom = 0;
+  private lastSweep = 0;
+
+  adoptRoots(roots: readonly RootDigests[]): void {
+    this.roots = roots;
+  }
+
+  /** Moves this node's root blocks that another node's run quarantined back to live. */
+  private async sweepRoots(): Promise<void> {
+    const started = Date.now() - CLOCK_MARGIN_MS;
+    let mine: Set<string> | undefined;
+    let after: string | undefined;
+    do {
+      const page = await this.blocks.listQuarantine(after);
+      if (page.blocks.length > 0) {
+        mine ??= this.rootSet();
+        for (const b of page.blocks) if (mine.has(b.hex)) await this.blocks.restore(b.hex, b.size);
+      }
+      after = page.next;
+    } while (after);
+    this.sweptFrom = started;
+  }
+
+  private rootSet(): Set<string> {
+    const out = new Set<string>();
+    for (const root of this.roots) for (const d of root.digests()) out.add(Buffer.from(d).toString('hex'));
+    return out;
+  }
 
   async lock(): Promise<{ release(): Promise<void> } | undefined> {
     if (this.leased) return undefined;
@@ -143,7 +189,7 @@ export class S3OnlyGcCatalog implements SharedGcCatalog {
     const out = { count: 0, bytes: 0 };
     let after: string | undefined;
     do {
-      const page = await this.listQuarantine(after);
+      const page = await this.blocks.listQuarantine(after);
       for (const b of page.blocks) {
         if (this.marks.has(b.hex) || b.lastModifiedMs >= stampedBefore) continue;
         out.count++;
@@ -187,7 +233,7 @@ export class S3OnlyGcCatalog implements SharedGcCatalog {
         let n = 0;
         let after: string | undefined;
         do {
-          const page = await this.listQuarantine(after);
+          const page = await this.blocks.listQuarantine(after);
           n += page.blocks.length;
           after = page.next;
         } while (after);
@@ -209,8 +255,15 @@ export class S3OnlyGcCatalog implements SharedGcCatalog {
     return got ? (JSON.parse(got.body.toString('utf8')) as R) : undefined;
   }
 
-  heartbeat(_nodeId: string, address: string, oldestIngestAgeMs: number | null): Promise<void> {
-    return this.nodesRegistry.heartbeat(address, oldestIngestAgeMs);
+  /** The heartbeat, after a sweep of this node's roots when one is due (its start holds back other nodes' purges). */
+  async heartbeat(_nodeId: string, address: string, oldestIngestAgeMs: number | null): Promise<void> {
+    if (Date.now() - this.lastSweep >= Math.min(SWEEP_MS, 2 * this.nodesRegistry.ttlMs)) {
+      this.lastSweep = Date.now();
+      await this.sweepRoots().catch(() => (this.lastSweep = 0));
+    }
+    const now = Date.now();
+    const oldestIngest = oldestIngestAgeMs === null ? Number.POSITIVE_INFINITY : now - oldestIngestAgeMs;
+    return this.nodesRegistry.heartbeat(address, Math.min(oldestIngest, this.sweptFrom));
   }
 
   nodes(ttlMs: number): Promise<NodeRecord[]> {

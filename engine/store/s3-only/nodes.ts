@@ -14,6 +14,10 @@ interface HeartbeatV1 {
   boot: string;
   address: string;
   at: number;
+  /**
+   * Other nodes' runs purge only quarantined objects moved before this: the start of the node's
+   * oldest open upload, or of its last sweep of its own roots out of quarantine (gc-catalog.ts).
+   */
   oldestIngestAt: number | null;
 }
 
@@ -32,12 +36,12 @@ export class NodeRegistry {
     private readonly keys: S3OnlyKeys,
     readonly nodeId: string,
     readonly boot: string,
-    private readonly ttlMs: number,
+    readonly ttlMs: number,
   ) {}
 
-  async heartbeat(address: string, oldestIngestAgeMs: number | null): Promise<void> {
-    const at = Date.now();
-    const doc: HeartbeatV1 = { v: 1, nodeId: this.nodeId, boot: this.boot, address, at, oldestIngestAt: oldestIngestAgeMs === null ? null : at - oldestIngestAgeMs };
+  /** `holdsBackFrom`: the time (this node's clock) before which other nodes' runs may purge; null: any time. */
+  async heartbeat(address: string, holdsBackFrom: number | null): Promise<void> {
+    const doc: HeartbeatV1 = { v: 1, nodeId: this.nodeId, boot: this.boot, address, at: Date.now(), oldestIngestAt: holdsBackFrom };
     await this.io.put(this.keys.node(this.nodeId), Buffer.from(JSON.stringify(doc)));
   }
 
