@@ -42,6 +42,8 @@ class Busy extends Error {}
 
 /** How long a writer waits for another live writer's intent on the same blob before giving up. */
 const BUSY_WAIT_MS = 30_000;
+/** Finished intents wait this long for another write of the ledger to drop them with. */
+const FLUSH_MS = 25;
 
 /** Settles an intent whose writer is gone, from what the bucket holds; returns whether its change of bytes stands. */
 export type SettleIntent = (tenant: string, intent: Intent) => Promise<'stands' | 'undone'>;
@@ -50,6 +52,10 @@ export class TenantLedgers {
   private readonly local = new KeyQueue();
   /** This process's writes in progress (`tenant\0id`): its own intents not among them were abandoned. */
   private readonly inFlight = new Set<string>();
+  /** This process's finished writes (`tenant\0id`) whose intents are still in the ledger: they stand. */
+  private readonly done = new Set<string>();
+  /** Tenants with a flush of finished intents scheduled. */
+  private readonly flushing = new Set<string>();
   /** The last version read or written per tenant (its ETag for the next compare-and-swap). */
   private readonly known = new Map<string, { doc: LedgerDoc; etag: string }>();
 
@@ -62,7 +68,9 @@ export class TenantLedgers {
 
   /** The tenant's retained bytes, with any intent of a gone writer settled first. */
   async bytes(tenant: string): Promise<number> {
-    const read = await this.read(tenant);
+    // In this node's queue for the tenant: never a read beside this node's own write of the
+    // ledger (a server may serve a half-written object then; s3rver does).
+    const read = await this.local.run(tenant, () => this.read(tenant));
     if (!(await this.hasStale(read.doc, tenant))) return read.doc.bytes;
     return (await this.change(tenant, () => {})).bytes;
   }
@@ -95,18 +103,40 @@ export class TenantLedgers {
     });
   }
 
-  /** The write of `id` is done (`undo`: it did not happen, its change of bytes goes back). */
+  /**
+   * The write of `id` is done. Its change stands: the intent is dropped with the ledger's next
+   * write (another publication's, or a flush a moment later), which saves a round trip per
+   * publication; until then a crash leaves an intent that settles as standing. With `undo` it did
+   * not happen: its change of bytes goes back at once.
+   */
   async finish(tenant: string, id: string, undo = false): Promise<void> {
+    const key = `${tenant}\0${id}`;
+    if (!undo) {
+      this.inFlight.delete(key);
+      this.done.add(key);
+      this.flushSoon(tenant);
+      return;
+    }
     try {
       await this.change(tenant, (doc) => {
         const i = doc.pending.findIndex((p) => p.id === id && p.node === this.nodes.nodeId && p.boot === this.nodes.boot);
         if (i < 0) return;
         const [intent] = doc.pending.splice(i, 1);
-        if (undo) revert(doc, intent!);
+        revert(doc, intent!);
       });
     } finally {
-      this.inFlight.delete(`${tenant}\0${id}`);
+      this.inFlight.delete(key);
     }
+  }
+
+  private flushSoon(tenant: string): void {
+    if (this.flushing.has(tenant)) return;
+    this.flushing.add(tenant);
+    setTimeout(() => {
+      this.flushing.delete(tenant);
+      // A failed flush leaves the intents to the next write, which drops them all the same.
+      this.change(tenant, () => {}).catch(() => {});
+    }, FLUSH_MS).unref();
   }
 
   /**
@@ -164,9 +194,16 @@ export class TenantLedgers {
       for (let attempt = 0; ; attempt++) {
         const read = this.known.get(tenant) ?? (await this.read(tenant));
         const doc: LedgerDoc = { ...read.doc, pending: [...read.doc.pending] };
+        const dropped: string[] = [];
         for (const intent of [...doc.pending]) {
-          if (await this.writing(tenant, intent)) continue;
-          if ((await this.settle(tenant, intent)) === 'undone') revert(doc, intent);
+          const key = `${tenant}\0${intent.id}`;
+          if (intent.node === this.nodes.nodeId && intent.boot === this.nodes.boot && this.done.has(key)) {
+            dropped.push(key);
+          } else if (await this.writing(tenant, intent)) {
+            continue;
+          } else if ((await this.settle(tenant, intent)) === 'undone') {
+            revert(doc, intent);
+          }
           doc.pending.splice(doc.pending.indexOf(intent), 1);
         }
         try {
@@ -177,9 +214,13 @@ export class TenantLedgers {
           await sleep(Math.min(500, 20 * 2 ** Math.min(attempt, 5)));
           continue;
         }
-        const written = await this.io.put(this.keys.ledger(tenant), Buffer.from(JSON.stringify(doc)), read.etag ? { ifMatch: read.etag } : { ifNoneMatch: true });
+        const body = JSON.stringify(doc);
+        // Nothing changed (a flush that another write got to first, a read of the bytes): no write.
+        if (read.etag && body === JSON.stringify(read.doc)) return read.doc;
+        const written = await this.io.put(this.keys.ledger(tenant), Buffer.from(body), read.etag ? { ifMatch: read.etag } : { ifNoneMatch: true });
         if (written !== 'refused') {
           this.known.set(tenant, { doc, etag: written.etag });
+          for (const key of dropped) this.done.delete(key);
           return doc;
         }
         // Another node changed it first: read it again.
