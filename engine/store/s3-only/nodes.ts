@@ -57,21 +57,26 @@ export class NodeRegistry {
     for await (const page of this.io.pages(this.keys.nodesPrefix())) {
       for (const o of page) if (o.lastModifiedMs === 0 || now - o.lastModifiedMs < ttlMs + 60_000) listed.push(o.key);
     }
-    const docs = await mapLimited(listed, 16, async (key) => {
-      const got = await this.io.get(key);
-      if (!got) return undefined;
-      try {
-        return JSON.parse(got.body.toString('utf8')) as HeartbeatV1;
-      } catch {
-        return undefined;
-      }
-    });
+    const docs = await mapLimited(listed, 16, (key) => this.readHeartbeat(key));
     const live = docs
       .filter((d): d is HeartbeatV1 => d?.v === 1 && now - d.at < ttlMs)
       .map((d) => ({ nodeId: d.nodeId, boot: d.boot, address: d.address, lastSeenAt: d.at, oldestIngestAt: d.oldestIngestAt }))
       .sort((a, b) => (a.nodeId < b.nodeId ? -1 : a.nodeId > b.nodeId ? 1 : 0));
     this.cached = { at: now, ttlMs, nodes: live };
     return live;
+  }
+
+  /** A heartbeat; read again once if it does not parse (a server without atomic writes may serve one half-written). */
+  private async readHeartbeat(key: string, again = true): Promise<HeartbeatV1 | undefined> {
+    const got = await this.io.get(key);
+    if (!got) return undefined;
+    try {
+      return JSON.parse(got.body.toString('utf8')) as HeartbeatV1;
+    } catch {
+      if (!again) return undefined;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      return this.readHeartbeat(key, false);
+    }
   }
 
   /** Whether the process (`node`, `boot`) may still be writing: this one, or a node seen within SVC_NODE_TTL. */
