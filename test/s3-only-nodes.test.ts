@@ -3,7 +3,7 @@
 // heartbeat is live: exit 1 and a message naming what the server lacks. A node stopped cleanly
 // leaves at once; one killed is gone after SVC_NODE_TTL. Two nodes on radosgw, which honours
 // them, run in test/locality.test.ts (the s3 project).
-import { CreateBucketCommand } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type S3Endpoint, s3ClientFor, startS3rver } from './helpers/s3-servers.js';
 import { type TestServer, startServer } from './helpers/server.js';
@@ -66,6 +66,29 @@ describe('S3-only nodes on a server that ignores preconditions (s3rver)', () => 
       await d.stop();
     } finally {
       await c.stop();
+    }
+  });
+});
+
+describe('the GC lease of S3-only nodes', () => {
+  it("another node's live lease is 409 gc_running; a lease this node's killed boot left is taken over at once", async () => {
+    const s = await startServer(env);
+    const client = s3ClientFor(s3);
+    try {
+      const lease = (node: string, boot: string) =>
+        client.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'gc/lease', Body: JSON.stringify({ v: 1, holder: 'x', node, boot, expiresAt: Date.now() + 60_000 }) }));
+      const run = () => fetch(`${s.url}/api/ops/v1/gc?phase=mark&apply=false`, { method: 'POST' });
+      await lease('another-node', 'b1');
+      const busy = await run();
+      expect(busy.status).toBe(409);
+      expect(((await busy.json()) as { error: string }).error).toBe('gc_running');
+      await lease(await nodeId(s), 'an-earlier-boot');
+      expect((await run()).status).toBe(200);
+      // Released: the next run takes it again.
+      expect((await run()).status).toBe(200);
+    } finally {
+      client.destroy();
+      await s.stop();
     }
   });
 });

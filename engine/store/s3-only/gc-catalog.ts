@@ -34,6 +34,8 @@ interface LeaseV1 {
   v: 1;
   holder: string;
   node: string;
+  /** The holder's process: a lease of this node's earlier boot (killed mid-run) is taken over at once. */
+  boot?: string;
   expiresAt: number;
 }
 
@@ -95,20 +97,22 @@ export class S3OnlyGcCatalog implements SharedGcCatalog {
     if (this.leased) return undefined;
     const key = this.keys.gcLease();
     const holder = randomUUID();
-    const body = () => Buffer.from(JSON.stringify({ v: 1, holder, node: this.nodesRegistry.nodeId, expiresAt: Date.now() + LEASE_MS } satisfies LeaseV1));
+    const { nodeId, boot } = this.nodesRegistry;
+    const body = (expiresAt: number) => Buffer.from(JSON.stringify({ v: 1, holder, node: nodeId, boot, expiresAt } satisfies LeaseV1));
     const current = await this.io.get(key);
     if (current) {
       const lease = JSON.parse(current.body.toString('utf8')) as LeaseV1;
-      if (lease.expiresAt > Date.now()) return undefined;
+      const earlierBoot = lease.node === nodeId && lease.boot !== undefined && lease.boot !== boot;
+      if (lease.expiresAt > Date.now() && !earlierBoot) return undefined;
     }
     // Taken only if nobody took or renewed it since it was read (If-None-Match: * / If-Match).
-    const taken = await this.io.put(key, body(), current ? { ifMatch: current.etag } : { ifNoneMatch: true });
+    const taken = await this.io.put(key, body(Date.now() + LEASE_MS), current ? { ifMatch: current.etag } : { ifNoneMatch: true });
     if (taken === 'refused') return undefined;
     this.leased = true;
     let etag = taken.etag;
     let lost = false;
     const renew = setInterval(() => {
-      void this.io.put(key, body(), { ifMatch: etag }).then((r) => {
+      void this.io.put(key, body(Date.now() + LEASE_MS), { ifMatch: etag }).then((r) => {
         if (r === 'refused') lost = true;
         else etag = r.etag;
       }, () => {});
@@ -119,7 +123,7 @@ export class S3OnlyGcCatalog implements SharedGcCatalog {
         clearInterval(renew);
         this.leased = false;
         // Expired at once rather than deleted: a DELETE cannot be conditional, and the lease may have moved on.
-        if (!lost) await this.io.put(key, Buffer.from(JSON.stringify({ v: 1, holder, node: this.nodesRegistry.nodeId, expiresAt: 0 } satisfies LeaseV1)), { ifMatch: etag });
+        if (!lost) await this.io.put(key, body(0), { ifMatch: etag });
       },
     };
   }
