@@ -1,6 +1,6 @@
 // The storage layer's API: the interfaces the engine depends on and the functions that open
 // the implementations behind them (backend.ts opens the configured one: block files under
-// <SVC_FS_ROOT>/blocks and LMDB under <SVC_FS_ROOT>/catalog, or PostgreSQL and S3).
+// <SVC_FS_ROOT>/blocks and LMDB under <SVC_FS_ROOT>/catalog, PostgreSQL and S3, or S3 alone).
 // Nothing outside engine/store imports lmdb or an implementation module.
 export type { BlockStore, BlockStoreLocation, BlockWriter, EmbeddedBlockStore, FsLocation, ListedBlock, ListedObject, MovableBlockStore, PutOutcome, RestoreOutcome, S3Location, StoredBlock } from './block-store.js';
 export type { KeyedBlock, NodeRecord, SharedGcCatalog } from './shared-gc-catalog.js';

@@ -71,8 +71,9 @@ export class S3OnlyBlobCatalog implements BlobCatalog {
       const seq = await this.ledgers.reserve(tenant, id, size, quota, options.quotaExceeded ?? (() => new Error('quota exceeded')));
       const entry = this.keys.inventoryEntry(tenant, seq, id);
       let outcome: 'published' | 'theirs' | 'unknown' | 'not written' = 'not written';
+      let newToTenant: boolean[] | undefined;
       try {
-        const newToTenant = options.tenantBlocks ? await this.claim(tenant, blocks, inlineBytes !== undefined) : undefined;
+        if (options.tenantBlocks) newToTenant = await this.claim(tenant, blocks, inlineBytes !== undefined);
         const { refs, sizes } = pack(blocks);
         const holding: Holding = {
           tenant, id, size, mediaType, createdAt: Date.now(), chunker, refs, sizes, seq,
@@ -96,8 +97,10 @@ export class S3OnlyBlobCatalog implements BlobCatalog {
         return { manifest: manifestOf(holding), existed: false, ...(newToTenant ? { newToTenant } : {}) };
       } catch (err) {
         if (outcome === 'not written') {
-          // Nothing is published: the reservation goes (the entry, if written, is never listed and goes too).
+          // Nothing is published: the reservation goes (the entry, if written, is never listed and
+          // goes too), and so do the claims it made (the tenant did not reference those blocks).
           await this.io.delete(entry).catch(() => {});
+          await this.unclaim(tenant, blocks, newToTenant, inlineBytes !== undefined).catch(() => {});
           await this.ledgers.finish(tenant, id, true).catch(() => this.ledgers.abandon(tenant, id));
         } else if (outcome !== 'published') {
           // The holding may have been written: the next writer of the ledger settles it from the bucket.
@@ -122,6 +125,12 @@ export class S3OnlyBlobCatalog implements BlobCatalog {
       if (!this.io.conditions.ifNoneMatch && (await this.io.exists(key))) return false;
       return (await this.io.put(key, Buffer.alloc(0), { ifNoneMatch: true }, 'application/octet-stream')) !== 'refused';
     });
+  }
+
+  /** Deletes the claims `claim` made (none for an inline blob: it makes none). */
+  private async unclaim(tenant: string, blocks: readonly StoredBlock[], made: readonly boolean[] | undefined, inline: boolean): Promise<void> {
+    if (!made || inline) return;
+    await mapLimited(blocks.filter((_, i) => made[i]), READ_CONCURRENCY, (b) => this.io.delete(this.keys.claim(tenant, b.hex, b.size)));
   }
 
   async recordUnlisted(hex: string, size: number, mediaType: string, chunker: string, blocks: readonly StoredBlock[]): Promise<{ id: string; record: ManifestRecord }> {
