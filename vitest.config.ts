@@ -12,6 +12,12 @@ const PG_S3_SUITES = ['test/blob-api.test.ts', 'test/uploads-api.test.ts', 'test
  */
 const MULTI_NODE = ['test/multi-node.test.ts'];
 
+/**
+ * The S3-only backend runs the same blob suites (one run per backend, not copies); sessions and
+ * GC marking shared through PostgreSQL (shared-sessions, gc-nodes) are pg-s3's alone.
+ */
+const S3_SUITES = ['test/blob-api.test.ts', 'test/uploads-api.test.ts', 'test/security.test.ts', 'test/tenant-policy.test.ts', 'test/gc.test.ts', 'test/locality.test.ts'];
+
 export default defineConfig({
   test: {
     testTimeout: 120_000,
@@ -22,6 +28,8 @@ export default defineConfig({
       { extends: true, test: { name: 'fs', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...MULTI_NODE] } },
       { extends: true, test: { name: 'pg-s3', include: PG_S3_SUITES, env: { SVC_TEST_BACKEND: 'pg-s3' } } },
       { extends: true, test: { name: 'multi-node', include: MULTI_NODE } },
+      // The same suites against the S3-only backend on s3rver (docs/backends.md, "s3").
+      { extends: true, test: { name: 's3', include: S3_SUITES, env: { SVC_TEST_BACKEND: 's3' } } },
     ],
   },
 });

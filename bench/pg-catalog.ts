@@ -85,7 +85,7 @@ const ops = {
   },
   page: async (impl: Impl) => {
     // Below a cursor that leaves at least 50 rows.
-    const { summaries } = await impl.catalog.page(50, impl.held[randomInt(HELD - 50)]!.seq, READER);
+    const { summaries } = await impl.catalog.page(50, String(impl.held[randomInt(HELD - 50)]!.seq), READER);
     if (summaries.length !== 50) throw new Error(`${impl.label}: page of ${summaries.length}`);
   },
 };

@@ -7,15 +7,15 @@ export const VARIABLES: ReadonlyArray<{ name: string; default: string; help: str
   { name: 'SVC_HOST', default: '127.0.0.1', help: 'Address the HTTP listener binds.' },
   { name: 'SVC_HTTP_PORT', default: '8081', help: 'Port of the blob API listener (0 = pick a free port).' },
   { name: 'SVC_HTTP_LINGER_BYTES', default: '64MiB', help: 'After an answer given before the request body ended (an error), the rest of the body is read and dropped when it is at most this size, so clients that read only after sending get the answer; a larger or chunked rest is not read and the connection closes.' },
-  { name: 'SVC_BLOB_BACKEND', default: 'fs', help: 'Where blobs live: `fs` (block files and LMDB under SVC_FS_ROOT) or `pg-s3` (the blob catalog in PostgreSQL at SVC_PG_URL, block bytes in the S3 bucket SVC_S3_BUCKET). Either way SVC_FS_ROOT keeps what is local to the node (staging, documents, jobs).' },
+  { name: 'SVC_BLOB_BACKEND', default: 'fs', help: 'Where blobs live: `fs` (block files and LMDB under SVC_FS_ROOT), `pg-s3` (the blob catalog in PostgreSQL at SVC_PG_URL, block bytes in the S3 bucket SVC_S3_BUCKET) or `s3` (everything in the bucket SVC_S3_BUCKET: manifests, inventory, per-tenant ledgers and block bytes; several nodes only on a server that honours If-None-Match and If-Match). Every way SVC_FS_ROOT keeps what is local to the node (staging, resumable sessions, documents, jobs).' },
   { name: 'SVC_PG_URL', default: '', help: 'PostgreSQL of the pg-s3 backend: `postgres://user:pass@host:port/db`. svc creates and migrates its tables itself.' },
   { name: 'SVC_PG_POOL', default: '10', help: 'Connections to PostgreSQL per svc process.' },
-  { name: 'SVC_S3_ENDPOINT', default: '', help: 'S3 endpoint of the pg-s3 backend (empty: AWS). Credentials from the AWS SDK\'s standard chain (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, profiles, instance roles).' },
+  { name: 'SVC_S3_ENDPOINT', default: '', help: 'S3 endpoint of the pg-s3 and s3 backends (empty: AWS). Credentials from the AWS SDK\'s standard chain (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, profiles, instance roles).' },
   { name: 'SVC_S3_REGION', default: 'us-east-1', help: 'S3 region.' },
-  { name: 'SVC_S3_BUCKET', default: '', help: 'S3 bucket of the block bytes (it must exist).' },
+  { name: 'SVC_S3_BUCKET', default: '', help: 'S3 bucket of the block bytes (pg-s3), or of everything (s3); it must exist.' },
   { name: 'SVC_S3_PREFIX', default: '', help: 'Prefix of every key svc writes in the bucket (e.g. `svc/`).' },
   { name: 'SVC_NODE_ID', default: '', help: 'This node\'s stable name among the nodes of one catalog; empty: a UUID made at the first start and kept in <SVC_FS_ROOT>/node-id.' },
-  { name: 'SVC_NODE_TTL', default: '15s', help: 'A node whose heartbeat (in the shared catalog, every 5 s or a third of this, whichever is shorter) is older than this is gone: its uploads no longer hold back garbage collection.' },
+  { name: 'SVC_NODE_TTL', default: '15s', help: 'A node whose heartbeat (in the shared catalog, every 5 s or a third of this, whichever is shorter) is older than this is gone: its uploads no longer hold back garbage collection. With `s3` on a server that ignores conditional writes, a node refuses to start while another node\'s heartbeat is younger than this; a node stopped cleanly removes its heartbeat at once.' },
   { name: 'SVC_LOCALITY', default: 'off', help: '`on`: a POST /api/v1/blobs with X-Svc-Tenant-Id and X-Svc-Upload-Session-Id is ingested by one live owner among the nodes sharing the catalog (another node forwards the body to it once, unbuffered); `off`: such a request is 503 locality_unavailable.' },
   { name: 'SVC_S3_FORCE_PATH_STYLE', default: '', help: '`true` to address the bucket by path (most S3-compatible servers); empty: `true` when SVC_S3_ENDPOINT is set, else `false`.' },
   { name: 'SVC_FS_ROOT', default: './data', help: 'Data directory: blocks/ (block files), catalog/ (LMDB) and svc.lock (one svc process per directory).' },
@@ -44,7 +44,7 @@ export const VARIABLES: ReadonlyArray<{ name: string; default: string; help: str
   { name: 'SVC_GC_MIN_AGE', default: '24h', help: 'Unreferenced blocks younger than this (since written or last referenced) are not quarantined.' },
   { name: 'SVC_GC_QUARANTINE_AGE', default: '7d', help: 'How long a quarantined block stays restorable before a purge deletes it.' },
   { name: 'SVC_MIN_FREE_SPACE', default: '1GiB', help: 'Free space the data directory\'s file system keeps: a size (1GiB) or a share of the file system (5%). Below it uploads are refused (507 insufficient_storage) and readiness says `degraded`; 0 disables.' },
-  { name: 'SVC_INLINE_MAX_BYTES', default: '16KiB', help: 'Blobs up to this size (one block) are kept in the catalog with their manifest instead of as block files; 0 disables.' },
+  { name: 'SVC_INLINE_MAX_BYTES', default: '16KiB', help: 'Blobs up to this size (one block) are kept in the catalog with their manifest instead of as block files (with `s3`: inside the tenant\'s holding object, no block object); 0 disables.' },
   { name: 'SVC_BLOCK_CACHE_BYTES', default: '64MiB', help: 'Memory for caching small blocks (64 KiB or less) on the read path; 0 disables.' },
   { name: 'SVC_HEALTH_TIMEOUT', default: '5s', help: 'Timeout of each readiness check.' },
   { name: 'SVC_OPS_REFRESH_MS', default: '1000', help: 'Milliseconds between two reads of the operator snapshot while anyone follows /api/ops/v1/events (also the most a GET of the snapshot is out of date).' },
@@ -78,7 +78,7 @@ export const VARIABLES: ReadonlyArray<{ name: string; default: string; help: str
 
 export type Durability = 'strict' | 'relaxed';
 type DefaultChunker = 'fastcdc' | 'fixed';
-export type BlobBackendKind = 'fs' | 'pg-s3';
+export type BlobBackendKind = 'fs' | 'pg-s3' | 's3';
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 
 export interface Config {
@@ -255,7 +255,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     host: get('SVC_HOST'),
     httpPort: parseInteger('SVC_HTTP_PORT', get('SVC_HTTP_PORT'), 0, 65535),
     httpLingerBytes: inRange('SVC_HTTP_LINGER_BYTES', parseSize('SVC_HTTP_LINGER_BYTES', get('SVC_HTTP_LINGER_BYTES')), 0, 2 ** 40),
-    blobBackend: oneOf('SVC_BLOB_BACKEND', get('SVC_BLOB_BACKEND'), ['fs', 'pg-s3'] as const),
+    blobBackend: oneOf('SVC_BLOB_BACKEND', get('SVC_BLOB_BACKEND'), ['fs', 'pg-s3', 's3'] as const),
     pg: { url: get('SVC_PG_URL'), pool: parseInteger('SVC_PG_POOL', get('SVC_PG_POOL'), 1, 1000) },
     s3: {
       endpoint: get('SVC_S3_ENDPOINT'),
@@ -341,6 +341,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (config.blobBackend === 'pg-s3') {
     if (!/^postgres(ql)?:\/\//.test(config.pg.url)) throw new ConfigError('SVC_PG_URL: the pg-s3 backend needs a postgres://user:pass@host:port/db URL');
     if (!config.s3.bucket) throw new ConfigError('SVC_S3_BUCKET: the pg-s3 backend needs the bucket of its block bytes');
+    if (config.s3.prefix && !config.s3.prefix.endsWith('/')) throw new ConfigError(`SVC_S3_PREFIX: "${config.s3.prefix}" must end with "/"`);
+  }
+  if (config.blobBackend === 's3') {
+    if (!config.s3.bucket) throw new ConfigError('SVC_S3_BUCKET: the s3 backend needs the bucket that holds everything');
     if (config.s3.prefix && !config.s3.prefix.endsWith('/')) throw new ConfigError(`SVC_S3_PREFIX: "${config.s3.prefix}" must end with "/"`);
   }
   return config;

@@ -26,7 +26,7 @@ import { SchemaRegistry } from './documents/index.js';
 import { ModelService } from './models/index.js';
 import { TrafficHistory, nodeIdOf } from './ops/index.js';
 import { type LiveNode, ownerOf } from './locality/index.js';
-import { type BlobBackend, type BlobCatalog, type BlobSummary, type BlockStore, CatalogEnv, type DataDirLock, DiskSpace, FsTailStaging, DEFAULT_TENANT, LmdbGcCatalog, LmdbKeyedCatalog, LmdbUploadCatalog, type Manifest, lockDataDir, openBlobBackend } from './store/index.js';
+import { type BlobBackend, type BlobCatalog, type BlobSummary, type BlockStore, CatalogEnv, type DataDirLock, DiskSpace, FsTailStaging, DEFAULT_TENANT, InvalidCursorError, LmdbGcCatalog, LmdbKeyedCatalog, LmdbUploadCatalog, type Manifest, lockDataDir, openBlobBackend } from './store/index.js';
 import type { BlockRoots } from './cas/index.js';
 import { BufferPool } from './uploads/index.js';
 import { Uploads } from './uploads/index.js';
@@ -144,7 +144,7 @@ export class Engine {
     // Before anything touches the directory: a second process must not clean up the first one's files.
     const lock = lockDataDir(config.fsRoot);
     const catalog = CatalogEnv.open(config.fsRoot, config.durability);
-    const backend = await openBlobBackend(config, catalog, log);
+    const backend = await openBlobBackend(config, catalog, config.nodeId || nodeIdOf(config.fsRoot), log);
     if (backend.removedTempFiles > 0) log.info('removed temporary files of interrupted uploads', { count: backend.removedTempFiles });
     const pool = createWorkerPool({ filename: WORKER_MODULE, minThreads: config.workers, maxThreads: config.workers, idleTimeout: 60_000 });
     const memory = new TransferMemory(config.ingestBufferBytes, config.segmentBytes);
@@ -198,14 +198,16 @@ export class Engine {
   }
 
   async list(limit: number, cursor?: string, tenant = DEFAULT_TENANT): Promise<{ blobs: BlobSummary[]; nextCursor?: string }> {
-    let before: number | undefined;
-    if (cursor !== undefined) {
-      const payload = decodeCursor('inv1', cursor);
-      if (!/^[1-9][0-9]{0,15}$/.test(payload)) throw invalidPagination('cursor is not a token issued by this endpoint');
-      before = Number(payload);
+    // The catalog's position (a sequence number, or an S3 key) wrapped in the one token format.
+    const after = cursor === undefined ? undefined : decodeCursor('inv1', cursor);
+    let page;
+    try {
+      page = await this.manifests.page(limit, after, tenant);
+    } catch (err) {
+      if (err instanceof InvalidCursorError) throw invalidPagination(err.message);
+      throw err;
     }
-    const page = await this.manifests.page(limit, before, tenant);
-    return { blobs: page.summaries, nextCursor: page.nextSeq === undefined ? undefined : encodeCursor('inv1', String(page.nextSeq)) };
+    return { blobs: page.summaries, nextCursor: page.next === undefined ? undefined : encodeCursor('inv1', page.next) };
   }
 
   async metadata(id: ContentId, limit: number, cursor?: string, tenant = DEFAULT_TENANT) {

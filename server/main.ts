@@ -3,7 +3,7 @@ import type * as uWS from 'uWebSockets.js';
 import uws from './uws.js';
 import { type Config, ConfigError, VARIABLES, loadConfig } from '../engine/config.js';
 import { Engine } from '../engine/engine.js';
-import { DataDirLockError } from '../engine/store/index.js';
+import { DataDirLockError, S3OnlyRefused } from '../engine/store/index.js';
 import { PolicyError } from '../engine/tenancy/index.js';
 import { nativeSharedCopy } from '../engine/cas/index.js';
 import { Logger } from '../engine/log.js';
@@ -186,7 +186,7 @@ export async function main(argv: string[]): Promise<void> {
   try {
     server = await serve(config);
   } catch (err) {
-    if (!(err instanceof ListenError || err instanceof DataDirLockError || err instanceof PolicyError)) throw err;
+    if (!(err instanceof ListenError || err instanceof DataDirLockError || err instanceof PolicyError || err instanceof S3OnlyRefused)) throw err;
     process.stderr.write(`svc: ${err.message}\n`);
     process.exit(1);
   }

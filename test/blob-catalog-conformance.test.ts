@@ -3,10 +3,15 @@
 // their own tenants and fresh blocks, so they share one catalog and compare totals by difference.
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
+import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BlobCatalog, CatalogEnv, LmdbBlobCatalog, type StoredBlock } from '../dist/engine/store/index.js';
 import { PgBlobCatalog } from '../dist/engine/store/pg/blob-catalog.js';
+import { S3BlockStore } from '../dist/engine/store/s3/block-store.js';
+import { openS3OnlyCatalog } from '../dist/engine/store/s3-only.js';
 import { startPostgres } from './helpers/postgres.js';
+import { startS3rverProcess } from './helpers/backends.js';
+import { type S3Endpoint, s3ClientFor, startRadosgw } from './helpers/s3-servers.js';
 import { tempRoot } from './helpers/server.js';
 
 interface OpenCatalog {
@@ -21,7 +26,25 @@ interface OpenCatalog {
 interface Backend {
   name: string;
   open(): Promise<OpenCatalog | { skip: string }>;
+  /**
+   * Where a backend differs by design (docs/backends.md says why), the reason; the cases check
+   * its behaviour instead, or leave the assertion out.
+   */
+  differs?: {
+    /** Each tenant keeps its own manifest of a blob: no manifest is shared across tenants. */
+    manifestsPerTenant: string;
+    /** totals() counts block objects in the bucket (a listing, at most every 30 s), not block records. */
+    totalsByListing: string;
+    /** A node answers the inline bytes it read for a while after another node removed the blob. */
+    inlineCached: string;
+  };
 }
+
+const S3_ONLY_DIFFERS = {
+  manifestsPerTenant: 'the S3-only catalog keeps a manifest per (tenant, blob): no shared manifest, so no holder count to contend on',
+  totalsByListing: 'S3-only totals list the block objects (none here: the cases store no bytes) and are up to 30 s old',
+  inlineCached: 'an S3-only node answers inline bytes from its cache (asked for only after get() found the tenant\'s hold)',
+};
 
 const backends: Backend[] = [
   {
@@ -61,7 +84,57 @@ const backends: Backend[] = [
       }
     },
   },
+  { name: 's3 on s3rver (one node)', open: async () => openS3Only(await s3rverInAProcess(), false), differs: S3_ONLY_DIFFERS },
+  { name: 's3 on radosgw (two nodes)', open: async () => openS3Only(await startRadosgw(), true), differs: S3_ONLY_DIFFERS },
 ];
+
+/**
+ * The S3-only catalog (SVC_BLOB_BACKEND=s3) on `server`: two nodes (two catalogs, each its own
+ * node id and client) where the server honours conditional writes, else the one catalog (one node).
+ */
+async function openS3Only(server: S3Endpoint | { skip: string }, twoNodes: boolean): Promise<OpenCatalog | { skip: string }> {
+  if ('skip' in server) return server;
+  try {
+    const client = s3ClientFor(server);
+    await client.send(new CreateBucketCommand({ Bucket: 'conformance' }));
+    client.destroy();
+    const env = { AWS_ACCESS_KEY_ID: server.accessKeyId, AWS_SECRET_ACCESS_KEY: server.secretAccessKey };
+    Object.assign(process.env, env);
+    const location = { kind: 's3' as const, endpoint: server.endpoint, region: server.region, bucket: 'conformance', prefix: '', forcePathStyle: true };
+    const stores = [new S3BlockStore(location), new S3BlockStore(location)];
+    const a = await openS3OnlyCatalog(stores[0]!, 'node-a', 15_000);
+    const b = twoNodes ? await openS3OnlyCatalog(stores[1]!, 'node-b', 15_000) : a;
+    await Promise.all([a.nodes.heartbeat('', null), b.nodes.heartbeat('', null)]);
+    return {
+      nodes: [a.manifests, b.manifests],
+      async close() {
+        for (const s of stores) s.client.destroy();
+        await server.stop();
+      },
+    };
+  } catch (err) {
+    await server.stop();
+    throw err;
+  }
+}
+
+/** s3rver as the s3 test project runs it: a child process with OpenSSL's legacy provider (its listings' tokens are DES). */
+async function s3rverInAProcess(): Promise<S3Endpoint> {
+  const dir = tempRoot('svc-s3rver-');
+  const child = await startS3rverProcess(dir);
+  return {
+    kind: 's3rver',
+    endpoint: `http://127.0.0.1:${child.port}`,
+    region: 'us-east-1',
+    accessKeyId: 'S3RVER',
+    secretAccessKey: 'S3RVER',
+    storage: `files under ${dir}`,
+    async stop() {
+      await child.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
 
 class QuotaExceeded extends Error {}
 const quotaExceeded = () => new QuotaExceeded('quota exceeded');
@@ -104,12 +177,12 @@ function publish(catalog: BlobCatalog, b: Blob, owner: string, extra: { mediaTyp
 /** Every id the tenant lists, newest first, following the cursors. */
 async function listAll(catalog: BlobCatalog, owner: string, pageSize = 50): Promise<string[]> {
   const ids: string[] = [];
-  let before: number | undefined;
+  let after: string | undefined;
   for (;;) {
-    const { summaries, nextSeq } = await catalog.page(pageSize, before, owner);
+    const { summaries, next } = await catalog.page(pageSize, after, owner);
     ids.push(...summaries.map((s) => s.id));
-    if (nextSeq === undefined) return ids;
-    before = nextSeq;
+    if (next === undefined) return ids;
+    after = next;
   }
 }
 
@@ -135,6 +208,7 @@ describe.each(backends)('BlobCatalog conformance: $name', (backend) => {
   afterAll(async () => {
     if ('nodes' in opened) await opened.close();
   });
+  const exactTotals = !backend.differs;
   function nodes(skip: (note: string) => never): [BlobCatalog, BlobCatalog] {
     if ('skip' in opened) skip(opened.skip);
     return opened.nodes;
@@ -196,15 +270,17 @@ describe.each(backends)('BlobCatalog conformance: $name', (backend) => {
     expect(again.manifest.record.seq).toBe(first.manifest.record.seq);
     expect(again.manifest.record.mediaType).toBe('text/plain');
     expect(await a.retainedBytes(owner)).toBe(1000);
-    expect(await a.totals()).toEqual(totals);
+    if (exactTotals) expect(await a.totals()).toEqual(totals);
     expect(await listAll(a, owner)).toEqual([x.id]);
 
-    // Another tenant's publication of the same id with other cut points gets the stored manifest's blocks.
+    // Another tenant's publication of the same id with other cut points gets the stored manifest's
+    // blocks (S3-only: its own manifest, see S3_ONLY_DIFFERS).
     const recut = await publish(b, { ...x, blocks: [x.blocks[0]] }, other, { chunker: 'fixed' });
     expect(recut.existed).toBe(false);
-    expect(recut.manifest.record.chunker).toBe('fastcdc');
-    expect(recut.manifest.blockCount).toBe(2);
-    expect((await a.get(x.id, other))!.record.chunker).toBe('fastcdc');
+    const kept = backend.differs ? { chunker: 'fixed', blocks: 1 } : { chunker: 'fastcdc', blocks: 2 };
+    expect(recut.manifest.record.chunker).toBe(kept.chunker);
+    expect(recut.manifest.blockCount).toBe(kept.blocks);
+    expect((await a.get(x.id, other))!.record.chunker).toBe(kept.chunker);
   });
 
   it("another tenant's blob is absent to a tenant: get, list and remove", async ({ skip }) => {
@@ -214,7 +290,7 @@ describe.each(backends)('BlobCatalog conformance: $name', (backend) => {
     const x = blob(block());
     await publish(a, x, owner);
     expect(await b.get(x.id, stranger)).toBeUndefined();
-    expect(await b.page(10, undefined, stranger)).toEqual({ summaries: [], nextSeq: undefined });
+    expect(await b.page(10, undefined, stranger)).toEqual({ summaries: [], next: undefined });
     expect(await b.remove(x.id, stranger)).toBe(false);
     expect(await b.retainedBytes(stranger)).toBe(0);
     expect(await a.get(x.id, owner)).toBeDefined();
@@ -253,7 +329,7 @@ describe.each(backends)('BlobCatalog conformance: $name', (backend) => {
     ]);
   });
 
-  it('pages newest first below a sequence; nextSeq continues, and is absent on the last page', async ({ skip }) => {
+  it('pages newest first after a cursor; next continues, and is absent on the last page', async ({ skip }) => {
     const [a, b] = nodes(skip);
     const owner = tenant();
     const published: Blob[] = [];
@@ -265,18 +341,18 @@ describe.each(backends)('BlobCatalog conformance: $name', (backend) => {
     const newestFirst = published.map((x) => x.id).reverse();
     const first = await a.page(2, undefined, owner);
     expect(first.summaries.map((s) => s.id)).toEqual(newestFirst.slice(0, 2));
-    expect(first.nextSeq).toBeDefined();
-    const second = await b.page(2, first.nextSeq, owner);
+    expect(first.next).toBeDefined();
+    const second = await b.page(2, first.next, owner);
     expect(second.summaries.map((s) => s.id)).toEqual(newestFirst.slice(2, 4));
-    const third = await a.page(2, second.nextSeq, owner);
+    const third = await a.page(2, second.next, owner);
     expect(third.summaries.map((s) => s.id)).toEqual(newestFirst.slice(4));
-    expect(third.nextSeq).toBeUndefined();
-    expect((await a.page(5, undefined, owner)).nextSeq).toBeUndefined();
-    expect((await a.page(4, undefined, owner)).nextSeq).toBeDefined();
+    expect(third.next).toBeUndefined();
+    expect((await a.page(5, undefined, owner)).next).toBeUndefined();
+    expect((await a.page(4, undefined, owner)).next).toBeDefined();
     expect(await listAll(b, owner, 3)).toEqual(newestFirst);
-    // The cursor is the last summary's own sequence: a page below it starts with the next one.
-    const seqOfSecond = (await a.get(newestFirst[1], owner))!.record.seq;
-    expect((await a.page(1, seqOfSecond, owner)).summaries.map((s) => s.id)).toEqual([newestFirst[2]]);
+    // The cursor names the last summary's position: a page after it starts with the next one.
+    const afterSecond = (await a.page(2, undefined, owner)).next;
+    expect((await a.page(1, afterSecond, owner)).summaries.map((s) => s.id)).toEqual([newestFirst[2]]);
     // A removed blob leaves no gap in the pages.
     await a.remove(newestFirst[2], owner);
     expect(await listAll(a, owner, 2)).toEqual([newestFirst[0], newestFirst[1], newestFirst[3], newestFirst[4]]);
@@ -293,29 +369,29 @@ describe.each(backends)('BlobCatalog conformance: $name', (backend) => {
     await publish(b, x, bob);
     await publish(a, small, alice, { inline: true });
     await publish(b, small, bob, { inline: true });
-    expect((await a.totals()).blobs - start.blobs).toBe(2);
+    if (exactTotals) expect((await a.totals()).blobs - start.blobs).toBe(2);
 
     expect(await a.remove(x.id, alice)).toBe(true);
     expect(await b.remove(x.id, alice)).toBe(false);
     expect(await b.get(x.id, alice)).toBeUndefined();
     expect((await a.get(x.id, bob))!.id).toBe(x.id);
     expect(await listAll(a, bob)).toEqual([small.id, x.id]);
-    expect((await a.totals()).blobs - start.blobs).toBe(2);
+    if (exactTotals) expect((await a.totals()).blobs - start.blobs).toBe(2);
 
     expect(await b.remove(small.id, bob)).toBe(true);
     expect(await a.inlineBytes(small.id)).toEqual(small.bytes);
     expect((await a.get(small.id, alice))!.record.inline).toBe(true);
     expect(await a.remove(small.id, alice)).toBe(true);
-    expect(await b.inlineBytes(small.id)).toBeUndefined();
+    if (!backend.differs) expect(await b.inlineBytes(small.id)).toBeUndefined();
     expect(await b.get(small.id, alice)).toBeUndefined();
 
     expect(await b.remove(x.id, bob)).toBe(true);
     expect(await a.get(x.id, bob)).toBeUndefined();
     const end = await a.totals();
-    expect(end.blobs).toBe(start.blobs);
+    if (exactTotals) expect(end.blobs).toBe(start.blobs);
     // Blocks stay for garbage collection.
-    expect(end.blocks - start.blocks).toBe(1);
-    expect(end.storedBytes - start.storedBytes).toBe(2000);
+    if (exactTotals) expect(end.blocks - start.blocks).toBe(1);
+    if (exactTotals) expect(end.storedBytes - start.storedBytes).toBe(2000);
 
     // Published again after it went: a new manifest, found again by its new holder.
     const again = await publish(b, x, alice);
@@ -371,9 +447,9 @@ describe.each(backends)('BlobCatalog conformance: $name', (backend) => {
     expect(await a.get(y.id, owner)).toBeUndefined();
     expect(await a.retainedBytes(owner)).toBe(600);
     expect(await listAll(b, owner)).toEqual(beforeList);
-    expect(await a.totals()).toEqual(withY);
-    expect(withY.blobs - before.blobs).toBe(1);
-    expect(withY.blocks - before.blocks).toBe(2);
+    if (exactTotals) expect(await a.totals()).toEqual(withY);
+    if (exactTotals) expect(withY.blobs - before.blobs).toBe(1);
+    if (exactTotals) expect(withY.blocks - before.blocks).toBe(2);
 
     // Up to the quota exactly is allowed; the refused attempt claimed no block for the tenant.
     const allowed = await publish(b, y, owner, { quotaBytes: 1000, tenantBlocks: true });
@@ -423,19 +499,20 @@ describe.each(backends)('BlobCatalog conformance: $name', (backend) => {
     expect(record.refs.toString('hex', 40, 72)).toBe(b2.stored.hex);
     expect(record.sizes.readUInt32LE(8)).toBe(700);
     const after = await a.totals();
-    expect(after.blobs).toBe(before.blobs);
-    expect(after.blocks - before.blocks).toBe(2);
-    expect(after.storedBytes - before.storedBytes).toBe(1000);
+    if (exactTotals) expect(after.blobs).toBe(before.blobs);
+    if (exactTotals) expect(after.blocks - before.blocks).toBe(2);
+    if (exactTotals) expect(after.storedBytes - before.storedBytes).toBe(1000);
     expect(await a.get(x.id, owner)).toBeUndefined();
     // Publishing it later adds the manifest, not the blocks again.
     await publish(a, x, owner);
     const published = await a.totals();
-    expect(published.blobs - after.blobs).toBe(1);
+    if (exactTotals) expect(published.blobs - after.blobs).toBe(1);
     expect(published.blocks).toBe(after.blocks);
-    expect(published.storedBytes).toBe(after.storedBytes);
+    if (exactTotals) expect(published.storedBytes).toBe(after.storedBytes);
   });
 
   it('totals count manifests, recorded blocks once each and their bytes; inline blobs add no block', async ({ skip }) => {
+    if (backend.differs) skip(backend.differs.totalsByListing);
     const [a, b] = nodes(skip);
     const alice = tenant();
     const bob = tenant();
@@ -445,9 +522,9 @@ describe.each(backends)('BlobCatalog conformance: $name', (backend) => {
     await publish(b, blob(shared, shared), bob);
     await publish(a, blob(block(10)), alice, { inline: true });
     const after = await b.totals();
-    expect(after.blobs - before.blobs).toBe(3);
-    expect(after.blocks - before.blocks).toBe(2);
-    expect(after.storedBytes - before.storedBytes).toBe(1024);
+    if (exactTotals) expect(after.blobs - before.blobs).toBe(3);
+    if (exactTotals) expect(after.blocks - before.blocks).toBe(2);
+    if (exactTotals) expect(after.storedBytes - before.storedBytes).toBe(1024);
   });
 
   it('stays exact under concurrent publications and removals of overlapping blobs by several tenants on two nodes', async ({ skip }) => {
@@ -487,16 +564,16 @@ describe.each(backends)('BlobCatalog conformance: $name', (backend) => {
       for (const x of blobs) if (!ids.includes(x.id)) expect(await a.get(x.id, owner)).toBeUndefined();
       expect(await a.retainedBytes(owner)).toBe(bytes);
     }
-    expect((await b.totals()).blobs - start.blobs).toBe(held.size);
+    if (exactTotals) expect((await b.totals()).blobs - start.blobs).toBe(held.size);
 
     // Every hold goes, on either node: a manifest lives exactly as long as its holders.
     await Promise.all([...held].flatMap(([id, owners]) => [...owners].map(async (owner) => expect(await (random(2) ? a : b).remove(id, owner)).toBe(true))));
     for (const owner of tenants) expect(await a.retainedBytes(owner)).toBe(0);
     const end = await a.totals();
-    expect(end.blobs).toBe(start.blobs);
-    for (const x of blobs) expect(await b.inlineBytes(x.id)).toBeUndefined();
+    if (exactTotals) expect(end.blobs).toBe(start.blobs);
+    if (!backend.differs) for (const x of blobs) expect(await b.inlineBytes(x.id)).toBeUndefined();
     // Each distinct block recorded once: the six shared ones and each blob's own (inline blobs record none).
-    expect(end.blocks - start.blocks).toBe(6 + 8);
+    if (exactTotals) expect(end.blocks - start.blocks).toBe(6 + 8);
   });
 
   it('never lets concurrent publications on two nodes take a tenant past its quota', async ({ skip }) => {

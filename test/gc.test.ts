@@ -203,7 +203,10 @@ describe('garbage collection', () => {
     for (const n of back) expect((await quarantined(server)).has(n)).toBe(false);
     const report = await gc(server.url, 'run', true);
     expect(report.quarantined.count).toBe(0);
-    expect(report.restored).toBe(back.length);
+    // Records of the blocks (fs, pg-s3) stay quarantined until this run finds them referenced and
+    // counts them restored; the S3-only backend keeps no record per block: the part's store
+    // already moved them back, and the run has nothing left to restore.
+    expect(report.restored).toBe(TEST_BACKEND === 's3' ? 0 : back.length);
     for (const n of back) expect((await live(server)).has(n)).toBe(true);
     const committed = await fetch(`${server.url}/api/v1/uploads/${session}/commit`, { method: 'POST' });
     expect(committed.status).toBe(200);

@@ -2,19 +2,50 @@
 // pg-s3 project): a session-localized upload is ingested by one owner whichever node it reaches
 // (the other forwards the body once), every blob reads back from both nodes, and an owner that
 // died is 503 locality_failed until its heartbeat is older than SVC_NODE_TTL.
+// The s3 project runs it on Ceph radosgw (scripts/ceph/start.sh), not s3rver: several S3-only
+// nodes need a server that honours conditional writes, and svc refuses to start a second node on
+// s3rver (test/s3-only-nodes.test.ts). Where Ceph cannot run it is skipped with the reason.
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CreateBucketCommand } from '@aws-sdk/client-s3';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { TEST_BACKEND, backendEnv } from './helpers/backends.js';
+import { Api, devToken } from './helpers/docs-client.js';
 import { seededBytes, sha256 } from './helpers/http.js';
+import { type S3Endpoint, s3ClientFor, startRadosgw } from './helpers/s3-servers.js';
 import { type TestServer, startServer } from './helpers/server.js';
 
 const shared = TEST_BACKEND !== 'fs';
 if (!shared) console.warn('locality test skipped: it needs a shared catalog (the pg-s3 project runs it)');
 
 const TENANT = randomUUID();
-const NODE = { SVC_LOCALITY: 'on', SVC_NODE_TTL: '3s', SVC_DURABILITY: 'relaxed' };
+// A short quarantine age: a node's ingest fence lasts min(60 s, it) after each upload, and the GC
+// case below needs another node's upload to be past it.
+const NODE = { SVC_LOCALITY: 'on', SVC_NODE_TTL: '3s', SVC_DURABILITY: 'relaxed', SVC_GC_QUARANTINE_AGE: '1s' };
 let a: TestServer;
 let b: TestServer;
+let radosgw: S3Endpoint | undefined;
+let radosgwSkip: string | undefined;
+
+/** The variables of the two nodes' shared backend: the test backend's, or (s3) a bucket on radosgw. */
+async function sharedBackend(): Promise<Record<string, string>> {
+  if (TEST_BACKEND !== 's3') return {};
+  const started = await startRadosgw();
+  if ('skip' in started) {
+    radosgwSkip = started.skip;
+    return {};
+  }
+  radosgw = started;
+  const client = s3ClientFor(started);
+  await client.send(new CreateBucketCommand({ Bucket: 'svc-locality' }));
+  client.destroy();
+  return {
+    SVC_BLOB_BACKEND: 's3',
+    SVC_S3_ENDPOINT: started.endpoint,
+    SVC_S3_BUCKET: 'svc-locality',
+    AWS_ACCESS_KEY_ID: started.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: started.secretAccessKey,
+  };
+}
 
 async function snapshot(s: TestServer): Promise<any> {
   return (await fetch(`${s.url}/api/ops/v1/snapshot`)).json();
@@ -25,16 +56,22 @@ async function post(s: TestServer, body: Buffer, session: string) {
   return { status: res.status, node: res.headers.get('x-svc-node'), location: res.headers.get('location'), json: (await res.json()) as any };
 }
 
-describe.skipIf(!shared)('locality runtime (two pg-s3 nodes)', () => {
+describe.skipIf(!shared)(`locality runtime (two ${TEST_BACKEND} nodes)`, () => {
   beforeAll(async () => {
-    a = await startServer(NODE);
-    b = await startServer({ ...(await backendEnv(a.root)), ...NODE });
+    const backend = await sharedBackend();
+    if (radosgwSkip) return;
+    a = await startServer({ ...backend, ...NODE });
+    b = await startServer({ ...(await backendEnv(a.root)), ...backend, ...NODE });
     // Each node announces itself as it starts listening.
     for (let i = 0; i < 50 && (await snapshot(a)).placement.nodes.length < 2; i++) await new Promise((r) => setTimeout(r, 100));
-  });
+  }, 150_000);
   afterAll(async () => {
     await b?.stop();
     await a?.stop();
+    await radosgw?.stop();
+  }, 60_000);
+  beforeEach(({ skip }) => {
+    if (radosgwSkip) skip(radosgwSkip);
   });
 
   it('both nodes see each other', async () => {
@@ -81,6 +118,44 @@ describe.skipIf(!shared)('locality runtime (two pg-s3 nodes)', () => {
     expect(answer.node).toBe(bNode);
     const got = await fetch(`${a.url}${answer.location}`);
     expect(sha256(Buffer.from(await got.arrayBuffer()))).toBe(sha256(body));
+  });
+
+  // pg-s3 marks only the running node's roots (docs/architecture.md, "Where the code departs").
+  it.skipIf(TEST_BACKEND !== 's3')("a GC run on one node keeps another node's document blocks: quarantined at most, swept back by their node, never purged", async () => {
+    const gc = async (s: TestServer, phase: string) => {
+      const res = await fetch(`${s.url}/api/ops/v1/gc?phase=${phase}&apply=true&minAge=0s&quarantineAge=0s`, { method: 'POST' });
+      const report = (await res.json()) as any;
+      expect([res.status, report.error]).toEqual([200, undefined]);
+      return report;
+    };
+    // A document on B: its content's blocks are in the bucket, referenced only from B's LMDB.
+    const api = new Api(b.url, await devToken(b.url, { scope: 'doc.create doc.read' }));
+    const content = seededBytes(3 * 1024 * 1024 + 17, 4242);
+    const doc = await api.newDocument(content, { contentType: 'application/octet-stream' });
+    // Past B's ingest fence (1 s after the upload here): only B's sweep protects the blocks now.
+    await new Promise((r) => setTimeout(r, 1500));
+    const read = async () => {
+      const res = await fetch(`${b.url}/v1/documents/${doc.documentId}/content`, { headers: { Authorization: `Bearer ${api.token}` } });
+      expect(res.status).toBe(200);
+      return Buffer.from(await res.arrayBuffer());
+    };
+    // A's run does not know B's roots: it quarantines them (and, with quarantineAge=0, would purge
+    // them at once), but B's heartbeat holds back the purge of what was quarantined since B's last sweep.
+    const run = await gc(a, 'quarantine');
+    expect(run.quarantined.count, JSON.stringify(run)).toBeGreaterThan(0);
+    // Two seconds on (radosgw's LastModified may round up a second; B sweeps every 6 s), before
+    // or after B's sweep: nothing of B's is purged (the quarantined copies are newer than B's
+    // last sweep, or already back).
+    await new Promise((r) => setTimeout(r, 2000));
+    expect((await gc(a, 'purge')).purged.count).toBe(0);
+    expect(sha256(await read())).toBe(sha256(content));
+    // B's next sweep (every 2 x SVC_NODE_TTL here) moves them back: A's next run finds them live
+    // and quarantines them again (the cost of runs that cannot see other nodes' roots), and still
+    // purges none of them.
+    await new Promise((r) => setTimeout(r, 8000));
+    const again = await gc(a, 'run');
+    expect([again.quarantined.count, again.purged.count]).toEqual([run.quarantined.count, 0]);
+    expect(sha256(await read())).toBe(sha256(content));
   });
 
   it('an owner that died is 503 locality_failed until its heartbeat expires, then the living node owns its sessions', async () => {

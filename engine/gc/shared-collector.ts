@@ -69,6 +69,7 @@ export class SharedCollector implements Collector {
       if (!(err instanceof SvcError && err.code === 'gc_running')) throw err;
     })), deps.log);
     this.fence = new IngestFence(Math.min(60_000, deps.config.quarantineAgeMs), deps.log);
+    deps.catalog.adoptRoots?.(deps.roots);
     deps.catalog.lastRun<GcReport>().then((r) => (this.last ??= r), () => {});
   }
 

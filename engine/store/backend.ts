@@ -1,6 +1,7 @@
 // A blob backend: where manifests and block bytes live. The engine depends on this and on the
 // interfaces it names, never on an implementation. `fs` is embedded (block files + LMDB in the
-// data directory); `pg-s3` keeps the catalog in PostgreSQL and the block bytes in S3.
+// data directory); `pg-s3` keeps the catalog in PostgreSQL and the block bytes in S3; `s3` keeps
+// everything in the bucket.
 import type { BlobBackendKind, Config } from '../config.js';
 import type { BlobCatalog, EmbeddedBlobCatalog } from './blob-catalog.js';
 import type { BlockStore, EmbeddedBlockStore, MovableBlockStore } from './block-store.js';
@@ -23,7 +24,7 @@ export interface BlobBackend {
   readonly manifests: BlobCatalog;
   /** The embedded backend's synchronous views, for the embedded garbage collector (fs only). */
   readonly embedded?: { blocks: EmbeddedBlockStore; manifests: EmbeddedBlobCatalog };
-  /** A shared backend's views, for the collector of a shared catalog (pg-s3). */
+  /** A shared backend's views, for the collector of a shared catalog (pg-s3, s3). */
   readonly shared?: { blocks: MovableBlockStore; gc: SharedGcCatalog };
   /** Resumable sessions when the backend shares them between nodes (pg-s3); else the node's LMDB and data directory keep them. */
   readonly sessions?: { catalog: UploadCatalog; staging: TailStaging };
@@ -35,9 +36,10 @@ export interface BlobBackend {
 
 /**
  * Opens the configured backend. Only the process that holds the data directory's lock may call
- * this (the fs store cleans up its temp files). `env` is the node's embedded catalog.
+ * this (the fs store cleans up its temp files). `env` is the node's embedded catalog, `nodeId`
+ * the node's name (the S3-only backend announces it at open).
  */
-export async function openBlobBackend(config: Config, env: CatalogEnv, log: Logger): Promise<BlobBackend> {
+export async function openBlobBackend(config: Config, env: CatalogEnv, nodeId: string, log: Logger): Promise<BlobBackend> {
   if (config.blobBackend === 'fs') {
     const { removedTempFiles } = FsBlockStore.prepare(config.fsRoot);
     const blocks = new FsBlockStore(config.fsRoot, config.durability);
@@ -54,6 +56,10 @@ export async function openBlobBackend(config: Config, env: CatalogEnv, log: Logg
       removedTempFiles,
       close: async () => {},
     };
+  }
+  if (config.blobBackend === 's3') {
+    const { openS3Only } = await import('./s3-only.js');
+    return openS3Only(config, nodeId);
   }
   const { openPgS3 } = await import('./pg-s3.js');
   return openPgS3(config, log);

@@ -4,6 +4,20 @@
 import type { StoredBlock } from './block-store.js';
 import type { BlobSummary, Manifest, ManifestRecord } from './manifest.js';
 
+/** A page cursor that the catalog did not issue (the caller answers 400 invalid_pagination). */
+export class InvalidCursorError extends Error {
+  constructor(message = 'cursor is not a token issued by this endpoint') {
+    super(message);
+    this.name = 'InvalidCursorError';
+  }
+}
+
+/** The sequence number a cursor of a sequence-ordered catalog (LMDB, PostgreSQL) names. */
+export function seqOfCursor(cursor: string): number {
+  if (!/^[1-9][0-9]{0,15}$/.test(cursor)) throw new InvalidCursorError();
+  return Number(cursor);
+}
+
 export interface BlockRecord {
   size: number;
   createdAt: number;
@@ -65,8 +79,13 @@ export interface BlobCatalog {
   recordUnlisted(hex: string, size: number, mediaType: string, chunker: string, blocks: readonly StoredBlock[]): Promise<{ id: string; record: ManifestRecord }>;
   /** Removes the tenant's hold; the manifest goes with the last one; blocks stay for GC. False when the tenant does not hold it. */
   remove(id: string, tenant?: string): Promise<boolean>;
-  /** The tenant's blobs, most recently published first, starting below `beforeSeq`. */
-  page(limit: number, beforeSeq?: number, tenant?: string): Promise<{ summaries: BlobSummary[]; nextSeq?: number }>;
+  /**
+   * The tenant's blobs, most recently published first, starting after `cursor`: a position this
+   * kind of catalog returned as `next` (opaque to the caller: a sequence number in LMDB and
+   * PostgreSQL, an object key in S3). A cursor it cannot read throws InvalidCursorError.
+   * `next` is absent on the last page.
+   */
+  page(limit: number, cursor?: string, tenant?: string): Promise<{ summaries: BlobSummary[]; next?: string }>;
   /** The bytes of the distinct blobs the tenant holds (kept with every publication and removal). */
   retainedBytes(tenant: string): Promise<number>;
   /** Published manifests and recorded blocks; bytes of the blocks recorded (quarantined ones not counted): what svc stores. */

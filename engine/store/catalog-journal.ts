@@ -23,6 +23,8 @@ export interface Holding {
   inline?: Buffer;
   /** The publication recorded the blocks as the tenant's (tenant_blocks). */
   claims?: true;
+  /** The S3-only backend: the blob's position in the tenant's inventory (its inventory entry's key). */
+  seq?: number;
 }
 
 /** One journal entry: a tenant holds a blob (with its manifest), or holds it no more. */
@@ -54,6 +56,7 @@ interface HoldingV1 {
   sizes: string;
   inline?: string;
   claims?: true;
+  seq?: number;
 }
 
 export function encodeHolding(h: Holding): Buffer {
@@ -73,6 +76,7 @@ function holdingDoc(h: Holding): HoldingV1 {
     sizes: h.sizes.toString('base64'),
     ...(h.inline ? { inline: h.inline.toString('base64') } : {}),
     ...(h.claims ? { claims: true as const } : {}),
+    ...(h.seq !== undefined ? { seq: h.seq } : {}),
   };
 }
 
@@ -110,6 +114,7 @@ function holdingOf(doc: Partial<HoldingV1>): Holding {
     sizes,
     ...(inline ? { inline } : {}),
     ...(doc.claims === true ? { claims: true as const } : {}),
+    ...(Number.isSafeInteger(doc.seq) ? { seq: doc.seq } : {}),
   };
 }
 

@@ -1,11 +1,11 @@
 // The storage layer's API: the interfaces the engine depends on and the functions that open
 // the implementations behind them (backend.ts opens the configured one: block files under
-// <SVC_FS_ROOT>/blocks and LMDB under <SVC_FS_ROOT>/catalog, or PostgreSQL and S3).
+// <SVC_FS_ROOT>/blocks and LMDB under <SVC_FS_ROOT>/catalog, PostgreSQL and S3, or S3 alone).
 // Nothing outside engine/store imports lmdb or an implementation module.
 export type { BlockStore, BlockStoreLocation, BlockWriter, EmbeddedBlockStore, FsLocation, ListedBlock, ListedObject, MovableBlockStore, PutOutcome, RestoreOutcome, S3Location, StoredBlock } from './block-store.js';
 export type { KeyedBlock, NodeRecord, SharedGcCatalog } from './shared-gc-catalog.js';
 export { type BlobBackend, type Dependency, openBlobBackend } from './backend.js';
-export type { BlobCatalog, BlockRecord, EmbeddedBlobCatalog, Publication, PublicationGuard, PublishOptions } from './blob-catalog.js';
+export { type BlobCatalog, type BlockRecord, type EmbeddedBlobCatalog, InvalidCursorError, type Publication, type PublicationGuard, type PublishOptions } from './blob-catalog.js';
 export { DEFAULT_TENANT } from './tenants.js';
 export type { GcCatalog, Receipt, Tombstone } from './gc-catalog.js';
 export type { KeyedCatalog } from './keyed-catalog.js';
@@ -18,6 +18,7 @@ export { LmdbBlobCatalog } from './lmdb/blob-catalog.js';
 export { LmdbUploadCatalog } from './lmdb/upload-catalog.js';
 export { LmdbGcCatalog } from './lmdb/gc-catalog.js';
 export { LmdbKeyedCatalog } from './lmdb/keyed-catalog.js';
+export { S3OnlyRefused } from './s3-only/refused.js';
 export { type DataDirLock, DataDirInUse, DataDirLockError, lockDataDir } from './data-dir-lock.js';
 export { DiskSpace, type FreeSpaceFloor, floorInBytes } from './disk-space.js';
 export { syncDirectory } from './fs/sync-directory.js';

@@ -1,7 +1,8 @@
 // The blob backend the HTTP suites run against: SVC_TEST_BACKEND, `fs` (the default: block files
-// and LMDB in the server's data directory) or `pg-s3` (a PostgreSQL cluster of the test's own and
+// and LMDB in the server's data directory), `pg-s3` (a PostgreSQL cluster of the test's own and
 // s3rver on loopback ports, started once per test file; each data directory gets a database and
-// a bucket of its own, so a server restarted on the same directory finds its blobs again).
+// a bucket of its own, so a server restarted on the same directory finds its blobs again) or
+// `s3` (s3rver alone, a bucket per data directory).
 // vitest.config.ts runs the blob suites once per backend.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync } from 'node:fs';
@@ -12,19 +13,23 @@ import { CreateBucketCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/cl
 import { afterAll } from 'vitest';
 import { type PgServer, requirePostgres } from './postgres.js';
 
-export const TEST_BACKEND = (process.env.SVC_TEST_BACKEND ?? 'fs') as 'fs' | 'pg-s3';
+export const TEST_BACKEND = (process.env.SVC_TEST_BACKEND ?? 'fs') as 'fs' | 'pg-s3' | 's3';
 
 /** s3rver's fixed credentials, given to the server through the AWS SDK's standard variables. */
 const S3_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
 
-interface S3rverProcess {
+export interface S3rverProcess {
   port: number;
   close(): Promise<void>;
 }
 
-/** s3rver in a child process (test/helpers/s3rver-child.mjs), files under `directory`. */
-function startS3rverProcess(directory: string): Promise<S3rverProcess> {
-  const child = spawn(process.execPath, [fileURLToPath(new URL('./s3rver-child.mjs', import.meta.url)), directory], { stdio: ['pipe', 'pipe', 'inherit'] });
+/**
+ * s3rver in a child process (test/helpers/s3rver-child.mjs), files under `directory`. With
+ * OpenSSL's legacy provider: s3rver makes its continuation tokens with DES, which OpenSSL 3 has
+ * only there, and without it every truncated listing (more keys than MaxKeys) fails with 500.
+ */
+export function startS3rverProcess(directory: string): Promise<S3rverProcess> {
+  const child = spawn(process.execPath, ['--openssl-legacy-provider', fileURLToPath(new URL('./s3rver-child.mjs', import.meta.url)), directory], { stdio: ['pipe', 'pipe', 'inherit'] });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   return new Promise((resolve, reject) => {
     let out = '';
@@ -45,7 +50,7 @@ function startS3rverProcess(directory: string): Promise<S3rverProcess> {
 }
 
 interface SharedServers {
-  pg: PgServer;
+  pg?: PgServer;
   s3: S3rverProcess;
   endpoint: string;
   client: S3Client;
@@ -56,7 +61,7 @@ const byRoot = new Map<string, Promise<Record<string, string>>>();
 let made = 0;
 
 async function startShared(): Promise<SharedServers> {
-  const pg = await requirePostgres();
+  const pg = TEST_BACKEND === 'pg-s3' ? await requirePostgres() : undefined;
   const s3 = await startS3rverProcess(join(mkdtempSync(join(os.tmpdir(), 'svc-test-s3-')), 's3'));
   const endpoint = `http://127.0.0.1:${s3.port}`;
   const client = new S3Client({ endpoint, forcePathStyle: true, region: 'us-east-1', credentials: S3_CREDENTIALS });
@@ -73,7 +78,7 @@ afterAll(async () => {
   byRoot.clear();
   client.destroy();
   await s3.close();
-  await pg.stop();
+  await pg?.stop();
 });
 
 /** The server variables of the backend under test for the data directory `root` (none for fs). */
@@ -81,21 +86,25 @@ export function backendEnv(root: string): Promise<Record<string, string>> {
   if (TEST_BACKEND === 'fs') return Promise.resolve({});
   let env = byRoot.get(root);
   if (!env) {
-    env = (async () => {
+    env = (async (): Promise<Record<string, string>> => {
       shared ??= startShared();
       const { pg, endpoint, client } = await shared;
       const name = `svc_${process.pid}_${++made}`;
-      const url = await pg.createDatabase(name);
       const bucket = name.replace(/_/g, '-');
       await client.send(new CreateBucketCommand({ Bucket: bucket }));
-      return {
-        SVC_BLOB_BACKEND: 'pg-s3',
-        SVC_PG_URL: url,
-        SVC_PG_POOL: '4',
+      const s3: Record<string, string> = {
         SVC_S3_ENDPOINT: endpoint,
         SVC_S3_BUCKET: bucket,
         AWS_ACCESS_KEY_ID: S3_CREDENTIALS.accessKeyId,
         AWS_SECRET_ACCESS_KEY: S3_CREDENTIALS.secretAccessKey,
+      };
+      if (!pg) return { SVC_BLOB_BACKEND: 's3', ...s3 };
+      const url = await pg.createDatabase(name);
+      return {
+        SVC_BLOB_BACKEND: 'pg-s3',
+        SVC_PG_URL: url,
+        SVC_PG_POOL: '4',
+        ...s3,
       };
     })();
     byRoot.set(root, env);
@@ -104,9 +113,9 @@ export function backendEnv(root: string): Promise<Record<string, string>> {
 }
 
 /** The names readiness checks for the backend under test (besides diskSpace). */
-export const BACKEND_DEPENDENCIES = TEST_BACKEND === 'fs' ? ['blockStore', 'catalog'] : ['postgres', 's3'];
+export const BACKEND_DEPENDENCIES = TEST_BACKEND === 'fs' ? ['blockStore', 'catalog'] : TEST_BACKEND === 's3' ? ['s3'] : ['postgres', 's3'];
 
-/** Blocks the backend holds for the server on `root`: block files (fs) or block objects (pg-s3). */
+/** Blocks the backend holds for the server on `root`: block files (fs) or block objects (pg-s3, s3). */
 export async function countStoredBlocks(root: string): Promise<number> {
   if (TEST_BACKEND === 'fs') return countFiles(join(root, 'blocks'));
   const env = await backendEnv(root);

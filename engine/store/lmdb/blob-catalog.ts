@@ -1,5 +1,5 @@
 import type { Database } from 'lmdb';
-import type { BlockRecord, EmbeddedBlobCatalog, Publication, PublicationGuard, PublishOptions } from '../blob-catalog.js';
+import { type BlockRecord, type EmbeddedBlobCatalog, type Publication, type PublicationGuard, type PublishOptions, seqOfCursor } from '../blob-catalog.js';
 import { DEFAULT_TENANT } from '../tenants.js';
 import type { StoredBlock } from '../block-store.js';
 import { formatContentId } from '../../cas/content-id.js';
@@ -327,8 +327,9 @@ export class LmdbBlobCatalog implements EmbeddedBlobCatalog {
     return removed;
   }
 
-  /** `tenant`'s blobs, most recently published first, starting below `beforeSeq`. */
-  async page(limit: number, beforeSeq?: number, tenant = DEFAULT_TENANT): Promise<{ summaries: BlobSummary[]; nextSeq?: number }> {
+  /** `tenant`'s blobs, most recently published first, starting below the sequence number `cursor`. */
+  async page(limit: number, cursor?: string, tenant = DEFAULT_TENANT): Promise<{ summaries: BlobSummary[]; next?: string }> {
+    const beforeSeq = cursor === undefined ? undefined : seqOfCursor(cursor);
     const summaries: BlobSummary[] = [];
     let lastSeq: number | undefined;
     let more = false;
@@ -344,7 +345,7 @@ export class LmdbBlobCatalog implements EmbeddedBlobCatalog {
       summaries.push(summarize(id, { ...record, createdAt: mine.createdAt, mediaType: mine.mediaType }));
       lastSeq = key[1];
     }
-    return { summaries, nextSeq: more ? lastSeq : undefined };
+    return { summaries, next: more && lastSeq !== undefined ? String(lastSeq) : undefined };
   }
 
   async totals(): Promise<{ blobs: number; blocks: number; storedBytes: number }> {

@@ -1,4 +1,4 @@
-import type { BlobCatalog, Publication, PublishOptions } from '../blob-catalog.js';
+import { type BlobCatalog, type Publication, type PublishOptions, seqOfCursor } from '../blob-catalog.js';
 import type { StoredBlock } from '../block-store.js';
 import type { CatalogJournal } from '../catalog-journal.js';
 import { contentIdOf, formatContentId } from '../../cas/content-id.js';
@@ -222,7 +222,9 @@ export class PgBlobCatalog implements BlobCatalog {
     return row.removed;
   }
 
-  async page(limit: number, beforeSeq?: number, tenant = DEFAULT_TENANT): Promise<{ summaries: BlobSummary[]; nextSeq?: number }> {
+  /** The tenant's blobs, most recently published first, below the sequence number `cursor`. */
+  async page(limit: number, cursor?: string, tenant = DEFAULT_TENANT): Promise<{ summaries: BlobSummary[]; next?: string }> {
+    const beforeSeq = cursor === undefined ? undefined : seqOfCursor(cursor);
     const shown = Math.max(0, limit);
     const rows = await this.sql<{ hex: Buffer; size: number; seq: number; createdAt: number; mediaType: string; chunker: string; blockCount: number }[]>`
       SELECT h.hex, h.size, h.seq, h.created_at AS "createdAt", h.media_type AS "mediaType",
@@ -239,7 +241,8 @@ export class PgBlobCatalog implements BlobCatalog {
       blockCount: row.blockCount,
       createdAt: new Date(row.createdAt).toISOString(),
     }));
-    return { summaries, nextSeq: rows.length > shown ? page.at(-1)?.seq : undefined };
+    const last = rows.length > shown ? page.at(-1)?.seq : undefined;
+    return { summaries, next: last === undefined ? undefined : String(last) };
   }
 
   async retainedBytes(tenant: string): Promise<number> {

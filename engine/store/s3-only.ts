@@ -1,0 +1,85 @@
+// The S3-only backend (SVC_BLOB_BACKEND=s3): manifests, inventory, ledgers, heartbeats and GC's
+// lease as objects beside the block objects in one bucket (engine/store/s3-only). Resumable
+// sessions and documents stay in the node's embedded LMDB: they continue on the node that made them.
+//
+// At start svc probes whether the server honours conditional writes (s3/preconditions.ts).
+// Several nodes rely on them (publish once, compare-and-swap of the ledgers, the GC lease); on a
+// server that ignores them, a node refuses to start while another node's heartbeat is live.
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Config } from '../config.js';
+import type { BlobBackend } from './backend.js';
+import { S3BlockStore } from './s3/block-store.js';
+import { type ConditionalWrites, probeConditionalWrites } from './s3/preconditions.js';
+import { S3OnlyBlobCatalog } from './s3-only/catalog.js';
+import { S3OnlyGcCatalog } from './s3-only/gc-catalog.js';
+import { S3OnlyKeys } from './s3-only/keys.js';
+import { NodeRegistry } from './s3-only/nodes.js';
+import { ObjectIo } from './s3-only/objects.js';
+import { S3OnlyRefused } from './s3-only/refused.js';
+
+
+export async function openS3Only(config: Config, nodeId: string): Promise<BlobBackend> {
+  // This process holds the data directory's lock: a spill left by an earlier run is nobody's.
+  const scratchDir = path.join(config.fsRoot, 'scratch');
+  fs.rmSync(scratchDir, { recursive: true, force: true });
+  fs.mkdirSync(scratchDir, { recursive: true });
+  const blocks = new S3BlockStore({ kind: 's3', ...config.s3 }, scratchDir);
+  try {
+    const { manifests, gc, nodes, conditions } = await openS3OnlyCatalog(blocks, nodeId, config.nodeTtlMs);
+    await admit(nodes, conditions, config);
+    return {
+      kind: 's3',
+      blocks,
+      manifests,
+      shared: { blocks, gc },
+      dependencies: [{ name: 's3', probe: () => blocks.probe() }],
+      removedTempFiles: 0,
+      close: async () => {
+        await nodes.leave().catch(() => {});
+        blocks.client.destroy();
+      },
+    };
+  } catch (err) {
+    blocks.client.destroy();
+    throw err;
+  }
+}
+
+/**
+ * The catalog side of the backend over `blocks`' bucket and client, for `nodeId` (also what the
+ * catalog tests open): the server's conditional writes probed, a new boot of the node.
+ */
+export async function openS3OnlyCatalog(blocks: S3BlockStore, nodeId: string, nodeTtlMs: number) {
+  const { bucket, prefix } = blocks.location;
+  const conditions = await probeConditionalWrites(blocks.client, bucket, prefix);
+  const io = new ObjectIo(blocks.client, bucket, conditions);
+  const keys = new S3OnlyKeys(prefix);
+  const nodes = new NodeRegistry(io, keys, nodeId, randomUUID(), nodeTtlMs);
+  const manifests = new S3OnlyBlobCatalog(io, keys, nodes, (after) => blocks.list('blocks', after));
+  const gc = new S3OnlyGcCatalog(io, keys, nodes, {
+    listQuarantine: (after) => blocks.list('quarantine', after),
+    restore: (hex, size) => blocks.restore(hex, size),
+  });
+  return { manifests, gc, nodes, conditions };
+}
+
+/**
+ * Announces this node (a first heartbeat) and, where the server ignores preconditions, makes
+ * sure it is alone: two nodes starting at once both see the other and both refuse.
+ */
+async function admit(nodes: NodeRegistry, conditions: ConditionalWrites, config: Config): Promise<void> {
+  // Until its first sweep of its roots (gc-catalog.ts) the node holds back every purge.
+  await nodes.heartbeat('', 0);
+  if (conditions.ifNoneMatch && conditions.ifMatch) return;
+  const others = (await nodes.nodes()).filter((n) => n.nodeId !== nodes.nodeId);
+  if (others.length === 0) return;
+  await nodes.leave().catch(() => {});
+  const missing = [conditions.ifNoneMatch ? '' : 'If-None-Match: *', conditions.ifMatch ? '' : 'If-Match'].filter(Boolean).join(' and ');
+  throw new S3OnlyRefused(
+    `SVC_BLOB_BACKEND=s3: the S3 server at ${config.s3.endpoint || 'the AWS default endpoint'} (bucket ${config.s3.bucket}) ignores conditional writes (${missing}), ` +
+      `so only one S3-only node may use it, and node ${others.map((n) => n.nodeId).join(', ')} is live (heartbeat within SVC_NODE_TTL). ` +
+      'Stop the other node, or use a server that honours If-None-Match and If-Match (e.g. Ceph radosgw, AWS S3).',
+  );
+}

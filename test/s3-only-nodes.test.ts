@@ -1,0 +1,94 @@
+// Several S3-only nodes (SVC_BLOB_BACKEND=s3) on one bucket rely on conditional writes. On a
+// server that ignores them (s3rver) svc starts one node and refuses a second while the first's
+// heartbeat is live: exit 1 and a message naming what the server lacks. A node stopped cleanly
+// leaves at once; one killed is gone after SVC_NODE_TTL. Two nodes on radosgw, which honours
+// them, run in test/locality.test.ts (the s3 project).
+import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type S3Endpoint, s3ClientFor, startS3rver } from './helpers/s3-servers.js';
+import { type TestServer, startServer } from './helpers/server.js';
+
+const BUCKET = 'svc-nodes';
+let s3: S3Endpoint;
+let env: Record<string, string>;
+
+beforeAll(async () => {
+  s3 = await startS3rver();
+  const client = s3ClientFor(s3);
+  await client.send(new CreateBucketCommand({ Bucket: BUCKET }));
+  client.destroy();
+  env = {
+    SVC_BLOB_BACKEND: 's3',
+    SVC_S3_ENDPOINT: s3.endpoint,
+    SVC_S3_BUCKET: BUCKET,
+    AWS_ACCESS_KEY_ID: s3.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: s3.secretAccessKey,
+    SVC_NODE_TTL: '2s',
+  };
+});
+afterAll(async () => {
+  await s3?.stop();
+});
+
+async function nodeId(s: TestServer): Promise<string> {
+  return ((await (await fetch(`${s.url}/api/ops/v1/snapshot`)).json()) as { placement: { nodeId: string } }).placement.nodeId;
+}
+
+describe('S3-only nodes on a server that ignores preconditions (s3rver)', () => {
+  it('one node works; a second is refused (exit 1, naming the missing support) while the first is live', async () => {
+    const a = await startServer(env);
+    try {
+      const put = await fetch(`${a.url}/api/v1/blobs`, { method: 'POST', body: 'one node works anywhere' });
+      expect(put.status).toBe(201);
+      const refused = await startServer(env).then(
+        async (b) => {
+          await b.stop();
+          return 'started';
+        },
+        (err: Error) => err.message,
+      );
+      expect(refused).toMatch(/^server exited with 1: /);
+      expect(refused).toContain('ignores conditional writes (If-None-Match: * and If-Match)');
+      expect(refused).toContain(await nodeId(a));
+    } finally {
+      await a.stop();
+    }
+    // A node stopped cleanly has left: the next one starts at once and finds the blob.
+    const c = await startServer(env);
+    try {
+      const list = (await (await fetch(`${c.url}/api/v1/blobs`)).json()) as { blobs: unknown[] };
+      expect(list.blobs).toHaveLength(1);
+      await c.kill9();
+      // A killed node holds the bucket until its heartbeat is older than SVC_NODE_TTL (2 s).
+      await expect(startServer(env)).rejects.toThrow(/ignores conditional writes/);
+      await new Promise((resolve) => setTimeout(resolve, 2500));
+      const d = await startServer(env);
+      await d.stop();
+    } finally {
+      await c.stop();
+    }
+  });
+});
+
+describe('the GC lease of S3-only nodes', () => {
+  it("another node's live lease is 409 gc_running; a lease this node's killed boot left is taken over at once", async () => {
+    const s = await startServer(env);
+    const client = s3ClientFor(s3);
+    try {
+      const lease = (node: string, boot: string) =>
+        client.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'gc/lease', Body: JSON.stringify({ v: 1, holder: 'x', node, boot, expiresAt: Date.now() + 60_000 }) }));
+      const run = () => fetch(`${s.url}/api/ops/v1/gc?phase=mark&apply=false`, { method: 'POST' });
+      await lease('another-node', 'b1');
+      const busy = await run();
+      expect(busy.status).toBe(409);
+      expect(((await busy.json()) as { error: string }).error).toBe('gc_running');
+      await lease(await nodeId(s), 'an-earlier-boot');
+      expect((await run()).status).toBe(200);
+      // Released: the next run takes it again.
+      expect((await run()).status).toBe(200);
+    } finally {
+      client.destroy();
+      await s.stop();
+    }
+  });
+});
