@@ -149,11 +149,13 @@ describe('robustness', () => {
       }));
       const baseline = server.rss();
       const stored = new Map<string, number>();
+      const t0 = Date.now();
       const roundTrip = async (i: number) => {
         const body = bodies[i];
         const id = ids[i];
+        let began = Date.now();
         const step = (name: string) => (err: unknown) => {
-          throw new Error(`${name} of ${body.length} bytes (task ${i}): ${String(err)} (${String((err as Error).cause)})`);
+          throw new Error(`${name} of ${body.length} bytes (task ${i}), sent at +${began - t0} ms, failed at +${Date.now() - t0} ms: ${String(err)} (${String((err as Error).cause)})`);
         };
         const { res, json } = await upload(server.url, body).catch(step('upload'));
         expect(res.status).toBe(201);
@@ -161,9 +163,11 @@ describe('robustness', () => {
         stored.set(id, i);
         // Read back something uploaded by another task while uploads continue.
         const other = [...stored.keys()][i % stored.size];
+        began = Date.now();
         const r = await fetch(`${server.url}/api/v1/blobs/${other}`).catch(step('read of another'));
         const got = Buffer.from(await r.arrayBuffer().catch(step('body of another')));
         expect(got.equals(bodies[stored.get(other)!])).toBe(true);
+        began = Date.now();
         const mine = Buffer.from(await (await fetch(`${server.url}/api/v1/blobs/${id}`).catch(step('read back'))).arrayBuffer().catch(step('body read back')));
         expect(mine.equals(body)).toBe(true);
       };
