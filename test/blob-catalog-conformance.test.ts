@@ -104,10 +104,15 @@ async function openS3Only(server: S3Endpoint | { skip: string }, twoNodes: boole
     const stores = [new S3BlockStore(location), new S3BlockStore(location)];
     const a = await openS3OnlyCatalog(stores[0]!, 'node-a', 15_000);
     const b = twoNodes ? await openS3OnlyCatalog(stores[1]!, 'node-b', 15_000) : a;
-    await Promise.all([a.nodes.heartbeat('', null), b.nodes.heartbeat('', null)]);
+    // Both nodes beat as a server's collector would: a node whose heartbeat is older than the
+    // TTL counts as gone, and its writes in progress are settled by the other node.
+    const beat = () => Promise.all([a.nodes.heartbeat('', null), b.nodes.heartbeat('', null)]);
+    await beat();
+    const beats = setInterval(() => void beat().catch(() => {}), 1000);
     return {
       nodes: [a.manifests, b.manifests],
       async close() {
+        clearInterval(beats);
         for (const s of stores) s.client.destroy();
         await server.stop();
       },
