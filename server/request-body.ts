@@ -30,7 +30,7 @@ export class RequestBody {
   private readonly closeAsked: boolean;
   /** An answer waiting for the body's end (see above). */
   private deferred?: () => void;
-  /** From the first pause until the answer: re-arms uWS's idle timeout (rearmTimeout). */
+  /** While paused and unanswered: re-arms uWS's idle timeout (keepPausedAlive). */
   private keepAlive?: NodeJS.Timeout;
 
   constructor(
@@ -123,30 +123,23 @@ export class RequestBody {
   private setPaused(paused: boolean): void {
     if (paused !== this.paused) this.res[paused ? 'pause' : 'resume']();
     this.paused = paused;
-    if (paused && !this.keepAlive && this.live()) {
-      this.keepAlive = setInterval(() => this.rearmTimeout(), KEEP_ALIVE_MS);
+    if (!paused) this.stopKeepAlive();
+    else if (!this.keepAlive) {
+      this.keepAlive = setInterval(() => this.keepPausedAlive(), KEEP_ALIVE_MS);
       this.keepAlive.unref();
     }
   }
 
   /**
-   * uWS's idle timeout (10 s without a byte received) runs on while a socket is paused, and once a
-   * socket has been resumed it also runs after the body's end, until the answer (measured: a
-   * request paused and resumed before its last byte, then answered 13 s later, is aborted at
-   * 12 s). An upload that waits longer for memory, for its turn or for its publication would be
-   * reset. Every resume re-arms the timeout, so from the first pause until the answer a pause and
-   * a resume in one tick re-arm it (no byte gets in or is held up by them). A socket paused
-   * after an early answer is left for the timeout to close.
+   * uWS's idle timeout (10 s without a byte received) runs on while a socket is paused, so an
+   * upload that waits longer for memory, or for its turn, would be reset. Resuming re-arms the
+   * timeout, and pausing again in the same tick lets no byte in. Only while the request is not
+   * answered: a socket paused after an early answer is left for the timeout to close.
    */
-  private rearmTimeout(): void {
-    if (!this.live()) return this.stopKeepAlive();
-    if (this.paused) {
-      this.res.resume();
-      this.res.pause();
-    } else {
-      this.res.pause();
-      this.res.resume();
-    }
+  private keepPausedAlive(): void {
+    if (!this.paused || !this.live()) return this.stopKeepAlive();
+    this.res.resume();
+    this.res.pause();
   }
 
   private stopKeepAlive(): void {
