@@ -146,7 +146,9 @@ describe('robustness', () => {
         const body = warm.subarray(i * 4096);
         expect((await upload(server.url, body)).res.status).toBe(201);
         await (await fetch(`${server.url}/api/v1/blobs/${contentId(body)}`)).arrayBuffer();
-      }));
+      })).catch((err) => {
+        throw new Error(`warm-up: ${String(err)} (${String((err as Error).cause)}); server log:\n${server.stderr().slice(-4000)}`);
+      });
       const baseline = server.rss();
       const stored = new Map<string, number>();
       const t0 = Date.now();
