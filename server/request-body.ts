@@ -30,7 +30,7 @@ export class RequestBody {
   private readonly closeAsked: boolean;
   /** An answer waiting for the body's end (see above). */
   private deferred?: () => void;
-  /** While paused and unanswered: re-arms uWS's idle timeout (keepPausedAlive). */
+  /** From the first pause until the answer: re-arms uWS's idle timeout while paused (keepPausedAlive). */
   private keepAlive?: NodeJS.Timeout;
 
   constructor(
@@ -123,8 +123,9 @@ export class RequestBody {
   private setPaused(paused: boolean): void {
     if (paused !== this.paused) this.res[paused ? 'pause' : 'resume']();
     this.paused = paused;
-    if (!paused) this.stopKeepAlive();
-    else if (!this.keepAlive) {
+    // One timer from the first pause until the answer: an upload under backpressure pauses and
+    // resumes many times a second, and a timer per pause would be made and cleared as often.
+    if (paused && !this.keepAlive && this.live()) {
       this.keepAlive = setInterval(() => this.keepPausedAlive(), KEEP_ALIVE_MS);
       this.keepAlive.unref();
     }
@@ -137,7 +138,8 @@ export class RequestBody {
    * answered: a socket paused after an early answer is left for the timeout to close.
    */
   private keepPausedAlive(): void {
-    if (!this.paused || !this.live()) return this.stopKeepAlive();
+    if (!this.live()) return this.stopKeepAlive();
+    if (!this.paused) return;
     this.res.resume();
     this.res.pause();
   }

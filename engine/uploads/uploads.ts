@@ -518,7 +518,6 @@ export class Uploads {
     });
   }
 
-  /** Stages the part's new tail, then records the part and the new offset in one transaction. */
   /** Stages the part's tail and records `blocks` (the part's, after any a closed ingest stored) with the new offset. */
   private async recordPart(leased: SessionRecord, request: PartRequest, blocks: StoredBlock[], result: PartResult): Promise<SessionRecord> {
     const { ledger, staging } = this.deps;
