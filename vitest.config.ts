@@ -4,7 +4,7 @@ import { configDefaults, defineConfig } from 'vitest/config';
  * The blob suites that run once more against the pg-s3 backend (PostgreSQL + S3, started by
  * test/helpers/backends.ts): one suite, parameterized by SVC_TEST_BACKEND, not copies.
  */
-const PG_S3_SUITES = ['test/blob-api.test.ts', 'test/uploads-api.test.ts', 'test/security.test.ts', 'test/tenant-policy.test.ts', 'test/gc.test.ts', 'test/locality.test.ts', 'test/shared-sessions.test.ts', 'test/gc-nodes.test.ts'];
+const PG_S3_SUITES = ['test/blob-api.test.ts', 'test/uploads-api.test.ts', 'test/security.test.ts', 'test/tenant-policy.test.ts', 'test/gc.test.ts', 'test/locality.test.ts', 'test/shared-sessions.test.ts', 'test/gc-nodes.test.ts', 'test/robustness.test.ts'];
 
 /**
  * Three pg-s3 nodes on a PostgreSQL cluster and a Ceph radosgw of the file's own (issue 19):

@@ -211,7 +211,8 @@ describe('robustness', () => {
       for (let round = 0; round < 4; round++) {
         await Promise.all([...Array.from({ length: 6 }, (_, i) => abandon(ids[i % ids.length])), ...Array.from({ length: 6 }, (_, i) => complete(round + i))]);
       }
-      expect(await metric(server.url, 'svc_buffered_bytes')).toBe(0);
+      // A dropped download's read-ahead may still be on its way from S3: its buffer comes back when it lands.
+      await eventually(async () => (await metric(server.url, 'svc_buffered_bytes')) === 0);
     } finally {
       await server.stop();
     }

@@ -445,6 +445,11 @@ export abstract class Ingest {
     this.fail(ingestFailed());
   }
 
+  /** Segments a caller kept (pinnedFrom) were let go: drop them and take waiting bytes in. */
+  protected unpinned(): void {
+    if (!this.released) this.afterProgress();
+  }
+
   private afterProgress(): void {
     this.ring.dropBefore(this.neededFrom());
     this.refill();

@@ -196,7 +196,12 @@ export class PartIngest extends Ingest {
     this.pinnedFrom = from;
     this.handedOver.add(blocks);
     const free = () => {
-      if (this.pinnedFrom === from) this.pinnedFrom = Infinity;
+      if (this.pinnedFrom === from) {
+        this.pinnedFrom = Infinity;
+        // The tail's segments may be all that keeps the next part's bytes waiting in the backlog;
+        // when nothing else is in flight, no other event would let them go.
+        this.unpinned();
+      }
       this.giveBack(blocks);
     };
     ack.resolve({ blocks, tail: this.ring.pieces(from, end), tailBytes: end - from, decided: this.decision(), free });
