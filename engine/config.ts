@@ -59,6 +59,7 @@ export const VARIABLES: ReadonlyArray<{ name: string; default: string; help: str
   { name: 'SVC_OIDC_JWKS_REFRESH', default: '30s', help: 'Least time between two fetches of SVC_OIDC_JWKS_URI (a token signed by a key not in the cached set triggers one: a provider\'s key rotation).' },
   { name: 'SVC_OIDC_JWKS_FILE', default: '', help: 'Local JWKS file that verifies RS256/ES256 tokens (instead of SVC_OIDC_JWKS_URI).' },
   { name: 'SVC_DOC_MAX_JSON_BYTES', default: '1MiB', help: 'Largest JSON request body of the document platform (413 beyond); metadata patches are bounded at 64 KiB.' },
+  { name: 'SVC_LEGACY_REPOS', default: '', help: 'Legacy repositories served read-through at GET /legacy/{repo}/{docId}: comma-separated `name=/path` entries (name: a letter or digit, then letters, digits, `.`, `_`, `-`, at most 64; path: the repository root holding metadata/ and binaries/, relative paths resolved from the working directory; no commas in paths). Each root must be an existing directory at start. Empty: none.' },
   { name: 'HTTP_PORT', default: '8080', help: 'Port of the model runtime listener (0 = pick a free port).' },
   { name: 'MODEL_EXECUTION_STRATEGY', default: 'par', help: 'Default execution mode of transform and rank: `seq`, `par` (every pool thread) or `par-N` (at most N tasks in flight).' },
   { name: 'MODEL_CACHE_SIZE', default: '5', help: 'Loaded models kept in memory (least recently used are dropped and reloaded on next use).' },
@@ -123,9 +124,18 @@ export interface Config {
   /** SVC_TENANT_POLICY_FILE ('' = no limits). */
   tenantPolicyFile: string;
   docMaxJsonBytes: number;
+  /** SVC_LEGACY_REPOS: configured legacy repositories, in the order given (roots absolute, not yet checked on disk). */
+  legacyRepos: LegacyRepoConfig[];
   corsAllowedOrigins: string[];
   logLevel: LogLevel;
   model: ModelConfig;
+}
+
+export interface LegacyRepoConfig {
+  /** The `{repo}` of /legacy/{repo}/{docId}. */
+  name: string;
+  /** The repository root (absolute). */
+  root: string;
 }
 
 export interface AuthConfig {
@@ -238,6 +248,36 @@ function inRange(name: string, value: number, min: number, max: number): number 
   return value;
 }
 
+const LEGACY_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+/** `name=/path,name2=/path2` → repositories; every syntax error names the entry at fault. */
+export function parseLegacyRepos(raw: string): LegacyRepoConfig[] {
+  const name = 'SVC_LEGACY_REPOS';
+  if (raw.trim() === '') return [];
+  const repos: LegacyRepoConfig[] = [];
+  const entries = raw.split(',');
+  for (const [i, rawEntry] of entries.entries()) {
+    const entry = rawEntry.trim();
+    if (entry === '') {
+      // A trailing comma is tolerated; an empty entry between two others is a typo.
+      if (i === entries.length - 1 && i > 0) continue;
+      throw new ConfigError(`${name}: entry ${i + 1} is empty (expected name=/path,name2=/path2)`);
+    }
+    const eq = entry.indexOf('=');
+    if (eq < 0) throw new ConfigError(`${name}: entry ${i + 1} "${entry}" is not name=/path`);
+    const repoName = entry.slice(0, eq).trim();
+    const root = entry.slice(eq + 1).trim();
+    if (!LEGACY_NAME.test(repoName)) {
+      throw new ConfigError(`${name}: "${repoName}" is not a repository name (a letter or digit, then letters, digits, ".", "_" or "-", at most 64)`);
+    }
+    if (root === '') throw new ConfigError(`${name}: repository "${repoName}" has no path`);
+    if (root.includes('\0')) throw new ConfigError(`${name}: the path of repository "${repoName}" contains NUL`);
+    if (repos.some((r) => r.name === repoName)) throw new ConfigError(`${name}: repository "${repoName}" is named twice`);
+    repos.push({ name: repoName, root: path.resolve(root) });
+  }
+  return repos;
+}
+
 function executionMode(raw: string): ExecutionMode {
   const mode = parseExecutionMode(raw);
   if (!mode) throw new ConfigError(`MODEL_EXECUTION_STRATEGY: "${raw}" is not seq, par or par-N (N >= 1)`);
@@ -295,6 +335,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     securityEnabled: oneOf('SVC_SECURITY_ENABLED', get('SVC_SECURITY_ENABLED'), ['true', 'false'] as const) === 'true',
     tenantPolicyFile: get('SVC_TENANT_POLICY_FILE'),
     docMaxJsonBytes: inRange('SVC_DOC_MAX_JSON_BYTES', parseSize('SVC_DOC_MAX_JSON_BYTES', get('SVC_DOC_MAX_JSON_BYTES')), 1024, 64 * MiB),
+    legacyRepos: parseLegacyRepos(get('SVC_LEGACY_REPOS')),
     uploads: {
       ttlMs: parseDuration('SVC_UPLOAD_TTL', get('SVC_UPLOAD_TTL')),
       maxPartBytes: inRange('SVC_UPLOAD_MAX_PART_BYTES', parseSize('SVC_UPLOAD_MAX_PART_BYTES', get('SVC_UPLOAD_MAX_PART_BYTES')), 1, 4 * 1024 * MiB),

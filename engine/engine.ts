@@ -13,7 +13,7 @@ import { BlobReader } from './cas/index.js';
 import { TransferMemory } from './cas/index.js';
 import { loadSha256Pair, sha256PairUnavailableReason } from './cas/index.js';
 import { StreamScanner } from './cas/index.js';
-import type { Config } from './config.js';
+import type { Config, LegacyRepoConfig } from './config.js';
 import { blobNotFound, invalidPagination, verificationFailure } from './errors.js';
 import { type Collector, GarbageCollector, SharedCollector } from './gc/index.js';
 import { JobQueue } from './jobs/index.js';
@@ -32,6 +32,7 @@ import { BufferPool } from './uploads/index.js';
 import { Uploads } from './uploads/index.js';
 import { createWorkerPool } from './worker-pool.js';
 import { Budgets, TenantPolicies } from './tenancy/index.js';
+import { LegacyRepositories } from './legacy/index.js';
 
 const WORKER_MODULE = fileURLToPath(new URL('../workers/ingest.js', import.meta.url));
 const SCANNER_MODULE = fileURLToPath(new URL('../workers/scanner.js', import.meta.url));
@@ -71,6 +72,8 @@ export class Engine {
   /** Tenant policies (SVC_TENANT_POLICY_FILE) and the budgets that enforce them, with security on. */
   readonly policies: TenantPolicies;
   readonly budgets: Budgets;
+  /** Legacy repositories read through (SVC_LEGACY_REPOS). */
+  readonly legacy: LegacyRepositories;
   /** Where this node's blob API listens (host:port), once it does; other nodes read it from the heartbeats. */
   private address = '';
   private liveNodesRead?: { at: number; ids: Promise<ReadonlySet<string>> };
@@ -96,6 +99,7 @@ export class Engine {
     readonly memory: TransferMemory,
     readonly scanner: StreamScanner,
     private readonly lock: DataDirLock,
+    legacyRoots: readonly LegacyRepoConfig[],
   ) {
     this.manifests = backend.manifests;
     this.nodeId = config.nodeId || nodeIdOf(config.fsRoot);
@@ -103,6 +107,7 @@ export class Engine {
     const { manifests, blocks } = this;
     this.traffic = new TrafficHistory(this.stats, config.opsRefreshMs);
     this.metrics = new Metrics(this);
+    this.legacy = new LegacyRepositories(legacyRoots, this.metrics.registry, log);
     this.reader = new BlobReader(manifests, blocks, config.blockCacheBytes, this.stats, log, this.memory);
     this.space = new DiskSpace(config.fsRoot, config.minFreeSpace);
     this.policies = TenantPolicies.open(config.tenantPolicyFile, log);
@@ -140,6 +145,8 @@ export class Engine {
   }
 
   static async open(config: Config, log: Logger): Promise<Engine> {
+    // Before anything is opened: a legacy root that does not exist stops the start (ConfigError).
+    const legacyRoots = LegacyRepositories.check(config.legacyRepos, log);
     fs.mkdirSync(config.fsRoot, { recursive: true });
     // Before anything touches the directory: a second process must not clean up the first one's files.
     const lock = lockDataDir(config.fsRoot);
@@ -151,7 +158,7 @@ export class Engine {
     const pairHashing = config.nativeSha256 === 'auto' && loadSha256Pair() !== null;
     if (config.nativeSha256 === 'auto' && !pairHashing) log.info('native SHA-256 pair unavailable: blocks are hashed by the worker threads', { reason: sha256PairUnavailableReason() });
     const scanner = new StreamScanner(SCANNER_MODULE, memory.arena, pairHashing);
-    const engine = new Engine(config, log, catalog, backend, pool, memory, scanner, lock);
+    const engine = new Engine(config, log, catalog, backend, pool, memory, scanner, lock, legacyRoots);
     // Shared sessions (pg-s3) are any node's to clean up, on every interval: a node whose S3 or
     // PostgreSQL does not answer yet still starts (and says so in readiness).
     const cleaned = await engine.uploads.cleanup().catch((err: unknown) => {

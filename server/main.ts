@@ -11,6 +11,7 @@ import { type ServerContext, apiSurface, corsPolicy } from './api-surface.js';
 import { mountBlobApi } from './blob-api.js';
 import { mountUploadsApi } from './uploads-api.js';
 import { mountDocsApi } from './docs-api.js';
+import { mountLegacyApi } from './legacy-api.js';
 import { mountGcApi } from './gc-api.js';
 import { modelSurface, mountModelApi } from './model-api.js';
 import { ModelMetrics } from './model-metrics.js';
@@ -79,6 +80,7 @@ export async function serve(config: Config, log = new Logger(config.logLevel)): 
   const routes = new Router(app, surface, { guard });
   mountOpsApi(routes, ctx);
   mountDocsApi(routes, ctx, { docs: engine.documents, tokens: engine.tokens, maxJsonBytes: config.docMaxJsonBytes });
+  mountLegacyApi(routes, engine.legacy, engine.tokens);
   routes.fallback('/*', ({ ex, req }) => ex.json(404, { error: 'not_found', message: `No route for ${ex.method} ${req.getUrl()}` }));
   const modelApp = createApp((message) => JSON.stringify({ error: 'BadRequest', message, code: 400 }));
   const modelMetrics = new ModelMetrics(engine.models, engine.metrics.registry);
@@ -186,6 +188,11 @@ export async function main(argv: string[]): Promise<void> {
   try {
     server = await serve(config);
   } catch (err) {
+    if (err instanceof ConfigError) {
+      // Found while starting (a legacy repository root that does not exist).
+      process.stderr.write(`svc: invalid configuration: ${err.message}\n`);
+      process.exit(2);
+    }
     if (!(err instanceof ListenError || err instanceof DataDirLockError || err instanceof PolicyError || err instanceof S3OnlyRefused)) throw err;
     process.stderr.write(`svc: ${err.message}\n`);
     process.exit(1);

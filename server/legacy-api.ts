@@ -1,0 +1,97 @@
+// Legacy repositories read through over HTTP: GET and HEAD /legacy/{repo}/{docId}. The token is
+// verified (the shared TokenVerifier, as /v1) and must hold `legacy.read`; the id is decoded and
+// checked here; engine/legacy resolves and opens both files before the status line, so 404, 422
+// and 409 are real statuses; a 200 streams the binary as the socket drains (one piece in memory).
+
+import type { TokenVerifier } from '../engine/auth/index.js';
+import { requireCapability } from '../engine/documents/index.js';
+import {
+  type LegacyDocument, LegacyError, type LegacyFailure, type LegacyRepositories, UNKNOWN_REPO_LABEL, legacyInvalidId, legacyRepoNotFound, parseLegacyDocId,
+} from '../engine/legacy/index.js';
+import type { Exchange } from './exchange.js';
+import { header } from './exchange.js';
+import type { Router } from './router.js';
+
+const OCTET_STREAM = 'application/octet-stream';
+
+export function mountLegacyApi(router: Router, legacy: LegacyRepositories, tokens: TokenVerifier): void {
+  const metrics = legacy.metrics;
+
+  router.on(['GET', 'HEAD'], '/legacy/:repo/:docId', async ({ ex, req, params }) => {
+    const authorization = header(req, 'authorization');
+    const principal = await tokens.verify(authorization);
+    requireCapability(principal, 'legacy.read');
+    const started = performance.now();
+    const seconds = () => (performance.now() - started) / 1000;
+    const repoName = decode(params[0]!, 'repository name');
+    const repo = legacy.get(repoName);
+    if (!repo) {
+      metrics.failure(UNKNOWN_REPO_LABEL, 'repo_not_found', seconds());
+      throw legacyRepoNotFound(repoName);
+    }
+    let doc: LegacyDocument;
+    try {
+      doc = await repo.open(parseLegacyDocId(decode(params[1]!, 'document id')));
+    } catch (err) {
+      if (err instanceof LegacyError) metrics.failure(repo.name, err.reason, seconds());
+      throw err;
+    }
+    const headers = {
+      'Content-Type': doc.descriptor.mediaType ?? OCTET_STREAM,
+      // Read through with the caller's token: shared caches keep nothing, a client asks again.
+      'Cache-Control': 'private, no-cache',
+      // The media type comes from legacy metadata: browsers must not guess another.
+      'X-Content-Type-Options': 'nosniff',
+    };
+    if (!ex.live) {
+      await doc.close();
+      metrics.failure(repo.name, 'client_gone', seconds());
+      return;
+    }
+    if (ex.method === 'HEAD' || doc.size === 0) {
+      await doc.close();
+      if (ex.method === 'HEAD') ex.sendHead(200, headers, doc.size);
+      else ex.send(200, headers, '');
+      metrics.read(repo.name, 0, seconds());
+      return;
+    }
+    await stream(ex, doc, headers, (outcome, bytes) => {
+      if (outcome === 'ok') metrics.read(repo.name, bytes, seconds());
+      else metrics.failure(repo.name, outcome, seconds(), bytes);
+    });
+  }, { name: '/legacy/:repo/:docId' });
+}
+
+/** Writes the binary piece by piece, each after the socket took the last; a failure after the status line closes the connection. */
+async function stream(ex: Exchange, doc: LegacyDocument, headers: Record<string, string>, done: (outcome: 'ok' | LegacyFailure, bytes: number) => void): Promise<void> {
+  const pieces = doc.pieces();
+  let sent = 0;
+  try {
+    for await (const piece of pieces) {
+      if (!ex.live) break;
+      await ex.write(piece, doc.size, sent === 0 ? () => ex.head(200, headers) : undefined);
+      sent += piece.length;
+    }
+    done(ex.aborted || sent < doc.size ? 'client_gone' : 'ok', sent);
+  } catch (err) {
+    done(err instanceof LegacyError ? err.reason : 'stream_failed', sent);
+    if (sent === 0) ex.error(err);
+    else if (ex.live) {
+      ex.surface.log.warn('legacy read cut after its status line', { repo: doc.repo, docId: doc.docId, sent, size: doc.size, err: String(err) });
+      ex.done = true;
+      ex.res.close();
+    }
+  } finally {
+    await pieces.return(undefined);
+    await doc.close();
+  }
+}
+
+/** A path parameter percent-decoded once; malformed encoding is 400. */
+function decode(raw: string, what: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    throw legacyInvalidId(`The ${what} is not valid percent-encoding`);
+  }
+}
