@@ -5,11 +5,11 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { createCanvas } from '@napi-rs/canvas';
 import { PDFDocument, PDFHexString, PDFName, PDFString, StandardFonts } from 'pdf-lib';
-import { afterAll, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import {
   closeEngines,
   ENGINES,
@@ -344,43 +344,70 @@ describe('findEntities', () => {
 });
 
 describe('off the main thread', () => {
-  test('extractText with OCR and pdfjs runs in a worker thread, which then exits by itself', async () => {
-    // The engines compiled as the build compiles them, into a folder under the worktree (so the
-    // packages resolve), then loaded by a plain worker thread as Piscina's threads load dist/.
-    const outDir = path.join(ROOT, 'test-artifacts', `views-engines-${process.pid}`);
+  // The engines compiled as the build compiles them, into a folder under the worktree (so the
+  // packages resolve), then loaded by worker threads as the service's Piscina threads load dist/.
+  const outDir = path.join(ROOT, 'test-artifacts', `views-engines-${process.pid}`);
+  const compiled = (file: string) => path.join(outDir, file);
+
+  beforeAll(() => {
     fs.rmSync(outDir, { recursive: true, force: true });
     const tsc = spawnSync(process.execPath, [
       path.join(ROOT, 'node_modules/typescript/bin/tsc'), '--ignoreConfig', '--outDir', outDir, '--rootDir', ROOT,
       '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2022', '--strict', '--skipLibCheck', '--types', 'node',
-      path.join(ROOT, 'engine/views/engines/index.ts'),
+      path.join(ROOT, 'engine/views/engines/index.ts'), path.join(ROOT, 'engine/worker-pool.ts'),
     ], { encoding: 'utf8' });
     expect(tsc.stdout + tsc.stderr).toBe('');
-    const script = path.join(outDir, 'extract-in-worker.mjs');
-    fs.writeFileSync(script, [
+    fs.writeFileSync(compiled('extract-in-worker.mjs'), [
       "import { parentPort, threadId, workerData } from 'node:worker_threads';",
       "import { extractText } from './engine/views/engines/index.js';",
-      "const started = performance.now();",
+      'const started = performance.now();',
       "const result = await extractText(workerData.pdf, 'application/pdf');",
-      "parentPort.postMessage({ threadId, result, ms: performance.now() - started });",
+      'parentPort.postMessage({ threadId, result, ms: performance.now() - started });',
       '// No closeEngines(): the idle OCR worker must not keep this thread alive.',
     ].join('\n'));
+    fs.writeFileSync(compiled('extract-task.mjs'), [
+      "import { threadId } from 'node:worker_threads';",
+      "import { extractText } from './engine/views/engines/index.js';",
+      "export default async ({ bytes, mediaType }) => ({ threadId, result: await extractText(bytes, mediaType) });",
+    ].join('\n'));
+  });
+
+  afterAll(() => {
+    fs.rmSync(outDir, { recursive: true, force: true });
+  });
+
+  test('extractText with pdfjs and OCR in a plain worker thread, which then exits by itself', async () => {
+    const pdf = await imageOnlyPdf(await textImage(LINES));
+    const worker = new Worker(compiled('extract-in-worker.mjs'), { workerData: { pdf } });
+    const exited = new Promise<number>((resolve) => worker.once('exit', resolve));
+    const message = await new Promise<{ threadId: number; result: { text: string; pages: Array<{ source: string }> }; ms: number }>((resolve, reject) => {
+      worker.once('message', resolve);
+      worker.once('error', reject);
+    });
+    console.log(`OCR of one rendered PDF page in a fresh worker thread (tesseract worker start included): ${Math.round(message.ms)} ms`);
+    expect(message.threadId).toBeGreaterThan(0);
+    expect(message.result.pages.map((p) => p.source)).toEqual(['ocr']);
+    expect(words(message.result.text)).toEqual(expect.arrayContaining(OCR_WORDS));
+    const exitedInTime = await Promise.race([exited.then(() => true), new Promise<boolean>((resolve) => setTimeout(resolve, 20_000, false))]);
+    if (!exitedInTime) await worker.terminate();
+    expect(exitedInTime).toBe(true);
+  }, OCR_TIMEOUT);
+
+  test('the same in the service\'s Piscina pool (engine/worker-pool), twice on one thread, then the pool is destroyed', async () => {
+    const { createWorkerPool } = (await import(pathToFileURL(compiled('engine/worker-pool.js')).href)) as {
+      createWorkerPool(options: object): { run(task: unknown): Promise<{ threadId: number; result: { text: string; pages: Array<{ source: string }> } }>; destroy(): Promise<void> };
+    };
+    const pool = createWorkerPool({ filename: pathToFileURL(compiled('extract-task.mjs')).href, minThreads: 1, maxThreads: 1 });
     try {
       const pdf = await imageOnlyPdf(await textImage(LINES));
-      const worker = new Worker(script, { workerData: { pdf } });
-      const exited = new Promise<number>((resolve) => worker.once('exit', resolve));
-      const message = await new Promise<{ threadId: number; result: { text: string; pages: Array<{ source: string }> }; ms: number }>((resolve, reject) => {
-        worker.once('message', resolve);
-        worker.once('error', reject);
-      });
-      console.log(`OCR of one rendered PDF page in a fresh worker thread (tesseract worker start included): ${Math.round(message.ms)} ms`);
-      expect(message.threadId).toBeGreaterThan(0);
-      expect(message.result.pages.map((p) => p.source)).toEqual(['ocr']);
-      expect(words(message.result.text)).toEqual(expect.arrayContaining(OCR_WORDS));
-      const exitedInTime = await Promise.race([exited.then(() => true), new Promise<boolean>((resolve) => setTimeout(resolve, 20_000, false))]);
-      if (!exitedInTime) await worker.terminate();
-      expect(exitedInTime).toBe(true);
+      for (const task of [{ bytes: pdf, mediaType: 'application/pdf' }, { bytes: await textImage(LINES), mediaType: 'image/png' }]) {
+        const { threadId, result } = await pool.run(task);
+        expect(threadId).toBeGreaterThan(0);
+        expect(result.pages.map((p) => p.source)).toEqual(['ocr']);
+        expect(words(result.text)).toEqual(expect.arrayContaining(OCR_WORDS));
+      }
     } finally {
-      fs.rmSync(outDir, { recursive: true, force: true });
+      await pool.destroy(); // ends the thread and the tesseract.js thread it started
     }
   }, OCR_TIMEOUT);
 });

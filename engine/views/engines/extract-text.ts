@@ -84,7 +84,7 @@ async function pdfText(bytes: Uint8Array, language: OcrLanguage): Promise<Array<
     for await (const page of pdfPages(pdf)) {
       if (page.textLayer !== null) pages.push(textPage(page.number, 'text-layer', tidy(page.textLayer)));
       else {
-        const ocr = await recognizeImage(await page.renderPng(), language);
+        const ocr = await recognizeImage(await page.renderImage(), language);
         pages.push(textPage(page.number, 'ocr', tidy(ocr.text), ocr.confidence));
       }
     }

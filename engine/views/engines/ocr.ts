@@ -117,7 +117,7 @@ export interface OcrResult {
   confidence: number;
 }
 
-/** OCR of one encoded image (PNG, JPEG, single-page TIFF, BMP, ...). */
+/** OCR of one encoded image (PNG, JPEG, single-page TIFF, PGM, ...). */
 export async function recognizeImage(image: Uint8Array, language: OcrLanguage): Promise<OcrResult> {
   const { cached, worker } = await acquire(language);
   let result: Tesseract.RecognizeResult;
