@@ -3,8 +3,8 @@
 // @tesseract.js-data/<lang> package's folder; nothing is fetched and nothing is cached to disk.
 //
 // A tesseract.js worker is a worker thread of its own holding a wasm instance and the loaded
-// model (about 100 MB once warm): expensive to start (~0.3 s), so one per language is kept per
-// calling thread and reused. It is unref'd while idle (it never keeps its thread alive) and
+// model (about 100 MB once warm, more after large pages): expensive to start (~0.3 s), so one
+// per language is kept per calling thread and reused. It is unref'd while idle (it never keeps its thread alive) and
 // terminated after IDLE_MS without work; closeOcr() ends them at once.
 
 import fs from 'node:fs';
@@ -122,7 +122,8 @@ export async function recognizeImage(image: Uint8Array, language: OcrLanguage): 
   const { cached, worker } = await acquire(language);
   let result: Tesseract.RecognizeResult;
   try {
-    // tesseract.js copies the image into its worker thread; Buffer avoids a second copy in its loadImage.
+    // A Buffer view, not a copy (tesseract.js's typings want a Buffer); tesseract.js itself copies
+    // the image once and posts that to its thread.
     result = await worker.recognize(Buffer.from(image.buffer, image.byteOffset, image.byteLength));
   } catch (error) {
     // A failed job may have left the wasm instance unusable: the next job gets a new worker.
