@@ -5,9 +5,10 @@
 // What a calling thread should know:
 // - extractText starts, on first OCR, one tesseract.js worker thread per language (a wasm
 //   instance, ~0.3 s to start, ~100 MB warm, ~170 MB after an A4 page at 300 dpi: its memory
-//   grows with the largest page seen and never shrinks). It is reused by later calls in the same thread, unref'd while idle
-//   (it never keeps the thread alive) and terminated after 60 s without work or by
-//   closeEngines(). Terminating the calling thread (Piscina destroy, thread recycling) ends it too.
+//   grows with the largest page seen and never shrinks). It is reused by later calls in the
+//   same thread, unref'd while idle (it never keeps the thread alive) and terminated after 60 s
+//   without work or by closeEngines(). Ending the calling thread (Piscina destroy, thread
+//   recycling) ends it too.
 // - pdfjs runs in the calling thread (its "fake worker"), and renders an OCR'd page on a canvas of
 //   up to 36 Mpx (an A4 page at 300 dpi: 8.7 Mpx, 35 MB), freed after the page.
 // - pdfjs needs its own copy of a PDF's bytes (it detaches the buffer it is given), so a PDF is

@@ -4,8 +4,8 @@
 //
 // A tesseract.js worker is a worker thread of its own holding a wasm instance and the loaded
 // model (about 100 MB once warm, more after large pages): expensive to start (~0.3 s), so one
-// per language is kept per calling thread and reused. It is unref'd while idle (it never keeps its thread alive) and
-// terminated after IDLE_MS without work; closeOcr() ends them at once.
+// per language is kept per calling thread and reused. It is unref'd while idle (it never keeps
+// its thread alive) and terminated after IDLE_MS without work; closeOcr() ends them at once.
 
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
