@@ -58,6 +58,8 @@ export const VARIABLES: ReadonlyArray<{ name: string; default: string; help: str
   { name: 'SVC_OIDC_JWKS_URI', default: '', help: 'URL of the JWKS that verifies RS256/ES256 tokens; empty with SVC_OIDC_ISSUER set: the `jwks_uri` of the issuer\'s discovery document.' },
   { name: 'SVC_OIDC_JWKS_REFRESH', default: '30s', help: 'Least time between two fetches of SVC_OIDC_JWKS_URI (a token signed by a key not in the cached set triggers one: a provider\'s key rotation).' },
   { name: 'SVC_OIDC_JWKS_FILE', default: '', help: 'Local JWKS file that verifies RS256/ES256 tokens (instead of SVC_OIDC_JWKS_URI).' },
+  { name: 'SVC_VIEW_WAIT', default: '30s', help: 'How long a content request for a view that is not stored yet waits for its materialization before answering 202 with the job (0: answer at once).' },
+  { name: 'SVC_VIEW_MAX_INPUT_BYTES', default: '256MiB', help: 'Largest content views and workflows read (the PDF, image or text is held whole by the engines): larger content is 422 view_unsupported.' },
   { name: 'SVC_DOC_MAX_JSON_BYTES', default: '1MiB', help: 'Largest JSON request body of the document platform (413 beyond); metadata patches are bounded at 64 KiB.' },
   { name: 'SVC_LEGACY_REPOS', default: '', help: 'Legacy repositories served read-through at GET /legacy/{repo}/{docId}: comma-separated `name=/path` entries (name: a letter or digit, then letters, digits, `.`, `_`, `-`, at most 64; path: the repository root holding metadata/ and binaries/, relative paths resolved from the working directory; no commas in paths). Each root must be an existing directory at start. Empty: none.' },
   { name: 'HTTP_PORT', default: '8080', help: 'Port of the model runtime listener (0 = pick a free port).' },
@@ -126,6 +128,7 @@ export interface Config {
   docMaxJsonBytes: number;
   /** SVC_LEGACY_REPOS: configured legacy repositories, in the order given (roots absolute, not yet checked on disk). */
   legacyRepos: LegacyRepoConfig[];
+  views: { waitMs: number; maxInputBytes: number };
   corsAllowedOrigins: string[];
   logLevel: LogLevel;
   model: ModelConfig;
@@ -336,6 +339,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     tenantPolicyFile: get('SVC_TENANT_POLICY_FILE'),
     docMaxJsonBytes: inRange('SVC_DOC_MAX_JSON_BYTES', parseSize('SVC_DOC_MAX_JSON_BYTES', get('SVC_DOC_MAX_JSON_BYTES')), 1024, 64 * MiB),
     legacyRepos: parseLegacyRepos(get('SVC_LEGACY_REPOS')),
+    views: {
+      waitMs: get('SVC_VIEW_WAIT') === '0' ? 0 : inRange('SVC_VIEW_WAIT', parseDuration('SVC_VIEW_WAIT', get('SVC_VIEW_WAIT')), 0, 10 * 60_000),
+      maxInputBytes: inRange('SVC_VIEW_MAX_INPUT_BYTES', parseSize('SVC_VIEW_MAX_INPUT_BYTES', get('SVC_VIEW_MAX_INPUT_BYTES')), 1024, 4096 * MiB),
+    },
     uploads: {
       ttlMs: parseDuration('SVC_UPLOAD_TTL', get('SVC_UPLOAD_TTL')),
       maxPartBytes: inRange('SVC_UPLOAD_MAX_PART_BYTES', parseSize('SVC_UPLOAD_MAX_PART_BYTES', get('SVC_UPLOAD_MAX_PART_BYTES')), 1, 4 * 1024 * MiB),

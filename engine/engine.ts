@@ -26,6 +26,8 @@ import { SchemaRegistry } from './documents/index.js';
 import { ModelService } from './models/index.js';
 import { TrafficHistory, nodeIdOf } from './ops/index.js';
 import { type LiveNode, ownerOf } from './locality/index.js';
+import { ViewService } from './views/index.js';
+import { WorkflowService } from './workflows/index.js';
 import { type BlobBackend, type BlobCatalog, type BlobSummary, type BlockStore, CatalogEnv, type DataDirLock, DiskSpace, FsTailStaging, DEFAULT_TENANT, InvalidCursorError, LmdbGcCatalog, LmdbKeyedCatalog, LmdbUploadCatalog, type Manifest, lockDataDir, openBlobBackend } from './store/index.js';
 import type { BlockRoots } from './cas/index.js';
 import { BufferPool } from './uploads/index.js';
@@ -61,6 +63,8 @@ export class Engine {
   readonly jobs: JobQueue;
   /** The document platform: documents, versions, metadata, schemas, migrations. */
   readonly documents: DocumentService;
+  readonly views: ViewService;
+  readonly workflows: WorkflowService;
   /** Bearer tokens of the document platform. */
   readonly tokens: TokenVerifier;
   /** The model runtime: MLeap bundles on the same worker pool. */
@@ -134,7 +138,14 @@ export class Engine {
     this.tokens = TokenVerifier.open(config.auth, config.fsRoot, log, config.securityEnabled);
     this.models = new ModelService(config.model, new LmdbKeyedCatalog(catalog, 'models'), config.fsRoot, pool, log);
     // Every reference to blocks outside published manifests: resumable sessions, document content.
-    const roots: BlockRoots[] = [this.uploads.blockRoots(), this.documents.blockRoots()];
+    this.views = new ViewService(catalog, this.jobs, {
+      contentOf: (key) => this.documents.contentManifest(key),
+      reader: this.reader,
+      startIngest: (options) => this.startIngest(options),
+      maxInputBytes: config.views.maxInputBytes,
+    });
+    this.workflows = new WorkflowService(catalog, this.jobs, this.documents, this.views);
+    const roots: BlockRoots[] = [this.uploads.blockRoots(), this.documents.blockRoots(), this.views.blockRoots()];
     if (backend.embedded) {
       this.gc = new GarbageCollector({ config: config.gc, catalog: new LmdbGcCatalog(catalog), manifests: backend.embedded.manifests, blocks: backend.embedded.blocks, roots, log });
     } else if (backend.shared) {
@@ -168,6 +179,8 @@ export class Engine {
     });
     if (cleaned.expired || cleaned.recovered || cleaned.removed) log.info('uploads: cleanup at start', cleaned);
     engine.uploads.startCleanup();
+    const kept = await engine.workflows.registerSchemas();
+    if (kept.length > 0) log.warn('workflows: schemas registered earlier with other bodies are kept; workflow entries that do not fit them are quarantined', { schemas: kept });
     engine.jobs.start();
     engine.gc.start();
     engine.traffic.start();

@@ -4,6 +4,8 @@
 import type { Principal } from '../engine/auth/index.js';
 import { parseDevTokenRequest, type TokenVerifier } from '../engine/auth/index.js';
 import type { DocumentService } from '../engine/documents/index.js';
+import { type ViewService, checkApplicable, viewOfQuery } from '../engine/views/index.js';
+import type { WorkflowService } from '../engine/workflows/index.js';
 import { MetadataRejection } from '../engine/documents/index.js';
 import type { Stats } from '../engine/ops/index.js';
 import { badRequest, isPlainObject } from '../engine/documents/index.js';
@@ -21,6 +23,10 @@ import type { Method, Router } from './router.js';
 
 interface DocsContext {
   docs: DocumentService;
+  views: ViewService;
+  workflows: WorkflowService;
+  /** SVC_VIEW_WAIT: how long a view request waits for its materialization before 202. */
+  viewWaitMs: number;
   tokens: TokenVerifier;
   maxJsonBytes: number;
 }
@@ -33,7 +39,7 @@ interface Call {
 }
 
 export function mountDocsApi(router: Router, ctx: ServerContext, docsCtx: DocsContext): void {
-  const { docs, tokens, maxJsonBytes } = docsCtx;
+  const { docs, views, workflows, viewWaitMs, tokens, maxJsonBytes } = docsCtx;
   const stats = ctx.engine.stats;
 
   /** A JSON route: the body read (bounded), the token verified, then `work`. */
@@ -121,14 +127,38 @@ export function mountDocsApi(router: Router, ctx: ServerContext, docsCtx: DocsCo
     const authorization = header(req, 'authorization');
     const conditions = readConditions(req);
     const principal = await tokens.verify(authorization);
-    for (const name of ['view', 'stripSignatures', 'redactionProfile']) {
-      if (query.has(name)) throw new SvcError(422, 'view_unsupported', `${name}: views are not available in this release (they come with the workflow runtime)`);
-    }
+    const ops = viewOfQuery({ view: query.get('view'), stripSignatures: query.get('stripSignatures'), redactionProfile: query.get('redactionProfile') });
     const content = docs.content(principal, decodeSegment(params[0]!));
-    // The current version of a permission-checked resource: caches must ask again each time.
-    serveBlob(ctx.engine, ex, conditions, content.manifest, ex.method === 'HEAD', {
-      etag: `"${content.key}"`, mediaType: content.mediaType, lastModifiedMs: content.createdAt, cacheControl: 'private, no-cache',
-    });
+    const headOnly = ex.method === 'HEAD';
+    if (!ops) {
+      // The current version of a permission-checked resource: caches must ask again each time.
+      serveBlob(ctx.engine, ex, conditions, content.manifest, headOnly, {
+        etag: `"${content.key}"`, mediaType: content.mediaType, lastModifiedMs: content.createdAt, cacheControl: 'private, no-cache',
+      });
+      return;
+    }
+    checkApplicable(ops, content.mediaType);
+    const base = { key: content.key, mediaType: content.mediaType, size: content.manifest.record.size };
+    const { key, jobId } = views.request(principal.tenant, content.documentId, base, ops);
+    if (jobId !== undefined) {
+      const job = await views.settled(jobId, viewWaitMs);
+      if (!job) return ex.json(202, { jobId }, { 'Retry-After': '5', Location: `/v1/jobs/${jobId}`, 'Cache-Control': 'no-store' });
+      if (job.state !== 'completed') {
+        if (job.error?.code === 'view_unsupported') throw new SvcError(422, 'view_unsupported', job.error.message);
+        throw new SvcError(500, 'view_failed', `The view could not be made (job ${jobId}: ${job.error?.code ?? job.state})`);
+      }
+    }
+    const view = views.cached(principal.tenant, key);
+    if (!view) throw new SvcError(500, 'view_failed', 'The view was made but its record is missing');
+    const servedAs = { etag: `"${key}"`, mediaType: view.record.mediaType, lastModifiedMs: view.record.createdAt, cacheControl: 'private, no-cache' };
+    if (view.manifest) return serveBlob(ctx.engine, ex, conditions, view.manifest, headOnly, servedAs);
+    // A view without bytes (content without text) is not in the CAS, which keeps no empty blobs.
+    ex.send(200, { 'Content-Type': servedAs.mediaType, ETag: servedAs.etag, 'Cache-Control': servedAs.cacheControl }, '');
+  });
+
+  json('POST', '/v1/documents/:documentId/workflows/:workflowUrn/run', async ({ ex, params }, principal, body) => {
+    const r = await workflows.run(principal, params[0]!, params[1]!, body);
+    ex.json(202, { jobId: r.jobId }, { Location: `/v1/jobs/${r.jobId}` });
   });
 
   json('GET', '/v1/documents/:documentId/metadata', ({ ex, params, query }, principal) =>

@@ -79,7 +79,7 @@ export async function serve(config: Config, log = new Logger(config.logLevel)): 
   gcRoutes.answerOtherMethods();
   const routes = new Router(app, surface, { guard });
   mountOpsApi(routes, ctx);
-  mountDocsApi(routes, ctx, { docs: engine.documents, tokens: engine.tokens, maxJsonBytes: config.docMaxJsonBytes });
+  mountDocsApi(routes, ctx, { docs: engine.documents, views: engine.views, workflows: engine.workflows, viewWaitMs: config.views.waitMs, tokens: engine.tokens, maxJsonBytes: config.docMaxJsonBytes });
   mountLegacyApi(routes, engine.legacy, engine.tokens);
   routes.fallback('/*', ({ ex, req }) => ex.json(404, { error: 'not_found', message: `No route for ${ex.method} ${req.getUrl()}` }));
   const modelApp = createApp((message) => JSON.stringify({ error: 'BadRequest', message, code: 400 }));

@@ -31,7 +31,7 @@ const CASE_SCHEMA = 'urn:svc:schema:case@1.0.0';
 const CORE = 'urn:svc:core';
 const CORE_SCHEMA = 'urn:svc:schema:core@1.0.0';
 const ENTITIES = 'urn:svc:entities';
-const ENTITIES_SCHEMA = 'urn:svc:schema:entities@1.0.0';
+const ENTITIES_SCHEMA = 'urn:svc:schema:entities-review@1.0.0';
 
 const caseJsonSchema = {
   $schema: 'https://json-schema.org/draft/2020-12/schema',

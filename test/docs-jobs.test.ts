@@ -36,7 +36,7 @@ const caseSchema = (version: string, key: string) => ({
   jsonSchema: { type: 'object', required: [key], additionalProperties: false, properties: { [key]: { type: 'string' }, court: { type: 'string' } } },
 });
 const ocrSchema = {
-  schemaUrn: 'urn:svc:schema:ocr@1.0.0',
+  schemaUrn: 'urn:svc:schema:ocr-notes@1.0.0',
   namespaceUrn: 'urn:svc:ocr',
   lifecycle: 'published',
   jsonSchema: { type: 'object', required: ['text'], properties: { text: { type: 'string' } } },
@@ -172,7 +172,7 @@ describe('derived data that fails validation', () => {
     try {
       const c = await client(server);
       expect((await c.call('POST', '/v1/schemas', caseSchema('1.0.0', 'caseNumber'))).status).toBe(201);
-      const entities = { ...ocrSchema, schemaUrn: 'urn:svc:schema:entities@1.0.0', namespaceUrn: 'urn:svc:entities' };
+      const entities = { ...ocrSchema, schemaUrn: 'urn:svc:schema:entities-notes@1.0.0', namespaceUrn: 'urn:svc:entities' };
       expect((await c.call('POST', '/v1/schemas', entities)).status).toBe(201);
       const doc = await newDocument(c, 'C-9');
       const write = async (text: unknown) => {

@@ -306,13 +306,56 @@ export class DocumentService {
   }
 
   /** The current version's content: its manifest (blocks in the CAS), media type and when the version was made. */
-  content(principal: Principal, documentId: string): { manifest: Manifest; key: string; mediaType: string; createdAt: number } {
+  content(principal: Principal, documentId: string): { documentId: string; manifest: Manifest; key: string; mediaType: string; createdAt: number } {
     const doc = this.readable(principal, documentId, 'doc.read', 'doc.read');
     if (!doc.currentVersionId) throw new SvcError(404, 'content_not_found', 'The document has no finalized version yet');
     const version = this.version(doc, doc.currentVersionId);
     const content = this.contentKeys.get(version.contentRef.key);
     if (!content) throw new SvcError(500, 'storage_failure', 'The content of this version is missing from the catalog');
-    return { manifest: new Manifest(content.blobId, content.record), key: version.contentRef.key, mediaType: version.contentType, createdAt: version.createdAt };
+    return { documentId: doc.documentId, manifest: new Manifest(content.blobId, content.record), key: version.contentRef.key, mediaType: version.contentType, createdAt: version.createdAt };
+  }
+
+  /** Stored document content by key (`b3:<hex>`): its manifest, if the catalog has it. */
+  contentManifest(key: string): Manifest | undefined {
+    const content = this.contentKeys.get(key);
+    return content ? new Manifest(content.blobId, content.record) : undefined;
+  }
+
+  /**
+   * The content of `sourceVersion` (`current` or a versionId of the document) for a workflow:
+   * the principal's document, the rule `action` on it.
+   */
+  sourceContent(principal: Principal, documentId: string, sourceVersion: string, action: string) {
+    const doc = this.document(principal, documentId);
+    requireRule(doc.permissions, principal, action);
+    const versionId = sourceVersion === 'current' ? doc.currentVersionId : sourceVersion;
+    if (versionId === null) throw new SvcError(404, 'content_not_found', 'The document has no finalized version yet');
+    if (!isUuid(versionId)) throw badRequest('sourceVersion must be "current" or a versionId of the document');
+    const version = this.versions.get([doc.tenant, doc.documentId, versionId]);
+    if (!version) throw new SvcError(404, 'version_not_found', `The document has no version ${versionId}`);
+    const manifest = this.contentManifest(version.contentRef.key);
+    if (!manifest) throw new SvcError(500, 'storage_failure', 'The content of this version is missing from the catalog');
+    return { documentId: doc.documentId, versionId, contentRef: version.contentRef, contentType: version.contentType, size: manifest.record.size };
+  }
+
+  /**
+   * Inside a job's completion transaction: a derived entry of `namespace`, validated against its
+   * schema; an invalid one is kept as the namespace's quarantined entry and hides no valid one.
+   * True when it was valid.
+   */
+  recordDerived(job: JobRecord, documentId: string, namespace: string, entry: { schema: string; data: Record<string, unknown>; provenance: Provenance; actor: string }): boolean {
+    if (!this.documents.get([job.tenant, documentId])) throw new JobError('document_not_found', 'The document no longer exists', false);
+    const issues = this.schemas.validate(entry.schema, entry.data);
+    this.putDerived(job, documentId, namespace, entry, issues);
+    return issues.length === 0;
+  }
+
+  private putDerived(job: JobRecord, documentId: string, namespace: string, entry: { schema: string; data: Record<string, unknown>; provenance: Provenance; actor: string }, issues: ValidationIssue[]): void {
+    const quarantined = issues.length > 0;
+    this.derived.put(quarantined ? [job.tenant, documentId, namespace, 'quarantined'] : [job.tenant, documentId, namespace], {
+      schema: entry.schema, id: newMetadataId(), data: entry.data, status: quarantined ? 'quarantined' : 'valid', issues,
+      provenance: entry.provenance, jobId: job.jobId, actor: entry.actor, at: Date.now(),
+    });
   }
 
   /**
@@ -414,11 +457,7 @@ export class DocumentService {
     const input = job.input as DerivedInput;
     if (!this.documents.get([job.tenant, input.documentId])) throw new JobError('document_not_found', 'The document no longer exists', false);
     for (const [ns, entry] of Object.entries(input.entries)) {
-      const found = issues[ns] ?? [];
-      this.derived.put(found.length ? [job.tenant, input.documentId, ns, 'quarantined'] : [job.tenant, input.documentId, ns], {
-        schema: entry.schema, id: newMetadataId(), data: entry.data, status: found.length ? 'quarantined' : 'valid', issues: found,
-        provenance: input.provenance, jobId: job.jobId, actor: input.actor, at: Date.now(),
-      });
+      this.putDerived(job, input.documentId, ns, { schema: entry.schema, data: entry.data, provenance: input.provenance, actor: input.actor }, issues[ns] ?? []);
     }
     return { derivedNamespaces: Object.keys(input.entries), quarantinedNamespaces: Object.keys(input.entries).filter((ns) => issues[ns]?.length), viewKeys: [] };
   }

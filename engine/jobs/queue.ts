@@ -72,6 +72,18 @@ interface JobKind<O = unknown> {
    * any other error rolls the transaction back and the attempt is retried.
    */
   apply(job: JobRecord, output: O): JobOutputs;
+  /**
+   * Main-thread step before the task (async: it may read stored content): what the task gets
+   * beside the input (`prepared`, with buffers to transfer), or the attempt's output at once
+   * (`done`: nothing to compute, e.g. a repeat whose result is stored). May throw a JobError.
+   */
+  prepare?(job: JobRecord): Promise<{ prepared: unknown; transfer?: ArrayBuffer[] } | { done: O }>;
+  /**
+   * Main-thread step after the task, before apply (async: it may store bytes the task made);
+   * what it returns is what apply gets. Anything it stores must be safe to leave behind if the
+   * attempt is lost (unreferenced blocks are collected).
+   */
+  store?(job: JobRecord, output: O): Promise<O>;
   /** Attempts of this kind's jobs (default SVC_JOB_MAX_ATTEMPTS). */
   maxAttempts?: number;
   /** An attempt whose task runs longer is aborted (its worker thread is replaced) and retried. */
@@ -411,12 +423,20 @@ export class JobQueue {
   }
 
   private async attempt(record: JobRecord, kind: JobKind, run: Run): Promise<void> {
-    const call: TaskCall = { filename: kind.task.filename, name: kind.task.name, payload: { input: record.input, jobId: record.jobId, attempt: record.attempts } };
+    let prepared: { prepared: unknown; transfer?: ArrayBuffer[] } | { done: unknown } = { prepared: undefined };
+    try {
+      if (kind.prepare) prepared = await kind.prepare(record);
+    } catch (err) {
+      if (this.closed) return;
+      return this.fail(record, run, asJobFailure(err) ?? this.internal(record, err, 'prepare'));
+    }
+    if ('done' in prepared) return this.complete(record, kind, run, prepared.done);
+    const call: TaskCall = { filename: kind.task.filename, name: kind.task.name, payload: { input: record.input, jobId: record.jobId, attempt: record.attempts, prepared: prepared.prepared } };
     const abort = kind.timeoutMs === undefined ? undefined : new AbortController();
     const timer = abort && setTimeout(() => abort.abort(), kind.timeoutMs);
     let outcome: TaskOutcome;
     try {
-      outcome = await this.deps.pool.run(call, { filename: RUNNER, name: 'runJobTask', signal: abort?.signal });
+      outcome = await this.deps.pool.run(call, { filename: RUNNER, name: 'runJobTask', signal: abort?.signal, transferList: prepared.transfer });
     } catch (err) {
       if (this.closed) return;
       if (abort?.signal.aborted) return this.fail(record, run, { code: 'timeout', message: `The job's task ran longer than ${kind.timeoutMs} ms`, retryable: true });
@@ -425,7 +445,14 @@ export class JobQueue {
       clearTimeout(timer);
     }
     if (!outcome.ok) return this.fail(record, run, outcome.failure);
-    return this.complete(record, kind, run, outcome.output);
+    let output = outcome.output;
+    try {
+      if (kind.store) output = await kind.store(record, output);
+    } catch (err) {
+      if (this.closed) return;
+      return this.fail(record, run, asJobFailure(err) ?? this.internal(record, err, 'store'));
+    }
+    return this.complete(record, kind, run, output);
   }
 
   /** apply + completion in one synchronous transaction: both commit or neither does. */
@@ -494,7 +521,7 @@ export class JobQueue {
     }
   }
 
-  private internal(record: JobRecord, err: unknown, stage: 'task' | 'apply'): JobFailure {
+  private internal(record: JobRecord, err: unknown, stage: 'prepare' | 'task' | 'store' | 'apply'): JobFailure {
     this.deps.log.error('jobs: attempt failed with an internal error', { job: record.jobId, kind: record.kind, attempt: record.attempts, stage, err: String((err as Error)?.stack ?? err) });
     return { ...INTERNAL, retryable: true };
   }

@@ -15,6 +15,8 @@ export interface JobTaskPayload<I = unknown> {
   jobId: string;
   /** 1 for the first attempt. */
   attempt: number;
+  /** What the kind's `prepare` gave the attempt (stored content, read on the main thread). */
+  prepared?: unknown;
 }
 
 export interface TaskCall {

@@ -1,0 +1,86 @@
+// What a view is: the ordered operations applied to a version's content, their deterministic key
+// and the media type they produce (decisions.md, "Views"). Pure: no storage, no HTTP.
+
+import { createHash } from 'node:crypto';
+import { SvcError } from '../errors.js';
+import { canonicalJson } from '../documents/schemas.js';
+
+export const OCR_TEXT_VIEW = 'urn:svc:view:ocrText@1';
+export const REDACTION_PROFILES: readonly string[] = ['public'];
+/** Content the text view reads: PDF (text layer, else OCR), images (OCR), plain text (as is). */
+const TEXT_SOURCES = ['application/pdf', 'image/png', 'image/jpeg', 'image/tiff', 'text/plain'];
+export const TEXT_MEDIA_TYPE = 'text/plain; charset=utf-8';
+
+/** One step of a view, with its normalized arguments and its version (both part of the key). */
+export type ViewOp =
+  | { op: 'stripSignatures'; version: 1 }
+  | { op: 'ocrText'; version: 1; language: string }
+  | { op: 'redact'; version: 1; profile: string };
+
+export const viewUnsupported = (message: string) => new SvcError(422, 'view_unsupported', message);
+const invalidView = (message: string) => new SvcError(400, 'invalid_request', message);
+
+/** ISO 639-2 code, lower case (the OCR language). */
+export function normalizeLanguage(raw: unknown): string {
+  if (raw === undefined) return 'eng';
+  if (typeof raw !== 'string' || !/^[a-zA-Z]{3}$/.test(raw)) throw invalidView('language must be an ISO 639-2 code of three letters (e.g. eng)');
+  return raw.toLowerCase();
+}
+
+/**
+ * The view a content request asks for, in the decided order (stripSignatures, then the view, then
+ * redaction); undefined when it asks for none (the version's own bytes).
+ */
+export function viewOfQuery(query: { view?: string | null; stripSignatures?: string | null; redactionProfile?: string | null }): ViewOp[] | undefined {
+  const ops: ViewOp[] = [];
+  const strip = query.stripSignatures;
+  if (strip !== undefined && strip !== null) {
+    if (strip !== 'true' && strip !== 'false') throw invalidView('stripSignatures must be true or false');
+    if (strip === 'true') ops.push({ op: 'stripSignatures', version: 1 });
+  }
+  const view = query.view;
+  if (view !== undefined && view !== null) {
+    if (view === '') throw invalidView('view must be a view URN (urn:svc:view:<name>@<n>)');
+    if (view !== OCR_TEXT_VIEW) throw viewUnsupported(`Unknown view ${view}; this service has ${OCR_TEXT_VIEW}`);
+    ops.push({ op: 'ocrText', version: 1, language: 'eng' });
+  }
+  const profile = query.redactionProfile;
+  if (profile !== undefined && profile !== null) {
+    if (!REDACTION_PROFILES.includes(profile)) throw viewUnsupported(`Unknown redaction profile ${JSON.stringify(profile)}; profiles: ${REDACTION_PROFILES.join(', ')}`);
+    ops.push({ op: 'redact', version: 1, profile });
+  }
+  const asked = [query.view, query.stripSignatures, query.redactionProfile].some((v) => v !== undefined && v !== null);
+  return asked ? ops : undefined;
+}
+
+/** `v1:<hex SHA-256>` of the base content key and the ordered operations: no time, randomness or tenant. */
+export function viewKey(baseKey: string, ops: readonly ViewOp[]): string {
+  const encoded = canonicalJson({ base: baseKey, ops: ops.map((o) => ({ ...o })) });
+  return `v1:${createHash('sha256').update(encoded).digest('hex')}`;
+}
+
+function essence(mediaType: string): string {
+  return mediaType.split(';')[0]!.trim().toLowerCase();
+}
+
+/** Refuses (422 view_unsupported) a combination that cannot apply to content of `mediaType`. */
+export function checkApplicable(ops: readonly ViewOp[], mediaType: string): void {
+  const base = essence(mediaType);
+  if (ops.length === 0) throw viewUnsupported('stripSignatures=false asks for no view: leave the parameters out for the content itself');
+  let kind: 'pdf' | 'text' | 'other' = base === 'application/pdf' ? 'pdf' : base === 'text/plain' ? 'text' : 'other';
+  for (const o of ops) {
+    if (o.op === 'stripSignatures') {
+      if (kind !== 'pdf') throw viewUnsupported(`stripSignatures applies to PDF content, not ${base}`);
+    } else if (o.op === 'ocrText') {
+      if (kind !== 'pdf' && !TEXT_SOURCES.includes(base)) throw viewUnsupported(`${OCR_TEXT_VIEW} reads PDF, PNG, JPEG, TIFF and plain text, not ${base}`);
+      kind = 'text';
+    } else if (kind !== 'text') {
+      throw viewUnsupported(`redactionProfile applies to text: ask for view=${OCR_TEXT_VIEW} with it (the content is ${base})`);
+    }
+  }
+}
+
+/** The media type a view is served with: text once any step made text, else the PDF's own. */
+export function viewMediaType(ops: readonly ViewOp[], baseMediaType: string): string {
+  return ops.some((o) => o.op !== 'stripSignatures') ? TEXT_MEDIA_TYPE : essence(baseMediaType);
+}

@@ -1,0 +1,2 @@
+// Workflows on the job queue: OCR, entities, redaction.
+export { WorkflowService } from './workflows.js';

@@ -1,0 +1,202 @@
+// Workflows on the durable job queue (decisions.md, "Workflows"): OCR, entities and redaction of a
+// document version's content. Owner of `doc_workflow_runs`: a run's result per (document, content,
+// workflow, normalized options), so a repeat completes without computing again. Derived entries go
+// through DocumentService (valid or quarantined, never hiding the last valid one); views through
+// ViewService. The engines run on the worker pool (workers/views.ts).
+
+import { createHash } from 'node:crypto';
+import type { Principal } from '../auth/index.js';
+import { type DocumentService, badRequest, isPlainObject, requireCapability } from '../documents/index.js';
+import { canonicalJson } from '../documents/schemas.js';
+import { isNamespaceUrn, onlyKeys } from '../documents/model.js';
+import { SvcError } from '../errors.js';
+import { JobError, type JobQueue, type JobRecord } from '../jobs/index.js';
+import type { OrderedTable, TableCatalog } from '../store/index.js';
+import { VIEW_TASKS_MODULE, type MaterializeInput, type ViewBase, type ViewService } from '../views/views.js';
+import { REDACTION_PROFILES, type ViewOp, checkApplicable, normalizeLanguage, viewKey, viewUnsupported } from '../views/view-spec.js';
+import type { StoredBytes } from '../views/content-io.js';
+import { BUILT_IN_SCHEMAS, ENTITIES_SCHEMA, OCR_SCHEMA } from './schemas.js';
+
+export const OCR_WORKFLOW = 'urn:svc:workflow:ocr@1';
+export const ENTITIES_WORKFLOW = 'urn:svc:workflow:entities@1';
+export const REDACT_WORKFLOW = 'urn:svc:workflow:redact@1';
+const WORKFLOWS = [OCR_WORKFLOW, ENTITIES_WORKFLOW, REDACT_WORKFLOW];
+const TIMEOUT_MS = 30 * 60_000;
+
+interface EngineInfo {
+  name: string;
+  version: string;
+}
+
+/** A text workflow's job: the version's content, the text view it reads or makes, where its entry goes. */
+interface TextWorkflowInput {
+  documentId: string;
+  versionId: string;
+  base: ViewBase;
+  language: string;
+  targetNamespace: string;
+  /** The ocrText view of the content in this language. */
+  textViewKey: string;
+  runKey: string;
+  actor: string;
+}
+
+/** What a text workflow's worker gets beside its input: the content, or the stored text view. */
+export interface TextTaskInput {
+  bytes: Uint8Array;
+  mediaType: string;
+  language: string;
+  fromView: boolean;
+}
+
+/** What a text workflow's worker gives back. */
+export interface TextWorkflowOutput {
+  /** The text view's bytes when the worker made them (absent when it read the stored view). */
+  textBytes?: Uint8Array;
+  data?: Record<string, unknown>;
+  engine?: EngineInfo;
+  confidence?: number;
+  stored?: StoredBytes;
+  reused?: boolean;
+}
+
+interface RunRecord {
+  jobId: string;
+  derivedNamespaces: string[];
+  viewKeys: string[];
+}
+
+export const workflowNotFound = (urn: string) => new SvcError(404, 'workflow_not_found', `No workflow ${urn}; this service runs ${WORKFLOWS.join(', ')}`);
+
+export class WorkflowService {
+  private readonly runs: OrderedTable<RunRecord, [string, string, string]>;
+
+  constructor(
+    env: TableCatalog,
+    private readonly jobs: JobQueue,
+    private readonly documents: DocumentService,
+    private readonly views: ViewService,
+  ) {
+    this.runs = env.table('doc_workflow_runs');
+    this.defineTextWorkflow('workflow.ocr', 'ocr', OCR_SCHEMA);
+    this.defineTextWorkflow('workflow.entities', 'entities', ENTITIES_SCHEMA);
+    views.defineMaterialize('workflow.redact');
+  }
+
+  /**
+   * Registers the schemas of the workflows' derived entries (identical re-registration is a
+   * no-op). A URN registered before with another body stays as it is (the workflows' entries are
+   * then validated against it, and quarantined if they do not fit): the URNs that did.
+   */
+  async registerSchemas(): Promise<string[]> {
+    const kept: string[] = [];
+    for (const schema of BUILT_IN_SCHEMAS) {
+      await this.documents.schemas.register(schema).catch((err: unknown) => {
+        if (!(err instanceof SvcError && err.code === 'schema_conflict')) throw err;
+        kept.push(schema.schemaUrn);
+      });
+    }
+    return kept;
+  }
+
+  /** POST /v1/documents/{id}/workflows/{urn}/run: the job (202), or 404/403/400/422 before any. */
+  async run(principal: Principal, documentId: string, workflowUrn: string, body: unknown): Promise<{ jobId: string }> {
+    if (!WORKFLOWS.includes(workflowUrn)) throw workflowNotFound(workflowUrn);
+    requireCapability(principal, `workflow.run:${workflowUrn}`);
+    const b = body === undefined ? {} : body;
+    if (!isPlainObject(b)) throw badRequest('The body must be { inputs: { sourceVersion?, targetNamespace?, options? } }');
+    onlyKeys(b, ['inputs'], 'workflow run');
+    const inputs = b.inputs === undefined ? {} : b.inputs;
+    if (!isPlainObject(inputs)) throw badRequest('inputs must be an object');
+    onlyKeys(inputs, ['sourceVersion', 'targetNamespace', 'options'], 'inputs');
+    const options = inputs.options === undefined ? {} : inputs.options;
+    if (!isPlainObject(options)) throw badRequest('inputs.options must be an object');
+    if (inputs.targetNamespace !== undefined && !isNamespaceUrn(inputs.targetNamespace)) throw badRequest('inputs.targetNamespace must be a namespace URN (urn:svc:<name>)');
+    if (inputs.sourceVersion !== undefined && typeof inputs.sourceVersion !== 'string') throw badRequest('inputs.sourceVersion must be "current" or a versionId');
+    const source = this.documents.sourceContent(principal, documentId, (inputs.sourceVersion as string | undefined) ?? 'current', 'workflow.run');
+    const base: ViewBase = { key: source.contentRef.key, mediaType: source.contentType, size: source.size };
+    this.views.checkSize(base);
+
+    if (workflowUrn === REDACT_WORKFLOW) {
+      onlyKeys(options, ['profile', 'language'], 'options');
+      if (inputs.targetNamespace !== undefined) throw badRequest('The redact workflow writes a view, not a namespace: leave targetNamespace out');
+      const profile = options.profile === undefined ? 'public' : options.profile;
+      if (typeof profile !== 'string' || !REDACTION_PROFILES.includes(profile)) throw viewUnsupported(`Unknown redaction profile ${JSON.stringify(profile)}; profiles: ${REDACTION_PROFILES.join(', ')}`);
+      const ops: ViewOp[] = [{ op: 'ocrText', version: 1, language: normalizeLanguage(options.language) }, { op: 'redact', version: 1, profile }];
+      checkApplicable(ops, base.mediaType);
+      const input: MaterializeInput = { documentId: source.documentId, base, ops, viewKey: viewKey(base.key, ops) };
+      return { jobId: (await this.jobs.enqueue(principal.tenant, 'workflow.redact', input)).jobId };
+    }
+
+    onlyKeys(options, ['language'], 'options');
+    const language = normalizeLanguage(options.language);
+    const textOps: ViewOp[] = [{ op: 'ocrText', version: 1, language }];
+    checkApplicable(textOps, base.mediaType);
+    const ocr = workflowUrn === OCR_WORKFLOW;
+    const targetNamespace = (inputs.targetNamespace as string | undefined) ?? (ocr ? 'urn:svc:ocr' : 'urn:svc:entities');
+    const runKey = createHash('sha256').update(canonicalJson({ content: base.key, workflow: workflowUrn, language, targetNamespace })).digest('hex');
+    const input: TextWorkflowInput = {
+      documentId: source.documentId, versionId: source.versionId, base, language, targetNamespace, textViewKey: viewKey(base.key, textOps), runKey, actor: principal.subject,
+    };
+    return { jobId: (await this.jobs.enqueue(principal.tenant, ocr ? 'workflow.ocr' : 'workflow.entities', input)).jobId };
+  }
+
+  /**
+   * OCR and entities: both read the content's text (the stored text view when there is one, else
+   * the worker extracts it and the view is stored), and write one derived entry.
+   */
+  private defineTextWorkflow(kind: string, task: 'ocr' | 'entities', schema: string): void {
+    this.jobs.define<TextWorkflowOutput>({
+      kind,
+      task: { filename: VIEW_TASKS_MODULE, name: task },
+      timeoutMs: TIMEOUT_MS,
+      prepare: async (job) => {
+        const input = job.input as TextWorkflowInput;
+        if (this.runs.doesExist([job.tenant, input.documentId, input.runKey])) return { done: { reused: true } };
+        // OCR needs the pages' details, so it always reads the content; entities need only the text.
+        const text = task === 'entities' ? await this.views.readView(job.tenant, input.textViewKey) : undefined;
+        const bytes = text ?? (await this.views.readBase(input.base));
+        const prepared: TextTaskInput = { bytes, mediaType: text ? 'text/plain' : input.base.mediaType, language: input.language, fromView: text !== undefined };
+        return { prepared, transfer: bytes.length > 0 ? [bytes.buffer as ArrayBuffer] : [] };
+      },
+      store: async (job, output) => {
+        const input = job.input as TextWorkflowInput;
+        if (!output.textBytes || this.views.has(job.tenant, input.textViewKey)) return { ...output, textBytes: undefined };
+        const stored = await this.views.store(output.textBytes, { ops: [{ op: 'ocrText', version: 1, language: input.language }], base: input.base });
+        return { ...output, textBytes: undefined, stored: stored ?? undefined };
+      },
+      apply: (job, output) => this.applyTextWorkflow(job, output, schema),
+    });
+  }
+
+  /** In the job's completion transaction: the text view (if made), the derived entry, the run's record. */
+  private applyTextWorkflow(job: JobRecord, output: TextWorkflowOutput, schema: string) {
+    const input = job.input as TextWorkflowInput;
+    const runKey: [string, string, string] = [job.tenant, input.documentId, input.runKey];
+    if (output.reused) {
+      const run = this.runs.get(runKey);
+      if (run) return { derivedNamespaces: run.derivedNamespaces, viewKeys: run.viewKeys };
+      throw new JobError('run_missing', 'The stored run vanished; run the workflow again', true);
+    }
+    if (!output.data || !output.engine) throw new Error('a text workflow task returned no data');
+    const textOps: ViewOp[] = [{ op: 'ocrText', version: 1, language: input.language }];
+    // The text view exists now: stored by an earlier run or request, or by this one.
+    if (!this.views.has(job.tenant, input.textViewKey)) this.views.record(job.tenant, input.textViewKey, textOps, input.base, output.stored);
+    const fromView = schema === ENTITIES_SCHEMA;
+    const provenance = {
+      producer: { name: output.engine.name, version: output.engine.version },
+      producedAt: new Date().toISOString(),
+      input: fromView ? { kind: 'view' as const, key: input.textViewKey } : { kind: 'blob' as const, key: input.base.key },
+      ...(output.confidence === undefined ? {} : { confidence: output.confidence }),
+    };
+    const valid = this.documents.recordDerived(job, input.documentId, input.targetNamespace, { schema, data: output.data, provenance, actor: input.actor });
+    const outputs = {
+      derivedNamespaces: [input.targetNamespace],
+      ...(valid ? {} : { quarantinedNamespaces: [input.targetNamespace] }),
+      viewKeys: [input.textViewKey],
+    };
+    // Only a valid entry is a result to reuse: a quarantined one is computed again next time.
+    if (valid) this.runs.put(runKey, { jobId: job.jobId, derivedNamespaces: outputs.derivedNamespaces, viewKeys: outputs.viewKeys });
+    return outputs;
+  }
+}
