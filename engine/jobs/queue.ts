@@ -72,6 +72,16 @@ interface JobKind<O = unknown> {
    * any other error rolls the transaction back and the attempt is retried.
    */
   apply(job: JobRecord, output: O): JobOutputs;
+  /**
+   * Optional, on the main thread before the task: asynchronous work the worker cannot do (an
+   * ingest into the CAS). `{ prepared, transfer? }` hands `prepared` to the task as
+   * `payload.prepared` (with `transfer`: ArrayBuffers moved, not copied); `{ done }` skips the task
+   * and completes with `done` as its output. Throwing a JobError fails the attempt as the task's
+   * would; any other error is an internal error (retried). Must be idempotent like the task.
+   */
+  prepare?(job: JobRecord): Promise<{ prepared: unknown; transfer?: ArrayBuffer[] } | { done: O }>;
+  /** Optional, on the main thread after the task and before apply: asynchronous work on its output (returns the output apply sees). */
+  store?(job: JobRecord, output: O): Promise<O>;
   /** Attempts of this kind's jobs (default SVC_JOB_MAX_ATTEMPTS). */
   maxAttempts?: number;
   /** An attempt whose task runs longer is aborted (its worker thread is replaced) and retried. */
@@ -411,12 +421,28 @@ export class JobQueue {
   }
 
   private async attempt(record: JobRecord, kind: JobKind, run: Run): Promise<void> {
-    const call: TaskCall = { filename: kind.task.filename, name: kind.task.name, payload: { input: record.input, jobId: record.jobId, attempt: record.attempts } };
+    let prepared: unknown;
+    let transfer: ArrayBuffer[] | undefined;
+    if (kind.prepare) {
+      let step: { prepared: unknown; transfer?: ArrayBuffer[] } | { done: unknown };
+      try {
+        step = await kind.prepare(record);
+      } catch (err) {
+        if (this.closed) return;
+        return this.fail(record, run, asJobFailure(err) ?? this.internal(record, err, 'prepare'));
+      }
+      if ('done' in step) return this.complete(record, kind, run, step.done);
+      prepared = step.prepared;
+      transfer = step.transfer;
+    }
+    const payload: TaskCall['payload'] = { input: record.input, jobId: record.jobId, attempt: record.attempts };
+    if (kind.prepare) payload.prepared = prepared;
+    const call: TaskCall = { filename: kind.task.filename, name: kind.task.name, payload };
     const abort = kind.timeoutMs === undefined ? undefined : new AbortController();
     const timer = abort && setTimeout(() => abort.abort(), kind.timeoutMs);
     let outcome: TaskOutcome;
     try {
-      outcome = await this.deps.pool.run(call, { filename: RUNNER, name: 'runJobTask', signal: abort?.signal });
+      outcome = await this.deps.pool.run(call, { filename: RUNNER, name: 'runJobTask', signal: abort?.signal, ...(transfer ? { transferList: transfer } : {}) });
     } catch (err) {
       if (this.closed) return;
       if (abort?.signal.aborted) return this.fail(record, run, { code: 'timeout', message: `The job's task ran longer than ${kind.timeoutMs} ms`, retryable: true });
@@ -425,7 +451,16 @@ export class JobQueue {
       clearTimeout(timer);
     }
     if (!outcome.ok) return this.fail(record, run, outcome.failure);
-    return this.complete(record, kind, run, outcome.output);
+    let output = outcome.output;
+    if (kind.store) {
+      try {
+        output = await kind.store(record, output);
+      } catch (err) {
+        if (this.closed) return;
+        return this.fail(record, run, asJobFailure(err) ?? this.internal(record, err, 'store'));
+      }
+    }
+    return this.complete(record, kind, run, output);
   }
 
   /** apply + completion in one synchronous transaction: both commit or neither does. */
@@ -494,7 +529,7 @@ export class JobQueue {
     }
   }
 
-  private internal(record: JobRecord, err: unknown, stage: 'task' | 'apply'): JobFailure {
+  private internal(record: JobRecord, err: unknown, stage: 'prepare' | 'task' | 'store' | 'apply'): JobFailure {
     this.deps.log.error('jobs: attempt failed with an internal error', { job: record.jobId, kind: record.kind, attempt: record.attempts, stage, err: String((err as Error)?.stack ?? err) });
     return { ...INTERNAL, retryable: true };
   }

@@ -15,6 +15,8 @@ export interface JobTaskPayload<I = unknown> {
   jobId: string;
   /** 1 for the first attempt. */
   attempt: number;
+  /** What the kind's `prepare` handed over (absent without one). */
+  prepared?: unknown;
 }
 
 export interface TaskCall {
