@@ -168,7 +168,10 @@ export class LegacyImports {
         }
         let content;
         try {
-          content = await this.docs.ingestContent(doc.pieces(), { contentType, declaredLength: doc.size });
+          // The ingest is not told the XML's media type: it detects a PDF by its signature (for
+          // its chunker) and would refuse a binary its legacy metadata mislabels; the version
+          // carries the XML's type as written.
+          content = await this.docs.ingestContent(doc.pieces(), { declaredLength: doc.size });
         } catch (err) {
           throw asJobError(err);
         }
