@@ -34,7 +34,7 @@ import { BufferPool } from './uploads/index.js';
 import { Uploads } from './uploads/index.js';
 import { createWorkerPool } from './worker-pool.js';
 import { Budgets, TenantPolicies } from './tenancy/index.js';
-import { LegacyRepositories } from './legacy/index.js';
+import { LegacyImports, LegacyRepositories } from './legacy/index.js';
 
 const WORKER_MODULE = fileURLToPath(new URL('../workers/ingest.js', import.meta.url));
 const SCANNER_MODULE = fileURLToPath(new URL('../workers/scanner.js', import.meta.url));
@@ -78,6 +78,8 @@ export class Engine {
   readonly budgets: Budgets;
   /** Legacy repositories read through (SVC_LEGACY_REPOS). */
   readonly legacy: LegacyRepositories;
+  /** Legacy documents imported into the document platform (POST /v1/legacy/import). */
+  readonly legacyImports: LegacyImports;
   /** Where this node's blob API listens (host:port), once it does; other nodes read it from the heartbeats. */
   private address = '';
   private liveNodesRead?: { at: number; ids: Promise<ReadonlySet<string>> };
@@ -135,6 +137,7 @@ export class Engine {
     this.jobs = new JobQueue({ env: catalog, pool, config: config.jobs, log });
     const schemas = new SchemaRegistry(new LmdbKeyedCatalog(catalog, 'schemas'));
     this.documents = new DocumentService(catalog, schemas, new MigrationRegistry(new LmdbKeyedCatalog(catalog, 'migrations'), schemas), this.jobs, (options) => this.startIngest(options));
+    this.legacyImports = new LegacyImports(catalog, this.legacy, this.documents, this.jobs, log);
     this.tokens = TokenVerifier.open(config.auth, config.fsRoot, log, config.securityEnabled);
     this.models = new ModelService(config.model, new LmdbKeyedCatalog(catalog, 'models'), config.fsRoot, pool, log);
     // Every reference to blocks outside published manifests: resumable sessions, document content.

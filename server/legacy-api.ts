@@ -4,18 +4,58 @@
 // and 409 are real statuses; a 200 streams the binary as the socket drains (one piece in memory).
 
 import type { TokenVerifier } from '../engine/auth/index.js';
+import { decodeCursor, encodeCursor, parseLimit } from '../engine/cas/index.js';
 import { requireCapability } from '../engine/documents/index.js';
+import { invalidPagination, payloadTooLarge } from '../engine/errors.js';
 import {
-  type LegacyDocument, LegacyError, type LegacyFailure, type LegacyRepositories, UNKNOWN_REPO_LABEL, legacyInvalidId, legacyRepoNotFound, parseLegacyDocId,
+  type LegacyDocument, LegacyError, type LegacyFailure, type LegacyImports, type LegacyRepositories, UNKNOWN_REPO_LABEL, legacyInvalidId, legacyRepoNotFound, parseLegacyDocId,
 } from '../engine/legacy/index.js';
+import { readJson } from './body-readers.js';
 import type { Exchange } from './exchange.js';
 import { header } from './exchange.js';
 import type { Router } from './router.js';
 
 const OCTET_STREAM = 'application/octet-stream';
 
-export function mountLegacyApi(router: Router, legacy: LegacyRepositories, tokens: TokenVerifier): void {
+const ID_CURSOR = 'lgi1';
+
+export function mountLegacyApi(router: Router, legacy: LegacyRepositories, tokens: TokenVerifier, imports?: { service: LegacyImports; maxJsonBytes: number }): void {
   const metrics = legacy.metrics;
+
+  if (imports) {
+    // Import (docs/legacy.md, "Importing"): 202 at once with the document's id and the job.
+    router.on('POST', '/v1/legacy/import', async ({ ex, req }) => {
+      const authorization = header(req, 'authorization');
+      const body = readJson(ex, imports.maxJsonBytes, payloadTooLarge);
+      body.catch(() => {});
+      const principal = await tokens.verify(authorization);
+      const { value } = await body;
+      const r = await imports.service.request(principal, value);
+      ex.json(202, { jobId: r.jobId, documentId: r.documentId, alreadyImported: r.alreadyImported }, { Location: `/v1/jobs/${r.jobId}` });
+    }, { name: '/v1/legacy/import' });
+  }
+
+  // A repository's document ids, a page at a time (the walk of `svc legacy import --all`).
+  router.on('GET', '/legacy/:repo', async ({ ex, req, params, query }) => {
+    const principal = await tokens.verify(header(req, 'authorization'));
+    requireCapability(principal, 'legacy.read');
+    for (const name of query.keys()) if (name !== 'limit' && name !== 'cursor') throw legacyInvalidId(`Unknown parameter ${name} (this list takes limit, cursor)`);
+    const limit = parseLimit(query.get('limit') ?? undefined);
+    const cursor = query.get('cursor');
+    const repoName = decode(params[0]!, 'repository name');
+    const repo = legacy.get(repoName);
+    if (!repo) throw legacyRepoNotFound(repoName);
+    let after: string | undefined;
+    if (cursor !== null) {
+      const payload = decodeCursor(ID_CURSOR, cursor);
+      const sep = payload.indexOf('/');
+      if (sep < 0 || payload.slice(0, sep) !== repo.name) throw invalidPagination('cursor does not belong to this repository');
+      after = payload.slice(sep + 1);
+    }
+    const page = await repo.listIds(limit, after);
+    const last = page.ids[page.ids.length - 1];
+    ex.json(200, page.more && last !== undefined ? { repo: repo.name, ids: page.ids, nextCursor: encodeCursor(ID_CURSOR, `${repo.name}/${last}`) } : { repo: repo.name, ids: page.ids });
+  }, { name: '/legacy/:repo' });
 
   router.on(['GET', 'HEAD'], '/legacy/:repo/:docId', async ({ ex, req, params }) => {
     const authorization = header(req, 'authorization');

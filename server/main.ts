@@ -80,7 +80,7 @@ export async function serve(config: Config, log = new Logger(config.logLevel)): 
   const routes = new Router(app, surface, { guard });
   mountOpsApi(routes, ctx);
   mountDocsApi(routes, ctx, { docs: engine.documents, views: engine.views, workflows: engine.workflows, viewWaitMs: config.views.waitMs, tokens: engine.tokens, maxJsonBytes: config.docMaxJsonBytes });
-  mountLegacyApi(routes, engine.legacy, engine.tokens);
+  mountLegacyApi(routes, engine.legacy, engine.tokens, { service: engine.legacyImports, maxJsonBytes: config.docMaxJsonBytes });
   routes.fallback('/*', ({ ex, req }) => ex.json(404, { error: 'not_found', message: `No route for ${ex.method} ${req.getUrl()}` }));
   const modelApp = createApp((message) => JSON.stringify({ error: 'BadRequest', message, code: 400 }));
   const modelMetrics = new ModelMetrics(engine.models, engine.metrics.registry);

@@ -20,7 +20,7 @@ import { Blake3Stream } from './blake3-stream.js';
 import { MetadataRejection, applyEntryPatch, checkPatchBody, readBundle, readProvenance } from './metadata.js';
 import {
   badRequest, documentNotFound, isUuid, newId, newMetadataId, onlyKeys, parseExternalRefs, parseLabels, parsePermissions,
-  isPlainObject, type Bundle, type ContentRef, type DocumentRecord, type PlacementHint, type UploadRecord, type VersionRecord,
+  isPlainObject, type Bundle, type ContentRef, type DocumentRecord, type ExternalRef, type PlacementHint, type UploadRecord, type VersionRecord,
 } from './model.js';
 import { requireCapability, requireRule } from './permissions.js';
 import type { SchemaRegistry } from './schemas.js';
@@ -622,5 +622,84 @@ export class DocumentService {
     const v = this.versions.get([doc.tenant, doc.documentId, versionId]);
     if (!v) throw new SvcError(500, 'storage_failure', 'A version of this document is missing from the catalog');
     return v;
+  }
+
+  // ---- content from elsewhere (legacy import, engine/legacy/import.ts) ----
+
+  /**
+   * Streams `pieces` through the same ingest as an upload's bytes (unlisted, BLAKE3 beside it)
+   * and records the content under its `b3:<hex>` key, as `beginBytes` does. A piece is only read
+   * during the push; when the ingest is full (`push` false) the next piece waits for `onResume`.
+   */
+  async ingestContent(pieces: AsyncIterable<Uint8Array>, options: IngestOptions): Promise<{ key: string; size: number; mediaType: string }> {
+    const ingest = this.startIngest({ ...options, unlisted: true });
+    const hash = new Blake3Stream();
+    let wake: (() => void) | undefined;
+    let failure: unknown;
+    const resume = () => {
+      const w = wake;
+      wake = undefined;
+      w?.();
+    };
+    ingest.onResume = resume;
+    ingest.onError = (err) => {
+      failure ??= err;
+      resume();
+    };
+    try {
+      await new Promise<void>((admitted) => ingest.admit(admitted));
+      for await (const piece of pieces) {
+        if (failure) throw failure;
+        hash.update(piece);
+        if (!ingest.push(piece)) await new Promise<void>((r) => (wake = r));
+      }
+      if (failure) throw failure;
+      ingest.onResume = () => {};
+      const [result, hex] = await Promise.all([ingest.endUnlisted(), hash.hex()]);
+      const key = `b3:${hex}`;
+      await this.contentKeys.transaction(() => {
+        if (!this.contentKeys.doesExist(key)) this.contentKeys.put(key, { blobId: result.id, record: result.record });
+      });
+      return { key, size: result.record.size, mediaType: result.mediaType };
+    } catch (err) {
+      ingest.abort();
+      throw err;
+    }
+  }
+
+  /** The size of recorded content `key`, or undefined when no ingest recorded it. */
+  contentSize(key: string): number | undefined {
+    return this.contentKeys.get(key)?.record.size;
+  }
+
+  /**
+   * Inside the caller's synchronous transaction: document `documentId` of `tenant` with its first
+   * version on recorded content `contentKey` (a finalized upload beside it, as if uploaded), or,
+   * when the document exists, nothing (`created` false).
+   */
+  createWithContentSync(
+    tenant: string,
+    documentId: string,
+    actor: string,
+    d: { externalRefs: ExternalRef[]; placementHint: PlacementHint; contentKey: string; contentType: string; reason: string },
+  ): { created: boolean; externalRefs: ExternalRef[] } {
+    const existing = this.documents.get([tenant, documentId]);
+    if (existing) return { created: false, externalRefs: existing.externalRefs };
+    const content = this.contentKeys.get(d.contentKey);
+    if (!content) throw new Error(`content ${d.contentKey} is not recorded`);
+    const now = Date.now();
+    const uploadId = newId();
+    const doc: DocumentRecord = {
+      documentId, tenant, currentVersionId: null, externalRefs: d.externalRefs, permissions: [], initialMetadata: {},
+      placementHint: d.placementHint, uploadId, createdBy: actor, createdAt: now, updatedAt: now,
+    };
+    this.documents.put([tenant, documentId], doc);
+    this.index.addDocument(doc);
+    const version = this.addVersion(doc, { subject: actor }, { contentRef: { kind: 'blob', key: d.contentKey }, contentType: d.contentType, metadata: {}, reason: d.reason, labels: [] });
+    this.uploads.put(uploadId, {
+      uploadId, tenant, documentId, state: 'finalized', versionId: version.versionId,
+      content: { key: d.contentKey, size: content.record.size, mediaType: d.contentType },
+    });
+    return { created: true, externalRefs: doc.externalRefs };
   }
 }

@@ -62,9 +62,10 @@ interface JobKind<O = unknown> {
   /**
    * Pure computation run on the worker pool: a module (file URL or absolute path) and the name
    * of its export, called with `{ input, jobId, attempt }` (JobTaskPayload); returns O
-   * (structured-cloneable). Must be idempotent: an attempt may run again after a crash.
+   * (structured-cloneable). Must be idempotent: an attempt may run again after a crash. None for
+   * a kind whose `prepare` always completes the attempt (its work is the main thread's).
    */
-  task: { filename: string; name: string };
+  task?: { filename: string; name: string };
   /**
    * Runs on the main thread INSIDE the synchronous LMDB write transaction that marks the job
    * completed: its writes (to any database of the catalog) and the completion commit together or
@@ -145,7 +146,8 @@ export class JobQueue {
   define<O = unknown>(kind: JobKind<O>): void {
     if (typeof kind.kind !== 'string' || kind.kind === '') throw new Error('a job kind needs a name');
     if (this.kinds.has(kind.kind)) throw new Error(`job kind ${kind.kind} is already defined`);
-    moduleUrl(kind.task.filename); // a relative path would resolve against the worker's directory
+    if (!kind.task && !kind.prepare) throw new Error(`job kind ${kind.kind} needs a task or a prepare step that completes it`);
+    if (kind.task) moduleUrl(kind.task.filename); // a relative path would resolve against the worker's directory
     this.kinds.set(kind.kind, kind as unknown as JobKind);
     this.wake();
   }
@@ -431,6 +433,7 @@ export class JobQueue {
       return this.fail(record, run, asJobFailure(err) ?? this.internal(record, err, 'prepare'));
     }
     if ('done' in prepared) return this.complete(record, kind, run, prepared.done);
+    if (!kind.task) return this.fail(record, run, this.internal(record, new Error(`job kind ${kind.kind} has no task and its prepare did not complete the attempt`), 'prepare'));
     const call: TaskCall = { filename: kind.task.filename, name: kind.task.name, payload: { input: record.input, jobId: record.jobId, attempt: record.attempts, prepared: prepared.prepared } };
     const abort = kind.timeoutMs === undefined ? undefined : new AbortController();
     const timer = abort && setTimeout(() => abort.abort(), kind.timeoutMs);

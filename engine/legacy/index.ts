@@ -6,3 +6,4 @@ export { LegacyError, type LegacyFailure, legacyInvalidId, legacyRepoNotFound } 
 export { LegacyMetrics, UNKNOWN_REPO_LABEL } from './metrics.js';
 export { LegacyDocument, LegacyRepository, MAX_METADATA_BYTES } from './repository.js';
 export { LegacyRepositories } from './repositories.js';
+export { LegacyImports, LEGACY_IMPORT_KIND, LEGACY_SYSTEM, legacyDocumentId } from './import.js';

@@ -14,6 +14,10 @@ export class LegacyMetrics {
   private readonly duration: Histogram<'repo' | 'outcome'>;
   private readonly builds: Counter<'repo' | 'tree'>;
   private readonly entries: Gauge<'repo' | 'tree'>;
+  private readonly importRequests: Counter<'repo' | 'result'>;
+  private readonly imports: Counter<'repo' | 'outcome'>;
+  private readonly importFailures: Counter<'repo' | 'code'>;
+  private readonly importedBytes: Counter<'repo'>;
 
   constructor(registry: Registry, repos: readonly string[]) {
     const registers = [registry];
@@ -29,8 +33,26 @@ export class LegacyMetrics {
     });
     this.builds = new Counter({ name: 'svc_legacy_index_builds_total', help: 'Builds of a legacy repository\'s fallback index (metadata or binaries tree).', labelNames: ['repo', 'tree'], registers });
     this.entries = new Gauge({ name: 'svc_legacy_index_entries', help: 'Entries of a legacy repository\'s fallback index once built.', labelNames: ['repo', 'tree'], registers });
+    this.importRequests = new Counter({
+      name: 'svc_legacy_import_requests_total',
+      help: 'POST /v1/legacy/import answers, by repository and result (enqueued: a new import job; already_imported; in_progress: the job of an earlier request; rejected: unknown repository).',
+      labelNames: ['repo', 'result'], registers,
+    });
+    this.imports = new Counter({
+      name: 'svc_legacy_imports_total',
+      help: 'Legacy import jobs ended, by repository and outcome (imported; failed: a final failure, its code in svc_legacy_import_failures_total).',
+      labelNames: ['repo', 'outcome'], registers,
+    });
+    this.importFailures = new Counter({
+      name: 'svc_legacy_import_failures_total',
+      help: 'Failed legacy import attempts, by repository and code (the job error code of a final failure; "retried" for one that runs again).',
+      labelNames: ['repo', 'code'], registers,
+    });
+    this.importedBytes = new Counter({ name: 'svc_legacy_import_bytes_total', help: 'Legacy binary bytes streamed into the store by import jobs, by repository.', labelNames: ['repo'], registers });
     // Every repository shows from the start, at zero.
     for (const repo of repos) {
+      for (const outcome of ['imported', 'failed']) this.imports.labels(repo, outcome).inc(0);
+      this.importedBytes.labels(repo).inc(0);
       this.reads.labels(repo).inc(0);
       this.bytes.labels(repo).inc(0);
       for (const tree of ['metadata', 'binaries']) this.builds.labels(repo, tree).inc(0);
@@ -53,5 +75,25 @@ export class LegacyMetrics {
   indexBuilt(repo: string, tree: 'metadata' | 'binaries', entries: number): void {
     this.builds.labels(repo, tree).inc();
     this.entries.labels(repo, tree).set(entries);
+  }
+
+  importRequest(repo: string | undefined, result: 'enqueued' | 'already_imported' | 'in_progress' | 'rejected'): void {
+    this.importRequests.labels(repo ?? UNKNOWN_REPO_LABEL, result).inc();
+  }
+
+  /** An import job completed (`already_present`: its document existed, a no-op). */
+  imported(repo: string, outcome: 'imported' | 'already_present'): void {
+    this.imports.labels(repo, outcome).inc();
+  }
+
+  /** An import attempt failed: `code` of a final failure (the job is failed), or `retried`. */
+  importAttemptFailed(repo: string | undefined, code: string): void {
+    const label = repo ?? UNKNOWN_REPO_LABEL;
+    this.importFailures.labels(label, code).inc();
+    if (code !== 'retried') this.imports.labels(label, 'failed').inc();
+  }
+
+  importBytes(repo: string, bytes: number): void {
+    this.importedBytes.labels(repo).inc(bytes);
   }
 }

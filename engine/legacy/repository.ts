@@ -138,6 +138,27 @@ export class LegacyRepository {
   }
 
   /**
+   * A page of the repository's document ids, in code-unit order, after `after`: the ids of the
+   * metadata index (every file under `metadata/` named `<id>.xml` or `<id>`, within the index's
+   * bounds) that are valid ids. The index is a snapshot taken at its first use in this process.
+   */
+  async listIds(limit: number, after?: string): Promise<{ ids: string[]; more: boolean }> {
+    const keys = await this.metadataIndex.keys();
+    let lo = 0;
+    if (after !== undefined) {
+      let hi = keys.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1;
+        if (keys[mid]! <= after) lo = mid + 1;
+        else hi = mid;
+      }
+    }
+    const ids: string[] = [];
+    for (; lo < keys.length && ids.length < limit; lo++) if (validId(keys[lo]!)) ids.push(keys[lo]!);
+    return { ids, more: lo < keys.length };
+  }
+
+  /**
    * The first candidate that is a file, else the index's entry. A directory where a file is
    * looked for does not stop the search; when nothing else is found it is 409 (something is
    * there under the file's name, but not a readable file).
@@ -163,6 +184,15 @@ export class LegacyRepository {
 
   private relative(real: string): string {
     return path.relative(this.root, real).split(path.sep).join('/');
+  }
+}
+
+function validId(id: string): boolean {
+  try {
+    parseLegacyDocId(id);
+    return true;
+  } catch {
+    return false;
   }
 }
 

@@ -29,6 +29,7 @@ export interface TreeIndexOptions {
 
 export class TreeIndex {
   private built?: Promise<Map<string, string>>;
+  private sorted?: Promise<string[]>;
 
   constructor(private readonly options: TreeIndexOptions) {}
 
@@ -37,6 +38,13 @@ export class TreeIndex {
     this.built ??= this.build();
     const relative = (await this.built).get(key);
     return relative === undefined ? undefined : path.join(this.options.top, relative);
+  }
+
+  /** Every key of the index in code-unit order (built once, like the index). */
+  keys(): Promise<string[]> {
+    this.built ??= this.build();
+    this.sorted ??= this.built.then((index) => [...index.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
+    return this.sorted;
   }
 
   /** Breadth first, names sorted: for a key found twice the shallower, then the first in name order, wins. */

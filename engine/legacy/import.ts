@@ -1,0 +1,211 @@
+// Legacy import (issue 21, second half): `POST /v1/legacy/import` → a `legacy.import` job that
+// streams a legacy document's binary through the documents' ingest (unlisted, BLAKE3 beside it)
+// and creates the Document with its first version. Owner of the `legacy_imports`,
+// `legacy_import_docs` and `legacy_binaries` tables. No HTTP here (server/legacy-api.ts).
+//
+// One legacy document, one Document: the mapping (tenant, repo, legacyDocId) → documentId is
+// written in the same synchronous LMDB transaction that checks for it and enqueues the job, so
+// concurrent first requests are serialized by LMDB's single writer and see one row; the id itself
+// is a UUIDv5 of (tenant, repo, legacyDocId), so even a lost row would give the same one. The job
+// creates the document in its completion transaction (apply), so a job interrupted by kill -9 has
+// created nothing and runs again from the start; completion happens once.
+
+import { v5 as uuidv5 } from 'uuid';
+import type { Principal } from '../auth/index.js';
+import type { DocumentService } from '../documents/index.js';
+import { badRequest, isPlainObject, requireCapability } from '../documents/index.js';
+import { SvcError } from '../errors.js';
+import { JobError, type JobQueue, type JobRecord } from '../jobs/index.js';
+import type { Logger } from '../log.js';
+import type { OrderedTable, TableCatalog } from '../store/index.js';
+import { parseLegacyDocId } from './doc-id.js';
+import { LegacyError, legacyRepoNotFound } from './errors.js';
+import type { LegacyRepositories } from './repositories.js';
+import type { LegacyDocument } from './repository.js';
+
+export const LEGACY_IMPORT_KIND = 'legacy.import';
+/** The UUIDv5 namespace of imported documents' ids (fixed: the ids must never change). */
+const ID_NAMESPACE = '6f1c7d3e-2b8a-5e41-9c0d-5a7e3b1f9d24';
+const OCTET_STREAM = 'application/octet-stream';
+const PLACEMENTS = ['transient', 'archival', 'legal_hold'] as const;
+type Placement = (typeof PLACEMENTS)[number];
+const MODES = ['import-on-read', 'bulk'] as const;
+/** The external reference's system on every imported document. */
+export const LEGACY_SYSTEM = 'legacy';
+
+export interface LegacyImportInput {
+  repo: string;
+  legacyDocId: string;
+  documentId: string;
+  placementHint: Placement;
+  actor: string;
+}
+
+/** What the import's prepare hands to apply. */
+interface ImportOutput {
+  contentKey: string;
+  contentType: string;
+  size: number;
+  binaryHash: string;
+}
+
+interface ImportRow {
+  documentId: string;
+  /** The job of the latest request that enqueued one. */
+  jobId: string;
+  createdAt: number;
+}
+
+/** A document's id for (tenant, repo, legacyDocId): the same on every node, every run. */
+export function legacyDocumentId(tenant: string, repo: string, legacyDocId: string): string {
+  return uuidv5(JSON.stringify([tenant, repo, legacyDocId]), ID_NAMESPACE);
+}
+
+export class LegacyImports {
+  /** [tenant, repo, legacyDocId] → the document and its import job. */
+  private readonly byLegacy: OrderedTable<ImportRow, [string, string, string]>;
+  /** [tenant, documentId] → where it came from. */
+  private readonly byDocument: OrderedTable<{ repo: string; legacyDocId: string }, [string, string]>;
+  /** [tenant, repo, legacy binary hash] → the content key it was ingested as (a shared binary is not read again). */
+  private readonly binaries: OrderedTable<{ key: string; size: number }, [string, string, string]>;
+
+  constructor(
+    env: TableCatalog,
+    private readonly legacy: LegacyRepositories,
+    private readonly docs: DocumentService,
+    private readonly jobs: JobQueue,
+    private readonly log: Logger,
+  ) {
+    this.byLegacy = env.table('legacy_imports');
+    this.byDocument = env.table('legacy_import_docs');
+    this.binaries = env.table('legacy_binaries');
+    jobs.define<ImportOutput>({
+      kind: LEGACY_IMPORT_KIND,
+      prepare: async (job) => ({ done: await this.prepare(job) }),
+      apply: (job, output) => this.apply(job, output),
+    });
+  }
+
+  /**
+   * POST /v1/legacy/import: the document's id and its import job. A first request records the
+   * mapping and enqueues the job; a repeat answers the same document and the job of the first
+   * request (completed or still running), or a new job when that one failed.
+   */
+  async request(principal: Principal, body: unknown): Promise<{ jobId: string; documentId: string; alreadyImported: boolean; created: boolean }> {
+    requireCapability(principal, 'legacy.import');
+    if (!isPlainObject(body)) throw badRequest('The body must be a JSON object { repo, legacyDocId, placementHint? }');
+    for (const key of Object.keys(body)) {
+      if (!['repo', 'legacyRepo', 'legacyDocId', 'placementHint', 'mode'].includes(key)) throw badRequest(`unknown field "${key}" (an import takes repo, legacyDocId, placementHint, mode)`);
+    }
+    if (body.repo !== undefined && body.legacyRepo !== undefined && body.repo !== body.legacyRepo) throw badRequest('repo and legacyRepo name different repositories');
+    const repoName = body.repo ?? body.legacyRepo;
+    if (typeof repoName !== 'string' || repoName === '') throw badRequest('repo is a required string');
+    if (typeof body.legacyDocId !== 'string') throw badRequest('legacyDocId is a required string');
+    const legacyDocId = parseLegacyDocId(body.legacyDocId);
+    if (body.placementHint !== undefined && !PLACEMENTS.includes(body.placementHint as Placement)) throw badRequest(`placementHint must be one of ${PLACEMENTS.join(', ')}`);
+    if (body.mode !== undefined && !MODES.includes(body.mode as (typeof MODES)[number])) throw badRequest(`mode must be one of ${MODES.join(', ')}`);
+    const repo = this.legacy.get(repoName);
+    if (!repo) {
+      this.legacy.metrics.importRequest(undefined, 'rejected');
+      throw legacyRepoNotFound(repoName);
+    }
+    const tenant = principal.tenant;
+    const key: [string, string, string] = [tenant, repo.name, legacyDocId];
+    // Check-or-insert in one synchronous write transaction: LMDB has one writer, so concurrent
+    // first requests are serialized here and only the first inserts.
+    const answer = this.byLegacy.transactionSync(() => {
+      const row = this.byLegacy.get(key);
+      if (row) {
+        const job = this.jobs.get(tenant, row.jobId);
+        if (job && job.state !== 'failed' && job.state !== 'dead') {
+          return { jobId: row.jobId, documentId: row.documentId, alreadyImported: job.state === 'completed', created: false };
+        }
+      }
+      const documentId = row?.documentId ?? legacyDocumentId(tenant, repo.name, legacyDocId);
+      const input: LegacyImportInput = { repo: repo.name, legacyDocId, documentId, placementHint: (body.placementHint as Placement | undefined) ?? 'transient', actor: principal.subject };
+      const job = this.jobs.enqueueSync(tenant, LEGACY_IMPORT_KIND, input);
+      this.byLegacy.put(key, { documentId, jobId: job.jobId, createdAt: row?.createdAt ?? Date.now() });
+      this.byDocument.put([tenant, documentId], { repo: repo.name, legacyDocId });
+      return { jobId: job.jobId, documentId, alreadyImported: false, created: true };
+    });
+    // Answered only once durable: the same request after a crash finds the row.
+    await this.byLegacy.flushed;
+    this.legacy.metrics.importRequest(repo.name, answer.created ? 'enqueued' : answer.alreadyImported ? 'already_imported' : 'in_progress');
+    return answer;
+  }
+
+  /** Where an imported document came from (undefined: not imported). */
+  origin(tenant: string, documentId: string): { repo: string; legacyDocId: string } | undefined {
+    return this.byDocument.get([tenant, documentId]);
+  }
+
+  /**
+   * The job's main-thread step: the legacy document opened (404/422/409 fail the job), its binary
+   * streamed through the documents' ingest unless this repository's binary of the same hash was
+   * ingested before, then `done` (the task is skipped).
+   */
+  private async prepare(job: JobRecord): Promise<ImportOutput> {
+    const input = job.input as LegacyImportInput;
+    const metrics = this.legacy.metrics;
+    const repo = this.legacy.get(input.repo);
+    try {
+      if (!repo) throw new JobError('legacy_repo_not_found', `The legacy repository ${JSON.stringify(input.repo)} is no longer configured`, false);
+      let doc: LegacyDocument;
+      try {
+        doc = await repo.open(input.legacyDocId);
+      } catch (err) {
+        throw asJobError(err);
+      }
+      try {
+        const hash = doc.descriptor.hash;
+        const contentType = doc.descriptor.mediaType ?? OCTET_STREAM;
+        const known = this.binaries.get([job.tenant, repo.name, hash]);
+        if (known && known.size === doc.size && this.docs.contentSize(known.key) === doc.size) {
+          return { contentKey: known.key, contentType, size: doc.size, binaryHash: hash };
+        }
+        let content;
+        try {
+          // The ingest is not told the XML's media type: it detects a PDF by its signature (for
+          // its chunker) and would refuse a binary its legacy metadata mislabels; the version
+          // carries the XML's type as written.
+          content = await this.docs.ingestContent(doc.pieces(), { declaredLength: doc.size });
+        } catch (err) {
+          throw asJobError(err);
+        }
+        metrics.importBytes(repo.name, content.size);
+        return { contentKey: content.key, contentType, size: content.size, binaryHash: hash };
+      } finally {
+        await doc.close();
+      }
+    } catch (err) {
+      const failure = err instanceof JobError ? err : undefined;
+      metrics.importAttemptFailed(repo?.name, failure && !failure.retryable ? failure.code : 'retried');
+      if (!failure) this.log.warn('legacy import: attempt failed', { job: job.jobId, repo: input.repo, legacyDocId: input.legacyDocId, err: String((err as Error)?.stack ?? err) });
+      throw err;
+    }
+  }
+
+  /** In the job's completion transaction: the document and its first version, the binary's mapping. */
+  private apply(job: JobRecord, output: ImportOutput) {
+    const input = job.input as LegacyImportInput;
+    const ref = { system: LEGACY_SYSTEM, value: input.legacyDocId, meta: { repo: input.repo } };
+    const r = this.docs.createWithContentSync(job.tenant, input.documentId, input.actor, {
+      externalRefs: [ref], placementHint: input.placementHint, contentKey: output.contentKey, contentType: output.contentType,
+      reason: `imported from legacy repository ${input.repo} (${input.legacyDocId})`,
+    });
+    if (!r.created && !r.externalRefs.some((e) => e.system === LEGACY_SYSTEM && e.value === input.legacyDocId && e.meta?.repo === input.repo)) {
+      throw new JobError('document_conflict', `A document ${input.documentId} that was not imported from this legacy document exists`, false);
+    }
+    this.binaries.put([job.tenant, input.repo, output.binaryHash], { key: output.contentKey, size: output.size });
+    this.legacy.metrics.imported(input.repo, r.created ? 'imported' : 'already_present');
+    return { derivedNamespaces: [], viewKeys: [] };
+  }
+}
+
+/** A legacy or ingest failure as the job's error: the request's fault (4xx) is final, the rest is retried. */
+function asJobError(err: unknown): unknown {
+  if (err instanceof JobError) return err;
+  if (err instanceof LegacyError) return new JobError(err.code, err.message, err.status >= 500);
+  if (err instanceof SvcError) return new JobError(err.code, err.message, err.status >= 500 || err.status === 429);
+  return err;
+}
