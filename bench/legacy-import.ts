@@ -91,11 +91,10 @@ async function main(): Promise<void> {
     };
     const importOne = async (id: string) => {
       const { jobId } = await post('/v1/legacy/import', { repo: 'bench', legacyDocId: id });
-      for (let wait = 2; ; wait = Math.min(100, wait * 2)) {
-        const job = await (await fetch(`${base}/v1/jobs/${jobId}`, { headers: auth })).json();
+      for (;;) {
+        const job = await (await fetch(`${base}/v1/jobs/${jobId}?wait=30`, { headers: auth })).json();
         if (job.state === 'completed') return;
         if (job.state === 'failed' || job.state === 'dead') throw new Error(`import ${id}: ${JSON.stringify(job.error)}`);
-        await new Promise((r) => setTimeout(r, wait));
       }
     };
     const pool = async (n: number, work: (i: number) => Promise<void>) => {

@@ -12,8 +12,8 @@ import { formatBytes } from './progress.js';
 import { Backoff } from './retry.js';
 
 const PAGE = 1000;
-const POLL_FIRST_MS = 25;
-const POLL_MAX_MS = 1000;
+/** How long one GET of a job waits for its end (GET /v1/jobs/{id}?wait=). */
+const JOB_WAIT_SECONDS = 30;
 const REDRAW_MS = 200;
 const LINE_EVERY_MS = 5000;
 
@@ -120,13 +120,11 @@ async function importOne(server: string, repo: string, id: string, placement: st
     body: Readable.from([body]),
   });
   if (started.alreadyImported) return { kind: 'present' };
-  let wait = POLL_FIRST_MS;
   for (;;) {
-    const { json: job } = await callJson<{ state: string; error: { code: string; message: string } | null }>(backoff, server, `/v1/jobs/${started.jobId}`, [200]);
+    // The server answers once the job has ended, or after the wait: one request per job, no polling delay.
+    const { json: job } = await callJson<{ state: string; error: { code: string; message: string } | null }>(backoff, server, `/v1/jobs/${started.jobId}?wait=${JOB_WAIT_SECONDS}`, [200]);
     if (job.state === 'completed') break;
     if (job.state === 'failed' || job.state === 'dead') return { kind: 'failed', reason: job.error ? `${job.error.code}: ${job.error.message}` : `the job is ${job.state}` };
-    await new Promise((r) => setTimeout(r, wait));
-    wait = Math.min(POLL_MAX_MS, wait * 2);
   }
   const head = await backoff.retry(() => call(server, `/v1/documents/${started.documentId}/content`, [200], { method: 'HEAD' }));
   drain(head);

@@ -36,6 +36,7 @@ export const VARIABLES: ReadonlyArray<{ name: string; default: string; help: str
   { name: 'SVC_UPLOAD_COMMIT_LEASE', default: '30m', help: 'How long a commit in progress holds its session.' },
   { name: 'SVC_UPLOAD_CLEANUP_INTERVAL', default: '15m', help: 'Period of the cleanup of expired, cancelled and interrupted sessions (also run at start).' },
   { name: 'SVC_JOB_CONCURRENCY', default: '', help: 'Most jobs running at once (empty: SVC_WORKERS, the pool\'s thread count).' },
+  { name: 'SVC_JOB_IO_CONCURRENCY', default: '16', help: 'Most jobs whose work is the main thread\'s waiting on I/O (legacy imports) running at once, apart from SVC_JOB_CONCURRENCY.' },
   { name: 'SVC_JOB_MAX_ATTEMPTS', default: '5', help: 'Attempts of a job before it is `dead`; a non-retryable failure is `failed` at once.' },
   { name: 'SVC_JOB_BACKOFF', default: '1s', help: 'Delay before a failed job runs again; doubles with each attempt.' },
   { name: 'SVC_JOB_BACKOFF_MAX', default: '5m', help: 'Longest delay between two attempts of a job.' },
@@ -172,6 +173,8 @@ export interface GcConfig {
 export interface JobConfig {
   /** Most jobs running at once. */
   concurrency: number;
+  /** Most main-thread (I/O) jobs running at once. */
+  ioConcurrency: number;
   maxAttempts: number;
   backoffMs: number;
   backoffMaxMs: number;
@@ -354,6 +357,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     jobs: {
       // Empty: one job per pool thread.
       concurrency: get('SVC_JOB_CONCURRENCY') === '' ? parseInteger('SVC_WORKERS', get('SVC_WORKERS'), 1, 256) : parseInteger('SVC_JOB_CONCURRENCY', get('SVC_JOB_CONCURRENCY'), 1, 1024),
+      ioConcurrency: parseInteger('SVC_JOB_IO_CONCURRENCY', get('SVC_JOB_IO_CONCURRENCY'), 1, 1024),
       maxAttempts: parseInteger('SVC_JOB_MAX_ATTEMPTS', get('SVC_JOB_MAX_ATTEMPTS'), 1, 1000),
       backoffMs: parseDuration('SVC_JOB_BACKOFF', get('SVC_JOB_BACKOFF')),
       backoffMaxMs: parseDuration('SVC_JOB_BACKOFF_MAX', get('SVC_JOB_BACKOFF_MAX')),

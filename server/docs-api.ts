@@ -179,7 +179,12 @@ export function mountDocsApi(router: Router, ctx: ServerContext, docsCtx: DocsCo
     });
   });
 
-  json('GET', '/v1/jobs/:jobId', ({ ex, params }, principal) => ex.json(200, docs.job(principal, params[0]!)));
+  json('GET', '/v1/jobs/:jobId', async ({ ex, params, query }, principal) => {
+    only(query, ['wait']);
+    const wait = query.get('wait');
+    if (wait !== null && !/^([0-9]|[12][0-9]|30)$/.test(wait)) throw badRequest('wait must be whole seconds from 0 to 30');
+    ex.json(200, await docs.job(principal, params[0]!, Number(wait ?? 0) * 1000));
+  });
   json('GET', '/v1/documents/:documentId/metadata/:namespaceUrn', ({ ex, params }, principal) => ex.json(200, docs.namespace(principal, params[0]!, params[1]!)));
   json('GET', '/v1/documents/:documentId/metadata/:namespaceUrn/patches', ({ ex, params }, principal) => ex.json(200, docs.patchHistory(principal, params[0]!, params[1]!)));
 

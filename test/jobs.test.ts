@@ -21,7 +21,7 @@ const TENANT = 'tenant-a';
 const OTHER = 'tenant-b';
 const CHILD = fileURLToPath(new URL('./helpers/job-child.mjs', import.meta.url));
 const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
-const CONFIG: JobConfig = { concurrency: 2, maxAttempts: 5, backoffMs: 100, backoffMaxMs: 1000, leaseMs: 2000 };
+const CONFIG: JobConfig = { concurrency: 2, ioConcurrency: 4, maxAttempts: 5, backoffMs: 100, backoffMaxMs: 1000, leaseMs: 2000 };
 
 interface Setup {
   root: string;
@@ -190,6 +190,32 @@ describe('job queue', () => {
     expect(effectCount(env, job.jobId)).toBe(1);
   });
 
+  test('jobs without a worker task (main-thread I/O) run up to SVC_JOB_IO_CONCURRENCY beside the pool jobs', async () => {
+    const { queue } = setup({ concurrency: 1, ioConcurrency: 3 }, { start: false });
+    let running = 0;
+    let peak = 0;
+    queue.define({
+      kind: 'io-wait',
+      prepare: async () => {
+        peak = Math.max(peak, ++running);
+        await delay(120);
+        running--;
+        return { done: null };
+      },
+      apply: () => ({ derivedNamespaces: [], viewKeys: [] }),
+    });
+    const io = await Promise.all(Array.from({ length: 7 }, () => queue.enqueue(TENANT, 'io-wait', {})));
+    const pooled = await Promise.all(Array.from({ length: 2 }, () => queue.enqueue(TENANT, 'sleep', { ms: 300 })));
+    queue.start();
+    const done = await Promise.all([...io, ...pooled].map((j) => queue.settled(j.jobId, 10_000)));
+    expect(done.every((r) => r.state === 'completed')).toBe(true);
+    expect(peak).toBe(3);
+    // The pool lane kept its own bound: its two jobs ran one after the other, while I/O jobs ran.
+    const [a, b] = done.slice(7);
+    expect(b!.startedAt!).toBeGreaterThanOrEqual(a!.finishedAt!);
+    expect(done.slice(0, 7).some((r) => r.startedAt! >= a!.startedAt! && r.startedAt! < a!.finishedAt!)).toBe(true);
+  });
+
   test('at most SVC_JOB_CONCURRENCY jobs run at once; due jobs run in order of nextRunAt, then creation', async () => {
     const { queue } = setup({ concurrency: 2 }, { threads: 4, start: false });
     const jobs: JobRecord[] = [];
@@ -321,9 +347,9 @@ describe('job queue', () => {
   });
 
   test('the engine owns a started queue configured from SVC_JOB_*', async () => {
-    expect(loadConfig({ SVC_WORKERS: '3' }).jobs).toEqual({ concurrency: 3, maxAttempts: 5, backoffMs: 1000, backoffMaxMs: 300_000, leaseMs: 300_000 });
-    expect(loadConfig({ SVC_JOB_CONCURRENCY: '7', SVC_JOB_MAX_ATTEMPTS: '2', SVC_JOB_BACKOFF: '250ms', SVC_JOB_BACKOFF_MAX: '10s', SVC_JOB_LEASE: '30s' }).jobs)
-      .toEqual({ concurrency: 7, maxAttempts: 2, backoffMs: 250, backoffMaxMs: 10_000, leaseMs: 30_000 });
+    expect(loadConfig({ SVC_WORKERS: '3' }).jobs).toEqual({ concurrency: 3, ioConcurrency: 16, maxAttempts: 5, backoffMs: 1000, backoffMaxMs: 300_000, leaseMs: 300_000 });
+    expect(loadConfig({ SVC_JOB_CONCURRENCY: '7', SVC_JOB_IO_CONCURRENCY: '9', SVC_JOB_MAX_ATTEMPTS: '2', SVC_JOB_BACKOFF: '250ms', SVC_JOB_BACKOFF_MAX: '10s', SVC_JOB_LEASE: '30s' }).jobs)
+      .toEqual({ concurrency: 7, ioConcurrency: 9, maxAttempts: 2, backoffMs: 250, backoffMaxMs: 10_000, leaseMs: 30_000 });
     expect(() => loadConfig({ SVC_JOB_CONCURRENCY: '0' })).toThrow(/SVC_JOB_CONCURRENCY/);
     expect(() => loadConfig({ SVC_JOB_LEASE: '5' })).toThrow(/SVC_JOB_LEASE/);
     const root = tempRoot('svc-jobs-engine-');

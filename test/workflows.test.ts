@@ -18,14 +18,14 @@ const LINES = ['Quarterly invoice for Harbour Logistics', 'Total amount due with
 const WORDS = ['quarterly', 'invoice', 'harbour', 'logistics', 'amount', 'thirty'];
 const ALL = 'doc.create doc.read doc.write meta.read meta.write:* workflow.run:* job.read';
 
+/** The job once it has ended: GET /v1/jobs/{id}?wait= answers at its end (or after the wait). */
 async function settle(api: Api, jobId: string, timeoutMs = 90_000) {
   const until = Date.now() + timeoutMs;
   for (;;) {
-    const r = await api.get(`/v1/jobs/${jobId}`);
+    const r = await api.get(`/v1/jobs/${jobId}?wait=30`);
     expect(r.status, r.text).toBe(200);
     if (['completed', 'failed', 'dead'].includes(r.json.state)) return r.json;
     if (Date.now() > until) throw new Error(`job ${jobId} still ${r.json.state}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
 
@@ -164,6 +164,7 @@ describe('views and workflows', () => {
       expectError(await content(api, doc, query), 422, 'view_unsupported');
     }
     expectError(await content(api, text.documentId, '?stripSignatures=yes'), 400, 'invalid_request');
+    for (const wait of ['31', '-1', '1.5', 'soon']) expectError(await api.get(`/v1/jobs/0190f000-0000-7000-8000-000000000000?wait=${wait}`), 400, 'invalid_request');
     expectError(await api.post(`/v1/documents/${zip.documentId}/workflows/${encodeURIComponent(OCR)}/run`, {}), 422, 'view_unsupported');
     expectError(await api.post(`/v1/documents/${text.documentId}/workflows/${encodeURIComponent('urn:svc:workflow:translate@1')}/run`, {}), 404, 'workflow_not_found');
     expectError(await api.post(`/v1/documents/${text.documentId}/workflows/${encodeURIComponent(OCR)}/run`, { inputs: { options: { dpi: 300 } } }), 400, 'invalid_request');

@@ -426,13 +426,17 @@ export class DocumentService {
     return { jobId: job.jobId };
   }
 
-  /** A job of the principal's tenant, as the API shows it. */
-  job(principal: Principal, jobId: string) {
+  /**
+   * A job of the principal's tenant, as the API shows it; with `waitMs`, once it is completed,
+   * failed or dead, or when the wait is over (a long poll instead of many).
+   */
+  async job(principal: Principal, jobId: string, waitMs = 0) {
     requireCapability(principal, 'job.read');
     if (!isUuid(jobId)) throw badRequest('The job id must be a UUID');
     const job = this.jobs.get(principal.tenant, jobId);
     if (!job) throw jobNotFound(jobId);
-    return jobJson(job);
+    if (waitMs > 0) await this.jobs.settled(jobId, waitMs).catch(() => undefined);
+    return jobJson(waitMs > 0 ? this.jobs.get(principal.tenant, jobId)! : job);
   }
 
   /**

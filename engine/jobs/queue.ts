@@ -101,7 +101,15 @@ interface JobQueueDeps {
 /** `jobs_due` keys: pending jobs by when they are due, running jobs by when their lease ends. */
 type IndexKey = ['due', number, string] | ['lease', number, string];
 
+/**
+ * Jobs with a worker task share the pool (SVC_JOB_CONCURRENCY); kinds whose work is the main
+ * thread's awaiting I/O (no task: a legacy import streaming a file into the ingest) would idle
+ * the pool's slots, so they have a bound of their own (SVC_JOB_IO_CONCURRENCY).
+ */
+type Lane = 'pool' | 'io';
+
 interface Run {
+  lane: Lane;
   attempt: number;
   renewal: NodeJS.Timeout;
   done: Promise<void>;
@@ -126,7 +134,7 @@ export class JobQueue {
   private readonly kinds = new Map<string, JobKind>();
   private readonly active = new Map<string, Run>();
   private readonly waiters = new Map<string, Set<(record: JobRecord | Error) => void>>();
-  private readonly concurrency: number;
+  private readonly bounds: Record<Lane, number>;
   private started = false;
   private stopping = false;
   /** After stop(): nothing is written any more (late results of abandoned attempts are dropped). */
@@ -139,7 +147,7 @@ export class JobQueue {
   constructor(private readonly deps: JobQueueDeps) {
     this.jobs = deps.env.table<JobRecord, string>('jobs');
     this.index = deps.env.table<string, IndexKey>('jobs_due');
-    this.concurrency = deps.config.concurrency >= 1 ? deps.config.concurrency : deps.pool.maxThreads;
+    this.bounds = { pool: deps.config.concurrency >= 1 ? deps.config.concurrency : deps.pool.maxThreads, io: deps.config.ioConcurrency };
   }
 
   /** Registers a kind; its due jobs are dispatched from now on. */
@@ -326,8 +334,9 @@ export class JobQueue {
     }
     this.recoverAll = false;
     if (dead.length > 0) await this.recover(dead);
-    const slots = this.concurrency - this.active.size;
-    if (slots <= 0 || this.stopping || !this.anyDue(now)) return;
+    const slots = { ...this.bounds };
+    for (const run of this.active.values()) slots[run.lane]--;
+    if ((slots.pool <= 0 && slots.io <= 0) || this.stopping || !this.anyDue(now)) return;
     const claimed = await this.claim(slots);
     for (const record of claimed) this.execute(record);
   }
@@ -381,14 +390,23 @@ export class JobQueue {
     for (const record of settled) this.settle(record);
   }
 
-  /** Marks up to `slots` due jobs of known kinds running under a lease of this process. */
-  private claim(slots: number): Promise<JobRecord[]> {
+  private laneOf(kind: string): Lane {
+    return this.kinds.get(kind)?.task ? 'pool' : 'io';
+  }
+
+  /** Marks due jobs of known kinds running under a lease of this process, up to each lane's free `slots`. */
+  private claim(slots: Record<Lane, number>): Promise<JobRecord[]> {
     return this.jobs.transaction(() => {
       const now = Date.now();
+      const free = { ...slots };
       const picked: IndexKey[] = [];
       for (const { key, value } of this.index.getRange({ start: ['due', 0], end: ['due', now + 1] })) {
-        if (picked.length >= slots) break;
-        if (this.kinds.has(value)) picked.push(key as IndexKey);
+        if (free.pool <= 0 && free.io <= 0) break;
+        if (!this.kinds.has(value)) continue;
+        const lane = this.laneOf(value);
+        if (free[lane] <= 0) continue;
+        free[lane]--;
+        picked.push(key as IndexKey);
       }
       const claimed: JobRecord[] = [];
       for (const key of picked) {
@@ -411,7 +429,7 @@ export class JobQueue {
 
   private execute(record: JobRecord): void {
     const kind = this.kinds.get(record.kind)!;
-    const run = { attempt: record.attempts } as Run;
+    const run = { lane: this.laneOf(record.kind), attempt: record.attempts } as Run;
     run.renewal = setInterval(() => void this.renew(record.jobId, run), Math.max(20, Math.floor(this.deps.config.leaseMs / 3)));
     run.renewal.unref();
     this.active.set(record.jobId, run);

@@ -13,7 +13,7 @@ const pool = createWorkerPool({ minThreads: 1, maxThreads: 1 });
 const queue = new JobQueue({
   env,
   pool,
-  config: { concurrency: 1, maxAttempts: 5, backoffMs: 50, backoffMaxMs: 1000, leaseMs: 60_000 },
+  config: { concurrency: 1, ioConcurrency: 4, maxAttempts: 5, backoffMs: 50, backoffMaxMs: 1000, leaseMs: 60_000 },
   log: new Logger('silent'),
 });
 defineKinds(queue, env);
