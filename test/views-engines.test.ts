@@ -7,8 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { createCanvas } from '@napi-rs/canvas';
-import { PDFDocument, PDFHexString, PDFName, PDFString, StandardFonts } from 'pdf-lib';
+import { PDFDocument, PDFName } from 'pdf-lib';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import {
   closeEngines,
@@ -22,6 +21,7 @@ import {
   stripSignatures,
   UnsupportedContent,
 } from '../engine/views/engines/index.js';
+import { grayPage, grayTiff, imageOnlyPdf, signedPdf, textImage, textPdfDocument as textPdf } from './helpers/content-fixtures.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const OCR_TIMEOUT = 120_000;
@@ -33,127 +33,6 @@ const OCR_WORDS = ['quarterly', 'invoice', 'northwind', 'traders', 'seventeen', 
 afterAll(async () => {
   await closeEngines();
 });
-
-async function textPdf(lines: readonly string[]): Promise<PDFDocument> {
-  const doc = await PDFDocument.create();
-  const font = await doc.embedFont(StandardFonts.Helvetica);
-  const page = doc.addPage([612, 792]);
-  lines.forEach((line, i) => page.drawText(line, { x: 72, y: 700 - i * 30, size: 18, font }));
-  return doc;
-}
-
-/** LINES in large black type on white, as a scan would show them. */
-async function textImage(lines: readonly string[], format: 'png' | 'jpeg' = 'png'): Promise<Uint8Array> {
-  const canvas = createCanvas(1700, 140 + lines.length * 90);
-  const context = canvas.getContext('2d');
-  context.fillStyle = 'white';
-  context.fillRect(0, 0, canvas.width, canvas.height);
-  context.fillStyle = 'black';
-  context.font = '48px sans-serif';
-  lines.forEach((line, i) => context.fillText(line, 80, 110 + i * 90));
-  return format === 'png' ? canvas.encode('png') : canvas.encode('jpeg', 92);
-}
-
-/** A PDF whose only page is a picture of the text: no text layer at all. */
-async function imageOnlyPdf(png: Uint8Array): Promise<Uint8Array> {
-  const doc = await PDFDocument.create();
-  const image = await doc.embedPng(png);
-  const page = doc.addPage([612, 792]);
-  const width = 540;
-  const height = (image.height / image.width) * width;
-  page.drawImage(image, { x: 36, y: 792 - 72 - height, width, height });
-  return doc.save();
-}
-
-/** A baseline little-endian TIFF, 8-bit grey, one strip per page, one IFD per page. */
-function grayTiff(pages: ReadonlyArray<{ width: number; height: number; pixels: Uint8Array }>): Uint8Array {
-  const ENTRIES = 9;
-  const ifdSize = 2 + ENTRIES * 12 + 4;
-  const total = 8 + pages.reduce((sum, p) => sum + ifdSize + p.pixels.length, 0);
-  const bytes = new Uint8Array(total);
-  const view = new DataView(bytes.buffer);
-  bytes.set([0x49, 0x49], 0);
-  view.setUint16(2, 42, true);
-  view.setUint32(4, 8, true);
-  let offset = 8;
-  pages.forEach((page, index) => {
-    const ifd = offset;
-    const data = ifd + ifdSize;
-    const next = index === pages.length - 1 ? 0 : data + page.pixels.length;
-    const entries: Array<[number, number, number]> = [
-      [256, 3, page.width], [257, 3, page.height], [258, 3, 8], [259, 3, 1], [262, 3, 1],
-      [273, 4, data], [277, 3, 1], [278, 3, page.height], [279, 4, page.pixels.length],
-    ];
-    view.setUint16(ifd, ENTRIES, true);
-    entries.forEach(([tag, type, value], i) => {
-      const at = ifd + 2 + i * 12;
-      view.setUint16(at, tag, true);
-      view.setUint16(at + 2, type, true);
-      view.setUint32(at + 4, 1, true);
-      if (type === 3) view.setUint16(at + 8, value, true);
-      else view.setUint32(at + 8, value, true);
-    });
-    view.setUint32(ifd + 2 + ENTRIES * 12, next, true);
-    bytes.set(page.pixels, data);
-    offset = data + page.pixels.length;
-  });
-  return bytes;
-}
-
-function grayPage(line: string): { width: number; height: number; pixels: Uint8Array } {
-  const canvas = createCanvas(1400, 200);
-  const context = canvas.getContext('2d');
-  context.fillStyle = 'white';
-  context.fillRect(0, 0, canvas.width, canvas.height);
-  context.fillStyle = 'black';
-  context.font = '56px sans-serif';
-  context.fillText(line, 60, 125);
-  const rgba = context.getImageData(0, 0, canvas.width, canvas.height).data;
-  const pixels = new Uint8Array(canvas.width * canvas.height);
-  for (let i = 0; i < pixels.length; i++) pixels[i] = rgba[i * 4]!;
-  return { width: canvas.width, height: canvas.height, pixels };
-}
-
-/**
- * The text PDF with a text form field and a signature field built the way signing tools write
- * them: an AcroForm /Sig field merged with its widget (in the page's /Annots), /V pointing to a
- * /Type /Sig dictionary (/Filter /Adobe.PPKLite, /Contents, /ByteRange), /SigFlags 3, and the
- * catalog's /Perms /DocMDP pointing at the signature too.
- */
-async function signedPdf(): Promise<Uint8Array> {
-  const doc = await textPdf(LINES);
-  const page = doc.getPage(0);
-  const form = doc.getForm();
-  const customer = form.createTextField('customer');
-  customer.setText('Northwind');
-  customer.addToPage(page, { x: 72, y: 500, width: 200, height: 24 });
-  const context = doc.context;
-  const signature = context.register(context.obj({
-    Type: 'Sig',
-    Filter: 'Adobe.PPKLite',
-    SubFilter: 'adbe.pkcs7.detached',
-    ByteRange: [0, 1000, 9000, 500],
-    Contents: PDFHexString.of('00'.repeat(256)),
-    M: PDFString.of('D:20240512093000Z'),
-    Name: PDFString.of('Test Signer'),
-  }));
-  const widget = context.register(context.obj({
-    Type: 'Annot',
-    Subtype: 'Widget',
-    FT: 'Sig',
-    T: PDFString.of('Signature1'),
-    V: signature,
-    F: 132,
-    Rect: [0, 0, 0, 0],
-    P: page.ref,
-  }));
-  page.node.addAnnot(widget);
-  const acroForm = form.acroForm.dict;
-  form.acroForm.addField(widget);
-  acroForm.set(PDFName.of('SigFlags'), context.obj(3));
-  doc.catalog.set(PDFName.of('Perms'), context.obj({ DocMDP: signature }));
-  return doc.save();
-}
 
 const words = (text: string) => text.toLowerCase().split(/[^a-z]+/).filter(Boolean);
 
@@ -235,7 +114,7 @@ describe('extractText', () => {
 
 describe('signatures', () => {
   test('a signature field, its widget, its /Sig dictionary, /SigFlags and /Perms are removed; pages, text layer and other fields stay', async () => {
-    const signed = await signedPdf();
+    const signed = await signedPdf(LINES);
     expect(await hasSignatureFields(signed)).toBe(true);
     const stripped = await stripSignatures(signed);
     expect(await hasSignatureFields(stripped)).toBe(false);

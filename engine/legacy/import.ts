@@ -123,7 +123,7 @@ export class LegacyImports {
       }
       const documentId = row?.documentId ?? legacyDocumentId(tenant, repo.name, legacyDocId);
       const input: LegacyImportInput = { repo: repo.name, legacyDocId, documentId, placementHint: (body.placementHint as Placement | undefined) ?? 'transient', actor: principal.subject };
-      const job = this.jobs.enqueueSync(tenant, LEGACY_IMPORT_KIND, input);
+      const job = this.jobs.enqueueSync(tenant, LEGACY_IMPORT_KIND, input, { startNow: true });
       this.byLegacy.put(key, { documentId, jobId: job.jobId, createdAt: row?.createdAt ?? Date.now() });
       this.byDocument.put([tenant, documentId], { repo: repo.name, legacyDocId });
       return { jobId: job.jobId, documentId, alreadyImported: false, created: true };
