@@ -8,7 +8,7 @@ import { Readable } from 'node:stream';
 import { type Command, type Parsed, SERVER_OPTION, flag, parseCount, serverUrl, stringOption } from './args.js';
 import { ApiError, UsageError, describe } from './errors.js';
 import { call, callJson, drain, headerValue } from './http.js';
-import { formatBytes } from './progress.js';
+import { formatBytes, formatDuration } from './progress.js';
 import { Backoff } from './retry.js';
 
 const PAGE = 1000;
@@ -179,15 +179,7 @@ class DocProgress {
     const rate = this.finished / seconds;
     const left = this.total - this.finished;
     const eta = rate > 0 ? left / rate : Infinity;
-    return `${this.repo}: ${this.finished}/${this.total} documents (imported ${counts.imported}, present ${counts.present}, failed ${counts.failed}), ${formatBytes(this.bytes)}, ${rate.toFixed(1)} docs/s, ${formatBytes(Math.round(this.bytes / seconds))}/s, ETA ${duration(eta)}`;
+    return `${this.repo}: ${this.finished}/${this.total} documents (imported ${counts.imported}, present ${counts.present}, failed ${counts.failed}), ${formatBytes(this.bytes)}, ${rate.toFixed(1)} docs/s, ${formatBytes(Math.round(this.bytes / seconds))}/s, ETA ${formatDuration(eta)}`;
   }
 }
 
-function duration(s: number): string {
-  if (!Number.isFinite(s)) return '--:--';
-  const t = Math.round(s);
-  const h = Math.floor(t / 3600);
-  const m = Math.floor((t % 3600) / 60);
-  const sec = String(t % 60).padStart(2, '0');
-  return h > 0 ? `${h}:${String(m).padStart(2, '0')}:${sec}` : `${m}:${sec}`;
-}

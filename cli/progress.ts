@@ -16,7 +16,7 @@ export function formatBytes(n: number): string {
   return `${v.toFixed(1)} ${units[i]}`;
 }
 
-function formatDuration(s: number): string {
+export function formatDuration(s: number): string {
   if (!Number.isFinite(s)) return '--:--';
   const t = Math.round(s);
   const h = Math.floor(t / 3600);

@@ -3,7 +3,6 @@
 import type { Engine } from '../engine/engine.js';
 import { SvcError, invalidUpload, tenantObjectLimit } from '../engine/errors.js';
 import { DEFAULT_TENANT, type SessionRecord } from '../engine/store/index.js';
-import type { PartUpload } from '../engine/uploads/index.js';
 import type { ServerContext } from './api-surface.js';
 import { type BodySource, HeldBody, SocketBody } from './body-sources.js';
 import { feedIngest } from './body-feed.js';

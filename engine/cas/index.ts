@@ -8,6 +8,7 @@ export { decodeCursor, encodeCursor, parseLimit } from './cursors.js';
 export { DirectIngest, type IngestOptions } from './direct-ingest.js';
 export { type Decision, Ingest, type IngestDeps, largestBlockBytes } from './ingest.js';
 export type { VerifyTask, VerifyTaskResult } from './protocol.js';
+export { pushAll } from './push-all.js';
 export { BlobReader } from './reader.js';
 export { loadSha256Pair, sha256PairUnavailableReason } from './sha256-pair.js';
 export { copyInto, nativeSharedCopy } from './shared-copy.js';

@@ -1,16 +1,16 @@
 // Documents, their upload, immutable versions (a DAG through `parents`), labels, content
 // references and canonical metadata. Owner of the `documents`, `doc_uploads`, `doc_versions`,
-// `doc_labels`, `doc_content_keys` and `doc_patches` tables. No HTTP here. Above 400 lines: every
-// write path checks its preconditions and adds a version in one atomic step over the same
-// tables, and those steps share their helpers (splitting it is due with workflows, issue 20).
+// `doc_labels`, `doc_content_keys` and `doc_patches` tables; derived metadata is ./derived.ts's.
+// No HTTP here. Above 400 lines: every write path checks its preconditions and adds a version in
+// one atomic step over the same tables, and those steps share their helpers.
 
 import type { Principal } from '../auth/index.js';
 import { JobError, type JobQueue, type JobRecord } from '../jobs/index.js';
-import { DOC_JOBS_MODULE, type DerivedInput, type MigrateInput, type Provenance } from './doc-jobs.js';
+import { DOC_JOBS_MODULE, type MigrateInput } from './doc-jobs.js';
+import { DerivedMetadata } from './derived.js';
 import type { MigrationRegistry } from './migrations.js';
-import type { ValidationIssue } from './validator.js';
 import type { BlockRoots } from '../cas/index.js';
-import type { DirectIngest, IngestOptions } from '../cas/index.js';
+import { type DirectIngest, type IngestOptions, pushAll } from '../cas/index.js';
 import { Manifest, type ManifestRecord } from '../store/index.js';
 import { decodeCursor, encodeCursor } from '../cas/index.js';
 import { SvcError, invalidPagination } from '../errors.js';
@@ -33,20 +33,6 @@ interface ContentRecord {
 export const uploadNotFound = (id: string) => new SvcError(404, 'upload_not_found', `No upload ${id}`);
 const PLACEMENTS: PlacementHint[] = ['transient', 'archival', 'legal_hold'];
 const CURRENT = 'CURRENT';
-
-interface DerivedEntry {
-  schema: string;
-  id: string;
-  data: Record<string, unknown>;
-  status: 'valid' | 'quarantined';
-  issues: ValidationIssue[];
-  provenance: Provenance;
-  jobId: string;
-  actor: string;
-  at: number;
-}
-
-type DerivedKey = [tenant: string, documentId: string, namespace: string] | [tenant: string, documentId: string, namespace: string, 'quarantined'];
 
 /** A document as GET /v1/documents/{id} and the list show it. */
 function summary(doc: DocumentRecord) {
@@ -100,11 +86,8 @@ export class DocumentService {
   /** `b3:<hex>` → the content's manifest record, kept here: document bytes are not in the blob namespace. */
   private readonly contentKeys: OrderedTable<ContentRecord, string>;
   private readonly patches: OrderedTable<PatchAudit, [string, string, string, string]>;
-  /**
-   * Derived entries: the last valid one of a namespace at [tenant, document, namespace], the last
-   * quarantined one beside it at [..., 'quarantined'], so an invalid write never displaces a valid one.
-   */
-  private readonly derived: OrderedTable<DerivedEntry, DerivedKey>;
+  /** Derived metadata (./derived.ts). */
+  readonly derived: DerivedMetadata;
   /** The list's order and filters (./document-index.ts). */
   private readonly index: DocumentIndex;
 
@@ -115,12 +98,7 @@ export class DocumentService {
     private readonly jobs: JobQueue,
     private readonly startIngest: (options: IngestOptions) => DirectIngest,
   ) {
-    this.derived = env.table('doc_derived');
-    jobs.define<Record<string, ValidationIssue[]>>({
-      kind: 'metadata.derived',
-      task: { filename: DOC_JOBS_MODULE, name: 'validateDerived' },
-      apply: (job, issues) => this.applyDerived(job, issues),
-    });
+    this.derived = new DerivedMetadata(env, jobs, schemas, (tenant, documentId) => this.documents.doesExist([tenant, documentId]));
     jobs.define<{ data: Record<string, unknown> }>({
       kind: 'metadata.migrate',
       task: { filename: DOC_JOBS_MODULE, name: 'migrate' },
@@ -339,26 +317,6 @@ export class DocumentService {
   }
 
   /**
-   * Inside a job's completion transaction: a derived entry of `namespace`, validated against its
-   * schema; an invalid one is kept as the namespace's quarantined entry and hides no valid one.
-   * True when it was valid.
-   */
-  recordDerived(job: JobRecord, documentId: string, namespace: string, entry: { schema: string; data: Record<string, unknown>; provenance: Provenance; actor: string }): boolean {
-    if (!this.documents.get([job.tenant, documentId])) throw new JobError('document_not_found', 'The document no longer exists', false);
-    const issues = this.schemas.validate(entry.schema, entry.data);
-    this.putDerived(job, documentId, namespace, entry, issues);
-    return issues.length === 0;
-  }
-
-  private putDerived(job: JobRecord, documentId: string, namespace: string, entry: { schema: string; data: Record<string, unknown>; provenance: Provenance; actor: string }, issues: ValidationIssue[]): void {
-    const quarantined = issues.length > 0;
-    this.derived.put(quarantined ? [job.tenant, documentId, namespace, 'quarantined'] : [job.tenant, documentId, namespace], {
-      schema: entry.schema, id: newMetadataId(), data: entry.data, status: quarantined ? 'quarantined' : 'valid', issues,
-      provenance: entry.provenance, jobId: job.jobId, actor: entry.actor, at: Date.now(),
-    });
-  }
-
-  /**
    * The current version's canonical metadata plus the last valid derived entry of each namespace
    * it does not have, each marked with its `mode`. With `includeQuarantined`, a namespace with only
    * a quarantined entry shows that one, and `quarantined` lists the last quarantined entry of
@@ -367,22 +325,11 @@ export class DocumentService {
   metadata(principal: Principal, documentId: string, includeQuarantined = false) {
     const doc = this.readable(principal, documentId, 'meta.read', 'meta.read');
     const bundle = doc.currentVersionId ? this.version(doc, doc.currentVersionId).metadata : {};
+    const derived = this.derived.shown(doc.tenant, documentId, includeQuarantined);
     const namespaces: Record<string, unknown> = {};
-    const quarantined: Record<string, unknown> = {};
     for (const [ns, entry] of Object.entries(bundle)) namespaces[ns] = { ...entry, mode: 'canonical' };
-    const shown = (value: DerivedEntry) => ({
-      schema: value.schema, id: value.id, data: value.data, mode: 'derived', status: value.status, provenance: value.provenance,
-      ...(value.issues.length ? { issues: value.issues } : {}),
-    });
-    // Valid entries sort before the quarantined entry of their namespace.
-    for (const { key, value } of this.derived.getRange({ start: [doc.tenant, documentId, ''], end: [doc.tenant, documentId, '\uffff'] })) {
-      const ns = key[2];
-      if (value.status === 'quarantined') {
-        if (!includeQuarantined) continue;
-        quarantined[ns] = shown(value);
-      }
-      namespaces[ns] ??= shown(value);
-    }
+    for (const [ns, entry] of Object.entries(derived.namespaces)) namespaces[ns] ??= entry;
+    const quarantined = derived.quarantined;
     return includeQuarantined ? { namespaces, quarantined } : { namespaces };
   }
 
@@ -393,14 +340,7 @@ export class DocumentService {
     for (const ns of Object.keys(entries)) requireCapability(principal, `meta.write:${ns}`);
     requireRule(doc.permissions, principal, 'meta.write');
     const provenance = readProvenance(body.provenance);
-    const schemas: Record<string, Record<string, unknown>> = {};
-    for (const e of Object.values(entries)) {
-      const record = this.schemas.get(e.schema);
-      if (record) schemas[e.schema] = record.jsonSchema;
-    }
-    const input: DerivedInput = { documentId, actor: principal.subject, entries, schemas, provenance };
-    const job = await this.jobs.enqueue(principal.tenant, 'metadata.derived', input);
-    return { jobId: job.jobId };
+    return { jobId: await this.derived.enqueue(principal.tenant, { documentId, actor: principal.subject, entries, provenance }) };
   }
 
   /** POST /v1/documents/{id}/migrate: a job moving one namespace's current entry to another schema version. */
@@ -454,16 +394,6 @@ export class DocumentService {
     const { jobs, next } = this.jobs.list(principal.tenant, matches, limit, limit * 4 + 200, after);
     const page = jobs.map(jobJson);
     return next ? { jobs: page, nextCursor: encodeCursor(JOB_CURSOR, next) } : { jobs: page };
-  }
-
-  /** In the job's completion transaction: each entry stored as valid or quarantined; canonical data untouched. */
-  private applyDerived(job: JobRecord, issues: Record<string, ValidationIssue[]>) {
-    const input = job.input as DerivedInput;
-    if (!this.documents.get([job.tenant, input.documentId])) throw new JobError('document_not_found', 'The document no longer exists', false);
-    for (const [ns, entry] of Object.entries(input.entries)) {
-      this.putDerived(job, input.documentId, ns, { schema: entry.schema, data: entry.data, provenance: input.provenance, actor: input.actor }, issues[ns] ?? []);
-    }
-    return { derivedNamespaces: Object.keys(input.entries), quarantinedNamespaces: Object.keys(input.entries).filter((ns) => issues[ns]?.length), viewKeys: [] };
   }
 
   /** In the job's completion transaction: a new version with the migrated entry, if the entry is still the one migrated. */
@@ -638,27 +568,8 @@ export class DocumentService {
   async ingestContent(pieces: AsyncIterable<Uint8Array>, options: IngestOptions): Promise<{ key: string; size: number; mediaType: string }> {
     const ingest = this.startIngest({ ...options, unlisted: true });
     const hash = new Blake3Stream();
-    let wake: (() => void) | undefined;
-    let failure: unknown;
-    const resume = () => {
-      const w = wake;
-      wake = undefined;
-      w?.();
-    };
-    ingest.onResume = resume;
-    ingest.onError = (err) => {
-      failure ??= err;
-      resume();
-    };
     try {
-      await new Promise<void>((admitted) => ingest.admit(admitted));
-      for await (const piece of pieces) {
-        if (failure) throw failure;
-        hash.update(piece);
-        if (!ingest.push(piece)) await new Promise<void>((r) => (wake = r));
-      }
-      if (failure) throw failure;
-      ingest.onResume = () => {};
+      await pushAll(ingest, pieces, (piece) => hash.update(piece));
       const [result, hex] = await Promise.all([ingest.endUnlisted(), hash.hex()]);
       const key = `b3:${hex}`;
       await this.contentKeys.transaction(() => {

@@ -2,7 +2,7 @@
 // cross-reference table is at its end; OCR works on whole pages). Both directions are bounded:
 // inputs by SVC_VIEW_MAX_INPUT_BYTES, outputs by what an engine makes of such an input.
 
-import type { BlobReader, DirectIngest, IngestOptions } from '../cas/index.js';
+import { type BlobReader, type DirectIngest, type IngestOptions, pushAll } from '../cas/index.js';
 import type { Manifest, ManifestRecord } from '../store/index.js';
 
 /** Pushes of at most this many bytes: an ingest copies each into its segments. */
@@ -32,36 +32,15 @@ export async function storeBytes(startIngest: (options: IngestOptions) => Direct
   if (bytes.length === 0) return undefined;
   const ingest = startIngest({ unlisted: true, declaredLength: bytes.length, contentType: mediaType });
   try {
-    let failure: unknown;
-    let wake: (() => void) | undefined;
-    ingest.onError = (err) => {
-      failure = err;
-      wake?.();
-    };
-    ingest.onResume = () => wake?.();
-    const until = (ready: () => boolean) =>
-      new Promise<void>((resolve) => {
-        if (ready()) return resolve();
-        wake = () => {
-          wake = undefined;
-          resolve();
-        };
-      });
-    let admitted = false;
-    ingest.admit(() => {
-      admitted = true;
-      wake?.();
-    });
-    await until(() => admitted || failure !== undefined);
-    for (let at = 0; at < bytes.length && failure === undefined; at += PUSH_BYTES) {
-      // false: the ingest is full; onResume wakes the loop (never from inside push).
-      if (!ingest.push(bytes.subarray(at, at + PUSH_BYTES))) await until(() => failure !== undefined);
-    }
-    if (failure !== undefined) throw failure;
+    await pushAll(ingest, pieces(bytes));
     const result = await ingest.endUnlisted();
     return { blobId: result.id, record: result.record };
   } catch (err) {
     ingest.abort();
     throw err;
   }
+}
+
+function* pieces(bytes: Uint8Array): Generator<Uint8Array> {
+  for (let at = 0; at < bytes.length; at += PUSH_BYTES) yield bytes.subarray(at, at + PUSH_BYTES);
 }

@@ -189,7 +189,7 @@ export class WorkflowService {
       input: fromView ? { kind: 'view' as const, key: input.textViewKey } : { kind: 'blob' as const, key: input.base.key },
       ...(output.confidence === undefined ? {} : { confidence: output.confidence }),
     };
-    const valid = this.documents.recordDerived(job, input.documentId, input.targetNamespace, { schema, data: output.data, provenance, actor: input.actor });
+    const valid = this.documents.derived.record(job, input.documentId, input.targetNamespace, { schema, data: output.data, provenance, actor: input.actor });
     const outputs = {
       derivedNamespaces: [input.targetNamespace],
       ...(valid ? {} : { quarantinedNamespaces: [input.targetNamespace] }),

@@ -1,0 +1,30 @@
+// Feeding an ingest from the engine itself (not a request body): document content from a file,
+// a view's bytes from a worker. The ingest's backpressure is respected: while `push` says it is
+// full, the next piece waits for `onResume`.
+
+import type { Ingest } from './ingest.js';
+
+/** Admits `ingest`, then pushes every piece (each seen by `seen` first); rejects with the ingest's failure. */
+export async function pushAll(ingest: Ingest, pieces: Iterable<Uint8Array> | AsyncIterable<Uint8Array>, seen?: (piece: Uint8Array) => void): Promise<void> {
+  let wake: (() => void) | undefined;
+  let failure: unknown;
+  const resume = () => {
+    const w = wake;
+    wake = undefined;
+    w?.();
+  };
+  ingest.onResume = resume;
+  ingest.onError = (err) => {
+    failure ??= err;
+    resume();
+  };
+  await new Promise<void>((admitted) => ingest.admit(admitted));
+  for await (const piece of pieces) {
+    if (failure) throw failure;
+    seen?.(piece);
+    // false: full; onResume (never called from inside push) wakes the loop.
+    if (!ingest.push(piece)) await new Promise<void>((r) => (wake = r));
+  }
+  if (failure) throw failure;
+  ingest.onResume = () => {};
+}
