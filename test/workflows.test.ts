@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { Api, devToken, expectError, type Reply } from './helpers/docs-client.js';
 import { PERSONAL_SECRETS, PERSONAL_TEXT, scannedPdf, signedPdf, textImage, textPdf } from './helpers/content-fixtures.js';
 import { startServer, tempRoot, type TestServer } from './helpers/server.js';
+import { TEST_BACKEND } from './helpers/backends.js';
 
 const OCR = 'urn:svc:workflow:ocr@1';
 const ENTITIES = 'urn:svc:workflow:entities@1';
@@ -279,7 +280,8 @@ describe('workflow jobs and crashes', () => {
     }
   });
 
-  test('a job that cannot read its content is retried with backoff and ends dead; the view request says so', async () => {
+  // The failure is made by removing block files: the embedded backend's (pg-s3 keeps them in the bucket).
+  test.skipIf(TEST_BACKEND !== 'fs')('a job that cannot read its content is retried with backoff and ends dead; the view request says so (fs: block files removed)', async () => {
     const root = tempRoot();
     const server = await startServer({ SVC_DURABILITY: 'relaxed', SVC_JOB_MAX_ATTEMPTS: '3', SVC_JOB_BACKOFF: '200ms' }, root);
     try {
