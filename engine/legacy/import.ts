@@ -179,7 +179,9 @@ export class LegacyImports {
       }
     } catch (err) {
       const failure = err instanceof JobError ? err : undefined;
-      metrics.importAttemptFailed(repo?.name, failure && !failure.retryable ? failure.code : 'retried');
+      // A retryable failure of the last attempt ends the job dead: a failed import, not a retry.
+      const outcome = failure && !failure.retryable ? failure.code : job.attempts >= job.maxAttempts ? 'dead' : 'retried';
+      metrics.importAttemptFailed(repo?.name, outcome);
       if (!failure) this.log.warn('legacy import: attempt failed', { job: job.jobId, repo: input.repo, legacyDocId: input.legacyDocId, err: String((err as Error)?.stack ?? err) });
       throw err;
     }

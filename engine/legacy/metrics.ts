@@ -86,7 +86,7 @@ export class LegacyMetrics {
     this.imports.labels(repo, outcome).inc();
   }
 
-  /** An import attempt failed: `code` of a final failure (the job is failed), or `retried`. */
+  /** An import attempt failed: `code` of a final failure (the job is failed), `dead` (its last attempt), or `retried`. */
   importAttemptFailed(repo: string | undefined, code: string): void {
     const label = repo ?? UNKNOWN_REPO_LABEL;
     this.importFailures.labels(label, code).inc();
