@@ -4,6 +4,7 @@
 import { createHash } from 'node:crypto';
 import { SvcError } from '../errors.js';
 import { canonicalJson } from '../documents/schemas.js';
+import { ENGINES, RULES_REVISION, installedVersion } from './engines/versions.js';
 
 export const OCR_TEXT_VIEW = 'urn:svc:view:ocrText@1';
 export const REDACTION_PROFILES: readonly string[] = ['public'];
@@ -53,10 +54,35 @@ export function viewOfQuery(query: { view?: string | null; stripSignatures?: str
   return asked ? ops : undefined;
 }
 
-/** `v1:<hex SHA-256>` of the base content key and the ordered operations: no time, randomness or tenant. */
+/**
+ * `v1:<hex SHA-256>` of the base content key and the ordered operations, each with what makes its
+ * output (its version, the installed engine and rules revision): no time, randomness or tenant.
+ * An upgraded engine gives new keys, so a view made by the old one is never served as the new
+ * one's.
+ */
 export function viewKey(baseKey: string, ops: readonly ViewOp[]): string {
-  const encoded = canonicalJson({ base: baseKey, ops: ops.map((o) => ({ ...o })) });
+  const encoded = canonicalJson({ base: baseKey, ops: ops.map((o) => ({ ...o, engine: engineOf(o) })) });
   return `v1:${createHash('sha256').update(encoded).digest('hex')}`;
+}
+
+function engineOf(op: ViewOp): string {
+  switch (op.op) {
+    case 'stripSignatures':
+      return `pdf-lib@${installedVersion('pdf-lib')}+rules${RULES_REVISION}`;
+    case 'ocrText':
+      return `${ENGINES.text.version}+${languageData(op.language)}`;
+    case 'redact':
+      return `rules${RULES_REVISION}`;
+  }
+}
+
+/** The installed language data of OCR (none: the job fails with view_unsupported). */
+function languageData(language: string): string {
+  try {
+    return `${language}@${installedVersion(`@tesseract.js-data/${language}`)}`;
+  } catch {
+    return `${language}@none`;
+  }
 }
 
 function essence(mediaType: string): string {
