@@ -173,10 +173,14 @@ describe('views and workflows', () => {
       [text.documentId, '?redactionProfile=internal'],
       [pdf.documentId, '?redactionProfile=public'],
       [zip.documentId, `?view=${OCR_VIEW}`],
-      [text.documentId, '?stripSignatures=false'],
     ] as const) {
       expectError(await content(api, doc, query), 422, 'view_unsupported');
     }
+    // stripSignatures=false is no step: alone, the content itself.
+    const plain = await content(api, text.documentId, '?stripSignatures=false');
+    expect(plain.status).toBe(200);
+    expect(plain.text).toBe('plain words');
+    expect(plain.headers.get('etag')).toBe(`"${text.contentRef.key}"`);
     expectError(await content(api, text.documentId, '?stripSignatures=yes'), 400, 'invalid_request');
     for (const wait of ['31', '-1', '1.5', 'soon']) expectError(await api.get(`/v1/jobs/0190f000-0000-7000-8000-000000000000?wait=${wait}`), 400, 'invalid_request');
     expectError(await api.post(`/v1/documents/${zip.documentId}/workflows/${encodeURIComponent(OCR)}/run`, {}), 422, 'view_unsupported');

@@ -30,7 +30,7 @@ export function normalizeLanguage(raw: unknown): string {
 
 /**
  * The view a content request asks for, in the decided order (stripSignatures, then the view, then
- * redaction); undefined when it asks for none (the version's own bytes).
+ * redaction); undefined when it asks for none (the version's own bytes, also for stripSignatures=false).
  */
 export function viewOfQuery(query: { view?: string | null; stripSignatures?: string | null; redactionProfile?: string | null }): ViewOp[] | undefined {
   const ops: ViewOp[] = [];
@@ -50,8 +50,8 @@ export function viewOfQuery(query: { view?: string | null; stripSignatures?: str
     if (!REDACTION_PROFILES.includes(profile)) throw viewUnsupported(`Unknown redaction profile ${JSON.stringify(profile)}; profiles: ${REDACTION_PROFILES.join(', ')}`);
     ops.push({ op: 'redact', version: 1, profile });
   }
-  const asked = [query.view, query.stripSignatures, query.redactionProfile].some((v) => v !== undefined && v !== null);
-  return asked ? ops : undefined;
+  // stripSignatures=false alone asks for nothing but the content itself.
+  return ops.length > 0 ? ops : undefined;
 }
 
 /**
@@ -92,7 +92,6 @@ function essence(mediaType: string): string {
 /** Refuses (422 view_unsupported) a combination that cannot apply to content of `mediaType`. */
 export function checkApplicable(ops: readonly ViewOp[], mediaType: string): void {
   const base = essence(mediaType);
-  if (ops.length === 0) throw viewUnsupported('stripSignatures=false asks for no view: leave the parameters out for the content itself');
   let kind: 'pdf' | 'text' | 'other' = base === 'application/pdf' ? 'pdf' : base === 'text/plain' ? 'text' : 'other';
   for (const o of ops) {
     if (o.op === 'stripSignatures') {

@@ -85,7 +85,7 @@ export class ViewService {
         const bytes = await this.readBase(input.base);
         return { prepared: { bytes }, transfer: [bytes.buffer as ArrayBuffer] };
       },
-      store: async (_job, output) => (output.bytes ? { stored: await this.store(output.bytes, (_job.input as MaterializeInput)) } : output),
+      store: async (job, output) => (output.bytes ? { stored: await this.store(output.bytes, job.input as MaterializeInput) } : output),
       apply: (job, output) => {
         const input = job.input as MaterializeInput;
         if (!output.reused) this.record(job.tenant, input.viewKey, input.ops, input.base, output.stored);
