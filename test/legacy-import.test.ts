@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { Api, devToken, expectError, type Reply } from './helpers/docs-client.js';
+import { Api, devToken, expectError } from './helpers/docs-client.js';
 import { seededBytes } from './helpers/http.js';
 import { startServer, tempRoot, type TestServer } from './helpers/server.js';
 
@@ -71,16 +71,7 @@ describe('legacy import', () => {
 
   const importDoc = (legacyDocId: string, extra: Record<string, unknown> = {}, as = api) => as.post('/v1/legacy/import', { repo: 'main', legacyDocId, ...extra });
 
-  async function settled(jobId: string, timeoutMs = 60_000): Promise<Reply> {
-    const until = Date.now() + timeoutMs;
-    for (;;) {
-      const r = await api.get(`/v1/jobs/${jobId}`);
-      expect(r.status, r.text).toBe(200);
-      if (['completed', 'failed', 'dead'].includes(r.json.state)) return r;
-      if (Date.now() > until) throw new Error(`job ${jobId} still ${r.json.state}`);
-      await new Promise((res) => setTimeout(res, 20));
-    }
-  }
+  const settled = (jobId: string, timeoutMs?: number) => api.settled(jobId, timeoutMs);
 
   async function content(documentId: string): Promise<{ bytes: Buffer; type: string | null }> {
     const res = await fetch(`${server.url}/v1/documents/${documentId}/content`, { headers: { Authorization: `Bearer ${api.token}` } });

@@ -20,15 +20,9 @@ const LINES = ['Quarterly invoice for Harbour Logistics', 'Total amount due with
 const WORDS = ['quarterly', 'invoice', 'harbour', 'logistics', 'amount', 'thirty'];
 const ALL = 'doc.create doc.read doc.write meta.read meta.write:* workflow.run:* job.read';
 
-/** The job once it has ended: GET /v1/jobs/{id}?wait= answers at its end (or after the wait). */
-async function settle(api: Api, jobId: string, timeoutMs = 90_000) {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const r = await api.get(`/v1/jobs/${jobId}?wait=30`);
-    expect(r.status, r.text).toBe(200);
-    if (['completed', 'failed', 'dead'].includes(r.json.state)) return r.json;
-    if (Date.now() > until) throw new Error(`job ${jobId} still ${r.json.state}`);
-  }
+/** The job once it has ended. */
+async function settle(api: Api, jobId: string, timeoutMs?: number) {
+  return (await api.settled(jobId, timeoutMs)).json;
 }
 
 async function run(api: Api, documentId: string, workflow: string, inputs: Record<string, unknown> = {}) {

@@ -180,13 +180,7 @@ export class JobQueue {
     if (options.startNow && this.started && !this.stopping && this.freeSlots(lane) > 0) {
       // Recorded as running under this process's lease and started once the caller's transaction
       // has committed: no pending round through the dispatcher, one durable write fewer.
-      const now = Date.now();
-      const lease = { owner: this.owner, until: now + this.deps.config.leaseMs };
-      const running: JobRecord = { ...record, state: 'running', attempts: 1, startedAt: now, lease };
-      this.jobs.transactionSync(() => {
-        this.jobs.put(running.jobId, running);
-        this.index.put(['lease', lease.until, running.jobId], kind);
-      });
+      const running = this.jobs.transactionSync(() => this.markRunning(record, Date.now()));
       this.execute(running, this.jobs.committed);
       return running;
     }
@@ -403,6 +397,15 @@ export class JobQueue {
     for (const record of settled) this.settle(record);
   }
 
+  /** Inside a transaction: the job's next attempt, running under a lease of this process. */
+  private markRunning(record: JobRecord, now: number): JobRecord {
+    const lease = { owner: this.owner, until: now + this.deps.config.leaseMs };
+    const next: JobRecord = { ...record, state: 'running', attempts: record.attempts + 1, startedAt: now, lease };
+    this.jobs.put(next.jobId, next);
+    this.index.put(['lease', lease.until, next.jobId], next.kind);
+    return next;
+  }
+
   private laneOf(kind: string): Lane {
     return this.kinds.get(kind)?.task ? 'pool' : 'io';
   }
@@ -428,11 +431,7 @@ export class JobQueue {
         const current = this.jobs.get(jobId);
         // An index entry that no longer matches its record is stale (the record has its own).
         if (!current || current.state !== 'pending' || current.nextRunAt !== key[1]) continue;
-        const lease = { owner: this.owner, until: now + this.deps.config.leaseMs };
-        const next: JobRecord = { ...current, state: 'running', attempts: current.attempts + 1, startedAt: now, lease };
-        this.jobs.put(jobId, next);
-        this.index.put(['lease', lease.until, jobId], current.kind);
-        claimed.push(next);
+        claimed.push(this.markRunning(current, now));
       }
       return claimed;
     });

@@ -65,15 +65,17 @@ export function viewKey(baseKey: string, ops: readonly ViewOp[]): string {
   return `v1:${createHash('sha256').update(encoded).digest('hex')}`;
 }
 
+/** What makes a step's output, per step and language: read from package.json files once, not per request. */
+const engines = new Map<string, string>();
+
 function engineOf(op: ViewOp): string {
-  switch (op.op) {
-    case 'stripSignatures':
-      return `pdf-lib@${installedVersion('pdf-lib')}+rules${RULES_REVISION}`;
-    case 'ocrText':
-      return `${ENGINES.text.version}+${languageData(op.language)}`;
-    case 'redact':
-      return `rules${RULES_REVISION}`;
+  const name = op.op === 'ocrText' ? `ocrText:${op.language}` : op.op;
+  let engine = engines.get(name);
+  if (engine === undefined) {
+    engine = op.op === 'stripSignatures' ? `pdf-lib@${installedVersion('pdf-lib')}+rules${RULES_REVISION}` : op.op === 'ocrText' ? `${ENGINES.text.version}+${languageData(op.language)}` : `rules${RULES_REVISION}`;
+    engines.set(name, engine);
   }
+  return engine;
 }
 
 /** The installed language data of OCR (none: the job fails with view_unsupported). */

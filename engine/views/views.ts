@@ -153,7 +153,7 @@ export class ViewService {
 
   /** The bytes of a view into the CAS (unlisted: the view record keeps them). */
   store(bytes: Uint8Array, input: Pick<MaterializeInput, 'ops' | 'base'>): Promise<StoredBytes | undefined> {
-    return storeBytes((o) => this.deps.startIngest(o), bytes, viewMediaType(input.ops, input.base.mediaType));
+    return storeBytes(this.deps.startIngest, bytes, viewMediaType(input.ops, input.base.mediaType));
   }
 
   /** Inside a job's completion transaction: the view's record (its materializing job is done). */

@@ -163,7 +163,7 @@ export class WorkflowService {
         const input = job.input as TextWorkflowInput;
         if (!output.textBytes || this.views.has(job.tenant, input.textViewKey)) return { ...output, textBytes: undefined };
         const stored = await this.views.store(output.textBytes, { ops: [{ op: 'ocrText', version: 1, language: input.language }], base: input.base });
-        return { ...output, textBytes: undefined, stored: stored ?? undefined };
+        return { ...output, textBytes: undefined, stored };
       },
       apply: (job, output) => this.applyTextWorkflow(job, output, schema),
     });
@@ -180,8 +180,8 @@ export class WorkflowService {
     }
     if (!output.data || !output.engine) throw new Error('a text workflow task returned no data');
     const textOps: ViewOp[] = [{ op: 'ocrText', version: 1, language: input.language }];
-    // The text view exists now: stored by an earlier run or request, or by this one.
-    if (!this.views.has(job.tenant, input.textViewKey)) this.views.record(job.tenant, input.textViewKey, textOps, input.base, output.stored);
+    // The text view exists now: stored by an earlier run or request (record keeps that one), or by this one.
+    this.views.record(job.tenant, input.textViewKey, textOps, input.base, output.stored);
     const fromView = schema === ENTITIES_SCHEMA;
     const provenance = {
       producer: { name: output.engine.name, version: output.engine.version },

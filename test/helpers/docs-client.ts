@@ -87,6 +87,17 @@ export class Api {
   }
 
   get = (path: string, headers: Record<string, string> = {}) => this.call('GET', path, undefined, headers);
+
+  /** GET /v1/jobs/{id} once the job has ended (`?wait=` answers at its end), within `timeoutMs`. */
+  async settled(jobId: string, timeoutMs = 90_000): Promise<Reply> {
+    const until = Date.now() + timeoutMs;
+    for (;;) {
+      const r = await this.get(`/v1/jobs/${jobId}?wait=30`);
+      expect(r.status, r.text).toBe(200);
+      if (['completed', 'failed', 'dead'].includes(r.json.state)) return r;
+      if (Date.now() > until) throw new Error(`job ${jobId} still ${r.json.state}`);
+    }
+  }
   post = (path: string, body?: unknown, headers: Record<string, string> = {}) => this.call('POST', path, body, headers);
 
   /** PUT /v1/uploads/{id}/bytes; a `chunks` array is streamed (no Content-Length). */
