@@ -4,10 +4,10 @@
 import { createHash } from 'node:crypto';
 import { SvcError } from '../errors.js';
 import { canonicalJson } from '../documents/schemas.js';
+import { REDACTION_PROFILES } from './engines/redaction.js';
 import { ENGINES, RULES_REVISION, installedVersion } from './engines/versions.js';
 
 export const OCR_TEXT_VIEW = 'urn:svc:view:ocrText@1';
-export const REDACTION_PROFILES: readonly string[] = ['public'];
 /** Content the text view reads: PDF (text layer, else OCR), images (OCR), plain text (as is). */
 const TEXT_SOURCES = ['application/pdf', 'image/png', 'image/jpeg', 'image/tiff', 'text/plain'];
 export const TEXT_MEDIA_TYPE = 'text/plain; charset=utf-8';
@@ -20,6 +20,12 @@ export type ViewOp =
 
 export const viewUnsupported = (message: string) => new SvcError(422, 'view_unsupported', message);
 const invalidView = (message: string) => new SvcError(400, 'invalid_request', message);
+
+/** A known redaction profile, else 422 view_unsupported. */
+export function redactionProfile(raw: unknown): string {
+  if (typeof raw !== 'string' || !REDACTION_PROFILES.includes(raw)) throw viewUnsupported(`Unknown redaction profile ${JSON.stringify(raw)}; profiles: ${REDACTION_PROFILES.join(', ')}`);
+  return raw;
+}
 
 /** ISO 639-2 code, lower case (the OCR language). */
 export function normalizeLanguage(raw: unknown): string {
@@ -47,8 +53,7 @@ export function viewOfQuery(query: { view?: string | null; stripSignatures?: str
   }
   const profile = query.redactionProfile;
   if (profile !== undefined && profile !== null) {
-    if (!REDACTION_PROFILES.includes(profile)) throw viewUnsupported(`Unknown redaction profile ${JSON.stringify(profile)}; profiles: ${REDACTION_PROFILES.join(', ')}`);
-    ops.push({ op: 'redact', version: 1, profile });
+    ops.push({ op: 'redact', version: 1, profile: redactionProfile(profile) });
   }
   // stripSignatures=false alone asks for nothing but the content itself.
   return ops.length > 0 ? ops : undefined;

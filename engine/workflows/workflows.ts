@@ -13,7 +13,7 @@ import { SvcError } from '../errors.js';
 import { JobError, type JobQueue, type JobRecord } from '../jobs/index.js';
 import type { OrderedTable, TableCatalog } from '../store/index.js';
 import { VIEW_TASKS_MODULE, type MaterializeInput, type ViewBase, type ViewService } from '../views/views.js';
-import { REDACTION_PROFILES, type ViewOp, checkApplicable, normalizeLanguage, viewKey, viewUnsupported } from '../views/view-spec.js';
+import { type ViewOp, checkApplicable, normalizeLanguage, redactionProfile, viewKey } from '../views/view-spec.js';
 import type { StoredBytes } from '../views/content-io.js';
 import { BUILT_IN_SCHEMAS, ENTITIES_SCHEMA, OCR_SCHEMA } from './schemas.js';
 
@@ -120,8 +120,7 @@ export class WorkflowService {
     if (workflowUrn === REDACT_WORKFLOW) {
       onlyKeys(options, ['profile', 'language'], 'options');
       if (inputs.targetNamespace !== undefined) throw badRequest('The redact workflow writes a view, not a namespace: leave targetNamespace out');
-      const profile = options.profile === undefined ? 'public' : options.profile;
-      if (typeof profile !== 'string' || !REDACTION_PROFILES.includes(profile)) throw viewUnsupported(`Unknown redaction profile ${JSON.stringify(profile)}; profiles: ${REDACTION_PROFILES.join(', ')}`);
+      const profile = redactionProfile(options.profile ?? 'public');
       const ops: ViewOp[] = [{ op: 'ocrText', version: 1, language: normalizeLanguage(options.language) }, { op: 'redact', version: 1, profile }];
       checkApplicable(ops, base.mediaType);
       const input: MaterializeInput = { documentId: source.documentId, base, ops, viewKey: viewKey(base.key, ops) };
