@@ -9,7 +9,7 @@ import { type Command, type Parsed, SERVER_OPTION, flag, parseCount, serverUrl, 
 import { ApiError, UsageError, describe } from './errors.js';
 import { call, callJson, drain, headerValue } from './http.js';
 import { formatBytes, formatDuration } from './progress.js';
-import { Backoff } from './retry.js';
+import { Backoff, retryNote } from './retry.js';
 
 const PAGE = 1000;
 /** How long one GET of a job waits for its end (GET /v1/jobs/{id}?wait=). */
@@ -29,7 +29,6 @@ export const legacy: Command = {
 
 type Outcome = { kind: 'imported'; bytes: number } | { kind: 'present' } | { kind: 'failed'; reason: string };
 
-const note = (err: unknown, delay: number) => process.stderr.write(`svc legacy import: ${describe(err)}; retrying in ${(delay / 1000).toFixed(1)} s\n`);
 
 async function legacyCommand(parsed: Parsed): Promise<number> {
   const [sub, repo, ...ids] = parsed.positionals;
@@ -43,7 +42,8 @@ async function legacyCommand(parsed: Parsed): Promise<number> {
   const placement = stringOption(parsed, 'placement');
   if (placement !== undefined && !['transient', 'archival', 'legal_hold'].includes(placement)) throw new UsageError('--placement must be transient, archival or legal_hold');
   const server = serverUrl(parsed);
-  const backoff = new Backoff(note);
+  const toStderr = retryNote('svc legacy import');
+  const backoff = new Backoff((err, delay, attempt) => process.stderr.write(`${toStderr(err, delay, attempt)}\n`));
   const todo = all ? await listAll(server, repo, backoff) : [...new Set(ids)];
 
   const progress = new DocProgress(repo, todo.length);
@@ -63,7 +63,7 @@ async function legacyCommand(parsed: Parsed): Promise<number> {
       const id = todo[next++]!;
       let outcome: Outcome;
       try {
-        outcome = await importOne(server, repo, id, placement);
+        outcome = await importOne(server, repo, id, placement, (line) => progress.note(line));
       } catch (err) {
         // The repository is gone, the token lacks the capability: no other document will do better.
         if (err instanceof ApiError && (err.status === 401 || err.status === 403 || err.code === 'legacy_repo_not_found')) {
@@ -111,8 +111,9 @@ async function listAll(server: string, repo: string, backoff: Backoff): Promise<
 }
 
 /** One import: requested (retried while the server is away), then its job followed to its end. */
-async function importOne(server: string, repo: string, id: string, placement: string | undefined): Promise<Outcome> {
-  const backoff = new Backoff(note);
+async function importOne(server: string, repo: string, id: string, placement: string | undefined, note: (line: string) => void): Promise<Outcome> {
+  const toNote = retryNote(`svc legacy import ${id}`);
+  const backoff = new Backoff((err, delay, attempt) => note(toNote(err, delay, attempt)));
   const body = Buffer.from(JSON.stringify({ repo, legacyDocId: id, ...(placement ? { placementHint: placement } : {}) }));
   const { json: started } = await callJson<{ jobId: string; documentId: string; alreadyImported?: boolean }>(backoff, server, '/v1/legacy/import', [202], {
     method: 'POST',

@@ -70,22 +70,9 @@ export function serveBlob(engine: Engine, ex: Exchange, conditions: ReturnType<t
 
 async function stream(engine: Engine, ex: Exchange, manifest: Manifest, start: number, end: number, code: number, headers: Record<string, string>): Promise<void> {
   const pieces = engine.reader.range(manifest, start, end);
-  const total = end - start;
-  let sent = 0;
   try {
-    for await (const piece of pieces) {
-      if (!ex.live) break;
-      await ex.write(piece, total, sent === 0 ? () => ex.head(code, headers) : undefined);
-      sent += piece.length;
-    }
-    engine.stats.recordRead(sent);
-  } catch (err) {
-    // Before the status line the error is a proper 500; after it, only closing tells the client.
-    if (sent === 0) ex.error(err);
-    else if (ex.live) {
-      ex.done = true;
-      ex.res.close();
-    }
+    const { sent, error } = await ex.streamBody(pieces, end - start, code, headers);
+    if (error === undefined) engine.stats.recordRead(sent);
   } finally {
     await pieces.return(undefined);
   }

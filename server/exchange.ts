@@ -138,6 +138,31 @@ export class Exchange {
   }
 
   /**
+   * Streams `pieces` (`total` bytes in all) as the body of a `code` answer, the status line going
+   * out with the first piece, each piece written once the socket took the last. Never rejects: a
+   * failure before the status line is answered as an error; after it, closing the connection is
+   * the only way to tell the client. Resolves with the bytes sent and the failure, if any.
+   */
+  async streamBody(pieces: AsyncIterable<Uint8Array>, total: number, code: number, headers: Headers): Promise<{ sent: number; error?: unknown }> {
+    let sent = 0;
+    try {
+      for await (const piece of pieces) {
+        if (!this.live) break;
+        await this.write(piece, total, sent === 0 ? () => this.head(code, headers) : undefined);
+        sent += piece.length;
+      }
+      return { sent };
+    } catch (error) {
+      if (sent === 0) this.error(error);
+      else if (this.live) {
+        this.done = true;
+        this.res.close();
+      }
+      return { sent, error };
+    }
+  }
+
+  /**
    * Writes one piece of a body of `total` bytes; resolves once uWS has taken all of it, so
    * at most one piece per response waits in memory (socket backpressure).
    */

@@ -5,7 +5,7 @@
 
 import type { TokenVerifier } from '../engine/auth/index.js';
 import { decodeCursor, encodeCursor, parseLimit } from '../engine/cas/index.js';
-import { requireCapability } from '../engine/documents/index.js';
+import { badRequest, requireCapability } from '../engine/documents/index.js';
 import { invalidPagination, payloadTooLarge } from '../engine/errors.js';
 import {
   type LegacyDocument, LegacyError, type LegacyFailure, type LegacyImports, type LegacyRepositories, UNKNOWN_REPO_LABEL, legacyInvalidId, legacyRepoNotFound, parseLegacyDocId,
@@ -19,27 +19,25 @@ const OCTET_STREAM = 'application/octet-stream';
 
 const ID_CURSOR = 'lgi1';
 
-export function mountLegacyApi(router: Router, legacy: LegacyRepositories, tokens: TokenVerifier, imports?: { service: LegacyImports; maxJsonBytes: number }): void {
+export function mountLegacyApi(router: Router, legacy: LegacyRepositories, tokens: TokenVerifier, imports: { service: LegacyImports; maxJsonBytes: number }): void {
   const metrics = legacy.metrics;
 
-  if (imports) {
-    // Import (docs/legacy.md, "Importing"): 202 at once with the document's id and the job.
-    router.on('POST', '/v1/legacy/import', async ({ ex, req }) => {
-      const authorization = header(req, 'authorization');
-      const body = readJson(ex, imports.maxJsonBytes, payloadTooLarge);
-      body.catch(() => {});
-      const principal = await tokens.verify(authorization);
-      const { value } = await body;
-      const r = await imports.service.request(principal, value);
-      ex.json(202, { jobId: r.jobId, documentId: r.documentId, alreadyImported: r.alreadyImported }, { Location: `/v1/jobs/${r.jobId}` });
-    }, { name: '/v1/legacy/import' });
-  }
+  // Import (docs/legacy.md, "Importing"): 202 at once with the document's id and the job.
+  router.on('POST', '/v1/legacy/import', async ({ ex, req }) => {
+    const authorization = header(req, 'authorization');
+    const body = readJson(ex, imports.maxJsonBytes, payloadTooLarge);
+    body.catch(() => {});
+    const principal = await tokens.verify(authorization);
+    const { value } = await body;
+    const r = await imports.service.request(principal, value);
+    ex.json(202, { jobId: r.jobId, documentId: r.documentId, alreadyImported: r.alreadyImported }, { Location: `/v1/jobs/${r.jobId}` });
+  }, { name: '/v1/legacy/import' });
 
   // A repository's document ids, a page at a time (the walk of `svc legacy import --all`).
   router.on('GET', '/legacy/:repo', async ({ ex, req, params, query }) => {
     const principal = await tokens.verify(header(req, 'authorization'));
     requireCapability(principal, 'legacy.read');
-    for (const name of query.keys()) if (name !== 'limit' && name !== 'cursor') throw legacyInvalidId(`Unknown parameter ${name} (this list takes limit, cursor)`);
+    for (const name of query.keys()) if (name !== 'limit' && name !== 'cursor') throw badRequest(`Unknown parameter ${name} (this list takes limit, cursor)`);
     const limit = parseLimit(query.get('limit') ?? undefined);
     const cursor = query.get('cursor');
     const repoName = decode(params[0]!, 'repository name');
@@ -102,27 +100,15 @@ export function mountLegacyApi(router: Router, legacy: LegacyRepositories, token
   }, { name: '/legacy/:repo/:docId' });
 }
 
-/** Writes the binary piece by piece, each after the socket took the last; a failure after the status line closes the connection. */
+/** Streams the binary as the socket drains; a failure after the status line closes the connection. */
 async function stream(ex: Exchange, doc: LegacyDocument, headers: Record<string, string>, done: (outcome: 'ok' | LegacyFailure, bytes: number) => void): Promise<void> {
-  const pieces = doc.pieces();
-  let sent = 0;
   try {
-    for await (const piece of pieces) {
-      if (!ex.live) break;
-      await ex.write(piece, doc.size, sent === 0 ? () => ex.head(200, headers) : undefined);
-      sent += piece.length;
-    }
-    done(ex.aborted || sent < doc.size ? 'client_gone' : 'ok', sent);
-  } catch (err) {
-    done(err instanceof LegacyError ? err.reason : 'stream_failed', sent);
-    if (sent === 0) ex.error(err);
-    else if (ex.live) {
-      ex.surface.log.warn('legacy read cut after its status line', { repo: doc.repo, docId: doc.docId, sent, size: doc.size, err: String(err) });
-      ex.done = true;
-      ex.res.close();
-    }
+    const { sent, error } = await ex.streamBody(doc.pieces(), doc.size, 200, headers);
+    if (error !== undefined) {
+      done(error instanceof LegacyError ? error.reason : 'stream_failed', sent);
+      if (sent > 0) ex.surface.log.warn('legacy read cut after its status line', { repo: doc.repo, docId: doc.docId, sent, size: doc.size, err: String(error) });
+    } else done(ex.aborted || sent < doc.size ? 'client_gone' : 'ok', sent);
   } finally {
-    await pieces.return(undefined);
     await doc.close();
   }
 }

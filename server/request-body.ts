@@ -30,7 +30,7 @@ export class RequestBody {
   private readonly closeAsked: boolean;
   /** An answer waiting for the body's end (see above). */
   private deferred?: () => void;
-  /** From the first pause until the answer: re-arms uWS's idle timeout (keepPausedAlive). */
+  /** From the first pause until the answer: re-arms uWS's idle timeout (rearmIdleTimeout). */
   private keepAlive?: NodeJS.Timeout;
 
   constructor(
@@ -126,7 +126,7 @@ export class RequestBody {
     // One timer from the first pause until the answer: an upload under backpressure pauses and
     // resumes many times a second, and a timer per pause would be made and cleared as often.
     if (paused && !this.keepAlive && this.live()) {
-      this.keepAlive = setInterval(() => this.keepPausedAlive(), KEEP_ALIVE_MS);
+      this.keepAlive = setInterval(() => this.rearmIdleTimeout(), KEEP_ALIVE_MS);
       this.keepAlive.unref();
     }
   }
@@ -140,7 +140,7 @@ export class RequestBody {
    * pause and a resume in one tick re-arm it (no byte gets in or is held up by them). A socket
    * paused after an early answer is left for the timeout to close.
    */
-  private keepPausedAlive(): void {
+  private rearmIdleTimeout(): void {
     if (!this.live()) return this.stopKeepAlive();
     if (this.paused) {
       this.res.resume();
@@ -169,6 +169,8 @@ export class RequestBody {
     // A socket paused for the body alone must read again (the connection's next request).
     const drop = this.rest() <= lingerBytes;
     this.setPaused(!drop);
+    // Answered: the idle timeout is uWS's again (it closes a socket left paused).
+    this.stopKeepAlive();
     return !drop;
   }
 }

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_BACKEND, backendEnv, storedBlockNames } from './helpers/backends.js';
 import { Api, devToken } from './helpers/docs-client.js';
-import { BLOCK, FIXED_BLOCKS_ENV } from './helpers/gc.js';
+import { BLOCK, FIXED_BLOCKS_ENV, gcRun } from './helpers/gc.js';
 import { seededBytes, sha256, upload } from './helpers/http.js';
 import { type TestServer, startServer } from './helpers/server.js';
 
@@ -17,13 +17,7 @@ const ENV = { ...FIXED_BLOCKS_ENV, SVC_NODE_TTL: '3s' };
 
 const blockNamesOf = (bytes: Buffer, blocks: number) => Array.from({ length: blocks }, (_, i) => `${sha256(bytes.subarray(i * BLOCK, (i + 1) * BLOCK))}-${BLOCK}`);
 
-async function gc(s: TestServer, phase: string): Promise<any> {
-  const res = await fetch(`${s.url}/api/ops/v1/gc?phase=${phase}&apply=true`, { method: 'POST' });
-  const json = (await res.json()) as any;
-  expect(res.status, JSON.stringify(json)).toBe(200);
-  expect(json.error).toBeUndefined();
-  return json;
-}
+const gc = (s: TestServer, phase: string) => gcRun(s.url, phase);
 
 describe.skipIf(!shared)('garbage collection across two pg-s3 nodes', () => {
   let a: TestServer;

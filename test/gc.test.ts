@@ -13,7 +13,7 @@ import { Api, devToken } from './helpers/docs-client.js';
 import { contentId, seededBytes, sha256, upload } from './helpers/http.js';
 import { type TestServer, startServer } from './helpers/server.js';
 import { TEST_BACKEND, storedBlockNames } from './helpers/backends.js';
-import { BLOCK, FIXED_BLOCKS_ENV, blockNames } from './helpers/gc.js';
+import { BLOCK, FIXED_BLOCKS_ENV, blockNames, gcRun } from './helpers/gc.js';
 
 const run = promisify(execFile);
 const SVC = fileURLToPath(new URL('../bin/svc.js', import.meta.url));
@@ -21,13 +21,7 @@ const SVC = fileURLToPath(new URL('../bin/svc.js', import.meta.url));
 /** GC with no waiting; the durability a run may override (GC_TEST_DURABILITY). */
 const ENV = { ...FIXED_BLOCKS_ENV, SVC_DURABILITY: process.env.GC_TEST_DURABILITY ?? 'relaxed' };
 
-async function gc(url: string, phase: string, apply: boolean): Promise<any> {
-  const res = await fetch(`${url}/api/ops/v1/gc?phase=${phase}&apply=${apply}`, { method: 'POST' });
-  const json = (await res.json()) as any;
-  expect(res.status, JSON.stringify(json)).toBe(200);
-  expect(json.error).toBeUndefined();
-  return json;
-}
+const gc = gcRun;
 
 const live = (s: TestServer) => storedBlockNames(s.root, 'live');
 const quarantined = (s: TestServer) => storedBlockNames(s.root, 'quarantine');

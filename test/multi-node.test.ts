@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { CreateBucketCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { S3Journal } from '../dist/engine/store/s3/journal.js';
-import { blockNames } from './helpers/gc.js';
+import { blockNames, gcRun } from './helpers/gc.js';
 import { contentId, seededBytes } from './helpers/http.js';
 import { type PgServer, startPostgres } from './helpers/postgres.js';
 import { type S3Endpoint, s3ClientFor, startRadosgw } from './helpers/s3-servers.js';
@@ -67,13 +67,7 @@ async function post(s: TestServer, bytes: Buffer, locality?: { tenant: string; s
   return { status: res.status, node: res.headers.get('x-svc-node'), json: await json(res) };
 }
 
-async function gc(s: TestServer, phase: 'run' | 'purge'): Promise<any> {
-  const res = await fetch(`${s.url}/api/ops/v1/gc?phase=${phase}&apply=true`, { method: 'POST' });
-  const report = await json(res);
-  expect(res.status, JSON.stringify(report)).toBe(200);
-  expect(report.error).toBeUndefined();
-  return report;
-}
+const gc = (s: TestServer, phase: 'run' | 'purge') => gcRun(s.url, phase);
 
 /** Every blob id of the inventory, page by page. */
 async function inventory(s: TestServer): Promise<Set<string>> {

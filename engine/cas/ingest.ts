@@ -154,7 +154,7 @@ export abstract class Ingest {
   /** The current body's declared length. */
   protected declared?: number;
   /** Bytes from here on are kept for the caller (a part's acknowledged tail): segments holding them stay. */
-  protected pinnedFrom = Infinity;
+  private pinnedFrom = Infinity;
 
   // What garbage collection asks of an ingest (engine/gc/ingest-fence.ts).
   /** Called once the caller has its answer: its end settled or thrown, or abort. */
@@ -445,9 +445,16 @@ export abstract class Ingest {
     this.fail(ingestFailed());
   }
 
-  /** Segments a caller kept (pinnedFrom) were let go: drop them and take waiting bytes in. */
-  protected unpinned(): void {
-    if (!this.released) this.afterProgress();
+  /** Keeps the bytes from `from` on for the caller; the returned function lets them go (once). */
+  protected pin(from: number): () => void {
+    this.pinnedFrom = from;
+    return () => {
+      if (this.pinnedFrom !== from) return;
+      this.pinnedFrom = Infinity;
+      // Those segments may be all that keeps the next bytes waiting in the backlog; when nothing
+      // else is in flight, no other event would let them go.
+      if (!this.released) this.afterProgress();
+    };
   }
 
   private afterProgress(): void {

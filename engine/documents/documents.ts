@@ -582,10 +582,6 @@ export class DocumentService {
     }
   }
 
-  /** The size of recorded content `key`, or undefined when no ingest recorded it. */
-  contentSize(key: string): number | undefined {
-    return this.contentKeys.get(key)?.record.size;
-  }
 
   /**
    * Inside the caller's synchronous transaction: document `documentId` of `tenant` with its first

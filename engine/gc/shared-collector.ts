@@ -37,11 +37,6 @@ interface Deps {
   blocks: MovableBlockStore;
   /** Roots only this node can read (document content in its data directory, the blocks of staged tails it holds). */
   roots: readonly BlockRoots[];
-  /**
-   * Roots every node reads alike (kept in the shared catalog): marked once per run, by the node
-   * that runs it. (Resumable sessions are marked in SQL with the manifests: markManifests.)
-   */
-  sharedRoots?: readonly BlockRoots[];
   log: Logger;
   nodeId: string;
   /** Where this node's blob API listens (known once it does). */
@@ -197,13 +192,12 @@ export class SharedCollector implements Collector {
     return fence;
   }
 
-  /** Manifests, shared roots, then every live node's own roots (this one's, and the others' through their heartbeats). */
+  /** Manifests (and, in SQL, resumable sessions), then every live node's own roots (this one's, and the others' through their heartbeats). */
   private async mark(current: { report: GcReport; step: string }): Promise<void> {
     const { catalog, nodeId, nodeTtlMs } = this.deps;
     await catalog.markManifests();
     const epoch = await catalog.openMarking();
     try {
-      for (const root of this.deps.sharedRoots ?? []) await this.markRoots(root);
       await this.markOwnRoots(epoch);
       const deadline = Date.now() + nodeTtlMs + MARK_WAIT_MS;
       for (;;) {

@@ -160,7 +160,7 @@ export class LegacyImports {
         const hash = doc.descriptor.hash;
         const contentType = doc.descriptor.mediaType ?? OCTET_STREAM;
         const known = this.binaries.get([job.tenant, repo.name, hash]);
-        if (known && known.size === doc.size && this.docs.contentSize(known.key) === doc.size) {
+        if (known && known.size === doc.size && this.docs.contentManifest(known.key)?.record.size === doc.size) {
           return { contentKey: known.key, contentType, size: doc.size, binaryHash: hash };
         }
         let content;

@@ -40,9 +40,6 @@ export class LegacyDocument {
     readonly descriptor: LegacyDescriptor,
     /** The binary's size on disk (equal to the descriptor's length when it gives one). */
     readonly size: number,
-    /** Where each file was found, relative to the repository root. */
-    readonly metadataPath: string,
-    readonly binaryPath: string,
     private readonly handle: fs.promises.FileHandle,
   ) {}
 
@@ -134,7 +131,7 @@ export class LegacyRepository {
       await binary.handle.close().catch(() => {});
       throw legacySizeMismatch(docId, descriptor.length, binary.size);
     }
-    return new LegacyDocument(this.name, docId, descriptor, binary.size, this.relative(metadata.realPath), this.relative(binary.realPath), binary.handle);
+    return new LegacyDocument(this.name, docId, descriptor, binary.size, binary.handle);
   }
 
   /**
@@ -182,9 +179,6 @@ export class LegacyRepository {
     return 'missing';
   }
 
-  private relative(real: string): string {
-    return path.relative(this.root, real).split(path.sep).join('/');
-  }
 }
 
 function validId(id: string): boolean {

@@ -11,8 +11,6 @@ export interface OpenedFile {
   handle: fs.promises.FileHandle;
   /** Bytes, from the open descriptor. */
   size: number;
-  /** The resolved path (under the root). */
-  realPath: string;
 }
 
 /** Nothing there (or a dangling link); `directory`: a directory where the file was looked for. */
@@ -67,7 +65,7 @@ export async function openInside(root: string, candidate: string, what: string):
       const actual = await fs.promises.readlink(`/proc/self/fd/${handle.fd}`);
       if (!inside(root, actual)) throw legacyLinkEscape(what);
     }
-    return { handle, size: opened.size, realPath: real };
+    return { handle, size: opened.size };
   } catch (err) {
     await handle.close().catch(() => {});
     throw err;

@@ -11,7 +11,7 @@ import type { Logger } from '../log.js';
 
 /** Directories below the tree's top that are walked. */
 export const INDEX_MAX_DEPTH = 8;
-/** Entries kept per tree (about 200 bytes each); the walk stops there and says so in the log. */
+/** Entries kept per tree (a bound on the index's memory); the walk stops there and says so in the log. */
 export const INDEX_MAX_ENTRIES = 1_000_000;
 
 export interface TreeIndexOptions {

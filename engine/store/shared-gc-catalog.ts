@@ -3,6 +3,8 @@
 // live when referenced again), the nodes' heartbeats (each with the start of its oldest open
 // upload: the purge fence across nodes) and the runs' reports.
 
+import type { BlockRoots } from '../cas/block-roots.js';
+
 export interface KeyedBlock {
   key: Buffer;
   size: number;
@@ -16,17 +18,12 @@ export interface NodeRecord {
   oldestIngestAt: number | null;
 }
 
-/** A source of block digests that GC must keep (engine/cas/block-roots.ts: sessions, documents). */
-export interface RootDigests {
-  digests(): Iterable<Buffer>;
-}
-
 export interface SharedGcCatalog {
   /**
    * The roots of this node (optional): a catalog whose runs cannot see other nodes' roots (S3-only)
    * has each node keep its own roots' blocks out of quarantine and hold back purges until it has.
    */
-  adoptRoots?(roots: readonly RootDigests[]): void;
+  adoptRoots?(roots: readonly BlockRoots[]): void;
   /** One run at a time across nodes: a lock that its holder's death releases; undefined when another holds it. */
   lock(): Promise<{ release(): Promise<void> } | undefined>;
   /** Empties the mark set and fills it with every published manifest's blocks and those of the resumable sessions the catalog keeps (Open or Committing); the count marked. */

@@ -193,15 +193,10 @@ export class PartIngest extends Ingest {
     const from = this.unstoredFrom();
     const blocks = this.queue.takeStored(this.acked);
     this.acked = this.queue.storedCount;
-    this.pinnedFrom = from;
+    const unpin = this.pin(from);
     this.handedOver.add(blocks);
     const free = () => {
-      if (this.pinnedFrom === from) {
-        this.pinnedFrom = Infinity;
-        // The tail's segments may be all that keeps the next part's bytes waiting in the backlog;
-        // when nothing else is in flight, no other event would let them go.
-        this.unpinned();
-      }
+      unpin();
       this.giveBack(blocks);
     };
     ack.resolve({ blocks, tail: this.ring.pieces(from, end), tailBytes: end - from, decided: this.decision(), free });

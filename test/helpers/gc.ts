@@ -32,3 +32,12 @@ export async function blockNames(url: string, blobId: string): Promise<string[]>
   } while (cursor);
   return out;
 }
+
+/** POST /api/ops/v1/gc: the run's report, which must be a 200 without an error. */
+export async function gcRun(url: string, phase: string, apply = true): Promise<any> {
+  const res = await fetch(`${url}/api/ops/v1/gc?phase=${phase}&apply=${apply}`, { method: 'POST' });
+  const report = (await res.json()) as any;
+  expect(res.status, JSON.stringify(report)).toBe(200);
+  expect(report.error).toBeUndefined();
+  return report;
+}

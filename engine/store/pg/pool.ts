@@ -21,10 +21,9 @@ export interface PgSql {
   unsafe(text: string): Promise<void>;
 }
 
-/** A connection kept by its caller; `broken` once it failed (its session, and its locks, are gone). */
+/** A connection kept by its caller (released with its failure, if it had one: the pool then drops it). */
 export interface Reserved extends PgSql {
   release(): void;
-  broken(): boolean;
 }
 
 export interface PgPool extends PgSql {
@@ -114,7 +113,6 @@ export function openPool(url: string, poolSize: number): PgPool {
           client.removeListener('error', onError);
           client.release(failed);
         },
-        broken: () => failed !== undefined,
       });
     },
     async end(options: { timeout?: number } = {}): Promise<void> {

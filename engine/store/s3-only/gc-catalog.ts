@@ -17,7 +17,8 @@
 import { randomUUID } from 'node:crypto';
 import { decodeHolding } from '../catalog-journal.js';
 import type { ListedObject } from '../block-store.js';
-import type { KeyedBlock, NodeRecord, RootDigests, SharedGcCatalog } from '../shared-gc-catalog.js';
+import type { BlockRoots } from '../../cas/block-roots.js';
+import type { KeyedBlock, NodeRecord, SharedGcCatalog } from '../shared-gc-catalog.js';
 import type { S3OnlyKeys } from './keys.js';
 import type { NodeRegistry } from './nodes.js';
 import { type ObjectIo, mapLimited } from './objects.js';
@@ -62,13 +63,13 @@ export class S3OnlyGcCatalog implements SharedGcCatalog {
     },
   ) {}
 
-  private roots: readonly RootDigests[] = [];
+  private roots: readonly BlockRoots[] = [];
   /** When this node's last completed sweep began (minus the clock margin); 0: none yet. */
   private sweptFrom = 0;
   private markingEpoch = 0;
   private lastSweep = 0;
 
-  adoptRoots(roots: readonly RootDigests[]): void {
+  adoptRoots(roots: readonly BlockRoots[]): void {
     this.roots = roots;
   }
 

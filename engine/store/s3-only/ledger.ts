@@ -147,12 +147,6 @@ export class TenantLedgers {
     this.inFlight.delete(`${tenant}\0${id}`);
   }
 
-  /** Every tenant that has a ledger, a page at a time. */
-  async *tenants(): AsyncIterable<string[]> {
-    const prefix = this.keys.ledgersPrefix();
-    for await (const page of this.io.pages(prefix)) yield page.map((o) => Buffer.from(o.key.slice(prefix.length), 'base64url').toString('utf8'));
-  }
-
   /** Records an intent on `id` (after any other writer's on it is done) with its change. */
   private async begin(tenant: string, id: string, apply: (doc: LedgerDoc) => void): Promise<void> {
     const key = `${tenant}\0${id}`;
