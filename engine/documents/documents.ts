@@ -20,7 +20,7 @@ import { Blake3Stream } from './blake3-stream.js';
 import { MetadataRejection, applyEntryPatch, checkPatchBody, readBundle, readProvenance } from './metadata.js';
 import {
   badRequest, documentNotFound, isUuid, newId, newMetadataId, onlyKeys, parseExternalRefs, parseLabels, parsePermissions,
-  isPlainObject, type Bundle, type ContentRef, type DocumentRecord, type ExternalRef, type PlacementHint, type UploadRecord, type VersionRecord,
+  isPlainObject, parsePlacement, type Bundle, type ContentRef, type DocumentRecord, type ExternalRef, type PlacementHint, type UploadRecord, type VersionRecord,
 } from './model.js';
 import { requireCapability, requireRule } from './permissions.js';
 import type { SchemaRegistry } from './schemas.js';
@@ -31,7 +31,6 @@ interface ContentRecord {
 }
 
 export const uploadNotFound = (id: string) => new SvcError(404, 'upload_not_found', `No upload ${id}`);
-const PLACEMENTS: PlacementHint[] = ['transient', 'archival', 'legal_hold'];
 const CURRENT = 'CURRENT';
 
 /** A document as GET /v1/documents/{id} and the list show it. */
@@ -139,9 +138,7 @@ export class DocumentService {
     if (!isPlainObject(body)) throw badRequest('The body must be a JSON object');
     onlyKeys(body, ['documentId', 'placementHint', 'externalRefs', 'initialMetadata', 'initialPermissions'], 'document');
     if (body.documentId !== undefined && !isUuid(body.documentId)) throw badRequest('documentId must be a UUID');
-    if (body.placementHint !== undefined && !PLACEMENTS.includes(body.placementHint as PlacementHint)) {
-      throw badRequest(`placementHint must be one of ${PLACEMENTS.join(', ')}`);
-    }
+    const placementHint = parsePlacement(body.placementHint);
     const externalRefs = parseExternalRefs(body.externalRefs);
     const permissions = parsePermissions(body.initialPermissions);
     const initialMetadata = body.initialMetadata === undefined ? {} : this.canonicalBundle(principal, body.initialMetadata, 'initialMetadata');
@@ -154,7 +151,7 @@ export class DocumentService {
       const uploadId = newId();
       const fresh: DocumentRecord = {
         documentId, tenant: principal.tenant, currentVersionId: null, externalRefs, permissions, initialMetadata,
-        placementHint: (body.placementHint as PlacementHint | undefined) ?? 'transient', uploadId, createdBy: principal.subject, createdAt: now, updatedAt: now,
+        placementHint: placementHint ?? 'transient', uploadId, createdBy: principal.subject, createdAt: now, updatedAt: now,
       };
       this.documents.put([principal.tenant, documentId], fresh);
       this.index.addDocument(fresh);

@@ -2,6 +2,6 @@
 export { DocumentService } from './documents.js';
 export { MetadataRejection } from './metadata.js';
 export { MigrationRegistry } from './migrations.js';
-export { badRequest, isPlainObject } from './model.js';
+export { type PlacementHint, badRequest, isPlainObject, parsePlacement } from './model.js';
 export { requireCapability } from './permissions.js';
 export { SchemaRegistry } from './schemas.js';

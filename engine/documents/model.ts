@@ -8,7 +8,14 @@ export const badRequest = (message: string) => new SvcError(400, 'invalid_reques
 export const documentNotFound = (id: string) => new SvcError(404, 'document_not_found', `No document ${id}`);
 export const forbidden = (message: string) => new SvcError(403, 'forbidden', message);
 
-export type PlacementHint = 'transient' | 'archival' | 'legal_hold';
+export const PLACEMENTS = ['transient', 'archival', 'legal_hold'] as const;
+export type PlacementHint = (typeof PLACEMENTS)[number];
+
+/** An optional placementHint of a request: one of PLACEMENTS, else 400. */
+export function parsePlacement(v: unknown): PlacementHint | undefined {
+  if (v !== undefined && !PLACEMENTS.includes(v as PlacementHint)) throw badRequest(`placementHint must be one of ${PLACEMENTS.join(', ')}`);
+  return v as PlacementHint | undefined;
+}
 
 export interface ExternalRef {
   system: string;

@@ -13,7 +13,7 @@
 import { v5 as uuidv5 } from 'uuid';
 import type { Principal } from '../auth/index.js';
 import type { DocumentService } from '../documents/index.js';
-import { badRequest, isPlainObject, requireCapability } from '../documents/index.js';
+import { type PlacementHint, badRequest, isPlainObject, parsePlacement, requireCapability } from '../documents/index.js';
 import { SvcError } from '../errors.js';
 import { JobError, type JobQueue, type JobRecord } from '../jobs/index.js';
 import type { Logger } from '../log.js';
@@ -27,8 +27,6 @@ export const LEGACY_IMPORT_KIND = 'legacy.import';
 /** The UUIDv5 namespace of imported documents' ids (fixed: the ids must never change). */
 const ID_NAMESPACE = '6f1c7d3e-2b8a-5e41-9c0d-5a7e3b1f9d24';
 const OCTET_STREAM = 'application/octet-stream';
-const PLACEMENTS = ['transient', 'archival', 'legal_hold'] as const;
-type Placement = (typeof PLACEMENTS)[number];
 const MODES = ['import-on-read', 'bulk'] as const;
 /** The external reference's system on every imported document. */
 export const LEGACY_SYSTEM = 'legacy';
@@ -37,7 +35,7 @@ export interface LegacyImportInput {
   repo: string;
   legacyDocId: string;
   documentId: string;
-  placementHint: Placement;
+  placementHint: PlacementHint;
   actor: string;
 }
 
@@ -102,7 +100,7 @@ export class LegacyImports {
     if (typeof repoName !== 'string' || repoName === '') throw badRequest('repo is a required string');
     if (typeof body.legacyDocId !== 'string') throw badRequest('legacyDocId is a required string');
     const legacyDocId = parseLegacyDocId(body.legacyDocId);
-    if (body.placementHint !== undefined && !PLACEMENTS.includes(body.placementHint as Placement)) throw badRequest(`placementHint must be one of ${PLACEMENTS.join(', ')}`);
+    const placementHint = parsePlacement(body.placementHint) ?? 'transient';
     if (body.mode !== undefined && !MODES.includes(body.mode as (typeof MODES)[number])) throw badRequest(`mode must be one of ${MODES.join(', ')}`);
     const repo = this.legacy.get(repoName);
     if (!repo) {
@@ -122,7 +120,7 @@ export class LegacyImports {
         }
       }
       const documentId = row?.documentId ?? legacyDocumentId(tenant, repo.name, legacyDocId);
-      const input: LegacyImportInput = { repo: repo.name, legacyDocId, documentId, placementHint: (body.placementHint as Placement | undefined) ?? 'transient', actor: principal.subject };
+      const input: LegacyImportInput = { repo: repo.name, legacyDocId, documentId, placementHint, actor: principal.subject };
       const job = this.jobs.enqueueSync(tenant, LEGACY_IMPORT_KIND, input, { startNow: true });
       this.byLegacy.put(key, { documentId, jobId: job.jobId, createdAt: row?.createdAt ?? Date.now() });
       this.byDocument.put([tenant, documentId], { repo: repo.name, legacyDocId });
