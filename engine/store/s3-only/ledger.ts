@@ -181,48 +181,56 @@ export class TenantLedgers {
     return this.nodes.isLive(intent.node, intent.boot);
   }
 
-  /** Reads, settles gone writers' intents, applies `apply` and writes back by compare-and-swap, until it holds. */
-  private change(tenant: string, apply: (doc: LedgerDoc) => void): Promise<LedgerDoc> {
-    return this.local.run(tenant, async () => {
-      const started = Date.now();
-      for (let attempt = 0; ; attempt++) {
-        const read = this.known.get(tenant) ?? (await this.read(tenant));
-        const doc: LedgerDoc = { ...read.doc, pending: [...read.doc.pending] };
-        const dropped: string[] = [];
-        for (const intent of [...doc.pending]) {
-          const key = `${tenant}\0${intent.id}`;
-          if (intent.node === this.nodes.nodeId && intent.boot === this.nodes.boot && this.done.has(key)) {
-            dropped.push(key);
-          } else if (await this.writing(tenant, intent)) {
-            continue;
-          } else if ((await this.settle(tenant, intent)) === 'undone') {
-            revert(doc, intent);
-          }
-          doc.pending.splice(doc.pending.indexOf(intent), 1);
-        }
-        try {
-          apply(doc);
-        } catch (err) {
-          if (!(err instanceof Busy) || Date.now() - started > BUSY_WAIT_MS) throw err;
-          this.known.delete(tenant);
-          await sleep(Math.min(500, 20 * 2 ** Math.min(attempt, 5)));
-          continue;
-        }
-        const body = JSON.stringify(doc);
-        // Nothing changed (a flush that another write got to first, a read of the bytes): no write.
-        if (read.etag && body === JSON.stringify(read.doc)) return read.doc;
-        const written = await this.io.put(this.keys.ledger(tenant), Buffer.from(body), read.etag ? { ifMatch: read.etag } : { ifNoneMatch: true });
-        if (written !== 'refused') {
-          this.known.set(tenant, { doc, etag: written.etag });
-          for (const key of dropped) this.done.delete(key);
-          return doc;
-        }
-        // Another node changed it first: read it again.
+  /**
+   * Reads, settles gone writers' intents, applies `apply` and writes back by compare-and-swap,
+   * until it holds. While another write of the same blob is under way (Busy) it waits outside the
+   * tenant's queue: that write's own end needs the queue to record itself.
+   */
+  private async change(tenant: string, apply: (doc: LedgerDoc) => void): Promise<LedgerDoc> {
+    const started = Date.now();
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.local.run(tenant, () => this.swap(tenant, apply, started));
+      } catch (err) {
+        if (!(err instanceof Busy) || Date.now() - started > BUSY_WAIT_MS) throw err;
         this.known.delete(tenant);
-        if (Date.now() - started > BUSY_WAIT_MS) throw new Error(`ledger of tenant ${JSON.stringify(tenant)}: compare-and-swap lost for ${BUSY_WAIT_MS} ms`);
-        await sleep(Math.min(200, 5 * 2 ** Math.min(attempt, 5)));
+        await sleep(Math.min(500, 20 * 2 ** Math.min(attempt, 5)));
       }
-    });
+    }
+  }
+
+  /** One turn of `change` in the tenant's queue: compare-and-swap until it holds (Busy goes out to wait). */
+  private async swap(tenant: string, apply: (doc: LedgerDoc) => void, started: number): Promise<LedgerDoc> {
+    for (let attempt = 0; ; attempt++) {
+      const read = this.known.get(tenant) ?? (await this.read(tenant));
+      const doc: LedgerDoc = { ...read.doc, pending: [...read.doc.pending] };
+      const dropped: string[] = [];
+      for (const intent of [...doc.pending]) {
+        const key = `${tenant}\0${intent.id}`;
+        if (intent.node === this.nodes.nodeId && intent.boot === this.nodes.boot && this.done.has(key)) {
+          dropped.push(key);
+        } else if (await this.writing(tenant, intent)) {
+          continue;
+        } else if ((await this.settle(tenant, intent)) === 'undone') {
+          revert(doc, intent);
+        }
+        doc.pending.splice(doc.pending.indexOf(intent), 1);
+      }
+      apply(doc);
+      const body = JSON.stringify(doc);
+      // Nothing changed (a flush that another write got to first, a read of the bytes): no write.
+      if (read.etag && body === JSON.stringify(read.doc)) return read.doc;
+      const written = await this.io.put(this.keys.ledger(tenant), Buffer.from(body), read.etag ? { ifMatch: read.etag } : { ifNoneMatch: true });
+      if (written !== 'refused') {
+        this.known.set(tenant, { doc, etag: written.etag });
+        for (const key of dropped) this.done.delete(key);
+        return doc;
+      }
+      // Another node changed it first: read it again.
+      this.known.delete(tenant);
+      if (Date.now() - started > BUSY_WAIT_MS) throw new Error(`ledger of tenant ${JSON.stringify(tenant)}: compare-and-swap lost for ${BUSY_WAIT_MS} ms`);
+      await sleep(Math.min(200, 5 * 2 ** Math.min(attempt, 5)));
+    }
   }
 
   private async read(tenant: string): Promise<{ doc: LedgerDoc; etag: string }> {
