@@ -5,6 +5,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { publishStaged, stagingName } from './publish.js';
 
 interface Addon {
   name: string;
@@ -33,12 +34,19 @@ function build(addon: Addon): void {
   if (existsSync(output) && inputs.every((f) => statSync(output).mtimeMs >= statSync(f).mtimeMs)) return;
   mkdirSync(path.dirname(output), { recursive: true });
   const cc = process.env.CC || 'cc';
-  const args = ['-O2', '-std=c11', '-D_DEFAULT_SOURCE', '-fPIC', '-shared', '-fvisibility=hidden', '-Wall', '-Werror', `-I${headers}`, '-o', output, source];
+  // Compiled beside the output and renamed over it: a running server has the old one mapped.
+  const staged = stagingName(output);
+  const args = ['-O2', '-std=c11', '-D_DEFAULT_SOURCE', '-fPIC', '-shared', '-fvisibility=hidden', '-Wall', '-Werror', `-I${headers}`, '-o', staged, source];
   const run = spawnSync(cc, args, { encoding: 'utf8' });
-  // A failed build must not leave an earlier build of other source behind to be loaded.
-  if (run.error || run.status !== 0) rmSync(output, { force: true });
-  if (run.error) return skip(`${cc}: ${run.error.message}`);
-  if (run.status !== 0) return skip(`${cc} exited with ${run.status}: ${run.stderr.trim().split('\n').slice(0, 5).join(' / ')}`);
+  if (run.error || run.status !== 0) {
+    rmSync(staged, { force: true });
+    // A failed build must not leave an earlier build of other source behind to be loaded. Unlinked,
+    // not truncated: a running server keeps its mapping.
+    rmSync(output, { force: true });
+    if (run.error) return skip(`${cc}: ${run.error.message}`);
+    return skip(`${cc} exited with ${run.status}: ${run.stderr.trim().split('\n').slice(0, 5).join(' / ')}`);
+  }
+  publishStaged(staged, output);
 }
 
 for (const addon of addons) build(addon);

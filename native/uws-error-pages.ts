@@ -5,10 +5,11 @@
 // an answer of the same length (JSON padded with spaces). server/uws.ts loads this copy when it
 // exists; when the addon does not hold exactly the expected pages, none is written and the shipped
 // addon is used as it is.
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { publishBytes } from './publish.js';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const output = path.join(repo, 'dist', 'native', 'uws.node');
@@ -45,7 +46,8 @@ function patch(): string {
     binary = Buffer.concat([binary.subarray(0, at), Buffer.from(answer, 'latin1'), binary.subarray(at + original.length)]);
   }
   mkdirSync(path.dirname(output), { recursive: true });
-  writeFileSync(output, binary);
+  // Renamed into place, and only when it changed: a running server has the old one mapped.
+  publishBytes(output, binary);
   return '';
 }
 

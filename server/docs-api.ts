@@ -185,7 +185,9 @@ export function mountDocsApi(router: Router, ctx: ServerContext, docsCtx: DocsCo
     if (wait !== null && !/^([0-9]|[12][0-9]|30)$/.test(wait)) throw badRequest('wait must be whole seconds from 0 to 30');
     ex.json(200, await docs.job(principal, params[0]!, Number(wait ?? 0) * 1000));
   });
-  json('GET', '/v1/documents/:documentId/metadata/:namespaceUrn', ({ ex, params }, principal) => ex.json(200, docs.namespace(principal, params[0]!, params[1]!)));
+  json('GET', '/v1/documents/:documentId/metadata/:namespaceUrn', ({ ex, params, query }, principal) =>
+    ex.json(200, docs.namespace(principal, params[0]!, params[1]!, booleanParam(query, 'includeQuarantined'))),
+  );
   json('GET', '/v1/documents/:documentId/metadata/:namespaceUrn/patches', ({ ex, params }, principal) => ex.json(200, docs.patchHistory(principal, params[0]!, params[1]!)));
 
   json('POST', '/v1/documents/:documentId/metadata', async ({ ex, params }, principal, body) => {

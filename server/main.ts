@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { parseArgs } from 'node:util';
 import type * as uWS from 'uWebSockets.js';
 import uws from './uws.js';
@@ -59,6 +60,9 @@ interface RunningServer {
 
 /** Opens the engine, then listens: the port answers only once the stores are open. */
 export async function serve(config: Config, log = new Logger(config.logLevel)): Promise<RunningServer> {
+  // Opening the stores takes seconds (more on pg-s3); a port in use is said before that.
+  await portFree(config.host, config.httpPort, 'SVC_HTTP_PORT');
+  await portFree(config.host, config.model.httpPort, 'HTTP_PORT');
   const engine = await Engine.open(config, log);
   const ctx: ServerContext = { engine, metrics: engine.metrics };
   const app = createApp((message) => JSON.stringify({ error: 'invalid_request', message }));
@@ -108,6 +112,19 @@ export async function serve(config: Config, log = new Logger(config.logLevel)): 
 
 /** A port that cannot be bound: in use (by any process: the socket is exclusive) or not allowed. */
 class ListenError extends Error {}
+
+/**
+ * Fails with a ListenError when `port` cannot be bound now (bound exclusively and released at
+ * once). Only an early word: `listen` still decides, should another process take the port between.
+ */
+async function portFree(host: string, port: number, variable: string): Promise<void> {
+  if (port === 0) return;
+  const probe = net.createServer();
+  await new Promise<void>((resolve, reject) => {
+    probe.once('error', () => reject(new ListenError(`cannot listen on ${host}:${port} (${variable}): the port is in use or not available`)));
+    probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve()));
+  });
+}
 
 function listen(app: uWS.TemplatedApp, host: string, port: number, variable: string): Promise<uWS.us_listen_socket> {
   return new Promise((resolve, reject) => {

@@ -813,7 +813,7 @@ describe('canonical metadata', () => {
     for (const p of [encodeURIComponent(CASE), CASE]) {
       const one = await api.get(`/v1/documents/${doc.documentId}/metadata/${p}`);
       expect(one.status).toBe(200);
-      expect(one.json).toEqual({ namespaceUrn: CASE, entry: { id: r.json.metadataIds[CASE], schema: CASE_SCHEMA, data: caseData() } });
+      expect(one.json).toEqual({ namespaceUrn: CASE, entry: { id: r.json.metadataIds[CASE], schema: CASE_SCHEMA, data: caseData(), mode: 'canonical' } });
     }
     expectError(await api.get(`/v1/documents/${doc.documentId}/metadata/${encodeURIComponent(ENTITIES)}`), 404, 'metadata_not_found');
   });
@@ -957,7 +957,7 @@ describe('patch', () => {
     const entry = await api.get(`/v1/documents/${doc.documentId}/metadata/${encodeURIComponent(CASE)}`);
     expect(entry.json).toEqual({
       namespaceUrn: CASE,
-      entry: { id: r.json.newMetadataId, schema: CASE_SCHEMA, data: { caseNumber: 'AB-1001', courtLocation: 'Trondheim', tags: ['civil', 'appeal'], note: 'moved' } },
+      entry: { id: r.json.newMetadataId, schema: CASE_SCHEMA, data: { caseNumber: 'AB-1001', courtLocation: 'Trondheim', tags: ['civil', 'appeal'], note: 'moved' }, mode: 'canonical' },
     });
     expect((await api.get(`/v1/documents/${doc.documentId}/metadata/${CORE}`)).json.entry.id).toBe(core.json.metadataIds[CORE]);
     const versions = (await api.get(`/v1/documents/${doc.documentId}/versions`)).json.versions;
@@ -993,7 +993,7 @@ describe('patch', () => {
       [{ op: 'move', from: '/id', path: '/data/note' }],
     ];
     for (const patch of patches) expectRejected(await api.patch(doc.documentId, CASE, { baseMetadataId: doc.caseId, patch }), 400, 'schema_change_forbidden');
-    expect((await api.get(`/v1/documents/${doc.documentId}/metadata/${CASE}`)).json.entry).toEqual({ id: doc.caseId, schema: CASE_SCHEMA, data: caseData() });
+    expect((await api.get(`/v1/documents/${doc.documentId}/metadata/${CASE}`)).json.entry).toEqual({ id: doc.caseId, schema: CASE_SCHEMA, data: caseData(), mode: 'canonical' });
   });
 
   test('a result that fails the schema, a failing test op or an op on a missing path is 422; nothing changes', async () => {
@@ -1009,7 +1009,7 @@ describe('patch', () => {
     const missing = await api.patch(doc.documentId, CASE, { baseMetadataId: doc.caseId, patch: [{ op: 'replace', path: '/data/absent/deeper', value: 'x' }] });
     expect(missing.status).toBe(422);
     expect(missing.json.status).toBe('rejected');
-    expect((await api.get(`/v1/documents/${doc.documentId}/metadata/${CASE}`)).json.entry).toEqual({ id: doc.caseId, schema: CASE_SCHEMA, data: caseData() });
+    expect((await api.get(`/v1/documents/${doc.documentId}/metadata/${CASE}`)).json.entry).toEqual({ id: doc.caseId, schema: CASE_SCHEMA, data: caseData(), mode: 'canonical' });
     expect((await api.get(`/v1/documents/${doc.documentId}/metadata/${CASE}/patches`)).json.patches).toEqual([]);
   });
 

@@ -111,6 +111,16 @@ describe('document jobs', () => {
     expect(meta.json.namespaces['urn:svc:entities']).toBeUndefined();
     const withQuarantined = await c.call('GET', `/v1/documents/${doc}/metadata?includeQuarantined=true`);
     expect(withQuarantined.json.namespaces['urn:svc:entities']).toMatchObject({ mode: 'derived', status: 'quarantined' });
+    // One namespace alone answers what the bundle shows for it, quarantined entries only when asked.
+    const ocrAlone = await c.call('GET', `/v1/documents/${doc}/metadata/urn:svc:ocr`);
+    expect(ocrAlone.status).toBe(200);
+    expect(ocrAlone.json).toEqual({ namespaceUrn: 'urn:svc:ocr', entry: meta.json.namespaces['urn:svc:ocr'] });
+    const entitiesAlone = await c.call('GET', `/v1/documents/${doc}/metadata/urn:svc:entities`);
+    expect(entitiesAlone.status).toBe(404);
+    expect(entitiesAlone.json.error).toBe('metadata_not_found');
+    const quarantinedAlone = await c.call('GET', `/v1/documents/${doc}/metadata/urn:svc:entities?includeQuarantined=true`);
+    expect(quarantinedAlone.status).toBe(200);
+    expect(quarantinedAlone.json).toEqual({ namespaceUrn: 'urn:svc:entities', entry: withQuarantined.json.namespaces['urn:svc:entities'] });
     expect((await c.call('GET', `/v1/documents/${doc}/versions`)).json.versions).toHaveLength(1);
 
     const migrate = await c.call('POST', `/v1/documents/${doc}/migrate`, { namespaceUrn: 'urn:svc:case', toSchemaUrn: 'urn:svc:schema:case@2.0.0', reason: 'v2' });

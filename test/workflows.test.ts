@@ -70,6 +70,10 @@ describe('views and workflows', () => {
     const entry = meta.json.namespaces['urn:svc:ocr'];
     expect(entry).toMatchObject({ schema: 'urn:svc:schema:ocr@1.0.0', mode: 'derived', status: 'valid', data: { language: 'eng', pages: [{ number: 1, source: 'text-layer' }] } });
     for (const w of WORDS) expect(entry.data.text.toLowerCase()).toContain(w);
+    // The derived namespace read alone is the bundle's entry.
+    const alone = await api.get(`/v1/documents/${doc.documentId}/metadata/${encodeURIComponent('urn:svc:ocr')}`);
+    expect(alone.status).toBe(200);
+    expect(alone.json).toEqual({ namespaceUrn: 'urn:svc:ocr', entry });
     expect(entry.data.pages[0].characters).toBeGreaterThan(40);
     expect(entry.provenance.input).toEqual({ kind: 'blob', key: doc.contentRef.key });
     expect(entry.provenance.producer.name).toMatch(/pdfjs/);
@@ -111,6 +115,7 @@ describe('views and workflows', () => {
     expect(job).toMatchObject({ state: 'completed', outputs: { derivedNamespaces: ['urn:svc:entities'] } });
     const entry = (await api.get(`/v1/documents/${doc.documentId}/metadata`)).json.namespaces['urn:svc:entities'];
     expect(entry).toMatchObject({ schema: 'urn:svc:schema:entities@1.0.0', status: 'valid' });
+    expect((await api.get(`/v1/documents/${doc.documentId}/metadata/urn:svc:entities`)).json).toEqual({ namespaceUrn: 'urn:svc:entities', entry });
     expect(entry.data.emails).toEqual(['maria.keller@northwind.example']);
     expect(entry.data.people.join(' ')).toMatch(/Maria Keller/);
     expect(entry.data.places.join(' ')).toMatch(/Chicago/);

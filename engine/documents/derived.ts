@@ -78,10 +78,6 @@ export class DerivedMetadata {
   shown(tenant: string, documentId: string, includeQuarantined: boolean): { namespaces: Record<string, unknown>; quarantined: Record<string, unknown> } {
     const namespaces: Record<string, unknown> = {};
     const quarantined: Record<string, unknown> = {};
-    const shown = (value: DerivedEntry) => ({
-      schema: value.schema, id: value.id, data: value.data, mode: 'derived', status: value.status, provenance: value.provenance,
-      ...(value.issues.length ? { issues: value.issues } : {}),
-    });
     // Valid entries sort before the quarantined entry of their namespace.
     for (const { key, value } of this.entries.getRange({ start: [tenant, documentId, ''], end: [tenant, documentId, '\uffff'] })) {
       const ns = key[2];
@@ -92,6 +88,14 @@ export class DerivedMetadata {
       namespaces[ns] ??= shown(value);
     }
     return { namespaces, quarantined };
+  }
+
+  /** The one entry `shown` gives `namespace`: its valid entry, else (with `includeQuarantined`) its quarantined one. */
+  shownOne(tenant: string, documentId: string, namespace: string, includeQuarantined: boolean): Record<string, unknown> | undefined {
+    const valid = this.entries.get([tenant, documentId, namespace]);
+    if (valid) return shown(valid);
+    const quarantined = includeQuarantined ? this.entries.get([tenant, documentId, namespace, 'quarantined']) : undefined;
+    return quarantined && shown(quarantined);
   }
 
   /** In the job's completion transaction: each entry stored as valid or quarantined; canonical data untouched. */
@@ -115,4 +119,12 @@ export class DerivedMetadata {
       provenance: entry.provenance, jobId: job.jobId, actor: entry.actor, at: Date.now(),
     });
   }
+}
+
+/** A derived entry as the metadata reads show it. */
+function shown(value: DerivedEntry): Record<string, unknown> {
+  return {
+    schema: value.schema, id: value.id, data: value.data, mode: 'derived', status: value.status, provenance: value.provenance,
+    ...(value.issues.length ? { issues: value.issues } : {}),
+  };
 }

@@ -413,11 +413,18 @@ export class DocumentService {
     return { derivedNamespaces: [], viewKeys: [] };
   }
 
-  namespace(principal: Principal, documentId: string, namespaceUrn: string) {
+  /**
+   * One namespace as the bundle (`metadata`) shows it: the current version's canonical entry, else
+   * the namespace's valid derived entry (with `includeQuarantined`, its quarantined one).
+   */
+  namespace(principal: Principal, documentId: string, namespaceUrn: string, includeQuarantined = false) {
     const doc = this.readable(principal, documentId, 'meta.read', 'meta.read');
-    const entry = doc.currentVersionId ? this.version(doc, doc.currentVersionId).metadata[namespaceUrn] : undefined;
-    if (!entry) throw new SvcError(404, 'metadata_not_found', `The current version has no ${namespaceUrn} metadata`);
-    return { namespaceUrn, entry: { id: entry.id, schema: entry.schema, data: entry.data } };
+    const canonical = doc.currentVersionId ? this.version(doc, doc.currentVersionId).metadata[namespaceUrn] : undefined;
+    const entry = canonical
+      ? { id: canonical.id, schema: canonical.schema, data: canonical.data, mode: 'canonical' }
+      : this.derived.shownOne(doc.tenant, documentId, namespaceUrn, includeQuarantined);
+    if (!entry) throw new SvcError(404, 'metadata_not_found', `The document has no ${namespaceUrn} metadata${includeQuarantined ? '' : ' in force (quarantined entries are shown with includeQuarantined=true)'}`);
+    return { namespaceUrn, entry };
   }
 
   /** Canonical write (replace semantics per namespace): a new version. */
