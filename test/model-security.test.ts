@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { SignJWT, exportJWK, generateKeyPair, type JWK } from 'jose';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { modelOpenApi } from '../server/model-docs.js';
 import { scoringPipeline, writeBundleDir } from './helpers/bundles.js';
 import { devToken } from './helpers/docs-client.js';
 import { FIXTURES, HAVE_FIXTURES } from './helpers/models.js';
@@ -144,6 +145,14 @@ describe('security on: tokens and capabilities on the model listener', () => {
     expect(r.status).toBe(401);
     expect(r.headers.get('www-authenticate')).toBe('Bearer');
     expect(r.json).toEqual({ error: 'Unauthenticated', message: 'The bearer token is not valid: the signature does not verify', code: 401 });
+  });
+
+  test('the OpenAPI document states the capabilities enforced here', () => {
+    const paths = (modelOpenApi('test') as { paths: Record<string, Record<string, { 'x-svc-capability'?: string }>> }).paths;
+    for (const [method, path, capability] of GUARDED) {
+      const documented = paths[path.split('?')[0]!.replace('/scoring', '/{model}')]![method.toLowerCase()]!['x-svc-capability'];
+      expect([method, path, documented]).toEqual([method, path, capability]);
+    }
   });
 
   test('/health and /docs stay public', async () => {
