@@ -49,7 +49,7 @@ export const VARIABLES: ReadonlyArray<{ name: string; default: string; help: str
   { name: 'SVC_BLOCK_CACHE_BYTES', default: '64MiB', help: 'Memory for caching small blocks (64 KiB or less) on the read path; 0 disables.' },
   { name: 'SVC_HEALTH_TIMEOUT', default: '5s', help: 'Timeout of each readiness check.' },
   { name: 'SVC_OPS_REFRESH_MS', default: '1000', help: 'Milliseconds between two reads of the operator snapshot while anyone follows /api/ops/v1/events (also the most a GET of the snapshot is out of date).' },
-  { name: 'SVC_SECURITY_ENABLED', default: 'false', help: '`true`: every /api/v1 and /api/ops route needs a bearer token (RS256/ES256 against SVC_OIDC_*; HS256 only with an explicit SVC_DEV_SHARED_SECRET) and the capability of the route; health stays public.' },
+  { name: 'SVC_SECURITY_ENABLED', default: 'false', help: '`true`: every /api/v1 and /api/ops route, and every route of the model listener (HTTP_PORT) but /health and /docs, needs a bearer token (RS256/ES256 against SVC_OIDC_*; HS256 only with an explicit SVC_DEV_SHARED_SECRET) and the capability of the route; health stays public. file:// bundles are then read only inside SVC_MODEL_ROOTS.' },
   { name: 'SVC_TENANT_POLICY_FILE', default: '', help: 'JSON file of tenant policies (`{ "default": Policy, "tenants": { "<org_id>": Policy } }`, Policy = { maxObjectBytes?, quotaBytes?, maxConcurrent?, maxQueued?, bytesPerMinute?, requestsPerMinute? }), applied with security on; re-read on SIGHUP. Empty: no limits.' },
   { name: 'SVC_SECURITY_CORS_ALLOWED_ORIGINS', default: '', help: 'Comma-separated exact browser origins (used when security is enabled; unsecured servers allow any origin).' },
   { name: 'SVC_DEV_SHARED_SECRET', default: '', help: 'HS256 secret of development tokens; empty: one is generated at first start and kept in <SVC_FS_ROOT>/secrets/dev-shared-secret (never with SVC_SECURITY_ENABLED=true: then HS256 needs an explicit secret). `off` disables HS256 tokens and POST /dev/token.' },
@@ -69,8 +69,11 @@ export const VARIABLES: ReadonlyArray<{ name: string; default: string; help: str
   { name: 'MODEL_CACHE_TTL', default: '30m', help: 'How long a loaded model stays cached after it was loaded.' },
   { name: 'MODEL_LOAD_TIMEOUT', default: '60s', help: 'Limit for acquiring, reading, compiling and warming one bundle (408 beyond).' },
   { name: 'MODEL_REQUEST_TIMEOUT', default: '30s', help: 'Limit for one transform, rank, sample, graph or health request (408 beyond).' },
-  { name: 'MODEL_MAX_BUNDLE_BYTES', default: '512MiB', help: 'Largest bundle, downloaded and expanded (its JSON files together); larger bundles are refused.' },
-  { name: 'MODEL_MAX_BUNDLE_FILES', default: '100000', help: 'Most files a bundle may hold.' },
+  { name: 'MODEL_MAX_BUNDLE_BYTES', default: '512MiB', help: 'Largest bundle, downloaded, and expanded (the uncompressed bytes of its JSON files together, checked against a zip\'s declared sizes before inflating and again while inflating); 400 BundleException beyond.' },
+  { name: 'MODEL_MAX_BUNDLE_FILES', default: '100000', help: 'Most JSON files a bundle may hold (the files that are read; 400 BundleException beyond).' },
+  { name: 'MODEL_MAX_ZIP_ENTRIES', default: '200000', help: 'Most entries (files and folders of any kind) a zip bundle may list, checked before any entry is read (400 BundleException beyond).' },
+  { name: 'MODEL_MAX_DIRECTORY_ENTRIES', default: '200000', help: 'Most entries (files, folders, links) a directory bundle\'s walk may meet; the walk stops there (400 BundleException beyond).' },
+  { name: 'SVC_MODEL_ROOTS', default: '', help: 'Comma-separated directories that file:// bundle URIs must lie in once links are followed; a URI outside is 403 ForbiddenLocation, refused by its name without opening it. Each must be an existing directory at start. Empty: any local path with security off; with SVC_SECURITY_ENABLED=true, <SVC_FS_ROOT>/models alone (created at start).' },
   { name: 'MODEL_MAX_FRAME_BYTES', default: '64MiB', help: 'Largest request body of transform and rank (413 beyond).' },
   { name: 'MODEL_MAX_FRAME_ROWS', default: '1000000', help: 'Most rows a flattened request frame may have (a Cartesian frame multiplies).' },
   { name: 'MODEL_WARMUP_ROWS', default: '200', help: 'Rows of generated sample data run through a model when it is registered.' },
@@ -192,6 +195,17 @@ export interface ModelConfig {
   requestTimeoutMs: number;
   maxBundleBytes: number;
   maxBundleFiles: number;
+  /** MODEL_MAX_ZIP_ENTRIES: entries of any kind in a zip bundle's central directory. */
+  maxZipEntries: number;
+  /** MODEL_MAX_DIRECTORY_ENTRIES: entries of any kind a directory bundle's walk may meet. */
+  maxDirectoryEntries: number;
+  /**
+   * SVC_MODEL_ROOTS (absolute, not yet checked on disk): the directories file:// bundles must
+   * resolve inside. null: anywhere (security off and SVC_MODEL_ROOTS unset).
+   */
+  roots: string[] | null;
+  /** The roots are the default, <SVC_FS_ROOT>/models (security on, SVC_MODEL_ROOTS unset): made at start when missing. */
+  defaultRoots: boolean;
   maxFrameBytes: number;
   maxFrameRows: number;
   warmupRows: number;
@@ -282,6 +296,24 @@ export function parseLegacyRepos(raw: string): LegacyRepoConfig[] {
     repos.push({ name: repoName, root: path.resolve(root) });
   }
   return repos;
+}
+
+/** `/a,/b` → absolute directories (relative ones resolved from the working directory). */
+export function parseModelRoots(raw: string): string[] {
+  if (raw.trim() === '') return [];
+  const roots: string[] = [];
+  const entries = raw.split(',');
+  for (const [i, rawEntry] of entries.entries()) {
+    const entry = rawEntry.trim();
+    if (entry === '') {
+      // A trailing comma is tolerated; an empty entry between two others is a typo.
+      if (i === entries.length - 1 && i > 0) continue;
+      throw new ConfigError(`SVC_MODEL_ROOTS: entry ${i + 1} is empty (expected /dir,/dir2)`);
+    }
+    if (entry.includes('\0')) throw new ConfigError(`SVC_MODEL_ROOTS: entry ${i + 1} contains NUL`);
+    roots.push(path.resolve(entry));
+  }
+  return roots;
 }
 
 function executionMode(raw: string): ExecutionMode {
@@ -379,6 +411,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       requestTimeoutMs: parseDuration('MODEL_REQUEST_TIMEOUT', get('MODEL_REQUEST_TIMEOUT')),
       maxBundleBytes: parseSize('MODEL_MAX_BUNDLE_BYTES', get('MODEL_MAX_BUNDLE_BYTES')),
       maxBundleFiles: parseInteger('MODEL_MAX_BUNDLE_FILES', get('MODEL_MAX_BUNDLE_FILES'), 1, 10_000_000),
+      maxZipEntries: parseInteger('MODEL_MAX_ZIP_ENTRIES', get('MODEL_MAX_ZIP_ENTRIES'), 1, 10_000_000),
+      maxDirectoryEntries: parseInteger('MODEL_MAX_DIRECTORY_ENTRIES', get('MODEL_MAX_DIRECTORY_ENTRIES'), 1, 10_000_000),
+      roots: null,
+      defaultRoots: false,
       maxFrameBytes: parseSize('MODEL_MAX_FRAME_BYTES', get('MODEL_MAX_FRAME_BYTES')),
       maxFrameRows: parseInteger('MODEL_MAX_FRAME_ROWS', get('MODEL_MAX_FRAME_ROWS'), 1, 100_000_000),
       warmupRows: parseInteger('MODEL_WARMUP_ROWS', get('MODEL_WARMUP_ROWS'), 0, 1_000_000),
@@ -387,6 +423,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       gcsEndpoint: get('MODEL_GCS_ENDPOINT').replace(/\/+$/, ''),
     },
   };
+  const roots = parseModelRoots(get('SVC_MODEL_ROOTS'));
+  if (roots.length > 0) config.model.roots = roots;
+  else if (config.securityEnabled) Object.assign(config.model, { roots: [path.join(config.fsRoot, 'models')], defaultRoots: true });
   if (!(config.chunkMin <= config.chunkAvg && config.chunkAvg <= config.chunkMax)) {
     throw new ConfigError(`SVC_CHUNK_MIN <= SVC_CHUNK_AVG <= SVC_CHUNK_MAX must hold (got ${config.chunkMin}, ${config.chunkAvg}, ${config.chunkMax})`);
   }

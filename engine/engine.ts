@@ -23,7 +23,7 @@ import { TokenVerifier } from './auth/index.js';
 import { DocumentService } from './documents/index.js';
 import { MigrationRegistry } from './documents/index.js';
 import { SchemaRegistry } from './documents/index.js';
-import { ModelService } from './models/index.js';
+import { BundleRoots, ModelService } from './models/index.js';
 import { TrafficHistory, nodeIdOf } from './ops/index.js';
 import { type LiveNode, ownerOf } from './locality/index.js';
 import { ViewService } from './views/index.js';
@@ -106,6 +106,7 @@ export class Engine {
     readonly scanner: StreamScanner,
     private readonly lock: DataDirLock,
     legacyRoots: readonly LegacyRepoConfig[],
+    modelRoots: BundleRoots,
   ) {
     this.manifests = backend.manifests;
     this.nodeId = config.nodeId || nodeIdOf(config.fsRoot);
@@ -139,7 +140,7 @@ export class Engine {
     this.documents = new DocumentService(catalog, schemas, new MigrationRegistry(new LmdbKeyedCatalog(catalog, 'migrations'), schemas), this.jobs, (options) => this.startIngest(options));
     this.legacyImports = new LegacyImports(catalog, this.legacy, this.documents, this.jobs, log);
     this.tokens = TokenVerifier.open(config.auth, config.fsRoot, log, config.securityEnabled);
-    this.models = new ModelService(config.model, new LmdbKeyedCatalog(catalog, 'models'), config.fsRoot, pool, log);
+    this.models = new ModelService(config.model, new LmdbKeyedCatalog(catalog, 'models'), config.fsRoot, modelRoots, pool, log);
     // Every reference to blocks outside published manifests: resumable sessions, document content.
     this.views = new ViewService(catalog, this.jobs, {
       contentOf: (key) => this.documents.contentManifest(key),
@@ -161,6 +162,8 @@ export class Engine {
   static async open(config: Config, log: Logger): Promise<Engine> {
     // Before anything is opened: a legacy root that does not exist stops the start (ConfigError).
     const legacyRoots = LegacyRepositories.check(config.legacyRepos, log);
+    // Likewise a model root (SVC_MODEL_ROOTS); the default one is made.
+    const modelRoots = BundleRoots.check(config.model);
     fs.mkdirSync(config.fsRoot, { recursive: true });
     // Before anything touches the directory: a second process must not clean up the first one's files.
     const lock = lockDataDir(config.fsRoot);
@@ -172,7 +175,7 @@ export class Engine {
     const pairHashing = config.nativeSha256 === 'auto' && loadSha256Pair() !== null;
     if (config.nativeSha256 === 'auto' && !pairHashing) log.info('native SHA-256 pair unavailable: blocks are hashed by the worker threads', { reason: sha256PairUnavailableReason() });
     const scanner = new StreamScanner(SCANNER_MODULE, memory.arena, pairHashing);
-    const engine = new Engine(config, log, catalog, backend, pool, memory, scanner, lock, legacyRoots);
+    const engine = new Engine(config, log, catalog, backend, pool, memory, scanner, lock, legacyRoots, modelRoots);
     // Shared sessions (pg-s3) are any node's to clean up, on every interval: a node whose S3 or
     // PostgreSQL does not answer yet still starts (and says so in readiness).
     const cleaned = await engine.uploads.cleanup().catch((err: unknown) => {
@@ -184,6 +187,7 @@ export class Engine {
     engine.uploads.startCleanup();
     const kept = await engine.workflows.registerSchemas();
     if (kept.length > 0) log.warn('workflows: schemas registered earlier with other bodies are kept; workflow entries that do not fit them are quarantined', { schemas: kept });
+    await engine.models.reportRefusedRegistrations();
     engine.jobs.start();
     engine.gc.start();
     engine.traffic.start();

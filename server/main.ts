@@ -88,7 +88,8 @@ export async function serve(config: Config, log = new Logger(config.logLevel)): 
   routes.fallback('/*', ({ ex, req }) => ex.json(404, { error: 'not_found', message: `No route for ${ex.method} ${req.getUrl()}` }));
   const modelApp = createApp((message) => JSON.stringify({ error: 'BadRequest', message, code: 400 }));
   const modelMetrics = new ModelMetrics(engine.models, engine.metrics.registry);
-  mountModelApi(new Router(modelApp, modelSurface(modelMetrics, log, config.httpLingerBytes)), engine.models, modelMetrics, VERSION);
+  // The same guard: the same tokens, capabilities model.read, model.write and observability.read.
+  mountModelApi(new Router(modelApp, modelSurface(modelMetrics, log, config.httpLingerBytes), { guard }), engine.models, modelMetrics, VERSION);
   const sockets: uWS.us_listen_socket[] = [];
   const close = async () => {
     for (const socket of sockets) uws.us_listen_socket_close(socket);

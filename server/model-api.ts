@@ -1,6 +1,9 @@
 // The model runtime listener (HTTP_PORT): the reference runtime's operations over ModelService.
+// With security on, the router's guard checks each route's capability (model.read, model.write,
+// observability.read); /health and /docs stay public.
 
 import { parseExecutionMode, type ExecutionMode } from '../engine/config.js';
+import { SvcError } from '../engine/errors.js';
 import type { Logger } from '../engine/log.js';
 import { ModelError, queryError } from '../engine/models/index.js';
 import { decodeFrame } from '../engine/models/index.js';
@@ -20,12 +23,24 @@ import type { Surface } from './surface.js';
 const MAX_MODEL_NAME = 256;
 const MAX_URI_BYTES = 64 * 1024;
 
+const READ = 'model.read';
+const WRITE = 'model.write';
+
+/** The guard's refusals (401, 403) in the runtime's envelope, under the runtime's kind of name. */
+const GUARD_ERRORS: Record<string, string> = { unauthenticated: 'Unauthenticated', forbidden: 'Forbidden' };
+
+function guardAnswer(err: unknown) {
+  if (!(err instanceof SvcError) || GUARD_ERRORS[err.code] === undefined) return undefined;
+  const error = GUARD_ERRORS[err.code]!;
+  return { status: err.status, body: { error, message: err.message, code: err.status }, headers: err.headers, errorName: error };
+}
+
 /** The model runtime's surface: errors as `{ error, message, code }`, its operations measured with the reference's metric names. */
 export function modelSurface(metrics: ModelMetrics, log: Logger, lingerBytes: number): Surface {
   return {
     log,
     lingerBytes,
-    known: (err) => (err instanceof ModelError ? { status: err.code, body: { error: err.error, message: err.message, code: err.code }, errorName: err.error } : undefined),
+    known: (err) => (err instanceof ModelError ? { status: err.code, body: { error: err.error, message: err.message, code: err.code }, errorName: err.error } : guardAnswer(err)),
     internal: (requestId) => ({ status: 500, body: { error: 'InternalError', message: `Internal service error (request ${requestId})`, code: 500 }, errorName: 'unchecked' }),
     begin() {},
     observe: (route, _method, status, seconds, errorName) => metrics.observe(route, status, seconds * 1000, errorName),
@@ -45,13 +60,13 @@ export function mountModelApi(router: Router, service: ModelService, metrics: Mo
   }
   type Handler = (ex: Exchange, req: Request) => Promise<void>;
   const NO_BODY = Promise.resolve({ bytes: new SharedArrayBuffer(0), length: 0 });
-  /** An operation, measured under `name`; with `maxBody`, its body is read (bounded). */
-  const route = (method: Method, pattern: string, name: string, handler: Handler, maxBody?: number) => {
+  /** An operation, measured under `name`, that needs `capability` with security on; with `maxBody`, its body is read (bounded). */
+  const route = (method: Method, pattern: string, name: string, capability: string, handler: Handler, maxBody?: number) => {
     router.on(method, pattern, ({ ex, req, params, query }) => {
       const body = maxBody === undefined ? NO_BODY : readShared(ex, maxBody, header(req, 'content-length'), frameTooLarge);
       body.catch(() => {});
       return handler(ex, { param: (i: number) => modelName(params[i]!), query, body });
-    }, { name });
+    }, { name, capability });
   };
   /** Runs `work` under MODEL_REQUEST_TIMEOUT; past it the answer is 408 ModelTimeout. */
   const timed = <T>(loaded: LoadedModel, what: string, work: (signal: AbortSignal) => Promise<T>): Promise<T> => {
@@ -72,7 +87,7 @@ export function mountModelApi(router: Router, service: ModelService, metrics: Mo
     missing: missingParam(q),
   });
 
-  route('PUT', '/models/:model', 'load', async (ex, req) => {
+  route('PUT', '/models/:model', 'load', WRITE, async (ex, req) => {
     const name = req.param(0);
     const body = await req.body;
     const uri = Buffer.from(body.bytes, 0, body.length).toString('utf8');
@@ -80,19 +95,21 @@ export function mountModelApi(router: Router, service: ModelService, metrics: Mo
     ex.json(created ? 201 : 200, { modelName: registration.modelName, uri: registration.uri });
   }, MAX_URI_BYTES);
 
-  route('DELETE', '/models/:model', 'unload', async (ex, req) => {
-    ex.json(200, describe(await service.unregister(req.param(0))));
+  route('DELETE', '/models/:model', 'unload', WRITE, async (ex, req) => {
+    const gone = await service.unregister(req.param(0));
+    // A registration whose bundle no longer loads is removed too, answered without bundleMeta.
+    ex.json(200, 'registration' in gone ? describe(gone) : { model: { modelName: gone.modelName, uri: gone.uri } });
   });
 
-  route('GET', '/models/:model', 'describe', async (ex, req) => {
+  route('GET', '/models/:model', 'describe', READ, async (ex, req) => {
     ex.json(200, describe(await service.get(req.param(0))));
   });
 
-  route('GET', '/models', 'list', async (ex) => {
+  route('GET', '/models', 'list', READ, async (ex) => {
     ex.json(200, service.registry.list().map((r) => ({ modelName: r.modelName, uri: r.uri })));
   });
 
-  route('POST', '/models/:model/transform', 'transform', async (ex, req) => {
+  route('POST', '/models/:model/transform', 'transform', READ, async (ex, req) => {
     const q = req.query;
     const { mode, ...common } = runOptions(q);
     const query = { select: parseSelection(q.getAll('select')), rank: parseSelection(q.getAll('rank')), ...common };
@@ -102,7 +119,7 @@ export function mountModelApi(router: Router, service: ModelService, metrics: Mo
     await ex.sendPieces(JSON_UTF8, [`{"schema":${parts[0]!.schema},"rows":[`, ...transformBody(parts, query), ']}']);
   }, config.maxFrameBytes);
 
-  route('POST', '/models/:model/rank', 'rank', async (ex, req) => {
+  route('POST', '/models/:model/rank', 'rank', READ, async (ex, req) => {
     const q = req.query;
     const id = q.get('id');
     if (!id) throw queryError('query parameter "id" is required');
@@ -117,7 +134,7 @@ export function mountModelApi(router: Router, service: ModelService, metrics: Mo
     ex.json(200, { results: finishRank(parts, query) });
   }, config.maxFrameBytes);
 
-  route('GET', '/models/:model/sample', 'sample', async (ex, req) => {
+  route('GET', '/models/:model/sample', 'sample', READ, async (ex, req) => {
     const q = req.query;
     const nrow = integerParam(q, 'nrow', 1);
     if (nrow > config.maxFrameRows) throw queryError(`nrow is larger than ${config.maxFrameRows} (MODEL_MAX_FRAME_ROWS)`);
@@ -130,7 +147,7 @@ export function mountModelApi(router: Router, service: ModelService, metrics: Mo
     ex.json(200, { schema: encodeSchema(selected.fields), rows: selected.rows.map(encodeRow) });
   });
 
-  route('GET', '/models/:model/graph', 'graph', async (ex, req) => {
+  route('GET', '/models/:model/graph', 'graph', READ, async (ex, req) => {
     const q = req.query;
     const options = {
       elideParentSchema: booleanParam(q, 'elide-parent-schema', true),
@@ -142,7 +159,7 @@ export function mountModelApi(router: Router, service: ModelService, metrics: Mo
     ex.send(200, { 'Content-Type': 'application/xml; charset=utf-8' }, renderGraphSvg(loaded.model.graph, options));
   });
 
-  route('GET', '/models/:model/health', 'model-health', async (ex, req) => {
+  route('GET', '/models/:model/health', 'model-health', READ, async (ex, req) => {
     const n = integerParam(req.query, 'n', 1);
     const nrow = integerParam(req.query, 'nrow', 1);
     if (n * nrow > config.maxFrameRows) throw queryError(`n × nrow is larger than ${config.maxFrameRows} (MODEL_MAX_FRAME_ROWS)`);
@@ -150,14 +167,14 @@ export function mountModelApi(router: Router, service: ModelService, metrics: Mo
     ex.send(200, {});
   });
 
-  route('GET', '/health', 'service-health', async (ex) => {
+  router.on('GET', '/health', ({ ex }) => {
     service.registry.names();
     ex.send(200, {});
-  });
+  }, { name: 'service-health' });
 
-  route('GET', '/metrics', 'metrics', async (ex) => {
+  router.on('GET', '/metrics', async ({ ex }) => {
     ex.send(200, { 'Content-Type': metrics.registry.contentType }, await metrics.render());
-  });
+  }, { name: 'metrics', capability: 'observability.read' });
 
   for (const pattern of ['/docs', '/docs/*']) {
     router.on('GET', pattern, ({ ex, req }) => {

@@ -164,7 +164,7 @@ describe('s3:// bundles from a real S3-protocol server (s3rver)', () => {
     expect(t.status, t.text).toBe(200);
     expect(t.json.rows).toEqual(SCORING_PRICES.map((p) => [p]));
     // Nothing is left behind in the download directory.
-    const downloads = join(server.root, 'models/downloads');
+    const downloads = join(server.root, 'model-runtime/downloads');
     expect(existsSync(downloads) ? readdirSync(downloads) : []).toEqual([]);
   });
 

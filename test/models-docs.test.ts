@@ -123,7 +123,7 @@ describe('modelOpenApi', () => {
     }
     const error = resolve('#/components/schemas/Error');
     expect(error.required).toEqual(['error', 'message', 'code']);
-    expect(error.properties.code.enum).toEqual([400, 404, 408, 500]);
+    expect(error.properties.code.enum).toEqual([400, 401, 403, 404, 408, 413, 500]);
     for (const [path, method] of [
       ['/models/{model}', 'get'],
       ['/models/{model}/transform', 'post'],
@@ -140,6 +140,39 @@ describe('modelOpenApi', () => {
       type: 'array',
       items: { type: 'string' },
     });
+  });
+
+  it('states each operation\'s capability under security, and that /health and /docs need none', () => {
+    expect(doc.components.securitySchemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' });
+    const capabilities = Object.entries(doc.paths as Json).flatMap(([path, item]) =>
+      Object.entries(item as Json).filter(([k]) => k !== 'parameters').map(([method, op]) => [`${method.toUpperCase()} ${path}`, (op as Json)['x-svc-capability'] ?? null]),
+    );
+    expect(Object.fromEntries(capabilities)).toEqual({
+      'PUT /models/{model}': 'model.write',
+      'DELETE /models/{model}': 'model.write',
+      'GET /models/{model}': 'model.read',
+      'GET /models': 'model.read',
+      'POST /models/{model}/transform': 'model.read',
+      'POST /models/{model}/rank': 'model.read',
+      'GET /models/{model}/sample': 'model.read',
+      'GET /models/{model}/graph': 'model.read',
+      'GET /models/{model}/health': 'model.read',
+      'GET /metrics': 'observability.read',
+      'GET /health': null,
+      'GET /docs': null,
+    });
+    for (const [op, capability] of capabilities) {
+      const [method, path] = (op as string).split(' ') as [string, string];
+      const operationDoc = operation(path, method.toLowerCase());
+      if (capability === null) {
+        expect([op, operationDoc.security]).toEqual([op, []]);
+        continue;
+      }
+      // Optional (security off) or a bearer token; 401 and 403 described.
+      expect([op, operationDoc.security]).toEqual([op, [{}, { bearer: [] }]]);
+      expect(operationDoc.responses['401'].$ref).toBe('#/components/responses/Unauthenticated');
+      expect(operationDoc.responses['403']).toBeDefined();
+    }
   });
 
   it('has no dangling references', () => {

@@ -1,6 +1,6 @@
 // Errors of the model runtime. The HTTP layer answers { error, message, code } with status = code.
 
-type ModelErrorCode = 400 | 404 | 408 | 413 | 500;
+type ModelErrorCode = 400 | 403 | 404 | 408 | 413 | 500;
 
 export class ModelError extends Error {
   constructor(

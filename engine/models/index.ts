@@ -5,6 +5,7 @@ export { ModelError, queryError } from './errors.js';
 export { decodeFrame } from './frame.js';
 export { encodeFieldType, encodeRow, encodeSchema } from './frame-json.js';
 export { renderGraphSvg } from './graph-svg.js';
+export { BundleRoots } from './roots.js';
 export { sampleFrame } from './sample.js';
 export { type FrameBody, type LoadedModel, ModelService, timeoutOr } from './service.js';
 export { finishRank, type Missing, parseSelection, selectColumns, transformBody } from './transform.js';

@@ -1,9 +1,10 @@
-// Bundle repositories: where a registered URI is fetched from. `file://` is read in place;
-// `s3://` and `gs://` are streamed to a local file (at most MODEL_MAX_BUNDLE_BYTES) and read
-// from there. The caller deletes what `acquire` returns with `release`.
+// Bundle repositories: where a registered URI is fetched from. `file://` is read in place, once
+// the roots (SVC_MODEL_ROOTS, roots.ts) allow it; `s3://` and `gs://` are streamed to a local
+// file (at most MODEL_MAX_BUNDLE_BYTES) and read from there. The caller deletes what `acquire`
+// returns with `release`.
 
 import { createWriteStream } from 'node:fs';
-import { mkdir, rm, stat } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -12,6 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import type { ModelConfig } from '../config.js';
 import { ModelError, bundleError } from './errors.js';
+import type { BundleRoots } from './roots.js';
 
 interface AcquiredBundle {
   /** Local zip file or directory to read the bundle from. */
@@ -27,18 +29,22 @@ export class Repositories {
     private readonly config: ModelConfig,
     /** Directory for downloaded copies (emptied at start by the owner). */
     private readonly downloadDir: string,
+    private readonly roots: BundleRoots,
   ) {}
 
-  /** Checks a URI's syntax and scheme without fetching anything. */
+  /** Checks a URI's syntax and scheme without fetching anything: 400 URIError when it is not one this runtime reads. */
   static parse(uri: string): URL {
+    const text = uri.trim();
+    // The URL parser drops tabs and newlines silently: a URI holding them is not the one it would read.
+    if (/[\u0000-\u001f\u007f]/.test(text)) throw uriError(uri, 'control characters are not allowed in a URI');
     let url: URL;
     try {
-      url = new URL(uri.trim());
+      url = new URL(text);
     } catch {
       throw uriError(uri, 'not a valid URI');
     }
     if (url.protocol === 'file:') {
-      if (url.pathname === '' || url.pathname === '/') throw uriError(uri, 'file path cannot be empty');
+      filePath(uri, url);
     } else if (url.protocol === 's3:' || url.protocol === 'gs:') {
       if (!url.hostname) throw uriError(uri, 'bucket name is missing');
       if (url.pathname.length <= 1) throw uriError(uri, 'object key is missing');
@@ -48,9 +54,15 @@ export class Repositories {
     return url;
   }
 
+  /** For a file:// URI, whether the roots allow it (throws as `acquire` would); nothing for the other schemes. */
+  async checkLocation(uri: string): Promise<void> {
+    const url = Repositories.parse(uri);
+    if (url.protocol === 'file:') await this.roots.locate(filePath(uri, url), uri);
+  }
+
   async acquire(uri: string, signal: AbortSignal): Promise<AcquiredBundle> {
     const url = Repositories.parse(uri);
-    if (url.protocol === 'file:') return this.file(uri, url);
+    if (url.protocol === 'file:') return { path: await this.roots.locate(filePath(uri, url), uri), release: async () => {} };
     const target = join(this.downloadDir, `${randomUUID()}.zip`);
     await mkdir(this.downloadDir, { recursive: true });
     const release = () => rm(target, { force: true });
@@ -64,14 +76,6 @@ export class Repositories {
       throw uriError(uri, (err as Error).message);
     }
     return { path: target, release };
-  }
-
-  private async file(uri: string, url: URL): Promise<AcquiredBundle> {
-    const path = fileURLToPath(url);
-    await stat(path).catch(() => {
-      throw new ModelError('BundleException', `file does not exist: ${path} (${uri})`, 400);
-    });
-    return { path, release: async () => {} };
   }
 
   private async s3Object(uri: string, url: URL, signal: AbortSignal): Promise<Readable> {
@@ -118,6 +122,23 @@ export class Repositories {
       },
     });
   }
+}
+
+/** The absolute local path a file URI names; 400 URIError for one that names no local path. */
+function filePath(uri: string, url: URL): string {
+  // `file://../x` parses with host "..": a relative path is not a file URI.
+  if (url.hostname !== '' && url.hostname !== 'localhost') throw uriError(uri, `a file URI names a local absolute path (file:///dir/bundle.zip), not host "${url.hostname}"`);
+  if (url.search !== '' || url.hash !== '') throw uriError(uri, 'a file URI has no query or fragment (percent-encode "?" and "#" in a file name)');
+  if (url.pathname === '' || url.pathname === '/') throw uriError(uri, 'file path cannot be empty');
+  let path: string;
+  try {
+    path = fileURLToPath(url);
+  } catch {
+    // Encoded "/" (%2F) in a segment.
+    throw uriError(uri, 'not a file path this server can read');
+  }
+  if (path.includes('\0')) throw uriError(uri, 'a file path cannot contain NUL (%00)');
+  return path;
 }
 
 function uriError(uri: string, reason: string): ModelError {

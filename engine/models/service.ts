@@ -1,7 +1,7 @@
 // The model runtime's state: registrations (LMDB), loaded models (LRU + TTL cache), loading
 // with a timeout and size limits, and row execution on the shared worker pool.
 
-import { mkdirSync, rmSync, writeFileSync, renameSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, writeFileSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import type { Piscina } from 'piscina';
@@ -13,6 +13,7 @@ import { compileBundle, type CompiledModel } from './compile.js';
 import { ModelError } from './errors.js';
 import { ModelRegistry, type Registration } from './registry.js';
 import { Repositories } from './repositories.js';
+import type { BundleRoots } from './roots.js';
 import { sampleFrame } from './sample.js';
 import { LRUCache } from 'lru-cache';
 import type { FrameSplit } from './frame-split.js';
@@ -60,16 +61,23 @@ export class ModelService {
     readonly config: ModelConfig,
     registrations: KeyedCatalog<Registration>,
     fsRoot: string,
+    private readonly roots: BundleRoots,
     private readonly pool: Piscina,
     private readonly log: Logger,
   ) {
     this.registry = new ModelRegistry(registrations);
-    const workDir = join(fsRoot, 'models');
+    // Not under <SVC_FS_ROOT>/models: that is the default bundle root (SVC_MODEL_ROOTS), the
+    // operator's, and this directory is emptied at every start.
+    const workDir = join(fsRoot, 'model-runtime');
+    if (!existsSync(workDir)) {
+      // The first start since the work files moved: those of the old place are only work files.
+      for (const old of ['loaded', 'downloads']) rmSync(join(fsRoot, 'models', old), { recursive: true, force: true });
+    }
     // Downloads and compiled documents of a previous run are never reused.
     rmSync(workDir, { recursive: true, force: true });
     this.docDir = join(workDir, 'loaded');
     mkdirSync(this.docDir, { recursive: true });
-    this.repositories = new Repositories(config, join(workDir, 'downloads'));
+    this.repositories = new Repositories(config, join(workDir, 'downloads'), roots);
     // An entry expires a fixed time after it was loaded (a read does not extend it); every entry
     // that leaves (evicted, expired, replaced, deleted) releases its model. lru-cache reads a ttl
     // of 0 as none, so MODEL_CACHE_TTL=0 becomes 1 ms: loaded for each request, as it says.
@@ -109,13 +117,40 @@ export class ModelService {
     return { created, registration };
   }
 
-  /** Loads the model if needed, then drops it from the cache and the registry. */
-  async unregister(name: string): Promise<LoadedModel> {
-    const loaded = await this.get(name);
+  /**
+   * Drops the model from the cache and the registry. Answers the loaded model (loaded now if
+   * need be), or only its registration when its bundle cannot be loaded any more (moved, or
+   * outside SVC_MODEL_ROOTS since they changed): such a registration must still be removable.
+   */
+  async unregister(name: string): Promise<LoadedModel | Registration> {
+    const registration = this.registry.get(name);
+    let answer: LoadedModel | Registration;
+    try {
+      answer = await this.get(name);
+    } catch (err) {
+      if (!registration || !(err instanceof ModelError) || err.code === 404) throw err;
+      answer = registration;
+    }
     this.cache.delete(name);
     this.loading.delete(name);
     await this.registry.remove(name);
-    return loaded;
+    return answer;
+  }
+
+  /**
+   * Registrations whose file:// bundle the roots now refuse (made before SVC_MODEL_ROOTS or
+   * security were set): they stay registered, and every use answers 403 ForbiddenLocation until
+   * they are registered again from inside the roots or deleted. Said once at start.
+   */
+  async reportRefusedRegistrations(): Promise<void> {
+    if (this.roots.directories === null) return;
+    for (const { modelName, uri } of this.registry.list()) {
+      const refused = await this.repositories.checkLocation(uri).then(
+        () => false,
+        (err: unknown) => err instanceof ModelError && err.error === 'ForbiddenLocation',
+      );
+      if (refused) this.log.warn('model registration outside SVC_MODEL_ROOTS: its uses answer 403 ForbiddenLocation until it is registered again', { model: modelName, uri });
+    }
   }
 
   async get(name: string): Promise<LoadedModel> {
@@ -241,7 +276,8 @@ export class ModelService {
     const work = (async () => {
       const acquired = await this.repositories.acquire(uri, signal);
       try {
-        const doc = await readBundle(acquired.path, { maxBytes: this.config.maxBundleBytes, maxFiles: this.config.maxBundleFiles });
+        const { maxBundleBytes: maxBytes, maxBundleFiles: maxFiles, maxZipEntries, maxDirectoryEntries } = this.config;
+        const doc = await readBundle(acquired.path, { maxBytes, maxFiles, maxZipEntries, maxDirectoryEntries }, signal);
         const model = compileBundle(doc);
         const key = randomUUID();
         const docPath = join(this.docDir, `${key}.json`);

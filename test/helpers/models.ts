@@ -16,7 +16,7 @@ import { pipelineBundle, type Stage } from './bundles.js';
 export const FIXTURES = fileURLToPath(new URL('../../../shared/fixtures/mleap/', import.meta.url));
 export const HAVE_FIXTURES = existsSync(FIXTURES);
 export const PARITY_ZIP = join(FIXTURES, 'combust-mleap-docs/assets/bundles/spark-parity.zip');
-export const BUNDLE_LIMITS = { maxBytes: 50 << 20, maxFiles: 10_000 };
+export const BUNDLE_LIMITS = { maxBytes: 50 << 20, maxFiles: 10_000, maxZipEntries: 20_000, maxDirectoryEntries: 20_000 };
 
 /** Writes each inner zip of a zip of zips into `dir`; returns their paths, sorted. */
 export async function extractInnerZips(zipPath: string, dir: string): Promise<string[]> {

@@ -1,0 +1,83 @@
+// Where file:// bundles may be read from (SVC_MODEL_ROOTS). A path is judged by its name first:
+// a name outside every root is refused without touching the file system (no stat, no realpath,
+// no open), so a FIFO, a device or a huge directory outside costs nothing and no answer says
+// whether it exists. A name inside a root is then resolved, links followed, and the real path
+// must still be inside a root (a link in a root that points out of it is refused the same way).
+// The real path is what gets read.
+
+import fs from 'node:fs';
+import { realpath, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { ConfigError, type ModelConfig } from '../config.js';
+import { ModelError, bundleError } from './errors.js';
+
+export class BundleRoots {
+  private constructor(
+    /** Each root as configured and as resolved (links followed); null: any local path. */
+    private readonly names: readonly string[] | null,
+    private readonly real: readonly string[] | null,
+  ) {}
+
+  /**
+   * The roots of `config`, each resolved: it must be an existing directory (ConfigError
+   * otherwise); the default root (<SVC_FS_ROOT>/models) is made when missing.
+   */
+  static check(config: Pick<ModelConfig, 'roots' | 'defaultRoots'>): BundleRoots {
+    if (config.roots === null) return new BundleRoots(null, null);
+    const real = config.roots.map((root) => {
+      if (config.defaultRoots) fs.mkdirSync(root, { recursive: true });
+      let resolved: string;
+      try {
+        resolved = fs.realpathSync(root);
+      } catch (err) {
+        throw new ConfigError(`SVC_MODEL_ROOTS: ${root} cannot be resolved (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
+      }
+      if (!fs.statSync(resolved).isDirectory()) throw new ConfigError(`SVC_MODEL_ROOTS: ${root} is not a directory`);
+      return resolved;
+    });
+    return new BundleRoots([...new Set([...config.roots, ...real])], real);
+  }
+
+  /** The roots as resolved at start; null when any local path is allowed. */
+  get directories(): readonly string[] | null {
+    return this.real;
+  }
+
+  /**
+   * The real path of the bundle (a regular file or a directory) that the absolute path `file`
+   * names: 403 ForbiddenLocation outside the roots, 400 BundleException when it does not exist
+   * or is something else (a FIFO, a device: opening one could block forever).
+   */
+  async locate(file: string, uri: string): Promise<string> {
+    const named = path.resolve(file);
+    if (this.names && !this.names.some((root) => isInside(root, named))) throw forbiddenLocation(uri);
+    let real: string;
+    try {
+      real = await realpath(named);
+    } catch (err) {
+      throw unreadable(uri, named, err);
+    }
+    if (this.real && !this.real.some((root) => isInside(root, real))) throw forbiddenLocation(uri);
+    const info = await stat(real).catch((err: unknown) => {
+      throw unreadable(uri, named, err);
+    });
+    if (!info.isFile() && !info.isDirectory()) throw bundleError(`bundle ${uri} is neither a file nor a directory`);
+    return real;
+  }
+}
+
+/** Whether `file` is `root` or lies below it (both absolute and normalized). */
+function isInside(root: string, file: string): boolean {
+  const rel = path.relative(root, file);
+  return rel === '' || (rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
+}
+
+function forbiddenLocation(uri: string): ModelError {
+  return new ModelError('ForbiddenLocation', `bundle ${uri} is outside the directories bundles may be read from (SVC_MODEL_ROOTS)`, 403);
+}
+
+function unreadable(uri: string, file: string, err: unknown): ModelError {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === 'ENOENT' || code === 'ENOTDIR') return new ModelError('BundleException', `file does not exist: ${file} (${uri})`, 400);
+  return bundleError(`bundle ${uri} cannot be read (${code ?? 'unknown error'})`);
+}
