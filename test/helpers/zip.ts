@@ -1,7 +1,7 @@
 // Writes zip files by hand (stored or deflated entries), including ones that lie about their
 // sizes: the tests' zip bombs. No zip library is a dependency, and a library would refuse to lie.
 
-import { deflateRawSync } from 'node:zlib';
+import { crc32, deflateRawSync } from 'node:zlib';
 import type { BundleDoc } from '../../engine/models/bundle/spec.js';
 
 export interface ZipEntry {
@@ -11,18 +11,6 @@ export interface ZipEntry {
   deflate?: boolean;
   /** The uncompressed size written in the headers, when it is to differ from the data's. */
   declaredSize?: number;
-}
-
-const CRC_TABLE = Array.from({ length: 256 }, (_, n) => {
-  let c = n;
-  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-  return c >>> 0;
-});
-
-function crc32(data: Buffer): number {
-  let c = 0xffffffff;
-  for (const byte of data) c = CRC_TABLE[(c ^ byte) & 0xff]! ^ (c >>> 8);
-  return (c ^ 0xffffffff) >>> 0;
 }
 
 /** The bytes of a zip holding `entries`, in order. */
