@@ -210,6 +210,26 @@ describe('dynamic: parsers and finders on pathological input finish', () => {
     expect(parseArgsMessage(new Error('one\n   two \n\nthree'))).toBe('one two three');
   });
 
+  test('a pattern rewritten for RE2 matches what ECMAScript matches (differential, on random strings)', () => {
+    const patterns = [
+      '^\\s+$', '^\\S+$', '^.+$', '^[^]$', '^[]?$', '\\bab\\b', '\\Bb', '^\\d{2,3}$', '^\\w*$', '^\\W$', '^[\\s\\d]+$', '^[^\\s]+$',
+      '^[^\\S\\n]+$', '^\\p{L}+$', '^\\P{Lu}$', '^\\p{Letter}\\p{Nd}$', '^\\p{Script=Greek}+$', '^[\\p{Lu}\\d]+$', '^\\p{ASCII}+$', '^[^\\p{ASCII}]$',
+      'a|b$', '^(?:ab|a)(?:c|bc)$', '^a{2}b{1,}c{0,2}?$', '^a*?b+?$', '^(a+)+$', '^\\u00e9\\u{1F600}?$', '^[\\u0000-\\u001f]$', '^[a\\-z]$', '^\\x41\\cJ?$',
+      '^\\.\\*\\/\\\\$', '^(?<n>a)b$', '^[\\]\\[]+$', 'é', '^$',
+    ];
+    const alphabet = ['a', 'b', 'c', 'A', 'Z', '1', '2', ' ', '\t', '\n', '\r', '\u000b', '\u00a0', '\u2028', '\u3000', 'é', 'α', 'Ω', '😀', '-', '.', '*', '/', '\\', '[', ']', '_', '\u0000'];
+    let seed = 25;
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const strings = Array.from({ length: 3000 }, () => Array.from({ length: Math.floor(random() * 6) }, () => alphabet[Math.floor(random() * alphabet.length)]).join(''));
+    const disagreements: string[] = [];
+    for (const pattern of patterns) {
+      const linear = compileLinear(pattern);
+      const native = new RegExp(pattern, 'u');
+      for (const s of strings) if (linear.test(s) !== native.test(s)) disagreements.push(`${pattern} on ${JSON.stringify(s)}`);
+    }
+    expect(disagreements).toEqual([]);
+  });
+
   test('metadata patterns and formats: linear in the data', () => {
     for (const pattern of ['^(a+)+$', '(a|a)*b', '^(x+x+)+y$', '(.*a){20}', '^(\\d+\\s?)+$', '^(a|aa)+$']) {
       const re = compileLinear(pattern);
