@@ -37,7 +37,7 @@ export function parseCommandLine(argv: string[], options: OptionSpecs): Parsed {
 export function parseArgsMessage(err: unknown): string {
   return String((err as Error).message)
     .replace(/\. (To specify a positional argument|This command does not take positional arguments).*$/s, '')
-    .replace(/\s*\n\s*/g, ' ');
+    .replace(/(?<!\s)\s*\n\s*/g, ' ');
 }
 
 export function stringOption(parsed: Parsed, name: string): string | undefined {
@@ -86,7 +86,7 @@ export function serverUrl(parsed: Parsed): string {
     throw new UsageError(`--server: "${raw}" is not a URL (example: http://127.0.0.1:8081)`);
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`--server: "${raw}" must be an http:// or https:// URL`);
-  return url.href.replace(/\/+$/, '');
+  return url.href.replace(/(?<!\/)\/+$/, '');
 }
 
 export const SERVER_OPTION: OptionSpecs = { server: { type: 'string' }, token: { type: 'string' } };

@@ -229,7 +229,7 @@ const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3
 
 /** `1048576`, `256KiB`, `5GiB`, `1.5MB` → bytes. */
 export function parseSize(name: string, raw: string): number {
-  const m = /^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$/.exec(raw);
+  const m = /^(\d+(?:\.\d+)?)\s*([a-zA-Z]*)$/.exec(raw.trim());
   const unit = m ? SIZE_UNITS[m[2].toLowerCase()] : undefined;
   if (!m || unit === undefined) throw new ConfigError(`${name}: "${raw}" is not a size (e.g. 1048576, 256KiB, 5GiB)`);
   const value = Math.round(Number(m[1]) * unit);
@@ -420,7 +420,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       warmupRows: parseInteger('MODEL_WARMUP_ROWS', get('MODEL_WARMUP_ROWS'), 0, 1_000_000),
       s3Endpoint: get('MODEL_S3_ENDPOINT'),
       s3ForcePathStyle: oneOf('MODEL_S3_FORCE_PATH_STYLE', get('MODEL_S3_FORCE_PATH_STYLE'), ['true', 'false'] as const) === 'true',
-      gcsEndpoint: get('MODEL_GCS_ENDPOINT').replace(/\/+$/, ''),
+      gcsEndpoint: get('MODEL_GCS_ENDPOINT').replace(/(?<!\/)\/+$/, ''),
     },
   };
   const roots = parseModelRoots(get('SVC_MODEL_ROOTS'));

@@ -6,7 +6,10 @@ import { SvcError, invalidBlob } from '../engine/errors.js';
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+";
-const MEDIA_TYPE = new RegExp(`^${TOKEN}/${TOKEN}(\\s*;\\s*(${TOKEN}=(${TOKEN}|"[^"\\\\]*"))?)*\\s*$`);
+// Each parameter is `;` and, optionally, the white space and name=value after it: white space
+// between two `;` then has one way to match (`\s*;\s*(…)?` repeated had two, and backtracked
+// exponentially on `a/b; ; ; …!`).
+const MEDIA_TYPE = new RegExp(`^${TOKEN}/${TOKEN}(?:\\s*;(?:\\s*${TOKEN}=(?:${TOKEN}|"[^"\\\\]*"))?)*\\s*$`);
 
 /**
  * The media type an upload declares. When sent, it must be a media type (RFC 9110 8.3): `type/subtype`

@@ -4,7 +4,7 @@
 import { JobError } from '../engine/jobs/errors.js';
 import type { JobTaskPayload } from '../engine/jobs/task-runner.js';
 import { transform } from '../engine/documents/migrations.js';
-import { compileSchema, type ValidationIssue } from '../engine/documents/validator.js';
+import { compileRegisteredSchema, type ValidationIssue } from '../engine/documents/validator.js';
 import type { DerivedInput, MigrateInput } from '../engine/documents/doc-jobs.js';
 
 /** Validates each derived entry against its schema: the issues per namespace (none: valid). */
@@ -12,7 +12,7 @@ export function validateDerived({ input }: JobTaskPayload<DerivedInput>): Record
   const out: Record<string, ValidationIssue[]> = {};
   for (const [ns, entry] of Object.entries(input.entries)) {
     const schema = input.schemas[entry.schema];
-    out[ns] = schema ? compileSchema(schema)(entry.data) : [{ path: '/', code: 'schema_not_found', message: `No schema ${entry.schema} is registered` }];
+    out[ns] = schema ? compileRegisteredSchema(schema)(entry.data) : [{ path: '/', code: 'schema_not_found', message: `No schema ${entry.schema} is registered` }];
   }
   return out;
 }
@@ -25,7 +25,7 @@ export function migrate({ input }: JobTaskPayload<MigrateInput>): { data: Record
   } catch (err) {
     throw new JobError('migration_failed', `The forward transform does not apply to the current data: ${(err as Error).name}`, false);
   }
-  const issues = compileSchema(input.targetSchema)(data);
+  const issues = compileRegisteredSchema(input.targetSchema)(data);
   if (issues.length) throw new JobError('VALIDATION_FAILED', `The migrated data does not validate against ${input.toSchemaUrn}: ${issues[0]!.path} ${issues[0]!.message}`, false);
   if (typeof data !== 'object' || data === null || Array.isArray(data)) throw new JobError('VALIDATION_FAILED', 'The migrated data is not a JSON object', false);
   return { data: data as Record<string, unknown> };

@@ -6,9 +6,9 @@
 import fastJsonPatch, { type Operation } from 'fast-json-patch';
 import { SvcError } from '../errors.js';
 import type { KeyedCatalog } from '../store/index.js';
-import { badRequest, isPlainObject, isSchemaUrn, onlyKeys } from './model.js';
-import { canonicalJson, schemaNotFound, type SchemaRegistry } from './schemas.js';
-import { compileSchema } from './validator.js';
+import { badRequest, canonicalJson, isPlainObject, isSchemaUrn, onlyKeys } from './model.js';
+import { schemaNotFound, type SchemaRegistry } from './schemas.js';
+import { compileRegisteredSchema } from './validator.js';
 
 const { applyPatch, validate: validatePatch, deepClone } = fastJsonPatch;
 
@@ -82,8 +82,8 @@ function patchSpec(v: unknown, name: string): { type: 'jsonpatch'; ops: Operatio
 
 /** Runs the invertibility probe; the number of instances checked. */
 function probe(source: Record<string, unknown>, target: Record<string, unknown>, forward: Operation[], inverse: Operation[]): number {
-  const validSource = compileSchema(source);
-  const validTarget = compileSchema(target);
+  const validSource = compileRegisteredSchema(source);
+  const validTarget = compileRegisteredSchema(target);
   const candidates = [...(Array.isArray(source.examples) ? source.examples : []), generate(source, 'min'), generate(source, 'max')];
   const instances = candidates.filter((x) => validSource(x).length === 0);
   if (instances.length === 0) throw notInvertible('No instance of the source schema could be generated to probe the migration; add "examples" to the source schema');

@@ -143,3 +143,16 @@ export function parseLabels(v: unknown): string[] {
   }
   return [...new Set(v as string[])];
 }
+
+/** JSON with object keys sorted at every level: equal data, equal text. */
+export function canonicalJson(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
+  if (isPlainObject(v)) {
+    return `{${Object.keys(v)
+      .filter((k) => v[k] !== undefined)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson(v[k])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(v);
+}

@@ -4,8 +4,8 @@
 import { createHash } from 'node:crypto';
 import { SvcError } from '../errors.js';
 import type { KeyedCatalog } from '../store/index.js';
-import { badRequest, isNamespaceUrn, isPlainObject, isSchemaUrn, onlyKeys } from './model.js';
-import { compileSchema, type ValidationIssue } from './validator.js';
+import { badRequest, canonicalJson, isNamespaceUrn, isPlainObject, isSchemaUrn, onlyKeys } from './model.js';
+import { compileRegisteredSchema, compileSchema, SchemaPatternError, SchemaTooCostly, type ValidationIssue } from './validator.js';
 
 export type { ValidationIssue };
 
@@ -59,6 +59,9 @@ export class SchemaRegistry {
     try {
       validate = compileSchema(jsonSchema);
     } catch (err) {
+      if ((err instanceof SchemaPatternError && err.kind === 'unsupported') || err instanceof SchemaTooCostly) {
+        throw new SvcError(422, 'schema_unsupported', `jsonSchema cannot be used: ${err.message}`);
+      }
       throw badRequest(`jsonSchema does not compile: ${(err as Error).message}`);
     }
     const canonical = { schemaUrn, namespaceUrn, lifecycle, jsonSchema };
@@ -76,22 +79,9 @@ export class SchemaRegistry {
     if (!record) return [{ path: '', code: 'schema_not_found', message: `No schema ${schemaUrn} is registered` }];
     let validate = this.compiled.get(schemaUrn);
     if (!validate) {
-      validate = compileSchema(record.jsonSchema);
+      validate = compileRegisteredSchema(record.jsonSchema);
       this.compiled.set(schemaUrn, validate);
     }
     return validate(data);
   }
-}
-
-/** JSON with object keys sorted at every level: equal data, equal text. */
-export function canonicalJson(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
-  if (isPlainObject(v)) {
-    return `{${Object.keys(v)
-      .filter((k) => v[k] !== undefined)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonicalJson(v[k])}`)
-      .join(',')}}`;
-  }
-  return JSON.stringify(v);
 }

@@ -35,8 +35,10 @@ const parser = new XMLParser({
   trimValues: true,
   ignoreDeclaration: true,
   ignorePiTags: true,
-  // DOCTYPE entities stay bounded by the parser's defaults (size, count, expansions).
-  processEntities: true,
+  // DOCTYPE entities bounded explicitly (these are fast-xml-parser 5's defaults, written here so
+  // that no upgrade loosens them): a billion-laughs or quadratic-blowup file fails to parse (409).
+  processEntities: { enabled: true, maxEntitySize: 10_000, maxEntityCount: 1000, maxExpansionDepth: 10_000, maxTotalExpansions: 100_000, maxExpandedLength: 100_000 },
+  maxNestedTags: 100,
 });
 
 type XmlNode = Record<string, unknown>;

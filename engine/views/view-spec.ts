@@ -3,7 +3,7 @@
 
 import { createHash } from 'node:crypto';
 import { SvcError } from '../errors.js';
-import { canonicalJson } from '../documents/schemas.js';
+import { canonicalJson } from '../documents/model.js';
 import { REDACTION_PROFILES } from './engines/redaction.js';
 import { ENGINES, RULES_REVISION, installedVersion } from './engines/versions.js';
 

@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import type { Principal } from '../auth/index.js';
 import { type DocumentService, badRequest, isPlainObject, requireCapability } from '../documents/index.js';
-import { canonicalJson } from '../documents/schemas.js';
+import { canonicalJson } from '../documents/model.js';
 import { isNamespaceUrn, onlyKeys } from '../documents/model.js';
 import { SvcError } from '../errors.js';
 import { JobError, type JobQueue, type JobRecord } from '../jobs/index.js';

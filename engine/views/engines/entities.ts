@@ -33,9 +33,9 @@ interface Found extends Span {
 /** Leading and trailing quotes, brackets and punctuation go; a final period stays after a known abbreviation (Inc., Corp., Jr.). */
 function trimmed(text: string, start: number): Found | undefined {
   const leading = /^[\s"'“”‘’«»([{<]+/.exec(text)?.[0].length ?? 0;
-  let value = text.slice(leading).replace(/[\s"'“”‘’«»)\]}>,;:!?]+$/, '');
-  if (value.endsWith('.') && !/\b(?:Inc|Corp|Co|Ltd|Jr|Sr|Bros|Dr|St|Mt|[A-Z])\.$/.test(value)) value = value.replace(/\.+$/, '');
-  value = value.replace(/[\s"'“”‘’«»)\]},;:!?]+$/, '');
+  let value = text.slice(leading).replace(/(?<![\s"'“”‘’«»)\]}>,;:!?])[\s"'“”‘’«»)\]}>,;:!?]+$/, '');
+  if (value.endsWith('.') && !/\b(?:Inc|Corp|Co|Ltd|Jr|Sr|Bros|Dr|St|Mt|[A-Z])\.$/.test(value)) value = value.replace(/(?<!\.)\.+$/, '');
+  value = value.replace(/(?<![\s"'“”‘’«»)\]},;:!?])[\s"'“”‘’«»)\]},;:!?]+$/, '');
   if (value === '') return undefined;
   return { start: start + leading, end: start + leading + value.length, value, byPattern: false };
 }

@@ -74,7 +74,7 @@ function plainText(bytes: Uint8Array): string {
 
 /** Trailing blanks of lines and of the page go: OCR and text layers end pages with them. */
 function tidy(text: string): string {
-  return text.replace(/[ \t]+$/gm, '').replace(/\s+$/, '');
+  return text.replace(/(?<![ \t])[ \t]+$/gm, '').trimEnd();
 }
 
 async function pdfText(bytes: Uint8Array, language: OcrLanguage): Promise<Array<{ text: string; page: PageText }>> {

@@ -43,7 +43,7 @@ const ID_LABEL_PATTERN = new RegExp(`\\b${ID_LABEL}(?!\\w)`, 'gi');
  * then groups of capitals and digits each holding a digit, then an optional single-capital
  * suffix (AB 12 34 56 C); the words that follow the number are not taken.
  */
-const LABELLED_VALUE = /\s*(?::|#|is|=)?\s*((?:[A-Z]{1,3}[ -]?)?\d[A-Z0-9]*(?:[ ./-][A-Z0-9]*\d[A-Z0-9]*){0,5}(?: ?[A-Z](?![\w]))?)(?![\w])/y;
+const LABELLED_VALUE = /\s*(?:(?::|#|is|=)\s*)?((?:[A-Z]{1,3}[ -]?)?\d[A-Z0-9]*(?:[ ./-][A-Z]*\d[A-Z0-9]*){0,5}(?: ?[A-Z](?![\w]))?)(?![\w])/y;
 
 function findLabelledIds(text: string): Span[] {
   const spans: Span[] = [];
