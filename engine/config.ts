@@ -59,6 +59,8 @@ export const VARIABLES: ReadonlyArray<{ name: string; default: string; help: str
   { name: 'SVC_OIDC_JWKS_URI', default: '', help: 'URL of the JWKS that verifies RS256/ES256 tokens; empty with SVC_OIDC_ISSUER set: the `jwks_uri` of the issuer\'s discovery document.' },
   { name: 'SVC_OIDC_JWKS_REFRESH', default: '30s', help: 'Least time between two fetches of SVC_OIDC_JWKS_URI (a token signed by a key not in the cached set triggers one: a provider\'s key rotation).' },
   { name: 'SVC_OIDC_JWKS_FILE', default: '', help: 'Local JWKS file that verifies RS256/ES256 tokens (instead of SVC_OIDC_JWKS_URI).' },
+  { name: 'SVC_SCHEMA_COMPILE_TIMEOUT', default: '5s', help: 'How long compiling a JSON Schema at registration may take on the main thread (422 schema_unsupported beyond).' },
+  { name: 'SVC_METADATA_VALIDATION_TIMEOUT', default: '1s', help: 'How long validating one metadata entry may take (the entry is rejected, or quarantined if derived, with a timeout issue beyond).' },
   { name: 'SVC_VIEW_WAIT', default: '30s', help: 'How long a content request for a view that is not stored yet waits for its materialization before answering 202 with the job (0: answer at once).' },
   { name: 'SVC_VIEW_MAX_INPUT_BYTES', default: '256MiB', help: 'Largest content views and workflows read (the PDF, image or text is held whole by the engines): larger content is 422 view_unsupported.' },
   { name: 'SVC_DOC_MAX_JSON_BYTES', default: '1MiB', help: 'Largest JSON request body of the document platform (413 beyond); metadata patches are bounded at 64 KiB.' },
@@ -130,6 +132,8 @@ export interface Config {
   /** SVC_TENANT_POLICY_FILE ('' = no limits). */
   tenantPolicyFile: string;
   docMaxJsonBytes: number;
+  /** Read again by engine/documents/validator.ts in every thread; parsed here so a bad value stops the start. */
+  validation: ValidationDeadlines;
   /** SVC_LEGACY_REPOS: configured legacy repositories, in the order given (roots absolute, not yet checked on disk). */
   legacyRepos: LegacyRepoConfig[];
   views: { waitMs: number; maxInputBytes: number };
@@ -323,6 +327,20 @@ function executionMode(raw: string): ExecutionMode {
 }
 
 /** Parse and validate the whole configuration; throws ConfigError naming the variable. */
+/** The deadlines of metadata validation (the main thread and the job workers read them alike). */
+export interface ValidationDeadlines {
+  compileMs: number;
+  validateMs: number;
+}
+
+export function validationDeadlines(env: NodeJS.ProcessEnv = process.env): ValidationDeadlines {
+  const get = (name: string) => env[name] || VARIABLES.find((x) => x.name === name)!.default;
+  return {
+    compileMs: inRange('SVC_SCHEMA_COMPILE_TIMEOUT', parseDuration('SVC_SCHEMA_COMPILE_TIMEOUT', get('SVC_SCHEMA_COMPILE_TIMEOUT')), 100, 10 * 60_000),
+    validateMs: inRange('SVC_METADATA_VALIDATION_TIMEOUT', parseDuration('SVC_METADATA_VALIDATION_TIMEOUT', get('SVC_METADATA_VALIDATION_TIMEOUT')), 10, 10 * 60_000),
+  };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const get = (name: string) => {
     const v = env[name];
@@ -373,6 +391,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     securityEnabled: oneOf('SVC_SECURITY_ENABLED', get('SVC_SECURITY_ENABLED'), ['true', 'false'] as const) === 'true',
     tenantPolicyFile: get('SVC_TENANT_POLICY_FILE'),
     docMaxJsonBytes: inRange('SVC_DOC_MAX_JSON_BYTES', parseSize('SVC_DOC_MAX_JSON_BYTES', get('SVC_DOC_MAX_JSON_BYTES')), 1024, 64 * MiB),
+    validation: validationDeadlines(env),
     legacyRepos: parseLegacyRepos(get('SVC_LEGACY_REPOS')),
     views: {
       waitMs: get('SVC_VIEW_WAIT') === '0' ? 0 : inRange('SVC_VIEW_WAIT', parseDuration('SVC_VIEW_WAIT', get('SVC_VIEW_WAIT')), 0, 10 * 60_000),

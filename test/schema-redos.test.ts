@@ -15,10 +15,19 @@ const ALL = 'doc.create doc.read meta.read meta.write:* meta.patch:* schema.writ
 let server: TestServer;
 let api: Api;
 
-beforeAll(async () => {
-  server = await startServer({ SVC_DURABILITY: 'relaxed', SVC_DEV_SHARED_SECRET: SECRET });
+/** Deadlines far above anything here but the costly cases, so a busy machine decides nothing. */
+const ROOMY = { SVC_SCHEMA_COMPILE_TIMEOUT: '60s', SVC_METADATA_VALIDATION_TIMEOUT: '30s' };
+/** The deadline each timeout case is written for, on inputs that take far longer without it. */
+const TIGHT_VALIDATION = { ...ROOMY, SVC_METADATA_VALIDATION_TIMEOUT: '500ms' };
+const TIGHT_COMPILE = { ...ROOMY, SVC_SCHEMA_COMPILE_TIMEOUT: '2s' };
+
+async function useServer(env: Record<string, string>): Promise<void> {
+  await server?.stop();
+  server = await startServer({ SVC_DURABILITY: 'relaxed', SVC_DEV_SHARED_SECRET: SECRET, ...env });
   api = new Api(server.url, await hsToken(SECRET, { scope: ALL }));
-});
+}
+
+beforeAll(() => useServer(ROOMY));
 
 afterAll(async () => {
   await server?.stop();
@@ -86,8 +95,10 @@ describe('patterns run in linear time', () => {
         message: 'The metadata does not validate (1 issue)',
         errors: [{ path: `/namespaces/${namespaceUrn}/data/a`, code: 'pattern', message: 'must match pattern "^(a+)+$"' }],
       });
-      expect(elapsedMs).toBeLessThan(1000);
-      expectHealthAnswered(polls, 1000);
+      // The issue's case within a second; 200,000 characters take their linear time on a busy machine.
+      const withinMs = value.length < 100 ? 1000 : 3000;
+      expect(elapsedMs).toBeLessThan(withinMs);
+      expectHealthAnswered(polls, withinMs);
     }
     const ok = await api.writeCanonical(documentId, { [namespaceUrn]: { schema: schemaUrn, data: { a: 'a'.repeat(34) } } });
     expect(ok.status, ok.text).toBe(201);
@@ -109,7 +120,7 @@ describe('patterns run in linear time', () => {
       { path: `/namespaces/${namespaceUrn}/data`, code: 'propertyNames', message: 'property name must be valid' },
       { path: `/namespaces/${namespaceUrn}/data/xxy`, code: 'type', message: 'must be integer' },
     ]);
-    expect(elapsedMs).toBeLessThan(1000);
+    expect(elapsedMs).toBeLessThan(3000);
   });
 
   test('an ordinary pattern validates as ECMAScript does (\\s and . included)', async () => {
@@ -191,12 +202,16 @@ describe('the rest of validation is linear or bounded', () => {
     const { r, elapsedMs } = await whileHealthPolled(() => write(`ftp://172.30.3.56${'4.1.6.7:155'.repeat(90_000)}`));
     expectRejected(r, 422, 'VALIDATION_FAILED');
     expect(r.json.error.errors).toEqual([{ path: `/namespaces/${namespaceUrn}/data/u`, code: 'format', message: 'must match format "url"' }]);
-    expect(elapsedMs).toBeLessThan(1000);
+    expect(elapsedMs).toBeLessThan(3000);
     expect((await write(`https://example.com/${'a'.repeat(7000)}`)).status).toBe(201);
     expectRejected(await write(`https://example.com/${'a'.repeat(8000)}`), 422, 'VALIDATION_FAILED');
   });
 
+});
+
+describe('what is left runs under a deadline', () => {
   test('a schema too costly for its data: the write is rejected with a timeout issue after 500 ms', async () => {
+    await useServer(TIGHT_VALIDATION);
     // No pattern is slow here: 3000 references to one definition, each applied to 60,000 strings.
     const { namespaceUrn, schemaUrn } = await registered({
       type: 'object',
@@ -210,8 +225,9 @@ describe('the rest of validation is linear or bounded', () => {
       { path: `/namespaces/${namespaceUrn}/data`, code: 'timeout', message: 'validation took longer than 500 ms: the schema is too costly for data this large' },
     ]);
     expect(elapsedMs).toBeGreaterThanOrEqual(500);
-    expect(elapsedMs).toBeLessThan(2000);
-    expectHealthAnswered(polls, 2000);
+    // Stopped at the deadline, not after the minutes it would take; the margin is a busy machine's.
+    expect(elapsedMs).toBeLessThan(5000);
+    expectHealthAnswered(polls, 5000);
     // The same schema still validates small data (its validator, stopped, is compiled anew).
     const small = await api.writeCanonical(documentId, { [namespaceUrn]: { schema: schemaUrn, data: { a: ['aa', 'b'] } } });
     expectRejected(small, 422, 'VALIDATION_FAILED');
@@ -221,6 +237,7 @@ describe('the rest of validation is linear or bounded', () => {
   });
 
   test('a schema whose compilation takes over 2 s: 422 schema_unsupported, health answering meanwhile', async () => {
+    await useServer(TIGHT_COMPILE);
     const properties = Object.fromEntries(Array.from({ length: 22_000 }, (_, i) => [`p${i}`, { type: 'string', maxLength: 5 }]));
     const { r, elapsedMs, polls } = await whileHealthPolled(async () => (await register({ type: 'object', properties })).r);
     expectError(r, 422, 'schema_unsupported');

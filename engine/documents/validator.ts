@@ -15,6 +15,7 @@ import vm from 'node:vm';
 import { LRUCache } from 'lru-cache';
 import { compileLinear, PatternError, type LinearRegExp } from './linear-regexp.js';
 import { canonicalJson, isPlainObject } from './model.js';
+import { type ValidationDeadlines, validationDeadlines } from '../config.js';
 
 export interface ValidationIssue {
   path: string;
@@ -92,15 +93,19 @@ function uniqueItems(this: unknown, unique: boolean, data: unknown[]): boolean {
 }
 uniqueItems.errors = [] as Partial<ErrorObject>[];
 
-/** How long compiling one schema may take (ajv takes about 1 s for a 60 KiB schema of 1,600 properties). */
-export const COMPILE_DEADLINE_MS = 2000;
-/** How long validating one entry's data may take; past it the data is rejected with a `timeout` issue. */
-export const VALIDATION_DEADLINE_MS = 500;
+/**
+ * How long compiling a schema at registration (ajv takes about 1 s for a 60 KiB schema of 1,600
+ * properties) and validating one entry's data may take: SVC_SCHEMA_COMPILE_TIMEOUT and
+ * SVC_METADATA_VALIDATION_TIMEOUT, read where they are first needed (the main thread and each
+ * job worker alike).
+ */
+let deadlines: ValidationDeadlines | undefined;
+const configured = (): ValidationDeadlines => (deadlines ??= validationDeadlines());
 
-/** A schema refused because compiling it took longer than COMPILE_DEADLINE_MS. */
+/** A schema refused because compiling it took longer than SVC_SCHEMA_COMPILE_TIMEOUT. */
 export class SchemaTooCostly extends Error {
-  constructor() {
-    super(`compiling it took longer than ${COMPILE_DEADLINE_MS} ms`);
+  constructor(ms: number) {
+    super(`compiling it took longer than ${ms} ms`);
     this.name = 'SchemaTooCostly';
   }
 }
@@ -134,11 +139,12 @@ function dropSharedState(): void {
 
 /**
  * Compiles a schema (its `$id` ignored: schemas are keyed by URN here). Throws SchemaPatternError
- * for a pattern that is not ECMAScript or cannot run in linear time, SchemaTooCostly, and ajv's
- * error for any other schema that does not compile. The validator answers within
- * VALIDATION_DEADLINE_MS, with a `timeout` issue when it had to stop.
+ * for a pattern that is not ECMAScript or cannot run in linear time, SchemaTooCostly (only with
+ * `compileDeadline`: a registration), and ajv's error for any other schema that does not compile.
+ * The validator answers within SVC_METADATA_VALIDATION_TIMEOUT, with a `timeout` issue when it had
+ * to stop.
  */
-export function compileSchema(jsonSchema: Record<string, unknown>): (data: unknown) => ValidationIssue[] {
+export function compileSchema(jsonSchema: Record<string, unknown>, compileDeadline = true): (data: unknown) => ValidationIssue[] {
   const compile = (): ValidateFunction => {
     for (const { pointer, pattern } of schemaPatterns(jsonSchema, '')) {
       try {
@@ -157,39 +163,39 @@ export function compileSchema(jsonSchema: Record<string, unknown>): (data: unkno
     }
   };
   const boundedCompile = (): ValidateFunction => {
-    const compiled = withDeadline(COMPILE_DEADLINE_MS, compile);
+    const { compileMs } = configured();
+    const compiled = withDeadline(compileMs, compile);
     if (compiled !== TIMED_OUT) return compiled;
     dropSharedState();
-    throw new SchemaTooCostly();
+    throw new SchemaTooCostly(compileMs);
   };
-  let validate: ValidateFunction | undefined = boundedCompile();
+  // A registered schema passed the deadline once: compiling it again (after a restart, in a job
+  // worker, on a busy machine) must not fail by chance, so only a registration is timed.
+  const recompile = compileDeadline ? boundedCompile : compile;
+  let validate: ValidateFunction | undefined = recompile();
   return (data) => {
     // A validator stopped once is compiled anew: its patterns' matchers may have been stopped mid-update.
-    if (!validate) {
-      try {
-        validate = boundedCompile();
-      } catch (err) {
-        return [{ path: '/', code: 'schema_unsupported', message: `the schema cannot be used: ${(err as Error).message}` }];
-      }
-    }
+    validate ??= compile();
     const current = validate;
-    const valid = withDeadline(VALIDATION_DEADLINE_MS, () => current(data));
+    const { validateMs } = configured();
+    const valid = withDeadline(validateMs, () => current(data));
     if (valid === TIMED_OUT) {
       validate = undefined;
       dropSharedState();
-      return [{ path: '/', code: 'timeout', message: `validation took longer than ${VALIDATION_DEADLINE_MS} ms: the schema is too costly for data this large` }];
+      return [{ path: '/', code: 'timeout', message: `validation took longer than ${validateMs} ms: the schema is too costly for data this large` }];
     }
     return valid ? [] : (current.errors ?? []).map(issue);
   };
 }
 
 /**
- * compileSchema for a schema already registered. One that no longer compiles (registered before
- * its patterns were refused) rejects all data, saying why, rather than failing the write.
+ * compileSchema for a schema already registered (no compile deadline). One that no longer compiles
+ * (registered before its patterns were refused) rejects all data, saying why, rather than failing
+ * the write.
  */
 export function compileRegisteredSchema(jsonSchema: Record<string, unknown>): (data: unknown) => ValidationIssue[] {
   try {
-    return compileSchema(jsonSchema);
+    return compileSchema(jsonSchema, false);
   } catch (err) {
     const unusable: ValidationIssue = { path: '/', code: 'schema_unsupported', message: `the schema cannot be used: ${(err as Error).message}` };
     return () => [unusable];
