@@ -28,7 +28,7 @@ import { TrafficHistory, nodeIdOf } from './ops/index.js';
 import { type LiveNode, ownerOf } from './locality/index.js';
 import { ViewService } from './views/index.js';
 import { WorkflowService } from './workflows/index.js';
-import { type BlobBackend, type BlobCatalog, type BlobSummary, type BlockStore, CatalogEnv, type DataDirLock, DiskSpace, FsTailStaging, DEFAULT_TENANT, InvalidCursorError, LmdbGcCatalog, LmdbKeyedCatalog, LmdbUploadCatalog, type Manifest, lockDataDir, openBlobBackend } from './store/index.js';
+import { type BlobBackend, type BlobCatalog, type BlobSummary, type BlockStore, CatalogEnv, type DataDirLock, DiskSpace, FsTailStaging, DEFAULT_TENANT, InvalidCursorError, LmdbGcCatalog, LmdbKeyedCatalog, LmdbModelRegistry, LmdbUploadCatalog, type Manifest, lockDataDir, openBlobBackend } from './store/index.js';
 import type { BlockRoots } from './cas/index.js';
 import { BufferPool } from './uploads/index.js';
 import { Uploads } from './uploads/index.js';
@@ -140,7 +140,7 @@ export class Engine {
     this.documents = new DocumentService(catalog, schemas, new MigrationRegistry(new LmdbKeyedCatalog(catalog, 'migrations'), schemas), this.jobs, (options) => this.startIngest(options));
     this.legacyImports = new LegacyImports(catalog, this.legacy, this.documents, this.jobs, log);
     this.tokens = TokenVerifier.open(config.auth, config.fsRoot, log, config.securityEnabled);
-    this.models = new ModelService(config.model, new LmdbKeyedCatalog(catalog, 'models'), config.fsRoot, modelRoots, pool, log);
+    this.models = new ModelService(config.model, backend.models ?? new LmdbModelRegistry(catalog), config.fsRoot, modelRoots, pool, log);
     // Every reference to blocks outside published manifests: resumable sessions, document content.
     this.views = new ViewService(catalog, this.jobs, {
       contentOf: (key) => this.documents.contentManifest(key),
@@ -187,6 +187,7 @@ export class Engine {
     engine.uploads.startCleanup();
     const kept = await engine.workflows.registerSchemas();
     if (kept.length > 0) log.warn('workflows: schemas registered earlier with other bodies are kept; workflow entries that do not fit them are quarantined', { schemas: kept });
+    await engine.models.start();
     await engine.models.reportRefusedRegistrations();
     engine.jobs.start();
     engine.gc.start();
@@ -350,7 +351,7 @@ export class Engine {
 
   async close(): Promise<void> {
     this.traffic.stop();
-    this.models.close();
+    await this.models.close();
     await this.gc.stop();
     await this.jobs.stop();
     this.uploads.stop();

@@ -1,6 +1,6 @@
 // The pg-s3 backend: the blob catalog in PostgreSQL (engine/store/pg), block bytes in S3, one
 // object per block, and a journal of every tenant's holdings (engine/store/s3/journal.ts: what a rebuild reads).
-// Resumable sessions in PostgreSQL with their staged tails in the bucket. Spills of uploads go to
+// Resumable sessions and the model registry in PostgreSQL, staged tails in the bucket. Spills of uploads go to
 // a scratch directory of this node.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -29,6 +29,8 @@ export async function openPgS3(config: Config, log: Logger): Promise<BlobBackend
     shared: { blocks, gc: manifests.gcCatalog() },
     // Sessions are shared too: a part, a commit or a cancel may reach any node.
     sessions: { catalog: manifests.uploadCatalog(), staging: new S3TailStaging(blocks.client, blocks.location) },
+    // So are registrations: a model registered on one node is served by every node.
+    models: manifests.modelRegistry((err) => log.warn('models: the registry\'s notifications were lost; reconnecting (nodes resync meanwhile)', { err: String(err) })),
     dependencies: [
       { name: 'postgres', probe: () => manifests.probe() },
       { name: 's3', probe: () => blocks.probe() },

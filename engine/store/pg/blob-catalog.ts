@@ -11,6 +11,7 @@ import { type PgPool, openPool } from './pool.js';
 import { migrate } from './schema.js';
 import { PgUploadCatalog } from './upload-catalog.js';
 import { PgGcCatalog } from './gc-catalog.js';
+import { PgModelRegistry } from './model-registry.js';
 
 export interface PgCatalogOptions {
   /** Connections in the pool (SVC_PG_POOL). */
@@ -110,6 +111,11 @@ export class PgBlobCatalog implements BlobCatalog {
   /** Resumable sessions, shared by every node on the database, on the same pool. */
   uploadCatalog(): PgUploadCatalog {
     return new PgUploadCatalog(this.sql);
+  }
+
+  /** The model registry every node shares, on the same pool (its watches LISTEN on connections of their own). */
+  modelRegistry(onWatchLost?: (err: Error) => void): PgModelRegistry {
+    return new PgModelRegistry(this.sql, onWatchLost);
   }
 
   /** Garbage collection's side of this catalog, on the same pool. */
