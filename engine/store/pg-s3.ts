@@ -30,7 +30,7 @@ export async function openPgS3(config: Config, log: Logger): Promise<BlobBackend
     // Sessions are shared too: a part, a commit or a cancel may reach any node.
     sessions: { catalog: manifests.uploadCatalog(), staging: new S3TailStaging(blocks.client, blocks.location) },
     // So are registrations: a model registered on one node is served by every node.
-    models: manifests.modelRegistry((err) => log.warn('models: the registry\'s notifications were lost; reconnecting (nodes resync meanwhile)', { err: String(err) })),
+    models: manifests.modelRegistry({ onWatchLost: (err) => log.warn('models: the connection that listens for registry changes was lost; reconnecting (the registry is read every few seconds meanwhile)', { err: String(err) }) }),
     dependencies: [
       { name: 'postgres', probe: () => manifests.probe() },
       { name: 's3', probe: () => blocks.probe() },

@@ -11,7 +11,7 @@ import { type PgPool, openPool } from './pool.js';
 import { migrate } from './schema.js';
 import { PgUploadCatalog } from './upload-catalog.js';
 import { PgGcCatalog } from './gc-catalog.js';
-import { PgModelRegistry } from './model-registry.js';
+import { PgModelRegistry, type WatchOptions } from './model-registry.js';
 
 export interface PgCatalogOptions {
   /** Connections in the pool (SVC_PG_POOL). */
@@ -114,8 +114,8 @@ export class PgBlobCatalog implements BlobCatalog {
   }
 
   /** The model registry every node shares, on the same pool (its watches LISTEN on connections of their own). */
-  modelRegistry(onWatchLost?: (err: Error) => void): PgModelRegistry {
-    return new PgModelRegistry(this.sql, onWatchLost);
+  modelRegistry(options?: WatchOptions): PgModelRegistry {
+    return new PgModelRegistry(this.sql, options);
   }
 
   /** Garbage collection's side of this catalog, on the same pool. */

@@ -30,11 +30,17 @@ const registrationOf = (row: Row): ModelRegistration => ({
   generation: row.generation,
 });
 
+export interface WatchOptions {
+  /** Told of a watch's lost connection (the node logs it). */
+  onWatchLost?: (err: Error) => void;
+  /** RESYNC_MS unless given (the tests of notifications alone make it long). */
+  resyncMs?: number;
+}
+
 export class PgModelRegistry implements ModelRegistry {
   constructor(
     private readonly sql: PgPool,
-    /** Told of a watch's lost connection (the node logs it). */
-    private readonly onWatchLost: (err: Error) => void = () => {},
+    private readonly options: WatchOptions = {},
   ) {}
 
   async list(): Promise<ModelRegistration[]> {
@@ -78,8 +84,9 @@ export class PgModelRegistry implements ModelRegistry {
   }
 
   watch(onChange: () => void): RegistryWatch {
-    const listening = this.sql.listen(MODELS_CHANNEL, { onNotify: onChange, onListening: onChange, onLost: this.onWatchLost }, RECONNECT_MS);
-    const resync = setInterval(onChange, RESYNC_MS);
+    const { onWatchLost = () => {}, resyncMs = RESYNC_MS } = this.options;
+    const listening = this.sql.listen(MODELS_CHANNEL, { onNotify: onChange, onListening: onChange, onLost: onWatchLost }, RECONNECT_MS);
+    const resync = setInterval(onChange, resyncMs);
     resync.unref();
     return {
       async close() {

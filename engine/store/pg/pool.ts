@@ -39,7 +39,10 @@ export interface ListenHandlers {
    * connection was down are lost, so the caller reads what it watches again.
    */
   onListening(): void;
-  /** The connection was lost or could not be opened; it is tried again after a pause. */
+  /**
+   * The connection was lost or could not be opened; it is tried again after a pause. Said once
+   * per loss: attempts that fail until LISTEN is in place again are not reported.
+   */
   onLost(err: Error): void;
 }
 
@@ -162,6 +165,7 @@ function listenOn(url: string, channel: string, handlers: ListenHandlers, retryM
   let closed = false;
   let client: pg.Client | undefined;
   let retry: NodeJS.Timeout | undefined;
+  let reported = false;
   const connect = async () => {
     retry = undefined;
     const attempt = new pg.Client({ connectionString: url, application_name: `svc-listen:${channel}`, connectionTimeoutMillis: 10_000 });
@@ -172,7 +176,8 @@ function listenOn(url: string, channel: string, handlers: ListenHandlers, retryM
       if (client === attempt) client = undefined;
       attempt.end().catch(() => {});
       if (closed) return;
-      handlers.onLost(err);
+      if (!reported) handlers.onLost(err);
+      reported = true;
       retry = setTimeout(() => void connect(), retryMs);
     };
     // A connection that dies while idle says so by 'error' or 'end'; without an 'error' listener
@@ -194,6 +199,7 @@ function listenOn(url: string, channel: string, handlers: ListenHandlers, retryM
       return;
     }
     client = attempt;
+    reported = false;
     handlers.onListening();
   };
   void connect();
