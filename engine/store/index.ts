@@ -9,6 +9,8 @@ export { type BlobCatalog, type BlockRecord, type EmbeddedBlobCatalog, InvalidCu
 export { DEFAULT_TENANT } from './tenants.js';
 export type { GcCatalog, Receipt, Tombstone } from './gc-catalog.js';
 export type { KeyedCatalog } from './keyed-catalog.js';
+export type { DevSecretStore } from './dev-secret.js';
+export { FileDevSecretStore } from './fs/dev-secret.js';
 export type { ModelRegistration, ModelRegistry, RegistryWatch, RemoveOutcome } from './model-registry.js';
 export type { OrderedTable, RangeOptions, TableCatalog, TableKey, TableOptions } from './ordered-table.js';
 export { type Lease, type PartRecord, type SessionRecord, type SessionState, type TailStaging, type UploadCatalog, packBlocks } from './upload-catalog.js';

@@ -12,6 +12,7 @@ import { migrate } from './schema.js';
 import { PgUploadCatalog } from './upload-catalog.js';
 import { PgGcCatalog } from './gc-catalog.js';
 import { PgModelRegistry, type WatchOptions } from './model-registry.js';
+import { PgDevSecretStore } from './dev-secret.js';
 
 export interface PgCatalogOptions {
   /** Connections in the pool (SVC_PG_POOL). */
@@ -116,6 +117,11 @@ export class PgBlobCatalog implements BlobCatalog {
   /** The model registry every node shares, on the same pool (its watches LISTEN on connections of their own). */
   modelRegistry(options?: WatchOptions): PgModelRegistry {
     return new PgModelRegistry(this.sql, options);
+  }
+
+  /** The generated development secret every node shares, on the same pool. */
+  devSecret(): PgDevSecretStore {
+    return new PgDevSecretStore(this.sql);
   }
 
   /** Garbage collection's side of this catalog, on the same pool. */
