@@ -66,6 +66,7 @@ export class ModelService {
   private refreshing?: Promise<void>;
   private refreshQueued?: Promise<void>;
   private refreshFailing = false;
+  private closed = false;
   private readonly docDir: string;
   private tasksInFlight = 0;
 
@@ -205,8 +206,8 @@ export class ModelService {
           this.follow(registrations);
         },
         (err: unknown) => {
-          // Said once per outage: the watch asks again every few seconds.
-          if (!this.refreshFailing) this.log.warn('models: reading the registry failed; this node serves the registrations it read last', { err: String(err) });
+          // Said once per outage (the watch asks again every few seconds), and not while closing.
+          if (!this.refreshFailing && !this.closed) this.log.warn('models: reading the registry failed; this node serves the registrations it read last', { err: String(err) });
           this.refreshFailing = true;
           throw err;
         },
@@ -346,6 +347,7 @@ export class ModelService {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     await this.watch?.close();
     this.cache.clear();
   }
