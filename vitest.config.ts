@@ -8,10 +8,10 @@ import { configDefaults, defineConfig } from 'vitest/config';
 const PG_S3_SUITES = ['test/blob-api.test.ts', 'test/uploads-api.test.ts', 'test/security.test.ts', 'test/tenant-policy.test.ts', 'test/gc.test.ts', 'test/locality.test.ts', 'test/shared-sessions.test.ts', 'test/gc-nodes.test.ts', 'test/robustness.test.ts', 'test/workflows.test.ts', 'test/legacy-import.test.ts'];
 
 /**
- * Three pg-s3 nodes on a PostgreSQL cluster and a Ceph radosgw of the file's own (issue 19):
- * not a backend parameterization, so a project of its own.
+ * Three pg-s3 nodes on a PostgreSQL cluster and a Ceph radosgw of each file's own (issue 19; issue
+ * 26: models and the development secret): not a backend parameterization, so a project of its own.
  */
-const MULTI_NODE = ['test/multi-node.test.ts'];
+const MULTI_NODE = ['test/multi-node.test.ts', 'test/multi-node-models.test.ts'];
 
 /**
  * The S3-only backend runs the same blob suites (one run per backend, not copies); sessions and

@@ -28,7 +28,7 @@ import { TrafficHistory, nodeIdOf } from './ops/index.js';
 import { type LiveNode, ownerOf } from './locality/index.js';
 import { ViewService } from './views/index.js';
 import { WorkflowService } from './workflows/index.js';
-import { type BlobBackend, type BlobCatalog, type BlobSummary, type BlockStore, CatalogEnv, type DataDirLock, DiskSpace, FsTailStaging, DEFAULT_TENANT, InvalidCursorError, LmdbGcCatalog, LmdbKeyedCatalog, LmdbUploadCatalog, type Manifest, lockDataDir, openBlobBackend } from './store/index.js';
+import { type BlobBackend, type BlobCatalog, type BlobSummary, type BlockStore, CatalogEnv, type DataDirLock, DiskSpace, FsTailStaging, DEFAULT_TENANT, InvalidCursorError, FileDevSecretStore, LmdbGcCatalog, LmdbKeyedCatalog, LmdbModelRegistry, LmdbUploadCatalog, type Manifest, lockDataDir, openBlobBackend } from './store/index.js';
 import type { BlockRoots } from './cas/index.js';
 import { BufferPool } from './uploads/index.js';
 import { Uploads } from './uploads/index.js';
@@ -107,6 +107,7 @@ export class Engine {
     private readonly lock: DataDirLock,
     legacyRoots: readonly LegacyRepoConfig[],
     modelRoots: BundleRoots,
+    tokens: TokenVerifier,
   ) {
     this.manifests = backend.manifests;
     this.nodeId = config.nodeId || nodeIdOf(config.fsRoot);
@@ -139,8 +140,8 @@ export class Engine {
     const schemas = new SchemaRegistry(new LmdbKeyedCatalog(catalog, 'schemas'));
     this.documents = new DocumentService(catalog, schemas, new MigrationRegistry(new LmdbKeyedCatalog(catalog, 'migrations'), schemas), this.jobs, (options) => this.startIngest(options));
     this.legacyImports = new LegacyImports(catalog, this.legacy, this.documents, this.jobs, log);
-    this.tokens = TokenVerifier.open(config.auth, config.fsRoot, log, config.securityEnabled);
-    this.models = new ModelService(config.model, new LmdbKeyedCatalog(catalog, 'models'), config.fsRoot, modelRoots, pool, log);
+    this.tokens = tokens;
+    this.models = new ModelService(config.model, backend.models ?? new LmdbModelRegistry(catalog), config.fsRoot, modelRoots, pool, log);
     // Every reference to blocks outside published manifests: resumable sessions, document content.
     this.views = new ViewService(catalog, this.jobs, {
       contentOf: (key) => this.documents.contentManifest(key),
@@ -170,12 +171,13 @@ export class Engine {
     const catalog = CatalogEnv.open(config.fsRoot, config.durability);
     const backend = await openBlobBackend(config, catalog, config.nodeId || nodeIdOf(config.fsRoot), log);
     if (backend.removedTempFiles > 0) log.info('removed temporary files of interrupted uploads', { count: backend.removedTempFiles });
+    const tokens = await TokenVerifier.open(config.auth, backend.devSecret ?? new FileDevSecretStore(config.fsRoot), log, config.securityEnabled);
     const pool = createWorkerPool({ filename: WORKER_MODULE, minThreads: config.workers, maxThreads: config.workers, idleTimeout: 60_000 });
     const memory = new TransferMemory(config.ingestBufferBytes, config.segmentBytes);
     const pairHashing = config.nativeSha256 === 'auto' && loadSha256Pair() !== null;
     if (config.nativeSha256 === 'auto' && !pairHashing) log.info('native SHA-256 pair unavailable: blocks are hashed by the worker threads', { reason: sha256PairUnavailableReason() });
     const scanner = new StreamScanner(SCANNER_MODULE, memory.arena, pairHashing);
-    const engine = new Engine(config, log, catalog, backend, pool, memory, scanner, lock, legacyRoots, modelRoots);
+    const engine = new Engine(config, log, catalog, backend, pool, memory, scanner, lock, legacyRoots, modelRoots, tokens);
     // Shared sessions (pg-s3) are any node's to clean up, on every interval: a node whose S3 or
     // PostgreSQL does not answer yet still starts (and says so in readiness).
     const cleaned = await engine.uploads.cleanup().catch((err: unknown) => {
@@ -187,6 +189,7 @@ export class Engine {
     engine.uploads.startCleanup();
     const kept = await engine.workflows.registerSchemas();
     if (kept.length > 0) log.warn('workflows: schemas registered earlier with other bodies are kept; workflow entries that do not fit them are quarantined', { schemas: kept });
+    await engine.models.start();
     await engine.models.reportRefusedRegistrations();
     engine.jobs.start();
     engine.gc.start();
@@ -350,7 +353,7 @@ export class Engine {
 
   async close(): Promise<void> {
     this.traffic.stop();
-    this.models.close();
+    await this.models.close();
     await this.gc.stop();
     await this.jobs.stop();
     this.uploads.stop();

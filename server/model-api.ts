@@ -106,7 +106,7 @@ export function mountModelApi(router: Router, service: ModelService, metrics: Mo
   });
 
   route('GET', '/models', 'list', READ, async (ex) => {
-    ex.json(200, service.registry.list().map((r) => ({ modelName: r.modelName, uri: r.uri })));
+    ex.json(200, service.registered().map((r) => ({ modelName: r.modelName, uri: r.uri })));
   });
 
   route('POST', '/models/:model/transform', 'transform', READ, async (ex, req) => {
@@ -168,7 +168,6 @@ export function mountModelApi(router: Router, service: ModelService, metrics: Mo
   });
 
   router.on('GET', '/health', ({ ex }) => {
-    service.registry.names();
     ex.send(200, {});
   }, { name: 'service-health' });
 

@@ -3,11 +3,11 @@
 
 import { createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
 import fs from 'node:fs';
-import path from 'node:path';
 import { SignJWT, createLocalJWKSet, createRemoteJWKSet, decodeProtectedHeader, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import type { AuthConfig } from '../config.js';
 import { SvcError } from '../errors.js';
 import type { Logger } from '../log.js';
+import type { DevSecretStore } from '../store/index.js';
 import type { Principal } from './principal.js';
 
 export const unauthenticated = (message: string) => new SvcError(401, 'unauthenticated', message, { 'WWW-Authenticate': 'Bearer' });
@@ -55,22 +55,15 @@ export class TokenVerifier {
   }
 
   /**
-   * The development secret: configured, or generated once and kept under `<fsRoot>/secrets/`.
-   * With security enabled it is never generated: HS256 tokens then need an explicit secret.
+   * The development secret: configured, or generated once and kept by `secrets` (a file in the
+   * data directory; on pg-s3 the database, shared by every node). With security enabled it is
+   * never generated: HS256 tokens then need an explicit secret.
    */
-  static open(config: AuthConfig, fsRoot: string, log: Logger, securityEnabled = false): TokenVerifier {
+  static async open(config: AuthConfig, secrets: DevSecretStore, log: Logger, securityEnabled = false): Promise<TokenVerifier> {
     if (config.devSharedSecret === 'off' || (securityEnabled && config.devSharedSecret === '')) return new TokenVerifier(config, undefined, log);
     if (config.devSharedSecret) return new TokenVerifier(config, new TextEncoder().encode(config.devSharedSecret), log);
-    const file = path.join(fsRoot, 'secrets', 'dev-shared-secret');
-    let secret: string;
-    try {
-      secret = fs.readFileSync(file, 'utf8').trim();
-    } catch {
-      fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
-      secret = randomBytes(32).toString('base64url');
-      fs.writeFileSync(file, `${secret}\n`, { mode: 0o600, flag: 'wx' });
-      log.info('generated the development token secret (SVC_DEV_SHARED_SECRET); mint tokens with POST /dev/token from this host', { file });
-    }
+    const { secret, created } = await secrets.keep(randomBytes(32).toString('base64url'));
+    if (created) log.info('generated the development token secret (SVC_DEV_SHARED_SECRET); mint tokens with POST /dev/token from this host', { keptIn: secrets.location });
     return new TokenVerifier(config, new TextEncoder().encode(secret), log);
   }
 

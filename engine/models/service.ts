@@ -1,5 +1,7 @@
-// The model runtime's state: registrations (LMDB), loaded models (LRU + TTL cache), loading
-// with a timeout and size limits, and row execution on the shared worker pool.
+// The model runtime's state: the registrations this node serves (read from the ModelRegistry
+// store: the node's LMDB, or on pg-s3 the table every node shares, followed through its change
+// feed), loaded models (LRU + TTL cache, per node), loading with a timeout and size limits, and
+// row execution on the shared worker pool.
 
 import { existsSync, mkdirSync, rmSync, writeFileSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
@@ -7,11 +9,10 @@ import { randomUUID } from 'node:crypto';
 import type { Piscina } from 'piscina';
 import type { ExecutionMode, ModelConfig } from '../config.js';
 import type { Logger } from '../log.js';
-import type { KeyedCatalog } from '../store/index.js';
+import type { ModelRegistration, ModelRegistry, RegistryWatch } from '../store/index.js';
 import { readBundle } from './bundle/read.js';
 import { compileBundle, type CompiledModel } from './compile.js';
 import { ModelError } from './errors.js';
-import { ModelRegistry, type Registration } from './registry.js';
 import { Repositories } from './repositories.js';
 import type { BundleRoots } from './roots.js';
 import { sampleFrame } from './sample.js';
@@ -21,7 +22,8 @@ import type { FrameTask, SplitTask, TaskResult } from './protocol.js';
 import type { RankQuery, RankedPart, TransformQuery, TransformedPart } from './transform.js';
 
 export interface LoadedModel {
-  registration: Registration;
+  /** What was loaded; its generation is UNCOMMITTED while a PUT validates it. */
+  registration: ModelRegistration;
   /** One load of the model: workers key their compiled copy by it. */
   key: string;
   docPath: string;
@@ -47,25 +49,35 @@ function frameParts(width: number, bodyLength: number): number {
 
 const WARMUP_SINGLE_ROW_FRAMES = 256;
 
+/** The generation of a bundle loaded by a PUT before its registration is committed: no stored one is negative. */
+const UNCOMMITTED = -1;
+
 const WORKER_MODULE = new URL('../../workers/model.js', import.meta.url).href;
 
 export class ModelService {
-  readonly registry: ModelRegistry;
   private readonly repositories: Repositories;
   private readonly cache: LRUCache<string, LoadedModel>;
-  private readonly loading = new Map<string, Promise<LoadedModel>>();
+  /** Loads in flight, by name, for one generation each. */
+  private readonly loading = new Map<string, { generation: number; loaded: Promise<LoadedModel> }>();
+  /** The registrations this node serves: the store's, as last read (`refresh`). */
+  private registrations = new Map<string, ModelRegistration>();
+  private watch?: RegistryWatch;
+  /** The read of the store running now, and the one queued after it (see `refresh`). */
+  private refreshing?: Promise<void>;
+  private refreshQueued?: Promise<void>;
+  private refreshFailing = false;
+  private closed = false;
   private readonly docDir: string;
   private tasksInFlight = 0;
 
   constructor(
     readonly config: ModelConfig,
-    registrations: KeyedCatalog<Registration>,
+    private readonly store: ModelRegistry,
     fsRoot: string,
     private readonly roots: BundleRoots,
     private readonly pool: Piscina,
     private readonly log: Logger,
   ) {
-    this.registry = new ModelRegistry(registrations);
     // Not under <SVC_FS_ROOT>/models: that is the default bundle root (SVC_MODEL_ROOTS), the
     // operator's, and this directory is emptied at every start.
     const workDir = join(fsRoot, 'model-runtime');
@@ -96,45 +108,128 @@ export class ModelService {
     return this.tasksInFlight;
   }
 
-  /** Registers (or replaces) a model: acquires, loads and warms it first; on failure the previous registration stays. */
-  async register(name: string, uri: string): Promise<{ created: boolean; registration: Registration }> {
+  /** Reads the registry, then follows its changes (on a shared store, every node's). */
+  async start(): Promise<void> {
+    await this.refresh();
+    this.watch = this.store.watch(() => void this.refresh().catch(() => {}));
+  }
+
+  /** The registrations this node serves, by name. */
+  registered(): ModelRegistration[] {
+    return [...this.registrations.values()];
+  }
+
+  /**
+   * Registers (or replaces) a model: acquires, loads and warms it here first, and commits the
+   * registration only if that succeeded, so a bundle that cannot load leaves the previous
+   * registration on every node. Other nodes load it on first use.
+   */
+  async register(name: string, uri: string): Promise<{ created: boolean; registration: ModelRegistration }> {
     Repositories.parse(uri);
-    const registration: Registration = { modelName: name, uri: uri.trim(), registeredAt: new Date().toISOString() };
-    const loaded = await this.load(registration);
+    const location = uri.trim();
+    const loaded = await this.load({ modelName: name, uri: location, registeredAt: '', generation: UNCOMMITTED });
+    let committed: { created: boolean; registration: ModelRegistration };
     try {
       // One frame of MODEL_WARMUP_ROWS, then single-row frames on every thread: the request
       // path's code is compiled by the JIT before the first request rather than during the first thousands.
       await this.warm(loaded, 1, this.config.warmupRows);
       await this.warm(loaded, WARMUP_SINGLE_ROW_FRAMES, 1, this.poolThreads);
+      committed = await this.store.put(name, location, new Date().toISOString());
     } catch (err) {
       this.forget(loaded);
       throw err;
     }
-    const created = this.registry.get(name) === undefined;
-    await this.registry.put(registration);
-    this.cache.set(name, loaded);
+    const { registration } = committed;
+    loaded.registration = registration;
+    await this.refresh().catch(() => {
+      // Committed all the same. No read that started before the commit can still overwrite this
+      // (reads run one at a time), and the next one that succeeds starts after it.
+      this.registrations.set(name, registration);
+    });
+    // Another node's registration of the name may have committed after this one: then that one is served.
+    if (this.registrations.get(name)?.generation === registration.generation) this.cache.set(name, loaded);
+    else this.forget(loaded);
     this.log.info('model registered', { model: name, uri: registration.uri, inputs: loaded.model.inputSchema.length });
-    return { created, registration };
+    return committed;
   }
 
   /**
-   * Drops the model from the cache and the registry. Answers the loaded model (loaded now if
-   * need be), or only its registration when its bundle cannot be loaded any more (moved, or
-   * outside SVC_MODEL_ROOTS since they changed): such a registration must still be removable.
+   * Removes the registration, on every node. Answers the loaded model (loaded now if need be), or
+   * only its registration when its bundle cannot be loaded any more (moved, or outside
+   * SVC_MODEL_ROOTS since they changed): such a registration must still be removable. Reads the
+   * store, not this node's copy, so a registration made on another node a moment ago is removable too.
    */
-  async unregister(name: string): Promise<LoadedModel | Registration> {
-    const registration = this.registry.get(name);
-    let answer: LoadedModel | Registration;
-    try {
-      answer = await this.get(name);
-    } catch (err) {
-      if (!registration || !(err instanceof ModelError) || err.code === 404) throw err;
-      answer = registration;
+  async unregister(name: string): Promise<LoadedModel | ModelRegistration> {
+    // Each round that does not remove was overtaken by another node's write of the name: read again.
+    for (;;) {
+      const all = await this.store.list();
+      const registration = all.find((r) => r.modelName === name);
+      if (!registration) throw notFound(name, all.map((r) => r.modelName));
+      let answer: LoadedModel | ModelRegistration;
+      try {
+        answer = await this.loadedOf(registration);
+      } catch (err) {
+        if (!(err instanceof ModelError) || err.code === 404) throw err;
+        answer = registration;
+      }
+      if ('removed' in (await this.store.remove(name, registration.generation))) {
+        await this.refresh().catch(() => this.follow(this.registered().filter((r) => r.modelName !== name)));
+        return answer;
+      }
     }
-    this.cache.delete(name);
-    this.loading.delete(name);
-    await this.registry.remove(name);
-    return answer;
+  }
+
+  /**
+   * Reads the store into `registrations` and drops the loaded models and loads of generations no
+   * longer registered. Reads run one at a time, and each call is answered by a read that started
+   * after it: a node never goes back to an older registry than one it has served, and a caller
+   * that has just committed a change reads it.
+   */
+  refresh(): Promise<void> {
+    if (this.refreshQueued) return this.refreshQueued;
+    if (!this.refreshing) return this.startRefresh();
+    const queued = this.refreshing.catch(() => {}).then(() => {
+      this.refreshQueued = undefined;
+      return this.startRefresh();
+    });
+    this.refreshQueued = queued;
+    return queued;
+  }
+
+  private startRefresh(): Promise<void> {
+    const read: Promise<void> = this.store
+      .list()
+      .then(
+        (registrations) => {
+          if (this.refreshFailing) this.log.info('models: the registry is read again');
+          this.refreshFailing = false;
+          this.follow(registrations);
+        },
+        (err: unknown) => {
+          // Said once per outage (the watch asks again every few seconds), and not while closing.
+          if (!this.refreshFailing && !this.closed) this.log.warn('models: reading the registry failed; this node serves the registrations it read last', { err: String(err) });
+          this.refreshFailing = true;
+          throw err;
+        },
+      )
+      .finally(() => {
+        if (this.refreshing === read) this.refreshing = undefined;
+      });
+    this.refreshing = read;
+    return read;
+  }
+
+  /** Serves `registrations` from now on: loaded copies and loads of other generations are dropped. */
+  private follow(registrations: readonly ModelRegistration[]): void {
+    const next = new Map(registrations.map((r) => [r.modelName, r]));
+    const current = (name: string, generation: number) => next.get(name)?.generation === generation;
+    for (const [name, loaded] of [...this.cache.entries()]) {
+      if (!current(name, loaded.registration.generation)) this.cache.delete(name);
+    }
+    for (const [name, pending] of this.loading) {
+      if (!current(name, pending.generation)) this.loading.delete(name);
+    }
+    this.registrations = next;
   }
 
   /**
@@ -144,7 +239,7 @@ export class ModelService {
    */
   async reportRefusedRegistrations(): Promise<void> {
     if (this.roots.directories === null) return;
-    for (const { modelName, uri } of this.registry.list()) {
+    for (const { modelName, uri } of this.registrations.values()) {
       const refused = await this.repositories.checkLocation(uri).then(
         () => false,
         (err: unknown) => err instanceof ModelError && err.error === 'ForbiddenLocation',
@@ -153,24 +248,29 @@ export class ModelService {
     }
   }
 
+  /** The loaded model registered under `name`, loaded on this node at its first use. */
   async get(name: string): Promise<LoadedModel> {
+    const registration = this.registrations.get(name);
+    if (!registration) throw notFound(name, [...this.registrations.keys()]);
+    return this.loadedOf(registration);
+  }
+
+  /** `registration`'s loaded copy: the cached one, the load in flight, or a new load (cached while it is the registered generation). */
+  private async loadedOf(registration: ModelRegistration): Promise<LoadedModel> {
+    const { modelName: name, generation } = registration;
     const cached = this.cache.get(name);
-    if (cached) return cached;
-    const registration = this.registry.get(name);
-    if (!registration) {
-      const names = this.registry.names();
-      if (names.length === 0) throw new ModelError('NoModelsLoaded', 'No models loaded', 404);
-      throw new ModelError('ModelNotFound', `${name} not found in [${names.join(',')}]`, 404);
-    }
-    let pending = this.loading.get(name);
-    if (!pending) {
-      pending = this.load(registration).finally(() => this.loading.delete(name));
-      this.loading.set(name, pending);
-      const loaded = await pending;
-      if (this.registry.get(name)?.uri === registration.uri) this.cache.set(name, loaded);
-      return loaded;
-    }
-    return pending;
+    if (cached?.registration.generation === generation) return cached;
+    const inFlight = this.loading.get(name);
+    if (inFlight?.generation === generation) return inFlight.loaded;
+    const pending = this.load(registration).finally(() => {
+      if (this.loading.get(name)?.loaded === pending) this.loading.delete(name);
+    });
+    this.loading.set(name, { generation, loaded: pending });
+    const loaded = await pending;
+    if (this.registrations.get(name)?.generation === generation) this.cache.set(name, loaded);
+    // Replaced or removed while it loaded: this request still runs it, then its document goes.
+    else loaded.dropped = true;
+    return loaded;
   }
 
   /** A transform of a request frame, in parts (see `frameParts`), in row order. */
@@ -246,7 +346,9 @@ export class ModelService {
     await Promise.all(Array.from({ length: chains }, (_, c) => chain(Math.floor(frames / chains) + (c < frames % chains ? 1 : 0))));
   }
 
-  close(): void {
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.watch?.close();
     this.cache.clear();
   }
 
@@ -269,7 +371,7 @@ export class ModelService {
     });
   }
 
-  private async load(registration: Registration): Promise<LoadedModel> {
+  private async load(registration: ModelRegistration): Promise<LoadedModel> {
     const { modelName, uri } = registration;
     const signal = AbortSignal.timeout(this.config.loadTimeoutMs);
     const started = Date.now();
@@ -302,6 +404,11 @@ export class ModelService {
     loaded.dropped = true;
     if (loaded.users === 0) rmSync(loaded.docPath, { force: true });
   }
+}
+
+function notFound(name: string, names: readonly string[]): ModelError {
+  if (names.length === 0) return new ModelError('NoModelsLoaded', 'No models loaded', 404);
+  return new ModelError('ModelNotFound', `${name} not found in [${names.join(',')}]`, 404);
 }
 
 export function timeoutOr(err: unknown, signal: AbortSignal, message: string): unknown {

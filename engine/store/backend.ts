@@ -7,6 +7,8 @@ import type { BlobCatalog, EmbeddedBlobCatalog } from './blob-catalog.js';
 import type { BlockStore, EmbeddedBlockStore, MovableBlockStore } from './block-store.js';
 import type { SharedGcCatalog } from './shared-gc-catalog.js';
 import type { TailStaging, UploadCatalog } from './upload-catalog.js';
+import type { ModelRegistry } from './model-registry.js';
+import type { DevSecretStore } from './dev-secret.js';
 import { FsBlockStore } from './fs/block-store.js';
 import { LmdbBlobCatalog } from './lmdb/blob-catalog.js';
 import type { CatalogEnv } from './lmdb/env.js';
@@ -28,6 +30,10 @@ export interface BlobBackend {
   readonly shared?: { blocks: MovableBlockStore; gc: SharedGcCatalog };
   /** Resumable sessions when the backend shares them between nodes (pg-s3); else the node's LMDB and data directory keep them. */
   readonly sessions?: { catalog: UploadCatalog; staging: TailStaging };
+  /** The model registry when the backend shares it between nodes (pg-s3); else the node's LMDB keeps it. */
+  readonly models?: ModelRegistry;
+  /** The generated development secret when the backend shares it between nodes (pg-s3); else a file in the data directory keeps it. */
+  readonly devSecret?: DevSecretStore;
   readonly dependencies: readonly Dependency[];
   /** Interrupted block writes cleaned up at open (fs). */
   readonly removedTempFiles: number;

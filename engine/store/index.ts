@@ -9,6 +9,9 @@ export { type BlobCatalog, type BlockRecord, type EmbeddedBlobCatalog, InvalidCu
 export { DEFAULT_TENANT } from './tenants.js';
 export type { GcCatalog, Receipt, Tombstone } from './gc-catalog.js';
 export type { KeyedCatalog } from './keyed-catalog.js';
+export type { DevSecretStore } from './dev-secret.js';
+export { FileDevSecretStore } from './fs/dev-secret.js';
+export type { ModelRegistration, ModelRegistry, RegistryWatch, RemoveOutcome } from './model-registry.js';
 export type { OrderedTable, RangeOptions, TableCatalog, TableKey, TableOptions } from './ordered-table.js';
 export { type Lease, type PartRecord, type SessionRecord, type SessionState, type TailStaging, type UploadCatalog, packBlocks } from './upload-catalog.js';
 export { FsTailStaging } from './fs/staging.js';
@@ -18,6 +21,7 @@ export { LmdbBlobCatalog } from './lmdb/blob-catalog.js';
 export { LmdbUploadCatalog } from './lmdb/upload-catalog.js';
 export { LmdbGcCatalog } from './lmdb/gc-catalog.js';
 export { LmdbKeyedCatalog } from './lmdb/keyed-catalog.js';
+export { LmdbModelRegistry } from './lmdb/model-registry.js';
 export { S3OnlyRefused } from './s3-only/refused.js';
 export { type DataDirLock, DataDirInUse, DataDirLockError, lockDataDir } from './data-dir-lock.js';
 export { DiskSpace, type FreeSpaceFloor, floorInBytes } from './disk-space.js';

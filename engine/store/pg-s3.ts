@@ -1,6 +1,6 @@
 // The pg-s3 backend: the blob catalog in PostgreSQL (engine/store/pg), block bytes in S3, one
 // object per block, and a journal of every tenant's holdings (engine/store/s3/journal.ts: what a rebuild reads).
-// Resumable sessions in PostgreSQL with their staged tails in the bucket. Spills of uploads go to
+// Resumable sessions, the model registry and the generated development secret in PostgreSQL, staged tails in the bucket. Spills of uploads go to
 // a scratch directory of this node.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -29,6 +29,9 @@ export async function openPgS3(config: Config, log: Logger): Promise<BlobBackend
     shared: { blocks, gc: manifests.gcCatalog() },
     // Sessions are shared too: a part, a commit or a cancel may reach any node.
     sessions: { catalog: manifests.uploadCatalog(), staging: new S3TailStaging(blocks.client, blocks.location) },
+    // So are registrations: a model registered on one node is served by every node.
+    devSecret: manifests.devSecret(),
+    models: manifests.modelRegistry({ onWatchLost: (err) => log.warn('models: the connection that listens for registry changes was lost; reconnecting (the registry is read every few seconds meanwhile)', { err: String(err) }) }),
     dependencies: [
       { name: 'postgres', probe: () => manifests.probe() },
       { name: 's3', probe: () => blocks.probe() },

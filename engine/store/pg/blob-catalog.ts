@@ -11,6 +11,8 @@ import { type PgPool, openPool } from './pool.js';
 import { migrate } from './schema.js';
 import { PgUploadCatalog } from './upload-catalog.js';
 import { PgGcCatalog } from './gc-catalog.js';
+import { PgModelRegistry, type WatchOptions } from './model-registry.js';
+import { PgDevSecretStore } from './dev-secret.js';
 
 export interface PgCatalogOptions {
   /** Connections in the pool (SVC_PG_POOL). */
@@ -110,6 +112,16 @@ export class PgBlobCatalog implements BlobCatalog {
   /** Resumable sessions, shared by every node on the database, on the same pool. */
   uploadCatalog(): PgUploadCatalog {
     return new PgUploadCatalog(this.sql);
+  }
+
+  /** The model registry every node shares, on the same pool (its watches LISTEN on connections of their own). */
+  modelRegistry(options?: WatchOptions): PgModelRegistry {
+    return new PgModelRegistry(this.sql, options);
+  }
+
+  /** The generated development secret every node shares, on the same pool. */
+  devSecret(): PgDevSecretStore {
+    return new PgDevSecretStore(this.sql);
   }
 
   /** Garbage collection's side of this catalog, on the same pool. */

@@ -26,11 +26,37 @@ export interface Reserved extends PgSql {
   release(): void;
 }
 
+/** A LISTEN of its own connection (PgPool.listen), until closed. */
+export interface Listening {
+  close(): Promise<void>;
+}
+
+export interface ListenHandlers {
+  /** A notification on the channel, with its payload. */
+  onNotify(payload: string): void;
+  /**
+   * LISTEN is in place, at first and after every reconnection: notifications sent while the
+   * connection was down are lost, so the caller reads what it watches again.
+   */
+  onListening(): void;
+  /**
+   * The connection was lost or could not be opened; it is tried again after a pause. Said once
+   * per loss: attempts that fail until LISTEN is in place again are not reported.
+   */
+  onLost(err: Error): void;
+}
+
 export interface PgPool extends PgSql {
   /** Runs `work` in one transaction on one connection: committed if it resolves, rolled back if it throws. */
   begin<T>(work: (tx: PgSql) => Promise<T>): Promise<T>;
   /** One connection of the pool for the caller alone (session state: advisory locks) until it releases it. */
   reserve(): Promise<Reserved>;
+  /**
+   * LISTENs on `channel` on a connection of its own (a pooled one would be handed to others and its
+   * notifications lost), reopened `retryMs` after every loss until `close`. The connection's
+   * application_name is `svc-listen:<channel>`.
+   */
+  listen(channel: string, handlers: ListenHandlers, retryMs?: number): Listening;
   /** Closes the pool; connections still busy after `timeout` seconds are cut. */
   end(options?: { timeout?: number }): Promise<void>;
 }
@@ -115,6 +141,9 @@ export function openPool(url: string, poolSize: number): PgPool {
         },
       });
     },
+    listen(channel: string, handlers: ListenHandlers, retryMs = 1000): Listening {
+      return listenOn(url, channel, handlers, retryMs);
+    },
     async end(options: { timeout?: number } = {}): Promise<void> {
       const ended = pool.end();
       let timer: NodeJS.Timeout | undefined;
@@ -129,4 +158,58 @@ export function openPool(url: string, poolSize: number): PgPool {
       clearTimeout(timer);
     },
   });
+}
+
+/** PgPool.listen: one client at a time, replaced after each loss. */
+function listenOn(url: string, channel: string, handlers: ListenHandlers, retryMs: number): Listening {
+  let closed = false;
+  let client: pg.Client | undefined;
+  let retry: NodeJS.Timeout | undefined;
+  let reported = false;
+  const connect = async () => {
+    retry = undefined;
+    const attempt = new pg.Client({ connectionString: url, application_name: `svc-listen:${channel}`, connectionTimeoutMillis: 10_000 });
+    let lost = false;
+    const onLost = (err: Error) => {
+      if (lost) return;
+      lost = true;
+      if (client === attempt) client = undefined;
+      attempt.end().catch(() => {});
+      if (closed) return;
+      if (!reported) handlers.onLost(err);
+      reported = true;
+      retry = setTimeout(() => void connect(), retryMs);
+    };
+    // A connection that dies while idle says so by 'error' or 'end'; without an 'error' listener
+    // the event would end the process.
+    attempt.on('error', onLost);
+    attempt.on('end', () => onLost(new Error('the connection was closed')));
+    attempt.on('notification', (message) => {
+      if (message.channel === channel) handlers.onNotify(message.payload ?? '');
+    });
+    try {
+      await attempt.connect();
+      await attempt.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+    } catch (err) {
+      onLost(err as Error);
+      return;
+    }
+    if (closed) {
+      await attempt.end().catch(() => {});
+      return;
+    }
+    client = attempt;
+    reported = false;
+    handlers.onListening();
+  };
+  void connect();
+  return {
+    async close() {
+      closed = true;
+      clearTimeout(retry);
+      const open = client;
+      client = undefined;
+      await open?.end().catch(() => {});
+    },
+  };
 }

@@ -8,9 +8,11 @@ import { V2_GC } from './schema-v2-gc.js';
 import { V3_SESSIONS } from './schema-v3-sessions.js';
 import { V4_JOURNAL } from './schema-v4-journal.js';
 import { V5_GC_MARKING } from './schema-v5-gc-marking.js';
+import { V6_MODEL_REGISTRY } from './schema-v6-model-registry.js';
+import { V7_DEV_SECRET } from './schema-v7-dev-secret.js';
 
 /** Applied in order; the schema's version is the number applied. Never edit one that shipped: append. */
-export const MIGRATIONS: readonly string[] = [V1_TABLES + V1_FUNCTIONS, V2_GC, V3_SESSIONS, V4_JOURNAL, V5_GC_MARKING];
+export const MIGRATIONS: readonly string[] = [V1_TABLES + V1_FUNCTIONS, V2_GC, V3_SESSIONS, V4_JOURNAL, V5_GC_MARKING, V6_MODEL_REGISTRY, V7_DEV_SECRET];
 
 export class SchemaTooNew extends Error {}
 
