@@ -1,8 +1,11 @@
 // Documents, their upload, immutable versions (a DAG through `parents`), labels, content
 // references and canonical metadata. Owner of the `documents`, `doc_uploads`, `doc_versions`,
 // `doc_labels`, `doc_content_keys` and `doc_patches` tables; derived metadata is ./derived.ts's.
-// No HTTP here. Above 400 lines: every write path checks its preconditions and adds a version in
-// one atomic step over the same tables, and those steps share their helpers.
+// No HTTP here: the capability a request needs whatever it names (doc.create, doc.read,
+// meta.read, job.read) is the caller's to check; those that depend on what it names
+// (meta.write:<ns>, meta.patch:<ns>) and the documents' permission rules are checked here. Above
+// 400 lines: every write path checks its preconditions and adds a version in one atomic step over
+// the same tables, and those steps share their helpers.
 
 import type { Principal } from '../auth/index.js';
 import { JobError, type JobQueue, type JobRecord } from '../jobs/index.js';
@@ -134,7 +137,6 @@ export class DocumentService {
 
   /** POST /v1/documents: a new document and its upload, or (same documentId again) the same ones. */
   async create(principal: Principal, body: unknown): Promise<{ documentId: string; uploadId: string; created: boolean }> {
-    requireCapability(principal, 'doc.create');
     if (!isPlainObject(body)) throw badRequest('The body must be a JSON object');
     onlyKeys(body, ['documentId', 'placementHint', 'externalRefs', 'initialMetadata', 'initialPermissions'], 'document');
     if (body.documentId !== undefined && !isUuid(body.documentId)) throw badRequest('documentId must be a UUID');
@@ -167,7 +169,6 @@ export class DocumentService {
   beginBytes(principal: Principal, uploadId: string, options: IngestOptions): BytesUpload {
     const upload = this.upload(principal, uploadId);
     const doc = this.document(principal, upload.documentId);
-    requireCapability(principal, 'doc.create');
     requireRule(doc.permissions, principal, 'doc.write');
     if (upload.state === 'finalized') throw new SvcError(409, 'upload_finalized', 'The upload is finalized; its bytes cannot change');
     const ingest = this.startIngest({ ...options, unlisted: true });
@@ -189,7 +190,6 @@ export class DocumentService {
   async finalize(principal: Principal, uploadId: string, body: unknown): Promise<{ documentId: string; versionId: string; contentRef: ContentRef; created: boolean }> {
     const upload = this.upload(principal, uploadId);
     const doc = this.document(principal, upload.documentId);
-    requireCapability(principal, 'doc.create');
     requireRule(doc.permissions, principal, 'doc.write');
     const b = body === undefined ? {} : body;
     if (!isPlainObject(b)) throw badRequest('The body must be a JSON object { labels, reason }');
@@ -220,7 +220,7 @@ export class DocumentService {
   }
 
   get(principal: Principal, documentId: string) {
-    return summary(this.readable(principal, documentId, 'doc.read', 'doc.read'));
+    return summary(this.readable(principal, documentId, 'doc.read'));
   }
 
   /**
@@ -229,7 +229,6 @@ export class DocumentService {
    * principal may not see still has a `nextCursor` while there may be more.
    */
   list(principal: Principal, filter: DocumentFilter, limit: number, cursor?: string) {
-    requireCapability(principal, 'doc.read');
     const { entries, more } = this.index.scan(principal.tenant, filter, limit * 4 + 16, cursor);
     const documents: Array<ReturnType<typeof summary>> = [];
     let next = more && entries.length > 0 ? entries[entries.length - 1]!.key : undefined;
@@ -260,7 +259,7 @@ export class DocumentService {
   }
 
   listVersions(principal: Principal, documentId: string) {
-    const doc = this.readable(principal, documentId, 'doc.read', 'doc.read');
+    const doc = this.readable(principal, documentId, 'doc.read');
     const labelsOf = new Map<string, string[]>();
     for (const { key, value } of this.labels.getRange({ start: [doc.tenant, doc.documentId, ''], end: [doc.tenant, doc.documentId, '\uffff'] })) {
       labelsOf.set(value, [...(labelsOf.get(value) ?? []), key[2]]);
@@ -282,7 +281,7 @@ export class DocumentService {
 
   /** The current version's content: its manifest (blocks in the CAS), media type and when the version was made. */
   content(principal: Principal, documentId: string): { documentId: string; manifest: Manifest; key: string; mediaType: string; createdAt: number } {
-    const doc = this.readable(principal, documentId, 'doc.read', 'doc.read');
+    const doc = this.readable(principal, documentId, 'doc.read');
     if (!doc.currentVersionId) throw new SvcError(404, 'content_not_found', 'The document has no finalized version yet');
     const version = this.version(doc, doc.currentVersionId);
     const content = this.contentKeys.get(version.contentRef.key);
@@ -320,7 +319,7 @@ export class DocumentService {
    * every namespace, also where a valid one is in force.
    */
   metadata(principal: Principal, documentId: string, includeQuarantined = false) {
-    const doc = this.readable(principal, documentId, 'meta.read', 'meta.read');
+    const doc = this.readable(principal, documentId, 'meta.read');
     const bundle = doc.currentVersionId ? this.version(doc, doc.currentVersionId).metadata : {};
     const derived = this.derived.shown(doc.tenant, documentId, includeQuarantined);
     const namespaces: Record<string, unknown> = {};
@@ -368,7 +367,6 @@ export class DocumentService {
    * failed or dead, or when the wait is over (a long poll instead of many).
    */
   async job(principal: Principal, jobId: string, waitMs = 0) {
-    requireCapability(principal, 'job.read');
     if (!isUuid(jobId)) throw badRequest('The job id must be a UUID');
     const job = this.jobs.get(principal.tenant, jobId);
     if (!job) throw jobNotFound(jobId);
@@ -382,7 +380,6 @@ export class DocumentService {
    * still have a `nextCursor`.
    */
   listJobs(principal: Principal, filter: { documentId?: string; state?: string }, limit: number, cursor?: string) {
-    requireCapability(principal, 'job.read');
     const after = cursor === undefined ? undefined : decodeCursor(JOB_CURSOR, cursor);
     if (after !== undefined && !isUuid(after)) throw invalidPagination('cursor is not a token issued by this endpoint');
     const matches = (job: JobRecord) =>
@@ -418,7 +415,7 @@ export class DocumentService {
    * the namespace's valid derived entry (with `includeQuarantined`, its quarantined one).
    */
   namespace(principal: Principal, documentId: string, namespaceUrn: string, includeQuarantined = false) {
-    const doc = this.readable(principal, documentId, 'meta.read', 'meta.read');
+    const doc = this.readable(principal, documentId, 'meta.read');
     const canonical = doc.currentVersionId ? this.version(doc, doc.currentVersionId).metadata[namespaceUrn] : undefined;
     const entry = canonical
       ? { id: canonical.id, schema: canonical.schema, data: canonical.data, mode: 'canonical' }
@@ -482,7 +479,7 @@ export class DocumentService {
 
   /** The patches applied to a namespace, oldest first: the immutable audit record. */
   patchHistory(principal: Principal, documentId: string, namespaceUrn: string) {
-    const doc = this.readable(principal, documentId, 'meta.read', 'meta.read');
+    const doc = this.readable(principal, documentId, 'meta.read');
     const patches = [];
     for (const { value } of this.patches.getRange({ start: [doc.tenant, documentId, namespaceUrn, ''], end: [doc.tenant, documentId, namespaceUrn, '\uffff'] })) {
       patches.push({ ...value, at: new Date(value.at).toISOString() });
@@ -549,9 +546,9 @@ export class DocumentService {
     return doc;
   }
 
-  private readable(principal: Principal, documentId: string, capability: string, action: string): DocumentRecord {
+  /** The document of the principal's tenant when its rules let the principal do `action`. */
+  private readable(principal: Principal, documentId: string, action: string): DocumentRecord {
     const doc = this.document(principal, documentId);
-    requireCapability(principal, capability);
     requireRule(doc.permissions, principal, action);
     return doc;
   }

@@ -13,7 +13,7 @@
 import { v5 as uuidv5 } from 'uuid';
 import type { Principal } from '../auth/index.js';
 import type { DocumentService } from '../documents/index.js';
-import { type PlacementHint, badRequest, isPlainObject, parsePlacement, requireCapability } from '../documents/index.js';
+import { type PlacementHint, badRequest, isPlainObject, parsePlacement } from '../documents/index.js';
 import { SvcError } from '../errors.js';
 import { JobError, type JobQueue, type JobRecord } from '../jobs/index.js';
 import type { Logger } from '../log.js';
@@ -85,12 +85,12 @@ export class LegacyImports {
   }
 
   /**
-   * POST /v1/legacy/import: the document's id and its import job. A first request records the
-   * mapping and enqueues the job; a repeat answers the same document and the job of the first
-   * request (completed or still running), or a new job when that one failed.
+   * POST /v1/legacy/import (the caller checks `legacy.import`): the document's id and its import
+   * job. A first request records the mapping and enqueues the job; a repeat answers the same
+   * document and the job of the first request (completed or still running), or a new job when
+   * that one failed.
    */
   async request(principal: Principal, body: unknown): Promise<{ jobId: string; documentId: string; alreadyImported: boolean; created: boolean }> {
-    requireCapability(principal, 'legacy.import');
     if (!isPlainObject(body)) throw badRequest('The body must be a JSON object { repo, legacyDocId, placementHint? }');
     for (const key of Object.keys(body)) {
       if (!['repo', 'legacyRepo', 'legacyDocId', 'placementHint', 'mode'].includes(key)) throw badRequest(`unknown field "${key}" (an import takes repo, legacyDocId, placementHint, mode)`);
