@@ -101,14 +101,14 @@ function upload(engine: Engine, ex: Exchange, req: RequestHead, principal: Princ
 
 function ingest(engine: Engine, ex: Exchange, req: RequestHead, principal: Principal | undefined, chargeBytes: (bytes: number) => void, body: BodySource, extraHeaders: Record<string, string> = {}): void {
   const declaredLength = parseContentLength(header(req, 'content-length'));
-  // With security on: the tenant's policy (object limit, quota) and the principal's byte budget.
-  const policy = principal ? engine.policies.for(principal.tenant) : undefined;
+  // With security on: the tenant's limits (object size, the room its quota leaves) and the principal's byte budget.
+  const limits = principal ? engine.blobLimits(principal.tenant) : undefined;
   if (declaredLength !== undefined) chargeBytes(declaredLength);
   const ingest = engine.startIngest({
     tenant: principal?.tenant,
     tenantBlocks: principal !== undefined,
-    maxObjectBytes: policy?.maxObjectBytes,
-    quotaBytes: policy?.quotaBytes,
+    maxObjectBytes: limits?.maxObjectBytes,
+    quotaBytes: limits?.quotaBytes,
     contentType: parseContentType(header(req, 'content-type')),
     declaredLength,
   });

@@ -165,8 +165,9 @@ export class LegacyImports {
         try {
           // The ingest is not told the XML's media type: it detects a PDF by its signature (for
           // its chunker) and would refuse a binary its legacy metadata mislabels; the version
-          // carries the XML's type as written.
-          content = await this.docs.ingestContent(doc.pieces(), { declaredLength: doc.size });
+          // carries the XML's type as written. The bytes are the tenant's: its object limit and
+          // quota hold as for an upload (a final failure of the job).
+          content = await this.docs.ingestContent(job.tenant, doc.pieces(), { declaredLength: doc.size });
         } catch (err) {
           throw asJobError(err);
         }
@@ -202,10 +203,13 @@ export class LegacyImports {
   }
 }
 
-/** A legacy or ingest failure as the job's error: the request's fault (4xx) is final, the rest is retried. */
+/**
+ * A legacy or ingest failure as the job's error: the request's fault (4xx) and the tenant's quota
+ * are final (a new request once there is room starts a new job), the rest is retried.
+ */
 function asJobError(err: unknown): unknown {
   if (err instanceof JobError) return err;
   if (err instanceof LegacyError) return new JobError(err.code, err.message, err.status >= 500);
-  if (err instanceof SvcError) return new JobError(err.code, err.message, err.status >= 500 || err.status === 429);
+  if (err instanceof SvcError) return new JobError(err.code, err.message, (err.status >= 500 && err.code !== 'tenant_storage_quota_exceeded') || err.status === 429);
   return err;
 }
