@@ -138,7 +138,10 @@ export class Engine {
     });
     this.jobs = new JobQueue({ env: catalog, pool, config: config.jobs, log });
     const schemas = new SchemaRegistry(new LmdbKeyedCatalog(catalog, 'schemas'));
-    this.documents = new DocumentService(catalog, schemas, new MigrationRegistry(new LmdbKeyedCatalog(catalog, 'migrations'), schemas), this.jobs, (options) => this.startIngest(options));
+    this.documents = new DocumentService(catalog, schemas, new MigrationRegistry(new LmdbKeyedCatalog(catalog, 'migrations'), schemas), this.jobs, (options) => this.startIngest(options), {
+      limits: (tenant) => this.tenantLimits(tenant),
+      blobBytes: (tenant) => manifests.retainedBytes(tenant),
+    });
     this.legacyImports = new LegacyImports(catalog, this.legacy, this.documents, this.jobs, log);
     this.tokens = tokens;
     this.models = new ModelService(config.model, backend.models ?? new LmdbModelRegistry(catalog), config.fsRoot, modelRoots, pool, log);
@@ -195,6 +198,22 @@ export class Engine {
     engine.gc.start();
     engine.traffic.start();
     return engine;
+  }
+
+  /** The tenant's storage limits (SVC_TENANT_POLICY_FILE), applied with security on; none with it off. */
+  tenantLimits(tenant: string): { maxObjectBytes?: number; quotaBytes?: number } {
+    if (!this.config.securityEnabled) return {};
+    const { maxObjectBytes, quotaBytes } = this.policies.for(tenant);
+    return { maxObjectBytes, quotaBytes };
+  }
+
+  /**
+   * The tenant's limits for a blob: its object limit, and the room its quota leaves beside its
+   * documents' retained content (the catalog checks the blobs' bytes against it as it publishes).
+   */
+  blobLimits(tenant: string): { maxObjectBytes?: number; quotaBytes?: number } {
+    const { maxObjectBytes, quotaBytes } = this.tenantLimits(tenant);
+    return { maxObjectBytes, quotaBytes: quotaBytes === undefined ? undefined : quotaBytes - this.documents.retainedBytes(tenant) };
   }
 
   /**

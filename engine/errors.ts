@@ -19,8 +19,8 @@ export const payloadTooLarge = (limit: number) =>
   new SvcError(413, 'payload_too_large', `Upload exceeds the configured maximum of ${limit} bytes`);
 export const tenantObjectLimit = (limit: number) =>
   new SvcError(413, 'tenant_object_limit_exceeded', `The object exceeds the tenant's limit of ${limit} bytes`);
-export const tenantQuotaExceeded = () =>
-  new SvcError(507, 'tenant_storage_quota_exceeded', 'Publishing this blob would exceed the tenant\'s retained-byte quota');
+export const tenantQuotaExceeded = (what = 'Publishing this blob') =>
+  new SvcError(507, 'tenant_storage_quota_exceeded', `${what} would exceed the tenant's retained-byte quota`);
 export const storageFailure = (message = 'Storage operation failed') => new SvcError(500, 'storage_failure', message);
 export const verificationFailure = () =>
   new SvcError(500, 'verification_failure', 'The persisted bytes of this blob could not be read and hashed');

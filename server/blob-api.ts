@@ -21,17 +21,16 @@ const READ = { capability: 'blob.read' };
 
 export function mountBlobApi(router: Router, { engine }: ServerContext): void {
   // With security on the caller's tenant is the token's org_id; with it off, every blob is the default tenant's.
-  router.on('POST', '/api/v1/blobs', ({ ex, req, principal }) => upload(engine, ex, req, principal), { fallbackCode: 'ingest_failed', capability: 'blob.write', operation: true });
+  router.on('POST', '/api/v1/blobs', ({ ex, req, principal, chargeBytes }) => upload(engine, ex, req, principal, chargeBytes), { fallbackCode: 'ingest_failed', capability: 'blob.write', operation: true });
 
   router.on('GET', '/api/v1/blobs', async ({ ex, query, principal }) => {
     ex.json(200, await engine.list(parseLimit(query.get('limit') ?? undefined), query.get('cursor') ?? undefined, principal?.tenant));
   }, { fallbackCode: 'inventory_failure', capability: 'blob.read' });
 
-  router.on(['GET', 'HEAD'], '/api/v1/blobs/:id', ({ ex, req, params, principal }) => {
+  router.on(['GET', 'HEAD'], '/api/v1/blobs/:id', ({ ex, req, params, principal, chargeBytes }) => {
     // The request's head is read before any wait (uWS reuses it after the callback).
     const conditions = readConditions(req);
-    const charge = principal && ((bytes: number) => engine.budgets.chargeBytes(principal.tenant, principal.subject, bytes));
-    const serve = (manifest: Manifest) => serveBlob(engine, ex, conditions, manifest, ex.method === 'HEAD', {}, charge || undefined);
+    const serve = (manifest: Manifest) => serveBlob(engine, ex, conditions, manifest, ex.method === 'HEAD', {}, chargeBytes);
     // An embedded catalog answers at once: the 4 KiB GET path has no promise to wait for.
     const manifest = engine.manifest(parseContentIdSegment(params[0]!), principal?.tenant);
     return manifest instanceof Promise ? manifest.then(serve) : serve(manifest);
@@ -78,9 +77,9 @@ function localityHeaders(req: RequestHead, principal: Principal | undefined): { 
 /** Request headers a forwarded upload carries to its owner. */
 const FORWARDED = ['authorization', 'content-type', 'content-length', 'x-svc-tenant-id', 'x-svc-upload-session-id'];
 
-function upload(engine: Engine, ex: Exchange, req: RequestHead, principal: Principal | undefined): void | Promise<void> {
+function upload(engine: Engine, ex: Exchange, req: RequestHead, principal: Principal | undefined, chargeBytes: (bytes: number) => void): void | Promise<void> {
   const locality = localityHeaders(req, principal);
-  if (locality === undefined) return ingest(engine, ex, req, principal, new SocketBody(ex));
+  if (locality === undefined) return ingest(engine, ex, req, principal, chargeBytes, new SocketBody(ex));
   if (!engine.config.locality) throw new SvcError(503, 'locality_unavailable', 'Session-localized upload needs the locality runtime, which this server does not run');
   // Placement reads the nodes from the catalog: the head is read and the body held first.
   const forwarded = header(req, FORWARDED_BY) !== undefined;
@@ -96,20 +95,20 @@ function upload(engine: Engine, ex: Exchange, req: RequestHead, principal: Princ
       throw new SvcError(503, 'locality_failed', `No owner could be placed: ${String((err as Error)?.message ?? err)}`);
     });
     if (owner && !owner.self) return forwardUpload(ex, body, owner, headers, engine.nodeId);
-    ingest(engine, ex, head, principal, body, { [SERVED_BY]: engine.nodeId });
+    ingest(engine, ex, head, principal, chargeBytes, body, { [SERVED_BY]: engine.nodeId });
   })();
 }
 
-function ingest(engine: Engine, ex: Exchange, req: RequestHead, principal: Principal | undefined, body: BodySource, extraHeaders: Record<string, string> = {}): void {
+function ingest(engine: Engine, ex: Exchange, req: RequestHead, principal: Principal | undefined, chargeBytes: (bytes: number) => void, body: BodySource, extraHeaders: Record<string, string> = {}): void {
   const declaredLength = parseContentLength(header(req, 'content-length'));
-  // With security on: the tenant's policy (object limit, quota) and the principal's byte budget.
-  const policy = principal ? engine.policies.for(principal.tenant) : undefined;
-  if (principal && declaredLength !== undefined) engine.budgets.chargeBytes(principal.tenant, principal.subject, declaredLength);
+  // With security on: the tenant's limits (object size, the room its quota leaves) and the principal's byte budget.
+  const limits = principal ? engine.blobLimits(principal.tenant) : undefined;
+  if (declaredLength !== undefined) chargeBytes(declaredLength);
   const ingest = engine.startIngest({
     tenant: principal?.tenant,
     tenantBlocks: principal !== undefined,
-    maxObjectBytes: policy?.maxObjectBytes,
-    quotaBytes: policy?.quotaBytes,
+    maxObjectBytes: limits?.maxObjectBytes,
+    quotaBytes: limits?.quotaBytes,
     contentType: parseContentType(header(req, 'content-type')),
     declaredLength,
   });

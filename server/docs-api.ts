@@ -1,5 +1,8 @@
-// The document platform over HTTP (`/v1`, and `POST /dev/token`): bearer tokens, JSON bodies
-// of bounded size, and the byte upload streamed into the CAS. A thin layer over engine/documents.
+// The document platform over HTTP (`/v1`, and `POST /dev/token`): JSON bodies of bounded size,
+// and the byte upload streamed into the CAS. A thin layer over engine/documents. The router's
+// guard verifies the bearer token of every `/v1` route and checks the capability each names (the
+// engine checks those that depend on the request: `meta.write:<ns>`, `meta.patch:<ns>`,
+// `workflow.run:<urn>`, and a document's permission rules); its meter charges the budgets.
 
 import type { Principal } from '../engine/auth/index.js';
 import { parseDevTokenRequest, type TokenVerifier } from '../engine/auth/index.js';
@@ -9,17 +12,16 @@ import type { WorkflowService } from '../engine/workflows/index.js';
 import { MetadataRejection } from '../engine/documents/index.js';
 import type { Stats } from '../engine/ops/index.js';
 import { badRequest, isPlainObject } from '../engine/documents/index.js';
-import { requireCapability } from '../engine/documents/index.js';
 import { decodeCursor, encodeCursor, parseLimit } from '../engine/cas/index.js';
 import { SvcError, payloadTooLarge } from '../engine/errors.js';
 import type { ServerContext } from './api-surface.js';
 import { readJson } from './body-readers.js';
-import { HeldBody } from './body-sources.js';
+import { type BodySource, SocketBody } from './body-sources.js';
 import { feedIngest } from './body-feed.js';
 import { readConditions, serveBlob } from './blob-serving.js';
 import { type Exchange, header } from './exchange.js';
 import { parseContentType } from './request-parsing.js';
-import type { Method, Router } from './router.js';
+import { ANY_TOKEN, type Method, type Router, caller } from './router.js';
 
 interface DocsContext {
   docs: DocumentService;
@@ -38,30 +40,26 @@ interface Call {
   query: URLSearchParams;
 }
 
+const NO_BODY = Promise.resolve({ value: undefined, bytes: 0 });
+
 export function mountDocsApi(router: Router, ctx: ServerContext, docsCtx: DocsContext): void {
   const { docs, views, workflows, viewWaitMs, tokens, maxJsonBytes } = docsCtx;
   const stats = ctx.engine.stats;
 
-  /** A JSON route: the body read (bounded), the token verified, then `work`. */
+  /** A JSON route: the caller's capability checked (the guard), the body read (bounded), then `work`. */
   const json = (
     method: Method,
     pattern: string,
+    capability: string | typeof ANY_TOKEN,
     work: (call: Call, principal: Principal, body: unknown, bodyBytes: number) => Promise<void> | void,
     /** Metadata writes answer every error in the rejected form. */
     rejectedForm = false,
   ) => {
-    router.on(method, pattern, async ({ ex, req, params, query }) => {
-      const authorization = header(req, 'authorization');
-      const body = method === 'GET' ? Promise.resolve({ value: undefined, bytes: 0 }) : readJson(ex, maxJsonBytes, payloadTooLarge);
-      body.catch(() => {});
-      try {
-        const principal = await tokens.verify(authorization);
-        const { value, bytes } = await body;
-        await work({ ex, params: params.map(decodeSegment), query }, principal, value, bytes);
-      } catch (err) {
-        throw rejectedForm ? asRejection(err) : err;
-      }
-    });
+    router.on(method, pattern, async (call) => {
+      const { ex, params, query } = call;
+      const { value, bytes } = await (method === 'GET' ? NO_BODY : readJson(ex, maxJsonBytes, payloadTooLarge));
+      await work({ ex, params: params.map(decodeSegment), query }, caller(call), value, bytes);
+    }, { capability, errorForm: rejectedForm ? asRejection : undefined });
   };
 
   router.on('POST', '/dev/token', async ({ ex, req }) => {
@@ -73,29 +71,29 @@ export function mountDocsApi(router: Router, ctx: ServerContext, docsCtx: DocsCo
     ex.json(200, await tokens.mint(parseDevTokenRequest(value)), { 'Cache-Control': 'no-store' });
   });
 
-  json('POST', '/v1/documents', async ({ ex }, principal, body) => {
+  json('POST', '/v1/documents', 'doc.create', async ({ ex }, principal, body) => {
     const r = await docs.create(principal, body);
     ex.json(r.created ? 201 : 200, { documentId: r.documentId, uploadId: r.uploadId }, { Location: `/v1/documents/${r.documentId}` });
   });
 
-  router.on('PUT', '/v1/uploads/:uploadId/bytes', async ({ ex, req, params }) => {
-    const authorization = header(req, 'authorization');
-    const held = new HeldBody(ex.body);
-    const contentType = header(req, 'content-type');
+  // The document's bytes: an operation of its tenant (one of its slots), its declared length
+  // against the caller's byte budget, the tenant's object limit and quota (engine/documents).
+  router.on('PUT', '/v1/uploads/:uploadId/bytes', (call) => {
+    const { ex, req, params } = call;
     const declared = header(req, 'content-length');
-    const principal = await tokens.verify(authorization);
     const length = declared === undefined ? undefined : /^[0-9]{1,16}$/.test(declared) ? Number(declared) : NaN;
     if (Number.isNaN(length)) throw badRequest('Content-Length must be a decimal byte count');
-    const upload = docs.beginBytes(principal, decodeSegment(params[0]!), { contentType: parseContentType(contentType), declaredLength: length });
-    streamInto(ex, held, upload, stats);
-  });
+    if (length !== undefined) call.chargeBytes(length);
+    const upload = docs.beginBytes(caller(call), decodeSegment(params[0]!), { contentType: parseContentType(header(req, 'content-type')), declaredLength: length });
+    streamInto(ex, new SocketBody(ex), upload, stats);
+  }, { capability: 'doc.create', operation: true });
 
-  json('POST', '/v1/uploads/:uploadId/finalize', async ({ ex, params }, principal, body) => {
+  json('POST', '/v1/uploads/:uploadId/finalize', 'doc.create', async ({ ex, params }, principal, body) => {
     const r = await docs.finalize(principal, params[0]!, body);
     ex.json(r.created ? 201 : 200, { documentId: r.documentId, versionId: r.versionId, contentRef: r.contentRef });
   });
 
-  json('GET', '/v1/documents', ({ ex, query }, principal) => {
+  json('GET', '/v1/documents', 'doc.read', ({ ex, query }, principal) => {
     only(query, ['limit', 'cursor', 'label', 'externalRef', 'createdAfter', 'createdBefore']);
     const filter = {
       label: query.get('label') ?? undefined,
@@ -105,13 +103,13 @@ export function mountDocsApi(router: Router, ctx: ServerContext, docsCtx: DocsCo
     };
     ex.json(200, docs.list(principal, filter, parseLimit(query.get('limit') ?? undefined), query.get('cursor') ?? undefined));
   });
-  json('GET', '/v1/schemas', ({ ex, query }) => {
+  json('GET', '/v1/schemas', ANY_TOKEN, ({ ex, query }) => {
     only(query, ['limit', 'cursor', 'namespaceUrn']);
     const cursor = query.get('cursor');
     const page = docs.schemas.list(query.get('namespaceUrn') ?? undefined, parseLimit(query.get('limit') ?? undefined), cursor === null ? undefined : decodeCursor('sch1', cursor));
     ex.json(200, page.next ? { schemas: page.schemas.map(schemaJson), nextCursor: encodeCursor('sch1', page.next) } : { schemas: page.schemas.map(schemaJson) });
   });
-  json('GET', '/v1/jobs', ({ ex, query }, principal) => {
+  json('GET', '/v1/jobs', 'job.read', ({ ex, query }, principal) => {
     only(query, ['limit', 'cursor', 'documentId', 'state']);
     const state = query.get('state') ?? undefined;
     if (state !== undefined && !JOB_STATES.includes(state)) throw badRequest(`state must be one of ${JOB_STATES.join(', ')}`);
@@ -120,13 +118,14 @@ export function mountDocsApi(router: Router, ctx: ServerContext, docsCtx: DocsCo
     ex.json(200, docs.listJobs(principal, { documentId, state }, parseLimit(query.get('limit') ?? undefined), query.get('cursor') ?? undefined));
   });
 
-  json('GET', '/v1/documents/:documentId', ({ ex, params }, principal) => ex.json(200, docs.get(principal, params[0]!)));
-  json('GET', '/v1/documents/:documentId/versions', ({ ex, params }, principal) => ex.json(200, docs.listVersions(principal, params[0]!)));
+  json('GET', '/v1/documents/:documentId', 'doc.read', ({ ex, params }, principal) => ex.json(200, docs.get(principal, params[0]!)));
+  json('GET', '/v1/documents/:documentId/versions', 'doc.read', ({ ex, params }, principal) => ex.json(200, docs.listVersions(principal, params[0]!)));
 
-  router.on(['GET', 'HEAD'], '/v1/documents/:documentId/content', async ({ ex, req, params, query }) => {
-    const authorization = header(req, 'authorization');
+  // A download: an operation of its tenant, the bytes it serves against the caller's budget.
+  router.on(['GET', 'HEAD'], '/v1/documents/:documentId/content', async (call) => {
+    const { ex, req, params, query, chargeBytes } = call;
     const conditions = readConditions(req);
-    const principal = await tokens.verify(authorization);
+    const principal = caller(call);
     const ops = viewOfQuery({ view: query.get('view'), stripSignatures: query.get('stripSignatures'), redactionProfile: query.get('redactionProfile') });
     const content = docs.content(principal, decodeSegment(params[0]!));
     const headOnly = ex.method === 'HEAD';
@@ -134,7 +133,7 @@ export function mountDocsApi(router: Router, ctx: ServerContext, docsCtx: DocsCo
       // The current version of a permission-checked resource: caches must ask again each time.
       serveBlob(ctx.engine, ex, conditions, content.manifest, headOnly, {
         etag: `"${content.key}"`, mediaType: content.mediaType, lastModifiedMs: content.createdAt, cacheControl: 'private, no-cache',
-      });
+      }, chargeBytes);
       return;
     }
     checkApplicable(ops, content.mediaType);
@@ -151,27 +150,28 @@ export function mountDocsApi(router: Router, ctx: ServerContext, docsCtx: DocsCo
     const view = views.cached(principal.tenant, key);
     if (!view) throw new SvcError(500, 'view_failed', 'The view was made but its record is missing');
     const servedAs = { etag: `"${key}"`, mediaType: view.record.mediaType, lastModifiedMs: view.record.createdAt, cacheControl: 'private, no-cache' };
-    if (view.manifest) return serveBlob(ctx.engine, ex, conditions, view.manifest, headOnly, servedAs);
+    if (view.manifest) return serveBlob(ctx.engine, ex, conditions, view.manifest, headOnly, servedAs, chargeBytes);
     // A view without bytes (content without text) is not in the CAS, which keeps no empty blobs.
     ex.send(200, { 'Content-Type': servedAs.mediaType, ETag: servedAs.etag, 'Cache-Control': servedAs.cacheControl }, '');
-  });
+  }, { capability: 'doc.read', operation: true });
 
-  json('POST', '/v1/documents/:documentId/workflows/:workflowUrn/run', async ({ ex, params }, principal, body) => {
+  // workflow.run:<workflowUrn>: the engine checks it.
+  json('POST', '/v1/documents/:documentId/workflows/:workflowUrn/run', ANY_TOKEN, async ({ ex, params }, principal, body) => {
     const r = await workflows.run(principal, params[0]!, params[1]!, body);
     ex.json(202, { jobId: r.jobId }, { Location: `/v1/jobs/${r.jobId}` });
   });
 
-  json('GET', '/v1/documents/:documentId/metadata', ({ ex, params, query }, principal) =>
+  json('GET', '/v1/documents/:documentId/metadata', 'meta.read', ({ ex, params, query }, principal) =>
     ex.json(200, docs.metadata(principal, params[0]!, booleanParam(query, 'includeQuarantined'))),
   );
 
-  json('POST', '/v1/documents/:documentId/migrate', async ({ ex, params }, principal, body) => {
+  // meta.write:<namespaceUrn> of the body: the engine checks it.
+  json('POST', '/v1/documents/:documentId/migrate', ANY_TOKEN, async ({ ex, params }, principal, body) => {
     const r = await docs.migrate(principal, params[0]!, body);
     ex.json(202, { jobId: r.jobId }, { Location: `/v1/jobs/${r.jobId}` });
   });
 
-  json('POST', '/v1/migrations', async ({ ex }, principal, body) => {
-    requireCapability(principal, 'migration.write');
+  json('POST', '/v1/migrations', 'migration.write', async ({ ex }, principal, body) => {
     const { record, created } = await docs.migrations.register(body);
     ex.json(created ? 201 : 200, {
       fromSchemaUrn: record.fromSchemaUrn, toSchemaUrn: record.toSchemaUrn, namespaceUrn: record.namespaceUrn,
@@ -179,18 +179,19 @@ export function mountDocsApi(router: Router, ctx: ServerContext, docsCtx: DocsCo
     });
   });
 
-  json('GET', '/v1/jobs/:jobId', async ({ ex, params, query }, principal) => {
+  json('GET', '/v1/jobs/:jobId', 'job.read', async ({ ex, params, query }, principal) => {
     only(query, ['wait']);
     const wait = query.get('wait');
     if (wait !== null && !/^([0-9]|[12][0-9]|30)$/.test(wait)) throw badRequest('wait must be whole seconds from 0 to 30');
     ex.json(200, await docs.job(principal, params[0]!, Number(wait ?? 0) * 1000));
   });
-  json('GET', '/v1/documents/:documentId/metadata/:namespaceUrn', ({ ex, params, query }, principal) =>
+  json('GET', '/v1/documents/:documentId/metadata/:namespaceUrn', 'meta.read', ({ ex, params, query }, principal) =>
     ex.json(200, docs.namespace(principal, params[0]!, params[1]!, booleanParam(query, 'includeQuarantined'))),
   );
-  json('GET', '/v1/documents/:documentId/metadata/:namespaceUrn/patches', ({ ex, params }, principal) => ex.json(200, docs.patchHistory(principal, params[0]!, params[1]!)));
+  json('GET', '/v1/documents/:documentId/metadata/:namespaceUrn/patches', 'meta.read', ({ ex, params }, principal) => ex.json(200, docs.patchHistory(principal, params[0]!, params[1]!)));
 
-  json('POST', '/v1/documents/:documentId/metadata', async ({ ex, params }, principal, body) => {
+  // meta.write:<ns> of each namespace of the bundle: the engine checks it.
+  json('POST', '/v1/documents/:documentId/metadata', ANY_TOKEN, async ({ ex, params }, principal, body) => {
     if (!isPlainObject(body)) throw new MetadataRejection(400, 'invalid_request', 'The body must be { mode, bundle, provenance?, reason? }');
     for (const key of Object.keys(body)) if (!['mode', 'bundle', 'provenance', 'reason'].includes(key)) throw new MetadataRejection(400, 'invalid_request', `unknown field "${key}"`);
     if (body.mode === 'canonical') {
@@ -206,18 +207,18 @@ export function mountDocsApi(router: Router, ctx: ServerContext, docsCtx: DocsCo
     throw new MetadataRejection(400, 'invalid_request', 'mode must be "canonical" or "derived"');
   }, true);
 
-  json('POST', '/v1/documents/:documentId/metadata/:namespaceUrn/patch', async ({ ex, params }, principal, body, bytes) => {
+  // meta.patch:<namespaceUrn>: the engine checks it.
+  json('POST', '/v1/documents/:documentId/metadata/:namespaceUrn/patch', ANY_TOKEN, async ({ ex, params }, principal, body, bytes) => {
     const r = await docs.patch(principal, params[0]!, params[1]!, body, bytes);
     ex.json(200, { status: 'accepted', versionId: r.versionId, newMetadataId: r.newMetadataId });
   }, true);
 
-  json('POST', '/v1/schemas', async ({ ex }, principal, body) => {
-    requireCapability(principal, 'schema.write');
+  json('POST', '/v1/schemas', 'schema.write', async ({ ex }, principal, body) => {
     const { record, created } = await docs.schemas.register(body);
     ex.json(created ? 201 : 200, schemaJson(record), { Location: `/v1/schemas/${encodeURIComponent(record.schemaUrn)}` });
   });
 
-  json('GET', '/v1/schemas/:schemaUrn', ({ ex, params }) => {
+  json('GET', '/v1/schemas/:schemaUrn', ANY_TOKEN, ({ ex, params }) => {
     const record = docs.schemas.get(params[0]!);
     if (!record) throw new SvcError(404, 'schema_not_found', `No schema ${params[0]}`);
     ex.json(200, schemaJson(record));
@@ -244,10 +245,10 @@ function asRejection(err: unknown): unknown {
   return rejection;
 }
 
-/** Streams the held body into the document's ingest (and BLAKE3); 204 once the bytes are durable. */
-function streamInto(ex: Exchange, held: HeldBody, upload: ReturnType<DocumentService['beginBytes']>, stats: Stats): void {
+/** Streams the body into the document's ingest (and BLAKE3); 204 once the bytes are durable. */
+function streamInto(ex: Exchange, body: BodySource, upload: ReturnType<DocumentService['beginBytes']>, stats: Stats): void {
   const { ingest, hash } = upload;
-  feedIngest(ex, held, ingest, stats, {
+  feedIngest(ex, body, ingest, stats, {
     chunk: (chunk) => hash.update(chunk),
     last: () => upload.finish().then(() => ex.send(204, {}), (err) => ex.error(err)),
     fail: (err) => {

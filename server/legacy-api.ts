@@ -1,42 +1,35 @@
-// Legacy repositories read through over HTTP: GET and HEAD /legacy/{repo}/{docId}. The token is
-// verified (the shared TokenVerifier, as /v1) and must hold `legacy.read`; the id is decoded and
-// checked here; engine/legacy resolves and opens both files before the status line, so 404, 422
-// and 409 are real statuses; a 200 streams the binary as the socket drains (one piece in memory).
+// Legacy repositories read through over HTTP: GET and HEAD /legacy/{repo}/{docId}. Mounted on the
+// document platform's router: its guard verifies the token and checks `legacy.read` (or
+// `legacy.import`), its meter charges the budgets; the id is decoded and checked here;
+// engine/legacy resolves and opens both files before the status line, so 404, 422 and 409 are
+// real statuses; a 200 streams the binary as the socket drains (one piece in memory).
 
-import type { TokenVerifier } from '../engine/auth/index.js';
 import { decodeCursor, encodeCursor, parseLimit } from '../engine/cas/index.js';
-import { badRequest, requireCapability } from '../engine/documents/index.js';
+import { badRequest } from '../engine/documents/index.js';
 import { invalidPagination, payloadTooLarge } from '../engine/errors.js';
 import {
   type LegacyDocument, LegacyError, type LegacyFailure, type LegacyImports, type LegacyRepositories, UNKNOWN_REPO_LABEL, legacyInvalidId, legacyRepoNotFound, parseLegacyDocId,
 } from '../engine/legacy/index.js';
 import { readJson } from './body-readers.js';
 import type { Exchange } from './exchange.js';
-import { header } from './exchange.js';
-import type { Router } from './router.js';
+import { type Router, caller } from './router.js';
 
 const OCTET_STREAM = 'application/octet-stream';
 
 const ID_CURSOR = 'lgi1';
 
-export function mountLegacyApi(router: Router, legacy: LegacyRepositories, tokens: TokenVerifier, imports: { service: LegacyImports; maxJsonBytes: number }): void {
+export function mountLegacyApi(router: Router, legacy: LegacyRepositories, imports: { service: LegacyImports; maxJsonBytes: number }): void {
   const metrics = legacy.metrics;
 
   // Import (docs/legacy.md, "Importing"): 202 at once with the document's id and the job.
-  router.on('POST', '/v1/legacy/import', async ({ ex, req }) => {
-    const authorization = header(req, 'authorization');
-    const body = readJson(ex, imports.maxJsonBytes, payloadTooLarge);
-    body.catch(() => {});
-    const principal = await tokens.verify(authorization);
-    const { value } = await body;
-    const r = await imports.service.request(principal, value);
-    ex.json(202, { jobId: r.jobId, documentId: r.documentId, alreadyImported: r.alreadyImported }, { Location: `/v1/jobs/${r.jobId}` });
-  }, { name: '/v1/legacy/import' });
+  router.on('POST', '/v1/legacy/import', async (call) => {
+    const { value } = await readJson(call.ex, imports.maxJsonBytes, payloadTooLarge);
+    const r = await imports.service.request(caller(call), value);
+    call.ex.json(202, { jobId: r.jobId, documentId: r.documentId, alreadyImported: r.alreadyImported }, { Location: `/v1/jobs/${r.jobId}` });
+  }, { name: '/v1/legacy/import', capability: 'legacy.import' });
 
   // A repository's document ids, a page at a time (the walk of `svc legacy import --all`).
-  router.on('GET', '/legacy/:repo', async ({ ex, req, params, query }) => {
-    const principal = await tokens.verify(header(req, 'authorization'));
-    requireCapability(principal, 'legacy.read');
+  router.on('GET', '/legacy/:repo', async ({ ex, params, query }) => {
     for (const name of query.keys()) if (name !== 'limit' && name !== 'cursor') throw badRequest(`Unknown parameter ${name} (this list takes limit, cursor)`);
     const limit = parseLimit(query.get('limit') ?? undefined);
     const cursor = query.get('cursor');
@@ -53,12 +46,10 @@ export function mountLegacyApi(router: Router, legacy: LegacyRepositories, token
     const page = await repo.listIds(limit, after);
     const last = page.ids[page.ids.length - 1];
     ex.json(200, page.more && last !== undefined ? { repo: repo.name, ids: page.ids, nextCursor: encodeCursor(ID_CURSOR, `${repo.name}/${last}`) } : { repo: repo.name, ids: page.ids });
-  }, { name: '/legacy/:repo' });
+  }, { name: '/legacy/:repo', capability: 'legacy.read' });
 
-  router.on(['GET', 'HEAD'], '/legacy/:repo/:docId', async ({ ex, req, params }) => {
-    const authorization = header(req, 'authorization');
-    const principal = await tokens.verify(authorization);
-    requireCapability(principal, 'legacy.read');
+  // A download: an operation of the caller's tenant, the bytes it serves against the caller's budget.
+  router.on(['GET', 'HEAD'], '/legacy/:repo/:docId', async ({ ex, params, chargeBytes }) => {
     const started = performance.now();
     const seconds = () => (performance.now() - started) / 1000;
     const repoName = decode(params[0]!, 'repository name');
@@ -86,6 +77,12 @@ export function mountLegacyApi(router: Router, legacy: LegacyRepositories, token
       metrics.failure(repo.name, 'client_gone', seconds());
       return;
     }
+    try {
+      if (ex.method === 'GET') chargeBytes(doc.size);
+    } catch (err) {
+      await doc.close();
+      throw err;
+    }
     if (ex.method === 'HEAD' || doc.size === 0) {
       await doc.close();
       if (ex.method === 'HEAD') ex.sendHead(200, headers, doc.size);
@@ -97,7 +94,7 @@ export function mountLegacyApi(router: Router, legacy: LegacyRepositories, token
       if (outcome === 'ok') metrics.read(repo.name, bytes, seconds());
       else metrics.failure(repo.name, outcome, seconds(), bytes);
     });
-  }, { name: '/legacy/:repo/:docId' });
+  }, { name: '/legacy/:repo/:docId', capability: 'legacy.read', operation: true });
 }
 
 /** Streams the binary as the socket drains; a failure after the status line closes the connection. */

@@ -70,9 +70,13 @@ export async function serve(config: Config, log = new Logger(config.logLevel)): 
   // With security on, every route that names a capability needs a bearer token that holds it.
   const guard = config.securityEnabled ? engine.tokens : undefined;
   const cors = corsPolicy(config);
-  // With security on, the tenant policy's budgets: requests per principal, operations per tenant.
+  // With security on, the tenant policy's budgets: requests and bytes per principal, operations per tenant.
   const meter: Meter | undefined = config.securityEnabled
-    ? { request: (p) => engine.budgets.chargeRequest(p.tenant, p.subject), admit: (p) => engine.budgets.admit(p.tenant) }
+    ? {
+        request: (p) => engine.budgets.chargeRequest(p.tenant, p.subject),
+        admit: (p) => engine.budgets.admit(p.tenant),
+        bytes: (p, bytes) => engine.budgets.chargeBytes(p.tenant, p.subject, bytes),
+      }
     : undefined;
   const blobRoutes = new Router(app, surface, { cors, answerOtherMethods: true, guard, meter });
   mountBlobApi(blobRoutes, ctx);
@@ -81,10 +85,13 @@ export async function serve(config: Config, log = new Logger(config.logLevel)): 
   const gcRoutes = new Router(app, surface, { cors, answerOtherMethods: true, guard, meter });
   mountGcApi(gcRoutes, ctx);
   gcRoutes.answerOtherMethods();
+  // The document platform and legacy repositories need a bearer token with security on or off
+  // (docs/documents.md); their budgets are the blob API's.
+  const documentRoutes = new Router(app, surface, { guard: engine.tokens, meter });
+  mountDocsApi(documentRoutes, ctx, { docs: engine.documents, views: engine.views, workflows: engine.workflows, viewWaitMs: config.views.waitMs, tokens: engine.tokens, maxJsonBytes: config.docMaxJsonBytes });
+  mountLegacyApi(documentRoutes, engine.legacy, { service: engine.legacyImports, maxJsonBytes: config.docMaxJsonBytes });
   const routes = new Router(app, surface, { guard });
   mountOpsApi(routes, ctx);
-  mountDocsApi(routes, ctx, { docs: engine.documents, views: engine.views, workflows: engine.workflows, viewWaitMs: config.views.waitMs, tokens: engine.tokens, maxJsonBytes: config.docMaxJsonBytes });
-  mountLegacyApi(routes, engine.legacy, engine.tokens, { service: engine.legacyImports, maxJsonBytes: config.docMaxJsonBytes });
   routes.fallback('/*', ({ ex, req }) => ex.json(404, { error: 'not_found', message: `No route for ${ex.method} ${req.getUrl()}` }));
   const modelApp = createApp((message) => JSON.stringify({ error: 'BadRequest', message, code: 400 }));
   const modelMetrics = new ModelMetrics(engine.models, engine.metrics.registry);

@@ -1,8 +1,9 @@
 // One router for every surface: a route is a method (or several), a pattern and a handler that
-// gets the exchange, the request, the path parameters, the query and (with security on) the
+// gets the exchange, the request, the path parameters, the query and (on a guarded router) the
 // caller. The router starts the exchange; checks the bearer token and the route's capability
-// (a guard); answers whatever the handler throws or rejects with in the surface's envelope;
-// and, for routes that ask for it, answers CORS preflights and other methods with 405 and `Allow`.
+// (a guard); charges the caller's budgets (a meter); answers whatever the handler throws or
+// rejects with in the surface's envelope (or the route's own form of it); and, for routes that
+// ask for it, answers CORS preflights and other methods with 405 and `Allow`.
 
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import { type Principal, holds } from '../engine/auth/index.js';
@@ -20,8 +21,10 @@ export interface Call {
   /** Path parameters in pattern order, as sent (percent-encoded). */
   readonly params: string[];
   readonly query: URLSearchParams;
-  /** The caller, on guarded routes with security on. */
+  /** The caller, on the guarded routes of a router that has a guard. */
   readonly principal?: Principal;
+  /** Body bytes to or from the caller, against its budget (429 when spent); nothing without a meter. */
+  readonly chargeBytes: (bytes: number) => void;
 }
 
 export type Handler = (call: Call) => void | Promise<void>;
@@ -31,11 +34,21 @@ interface RouteOptions {
   name?: string;
   /** The code of a 500 answer to an unknown error. */
   fallbackCode?: string;
-  /** The capability the caller's token must hold when a guard is set; absent: a public route. */
-  capability?: string;
+  /**
+   * Who may call the route when the router has a guard: a token that holds this capability;
+   * `ANY_TOKEN`, any valid token (what the request may do depends on what it names, and the
+   * engine checks that: a namespace's `meta.write:<ns>`, a workflow's `workflow.run:<urn>`);
+   * absent, anyone (a public route).
+   */
+  capability?: string | typeof ANY_TOKEN;
   /** An operation that takes one of its tenant's slots (uploads, downloads, commits) while it runs. */
   operation?: boolean;
+  /** The route's own form of every error it answers, the guard's and the meter's included (metadata writes: their rejected form). */
+  errorForm?: (err: unknown) => unknown;
 }
+
+/** A guarded route open to any valid token: its capability depends on what the request names, and the engine checks it. */
+export const ANY_TOKEN = Symbol('any valid token');
 
 /** Bearer tokens: a verified token's principal at once when it is known, else after its check. */
 export interface Guard {
@@ -56,21 +69,27 @@ export interface CorsPolicy {
   exposeHeaders: string;
 }
 
-/** What a guarded request costs its caller, before the handler runs (budgets; throws to refuse). */
+/** What a guarded request costs its caller (budgets; throws to refuse). */
 export interface Meter {
-  /** A request of `principal` (429 when its budget is spent). */
+  /** A request of `principal`, before the handler runs (429 when its budget is spent). */
   request(principal: Principal): void;
   /** One of the tenant's operation slots: at once (a release), later (a promise of one), or none needed (undefined). */
   admit(principal: Principal): (() => void) | Promise<() => void> | undefined;
+  /** Body bytes to or from `principal`, as the handler learns them (429 when its budget is spent). */
+  bytes(principal: Principal, bytes: number): void;
 }
 
 interface RouterOptions {
+  /** Budgets of the callers of guarded routes. */
   meter?: Meter;
   cors?: CorsPolicy;
   /** Answer OPTIONS (preflights) and 405 for every pattern (needs `cors`). */
   answerOtherMethods?: boolean;
+  /** Bearer tokens: set, every route that names a capability (or ANY_TOKEN) needs one; unset, every route is open. */
   guard?: Guard;
 }
+
+const UNMETERED = () => {};
 
 const REGISTER: Record<Method, 'get' | 'head' | 'post' | 'put' | 'patch' | 'del'> = { GET: 'get', HEAD: 'head', POST: 'post', PUT: 'put', PATCH: 'patch', DELETE: 'del' };
 
@@ -99,27 +118,31 @@ export class Router {
     const paramCount = pattern.split(':').length - 1;
     const name = options.name ?? pattern;
     const guard = options.capability === undefined ? undefined : this.options.guard;
+    const { fallbackCode, errorForm } = options;
+    const capability = typeof options.capability === 'string' ? options.capability : undefined;
     for (const method of typeof methods === 'string' ? [methods] : methods) {
       this.app[REGISTER[method]](pattern, (res, req) => {
         const ex = this.exchange(res, req, name);
+        const fail = (err: unknown) => ex.error(errorForm ? errorForm(err) : err, fallbackCode);
         const params: string[] = [];
         for (let i = 0; i < paramCount; i++) params.push(req.getParameter(i) ?? '');
         const query = new URLSearchParams(req.getQuery() ?? '');
-        if (!guard) return run(ex, () => handler({ ex, req, params, query }), options.fallbackCode);
+        if (!guard) return run(() => handler({ ex, req, params, query, chargeBytes: UNMETERED }), fail);
         const authorization = header(req, 'authorization');
         const known = guard.cached(authorization);
         let head: RequestHead = req;
         /** The caller is known: its capability, its budget, its tenant's slot, then the handler. */
         const proceed = (principal: Principal): void => {
-          allowed(principal, options.capability!);
+          if (capability !== undefined) allowed(principal, capability);
           const meter = this.options.meter;
           meter?.request(principal);
           const admitted = meter && options.operation ? meter.admit(principal) : undefined;
-          const call = () => handler({ ex, req: head, params, query, principal });
-          if (admitted === undefined) return void run(ex, call, options.fallbackCode);
+          const chargeBytes = meter ? (bytes: number) => meter.bytes(principal, bytes) : UNMETERED;
+          const call = () => handler({ ex, req: head, params, query, principal, chargeBytes });
+          if (admitted === undefined) return void run(call, fail);
           if (typeof admitted === 'function') {
             ex.onFinish(admitted);
-            return void run(ex, call, options.fallbackCode);
+            return void run(call, fail);
           }
           // Waits for a slot in the tenant's queue: the request must outlive this callback.
           if (head === req) head = snapshot(req, paramCount);
@@ -127,17 +150,14 @@ export class Router {
           admitted.then((release) => {
             ex.onFinish(release);
             if (!ex.live) return release();
-            run(ex, call, options.fallbackCode);
+            run(call, fail);
           });
         };
-        if (known) return run(ex, () => proceed(known), options.fallbackCode);
+        if (known) return run(() => proceed(known), fail);
         // The token's first check waits for its keys: the request must outlive this callback.
         head = snapshot(req, paramCount);
         ex.body.hold();
-        guard.verify(authorization).then(
-          (principal) => run(ex, () => proceed(principal), options.fallbackCode),
-          (err: unknown) => ex.error(err),
-        );
+        guard.verify(authorization).then((principal) => run(() => proceed(principal), fail), fail);
       });
       this.routes.push({ method, pattern });
       const known = this.methods.get(pattern) ?? [];
@@ -150,7 +170,7 @@ export class Router {
   fallback(pattern: string, handler: Handler, options: RouteOptions = {}): void {
     this.app.any(pattern, (res, req) => {
       const ex = this.exchange(res, req, options.name ?? pattern);
-      run(ex, () => handler({ ex, req, params: [], query: new URLSearchParams(req.getQuery() ?? '') }), options.fallbackCode);
+      run(() => handler({ ex, req, params: [], query: new URLSearchParams(req.getQuery() ?? ''), chargeBytes: UNMETERED }), (err) => ex.error(err, options.fallbackCode));
     });
   }
 
@@ -205,6 +225,12 @@ export class Router {
   private readonly grants = new Map<string, ReadonlyArray<[string, string]>>();
 }
 
+/** The caller of a guarded route on a router that always has a guard (the document platform's). */
+export function caller(call: Call): Principal {
+  if (!call.principal) throw new Error(`${call.ex.method} ${call.ex.route} was reached without a verified token: its router needs a guard`);
+  return call.principal;
+}
+
 /** The principal when it holds `capability`; 403 otherwise. */
 function allowed(principal: Principal, capability: string): Principal {
   if (!holds(principal, capability)) throw forbidden(`The token does not grant ${capability}`);
@@ -247,12 +273,12 @@ function snapshot(req: HttpRequest, paramCount: number): RequestHead {
   return head as unknown as RequestHead;
 }
 
-/** Runs a handler; a throw or a rejection is answered with the error envelope. */
-function run(ex: Exchange, work: () => void | Promise<void>, fallbackCode?: string): void {
+/** Runs a handler; a throw or a rejection goes to `fail` (which answers it in the route's envelope). */
+function run(work: () => void | Promise<void>, fail: (err: unknown) => void): void {
   try {
     const pending = work();
-    if (pending) pending.catch((err: unknown) => ex.error(err, fallbackCode));
+    if (pending) pending.catch(fail);
   } catch (err) {
-    ex.error(err, fallbackCode);
+    fail(err);
   }
 }

@@ -35,10 +35,10 @@ export function mountUploadsApi(router: Router, { engine }: ServerContext): void
     ex.json(200, statusJson(record), sessionHeaders(record));
   }, read);
 
-  router.on('PATCH', SESSION, ({ ex, req, params, principal }) => part(ex, req, params[0]!, engine, principal), operation);
+  router.on('PATCH', SESSION, ({ ex, req, params, principal, chargeBytes }) => part(ex, req, params[0]!, engine, principal, chargeBytes), operation);
 
   router.on('POST', COMMIT, async ({ ex, req, params, principal }) => {
-    const record = await uploads.commit(tenantOf(req, principal), sessionId(params[0]), principal ? engine.policies.for(principal.tenant).quotaBytes : undefined);
+    const record = await uploads.commit(tenantOf(req, principal), sessionId(params[0]), principal ? engine.blobLimits(principal.tenant).quotaBytes : undefined);
     ex.json(200, statusJson(record), { ...sessionHeaders(record), Location: `/api/v1/blobs/${record.committedBlob}` });
   }, operation);
 
@@ -52,7 +52,7 @@ export function mountUploadsApi(router: Router, { engine }: ServerContext): void
  * PATCH: one part, its body held from the first byte while the session's lease is taken (the
  * catalog may be another process's); acknowledged once the part and the offset are durable.
  */
-function part(ex: Exchange, req: RequestHead, id: string, engine: Engine, principal: Principal | undefined): void {
+function part(ex: Exchange, req: RequestHead, id: string, engine: Engine, principal: Principal | undefined, chargeBytes: (bytes: number) => void): void {
   const declared = header(req, 'content-length');
   const maxPart = engine.config.uploads.maxPartBytes;
   let request: Parameters<Engine['uploads']['beginPart']>[0];
@@ -62,7 +62,7 @@ function part(ex: Exchange, req: RequestHead, id: string, engine: Engine, princi
       const max = engine.policies.for(principal.tenant).maxObjectBytes;
       const end = byteCount(header(req, 'upload-offset'), 'Upload-Offset', true) + byteCount(declared, 'Content-Length', true);
       if (max !== undefined && end > max) throw tenantObjectLimit(max);
-      engine.budgets.chargeBytes(principal.tenant, principal.subject, byteCount(declared, 'Content-Length', true));
+      chargeBytes(byteCount(declared, 'Content-Length', true));
     }
     request = {
       tenant: tenantOf(req, principal),

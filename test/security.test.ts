@@ -145,6 +145,77 @@ describe('security on: tokens', () => {
   });
 });
 
+describe('security on: the document platform and legacy repositories', () => {
+  const doc = '0193b3a0-0000-7000-8000-0000000000d1';
+  const ns = encodeURIComponent('urn:svc:case');
+  /** Every /v1 and /legacy route whose capability the router checks, and that capability. */
+  const routes: Array<[string, string, string]> = [
+    ['POST', '/v1/documents', 'doc.create'],
+    ['GET', '/v1/documents', 'doc.read'],
+    ['GET', `/v1/documents/${doc}`, 'doc.read'],
+    ['GET', `/v1/documents/${doc}/versions`, 'doc.read'],
+    ['GET', `/v1/documents/${doc}/content`, 'doc.read'],
+    ['HEAD', `/v1/documents/${doc}/content`, 'doc.read'],
+    ['PUT', `/v1/uploads/${doc}/bytes`, 'doc.create'],
+    ['POST', `/v1/uploads/${doc}/finalize`, 'doc.create'],
+    ['GET', `/v1/documents/${doc}/metadata`, 'meta.read'],
+    ['GET', `/v1/documents/${doc}/metadata/${ns}`, 'meta.read'],
+    ['GET', `/v1/documents/${doc}/metadata/${ns}/patches`, 'meta.read'],
+    ['GET', '/v1/jobs', 'job.read'],
+    ['GET', `/v1/jobs/${doc}`, 'job.read'],
+    ['POST', '/v1/schemas', 'schema.write'],
+    ['POST', '/v1/migrations', 'migration.write'],
+    ['POST', '/v1/legacy/import', 'legacy.import'],
+    ['GET', '/legacy/archive', 'legacy.read'],
+    ['GET', '/legacy/archive/memo-1', 'legacy.read'],
+    ['HEAD', '/legacy/archive/memo-1', 'legacy.read'],
+  ];
+  /**
+   * Routes any valid token reaches: the engine checks what they name (meta.write:<ns>,
+   * meta.patch:<ns>, workflow.run:<urn>), and what a token of blob.* capabilities gets there.
+   */
+  const anyToken: Array<[string, string, number, Record<string, unknown>]> = [
+    ['POST', `/v1/documents/${doc}/metadata`, 400, { status: 'rejected', error: { code: 'invalid_request', message: 'mode must be "canonical" or "derived"' } }],
+    ['POST', `/v1/documents/${doc}/metadata/${ns}/patch`, 404, { status: 'rejected', error: { code: 'document_not_found', message: `No document ${doc}` } }],
+    ['POST', `/v1/documents/${doc}/migrate`, 404, { error: 'document_not_found', message: `No document ${doc}` }],
+    ['POST', `/v1/documents/${doc}/workflows/${encodeURIComponent('urn:svc:workflow:ocr@1')}/run`, 403, { error: 'forbidden', message: 'The token does not grant workflow.run:urn:svc:workflow:ocr@1' }],
+    ['GET', '/v1/schemas', 200, { schemas: expect.any(Array) }],
+    ['GET', `/v1/schemas/${encodeURIComponent('urn:svc:schema:case@1.0.0')}`, 404, { error: 'schema_not_found', message: 'No schema urn:svc:schema:case@1.0.0' }],
+  ];
+  const call = (method: string, p: string, headers: Record<string, string> = {}) =>
+    fetch(`${server.url}${p}`, { method, headers, body: method === 'POST' || method === 'PUT' ? '{}' : undefined });
+  /** The metadata writes answer in their rejected form. */
+  const rejectedForm = (method: string, p: string) => method === 'POST' && /\/metadata(\/[^/]+\/patch)?$/.test(p);
+
+  it('every route needs a token: 401 with WWW-Authenticate: Bearer, in the route\'s envelope', async () => {
+    for (const [method, p] of [...routes, ...anyToken]) {
+      const res = await call(method, p);
+      expect([method, p, res.status, res.headers.get('www-authenticate')]).toEqual([method, p, 401, 'Bearer']);
+      const text = await res.text();
+      if (method === 'HEAD') expect(text).toBe('');
+      else if (rejectedForm(method, p)) expect(JSON.parse(text)).toEqual({ status: 'rejected', error: { code: 'unauthenticated', message: 'An Authorization: Bearer <JWT> header is required' } });
+      else expect(JSON.parse(text)).toEqual({ error: 'unauthenticated', message: 'An Authorization: Bearer <JWT> header is required' });
+    }
+  });
+
+  it('each route checks its capability: 403 forbidden without it; with exactly it the route is reached', async () => {
+    const none = bearer(await token({ scope: ALL }));
+    for (const [method, p, capability] of routes) {
+      const res = await call(method, p, none);
+      expect([method, p, res.status]).toEqual([method, p, 403]);
+      const text = await res.text();
+      if (method === 'HEAD') expect(text).toBe('');
+      else expect(JSON.parse(text)).toEqual({ error: 'forbidden', message: `The token does not grant ${capability}` });
+      const granted = await call(method, p, bearer(await token({ scope: capability })));
+      expect([method, p, granted.status === 401 || granted.status === 403]).toEqual([method, p, false]);
+    }
+    for (const [method, p, status, body] of anyToken) {
+      const res = await call(method, p, none);
+      expect([method, p, res.status, await res.json()]).toEqual([method, p, status, body]);
+    }
+  });
+});
+
 describe('security on: CORS', () => {
   const preflight = (origin: string | undefined, method: string, headers?: string) =>
     fetch(`${server.url}/api/v1/blobs`, {

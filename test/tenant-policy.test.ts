@@ -1,13 +1,17 @@
 // Tenant policy and budgets with SVC_SECURITY_ENABLED=true (issue 18) over real HTTP: object
 // limit, retained-byte quota, requests and bytes per minute, operations in flight, and a reload
-// of the policy file on SIGHUP. Tokens are development tokens (an explicit SVC_DEV_SHARED_SECRET).
-import { randomBytes } from 'node:crypto';
+// of the policy file on SIGHUP; the same on the document platform and legacy repositories (issue
+// 26): document content within the object limit, one quota over blobs and document content,
+// budgets and slots of /v1 and /legacy requests, legacy imports within the tenant's limits.
+// Tokens are development tokens (an explicit SVC_DEV_SHARED_SECRET).
+import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type TestServer } from './helpers/server.js';
 import { TEST_BACKEND } from './helpers/backends.js';
+import { Api, type Reply, reply } from './helpers/docs-client.js';
 
 let server: TestServer;
 let policyFile: string;
@@ -22,8 +26,18 @@ const POLICY = {
     one: { maxConcurrent: 1, maxQueued: 0 },
     queued: { maxConcurrent: 1, maxQueued: 1 },
     reload: {},
+    'doc-small': { maxObjectBytes: 100_000, quotaBytes: 250_000 },
+    'doc-slow': { requestsPerMinute: 3 },
+    'doc-bytes': { bytesPerMinute: 100_000 },
+    'doc-one': { maxConcurrent: 1, maxQueued: 0 },
+    'legacy-small': { maxObjectBytes: 100_000, quotaBytes: 150_000 },
   },
 };
+
+/** Every capability of the document platform. */
+const DOC_SCOPE = 'doc.create doc.read doc.write meta.read meta.write:* meta.patch:* schema.write job.read legacy.read legacy.import';
+/** The legacy repository `policy` (SVC_LEGACY_REPOS): document id → its bytes. */
+const LEGACY = { 'memo-90k': randomBytes(90_000), 'memo-150k': randomBytes(150_000), 'memo-90k-b': randomBytes(90_000) };
 
 async function token(org: string): Promise<string> {
   const res = await fetch(`${server.url}/dev/token`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ org_id: org, scope: 'blob.read blob.write blob.delete' }) });
@@ -37,7 +51,17 @@ beforeAll(async () => {
   const dir = fs.mkdtempSync(path.join(process.env.TMPDIR ?? '/tmp', 'svc-policy-'));
   policyFile = path.join(dir, 'policy.json');
   fs.writeFileSync(policyFile, JSON.stringify(POLICY));
-  server = await startServer({ SVC_SECURITY_ENABLED: 'true', SVC_DEV_SHARED_SECRET: randomBytes(32).toString('base64url'), SVC_TENANT_POLICY_FILE: policyFile });
+  const legacy = path.join(dir, 'legacy');
+  for (const [id, bytes] of Object.entries(LEGACY)) {
+    const hash = createHash('sha256').update(bytes).digest('hex');
+    fs.mkdirSync(path.join(legacy, 'binaries'), { recursive: true });
+    fs.mkdirSync(path.join(legacy, 'metadata'), { recursive: true });
+    fs.writeFileSync(path.join(legacy, 'binaries', hash), bytes);
+    fs.writeFileSync(path.join(legacy, 'metadata', `${id}.xml`), `<record><binaryHash>${hash}</binaryHash><length>${bytes.length}</length></record>`);
+  }
+  server = await startServer({
+    SVC_SECURITY_ENABLED: 'true', SVC_DEV_SHARED_SECRET: randomBytes(32).toString('base64url'), SVC_TENANT_POLICY_FILE: policyFile, SVC_LEGACY_REPOS: `policy=${legacy}`,
+  });
 });
 
 afterAll(async () => {
@@ -184,6 +208,174 @@ describe('tenant policy', () => {
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect((await upload(t, randomBytes(5000))).status).toBe(413);
     expect(server.stderr()).toContain('tenant policy not reloaded');
+  });
+});
+
+/** A principal of `org` on the document platform. */
+async function docs(org: string, sub = 'alice'): Promise<Api> {
+  const res = await fetch(`${server.url}/dev/token`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ org_id: org, sub, scope: DOC_SCOPE }) });
+  return new Api(server.url, ((await res.json()) as { access_token: string }).access_token);
+}
+
+/** A new document's upload id. */
+async function newUpload(api: Api): Promise<string> {
+  const created = await api.post('/v1/documents', {});
+  expect(created.status, created.text).toBe(201);
+  return created.json.uploadId as string;
+}
+
+/** Exactly this status, `{ error: code, message }` (JSON) and no other field. */
+function expectEnvelope(r: Reply, status: number, error: string, message: string | RegExp): void {
+  expect([r.status, r.headers.get('content-type')], r.text).toEqual([status, 'application/json; charset=utf-8']);
+  expect(Object.keys(r.json).sort()).toEqual(['error', 'message']);
+  expect(r.json.error).toBe(error);
+  if (typeof message === 'string') expect(r.json.message).toBe(message);
+  else expect(r.json.message).toMatch(message);
+}
+
+/** PUT of a document's bytes in chunks of unknown total length (Transfer-Encoding: chunked). */
+function putChunked(api: Api, uploadId: string, chunks: Buffer[]): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(`${server.url}/v1/uploads/${uploadId}/bytes`, { method: 'PUT', headers: { Authorization: `Bearer ${api.token}`, 'Transfer-Encoding': 'chunked' } }, (res) => {
+      let text = '';
+      res.on('data', (d) => (text += d));
+      res.on('end', () => resolve({ status: res.statusCode!, headers: new Headers(res.headers as Record<string, string>), text, json: text ? JSON.parse(text) : undefined }));
+    });
+    req.on('error', reject);
+    for (const chunk of chunks) req.write(chunk);
+    req.end();
+  });
+}
+
+const OBJECT_LIMIT = "The object exceeds the tenant's limit of 100000 bytes";
+const DOC_QUOTA = "Storing this document content would exceed the tenant's retained-byte quota";
+const BLOB_QUOTA = "Publishing this blob would exceed the tenant's retained-byte quota";
+
+describe('tenant policy on the document platform and legacy repositories', () => {
+  it('document content past the tenant\'s object limit is 413 tenant_object_limit_exceeded, declared or streamed, and nothing is stored', async () => {
+    const api = await docs('doc-small');
+    const uploadId = await newUpload(api);
+    expectEnvelope(await api.putBytes(uploadId, randomBytes(150_000)), 413, 'tenant_object_limit_exceeded', OBJECT_LIMIT);
+    // Chunked: refused while streaming, as soon as the bytes pass the limit.
+    expectEnvelope(await putChunked(api, uploadId, Array.from({ length: 15 }, () => randomBytes(10_000))), 413, 'tenant_object_limit_exceeded', OBJECT_LIMIT);
+    // Nothing is stored: the upload has no bytes to finalize, and the quota is untouched (next test).
+    expectEnvelope(await api.post(`/v1/uploads/${uploadId}/finalize`, {}), 409, 'upload_incomplete', 'PUT the bytes of the upload before finalizing it');
+    // At the limit it is accepted.
+    expect((await api.putBytes(uploadId, randomBytes(100_000))).status).toBe(204);
+    expect((await api.post(`/v1/uploads/${uploadId}/finalize`, {})).status).toBe(201);
+  });
+
+  it('one quota over blobs and document content: past it 507 tenant_storage_quota_exceeded on either surface, nothing stored; a repeat is free; a blob deleted frees room for a document', async () => {
+    // doc-small: quotaBytes 250000, of which the previous test's document holds 100000.
+    const api = await docs('doc-small');
+    const blobToken = await token('doc-small');
+    const first = randomBytes(60_000);
+    const a = await newUpload(api);
+    expect((await api.putBytes(a, first)).status).toBe(204);
+    const blob = await upload(blobToken, randomBytes(60_000));
+    expect(blob.status).toBe(201);
+    const blobId = ((await blob.json()) as { blob: { id: string } }).blob.id;
+    // Held: 100000 + 60000 (document) + 60000 (blob) = 220000; room 30000.
+    const c = await newUpload(api);
+    const over = randomBytes(30_001);
+    expectEnvelope(await api.putBytes(c, over), 507, 'tenant_storage_quota_exceeded', DOC_QUOTA);
+    expectEnvelope(await api.post(`/v1/uploads/${c}/finalize`, {}), 409, 'upload_incomplete', 'PUT the bytes of the upload before finalizing it');
+    const refusedBlob = await reply(await upload(blobToken, randomBytes(30_001)));
+    expectEnvelope(refusedBlob, 507, 'tenant_storage_quota_exceeded', BLOB_QUOTA);
+    // Content the tenant already holds is free, in another document too.
+    const again = await newUpload(api);
+    expect((await api.putBytes(again, first)).status).toBe(204);
+    expect((await api.post(`/v1/uploads/${again}/finalize`, {})).status).toBe(201);
+    // Deleting the blob frees its bytes at once: the refused content now fits, exactly.
+    expect((await fetch(`${server.url}/api/v1/blobs/${blobId}`, { method: 'DELETE', headers: bearer(blobToken) })).status).toBe(204);
+    expect((await api.putBytes(c, randomBytes(90_000))).status).toBe(204);
+    expect((await api.post(`/v1/uploads/${c}/finalize`, {})).status).toBe(201);
+    expectEnvelope(await reply(await upload(blobToken, randomBytes(1))), 507, 'tenant_storage_quota_exceeded', BLOB_QUOTA);
+  });
+
+  it('requests per minute of a principal hold on /v1 and /legacy as on the blob API: 429 rate_limited with Retry-After (metadata writes in their rejected form)', async () => {
+    const api = await docs('doc-slow');
+    for (let i = 0; i < 3; i++) expect((await api.get('/v1/documents')).status).toBe(200);
+    const refusals = [
+      await api.get('/v1/documents'),
+      await api.post('/v1/documents', {}),
+      await api.get('/legacy/policy'),
+      await api.get('/legacy/policy/memo-90k'),
+    ];
+    for (const r of refusals) {
+      const retryAfter = r.headers.get('retry-after');
+      expect(Number(retryAfter)).toBeGreaterThanOrEqual(1);
+      expectEnvelope(r, 429, 'rate_limited', `The request budget of this principal is spent; retry in ${retryAfter} s`);
+    }
+    const write = await api.writeCanonical('0193b3a0-0000-7000-8000-000000000001', {});
+    const retryAfter = write.headers.get('retry-after');
+    expect([write.status, write.json]).toEqual([429, { status: 'rejected', error: { code: 'rate_limited', message: `The request budget of this principal is spent; retry in ${retryAfter} s` } }]);
+    // The budget is the principal's: another of the tenant's is not held back.
+    expect((await (await docs('doc-slow', 'bob')).get('/v1/documents')).status).toBe(200);
+  });
+
+  it('bytes per minute of a principal: a document\'s declared length and the content it serves are charged, a range only its bytes', async () => {
+    const api = await docs('doc-bytes');
+    const bytes = randomBytes(60_000);
+    const uploadId = await newUpload(api);
+    expect((await api.putBytes(uploadId, bytes)).status).toBe(204);
+    const documentId = (await api.post(`/v1/uploads/${uploadId}/finalize`, {})).json.documentId as string;
+    const range = await api.get(`/v1/documents/${documentId}/content`, { Range: 'bytes=0-999' });
+    expect([range.status, range.headers.get('content-length')]).toEqual([206, '1000']);
+    // 100000 - 60000 - 1000 = 39000 left (refilled at 1667 a second): the whole content is refused before any byte is sent.
+    const whole = await api.get(`/v1/documents/${documentId}/content`);
+    expectEnvelope(whole, 429, 'rate_limited', /^The byte budget of this principal is spent; retry in \d+ s$/);
+    expect(Number(whole.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    // A declared length is charged before the body: 50000 does not fit the 39000 left (and what refills meanwhile).
+    const declared = await api.putBytes(await newUpload(api), randomBytes(50_000));
+    expectEnvelope(declared, 429, 'rate_limited', /^The byte budget of this principal is spent; retry in \d+ s$/);
+  });
+
+  it('a document upload and a download each take one of the tenant\'s slots: beyond maxConcurrent, 429 tenant_concurrency_exceeded', async () => {
+    const api = await docs('doc-one');
+    const done = await newUpload(api);
+    expect((await api.putBytes(done, randomBytes(1000))).status).toBe(204);
+    const documentId = (await api.post(`/v1/uploads/${done}/finalize`, {})).json.documentId as string;
+    // An upload that holds the tenant's one slot: its body is not finished yet.
+    const slowUpload = await newUpload(api);
+    const slow = http.request(`${server.url}/v1/uploads/${slowUpload}/bytes`, { method: 'PUT', headers: { Authorization: `Bearer ${api.token}`, 'Content-Length': '20000' } });
+    const slowDone = new Promise<number>((resolve, reject) => {
+      slow.on('response', (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode!));
+      });
+      slow.on('error', reject);
+    });
+    slow.write(randomBytes(10_000));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const refusals = [await api.putBytes(await newUpload(api), randomBytes(1000)), await api.get(`/v1/documents/${documentId}/content`)];
+    for (const r of refusals) {
+      expectEnvelope(r, 429, 'tenant_concurrency_exceeded', 'The tenant has as many operations in flight and waiting as its policy allows');
+      expect(r.headers.get('retry-after')).toBe('1');
+    }
+    // Requests that are not transfers do not take a slot.
+    expect((await api.get(`/v1/documents/${documentId}`)).status).toBe(200);
+    slow.end(randomBytes(10_000));
+    expect(await slowDone).toBe(204);
+    expect((await api.get(`/v1/documents/${documentId}/content`)).status).toBe(200);
+  });
+
+  it('a legacy import stores its bytes under the tenant: past its object limit or quota the job fails with that code and no document is made', async () => {
+    const api = await docs('legacy-small');
+    const importDoc = async (legacyDocId: string) => {
+      const r = await api.post('/v1/legacy/import', { repo: 'policy', legacyDocId });
+      expect(r.status, r.text).toBe(202);
+      return { job: await api.settled(r.json.jobId as string), documentId: r.json.documentId as string };
+    };
+    const large = await importDoc('memo-150k');
+    expect(large.job.json).toMatchObject({ state: 'failed', attempts: 1, error: { code: 'tenant_object_limit_exceeded', message: OBJECT_LIMIT } });
+    expectEnvelope(await api.get(`/v1/documents/${large.documentId}`), 404, 'document_not_found', `No document ${large.documentId}`);
+    const first = await importDoc('memo-90k');
+    expect(first.job.json).toMatchObject({ state: 'completed' });
+    // 90000 held of 150000: another 90000 does not fit, and is not retried (a new request after room is freed starts a new job).
+    const second = await importDoc('memo-90k-b');
+    expect(second.job.json).toMatchObject({ state: 'failed', attempts: 1, error: { code: 'tenant_storage_quota_exceeded', message: DOC_QUOTA } });
+    expect((await api.get(`/v1/documents/${second.documentId}`)).status).toBe(404);
   });
 });
 

@@ -36,6 +36,11 @@ export interface IngestOptions {
    * caller keeps the record (document content, which the blob API must not list or delete).
    */
   unlisted?: boolean;
+  /**
+   * An unlisted ingest's last check before its blocks are recorded (a tenant's quota, once the
+   * size is known): a throw refuses the ingest, and the blocks it wrote go back at once.
+   */
+  beforeRecord?: (size: number) => Promise<void>;
 }
 
 /**
@@ -122,6 +127,7 @@ export class DirectIngest extends Ingest {
       const hex = this.sha ? this.sha.digest('hex') : await this.scan!.digest();
       const blocks: StoredBlock[] = inline ? [{ hex, size: inline.length, checksum: xxh64(inline), fresh: true }] : this.queue.from(0);
       if (this.options.unlisted) {
+        await this.options.beforeRecord?.(this.received);
         const unlisted = await this.deps.manifests.recordUnlisted(hex, this.received, this.mediaType, chunkerName(this.spec!), blocks);
         this.outcome = 'succeeded';
         this.release();

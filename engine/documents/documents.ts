@@ -1,8 +1,11 @@
 // Documents, their upload, immutable versions (a DAG through `parents`), labels, content
 // references and canonical metadata. Owner of the `documents`, `doc_uploads`, `doc_versions`,
-// `doc_labels`, `doc_content_keys` and `doc_patches` tables; derived metadata is ./derived.ts's.
-// No HTTP here. Above 400 lines: every write path checks its preconditions and adds a version in
-// one atomic step over the same tables, and those steps share their helpers.
+// `doc_labels`, `doc_content_keys` and `doc_patches` tables; derived metadata is ./derived.ts's,
+// each tenant's retained content ./content-ledger.ts's. No HTTP here: the capability a request
+// needs whatever it names (doc.create, doc.read, meta.read, job.read) is the caller's to check;
+// those that depend on what it names (meta.write:<ns>, meta.patch:<ns>) and the documents'
+// permission rules are checked here. Above 400 lines: every write path checks its preconditions
+// and adds a version in one atomic step over the same tables, and those steps share their helpers.
 
 import type { Principal } from '../auth/index.js';
 import { JobError, type JobQueue, type JobRecord } from '../jobs/index.js';
@@ -17,6 +20,7 @@ import { SvcError, invalidPagination } from '../errors.js';
 import type { OrderedTable, TableCatalog } from '../store/index.js';
 import { type DocumentFilter, DocumentIndex } from './document-index.js';
 import { Blake3Stream } from './blake3-stream.js';
+import { ContentLedger, type TenantStorage } from './content-ledger.js';
 import { MetadataRejection, applyEntryPatch, checkPatchBody, readBundle, readProvenance } from './metadata.js';
 import {
   badRequest, documentNotFound, isUuid, newId, newMetadataId, onlyKeys, parseExternalRefs, parseLabels, parsePermissions,
@@ -89,6 +93,8 @@ export class DocumentService {
   readonly derived: DerivedMetadata;
   /** The list's order and filters (./document-index.ts). */
   private readonly index: DocumentIndex;
+  /** Each tenant's retained content (./content-ledger.ts). */
+  private readonly ledger: ContentLedger;
 
   constructor(
     env: TableCatalog,
@@ -96,6 +102,7 @@ export class DocumentService {
     readonly migrations: MigrationRegistry,
     private readonly jobs: JobQueue,
     private readonly startIngest: (options: IngestOptions) => DirectIngest,
+    private readonly storage: TenantStorage,
   ) {
     this.derived = new DerivedMetadata(env, jobs, schemas, (tenant, documentId) => this.documents.doesExist([tenant, documentId]));
     jobs.define<{ data: Record<string, unknown> }>({
@@ -110,13 +117,24 @@ export class DocumentService {
     this.contentKeys = env.table<ContentRecord, string>('doc_content_keys');
     this.patches = env.table('doc_patches');
     this.index = new DocumentIndex(env);
-    const { documents, labels } = this;
+    const { documents, labels, uploads } = this;
     this.index.backfill(
       (function* () {
         for (const { value } of documents.getRange()) yield value;
       })(),
       labels.getKeys(),
     );
+    this.ledger = new ContentLedger(env, storage);
+    this.ledger.build(
+      (function* () {
+        for (const { value } of uploads.getRange()) if (value.content) yield { tenant: value.tenant, key: value.content.key, size: value.content.size };
+      })(),
+    );
+  }
+
+  /** The bytes of the distinct contents the tenant's documents and uploads stored (its quota counts them with its blobs). */
+  retainedBytes(tenant: string): number {
+    return this.ledger.bytes(tenant);
   }
 
   /** Blocks of document content (unlisted manifests): garbage collection keeps them. */
@@ -134,7 +152,6 @@ export class DocumentService {
 
   /** POST /v1/documents: a new document and its upload, or (same documentId again) the same ones. */
   async create(principal: Principal, body: unknown): Promise<{ documentId: string; uploadId: string; created: boolean }> {
-    requireCapability(principal, 'doc.create');
     if (!isPlainObject(body)) throw badRequest('The body must be a JSON object');
     onlyKeys(body, ['documentId', 'placementHint', 'externalRefs', 'initialMetadata', 'initialPermissions'], 'document');
     if (body.documentId !== undefined && !isUuid(body.documentId)) throw badRequest('documentId must be a UUID');
@@ -163,33 +180,61 @@ export class DocumentService {
     return { documentId, uploadId: record.uploadId, created };
   }
 
-  /** PUT /v1/uploads/{id}/bytes: checks, then an ingest into the CAS with BLAKE3 beside it (synchronous: the body is read from its first byte). */
-  beginBytes(principal: Principal, uploadId: string, options: IngestOptions): BytesUpload {
+  /**
+   * PUT /v1/uploads/{id}/bytes: checks, then an ingest into the CAS with BLAKE3 beside it
+   * (synchronous: the body is read from its first byte), bounded by the tenant's object limit
+   * (413 at once for a declared length past it) and quota (507 before the blocks are recorded).
+   */
+  beginBytes(principal: Principal, uploadId: string, options: Pick<IngestOptions, 'contentType' | 'declaredLength'>): BytesUpload {
     const upload = this.upload(principal, uploadId);
     const doc = this.document(principal, upload.documentId);
-    requireCapability(principal, 'doc.create');
     requireRule(doc.permissions, principal, 'doc.write');
     if (upload.state === 'finalized') throw new SvcError(409, 'upload_finalized', 'The upload is finalized; its bytes cannot change');
-    const ingest = this.startIngest({ ...options, unlisted: true });
-    const hash = new Blake3Stream();
+    const { ingest, hash, recorded } = this.contentIngest(principal.tenant, options);
     const finish = async () => {
-      const [result, hex] = await Promise.all([ingest.endUnlisted(), hash.hex()]);
-      const key = `b3:${hex}`;
-      await this.uploads.transaction(() => {
+      await recorded((content) => {
         const current = this.uploads.get(uploadId);
         if (!current || current.state === 'finalized') throw new SvcError(409, 'upload_finalized', 'The upload was finalized meanwhile');
-        if (!this.contentKeys.doesExist(key)) this.contentKeys.put(key, { blobId: result.id, record: result.record });
-        this.uploads.put(uploadId, { ...current, state: 'received', content: { key, size: result.record.size, mediaType: result.mediaType } });
+        this.uploads.put(uploadId, { ...current, state: 'received', content });
       });
     };
     return { ingest, hash, finish };
+  }
+
+  /**
+   * An ingest of document content of `tenant` (unlisted, BLAKE3 beside it) within its limits, and
+   * `recorded`, which once the body has ended records the content under its `b3:<hex>` key as the
+   * tenant's (its quota checked again) in one transaction with the caller's `step`.
+   */
+  private contentIngest(tenant: string, options: Pick<IngestOptions, 'contentType' | 'declaredLength'>) {
+    const ingest = this.startIngest({
+      ...options,
+      maxObjectBytes: this.storage.limits(tenant).maxObjectBytes,
+      unlisted: true,
+      beforeRecord: async (size) => this.ledger.checkRoom(tenant, await contentKey(), size),
+    });
+    const hash = new Blake3Stream();
+    let digest: Promise<string> | undefined;
+    // Asked for by the check before recording and by the record itself: the digest is taken once.
+    const contentKey = () => (digest ??= hash.hex().then((hex) => `b3:${hex}`));
+    const recorded = async (step: (content: { key: string; size: number; mediaType: string }) => void) => {
+      const [result, key] = await Promise.all([ingest.endUnlisted(), contentKey()]);
+      const room = await this.ledger.room(tenant);
+      const content = { key, size: result.record.size, mediaType: result.mediaType };
+      await this.contentKeys.transaction(() => {
+        this.ledger.holdSync(tenant, key, content.size, room);
+        if (!this.contentKeys.doesExist(key)) this.contentKeys.put(key, { blobId: result.id, record: result.record });
+        step(content);
+      });
+      return content;
+    };
+    return { ingest, hash, recorded };
   }
 
   /** POST /v1/uploads/{id}/finalize: the document's first version (again: the same answer). */
   async finalize(principal: Principal, uploadId: string, body: unknown): Promise<{ documentId: string; versionId: string; contentRef: ContentRef; created: boolean }> {
     const upload = this.upload(principal, uploadId);
     const doc = this.document(principal, upload.documentId);
-    requireCapability(principal, 'doc.create');
     requireRule(doc.permissions, principal, 'doc.write');
     const b = body === undefined ? {} : body;
     if (!isPlainObject(b)) throw badRequest('The body must be a JSON object { labels, reason }');
@@ -220,7 +265,7 @@ export class DocumentService {
   }
 
   get(principal: Principal, documentId: string) {
-    return summary(this.readable(principal, documentId, 'doc.read', 'doc.read'));
+    return summary(this.readable(principal, documentId, 'doc.read'));
   }
 
   /**
@@ -229,7 +274,6 @@ export class DocumentService {
    * principal may not see still has a `nextCursor` while there may be more.
    */
   list(principal: Principal, filter: DocumentFilter, limit: number, cursor?: string) {
-    requireCapability(principal, 'doc.read');
     const { entries, more } = this.index.scan(principal.tenant, filter, limit * 4 + 16, cursor);
     const documents: Array<ReturnType<typeof summary>> = [];
     let next = more && entries.length > 0 ? entries[entries.length - 1]!.key : undefined;
@@ -260,7 +304,7 @@ export class DocumentService {
   }
 
   listVersions(principal: Principal, documentId: string) {
-    const doc = this.readable(principal, documentId, 'doc.read', 'doc.read');
+    const doc = this.readable(principal, documentId, 'doc.read');
     const labelsOf = new Map<string, string[]>();
     for (const { key, value } of this.labels.getRange({ start: [doc.tenant, doc.documentId, ''], end: [doc.tenant, doc.documentId, '\uffff'] })) {
       labelsOf.set(value, [...(labelsOf.get(value) ?? []), key[2]]);
@@ -282,7 +326,7 @@ export class DocumentService {
 
   /** The current version's content: its manifest (blocks in the CAS), media type and when the version was made. */
   content(principal: Principal, documentId: string): { documentId: string; manifest: Manifest; key: string; mediaType: string; createdAt: number } {
-    const doc = this.readable(principal, documentId, 'doc.read', 'doc.read');
+    const doc = this.readable(principal, documentId, 'doc.read');
     if (!doc.currentVersionId) throw new SvcError(404, 'content_not_found', 'The document has no finalized version yet');
     const version = this.version(doc, doc.currentVersionId);
     const content = this.contentKeys.get(version.contentRef.key);
@@ -320,7 +364,7 @@ export class DocumentService {
    * every namespace, also where a valid one is in force.
    */
   metadata(principal: Principal, documentId: string, includeQuarantined = false) {
-    const doc = this.readable(principal, documentId, 'meta.read', 'meta.read');
+    const doc = this.readable(principal, documentId, 'meta.read');
     const bundle = doc.currentVersionId ? this.version(doc, doc.currentVersionId).metadata : {};
     const derived = this.derived.shown(doc.tenant, documentId, includeQuarantined);
     const namespaces: Record<string, unknown> = {};
@@ -368,7 +412,6 @@ export class DocumentService {
    * failed or dead, or when the wait is over (a long poll instead of many).
    */
   async job(principal: Principal, jobId: string, waitMs = 0) {
-    requireCapability(principal, 'job.read');
     if (!isUuid(jobId)) throw badRequest('The job id must be a UUID');
     const job = this.jobs.get(principal.tenant, jobId);
     if (!job) throw jobNotFound(jobId);
@@ -382,7 +425,6 @@ export class DocumentService {
    * still have a `nextCursor`.
    */
   listJobs(principal: Principal, filter: { documentId?: string; state?: string }, limit: number, cursor?: string) {
-    requireCapability(principal, 'job.read');
     const after = cursor === undefined ? undefined : decodeCursor(JOB_CURSOR, cursor);
     if (after !== undefined && !isUuid(after)) throw invalidPagination('cursor is not a token issued by this endpoint');
     const matches = (job: JobRecord) =>
@@ -418,7 +460,7 @@ export class DocumentService {
    * the namespace's valid derived entry (with `includeQuarantined`, its quarantined one).
    */
   namespace(principal: Principal, documentId: string, namespaceUrn: string, includeQuarantined = false) {
-    const doc = this.readable(principal, documentId, 'meta.read', 'meta.read');
+    const doc = this.readable(principal, documentId, 'meta.read');
     const canonical = doc.currentVersionId ? this.version(doc, doc.currentVersionId).metadata[namespaceUrn] : undefined;
     const entry = canonical
       ? { id: canonical.id, schema: canonical.schema, data: canonical.data, mode: 'canonical' }
@@ -482,7 +524,7 @@ export class DocumentService {
 
   /** The patches applied to a namespace, oldest first: the immutable audit record. */
   patchHistory(principal: Principal, documentId: string, namespaceUrn: string) {
-    const doc = this.readable(principal, documentId, 'meta.read', 'meta.read');
+    const doc = this.readable(principal, documentId, 'meta.read');
     const patches = [];
     for (const { value } of this.patches.getRange({ start: [doc.tenant, documentId, namespaceUrn, ''], end: [doc.tenant, documentId, namespaceUrn, '\uffff'] })) {
       patches.push({ ...value, at: new Date(value.at).toISOString() });
@@ -549,9 +591,9 @@ export class DocumentService {
     return doc;
   }
 
-  private readable(principal: Principal, documentId: string, capability: string, action: string): DocumentRecord {
+  /** The document of the principal's tenant when its rules let the principal do `action`. */
+  private readable(principal: Principal, documentId: string, action: string): DocumentRecord {
     const doc = this.document(principal, documentId);
-    requireCapability(principal, capability);
     requireRule(doc.permissions, principal, action);
     return doc;
   }
@@ -565,27 +607,20 @@ export class DocumentService {
   // ---- content from elsewhere (legacy import, engine/legacy/import.ts) ----
 
   /**
-   * Streams `pieces` through the same ingest as an upload's bytes (unlisted, BLAKE3 beside it)
-   * and records the content under its `b3:<hex>` key, as `beginBytes` does. A piece is only read
-   * during the push; when the ingest is full (`push` false) the next piece waits for `onResume`.
+   * Streams `pieces` through the same ingest as an upload's bytes, within `tenant`'s limits, and
+   * records the content under its `b3:<hex>` key as the tenant's, as `beginBytes` does. A piece is
+   * only read during the push; when the ingest is full (`push` false) the next piece waits for `onResume`.
    */
-  async ingestContent(pieces: AsyncIterable<Uint8Array>, options: IngestOptions): Promise<{ key: string; size: number; mediaType: string }> {
-    const ingest = this.startIngest({ ...options, unlisted: true });
-    const hash = new Blake3Stream();
+  async ingestContent(tenant: string, pieces: AsyncIterable<Uint8Array>, options: Pick<IngestOptions, 'contentType' | 'declaredLength'>): Promise<{ key: string; size: number; mediaType: string }> {
+    const { ingest, hash, recorded } = this.contentIngest(tenant, options);
     try {
       await pushAll(ingest, pieces, (piece) => hash.update(piece));
-      const [result, hex] = await Promise.all([ingest.endUnlisted(), hash.hex()]);
-      const key = `b3:${hex}`;
-      await this.contentKeys.transaction(() => {
-        if (!this.contentKeys.doesExist(key)) this.contentKeys.put(key, { blobId: result.id, record: result.record });
-      });
-      return { key, size: result.record.size, mediaType: result.mediaType };
+      return await recorded(() => {});
     } catch (err) {
       ingest.abort();
       throw err;
     }
   }
-
 
   /**
    * Inside the caller's synchronous transaction: document `documentId` of `tenant` with its first

@@ -14,9 +14,9 @@ function ruleAllows(rules: readonly PermissionRule[], principal: Principal, acti
   return rules.some((r) => r.effect === 'allow' && matches(r));
 }
 
-/** 403 unless the token grants `capability` (e.g. `meta.write:urn:svc:case`). */
+/** 403 unless the token grants `capability` (one that depends on the request: `meta.write:urn:svc:case`), worded as the router's guard words it. */
 export function requireCapability(principal: Principal, capability: string): void {
-  if (!holds(principal, capability)) throw forbidden(`The token lacks the capability ${capability}`);
+  if (!holds(principal, capability)) throw forbidden(`The token does not grant ${capability}`);
 }
 
 /** 403 unless the document's rules let the principal do `action` (`doc.read`, `meta.write`, ...). */

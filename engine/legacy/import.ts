@@ -13,7 +13,7 @@
 import { v5 as uuidv5 } from 'uuid';
 import type { Principal } from '../auth/index.js';
 import type { DocumentService } from '../documents/index.js';
-import { type PlacementHint, badRequest, isPlainObject, parsePlacement, requireCapability } from '../documents/index.js';
+import { type PlacementHint, badRequest, isPlainObject, parsePlacement } from '../documents/index.js';
 import { SvcError } from '../errors.js';
 import { JobError, type JobQueue, type JobRecord } from '../jobs/index.js';
 import type { Logger } from '../log.js';
@@ -85,12 +85,12 @@ export class LegacyImports {
   }
 
   /**
-   * POST /v1/legacy/import: the document's id and its import job. A first request records the
-   * mapping and enqueues the job; a repeat answers the same document and the job of the first
-   * request (completed or still running), or a new job when that one failed.
+   * POST /v1/legacy/import (the caller checks `legacy.import`): the document's id and its import
+   * job. A first request records the mapping and enqueues the job; a repeat answers the same
+   * document and the job of the first request (completed or still running), or a new job when
+   * that one failed.
    */
   async request(principal: Principal, body: unknown): Promise<{ jobId: string; documentId: string; alreadyImported: boolean; created: boolean }> {
-    requireCapability(principal, 'legacy.import');
     if (!isPlainObject(body)) throw badRequest('The body must be a JSON object { repo, legacyDocId, placementHint? }');
     for (const key of Object.keys(body)) {
       if (!['repo', 'legacyRepo', 'legacyDocId', 'placementHint', 'mode'].includes(key)) throw badRequest(`unknown field "${key}" (an import takes repo, legacyDocId, placementHint, mode)`);
@@ -165,8 +165,9 @@ export class LegacyImports {
         try {
           // The ingest is not told the XML's media type: it detects a PDF by its signature (for
           // its chunker) and would refuse a binary its legacy metadata mislabels; the version
-          // carries the XML's type as written.
-          content = await this.docs.ingestContent(doc.pieces(), { declaredLength: doc.size });
+          // carries the XML's type as written. The bytes are the tenant's: its object limit and
+          // quota hold as for an upload (a final failure of the job).
+          content = await this.docs.ingestContent(job.tenant, doc.pieces(), { declaredLength: doc.size });
         } catch (err) {
           throw asJobError(err);
         }
@@ -202,10 +203,13 @@ export class LegacyImports {
   }
 }
 
-/** A legacy or ingest failure as the job's error: the request's fault (4xx) is final, the rest is retried. */
+/**
+ * A legacy or ingest failure as the job's error: the request's fault (4xx) and the tenant's quota
+ * are final (a new request once there is room starts a new job), the rest is retried.
+ */
 function asJobError(err: unknown): unknown {
   if (err instanceof JobError) return err;
   if (err instanceof LegacyError) return new JobError(err.code, err.message, err.status >= 500);
-  if (err instanceof SvcError) return new JobError(err.code, err.message, err.status >= 500 || err.status === 429);
+  if (err instanceof SvcError) return new JobError(err.code, err.message, (err.status >= 500 && err.code !== 'tenant_storage_quota_exceeded') || err.status === 429);
   return err;
 }
