@@ -7,13 +7,13 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { deflateRawSync } from 'node:zlib';
 import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import S3rver from 's3rver';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { scoringPipeline } from './helpers/bundles.js';
 import { FIXTURES } from './helpers/models.js';
 import { startServer, tempRoot, type TestServer } from './helpers/server.js';
+import { zipBundle } from './helpers/zip.js';
 
 const AIRBNB = join(FIXTURES, 'combust-mleap/mleap-benchmark/src/main/resources/models/airbnb.model.lr.zip');
 const AIRBNB_FRAME = join(FIXTURES, 'combust-mleap/mleap-benchmark/src/main/resources/leap_frame/frame.airbnb.json');
@@ -25,68 +25,9 @@ const MAX_BUNDLE_BYTES = 1 << 20;
 const CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
 const REGION = 'us-east-1';
 
-// ---- a bundle as a zip file (deflated entries), built from the bundle helpers ----
-
-const CRC_TABLE = Array.from({ length: 256 }, (_, n) => {
-  let c = n;
-  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-  return c >>> 0;
-});
-
-function crc32(data: Buffer): number {
-  let c = 0xffffffff;
-  for (const byte of data) c = CRC_TABLE[(c ^ byte) & 0xff]! ^ (c >>> 8);
-  return (c ^ 0xffffffff) >>> 0;
-}
-
-/** A zip archive of `files` (name → text), each entry deflated. */
-function zip(files: Record<string, string>): Buffer {
-  const locals: Buffer[] = [];
-  const central: Buffer[] = [];
-  let offset = 0;
-  for (const [name, text] of Object.entries(files)) {
-    const data = Buffer.from(text);
-    const packed = deflateRawSync(data);
-    const fileName = Buffer.from(name);
-    const crc = crc32(data);
-    const local = Buffer.alloc(30);
-    local.writeUInt32LE(0x04034b50, 0);
-    local.writeUInt16LE(20, 4); // version needed
-    local.writeUInt16LE(0x0800, 6); // UTF-8 names
-    local.writeUInt16LE(8, 8); // deflate
-    local.writeUInt32LE(crc, 14);
-    local.writeUInt32LE(packed.length, 18);
-    local.writeUInt32LE(data.length, 22);
-    local.writeUInt16LE(fileName.length, 26);
-    const header = Buffer.alloc(46);
-    header.writeUInt32LE(0x02014b50, 0);
-    header.writeUInt16LE(20, 4);
-    header.writeUInt16LE(20, 6);
-    header.writeUInt16LE(0x0800, 8);
-    header.writeUInt16LE(8, 10);
-    header.writeUInt32LE(crc, 16);
-    header.writeUInt32LE(packed.length, 20);
-    header.writeUInt32LE(data.length, 24);
-    header.writeUInt16LE(fileName.length, 28);
-    header.writeUInt32LE(offset, 42);
-    locals.push(local, fileName, packed);
-    central.push(header, fileName);
-    offset += local.length + fileName.length + packed.length;
-  }
-  const directory = Buffer.concat(central);
-  const end = Buffer.alloc(22);
-  end.writeUInt32LE(0x06054b50, 0);
-  end.writeUInt16LE(central.length / 2, 8);
-  end.writeUInt16LE(central.length / 2, 10);
-  end.writeUInt32LE(directory.length, 12);
-  end.writeUInt32LE(offset, 16);
-  return Buffer.concat([...locals, directory, end]);
-}
-
 /** price = 2·x + 3·y + 10·index(color) + 1 (red 0, green 1, blue 2), as a zip. */
 function scoringZip(): Buffer {
-  const doc = scoringPipeline();
-  return zip({ 'bundle.json': JSON.stringify(doc.info), ...doc.files });
+  return zipBundle(scoringPipeline());
 }
 
 const SCORING_FRAME = {
