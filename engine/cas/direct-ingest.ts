@@ -122,6 +122,7 @@ export class DirectIngest extends Ingest {
       const hex = this.sha ? this.sha.digest('hex') : await this.scan!.digest();
       const blocks: StoredBlock[] = inline ? [{ hex, size: inline.length, checksum: xxh64(inline), fresh: true }] : this.queue.from(0);
       if (this.options.unlisted) {
+        await this.deps.holdRoots?.();
         const unlisted = await this.deps.manifests.recordUnlisted(hex, this.received, this.mediaType, chunkerName(this.spec!), blocks);
         this.outcome = 'succeeded';
         this.release();
