@@ -14,7 +14,8 @@ export const gc: Command = {
   usage: `  svc gc [mark|quarantine|purge|run] [--apply] [--min-age DURATION] [--quarantine-age DURATION]
                    run garbage collection on the server (default: run, every phase) and print
                    its report as JSON; a dry run unless --apply; the ages (e.g. 0s) replace
-                   SVC_GC_MIN_AGE and SVC_GC_QUARANTINE_AGE for this run only, logged by the server
+                   SVC_GC_MIN_AGE and SVC_GC_QUARANTINE_AGE for this run only, logged by the server;
+                   exit 1 when root holders that are down held the run back (svc nodes)
 `,
   options: { ...SERVER_OPTION, apply: { type: 'boolean' }, 'min-age': { type: 'string' }, 'quarantine-age': { type: 'string' } },
   run: collectGarbage,
@@ -45,7 +46,12 @@ async function collectGarbage(parsed: Parsed): Promise<number> {
       await backoff.wait(err);
     }
   }
-  const report = await readJson(reply);
+  const report = await readJson<{ heldBack?: { reason: string } }>(reply);
   process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  // Root holders that are down kept the run from collecting anything: a failure to act on.
+  if (report.heldBack) {
+    process.stderr.write(`svc gc: held back: ${report.heldBack.reason}\n`);
+    return 1;
+  }
   return 0;
 }

@@ -24,7 +24,7 @@ import { DocumentService } from './documents/index.js';
 import { MigrationRegistry } from './documents/index.js';
 import { SchemaRegistry } from './documents/index.js';
 import { BundleRoots, ModelService } from './models/index.js';
-import { TrafficHistory, nodeIdOf } from './ops/index.js';
+import { ClusterNodes, TrafficHistory, nodeIdOf } from './ops/index.js';
 import { type LiveNode, ownerOf } from './locality/index.js';
 import { ViewService } from './views/index.js';
 import { WorkflowService } from './workflows/index.js';
@@ -71,6 +71,8 @@ export class Engine {
   readonly models: ModelService;
   /** Garbage collection of block files (mark, quarantine, purge): on demand or on SVC_GC_INTERVAL. */
   readonly gc: Collector;
+  /** The nodes sharing the catalog, live or down, and the operator's `forget` (svc nodes). */
+  readonly cluster: ClusterNodes;
   /** Free space of the data directory against SVC_MIN_FREE_SPACE (uploads are refused below it). */
   readonly space: DiskSpace;
   /** Tenant policies (SVC_TENANT_POLICY_FILE) and the budgets that enforce them, with security on. */
@@ -135,6 +137,8 @@ export class Engine {
       startPart: (options) => this.startPart(options),
       assertRoom: () => this.space.assertRoom(),
       tenantBlobs: config.securityEnabled,
+      // s3: sessions stay in this node's LMDB, roots only it can mark (pg-s3 keeps them in the catalog).
+      holdRoots: backend.shared ? () => this.gc.holdRoots() : undefined,
     });
     this.jobs = new JobQueue({ env: catalog, pool, config: config.jobs, log });
     const schemas = new SchemaRegistry(new LmdbKeyedCatalog(catalog, 'schemas'));
@@ -161,6 +165,7 @@ export class Engine {
     } else {
       throw new Error(`the ${backend.kind} backend has no garbage collector`);
     }
+    this.cluster = new ClusterNodes({ catalog: backend.shared?.gc, nodeId: this.nodeId, address: () => this.address, nodeTtlMs: config.nodeTtlMs, log });
   }
 
   static async open(config: Config, log: Logger): Promise<Engine> {
@@ -232,7 +237,11 @@ export class Engine {
 
   private ingestDeps(): IngestDeps {
     const { config, pool, scanner, memory, manifests, stats, log } = this;
-    return { config, spillDir: this.blocks.scratchDir, blockStore: this.blocks.location, pool, scanner, memory, manifests, stats, log, reclaim: (blocks) => this.gc.reclaim(blocks) };
+    return {
+      config, spillDir: this.blocks.scratchDir, blockStore: this.blocks.location, pool, scanner, memory, manifests, stats, log, reclaim: (blocks) => this.gc.reclaim(blocks),
+      // An unlisted ingest's record stays in this node's data directory: with a shared catalog, a root only it can mark.
+      holdRoots: this.backend.shared ? () => this.gc.holdRoots() : undefined,
+    };
   }
 
   /** The tenant's blob (another tenant's, or none: 404 blob_not_found alike). */

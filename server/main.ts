@@ -14,6 +14,7 @@ import { mountUploadsApi } from './uploads-api.js';
 import { mountDocsApi } from './docs-api.js';
 import { mountLegacyApi } from './legacy-api.js';
 import { mountGcApi } from './gc-api.js';
+import { mountNodesApi } from './nodes-api.js';
 import { modelSurface, mountModelApi } from './model-api.js';
 import { ModelMetrics } from './model-metrics.js';
 import { createApp } from './app.js';
@@ -84,6 +85,7 @@ export async function serve(config: Config, log = new Logger(config.logLevel)): 
   blobRoutes.answerOtherMethods();
   const gcRoutes = new Router(app, surface, { cors, answerOtherMethods: true, guard, meter });
   mountGcApi(gcRoutes, ctx);
+  mountNodesApi(gcRoutes, ctx);
   gcRoutes.answerOtherMethods();
   // The document platform and legacy repositories need a bearer token with security on or off
   // (docs/documents.md); their budgets are the blob API's.

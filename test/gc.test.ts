@@ -242,6 +242,32 @@ describe('garbage collection', () => {
     expect((await fetch(`${server.url}/api/ops/v1/gc?apply=yes`, { method: 'POST' })).status).toBe(400);
     expect((await fetch(`${server.url}/api/ops/v1/gc`, { method: 'DELETE' })).status).toBe(405);
   });
+
+  it('svc nodes lists this node (a root holder once it keeps document content, with a shared catalog); it cannot be forgotten, nor can an unknown id', async () => {
+    // Document content is a reference in this node's data directory: with pg-s3 and s3 that makes
+    // the node a root holder (GC waits for it while it is down); fs has one node and no such list.
+    const api = new Api(server.url, await devToken(server.url, { scope: 'doc.create doc.read' }));
+    await api.newDocument(bytesOf(2, 950), { contentType: 'application/octet-stream' });
+    const holder = TEST_BACKEND !== 'fs';
+    const listed = await fetch(`${server.url}/api/ops/v1/nodes`);
+    expect(listed.status).toBe(200);
+    const { nodes } = (await listed.json()) as any;
+    const nodeId = ((await (await fetch(`${server.url}/api/ops/v1/snapshot`)).json()) as any).placement.nodeId;
+    expect(nodes).toEqual([{
+      nodeId, address: `127.0.0.1:${server.port}`, state: 'live', lastSeenAt: expect.stringMatching(/Z$/), rootHolder: holder,
+      ...(holder ? { rootHolderSince: expect.stringMatching(/Z$/) } : {}), self: true,
+    }]);
+    const { stdout } = await run(process.execPath, [SVC, 'nodes', '--server', server.url]);
+    expect(stdout).toBe(`${nodeId}\t127.0.0.1:${server.port}\tlive\t${holder ? 'root holder' : 'no roots'}\t(answered)\n`);
+    const self = await run(process.execPath, [SVC, 'nodes', 'forget', nodeId, '--server', server.url]).catch((e) => e);
+    expect([self.code, self.stdout, self.stderr]).toEqual([1, '', `svc: 409 node_live: Node ${nodeId} is live (it is the node answering this request): only a node that is down can be forgotten; stop it first\n`]);
+    const unknown = await fetch(`${server.url}/api/ops/v1/nodes/${encodeURIComponent('node 7')}`, { method: 'DELETE' });
+    expect([unknown.status, await unknown.json()]).toEqual([404, { error: 'node_not_found', message: 'No node node 7 is known (svc nodes lists them)' }]);
+    expect((await fetch(`${server.url}/api/ops/v1/nodes?all=1`)).status).toBe(400);
+    expect((await fetch(`${server.url}/api/ops/v1/nodes`, { method: 'POST' })).status).toBe(405);
+    const usage = await run(process.execPath, [SVC, 'nodes', 'drop', 'x', '--server', server.url]).catch((e) => e);
+    expect(usage.code).toBe(2);
+  });
 });
 
 describe('scheduled garbage collection', () => {

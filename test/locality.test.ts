@@ -120,7 +120,7 @@ describe.skipIf(!shared)(`locality runtime (two ${TEST_BACKEND} nodes)`, () => {
     expect(sha256(Buffer.from(await got.arrayBuffer()))).toBe(sha256(body));
   });
 
-  // pg-s3 marks only the running node's roots (docs/architecture.md, "Where the code departs").
+  // s3 only: there each node sweeps its own roots back (pg-s3's runs have every live node mark them: test/gc-nodes.test.ts).
   it.skipIf(TEST_BACKEND !== 's3')("a GC run on one node keeps another node's document blocks: quarantined at most, swept back by their node, never purged", async () => {
     const gc = async (s: TestServer, phase: string) => {
       const res = await fetch(`${s.url}/api/ops/v1/gc?phase=${phase}&apply=true&minAge=0s&quarantineAge=0s`, { method: 'POST' });

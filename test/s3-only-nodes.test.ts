@@ -2,11 +2,17 @@
 // server that ignores them (s3rver) svc starts one node and refuses a second while the first's
 // heartbeat is live: exit 1 and a message naming what the server lacks. A node stopped cleanly
 // leaves at once; one killed is gone after SVC_NODE_TTL. Two nodes on radosgw, which honours
-// them, run in test/locality.test.ts (the s3 project).
-import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+// them, run in test/locality.test.ts (the s3 project). A node that made a document is a root
+// holder: one node after another on s3rver shows that GC through another node takes nothing of
+// it while it is down, and takes its blocks once it is forgotten.
+import fs from 'node:fs';
+import { CreateBucketCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Api, ISO_UTC, devToken } from './helpers/docs-client.js';
+import { BLOCK, FIXED_BLOCKS_ENV } from './helpers/gc.js';
+import { seededBytes, sha256 } from './helpers/http.js';
 import { type S3Endpoint, s3ClientFor, startS3rver } from './helpers/s3-servers.js';
-import { type TestServer, startServer } from './helpers/server.js';
+import { type TestServer, startServer, tempRoot } from './helpers/server.js';
 
 const BUCKET = 'svc-nodes';
 let s3: S3Endpoint;
@@ -90,5 +96,145 @@ describe('the GC lease of S3-only nodes', () => {
       client.destroy();
       await s.stop();
     }
+  });
+});
+
+describe('root holders of S3-only nodes (issue 26)', () => {
+  const HOLDERS_BUCKET = 'svc-root-holders';
+  let holdersEnv: Record<string, string>;
+  const roots = { a: tempRoot(), c: tempRoot() };
+  const running: TestServer[] = [];
+  beforeAll(async () => {
+    const client = s3ClientFor(s3);
+    await client.send(new CreateBucketCommand({ Bucket: HOLDERS_BUCKET }));
+    client.destroy();
+    holdersEnv = { ...env, ...FIXED_BLOCKS_ENV, SVC_S3_BUCKET: HOLDERS_BUCKET };
+  });
+  afterAll(async () => {
+    for (const s of running) await s.stop();
+    for (const root of Object.values(roots)) fs.rmSync(root, { recursive: true, force: true });
+  });
+
+  /** Starts a node on `root`, once the bucket admits it (s3rver: no other node's heartbeat within SVC_NODE_TTL). */
+  async function admitted(root: string): Promise<TestServer> {
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      try {
+        const s = await startServer(holdersEnv, root);
+        running.push(s);
+        return s;
+      } catch (err) {
+        if (!/ignores conditional writes/.test(String(err)) || Date.now() > deadline) throw err;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    }
+  }
+
+  async function stop(s: TestServer, how: 'stop' | 'kill9'): Promise<void> {
+    await s[how]();
+    running.splice(running.indexOf(s), 1);
+  }
+
+  async function objects(prefix: string): Promise<Set<string>> {
+    const client = s3ClientFor(s3);
+    const out = new Set<string>();
+    let ContinuationToken: string | undefined;
+    do {
+      const page = await client.send(new ListObjectsV2Command({ Bucket: HOLDERS_BUCKET, Prefix: prefix, ContinuationToken }));
+      for (const o of page.Contents ?? []) out.add(o.Key!.slice(o.Key!.lastIndexOf('/') + 1));
+      ContinuationToken = page.NextContinuationToken;
+    } while (ContinuationToken);
+    client.destroy();
+    return out;
+  }
+
+  const listNodes = async (s: TestServer) => ((await (await fetch(`${s.url}/api/ops/v1/nodes`)).json()) as { nodes: any[] }).nodes;
+
+  it("a run on another node takes nothing while the node that made a document is down (killed, or stopped); back, it keeps it; forgotten, its blocks go", async () => {
+    const blockNamesOf = (bytes: Buffer) => Array.from({ length: Math.ceil(bytes.length / BLOCK) }, (_, i) => {
+      const block = bytes.subarray(i * BLOCK, (i + 1) * BLOCK);
+      return `${sha256(block)}-${block.length}`;
+    });
+    let a = await admitted(roots.a);
+    const aId = await nodeId(a);
+    const api = new Api(a.url, await devToken(a.url, { scope: 'doc.create doc.read' }));
+    const docBytes = Buffer.concat([seededBytes(2 * BLOCK, 901), seededBytes(40, 902)]);
+    const doc = await api.newDocument(docBytes, { contentType: 'application/octet-stream' });
+    const docBlocks = blockNamesOf(docBytes);
+    const goneBytes = seededBytes(2 * BLOCK, 903);
+    const gone = await fetch(`${a.url}/api/v1/blobs`, { method: 'POST', body: goneBytes as Uint8Array<ArrayBuffer> });
+    expect(gone.status).toBe(201);
+    expect((await fetch(`${a.url}/api/v1/blobs/${((await gone.json()) as any).blob.id}`, { method: 'DELETE' })).status).toBe(204);
+    const goneBlocks = blockNamesOf(goneBytes);
+    let aAddress = `127.0.0.1:${a.port}`;
+    expect(await listNodes(a)).toEqual([{ nodeId: aId, address: aAddress, state: 'live', lastSeenAt: expect.stringMatching(ISO_UTC), rootHolder: true, rootHolderSince: expect.stringMatching(ISO_UTC), self: true }]);
+
+    // A killed; C (another data directory) starts once A's heartbeat is older than SVC_NODE_TTL.
+    await stop(a, 'kill9');
+    let c = await admitted(roots.c);
+    const cId = await nodeId(c);
+    const gc = async (phase: string) => {
+      const res = await fetch(`${c.url}/api/ops/v1/gc?phase=${phase}&apply=true`, { method: 'POST' });
+      const report = (await res.json()) as any;
+      expect([res.status, report.error], JSON.stringify(report)).toEqual([200, undefined]);
+      return report;
+    };
+    const heldBy = async () => {
+      const down = (await listNodes(c)).find((n) => n.nodeId === aId);
+      expect(down).toEqual({ nodeId: aId, address: aAddress, state: 'down', lastSeenAt: expect.stringMatching(ISO_UTC), rootHolder: true, rootHolderSince: expect.stringMatching(ISO_UTC), self: false });
+      return {
+        reason:
+          `Nothing was quarantined or purged: node ${aId} (down, last heartbeat ${down.lastSeenAt}, at ${aAddress}) keeps references to blocks in its data directory ` +
+          '(documents, versions, views, legacy imports) that only it can mark, and has not marked them for this run. Start it again on its data directory ' +
+          '(a node marks at its next heartbeat, and the next run proceeds), or, for a node gone for good, run `svc nodes forget <id>` (DELETE /api/ops/v1/nodes/<id>): ' +
+          'the references in its data directory are then lost, and later runs collect their blocks.',
+        nodes: [{ nodeId: aId, address: aAddress, lastSeenAt: down.lastSeenAt }],
+      };
+    };
+    // SVC_GC_MIN_AGE and SVC_GC_QUARANTINE_AGE are 0 s: every block is past them.
+    for (const phase of ['run', 'purge']) {
+      const run = await gc(phase);
+      expect(run.heldBack, phase).toEqual(await heldBy());
+      expect([run.quarantined.count, run.purged.count], phase).toEqual([0, 0]);
+    }
+    let live = await objects('blocks/');
+    for (const n of [...docBlocks, ...goneBlocks]) expect(live.has(n), n).toBe(true);
+    expect([...(await objects('quarantine/'))]).toEqual([]);
+    const self = await fetch(`${c.url}/api/ops/v1/nodes/${encodeURIComponent(cId)}`, { method: 'DELETE' });
+    expect([self.status, ((await self.json()) as any).error]).toEqual([409, 'node_live']);
+
+    // A stopped cleanly (its heartbeat goes, its root holder's record says when it left): still held back.
+    await stop(c, 'stop');
+    a = await admitted(roots.a);
+    aAddress = `127.0.0.1:${a.port}`;
+    // Back: A's own runs keep its document and take the deleted blob.
+    const own = await fetch(`${a.url}/api/ops/v1/gc?phase=run&apply=true`, { method: 'POST' });
+    const ownReport = (await own.json()) as any;
+    expect([own.status, ownReport.heldBack, ownReport.quarantined.count]).toEqual([200, undefined, goneBlocks.length]);
+    const content = await fetch(`${a.url}/v1/documents/${doc.documentId}/content`, { headers: { Authorization: `Bearer ${api.token}` } });
+    expect(content.status).toBe(200);
+    expect(Buffer.from(await content.arrayBuffer()).equals(docBytes)).toBe(true);
+    await stop(a, 'stop');
+    c = await admitted(roots.c);
+    const stopped = await gc('run');
+    expect(stopped.heldBack).toEqual(await heldBy());
+    expect(stopped.quarantined.count).toBe(0);
+
+    // Forgotten: C's runs take A's document blocks.
+    const forgotten = await fetch(`${c.url}/api/ops/v1/nodes/${encodeURIComponent(aId)}`, { method: 'DELETE' });
+    expect([forgotten.status, await forgotten.json()]).toEqual([200, {
+      nodeId: aId, forgotten: true, rootHolder: true,
+      message: `Node ${aId} is forgotten: garbage collection no longer waits for it. The references its data directory held (documents, versions, views, legacy imports, resumable sessions made through it) are lost with that directory, and later runs collect the blocks only they referenced.`,
+    }]);
+    expect((await listNodes(c)).map((n) => n.nodeId)).toEqual([cId]);
+    const taken = await gc('run');
+    expect(taken.heldBack).toBeUndefined();
+    expect(taken.quarantined).toEqual({ count: docBlocks.length, bytes: 2 * BLOCK + 40 });
+    // Purged (by that run or the next ones) once their LastModified is before a run's fence (s3rver's are whole seconds).
+    const deadline = Date.now() + 10_000;
+    while ((await objects('quarantine/')).size > 0 && Date.now() < deadline) await gc('purge');
+    expect([...(await objects('quarantine/'))]).toEqual([]);
+    live = await objects('blocks/');
+    for (const n of docBlocks) expect(live.has(n), n).toBe(false);
   });
 });

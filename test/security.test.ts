@@ -72,6 +72,8 @@ describe('security on: tokens', () => {
       ['GET', '/api/ops/v1/events'],
       ['GET', '/api/ops/v1/gc'],
       ['POST', '/api/ops/v1/gc'],
+      ['GET', '/api/ops/v1/nodes'],
+      ['DELETE', '/api/ops/v1/nodes/some-node'],
     ]) {
       const res = await fetch(`${server.url}${p}`, { method, body: method === 'POST' ? 'x' : undefined });
       expect([method, p, res.status]).toEqual([method, p, 401]);
@@ -131,6 +133,8 @@ describe('security on: tokens', () => {
       ['GET', '/api/ops/v1/history', 'observability.read'],
       ['GET', '/api/ops/v1/gc', 'observability.read'],
       ['POST', '/api/ops/v1/gc', 'gc.run'],
+      ['GET', '/api/ops/v1/nodes', 'observability.read'],
+      ['DELETE', '/api/ops/v1/nodes/some-node', 'gc.run'],
     ];
     for (const [method, p, capability] of cases) {
       const res = await fetch(`${server.url}${p}`, { method, headers: none, body: method === 'POST' ? 'x' : undefined });

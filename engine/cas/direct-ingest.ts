@@ -128,6 +128,7 @@ export class DirectIngest extends Ingest {
       const blocks: StoredBlock[] = inline ? [{ hex, size: inline.length, checksum: xxh64(inline), fresh: true }] : this.queue.from(0);
       if (this.options.unlisted) {
         await this.options.beforeRecord?.(this.received);
+        await this.deps.holdRoots?.();
         const unlisted = await this.deps.manifests.recordUnlisted(hex, this.received, this.mediaType, chunkerName(this.spec!), blocks);
         this.outcome = 'succeeded';
         this.release();

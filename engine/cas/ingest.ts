@@ -34,6 +34,11 @@ export interface IngestDeps {
   log: Logger;
   /** Takes the blocks an ingest that failed or was aborted wrote (engine/gc reclaims them at once). */
   reclaim?: (blocks: StoredBlock[]) => void;
+  /**
+   * Called before an unlisted ingest records its blocks: its caller keeps the record in this
+   * node's data directory, a root only this node can mark (Collector.holdRoots).
+   */
+  holdRoots?: () => Promise<void>;
 }
 
 /** The chunker and media type of an object, decided by its first bytes. */

@@ -142,6 +142,7 @@ export class DocumentService {
     const contentKeys = this.contentKeys;
     return {
       name: 'document content',
+      persistent: true,
       *digests() {
         for (const { value } of contentKeys.getRange()) {
           for (let at = 0; at < value.record.refs.length; at += 40) yield value.record.refs.subarray(at, at + 32);

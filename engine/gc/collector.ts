@@ -13,6 +13,13 @@ export interface Collector {
   lastRun(): GcReport | undefined;
   quarantinedBlocks(): number;
   state(): GcState;
+  /**
+   * This node is about to keep a reference to blocks in its data directory (document content, a
+   * view, a resumable part in its own ledger). With a shared catalog it becomes a known root
+   * holder first, so that runs on other nodes wait for its marks even while it is down; resolves
+   * at once once it is (and always with an embedded catalog).
+   */
+  holdRoots(): Promise<void>;
   /** This node now listens at its address: tell the other nodes at once (shared catalogs). */
   announce(): void;
   /** Starts the schedule (SVC_GC_INTERVAL). */

@@ -54,6 +54,11 @@ export interface GcReport {
   skipped: { count: number; reasons: Record<string, number> };
   /** Receipts in quarantine when the run ended. */
   quarantineBlocks: number;
+  /**
+   * Set when the run quarantined and purged nothing (shared catalogs): root holders that are down
+   * had not marked their roots for it. The reason names them, their last heartbeat and what to do.
+   */
+  heldBack?: { reason: string; nodes: Array<{ nodeId: string; address: string; lastSeenAt: string }> };
   /** Set when the run failed; the counts say how far it got. */
   error?: string;
 }
@@ -199,6 +204,11 @@ export class GarbageCollector implements Collector, PublicationGuard {
 
   /** One process owns an embedded catalog: nobody to tell. */
   announce(): void {}
+
+  /** Every run of an embedded catalog reads every root itself. */
+  holdRoots(): Promise<void> {
+    return Promise.resolve();
+  }
 
   /** Starts the schedule (SVC_GC_INTERVAL; off when 0): each scheduled run is `run` with apply. */
   start(): void {

@@ -12,12 +12,16 @@
 //   upload of every live node, from their heartbeats) and is unmarked in this run;
 // - the mark set holds every live node's roots: a run opens a marking epoch, each node seeing it
 //   in its heartbeat adds the roots only it can read (its data directory's) and records that it
-//   did, and candidates are chosen only once every node seen within SVC_NODE_TTL has.
+//   did, and candidates are chosen only once every node seen within SVC_NODE_TTL has;
+// - a node whose data directory holds such roots is a root holder, recorded in the catalog before
+//   its first such reference is kept (holdRoots) and known while it is down: a run in which any
+//   root holder has not marked (down, so it cannot) quarantines and purges nothing and says why
+//   (report.heldBack), until the node is back or an operator forgets it (svc nodes forget).
 import type { BlockRoots } from '../cas/index.js';
 import type { GcConfig } from '../config.js';
 import { SvcError } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { KeyedBlock, MovableBlockStore, SharedGcCatalog } from '../store/index.js';
+import type { ClusterNode, KeyedBlock, MovableBlockStore, SharedGcCatalog } from '../store/index.js';
 import type { Collector } from './collector.js';
 import { type GcAgeOverrides, type GcPhase, type GcReport, type GcState, gcState, newReport } from './gc.js';
 import { type FencedIngest, IngestFence } from './ingest-fence.js';
@@ -57,6 +61,10 @@ export class SharedCollector implements Collector {
   private stopping = false;
   /** This node's latest pass adding its roots to a run's marks. */
   private marking?: { epoch: number; done: Promise<void> };
+  /** This node's registration as a root holder in this process (undefined: not made, or failed). */
+  private holding?: Promise<void>;
+  /** Whether the roots found in the data directory at start were looked at (they are registered at a heartbeat). */
+  private startRootsChecked = false;
 
   constructor(private readonly deps: Deps) {
     // A scheduled run that finds another in progress (here or on another node: 409) waits for the next interval.
@@ -93,6 +101,51 @@ export class SharedCollector implements Collector {
     this.beat();
   }
 
+  holdRoots(): Promise<void> {
+    if (!this.holding) {
+      const { catalog, nodeId, log } = this.deps;
+      const holding = catalog.registerRootHolder(nodeId).then(({ forgottenAt }) => {
+        if (forgottenAt === undefined) return;
+        log.error('gc: this node had been forgotten (svc nodes forget) and holds roots again: blocks its data directory referenced may have been collected meanwhile', {
+          nodeId, forgottenAt: new Date(forgottenAt).toISOString(),
+        });
+      });
+      holding.catch(() => {
+        if (this.holding === holding) this.holding = undefined;
+      });
+      this.holding = holding;
+    }
+    return this.holding;
+  }
+
+  /**
+   * At the first heartbeats, a data directory that already holds roots (written before this node
+   * knew of root holders, or whose registration failed) registers them; later, a node that was
+   * forgotten while it ran (its heartbeats had lapsed) registers again and says so.
+   */
+  private async keepHoldingRoots(): Promise<void> {
+    const { catalog, nodeId, log } = this.deps;
+    if (!this.holding) {
+      if (this.startRootsChecked) return;
+      if (this.holdsPersistentRoots()) await this.holdRoots();
+      this.startRootsChecked = true;
+      return;
+    }
+    await this.holding;
+    if (await catalog.isRootHolder(nodeId)) return;
+    log.error('gc: this node was forgotten (svc nodes forget) while it ran; it registers its roots again, but blocks they reference may have been collected meanwhile', { nodeId });
+    this.holding = undefined;
+    await this.holdRoots();
+  }
+
+  private holdsPersistentRoots(): boolean {
+    for (const root of this.deps.roots) {
+      if (!root.persistent) continue;
+      for (const _ of root.digests()) return true;
+    }
+    return false;
+  }
+
   /** A heartbeat: this node's address and its uploads' fence, for the other nodes' runs. */
   private beat(): void {
     const now = Date.now();
@@ -102,6 +155,7 @@ export class SharedCollector implements Collector {
       .then(({ markEpoch }) => {
         // A run (on any node) is marking and has not got this node's roots yet.
         if (markEpoch !== undefined) this.markOwnRoots(markEpoch).catch((err) => this.deps.log.warn('gc: marking this node\'s roots failed (the next heartbeat retries)', { err: String(err) }));
+        return this.keepHoldingRoots().catch((err) => this.deps.log.warn('gc: recording this node as a root holder failed (the next heartbeat retries)', { err: String(err) }));
       })
       .then(() => this.deps.catalog.quarantinedCount())
       .then((n) => (this.quarantined = n))
@@ -158,14 +212,17 @@ export class SharedCollector implements Collector {
       const fence = await this.fenceAt(now);
       current.step = 'mark';
       await this.mark(current);
+      // Marked blocks still go back from quarantine; nothing leaves the live area or is deleted.
+      const held = report.heldBack !== undefined;
+      if (held) log.warn('gc: quarantine and purge held back', { runId: report.runId, reason: report.heldBack!.reason, nodes: report.heldBack!.nodes });
       const before = now - ages.minAgeMs;
-      if (report.phase !== 'purge') {
+      if (report.phase !== 'purge' && !held) {
         current.step = report.phase === 'mark' ? 'count candidates' : 'quarantine';
         await this.quarantine(report, before, report.phase !== 'mark' && report.apply);
       }
       if (report.phase !== 'mark') {
-        current.step = report.phase === 'quarantine' ? 'restore' : 'purge';
-        await this.settle(report, Math.min(fence, now - ages.quarantineAgeMs), report.apply, report.phase !== 'quarantine');
+        current.step = report.phase === 'quarantine' || held ? 'restore' : 'purge';
+        await this.settle(report, Math.min(fence, now - ages.quarantineAgeMs), report.apply, report.phase !== 'quarantine' && !held);
       }
     } catch (err) {
       report.error = String((err as Error)?.message ?? err);
@@ -192,7 +249,10 @@ export class SharedCollector implements Collector {
     return fence;
   }
 
-  /** Manifests (and, in SQL, resumable sessions), then every live node's own roots (this one's, and the others' through their heartbeats). */
+  /**
+   * Manifests (and, in SQL, resumable sessions), then every live node's own roots (this one's, and
+   * the others' through their heartbeats); root holders that did not mark (down) hold the run back.
+   */
   private async mark(current: { report: GcReport; step: string }): Promise<void> {
     const { catalog, nodeId, nodeTtlMs } = this.deps;
     await catalog.markManifests();
@@ -208,6 +268,9 @@ export class SharedCollector implements Collector {
         if (Date.now() > deadline) throw new Error(`gc: node(s) ${waiting.join(', ')} did not mark their roots in time; nothing was quarantined`);
         await new Promise((r) => setTimeout(r, MARK_POLL_MS));
       }
+      // After the live nodes have marked: a root holder that has not is down (or came back just now).
+      const unmarked = (await catalog.rootHoldersUnmarked(epoch, nodeTtlMs)).filter((n) => n.nodeId !== nodeId);
+      if (unmarked.length > 0) current.report.heldBack = heldBack(unmarked);
     } finally {
       await catalog.closeMarking(epoch).catch(() => {});
     }
@@ -323,6 +386,21 @@ export class SharedCollector implements Collector {
     } while (next);
   }
 
+}
+
+/** What a run held back by root holders that did not mark reports: who, since when, what to do. */
+function heldBack(nodes: readonly ClusterNode[]): NonNullable<GcReport['heldBack']> {
+  const named = nodes.map((n) => {
+    const where = n.address ? `, at ${n.address}` : '';
+    return n.live ? `${n.nodeId} (live, not marked yet${where})` : `${n.nodeId} (down, last heartbeat ${new Date(n.lastSeenAt).toISOString()}${where})`;
+  });
+  const one = nodes.length === 1;
+  const reason =
+    `Nothing was quarantined or purged: node${one ? '' : 's'} ${named.join(', ')} ${one ? 'keeps' : 'keep'} references to blocks in ${one ? 'its' : 'their'} data ` +
+    `director${one ? 'y' : 'ies'} (documents, versions, views, legacy imports) that only ${one ? 'it' : 'they'} can mark, and ${one ? 'has' : 'have'} not marked them for this run. ` +
+    `Start ${one ? 'it' : 'each'} again on ${one ? 'its' : 'its own'} data directory (a node marks at its next heartbeat, and the next run proceeds), or, for a node gone for good, ` +
+    `run \`svc nodes forget <id>\` (DELETE /api/ops/v1/nodes/<id>): the references in its data directory are then lost, and later runs collect their blocks.`;
+  return { reason, nodes: nodes.map((n) => ({ nodeId: n.nodeId, address: n.address, lastSeenAt: new Date(n.lastSeenAt).toISOString() })) };
 }
 
 function count(into: { count: number; bytes: number }, blocks: readonly KeyedBlock[]): void {

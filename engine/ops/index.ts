@@ -1,6 +1,7 @@
 // Operations: counters, Prometheus metrics, the ops snapshot, its event stream, traffic history.
 export { type EventSink, OpsEvents, type Subscription } from './events.js';
 export { Metrics } from './metrics.js';
+export { ClusterNodes, type Forgotten, type NodeView } from './nodes.js';
 export { formatBytes, type GcState, nodeIdOf, OpsSnapshots } from './snapshot.js';
 export { Stats } from './stats.js';
 export { TrafficHistory } from './traffic-history.js';

@@ -164,6 +164,9 @@ export class OpsSnapshots {
         ? { id: 'integrity', status: 'ok', detail: 'no corrupt block detected since start' }
         : { id: 'integrity', status: 'warn', detail: `${corrupt} corrupt block${corrupt === 1 ? '' : 's'} detected since start` },
     );
+    // A GC run held back by root holders that are down: the operator has something to do.
+    const heldBack = (gcRun as { heldBack?: { reason?: unknown } } | undefined)?.heldBack?.reason;
+    if (typeof heldBack === 'string') checks.push({ id: 'gc', status: 'warn', detail: `the last garbage collection run was held back: ${heldBack}` });
     checks.push(
       memory.queued === 0
         ? { id: 'transferMemory', status: 'ok', detail: `${formatBytes(memory.bufferedBytes)} of ${formatBytes(memory.limitBytes)} buffered` }

@@ -3,7 +3,7 @@
 // <SVC_FS_ROOT>/blocks and LMDB under <SVC_FS_ROOT>/catalog, PostgreSQL and S3, or S3 alone).
 // Nothing outside engine/store imports lmdb or an implementation module.
 export type { BlockStore, BlockStoreLocation, BlockWriter, EmbeddedBlockStore, FsLocation, ListedBlock, ListedObject, MovableBlockStore, PutOutcome, RestoreOutcome, S3Location, StoredBlock } from './block-store.js';
-export type { KeyedBlock, NodeRecord, SharedGcCatalog } from './shared-gc-catalog.js';
+export type { ClusterNode, ForgetOutcome, KeyedBlock, NodeRecord, SharedGcCatalog } from './shared-gc-catalog.js';
 export { type BlobBackend, type Dependency, openBlobBackend } from './backend.js';
 export { type BlobCatalog, type BlockRecord, type EmbeddedBlobCatalog, InvalidCursorError, type Publication, type PublicationGuard, type PublishOptions } from './blob-catalog.js';
 export { DEFAULT_TENANT } from './tenants.js';

@@ -1,7 +1,8 @@
 // What a collector of a shared catalog (PostgreSQL, several nodes) needs of it: one run at a time
 // across nodes, a mark set, the block records' states (live → quarantined → purged, or back to
 // live when referenced again), the nodes' heartbeats (each with the start of its oldest open
-// upload: the purge fence across nodes) and the runs' reports.
+// upload: the purge fence across nodes), the root holders (nodes whose data directory holds
+// references only they can mark; known while they are down) and the runs' reports.
 
 import type { BlockRoots } from '../cas/block-roots.js';
 
@@ -17,6 +18,22 @@ export interface NodeRecord {
   /** Start (ms) of the node's oldest upload that may still reference blocks; null: none. */
   oldestIngestAt: number | null;
 }
+
+/** A node the catalog knows of (heartbeats, root holders), live or down; forgotten ones are left out. */
+export interface ClusterNode {
+  nodeId: string;
+  /** Where its blob API listened at its last heartbeat ('' before it listened). */
+  address: string;
+  /** Its last heartbeat (ms, the catalog's clock). */
+  lastSeenAt: number;
+  /** A heartbeat within SVC_NODE_TTL. */
+  live: boolean;
+  /** Since when (ms) it holds references only it can mark (its data directory's); undefined: none. */
+  rootHolderSince?: number;
+}
+
+/** What forgetting a node did: only a node that is down is forgotten. */
+export type ForgetOutcome = { outcome: 'forgotten'; node: ClusterNode } | { outcome: 'live'; node: ClusterNode } | { outcome: 'unknown' };
 
 export interface SharedGcCatalog {
   /**
@@ -71,6 +88,20 @@ export interface SharedGcCatalog {
   unmarkedNodes(epoch: number, ttlMs: number): Promise<string[]>;
   /** Nodes seen within `ttlMs`. */
   nodes(ttlMs: number): Promise<NodeRecord[]>;
+  /**
+   * `nodeId` keeps references to blocks that only it can mark (its data directory's): from now on
+   * runs quarantine and purge nothing while it has not marked for them, live or down, until it is
+   * forgotten. Idempotent. Returns when it had been forgotten (its references' blocks may be gone).
+   */
+  registerRootHolder(nodeId: string): Promise<{ forgottenAt?: number }>;
+  /** Whether `nodeId` is a root holder (not forgotten since it registered). */
+  isRootHolder(nodeId: string): Promise<boolean>;
+  /** Root holders that have not added their roots to the marks of `epoch` (a catalog whose nodes do not mark for a run, S3-only: those not live). */
+  rootHoldersUnmarked(epoch: number, ttlMs: number): Promise<ClusterNode[]>;
+  /** Every node known and not forgotten, live or down, in id order. */
+  knownNodes(ttlMs: number): Promise<ClusterNode[]>;
+  /** The operator declares `nodeId` gone for good: refused while it is live (seen within `ttlMs`). */
+  forgetNode(nodeId: string, ttlMs: number): Promise<ForgetOutcome>;
   /** The catalog's clock (ms): every node compares ages against it. */
   now(): Promise<number>;
 }

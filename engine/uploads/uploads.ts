@@ -49,6 +49,8 @@ interface UploadsDeps {
   assertRoom?: () => void;
   /** Security on: a committed blob is its session's tenant's, and counts only its own blocks as duplicates. */
   tenantBlobs?: boolean;
+  /** Called before a part's blocks are recorded in a ledger of this node's own (Collector.holdRoots). */
+  holdRoots?: () => Promise<void>;
 }
 
 interface CreateRequest {
@@ -359,6 +361,8 @@ export class Uploads {
     const storedOfTails = this.storedOfTails;
     return {
       name: 'upload sessions',
+      // Sessions in this node's LMDB outlive it; the stored blocks of staged tails are memory only.
+      persistent: ledger.liveBlockDigests !== undefined,
       *digests() {
         // A shared catalog's sessions are marked by its collector in the catalog itself.
         if (ledger.liveBlockDigests) yield* ledger.liveBlockDigests();
@@ -527,6 +531,8 @@ export class Uploads {
     // was thought dead) can never write over the tail its successor recorded.
     const tail = result.tailBytes > 0 ? (ledger.shared ? `tail-${leased.lease!.token}` : otherTail(leased.tail)) : undefined;
     if (tail) await staging.overwrite(leased.id, tail, result.tail);
+    // A ledger in this node's data directory is a root only this node can mark.
+    if (!ledger.shared) await this.deps.holdRoots?.();
     const next: SessionRecord = {
       ...leased,
       offset,

@@ -171,6 +171,7 @@ export class ViewService {
     const views = this.views;
     return {
       name: 'document views',
+      persistent: true,
       *digests() {
         for (const { value } of views.getRange()) {
           const refs = value.record?.refs;

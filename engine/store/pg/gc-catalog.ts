@@ -2,7 +2,7 @@
 // Block records move live → quarantined (unstamped while their bytes move, then stamped) →
 // removed; a publication that references a quarantined block makes it live again
 // (svc_record_blocks), and so does a run that finds it marked.
-import type { KeyedBlock, NodeRecord, SharedGcCatalog } from '../shared-gc-catalog.js';
+import type { ClusterNode, ForgetOutcome, KeyedBlock, NodeRecord, SharedGcCatalog } from '../shared-gc-catalog.js';
 import type { PgPool } from './pool.js';
 
 /** The advisory lock key of a GC run (one at a time across nodes). */
@@ -215,8 +215,71 @@ export class PgGcCatalog implements SharedGcCatalog {
     return [...rows];
   }
 
+  async registerRootHolder(nodeId: string): Promise<{ forgottenAt?: number }> {
+    return this.sql.begin(async (tx) => {
+      const [prior] = await tx<{ forgottenAt: number | null }[]>`SELECT forgotten_at AS "forgottenAt" FROM nodes WHERE node_id = ${nodeId} FOR UPDATE`;
+      // Before its first heartbeat the row is made here (the heartbeat fills in the address).
+      await tx`
+        INSERT INTO nodes (node_id, address, last_seen_at, oldest_ingest_at, root_holder_since)
+        VALUES (${nodeId}, '', svc_now_ms(), NULL, svc_now_ms())
+        ON CONFLICT (node_id) DO UPDATE SET root_holder_since = coalesce(nodes.root_holder_since, excluded.root_holder_since), forgotten_at = NULL`;
+      return prior?.forgottenAt != null ? { forgottenAt: prior.forgottenAt } : {};
+    });
+  }
+
+  async isRootHolder(nodeId: string): Promise<boolean> {
+    const [row] = await this.sql<{ holder: boolean }[]>`SELECT root_holder_since IS NOT NULL AS holder FROM nodes WHERE node_id = ${nodeId}`;
+    return row?.holder ?? false;
+  }
+
+  async rootHoldersUnmarked(epoch: number, ttlMs: number): Promise<ClusterNode[]> {
+    const rows = await this.sql<ClusterRow[]>`
+      SELECT node_id AS "nodeId", address, last_seen_at AS "lastSeenAt", last_seen_at > svc_now_ms() - ${ttlMs}::int8 AS live, root_holder_since AS "rootHolderSince"
+      FROM nodes
+      WHERE root_holder_since IS NOT NULL AND marked_epoch < ${epoch} ORDER BY node_id`;
+    return rows.map(clusterNode);
+  }
+
+  async knownNodes(ttlMs: number): Promise<ClusterNode[]> {
+    // A forgotten node shows again once it beats again.
+    const rows = await this.sql<ClusterRow[]>`
+      SELECT node_id AS "nodeId", address, last_seen_at AS "lastSeenAt", last_seen_at > svc_now_ms() - ${ttlMs}::int8 AS live, root_holder_since AS "rootHolderSince"
+      FROM nodes
+      WHERE forgotten_at IS NULL OR last_seen_at > forgotten_at ORDER BY node_id`;
+    return rows.map(clusterNode);
+  }
+
+  async forgetNode(nodeId: string, ttlMs: number): Promise<ForgetOutcome> {
+    return this.sql.begin(async (tx) => {
+      // The row's lock orders this against the node's own heartbeat and registration.
+      const [row] = await tx<(ClusterRow & { forgottenAt: number | null })[]>`
+        SELECT node_id AS "nodeId", address, last_seen_at AS "lastSeenAt", last_seen_at > svc_now_ms() - ${ttlMs}::int8 AS live, root_holder_since AS "rootHolderSince",
+          forgotten_at AS "forgottenAt" FROM nodes WHERE node_id = ${nodeId} FOR UPDATE`;
+      if (!row || (row.forgottenAt !== null && row.lastSeenAt <= row.forgottenAt)) return { outcome: 'unknown' } as const;
+      const node = clusterNode(row);
+      if (node.live) return { outcome: 'live', node } as const;
+      await tx`UPDATE nodes SET forgotten_at = svc_now_ms(), root_holder_since = NULL WHERE node_id = ${nodeId}`;
+      return { outcome: 'forgotten', node } as const;
+    });
+  }
+
   async now(): Promise<number> {
     const [row] = await this.sql<{ now: number }[]>`SELECT svc_now_ms() AS now`;
     return row!.now;
   }
+}
+
+/** A node's row as knownNodes and forgetNode read it (liveness on the catalog's clock). */
+interface ClusterRow {
+  nodeId: string;
+  address: string;
+  lastSeenAt: number;
+  live: boolean;
+  rootHolderSince: number | null;
+}
+
+function clusterNode(row: ClusterRow): ClusterNode {
+  const node: ClusterNode = { nodeId: row.nodeId, address: row.address, lastSeenAt: row.lastSeenAt, live: row.live };
+  if (row.rootHolderSince !== null) node.rootHolderSince = row.rootHolderSince;
+  return node;
 }

@@ -10,9 +10,30 @@ import { V4_JOURNAL } from './schema-v4-journal.js';
 import { V5_GC_MARKING } from './schema-v5-gc-marking.js';
 import { V6_MODEL_REGISTRY } from './schema-v6-model-registry.js';
 import { V7_DEV_SECRET } from './schema-v7-dev-secret.js';
+import { V8_ROOT_HOLDERS } from './schema-v8-root-holders.js';
 
-/** Applied in order; the schema's version is the number applied. Never edit one that shipped: append. */
-export const MIGRATIONS: readonly string[] = [V1_TABLES + V1_FUNCTIONS, V2_GC, V3_SESSIONS, V4_JOURNAL, V5_GC_MARKING, V6_MODEL_REGISTRY, V7_DEV_SECRET];
+/**
+ * Applied in order; the schema's version is the number applied. Never edit one that shipped:
+ * append. Each carries the version it brings the schema to, so that versions added on branches
+ * merged in another order cannot silently apply out of order: a gap or a swap stops the start.
+ */
+export const MIGRATIONS: readonly string[] = inVersionOrder([
+  [1, V1_TABLES + V1_FUNCTIONS],
+  [2, V2_GC],
+  [3, V3_SESSIONS],
+  [4, V4_JOURNAL],
+  [5, V5_GC_MARKING],
+  [6, V6_MODEL_REGISTRY],
+  [7, V7_DEV_SECRET],
+  [8, V8_ROOT_HOLDERS],
+]);
+
+function inVersionOrder(numbered: ReadonlyArray<readonly [number, string]>): string[] {
+  numbered.forEach(([version], i) => {
+    if (version !== i + 1) throw new Error(`pg schema: migration to version ${version} is listed at position ${i + 1}: versions must run 1, 2, 3, … without a gap`);
+  });
+  return numbered.map(([, sql]) => sql);
+}
 
 export class SchemaTooNew extends Error {}
 

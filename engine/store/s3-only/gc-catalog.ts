@@ -18,7 +18,7 @@ import { randomUUID } from 'node:crypto';
 import { decodeHolding } from '../catalog-journal.js';
 import type { ListedObject } from '../block-store.js';
 import type { BlockRoots } from '../../cas/block-roots.js';
-import type { KeyedBlock, NodeRecord, SharedGcCatalog } from '../shared-gc-catalog.js';
+import type { ClusterNode, ForgetOutcome, KeyedBlock, NodeRecord, SharedGcCatalog } from '../shared-gc-catalog.js';
 import type { S3OnlyKeys } from './keys.js';
 import type { NodeRegistry } from './nodes.js';
 import { type ObjectIo, mapLimited } from './objects.js';
@@ -292,6 +292,30 @@ export class S3OnlyGcCatalog implements SharedGcCatalog {
 
   nodes(ttlMs: number): Promise<NodeRecord[]> {
     return this.nodesRegistry.nodes(ttlMs);
+  }
+
+  registerRootHolder(): Promise<{ forgottenAt?: number }> {
+    return this.nodesRegistry.registerRootHolder();
+  }
+
+  isRootHolder(nodeId: string): Promise<boolean> {
+    return this.nodesRegistry.isRootHolder(nodeId);
+  }
+
+  /**
+   * No node marks for another's run here: a live root holder keeps its roots by sweeping them out
+   * of quarantine and holding back purges (above), so the run waits only for those that are down.
+   */
+  rootHoldersUnmarked(_epoch: number, ttlMs: number): Promise<ClusterNode[]> {
+    return this.nodesRegistry.downRootHolders(ttlMs);
+  }
+
+  knownNodes(ttlMs: number): Promise<ClusterNode[]> {
+    return this.nodesRegistry.knownNodes(ttlMs);
+  }
+
+  forgetNode(nodeId: string, ttlMs: number): Promise<ForgetOutcome> {
+    return this.nodesRegistry.forget(nodeId, ttlMs);
   }
 
   /** The nodes' clocks are the catalog's clock here (NodeRegistry: they must agree). */

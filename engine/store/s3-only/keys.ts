@@ -77,6 +77,15 @@ export class S3OnlyKeys {
     return `${this.prefix}nodes/`;
   }
 
+  /** A root holder's record (nodes.ts): kept while the node is down, until it is forgotten. */
+  rootHolder(nodeId: string): string {
+    return `${this.rootHoldersPrefix()}${encodeURIComponent(nodeId)}`;
+  }
+
+  rootHoldersPrefix(): string {
+    return `${this.prefix}root-holders/`;
+  }
+
   /** One GC run at a time: the lease. */
   gcLease(): string {
     return `${this.prefix}gc/lease`;

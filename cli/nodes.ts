@@ -1,0 +1,62 @@
+// `svc nodes` (the nodes sharing the server's catalog, live or down, and which hold roots) and
+// `svc nodes forget ID` (a node that is down is gone for good: GC stops waiting for it), through
+// GET and DELETE /api/ops/v1/nodes.
+
+import { type Command, type Parsed, SERVER_OPTION, serverUrl } from './args.js';
+import { ApiError, UsageError, describe } from './errors.js';
+import { call, callJson, readJson } from './http.js';
+import { Backoff, retryBudgetMs } from './retry.js';
+
+interface NodeView {
+  nodeId: string;
+  address: string;
+  state: 'live' | 'down';
+  lastSeenAt: string;
+  rootHolder: boolean;
+  self: boolean;
+}
+
+export const nodes: Command = {
+  usage: `  svc nodes        the nodes sharing the server's catalog, one line each: id, address,
+                   live or down since, root holder (GC waits for it while it is down) or not
+  svc nodes forget ID
+                   declare a node that is down gone for good: GC no longer waits for it, and
+                   the references only its data directory held are lost (refused while live)
+`,
+  options: SERVER_OPTION,
+  run: (parsed) => (parsed.positionals[0] === 'forget' ? forget(parsed) : list(parsed)),
+};
+
+const note = (err: unknown, delay: number) => process.stderr.write(`svc nodes: ${describe(err)}; retrying in ${(delay / 1000).toFixed(1)} s\n`);
+
+async function list(parsed: Parsed): Promise<number> {
+  if (parsed.positionals.length !== 0) throw new UsageError(`nodes: unknown subcommand "${parsed.positionals[0]}" (nodes, or nodes forget ID)`);
+  const server = serverUrl(parsed);
+  const { json } = await callJson<{ nodes: NodeView[] }>(new Backoff(note, Math.min(retryBudgetMs(), 15_000)), server, '/api/ops/v1/nodes', [200]);
+  for (const n of json.nodes) {
+    const state = n.state === 'live' ? 'live' : `down since ${n.lastSeenAt}`;
+    const columns = [n.nodeId, n.address || '-', state, n.rootHolder ? 'root holder' : 'no roots'];
+    if (n.self) columns.push('(answered)');
+    process.stdout.write(`${columns.join('\t')}\n`);
+  }
+  return 0;
+}
+
+async function forget(parsed: Parsed): Promise<number> {
+  if (parsed.positionals.length !== 2) throw new UsageError('nodes forget needs exactly one node ID');
+  const id = parsed.positionals[1]!;
+  const server = serverUrl(parsed);
+  // Not retried once answered: a refusal (409 node_live, 404 node_not_found) is the answer.
+  const backoff = new Backoff(note, Math.min(retryBudgetMs(), 15_000));
+  for (;;) {
+    try {
+      const reply = await call(server, `/api/ops/v1/nodes/${encodeURIComponent(id)}`, [200], { method: 'DELETE' });
+      const answer = await readJson<{ message: string }>(reply);
+      process.stdout.write(`${answer.message}\n`);
+      return 0;
+    } catch (err) {
+      if (err instanceof ApiError) throw err;
+      await backoff.wait(err);
+    }
+  }
+}

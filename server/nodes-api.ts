@@ -1,0 +1,30 @@
+// The operator endpoints of the nodes sharing the catalog (engine/ops/nodes.ts), beside GC's:
+//   GET    /api/ops/v1/nodes            { nodes: [{ nodeId, address, state, lastSeenAt, rootHolder, rootHolderSince?, self }] }
+//   DELETE /api/ops/v1/nodes/{nodeId}   forgets a node that is down: GC stops waiting for its marks
+//                                       (409 node_live while it is live, 404 node_not_found)
+import { SvcError } from '../engine/errors.js';
+import type { ServerContext } from './api-surface.js';
+import type { Router } from './router.js';
+
+const ROUTE = '/api/ops/v1/nodes';
+
+export function mountNodesApi(router: Router, { engine }: ServerContext): void {
+  router.on('GET', ROUTE, async ({ ex, query }) => {
+    const unknown = [...query.keys()][0];
+    if (unknown !== undefined) throw new SvcError(400, 'invalid_request', `Unknown parameter ${unknown}`);
+    ex.json(200, { nodes: await engine.cluster.list() }, { 'Cache-Control': 'no-store' });
+  }, { capability: 'observability.read' });
+
+  // Forgetting a node lets GC collect what only that node referenced: GC's capability.
+  router.on('DELETE', `${ROUTE}/:nodeId`, async ({ ex, params }) => {
+    ex.json(200, await engine.cluster.forget(decodeSegment(params[0]!)), { 'Cache-Control': 'no-store' });
+  }, { capability: 'gc.run' });
+}
+
+function decodeSegment(raw: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw;
+  }
+}
