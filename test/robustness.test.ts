@@ -178,8 +178,12 @@ describe('robustness', () => {
       });
       expect(stored.size).toBe(50);
       // Upload segments and download buffers live within SVC_INGEST_BUFFER_BYTES (96 MiB), bytes
-      // uWS delivers after pause() wait in spill files; the rest is the runtime's own.
-      expect(peak - baseline).toBeLessThan(224 * MiB);
+      // uWS delivers after pause() wait in spill files; the rest is the runtime's own, and how much
+      // of that is garbage not yet collected depends on the machine's load: alone, 176-229 MiB over
+      // the baseline on pg-s3 (198-214 MiB before issue 25), 241 MiB beside the full suite. The
+      // bodies total ~530 MiB (six of 64 MiB) and each is read twice: holding them whole would be
+      // several times this bound.
+      expect(peak - baseline).toBeLessThan(320 * MiB);
       expect(await metric(server.url, 'svc_buffered_bytes')).toBe(0);
       // Spill files of backlogs are gone once their uploads are done.
       await eventually(async () => listTemp(server.root).length === 0);
