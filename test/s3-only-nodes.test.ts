@@ -25,7 +25,9 @@ beforeAll(async () => {
     SVC_S3_BUCKET: BUCKET,
     AWS_ACCESS_KEY_ID: s3.accessKeyId,
     AWS_SECRET_ACCESS_KEY: s3.secretAccessKey,
-    SVC_NODE_TTL: '2s',
+    // Long enough for a node's start on a busy machine (seen at 3.7 s) to read a killed node's
+    // last heartbeat (beats every TTL / 3) as live: at 2 s a slow start found it expired.
+    SVC_NODE_TTL: '8s',
   };
 });
 afterAll(async () => {
@@ -61,9 +63,10 @@ describe('S3-only nodes on a server that ignores preconditions (s3rver)', () => 
       const list = (await (await fetch(`${c.url}/api/v1/blobs`)).json()) as { blobs: unknown[] };
       expect(list.blobs).toHaveLength(1);
       await c.kill9();
-      // A killed node holds the bucket until its heartbeat is older than SVC_NODE_TTL (2 s).
+      const killedAt = Date.now();
+      // A killed node holds the bucket until its heartbeat is older than SVC_NODE_TTL (8 s).
       await expect(startServer(env)).rejects.toThrow(/ignores conditional writes/);
-      await new Promise((resolve) => setTimeout(resolve, 2500));
+      await new Promise((resolve) => setTimeout(resolve, killedAt + 8500 - Date.now()));
       const d = await startServer(env);
       await d.stop();
     } finally {
