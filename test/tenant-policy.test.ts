@@ -47,6 +47,22 @@ async function token(org: string): Promise<string> {
 const bearer = (t: string) => ({ Authorization: `Bearer ${t}` });
 const upload = (t: string, body: Buffer) => fetch(`${server.url}/api/v1/blobs`, { method: 'POST', headers: bearer(t), body: new Uint8Array(body) });
 
+/**
+ * Until the gauge `name` of the server at `url` is at least `min`: an upload the router admitted
+ * (its tenant's slot taken) holds a memory reservation (svc_transfers_in_flight) or waits for one
+ * (svc_transfers_queued). A fixed pause for that was too short when the machine was busy.
+ */
+async function gaugeReaches(url: string, name: string, min: number): Promise<void> {
+  const minted = await fetch(`${url}/dev/token`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ org_id: 'ops', scope: 'observability.read' }) });
+  const { access_token: ops } = (await minted.json()) as { access_token: string };
+  for (const until = Date.now() + 10_000; ; await new Promise((resolve) => setTimeout(resolve, 20))) {
+    const text = await (await fetch(`${url}/metrics`, { headers: bearer(ops) })).text();
+    const value = Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
+    if (value >= min) return;
+    if (Date.now() > until) throw new Error(`${name} is ${value}, not ${min} or more, after 10 s`);
+  }
+}
+
 beforeAll(async () => {
   const dir = fs.mkdtempSync(path.join(process.env.TMPDIR ?? '/tmp', 'svc-policy-'));
   policyFile = path.join(dir, 'policy.json');
@@ -156,7 +172,7 @@ describe('tenant policy', () => {
       slow.on('error', reject);
     });
     slow.write(randomBytes(65536));
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await gaugeReaches(server.url, 'svc_transfers_in_flight', 1);
     // Its body is held (the socket paused) while it waits for the slot.
     const started = Date.now();
     const waiting = upload(t, randomBytes(1024 * 1024));
@@ -183,7 +199,7 @@ describe('tenant policy', () => {
       slow.on('error', reject);
     });
     slow.write(randomBytes(10_000));
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await gaugeReaches(server.url, 'svc_transfers_in_flight', 1);
     const refused = await upload(t, randomBytes(1000));
     expect(refused.status).toBe(429);
     expect(((await refused.json()) as { error: string }).error).toBe('tenant_concurrency_exceeded');
@@ -473,9 +489,9 @@ describe('admission when the server cannot queue safely', () => {
         open.push(req);
       };
       chunked(x);
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      await gaugeReaches(s.url, 'svc_transfers_in_flight', 1);
       chunked(m); // holds m's one slot, its ingest waiting for memory
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      await gaugeReaches(s.url, 'svc_transfers_queued', 1);
       const refused = await fetch(`${s.url}/api/v1/blobs/sha-256:${'0'.repeat(64)}:1`, { headers: bearer(m) });
       expect(refused.status).toBe(503);
       expect(((await refused.json()) as { error: string }).error).toBe('tenant_admission_unavailable');

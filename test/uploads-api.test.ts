@@ -431,6 +431,8 @@ describe('resumable uploads across restarts and failures', () => {
       expect(late.json.error).toBe('upload_expired');
       expect((await status(server.url, id)).res.status).toBe(410);
       expect((await commit(server.url, id)).json.error).toBe('upload_expired');
+      // The cleanup (every 300 ms) removes them: waited for, not assumed done 0.5 s past the TTL.
+      for (const until = Date.now() + 10_000; (await stagedTails(server.root, id)).length > 0 && Date.now() < until; ) await new Promise((r) => setTimeout(r, 50));
       expect(await stagedTails(server.root, id)).toEqual([]);
     } finally {
       await server.stop();

@@ -67,6 +67,8 @@ interface CephStart {
 
 const REQUIRED_BINARIES = ['ceph-mon', 'ceph-mgr', 'ceph-osd', 'radosgw', 'radosgw-admin', 'ceph-authtool', 'monmaptool'];
 const START_TIMEOUT_MS = 90_000;
+/** stop.sh takes at most 30 s by its own clock; the rest is for a busy machine. */
+const STOP_TIMEOUT_MS = 45_000;
 
 /**
  * radosgw on a fresh single-node Ceph cluster in a temp dir, or `{ skip }` saying why it could
@@ -87,7 +89,7 @@ export async function startRadosgw(options: { memstoreBytes?: number } = {}): Pr
   const line = started.stdout.trim().split('\n').at(-1) ?? '';
   if (!started.ok || !line.startsWith('{')) {
     // start.sh stops what it started when it fails; stop.sh again in case it was killed by the timeout.
-    await run(join(scripts, 'stop.sh'), [dir], env, 30_000);
+    await run(join(scripts, 'stop.sh'), [dir], env, STOP_TIMEOUT_MS);
     const reason = `radosgw: scripts/ceph/start.sh failed (${started.error}): ${tail(started.stderr)}${logTail(dir)}`;
     rmSync(dir, { recursive: true, force: true });
     return { skip: reason };
@@ -101,9 +103,9 @@ export async function startRadosgw(options: { memstoreBytes?: number } = {}): Pr
     secretAccessKey: cluster.secretAccessKey,
     storage: `memory of ceph-osd pid ${cluster.pids.osd} (memstore)`,
     async stop() {
-      await run(join(scripts, 'stop.sh'), [dir], env, 30_000);
+      await run(join(scripts, 'stop.sh'), [dir], env, STOP_TIMEOUT_MS);
       // stop.sh kills by pid; make sure, since a daemon left behind would hold memory and ports.
-      const alive = Object.values(cluster.pids).filter(isAlive);
+      const alive = Object.values(cluster.pids).filter((pid) => isDaemonOf(pid, cluster.dir));
       for (const pid of alive) process.kill(pid, 'SIGKILL');
       rmSync(dir, { recursive: true, force: true });
       if (alive.length > 0) throw new Error(`radosgw: stop.sh left pids ${alive.join(', ')} running (killed)`);
@@ -111,16 +113,15 @@ export async function startRadosgw(options: { memstoreBytes?: number } = {}): Pr
   };
 }
 
-/** Whether `pid` runs; a zombie (exited, not yet reaped by its parent, often pid 1) does not. */
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
+/**
+ * Whether `pid` runs a daemon of the cluster in `dir` (started with `-c <dir>/ceph.conf`: a pid
+ * the system gave to another process since is not one); a zombie (exited, not yet reaped by its
+ * parent, often pid 1) does not run.
+ */
+function isDaemonOf(pid: number, dir: string): boolean {
   try {
     const state = /\) (\S)/.exec(readFileSync(`/proc/${pid}/stat`, 'utf8'))?.[1];
-    return state !== 'Z' && state !== 'X';
+    return state !== 'Z' && state !== 'X' && readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes(`${dir}/ceph.conf`);
   } catch {
     return false;
   }

@@ -3,6 +3,7 @@
 // honours them (preconditions.ts probed it at start); elsewhere one node runs alone and keeps
 // its writes in order itself (engine/store/s3-only/ledger.ts serializes per tenant).
 import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { KeyQueue } from '../key-queue.js';
 import { isNotFound } from '../s3/block-store.js';
 import { type ConditionalWrites, ifMatchValue } from '../s3/preconditions.js';
 
@@ -21,6 +22,17 @@ export interface ListedKey {
 export type WriteCondition = { ifNoneMatch: true } | { ifMatch: string } | undefined;
 
 export class ObjectIo {
+  /**
+   * Where the server ignores conditions, this process's requests on one key, one at a time. Such
+   * a server runs one node, so this process is the key's only writer; and such servers may not
+   * replace an object whole: s3rver writes a PUT in place, and answers a GET with the length it
+   * found before it opened the file, so a GET beside a PUT of the key is served torn (empty, a
+   * mix, or shorter than its Content-Length: the client then waits until the server's keep-alive
+   * timeout closes the socket, 'Error: aborted'). A server that honours conditions is a
+   * production one (AWS, radosgw) whose PUT is atomic.
+   */
+  private readonly turns = new KeyQueue();
+
   constructor(
     readonly client: S3Client,
     readonly bucket: string,
@@ -32,48 +44,60 @@ export class ObjectIo {
     return this.conditions.ifNoneMatch && this.conditions.ifMatch;
   }
 
-  async get(Key: string): Promise<StoredObject | undefined> {
-    try {
-      const out = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key }));
-      const body = Buffer.from(await out.Body!.transformToByteArray());
-      return { body, etag: out.ETag ?? '', lastModifiedMs: out.LastModified?.getTime() ?? 0 };
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    }
+  private turn<T>(Key: string, work: () => Promise<T>): Promise<T> {
+    return this.honoursConditions ? work() : this.turns.run(Key, work);
   }
 
-  async exists(Key: string): Promise<boolean> {
-    try {
-      await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key }));
-      return true;
-    } catch (err) {
-      if (isNotFound(err)) return false;
-      throw err;
-    }
+  get(Key: string): Promise<StoredObject | undefined> {
+    return this.turn(Key, async () => {
+      try {
+        const out = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key }));
+        const body = Buffer.from(await out.Body!.transformToByteArray());
+        return { body, etag: out.ETag ?? '', lastModifiedMs: out.LastModified?.getTime() ?? 0 };
+      } catch (err) {
+        if (isNotFound(err)) return undefined;
+        throw err;
+      }
+    });
+  }
+
+  exists(Key: string): Promise<boolean> {
+    return this.turn(Key, async () => {
+      try {
+        await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key }));
+        return true;
+      } catch (err) {
+        if (isNotFound(err)) return false;
+        throw err;
+      }
+    });
   }
 
   /**
    * Writes `body` at `Key`; 'refused' when the server refused the condition (412: another writer
    * won). A condition the server does not honour is not sent (it would be ignored anyway).
    */
-  async put(Key: string, body: Buffer, condition?: WriteCondition, contentType = 'application/json'): Promise<{ etag: string } | 'refused'> {
+  put(Key: string, body: Buffer, condition?: WriteCondition, contentType = 'application/json'): Promise<{ etag: string } | 'refused'> {
     const headers: { IfNoneMatch?: string; IfMatch?: string } = {};
     if (condition && 'ifNoneMatch' in condition && this.conditions.ifNoneMatch) headers.IfNoneMatch = '*';
     if (condition && 'ifMatch' in condition && this.conditions.ifMatch) headers.IfMatch = ifMatchValue(condition.ifMatch, this.conditions.ifMatchEtagForm ?? 'quoted');
-    try {
-      const out = await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key, Body: body, ContentLength: body.length, ContentType: contentType, ...headers }));
-      return { etag: out.ETag ?? '' };
-    } catch (err) {
-      const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
-      // 409 ConditionalRequestConflict: AWS's answer to two conditional writes racing on one key.
-      if (status === 412 || status === 409) return 'refused';
-      throw err;
-    }
+    return this.turn(Key, async () => {
+      try {
+        const out = await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key, Body: body, ContentLength: body.length, ContentType: contentType, ...headers }));
+        return { etag: out.ETag ?? '' };
+      } catch (err) {
+        const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+        // 409 ConditionalRequestConflict: AWS's answer to two conditional writes racing on one key.
+        if (status === 412 || status === 409) return 'refused';
+        throw err;
+      }
+    });
   }
 
-  async delete(Key: string): Promise<void> {
-    await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key }));
+  delete(Key: string): Promise<void> {
+    return this.turn(Key, async () => {
+      await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key }));
+    });
   }
 
   /**
