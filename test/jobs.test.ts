@@ -270,7 +270,9 @@ describe('job queue', () => {
 
   test('a long task keeps its lease renewed and is not taken up again', async () => {
     const { env, queue } = setup({ leaseMs: 300 });
-    const job = await queue.enqueue(TENANT, 'sleep', { ms: 1200 });
+    // The task runs 3 s from no earlier than the moment it was seen running: 700 ms later it still
+    // runs however late that sighting was (up to 2.3 s), and the 300 ms lease was renewed meanwhile.
+    const job = await queue.enqueue(TENANT, 'sleep', { ms: 3000 });
     const running = await until(() => queue.get(TENANT, job.jobId)!, (r) => r.state === 'running');
     await delay(700);
     const later = queue.get(TENANT, job.jobId)!;
