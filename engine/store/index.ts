@@ -27,3 +27,5 @@ export { type DataDirLock, DataDirInUse, DataDirLockError, lockDataDir } from '.
 export { DiskSpace, type FreeSpaceFloor, floorInBytes } from './disk-space.js';
 export { syncDirectory } from './fs/sync-directory.js';
 export { blockWriter } from './block-writer.js';
+export { type Entry, Table, type Unit, UnitConflict, type UnitKey, type UnitRange, type UnitStore, table } from './unit-store.js';
+export { LmdbUnitStore } from './lmdb/unit-store.js';

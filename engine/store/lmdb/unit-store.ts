@@ -1,0 +1,111 @@
+import type { Database, Key } from 'lmdb';
+import type { CatalogEnv } from './env.js';
+import { type BufferedWrite, type PointRead, type RangeRead, type StoredEntry, type UnitBackend, keyBytes, runUnit, sameBytes, sameEntries } from '../unit-runner.js';
+import type { Entry, Table, Unit, UnitKey, UnitRange, UnitStore } from '../unit-store.js';
+
+const rangeOptions = (options: UnitRange) => ({
+  ...(options.start === undefined ? {} : { start: options.start as Key }),
+  ...(options.end === undefined ? {} : { end: options.end as Key }),
+  ...(options.reverse ? { reverse: true } : {}),
+  ...(options.limit === undefined ? {} : { limit: options.limit }),
+});
+
+/**
+ * Units of work on the node's LMDB catalog (`fs`, and the embedded state of the other backends'
+ * single node). Each table is a named database of the catalog (the names and encodings the
+ * tables have always had, so existing data directories read as before). A unit's commit runs
+ * in lmdb-js's batched asynchronous write transaction, which checks the preconditions against
+ * the stored bytes before writing: only this process writes the catalog (the data directory
+ * lock), so nothing can change between the check and the writes.
+ */
+export class LmdbUnitStore implements UnitStore, UnitBackend {
+  readonly shared = false;
+  private readonly databases = new Map<string, Database<unknown, Key>>();
+  private readonly listeners = new Map<string, Set<() => void>>();
+
+  constructor(private readonly env: CatalogEnv) {}
+
+  private db(name: string): Database<unknown, Key> {
+    let db = this.databases.get(name);
+    if (!db) {
+      db = this.env.database<unknown, Key>(name);
+      this.databases.set(name, db);
+    }
+    return db;
+  }
+
+  async readPoint(tableName: string, key: UnitKey): Promise<{ value: unknown; bytes: Buffer | undefined }> {
+    const db = this.db(tableName);
+    const bytes = db.getBinary(key as Key);
+    return { value: bytes === undefined ? undefined : db.get(key as Key), bytes };
+  }
+
+  async readRange(tableName: string, options: UnitRange): Promise<StoredEntry[]> {
+    const db = this.db(tableName);
+    const out: StoredEntry[] = [];
+    for (const { key, value } of db.getRange(rangeOptions(options))) {
+      out.push({ key: key as UnitKey, keyBytes: keyBytes(key as UnitKey), value, bytes: db.getBinary(key)! });
+    }
+    return out;
+  }
+
+  commit(points: PointRead[], ranges: RangeRead[], writes: BufferedWrite[]): Promise<boolean> {
+    return this.env.root.transaction(() => {
+      for (const read of points) if (!sameBytes(this.db(read.table).getBinary(read.key as Key), read.bytes)) return false;
+      for (const read of ranges) {
+        const db = this.db(read.table);
+        const now = [];
+        for (const key of db.getKeys(rangeOptions(read.options))) now.push({ keyBytes: keyBytes(key as UnitKey), bytes: db.getBinary(key)! });
+        if (!sameEntries(read.entries, now)) return false;
+      }
+      for (const write of writes) {
+        const db = this.db(write.table);
+        if (write.value === undefined) void db.remove(write.key as Key);
+        else void db.put(write.key as Key, write.value);
+      }
+      return true;
+    });
+  }
+
+  async run<T>(step: (unit: Unit) => Promise<T> | T): Promise<T> {
+    const { result, written } = await runUnit(this, step);
+    for (const name of written) for (const listener of this.listeners.get(name) ?? []) listener();
+    return result;
+  }
+
+  async get<V, K extends UnitKey>(table: Table<V, K>, key: K): Promise<V | undefined> {
+    return this.db(table.name).get(key as Key) as V | undefined;
+  }
+
+  async has<V, K extends UnitKey>(table: Table<V, K>, key: K): Promise<boolean> {
+    return this.db(table.name).doesExist(key as Key);
+  }
+
+  async range<V, K extends UnitKey>(table: Table<V, K>, options: UnitRange = {}): Promise<Array<Entry<V, K>>> {
+    return [...this.db(table.name).getRange(rangeOptions(options))] as Array<Entry<V, K>>;
+  }
+
+  async *scan<V, K extends UnitKey>(table: Table<V, K>, options: Omit<UnitRange, 'limit'> = {}): AsyncIterable<Entry<V, K>> {
+    // No snapshot: a long scan must not pin an old version of the catalog.
+    for (const entry of this.db(table.name).getRange({ ...rangeOptions(options), snapshot: false })) yield entry as Entry<V, K>;
+  }
+
+  async count<V, K extends UnitKey>(table: Table<V, K>, options: Omit<UnitRange, 'limit'> = {}): Promise<number> {
+    return this.db(table.name).getKeysCount(rangeOptions(options));
+  }
+
+  watch(tableName: string, listener: () => void): () => void {
+    let set = this.listeners.get(tableName);
+    if (!set) this.listeners.set(tableName, (set = new Set()));
+    set.add(listener);
+    return () => set.delete(listener);
+  }
+
+  probe(): Promise<void> {
+    return this.env.probe();
+  }
+
+  async close(): Promise<void> {
+    // The catalog environment is the engine's to close.
+  }
+}

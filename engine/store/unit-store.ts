@@ -1,0 +1,92 @@
+// Units of work over ordered tables: the storage of the document platform, jobs, views,
+// workflow runs, legacy mappings, schemas and migrations (docs/architecture.md, "Stores as
+// units of work"). A step reads what it needs (each read is a precondition), decides, and
+// buffers its writes; the store commits the writes atomically only if nothing the step read
+// has changed since, and otherwise runs the step again on fresh reads. Steps are async, so the
+// same services run on the node's LMDB (`fs`) and on PostgreSQL shared by several nodes
+// (`pg-s3`). Keys sort as LMDB's ordered-binary sorts them on both.
+
+/** Keys sort by type, then value; arrays element by element. */
+export type UnitKey = string | number | Array<string | number>;
+
+/** A named table of records `V` under keys `K`: a typed handle, nothing is opened. */
+export class Table<V, K extends UnitKey = UnitKey> {
+  /** Type-only: the record and key types travel with the handle. */
+  declare readonly record?: V;
+  declare readonly keyType?: K;
+  constructor(readonly name: string) {}
+}
+
+export function table<V, K extends UnitKey = UnitKey>(name: string): Table<V, K> {
+  return new Table<V, K>(name);
+}
+
+export interface UnitRange {
+  /** Bounds may be key prefixes; `start` is inclusive, `end` exclusive (reversed: `start` is the high end). */
+  start?: UnitKey;
+  end?: UnitKey;
+  reverse?: boolean;
+  limit?: number;
+}
+
+export interface Entry<V, K> {
+  key: K;
+  value: V;
+}
+
+/** What a step of a unit of work sees and does. */
+export interface Unit {
+  /** The record (this unit's own write first); a precondition: the unit commits only if it is unchanged. */
+  get<V, K extends UnitKey>(table: Table<V, K>, key: K): Promise<V | undefined>;
+  has<V, K extends UnitKey>(table: Table<V, K>, key: K): Promise<boolean>;
+  /**
+   * The committed entries in the range (this unit's own writes are not merged in). By default a
+   * precondition: the unit commits only if the range holds the same entries. `precondition:
+   * false` reads without one (a scan for candidates whose records are then read with `get`).
+   */
+  range<V, K extends UnitKey>(table: Table<V, K>, options?: UnitRange & { precondition?: boolean }): Promise<Array<Entry<V, K>>>;
+  put<V, K extends UnitKey>(table: Table<V, K>, key: K, value: V): void;
+  remove<V, K extends UnitKey>(table: Table<V, K>, key: K): void;
+  /** Runs once the unit has committed (not when it is retried or fails). */
+  afterCommit(callback: () => void): void;
+}
+
+export interface UnitStore {
+  /** Whether other nodes write the same tables (pg-s3): in-memory copies must follow `watch`. */
+  readonly shared: boolean;
+  /**
+   * Runs `step` as one unit of work and returns its result once its writes are committed. A
+   * step that throws commits nothing; a step whose reads changed before its commit runs again
+   * (so a step has no effects outside the unit but through `afterCommit`).
+   */
+  run<T>(step: (unit: Unit) => Promise<T> | T): Promise<T>;
+  /** The latest committed record. */
+  get<V, K extends UnitKey>(table: Table<V, K>, key: K): Promise<V | undefined>;
+  has<V, K extends UnitKey>(table: Table<V, K>, key: K): Promise<boolean>;
+  /** The latest committed entries of a bounded range. */
+  range<V, K extends UnitKey>(table: Table<V, K>, options?: UnitRange): Promise<Array<Entry<V, K>>>;
+  /** Every entry of the range in pages: no snapshot, writes made meanwhile may or may not be seen. */
+  scan<V, K extends UnitKey>(table: Table<V, K>, options?: Omit<UnitRange, 'limit'>): AsyncIterable<Entry<V, K>>;
+  count<V, K extends UnitKey>(table: Table<V, K>, options?: Omit<UnitRange, 'limit'>): Promise<number>;
+  /** `listener` runs after any unit that wrote `tableName` commits, on this node or (shared) another. */
+  watch(tableName: string, listener: () => void): () => void;
+  /** A cheap read and write round trip for readiness checks. */
+  probe(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** A unit's reads changed before it could commit: it runs again. */
+export class UnitConflict extends Error {
+  constructor(readonly tableName: string) {
+    super(`a record of ${tableName} changed while the unit ran`);
+  }
+}
+
+/** How often a unit runs before its store gives up (each retry waits a little longer). */
+export const UNIT_ATTEMPTS = 64;
+
+/** The pause before attempt `attempt` (from 1) of a unit that conflicted: none, then growing with jitter. */
+export function conflictBackoff(attempt: number): number {
+  if (attempt < 3) return 0;
+  return Math.min(50, 2 ** Math.min(attempt - 3, 6)) * (0.5 + Math.random());
+}
