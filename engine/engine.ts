@@ -28,7 +28,7 @@ import { ClusterNodes, TrafficHistory, nodeIdOf } from './ops/index.js';
 import { type LiveNode, ownerOf } from './locality/index.js';
 import { ViewService } from './views/index.js';
 import { WorkflowService } from './workflows/index.js';
-import { type BlobBackend, type BlobCatalog, type BlobSummary, type BlockStore, CatalogEnv, type DataDirLock, DiskSpace, FsTailStaging, DEFAULT_TENANT, InvalidCursorError, FileDevSecretStore, LmdbGcCatalog, LmdbKeyedCatalog, LmdbModelRegistry, LmdbUploadCatalog, type Manifest, lockDataDir, openBlobBackend } from './store/index.js';
+import { type BlobBackend, type BlobCatalog, type BlobSummary, type BlockStore, CatalogEnv, type DataDirLock, DiskSpace, FsTailStaging, DEFAULT_TENANT, InvalidCursorError, FileDevSecretStore, KeyedCatalog, LmdbGcCatalog, LmdbModelRegistry, LmdbUnitStore, type UnitStore, LmdbUploadCatalog, type Manifest, lockDataDir, openBlobBackend } from './store/index.js';
 import type { BlockRoots } from './cas/index.js';
 import { BufferPool } from './uploads/index.js';
 import { Uploads } from './uploads/index.js';
@@ -61,6 +61,8 @@ export class Engine {
   readonly uploads: Uploads;
   /** The durable job queue (document platform): kinds are defined by the modules that use it. */
   readonly jobs: JobQueue;
+  /** Units of work of the document platform, jobs, views, workflows and legacy mappings (engine/store/unit-store.ts). */
+  readonly units: UnitStore;
   /** The document platform: documents, versions, metadata, schemas, migrations. */
   readonly documents: DocumentService;
   readonly views: ViewService;
@@ -140,23 +142,27 @@ export class Engine {
       // s3: sessions stay in this node's LMDB, roots only it can mark (pg-s3 keeps them in the catalog).
       holdRoots: backend.shared ? () => this.gc.holdRoots() : undefined,
     });
-    this.jobs = new JobQueue({ env: catalog, pool, config: config.jobs, log });
-    const schemas = new SchemaRegistry(new LmdbKeyedCatalog(catalog, 'schemas'));
-    this.documents = new DocumentService(catalog, schemas, new MigrationRegistry(new LmdbKeyedCatalog(catalog, 'migrations'), schemas), this.jobs, (options) => this.startIngest(options), {
+    // The document platform's, the jobs' and the legacy mappings' records: shared by the
+    // cluster's nodes on pg-s3, else in this node's LMDB.
+    const units: UnitStore = new LmdbUnitStore(catalog);
+    this.units = units;
+    this.jobs = new JobQueue({ store: units, pool, config: config.jobs, log });
+    const schemas = new SchemaRegistry(new KeyedCatalog(units, 'schemas'));
+    this.documents = new DocumentService(units, schemas, new MigrationRegistry(new KeyedCatalog(units, 'migrations'), schemas), this.jobs, (options) => this.startIngest(options), {
       limits: (tenant) => this.tenantLimits(tenant),
       blobBytes: (tenant) => manifests.retainedBytes(tenant),
     });
-    this.legacyImports = new LegacyImports(catalog, this.legacy, this.documents, this.jobs, log);
+    this.legacyImports = new LegacyImports(units, this.legacy, this.documents, this.jobs, log);
     this.tokens = tokens;
     this.models = new ModelService(config.model, backend.models ?? new LmdbModelRegistry(catalog), config.fsRoot, modelRoots, pool, log);
     // Every reference to blocks outside published manifests: resumable sessions, document content.
-    this.views = new ViewService(catalog, this.jobs, {
+    this.views = new ViewService(units, this.jobs, {
       contentOf: (key) => this.documents.contentManifest(key),
       reader: this.reader,
       startIngest: (options) => this.startIngest(options),
       maxInputBytes: config.views.maxInputBytes,
     });
-    this.workflows = new WorkflowService(catalog, this.jobs, this.documents, this.views);
+    this.workflows = new WorkflowService(units, this.jobs, this.documents, this.views);
     const roots: BlockRoots[] = [this.uploads.blockRoots(), this.documents.blockRoots(), this.views.blockRoots()];
     if (backend.embedded) {
       this.gc = new GarbageCollector({ config: config.gc, catalog: new LmdbGcCatalog(catalog), manifests: backend.embedded.manifests, blocks: backend.embedded.blocks, roots, log });
@@ -195,6 +201,7 @@ export class Engine {
     });
     if (cleaned.expired || cleaned.recovered || cleaned.removed) log.info('uploads: cleanup at start', cleaned);
     engine.uploads.startCleanup();
+    await engine.documents.open();
     const kept = await engine.workflows.registerSchemas();
     if (kept.length > 0) log.warn('workflows: schemas registered earlier with other bodies are kept; workflow entries that do not fit them are quarantined', { schemas: kept });
     await engine.models.start();
@@ -216,9 +223,9 @@ export class Engine {
    * The tenant's limits for a blob: its object limit, and the room its quota leaves beside its
    * documents' retained content (the catalog checks the blobs' bytes against it as it publishes).
    */
-  blobLimits(tenant: string): { maxObjectBytes?: number; quotaBytes?: number } {
+  async blobLimits(tenant: string): Promise<{ maxObjectBytes?: number; quotaBytes?: number }> {
     const { maxObjectBytes, quotaBytes } = this.tenantLimits(tenant);
-    return { maxObjectBytes, quotaBytes: quotaBytes === undefined ? undefined : quotaBytes - this.documents.retainedBytes(tenant) };
+    return { maxObjectBytes, quotaBytes: quotaBytes === undefined ? undefined : quotaBytes - (await this.documents.retainedBytes(tenant)) };
   }
 
   /**

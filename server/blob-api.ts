@@ -79,7 +79,14 @@ const FORWARDED = ['authorization', 'content-type', 'content-length', 'x-svc-ten
 
 function upload(engine: Engine, ex: Exchange, req: RequestHead, principal: Principal | undefined, chargeBytes: (bytes: number) => void): void | Promise<void> {
   const locality = localityHeaders(req, principal);
-  if (locality === undefined) return ingest(engine, ex, req, principal, chargeBytes, new SocketBody(ex));
+  if (locality === undefined) {
+    const limits = principal ? engine.tenantLimits(principal.tenant) : undefined;
+    if (limits?.quotaBytes === undefined) return ingest(engine, ex, req, principal, chargeBytes, new SocketBody(ex), limits);
+    // A quota: the room it leaves is read first (the tenant's document content counts), the body held meanwhile.
+    const head = snapshotHead(req);
+    const body = new HeldBody(ex.body);
+    return engine.blobLimits(principal!.tenant).then((room) => ingest(engine, ex, head, principal, chargeBytes, body, room));
+  }
   if (!engine.config.locality) throw new SvcError(503, 'locality_unavailable', 'Session-localized upload needs the locality runtime, which this server does not run');
   // Placement reads the nodes from the catalog: the head is read and the body held first.
   const forwarded = header(req, FORWARDED_BY) !== undefined;
@@ -95,14 +102,16 @@ function upload(engine: Engine, ex: Exchange, req: RequestHead, principal: Princ
       throw new SvcError(503, 'locality_failed', `No owner could be placed: ${String((err as Error)?.message ?? err)}`);
     });
     if (owner && !owner.self) return forwardUpload(ex, body, owner, headers, engine.nodeId);
-    ingest(engine, ex, head, principal, chargeBytes, body, { [SERVED_BY]: engine.nodeId });
+    ingest(engine, ex, head, principal, chargeBytes, body, principal ? await engine.blobLimits(principal.tenant) : undefined, { [SERVED_BY]: engine.nodeId });
   })();
 }
 
-function ingest(engine: Engine, ex: Exchange, req: RequestHead, principal: Principal | undefined, chargeBytes: (bytes: number) => void, body: BodySource, extraHeaders: Record<string, string> = {}): void {
+/** With security on, `limits` are the tenant's (object size, the room its quota leaves); the principal's byte budget is charged here. */
+function ingest(
+  engine: Engine, ex: Exchange, req: RequestHead, principal: Principal | undefined, chargeBytes: (bytes: number) => void, body: BodySource,
+  limits: { maxObjectBytes?: number; quotaBytes?: number } | undefined, extraHeaders: Record<string, string> = {},
+): void {
   const declaredLength = parseContentLength(header(req, 'content-length'));
-  // With security on: the tenant's limits (object size, the room its quota leaves) and the principal's byte budget.
-  const limits = principal ? engine.blobLimits(principal.tenant) : undefined;
   if (declaredLength !== undefined) chargeBytes(declaredLength);
   const ingest = engine.startIngest({
     tenant: principal?.tenant,

@@ -16,7 +16,7 @@ import { decodeCursor, encodeCursor, parseLimit } from '../engine/cas/index.js';
 import { SvcError, payloadTooLarge } from '../engine/errors.js';
 import type { ServerContext } from './api-surface.js';
 import { readJson } from './body-readers.js';
-import { type BodySource, SocketBody } from './body-sources.js';
+import { type BodySource, HeldBody } from './body-sources.js';
 import { feedIngest } from './body-feed.js';
 import { readConditions, serveBlob } from './blob-serving.js';
 import { type Exchange, header } from './exchange.js';
@@ -78,14 +78,17 @@ export function mountDocsApi(router: Router, ctx: ServerContext, docsCtx: DocsCo
 
   // The document's bytes: an operation of its tenant (one of its slots), its declared length
   // against the caller's byte budget, the tenant's object limit and quota (engine/documents).
-  router.on('PUT', '/v1/uploads/:uploadId/bytes', (call) => {
+  router.on('PUT', '/v1/uploads/:uploadId/bytes', async (call) => {
     const { ex, req, params } = call;
     const declared = header(req, 'content-length');
     const length = declared === undefined ? undefined : /^[0-9]{1,16}$/.test(declared) ? Number(declared) : NaN;
     if (Number.isNaN(length)) throw badRequest('Content-Length must be a decimal byte count');
     if (length !== undefined) call.chargeBytes(length);
-    const upload = docs.beginBytes(caller(call), decodeSegment(params[0]!), { contentType: parseContentType(header(req, 'content-type')), declaredLength: length });
-    streamInto(ex, new SocketBody(ex), upload, stats);
+    const contentType = parseContentType(header(req, 'content-type'));
+    // Held from its first byte while the upload's records are read.
+    const body = new HeldBody(ex.body);
+    const upload = await docs.beginBytes(caller(call), decodeSegment(params[0]!), { contentType, declaredLength: length });
+    streamInto(ex, body, upload, stats);
   }, { capability: 'doc.create', operation: true });
 
   json('POST', '/v1/uploads/:uploadId/finalize', 'doc.create', async ({ ex, params }, principal, body) => {
@@ -93,7 +96,7 @@ export function mountDocsApi(router: Router, ctx: ServerContext, docsCtx: DocsCo
     ex.json(r.created ? 201 : 200, { documentId: r.documentId, versionId: r.versionId, contentRef: r.contentRef });
   });
 
-  json('GET', '/v1/documents', 'doc.read', ({ ex, query }, principal) => {
+  json('GET', '/v1/documents', 'doc.read', async ({ ex, query }, principal) => {
     only(query, ['limit', 'cursor', 'label', 'externalRef', 'createdAfter', 'createdBefore']);
     const filter = {
       label: query.get('label') ?? undefined,
@@ -101,25 +104,25 @@ export function mountDocsApi(router: Router, ctx: ServerContext, docsCtx: DocsCo
       createdAfter: timeParam(query, 'createdAfter'),
       createdBefore: timeParam(query, 'createdBefore'),
     };
-    ex.json(200, docs.list(principal, filter, parseLimit(query.get('limit') ?? undefined), query.get('cursor') ?? undefined));
+    ex.json(200, await docs.list(principal, filter, parseLimit(query.get('limit') ?? undefined), query.get('cursor') ?? undefined));
   });
-  json('GET', '/v1/schemas', ANY_TOKEN, ({ ex, query }) => {
+  json('GET', '/v1/schemas', ANY_TOKEN, async ({ ex, query }) => {
     only(query, ['limit', 'cursor', 'namespaceUrn']);
     const cursor = query.get('cursor');
-    const page = docs.schemas.list(query.get('namespaceUrn') ?? undefined, parseLimit(query.get('limit') ?? undefined), cursor === null ? undefined : decodeCursor('sch1', cursor));
+    const page = await docs.schemas.list(query.get('namespaceUrn') ?? undefined, parseLimit(query.get('limit') ?? undefined), cursor === null ? undefined : decodeCursor('sch1', cursor));
     ex.json(200, page.next ? { schemas: page.schemas.map(schemaJson), nextCursor: encodeCursor('sch1', page.next) } : { schemas: page.schemas.map(schemaJson) });
   });
-  json('GET', '/v1/jobs', 'job.read', ({ ex, query }, principal) => {
+  json('GET', '/v1/jobs', 'job.read', async ({ ex, query }, principal) => {
     only(query, ['limit', 'cursor', 'documentId', 'state']);
     const state = query.get('state') ?? undefined;
     if (state !== undefined && !JOB_STATES.includes(state)) throw badRequest(`state must be one of ${JOB_STATES.join(', ')}`);
     const documentId = query.get('documentId') ?? undefined;
     if (documentId !== undefined && !UUID_ANY.test(documentId)) throw badRequest('documentId must be a UUID');
-    ex.json(200, docs.listJobs(principal, { documentId, state }, parseLimit(query.get('limit') ?? undefined), query.get('cursor') ?? undefined));
+    ex.json(200, await docs.listJobs(principal, { documentId, state }, parseLimit(query.get('limit') ?? undefined), query.get('cursor') ?? undefined));
   });
 
-  json('GET', '/v1/documents/:documentId', 'doc.read', ({ ex, params }, principal) => ex.json(200, docs.get(principal, params[0]!)));
-  json('GET', '/v1/documents/:documentId/versions', 'doc.read', ({ ex, params }, principal) => ex.json(200, docs.listVersions(principal, params[0]!)));
+  json('GET', '/v1/documents/:documentId', 'doc.read', async ({ ex, params }, principal) => ex.json(200, await docs.get(principal, params[0]!)));
+  json('GET', '/v1/documents/:documentId/versions', 'doc.read', async ({ ex, params }, principal) => ex.json(200, await docs.listVersions(principal, params[0]!)));
 
   // A download: an operation of its tenant, the bytes it serves against the caller's budget.
   router.on(['GET', 'HEAD'], '/v1/documents/:documentId/content', async (call) => {
@@ -127,7 +130,7 @@ export function mountDocsApi(router: Router, ctx: ServerContext, docsCtx: DocsCo
     const conditions = readConditions(req);
     const principal = caller(call);
     const ops = viewOfQuery({ view: query.get('view'), stripSignatures: query.get('stripSignatures'), redactionProfile: query.get('redactionProfile') });
-    const content = docs.content(principal, decodeSegment(params[0]!));
+    const content = await docs.content(principal, decodeSegment(params[0]!));
     const headOnly = ex.method === 'HEAD';
     if (!ops) {
       // The current version of a permission-checked resource: caches must ask again each time.
@@ -138,7 +141,7 @@ export function mountDocsApi(router: Router, ctx: ServerContext, docsCtx: DocsCo
     }
     checkApplicable(ops, content.mediaType);
     const base = { key: content.key, mediaType: content.mediaType, size: content.manifest.record.size };
-    const { key, jobId } = views.request(principal.tenant, content.documentId, base, ops);
+    const { key, jobId } = await views.request(principal.tenant, content.documentId, base, ops);
     if (jobId !== undefined) {
       const job = await views.settled(jobId, viewWaitMs);
       if (!job) return ex.json(202, { jobId }, { 'Retry-After': '5', Location: `/v1/jobs/${jobId}`, 'Cache-Control': 'no-store' });
@@ -147,7 +150,7 @@ export function mountDocsApi(router: Router, ctx: ServerContext, docsCtx: DocsCo
         throw new SvcError(500, 'view_failed', `The view could not be made (job ${jobId}: ${job.error?.code ?? job.state})`);
       }
     }
-    const view = views.cached(principal.tenant, key);
+    const view = await views.cached(principal.tenant, key);
     if (!view) throw new SvcError(500, 'view_failed', 'The view was made but its record is missing');
     const servedAs = { etag: `"${key}"`, mediaType: view.record.mediaType, lastModifiedMs: view.record.createdAt, cacheControl: 'private, no-cache' };
     if (view.manifest) return serveBlob(ctx.engine, ex, conditions, view.manifest, headOnly, servedAs, chargeBytes);
@@ -161,8 +164,8 @@ export function mountDocsApi(router: Router, ctx: ServerContext, docsCtx: DocsCo
     ex.json(202, { jobId: r.jobId }, { Location: `/v1/jobs/${r.jobId}` });
   });
 
-  json('GET', '/v1/documents/:documentId/metadata', 'meta.read', ({ ex, params, query }, principal) =>
-    ex.json(200, docs.metadata(principal, params[0]!, booleanParam(query, 'includeQuarantined'))),
+  json('GET', '/v1/documents/:documentId/metadata', 'meta.read', async ({ ex, params, query }, principal) =>
+    ex.json(200, await docs.metadata(principal, params[0]!, booleanParam(query, 'includeQuarantined'))),
   );
 
   // meta.write:<namespaceUrn> of the body: the engine checks it.
@@ -185,10 +188,10 @@ export function mountDocsApi(router: Router, ctx: ServerContext, docsCtx: DocsCo
     if (wait !== null && !/^([0-9]|[12][0-9]|30)$/.test(wait)) throw badRequest('wait must be whole seconds from 0 to 30');
     ex.json(200, await docs.job(principal, params[0]!, Number(wait ?? 0) * 1000));
   });
-  json('GET', '/v1/documents/:documentId/metadata/:namespaceUrn', 'meta.read', ({ ex, params, query }, principal) =>
-    ex.json(200, docs.namespace(principal, params[0]!, params[1]!, booleanParam(query, 'includeQuarantined'))),
+  json('GET', '/v1/documents/:documentId/metadata/:namespaceUrn', 'meta.read', async ({ ex, params, query }, principal) =>
+    ex.json(200, await docs.namespace(principal, params[0]!, params[1]!, booleanParam(query, 'includeQuarantined'))),
   );
-  json('GET', '/v1/documents/:documentId/metadata/:namespaceUrn/patches', 'meta.read', ({ ex, params }, principal) => ex.json(200, docs.patchHistory(principal, params[0]!, params[1]!)));
+  json('GET', '/v1/documents/:documentId/metadata/:namespaceUrn/patches', 'meta.read', async ({ ex, params }, principal) => ex.json(200, await docs.patchHistory(principal, params[0]!, params[1]!)));
 
   // meta.write:<ns> of each namespace of the bundle: the engine checks it.
   json('POST', '/v1/documents/:documentId/metadata', ANY_TOKEN, async ({ ex, params }, principal, body) => {
@@ -218,8 +221,8 @@ export function mountDocsApi(router: Router, ctx: ServerContext, docsCtx: DocsCo
     ex.json(created ? 201 : 200, schemaJson(record), { Location: `/v1/schemas/${encodeURIComponent(record.schemaUrn)}` });
   });
 
-  json('GET', '/v1/schemas/:schemaUrn', ANY_TOKEN, ({ ex, params }) => {
-    const record = docs.schemas.get(params[0]!);
+  json('GET', '/v1/schemas/:schemaUrn', ANY_TOKEN, async ({ ex, params }) => {
+    const record = await docs.schemas.get(params[0]!);
     if (!record) throw new SvcError(404, 'schema_not_found', `No schema ${params[0]}`);
     ex.json(200, schemaJson(record));
   });
@@ -246,7 +249,7 @@ function asRejection(err: unknown): unknown {
 }
 
 /** Streams the body into the document's ingest (and BLAKE3); 204 once the bytes are durable. */
-function streamInto(ex: Exchange, body: BodySource, upload: ReturnType<DocumentService['beginBytes']>, stats: Stats): void {
+function streamInto(ex: Exchange, body: BodySource, upload: Awaited<ReturnType<DocumentService['beginBytes']>>, stats: Stats): void {
   const { ingest, hash } = upload;
   feedIngest(ex, body, ingest, stats, {
     chunk: (chunk) => hash.update(chunk),

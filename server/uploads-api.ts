@@ -38,7 +38,7 @@ export function mountUploadsApi(router: Router, { engine }: ServerContext): void
   router.on('PATCH', SESSION, ({ ex, req, params, principal, chargeBytes }) => part(ex, req, params[0]!, engine, principal, chargeBytes), operation);
 
   router.on('POST', COMMIT, async ({ ex, req, params, principal }) => {
-    const record = await uploads.commit(tenantOf(req, principal), sessionId(params[0]), principal ? engine.blobLimits(principal.tenant).quotaBytes : undefined);
+    const record = await uploads.commit(tenantOf(req, principal), sessionId(params[0]), principal ? (await engine.blobLimits(principal.tenant)).quotaBytes : undefined);
     ex.json(200, statusJson(record), { ...sessionHeaders(record), Location: `/api/v1/blobs/${record.committedBlob}` });
   }, operation);
 

@@ -10,5 +10,5 @@ export interface BlockRoots {
    */
   persistent: boolean;
   /** Every block digest (32 bytes) the owner still references; read in one pass, in any order. */
-  digests(): Iterable<Buffer>;
+  digests(): Iterable<Buffer> | AsyncIterable<Buffer>;
 }

@@ -2,12 +2,12 @@
 // legacy imports stored, each counted once, as the blob catalog counts a tenant's distinct blobs.
 // The two counts together are the retained bytes its quota (SVC_TENANT_POLICY_FILE) bounds. Owner
 // of `doc_tenant_content` ([tenant, key] → size) and `doc_tenant_bytes` (tenant → bytes), written
-// in the transaction that records the content, so a crash cannot leave the count wrong. Nothing is
+// in the unit of work that records the content, so a crash cannot leave the count wrong. Nothing is
 // subtracted: documents and versions are never deleted, and stored content stays recorded (GC
 // keeps it), the content of an upload whose bytes were sent again included.
 
 import { tenantQuotaExceeded } from '../errors.js';
-import type { OrderedTable, TableCatalog } from '../store/index.js';
+import { type Unit, type UnitStore, table } from '../store/index.js';
 
 /** What a tenant may store (its policy, with security on) and what it retains outside documents. */
 export interface TenantStorage {
@@ -17,7 +17,7 @@ export interface TenantStorage {
   blobBytes(tenant: string): Promise<number>;
 }
 
-/** A tenant's quota and its blobs' bytes, read before the transaction that checks them. */
+/** A tenant's quota and its blobs' bytes, read before the unit that checks them. */
 interface Room {
   quotaBytes: number;
   blobBytes: number;
@@ -26,30 +26,25 @@ interface Room {
 /** The key of `doc_tenant_bytes` that says the ledger was built from the uploads (no tenant is named ''). */
 const BUILT = '';
 
-export class ContentLedger {
-  private readonly contents: OrderedTable<number, [string, string]>;
-  private readonly totals: OrderedTable<number, string>;
+const CONTENTS = table<number, [string, string]>('doc_tenant_content');
+const TOTALS = table<number, string>('doc_tenant_bytes');
 
+export class ContentLedger {
   constructor(
-    env: TableCatalog,
+    private readonly store: UnitStore,
     private readonly storage: TenantStorage,
-  ) {
-    this.contents = env.table('doc_tenant_content');
-    this.totals = env.table('doc_tenant_bytes');
-  }
+  ) {}
 
   /** Counts, once, the contents of a catalog from before the ledger: every upload's that has some. */
-  build(uploaded: Iterable<{ tenant: string; key: string; size: number }>): void {
-    if (this.totals.doesExist(BUILT)) return;
-    this.totals.transactionSync(() => {
-      for (const c of uploaded) this.holdSync(c.tenant, c.key, c.size, undefined);
-      this.totals.put(BUILT, 0);
-    });
+  async build(uploaded: AsyncIterable<{ tenant: string; key: string; size: number }>): Promise<void> {
+    if (await this.store.has(TOTALS, BUILT)) return;
+    for await (const c of uploaded) await this.store.run((unit) => this.hold(unit, c.tenant, c.key, c.size, undefined));
+    await this.store.run((unit) => unit.put(TOTALS, BUILT, 0));
   }
 
   /** The bytes of the distinct contents the tenant's documents and uploads stored. */
-  bytes(tenant: string): number {
-    return this.totals.get(tenant) ?? 0;
+  async bytes(tenant: string): Promise<number> {
+    return (await this.store.get(TOTALS, tenant)) ?? 0;
   }
 
   /** The tenant's quota and its blobs' bytes; undefined when it has no quota. */
@@ -60,22 +55,23 @@ export class ContentLedger {
 
   /** 507 when content `key` of `size` bytes is new to the tenant and would take it past its quota. */
   async checkRoom(tenant: string, key: string, size: number): Promise<void> {
-    this.fits(tenant, key, size, await this.room(tenant));
+    const room = await this.room(tenant);
+    if (room && !(await this.store.has(CONTENTS, [tenant, key]))) this.fits(room, await this.bytes(tenant), size);
   }
 
   /**
-   * Inside the caller's transaction: content `key` is the tenant's from now on, counted once. With
-   * `room`, checked again here (another upload may have taken it since): 507 and nothing written.
+   * In the caller's unit: content `key` is the tenant's from now on, counted once. With `room`,
+   * checked again here (another upload may have taken it since): 507 and nothing written.
    */
-  holdSync(tenant: string, key: string, size: number, room: Room | undefined): void {
-    if (this.contents.doesExist([tenant, key])) return;
-    this.fits(tenant, key, size, room);
-    this.contents.put([tenant, key], size);
-    this.totals.put(tenant, this.bytes(tenant) + size);
+  async hold(unit: Unit, tenant: string, key: string, size: number, room: Room | undefined): Promise<void> {
+    if (await unit.has(CONTENTS, [tenant, key])) return;
+    const held = (await unit.get(TOTALS, tenant)) ?? 0;
+    if (room) this.fits(room, held, size);
+    unit.put(CONTENTS, [tenant, key], size);
+    unit.put(TOTALS, tenant, held + size);
   }
 
-  private fits(tenant: string, key: string, size: number, room: Room | undefined): void {
-    if (!room || this.contents.doesExist([tenant, key])) return;
-    if (room.blobBytes + this.bytes(tenant) + size > room.quotaBytes) throw tenantQuotaExceeded('Storing this document content');
+  private fits(room: Room, held: number, size: number): void {
+    if (room.blobBytes + held + size > room.quotaBytes) throw tenantQuotaExceeded('Storing this document content');
   }
 }

@@ -3,7 +3,7 @@
 // entry, and beside it the last quarantined one, so an invalid write never displaces a valid one.
 
 import { JobError, type JobQueue, type JobRecord } from '../jobs/index.js';
-import type { OrderedTable, TableCatalog } from '../store/index.js';
+import { type Unit, type UnitStore, table } from '../store/index.js';
 import { DOC_JOBS_MODULE, type DerivedInput, type Provenance } from './doc-jobs.js';
 import { newMetadataId } from './model.js';
 import type { SchemaRegistry } from './schemas.js';
@@ -23,6 +23,8 @@ interface DerivedEntry {
 
 type DerivedKey = [tenant: string, documentId: string, namespace: string] | [tenant: string, documentId: string, namespace: string, 'quarantined'];
 
+const ENTRIES = table<DerivedEntry, DerivedKey>('doc_derived');
+
 /** One entry to record: its schema, data, provenance and who asked for it. */
 export interface DerivedWrite {
   schema: string;
@@ -32,20 +34,17 @@ export interface DerivedWrite {
 }
 
 export class DerivedMetadata {
-  private readonly entries: OrderedTable<DerivedEntry, DerivedKey>;
-
   constructor(
-    env: TableCatalog,
+    private readonly store: UnitStore,
     private readonly jobs: JobQueue,
     private readonly schemas: SchemaRegistry,
-    /** Whether the tenant's document exists (checked in each completing transaction). */
-    private readonly documentExists: (tenant: string, documentId: string) => boolean,
+    /** Whether the tenant's document exists (read in each completing unit: a precondition). */
+    private readonly documentExists: (unit: Unit, tenant: string, documentId: string) => Promise<boolean>,
   ) {
-    this.entries = env.table('doc_derived');
     jobs.define<Record<string, ValidationIssue[]>>({
       kind: 'metadata.derived',
       task: { filename: DOC_JOBS_MODULE, name: 'validateDerived' },
-      apply: (job, issues) => this.applyWrite(job, issues),
+      apply: (unit, job, issues) => this.applyWrite(unit, job, issues),
     });
   }
 
@@ -53,20 +52,20 @@ export class DerivedMetadata {
   async enqueue(tenant: string, input: Omit<DerivedInput, 'schemas'>): Promise<string> {
     const schemas: Record<string, Record<string, unknown>> = {};
     for (const e of Object.values(input.entries)) {
-      const record = this.schemas.get(e.schema);
+      const record = await this.schemas.get(e.schema);
       if (record) schemas[e.schema] = record.jsonSchema;
     }
     return (await this.jobs.enqueue(tenant, 'metadata.derived', { ...input, schemas })).jobId;
   }
 
   /**
-   * Inside a job's completion transaction: an entry of `namespace` validated against its schema;
-   * an invalid one is kept as the namespace's quarantined entry. True when it was valid.
+   * In a job's completion unit: an entry of `namespace` validated against its schema; an invalid
+   * one is kept as the namespace's quarantined entry. True when it was valid.
    */
-  record(job: JobRecord, documentId: string, namespace: string, entry: DerivedWrite): boolean {
-    this.requireDocument(job, documentId);
-    const issues = this.schemas.validate(entry.schema, entry.data);
-    this.put(job, documentId, namespace, entry, issues);
+  async record(unit: Unit, job: JobRecord, documentId: string, namespace: string, entry: DerivedWrite): Promise<boolean> {
+    await this.requireDocument(unit, job, documentId);
+    const issues = await this.schemas.validate(entry.schema, entry.data);
+    this.put(unit, job, documentId, namespace, entry, issues);
     return issues.length === 0;
   }
 
@@ -75,11 +74,11 @@ export class DerivedMetadata {
    * (with `includeQuarantined`, the quarantined one where there is no valid one), and the last
    * quarantined entry of every namespace.
    */
-  shown(tenant: string, documentId: string, includeQuarantined: boolean): { namespaces: Record<string, unknown>; quarantined: Record<string, unknown> } {
+  async shown(tenant: string, documentId: string, includeQuarantined: boolean): Promise<{ namespaces: Record<string, unknown>; quarantined: Record<string, unknown> }> {
     const namespaces: Record<string, unknown> = {};
     const quarantined: Record<string, unknown> = {};
     // Valid entries sort before the quarantined entry of their namespace.
-    for (const { key, value } of this.entries.getRange({ start: [tenant, documentId, ''], end: [tenant, documentId, '\uffff'] })) {
+    for (const { key, value } of await this.store.range(ENTRIES, { start: [tenant, documentId, ''], end: [tenant, documentId, '\uffff'] })) {
       const ns = key[2];
       if (value.status === 'quarantined') {
         if (!includeQuarantined) continue;
@@ -91,30 +90,30 @@ export class DerivedMetadata {
   }
 
   /** The one entry `shown` gives `namespace`: its valid entry, else (with `includeQuarantined`) its quarantined one. */
-  shownOne(tenant: string, documentId: string, namespace: string, includeQuarantined: boolean): Record<string, unknown> | undefined {
-    const valid = this.entries.get([tenant, documentId, namespace]);
+  async shownOne(tenant: string, documentId: string, namespace: string, includeQuarantined: boolean): Promise<Record<string, unknown> | undefined> {
+    const valid = await this.store.get(ENTRIES, [tenant, documentId, namespace]);
     if (valid) return shown(valid);
-    const quarantined = includeQuarantined ? this.entries.get([tenant, documentId, namespace, 'quarantined']) : undefined;
+    const quarantined = includeQuarantined ? await this.store.get(ENTRIES, [tenant, documentId, namespace, 'quarantined']) : undefined;
     return quarantined && shown(quarantined);
   }
 
-  /** In the job's completion transaction: each entry stored as valid or quarantined; canonical data untouched. */
-  private applyWrite(job: JobRecord, issues: Record<string, ValidationIssue[]>) {
+  /** In the job's completion unit: each entry stored as valid or quarantined; canonical data untouched. */
+  private async applyWrite(unit: Unit, job: JobRecord, issues: Record<string, ValidationIssue[]>) {
     const input = job.input as DerivedInput;
-    this.requireDocument(job, input.documentId);
+    await this.requireDocument(unit, job, input.documentId);
     for (const [ns, entry] of Object.entries(input.entries)) {
-      this.put(job, input.documentId, ns, { schema: entry.schema, data: entry.data, provenance: input.provenance, actor: input.actor }, issues[ns] ?? []);
+      this.put(unit, job, input.documentId, ns, { schema: entry.schema, data: entry.data, provenance: input.provenance, actor: input.actor }, issues[ns] ?? []);
     }
     return { derivedNamespaces: Object.keys(input.entries), quarantinedNamespaces: Object.keys(input.entries).filter((ns) => issues[ns]?.length), viewKeys: [] };
   }
 
-  private requireDocument(job: JobRecord, documentId: string): void {
-    if (!this.documentExists(job.tenant, documentId)) throw new JobError('document_not_found', 'The document no longer exists', false);
+  private async requireDocument(unit: Unit, job: JobRecord, documentId: string): Promise<void> {
+    if (!(await this.documentExists(unit, job.tenant, documentId))) throw new JobError('document_not_found', 'The document no longer exists', false);
   }
 
-  private put(job: JobRecord, documentId: string, namespace: string, entry: DerivedWrite, issues: ValidationIssue[]): void {
+  private put(unit: Unit, job: JobRecord, documentId: string, namespace: string, entry: DerivedWrite, issues: ValidationIssue[]): void {
     const quarantined = issues.length > 0;
-    this.entries.put(quarantined ? [job.tenant, documentId, namespace, 'quarantined'] : [job.tenant, documentId, namespace], {
+    unit.put(ENTRIES, quarantined ? [job.tenant, documentId, namespace, 'quarantined'] : [job.tenant, documentId, namespace], {
       schema: entry.schema, id: newMetadataId(), data: entry.data, status: quarantined ? 'quarantined' : 'valid', issues,
       provenance: entry.provenance, jobId: job.jobId, actor: entry.actor, at: Date.now(),
     });

@@ -1,15 +1,15 @@
 // The order documents are listed in, newest first, and the indexes of the list's filters, in one
-// LMDB database (`doc_index`) written in the same transactions as the documents and labels:
+// table (`doc_index`) written in the same units of work as the documents and labels:
 //   ['t', tenant, createdAt, documentId]                      every document
 //   ['l', tenant, label, createdAt, documentId]               a label any of its versions got
 //   ['x', tenant, SHA-256(system NUL value), createdAt, documentId]   an external reference
-// (hashed: a reference may be far longer than an LMDB key; labels are at most 64 characters).
+// (hashed: a reference may be far longer than a key should be; labels are at most 64 characters).
 // A page is one reverse range scan of the most selective of them, so it costs O(page), not a scan
 // of the tenant's documents.
 import { createHash } from 'node:crypto';
 import { decodeCursor, encodeCursor } from '../cas/index.js';
 import { invalidPagination } from '../errors.js';
-import type { OrderedTable, TableCatalog } from '../store/index.js';
+import { type Table, type Unit, type UnitStore, table } from '../store/index.js';
 import type { DocumentRecord, ExternalRef } from './model.js';
 
 type IndexKey = Array<string | number>;
@@ -36,50 +36,59 @@ const CURSOR_KIND = 'doc1';
 const refKey = (ref: ExternalRef) => createHash('sha256').update(`${ref.system}\u0000${ref.value}`).digest('hex');
 
 export class DocumentIndex {
-  private readonly db: OrderedTable<true, IndexKey>;
+  private readonly db: Table<true, IndexKey> = table<true, IndexKey>('doc_index');
 
-  constructor(env: TableCatalog) {
-    this.db = env.table<true, IndexKey>('doc_index');
+  constructor(private readonly store: UnitStore) {}
+
+  /**
+   * Builds the index of a catalog from before it, once (the table is then never empty), in
+   * units of a few hundred documents; the marker that ends it is written last.
+   */
+  async backfill(documents: AsyncIterable<DocumentRecord>, labelsOf: (doc: DocumentRecord) => Promise<string[]>): Promise<void> {
+    if ((await this.store.range(this.db, { limit: 1 })).length > 0) return;
+    let batch: Array<{ doc: DocumentRecord; labels: string[] }> = [];
+    const flush = async () => {
+      const docs = batch;
+      batch = [];
+      await this.store.run((unit) => {
+        for (const { doc, labels } of docs) {
+          this.addDocument(unit, doc);
+          for (const label of labels) this.addLabel(unit, doc.tenant, doc.documentId, doc.createdAt, label);
+        }
+      });
+    };
+    for await (const doc of documents) {
+      batch.push({ doc, labels: await labelsOf(doc) });
+      if (batch.length === 256) await flush();
+    }
+    await flush();
+    // Sorts after every index key: the table is not empty even where there were no documents.
+    await this.store.run((unit) => unit.put(this.db, ['~built'], true));
   }
 
-  /** Builds the index of a catalog from before it, once (the database is then never empty). */
-  backfill(documents: Iterable<DocumentRecord>, labels: Iterable<[tenant: string, documentId: string, label: string]>): void {
-    if (this.db.getKeysCount({ limit: 1 }) > 0) return;
-    this.db.transactionSync(() => {
-      const created = new Map<string, number>();
-      for (const doc of documents) {
-        this.addDocument(doc);
-        created.set(`${doc.tenant}\u0000${doc.documentId}`, doc.createdAt);
-      }
-      for (const [tenant, documentId, label] of labels) {
-        const at = created.get(`${tenant}\u0000${documentId}`);
-        if (at !== undefined) this.addLabel(tenant, documentId, at, label);
-      }
-    });
+  /** In the document's creating unit. */
+  addDocument(unit: Unit, doc: DocumentRecord): void {
+    unit.put(this.db, ['t', doc.tenant, doc.createdAt, doc.documentId], true);
+    for (const ref of doc.externalRefs) unit.put(this.db, ['x', doc.tenant, refKey(ref), doc.createdAt, doc.documentId], true);
   }
 
-  /** Inside the document's creating transaction. */
-  addDocument(doc: DocumentRecord): void {
-    this.db.put(['t', doc.tenant, doc.createdAt, doc.documentId], true);
-    for (const ref of doc.externalRefs) this.db.put(['x', doc.tenant, refKey(ref), doc.createdAt, doc.documentId], true);
-  }
-
-  /** Inside the transaction that gives a version of the document `label`. */
-  addLabel(tenant: string, documentId: string, createdAt: number, label: string): void {
-    this.db.put(['l', tenant, label, createdAt, documentId], true);
+  /** In the unit that gives a version of the document `label`. */
+  addLabel(unit: Unit, tenant: string, documentId: string, createdAt: number, label: string): void {
+    unit.put(this.db, ['l', tenant, label, createdAt, documentId], true);
   }
 
   /**
    * Up to `budget` candidates, newest first, from the most selective index of `filter`, after
    * `cursor`; `more` when the budget ended the scan.
    */
-  scan(tenant: string, filter: DocumentFilter, budget: number, cursor?: string): { entries: IndexEntry[]; more: boolean } {
+  async scan(tenant: string, filter: DocumentFilter, budget: number, cursor?: string): Promise<{ entries: IndexEntry[]; more: boolean }> {
     const prefix: IndexKey = filter.externalRef ? ['x', tenant, refKey(filter.externalRef)] : filter.label !== undefined ? ['l', tenant, filter.label] : ['t', tenant];
     const after = cursor === undefined ? undefined : this.decode(cursor, prefix);
     const start: IndexKey = after ?? [...prefix, filter.createdBefore ?? LATEST];
     const end: IndexKey = filter.createdAfter === undefined ? prefix : [...prefix, filter.createdAfter, '\uffff'];
     const entries: IndexEntry[] = [];
-    for (const key of this.db.getKeys({ start, end, reverse: true })) {
+    // One more than the budget tells whether there is more; one more again for the cursor's own key.
+    for (const { key } of await this.store.range(this.db, { start, end, reverse: true, limit: budget + 2 })) {
       if (after && key.length === after.length && key.every((k, i) => k === after[i])) continue;
       if (entries.length === budget) return { entries, more: true };
       entries.push({ createdAt: key[key.length - 2] as number, documentId: key[key.length - 1] as string, key });

@@ -5,7 +5,9 @@
 // needs whatever it names (doc.create, doc.read, meta.read, job.read) is the caller's to check;
 // those that depend on what it names (meta.write:<ns>, meta.patch:<ns>) and the documents'
 // permission rules are checked here. Above 400 lines: every write path checks its preconditions
-// and adds a version in one atomic step over the same tables, and those steps share their helpers.
+// and adds a version in one unit of work over the same tables (engine/store/unit-store.ts: what a
+// unit reads is its precondition, so two nodes writing one document never both add a version
+// after the same one), and those units share their helpers.
 
 import type { Principal } from '../auth/index.js';
 import { JobError, type JobQueue, type JobRecord } from '../jobs/index.js';
@@ -17,7 +19,7 @@ import { type DirectIngest, type IngestOptions, pushAll } from '../cas/index.js'
 import { Manifest, type ManifestRecord } from '../store/index.js';
 import { decodeCursor, encodeCursor } from '../cas/index.js';
 import { SvcError, invalidPagination } from '../errors.js';
-import type { OrderedTable, TableCatalog } from '../store/index.js';
+import { type Unit, type UnitStore, table } from '../store/index.js';
 import { type DocumentFilter, DocumentIndex } from './document-index.js';
 import { Blake3Stream } from './blake3-stream.js';
 import { ContentLedger, type TenantStorage } from './content-ledger.js';
@@ -36,6 +38,13 @@ interface ContentRecord {
 
 export const uploadNotFound = (id: string) => new SvcError(404, 'upload_not_found', `No upload ${id}`);
 const CURRENT = 'CURRENT';
+
+const DOCUMENTS = table<DocumentRecord, [string, string]>('documents');
+const UPLOADS = table<UploadRecord, string>('doc_uploads');
+const VERSIONS = table<VersionRecord, [string, string, string]>('doc_versions');
+const LABELS = table<string, [string, string, string]>('doc_labels');
+/** `b3:<hex>` → the content's manifest record, kept here: document bytes are not in the blob namespace. */
+const CONTENT_KEYS = table<ContentRecord, string>('doc_content_keys');
 
 /** A document as GET /v1/documents/{id} and the list show it. */
 function summary(doc: DocumentRecord) {
@@ -75,6 +84,8 @@ interface PatchAudit {
 }
 
 /** An upload's bytes being received: push them into `ingest` and `hash`, then `finish`. */
+const PATCHES = table<PatchAudit, [string, string, string, string]>('doc_patches');
+
 interface BytesUpload {
   ingest: DirectIngest;
   hash: Blake3Stream;
@@ -82,13 +93,6 @@ interface BytesUpload {
 }
 
 export class DocumentService {
-  private readonly documents: OrderedTable<DocumentRecord, [string, string]>;
-  private readonly uploads: OrderedTable<UploadRecord, string>;
-  private readonly versions: OrderedTable<VersionRecord, [string, string, string]>;
-  private readonly labels: OrderedTable<string, [string, string, string]>;
-  /** `b3:<hex>` → the content's manifest record, kept here: document bytes are not in the blob namespace. */
-  private readonly contentKeys: OrderedTable<ContentRecord, string>;
-  private readonly patches: OrderedTable<PatchAudit, [string, string, string, string]>;
   /** Derived metadata (./derived.ts). */
   readonly derived: DerivedMetadata;
   /** The list's order and filters (./document-index.ts). */
@@ -97,54 +101,52 @@ export class DocumentService {
   private readonly ledger: ContentLedger;
 
   constructor(
-    env: TableCatalog,
+    private readonly store: UnitStore,
     readonly schemas: SchemaRegistry,
     readonly migrations: MigrationRegistry,
     private readonly jobs: JobQueue,
     private readonly startIngest: (options: IngestOptions) => DirectIngest,
     private readonly storage: TenantStorage,
   ) {
-    this.derived = new DerivedMetadata(env, jobs, schemas, (tenant, documentId) => this.documents.doesExist([tenant, documentId]));
+    this.derived = new DerivedMetadata(store, jobs, schemas, (unit, tenant, documentId) => unit.has(DOCUMENTS, [tenant, documentId]));
     jobs.define<{ data: Record<string, unknown> }>({
       kind: 'metadata.migrate',
       task: { filename: DOC_JOBS_MODULE, name: 'migrate' },
-      apply: (job, output) => this.applyMigration(job, output.data),
+      apply: (unit, job, output) => this.applyMigration(unit, job, output.data),
     });
-    this.documents = env.table('documents');
-    this.uploads = env.table<UploadRecord, string>('doc_uploads');
-    this.versions = env.table('doc_versions');
-    this.labels = env.table('doc_labels');
-    this.contentKeys = env.table<ContentRecord, string>('doc_content_keys');
-    this.patches = env.table('doc_patches');
-    this.index = new DocumentIndex(env);
-    const { documents, labels, uploads } = this;
-    this.index.backfill(
-      (function* () {
-        for (const { value } of documents.getRange()) yield value;
+    this.index = new DocumentIndex(store);
+    this.ledger = new ContentLedger(store, storage);
+  }
+
+  /** Builds what a catalog from before the list index and the content ledger lacks (once; then nothing to do). */
+  async open(): Promise<void> {
+    const { store } = this;
+    await this.index.backfill(
+      (async function* () {
+        for await (const { value } of store.scan(DOCUMENTS)) yield value;
       })(),
-      labels.getKeys(),
+      async (doc) => (await store.range(LABELS, { start: [doc.tenant, doc.documentId, ''], end: [doc.tenant, doc.documentId, '\uffff'] })).map((e) => e.key[2]),
     );
-    this.ledger = new ContentLedger(env, storage);
-    this.ledger.build(
-      (function* () {
-        for (const { value } of uploads.getRange()) if (value.content) yield { tenant: value.tenant, key: value.content.key, size: value.content.size };
+    await this.ledger.build(
+      (async function* () {
+        for await (const { value } of store.scan(UPLOADS)) if (value.content) yield { tenant: value.tenant, key: value.content.key, size: value.content.size };
       })(),
     );
   }
 
   /** The bytes of the distinct contents the tenant's documents and uploads stored (its quota counts them with its blobs). */
-  retainedBytes(tenant: string): number {
+  retainedBytes(tenant: string): Promise<number> {
     return this.ledger.bytes(tenant);
   }
 
   /** Blocks of document content (unlisted manifests): garbage collection keeps them. */
   blockRoots(): BlockRoots {
-    const contentKeys = this.contentKeys;
+    const store = this.store;
     return {
       name: 'document content',
       persistent: true,
-      *digests() {
-        for (const { value } of contentKeys.getRange()) {
+      async *digests() {
+        for await (const { value } of store.scan(CONTENT_KEYS)) {
           for (let at = 0; at < value.record.refs.length; at += 40) yield value.record.refs.subarray(at, at + 32);
         }
       },
@@ -159,23 +161,21 @@ export class DocumentService {
     const placementHint = parsePlacement(body.placementHint);
     const externalRefs = parseExternalRefs(body.externalRefs);
     const permissions = parsePermissions(body.initialPermissions);
-    const initialMetadata = body.initialMetadata === undefined ? {} : this.canonicalBundle(principal, body.initialMetadata, 'initialMetadata');
+    const initialMetadata = body.initialMetadata === undefined ? {} : await this.canonicalBundle(principal, body.initialMetadata, 'initialMetadata');
     const documentId = (body.documentId as string | undefined) ?? newId();
     const now = Date.now();
-    let created = false;
-    const record = await this.documents.transaction(() => {
-      const existing = this.documents.get([principal.tenant, documentId]);
-      if (existing) return existing;
+    const { record, created } = await this.store.run(async (unit) => {
+      const existing = await unit.get(DOCUMENTS, [principal.tenant, documentId]);
+      if (existing) return { record: existing, created: false };
       const uploadId = newId();
       const fresh: DocumentRecord = {
         documentId, tenant: principal.tenant, currentVersionId: null, externalRefs, permissions, initialMetadata,
         placementHint: placementHint ?? 'transient', uploadId, createdBy: principal.subject, createdAt: now, updatedAt: now,
       };
-      this.documents.put([principal.tenant, documentId], fresh);
-      this.index.addDocument(fresh);
-      this.uploads.put(uploadId, { uploadId, tenant: principal.tenant, documentId, state: 'open' });
-      created = true;
-      return fresh;
+      unit.put(DOCUMENTS, [principal.tenant, documentId], fresh);
+      this.index.addDocument(unit, fresh);
+      unit.put(UPLOADS, uploadId, { uploadId, tenant: principal.tenant, documentId, state: 'open' });
+      return { record: fresh, created: true };
     });
     if (!created) requireRule(record.permissions, principal, 'doc.write');
     return { documentId, uploadId: record.uploadId, created };
@@ -183,20 +183,20 @@ export class DocumentService {
 
   /**
    * PUT /v1/uploads/{id}/bytes: checks, then an ingest into the CAS with BLAKE3 beside it
-   * (synchronous: the body is read from its first byte), bounded by the tenant's object limit
-   * (413 at once for a declared length past it) and quota (507 before the blocks are recorded).
+   * (the body is read from its first byte once this settles), bounded by the tenant's object
+   * limit (413 at once for a declared length past it) and quota (507 before the blocks are recorded).
    */
-  beginBytes(principal: Principal, uploadId: string, options: Pick<IngestOptions, 'contentType' | 'declaredLength'>): BytesUpload {
-    const upload = this.upload(principal, uploadId);
-    const doc = this.document(principal, upload.documentId);
+  async beginBytes(principal: Principal, uploadId: string, options: Pick<IngestOptions, 'contentType' | 'declaredLength'>): Promise<BytesUpload> {
+    const upload = await this.upload(principal, uploadId);
+    const doc = await this.document(principal, upload.documentId);
     requireRule(doc.permissions, principal, 'doc.write');
     if (upload.state === 'finalized') throw new SvcError(409, 'upload_finalized', 'The upload is finalized; its bytes cannot change');
     const { ingest, hash, recorded } = this.contentIngest(principal.tenant, options);
     const finish = async () => {
-      await recorded((content) => {
-        const current = this.uploads.get(uploadId);
+      await recorded(async (unit, content) => {
+        const current = await unit.get(UPLOADS, uploadId);
         if (!current || current.state === 'finalized') throw new SvcError(409, 'upload_finalized', 'The upload was finalized meanwhile');
-        this.uploads.put(uploadId, { ...current, state: 'received', content });
+        unit.put(UPLOADS, uploadId, { ...current, state: 'received', content });
       });
     };
     return { ingest, hash, finish };
@@ -205,7 +205,7 @@ export class DocumentService {
   /**
    * An ingest of document content of `tenant` (unlisted, BLAKE3 beside it) within its limits, and
    * `recorded`, which once the body has ended records the content under its `b3:<hex>` key as the
-   * tenant's (its quota checked again) in one transaction with the caller's `step`.
+   * tenant's (its quota checked again) in one unit with the caller's `step`.
    */
   private contentIngest(tenant: string, options: Pick<IngestOptions, 'contentType' | 'declaredLength'>) {
     const ingest = this.startIngest({
@@ -218,14 +218,14 @@ export class DocumentService {
     let digest: Promise<string> | undefined;
     // Asked for by the check before recording and by the record itself: the digest is taken once.
     const contentKey = () => (digest ??= hash.hex().then((hex) => `b3:${hex}`));
-    const recorded = async (step: (content: { key: string; size: number; mediaType: string }) => void) => {
+    const recorded = async (step: (unit: Unit, content: { key: string; size: number; mediaType: string }) => Promise<void>) => {
       const [result, key] = await Promise.all([ingest.endUnlisted(), contentKey()]);
       const room = await this.ledger.room(tenant);
       const content = { key, size: result.record.size, mediaType: result.mediaType };
-      await this.contentKeys.transaction(() => {
-        this.ledger.holdSync(tenant, key, content.size, room);
-        if (!this.contentKeys.doesExist(key)) this.contentKeys.put(key, { blobId: result.id, record: result.record });
-        step(content);
+      await this.store.run(async (unit) => {
+        await this.ledger.hold(unit, tenant, key, content.size, room);
+        if (!(await unit.has(CONTENT_KEYS, key))) unit.put(CONTENT_KEYS, key, { blobId: result.id, record: result.record });
+        await step(unit, content);
       });
       return content;
     };
@@ -234,39 +234,37 @@ export class DocumentService {
 
   /** POST /v1/uploads/{id}/finalize: the document's first version (again: the same answer). */
   async finalize(principal: Principal, uploadId: string, body: unknown): Promise<{ documentId: string; versionId: string; contentRef: ContentRef; created: boolean }> {
-    const upload = this.upload(principal, uploadId);
-    const doc = this.document(principal, upload.documentId);
+    const upload = await this.upload(principal, uploadId);
+    const doc = await this.document(principal, upload.documentId);
     requireRule(doc.permissions, principal, 'doc.write');
     const b = body === undefined ? {} : body;
     if (!isPlainObject(b)) throw badRequest('The body must be a JSON object { labels, reason }');
     onlyKeys(b, ['labels', 'reason'], 'finalize');
     const labels = parseLabels(b.labels);
     if (b.reason !== undefined && typeof b.reason !== 'string') throw badRequest('reason must be a string');
-    let created = false;
-    const result = await this.documents.transaction(() => {
-      const current = this.uploads.get(uploadId)!;
+    return this.store.run(async (unit) => {
+      const current = (await unit.get(UPLOADS, uploadId))!;
       if (current.state === 'finalized') {
-        return { documentId: current.documentId, versionId: current.versionId!, contentRef: this.version(doc, current.versionId!).contentRef };
+        const version = await this.version(unit, doc, current.versionId!);
+        return { documentId: current.documentId, versionId: current.versionId!, contentRef: version.contentRef, created: false };
       }
       if (current.state !== 'received' || !current.content) throw new SvcError(409, 'upload_incomplete', 'PUT the bytes of the upload before finalizing it');
       const contentRef: ContentRef = { kind: 'blob', key: current.content.key };
-      const latest = this.documents.get([principal.tenant, doc.documentId])!;
-      const version = this.addVersion(latest, principal, {
+      const latest = (await unit.get(DOCUMENTS, [principal.tenant, doc.documentId]))!;
+      const version = await this.addVersion(unit, latest, principal, {
         contentRef,
         contentType: current.content.mediaType,
-        metadata: latest.currentVersionId ? this.version(latest, latest.currentVersionId).metadata : latest.initialMetadata,
+        metadata: latest.currentVersionId ? (await this.version(unit, latest, latest.currentVersionId)).metadata : latest.initialMetadata,
         reason: (b.reason as string | undefined) ?? 'upload finalized',
         labels,
       });
-      this.uploads.put(uploadId, { ...current, state: 'finalized', versionId: version.versionId });
-      created = true;
-      return { documentId: doc.documentId, versionId: version.versionId, contentRef };
+      unit.put(UPLOADS, uploadId, { ...current, state: 'finalized', versionId: version.versionId });
+      return { documentId: doc.documentId, versionId: version.versionId, contentRef, created: true };
     });
-    return { ...result, created };
   }
 
-  get(principal: Principal, documentId: string) {
-    return summary(this.readable(principal, documentId, 'doc.read'));
+  async get(principal: Principal, documentId: string) {
+    return summary(await this.readable(principal, documentId, 'doc.read'));
   }
 
   /**
@@ -274,8 +272,8 @@ export class DocumentService {
    * A page reads at most a few times `limit` index entries; a page cut short by documents the
    * principal may not see still has a `nextCursor` while there may be more.
    */
-  list(principal: Principal, filter: DocumentFilter, limit: number, cursor?: string) {
-    const { entries, more } = this.index.scan(principal.tenant, filter, limit * 4 + 16, cursor);
+  async list(principal: Principal, filter: DocumentFilter, limit: number, cursor?: string) {
+    const { entries, more } = await this.index.scan(principal.tenant, filter, limit * 4 + 16, cursor);
     const documents: Array<ReturnType<typeof summary>> = [];
     let next = more && entries.length > 0 ? entries[entries.length - 1]!.key : undefined;
     for (let i = 0; i < entries.length; i++) {
@@ -283,15 +281,15 @@ export class DocumentService {
         next = entries[i - 1]!.key;
         break;
       }
-      const doc = this.documents.get([principal.tenant, entries[i]!.documentId]);
-      if (doc && this.listable(doc, principal, filter)) documents.push(summary(doc));
+      const doc = await this.store.get(DOCUMENTS, [principal.tenant, entries[i]!.documentId]);
+      if (doc && (await this.listable(doc, principal, filter))) documents.push(summary(doc));
     }
     return next ? { documents, nextCursor: this.index.encode(next) } : { documents };
   }
 
   /** The filters the index did not apply, and the document's own read rule. */
-  private listable(doc: DocumentRecord, principal: Principal, filter: DocumentFilter): boolean {
-    if (filter.label !== undefined && !this.labels.doesExist([doc.tenant, doc.documentId, filter.label])) return false;
+  private async listable(doc: DocumentRecord, principal: Principal, filter: DocumentFilter): Promise<boolean> {
+    if (filter.label !== undefined && !(await this.store.has(LABELS, [doc.tenant, doc.documentId, filter.label]))) return false;
     const ref = filter.externalRef;
     if (ref && !doc.externalRefs.some((r) => r.system === ref.system && r.value === ref.value)) return false;
     if (filter.createdAfter !== undefined && doc.createdAt <= filter.createdAfter) return false;
@@ -304,14 +302,14 @@ export class DocumentService {
     }
   }
 
-  listVersions(principal: Principal, documentId: string) {
-    const doc = this.readable(principal, documentId, 'doc.read');
+  async listVersions(principal: Principal, documentId: string) {
+    const doc = await this.readable(principal, documentId, 'doc.read');
     const labelsOf = new Map<string, string[]>();
-    for (const { key, value } of this.labels.getRange({ start: [doc.tenant, doc.documentId, ''], end: [doc.tenant, doc.documentId, '\uffff'] })) {
+    for (const { key, value } of await this.store.range(LABELS, { start: [doc.tenant, doc.documentId, ''], end: [doc.tenant, doc.documentId, '\uffff'] })) {
       labelsOf.set(value, [...(labelsOf.get(value) ?? []), key[2]]);
     }
     const versions = [];
-    for (const { value } of this.versions.getRange({ start: [doc.tenant, doc.documentId, ''], end: [doc.tenant, doc.documentId, '\uffff'] })) {
+    for await (const { value } of this.store.scan(VERSIONS, { start: [doc.tenant, doc.documentId, ''], end: [doc.tenant, doc.documentId, '\uffff'] })) {
       versions.push({
         versionId: value.versionId,
         parents: value.parents,
@@ -326,18 +324,18 @@ export class DocumentService {
   }
 
   /** The current version's content: its manifest (blocks in the CAS), media type and when the version was made. */
-  content(principal: Principal, documentId: string): { documentId: string; manifest: Manifest; key: string; mediaType: string; createdAt: number } {
-    const doc = this.readable(principal, documentId, 'doc.read');
+  async content(principal: Principal, documentId: string): Promise<{ documentId: string; manifest: Manifest; key: string; mediaType: string; createdAt: number }> {
+    const doc = await this.readable(principal, documentId, 'doc.read');
     if (!doc.currentVersionId) throw new SvcError(404, 'content_not_found', 'The document has no finalized version yet');
-    const version = this.version(doc, doc.currentVersionId);
-    const content = this.contentKeys.get(version.contentRef.key);
+    const version = await this.version(this.store, doc, doc.currentVersionId);
+    const content = await this.store.get(CONTENT_KEYS, version.contentRef.key);
     if (!content) throw new SvcError(500, 'storage_failure', 'The content of this version is missing from the catalog');
     return { documentId: doc.documentId, manifest: new Manifest(content.blobId, content.record), key: version.contentRef.key, mediaType: version.contentType, createdAt: version.createdAt };
   }
 
   /** Stored document content by key (`b3:<hex>`): its manifest, if the catalog has it. */
-  contentManifest(key: string): Manifest | undefined {
-    const content = this.contentKeys.get(key);
+  async contentManifest(key: string): Promise<Manifest | undefined> {
+    const content = await this.store.get(CONTENT_KEYS, key);
     return content ? new Manifest(content.blobId, content.record) : undefined;
   }
 
@@ -345,15 +343,15 @@ export class DocumentService {
    * The content of `sourceVersion` (`current` or a versionId of the document) for a workflow:
    * the principal's document, the rule `action` on it.
    */
-  sourceContent(principal: Principal, documentId: string, sourceVersion: string, action: string) {
-    const doc = this.document(principal, documentId);
+  async sourceContent(principal: Principal, documentId: string, sourceVersion: string, action: string) {
+    const doc = await this.document(principal, documentId);
     requireRule(doc.permissions, principal, action);
     const versionId = sourceVersion === 'current' ? doc.currentVersionId : sourceVersion;
     if (versionId === null) throw new SvcError(404, 'content_not_found', 'The document has no finalized version yet');
     if (!isUuid(versionId)) throw badRequest('sourceVersion must be "current" or a versionId of the document');
-    const version = this.versions.get([doc.tenant, doc.documentId, versionId]);
+    const version = await this.store.get(VERSIONS, [doc.tenant, doc.documentId, versionId]);
     if (!version) throw new SvcError(404, 'version_not_found', `The document has no version ${versionId}`);
-    const manifest = this.contentManifest(version.contentRef.key);
+    const manifest = await this.contentManifest(version.contentRef.key);
     if (!manifest) throw new SvcError(500, 'storage_failure', 'The content of this version is missing from the catalog');
     return { documentId: doc.documentId, versionId, contentRef: version.contentRef, contentType: version.contentType, size: manifest.record.size };
   }
@@ -364,10 +362,12 @@ export class DocumentService {
    * a quarantined entry shows that one, and `quarantined` lists the last quarantined entry of
    * every namespace, also where a valid one is in force.
    */
-  metadata(principal: Principal, documentId: string, includeQuarantined = false) {
-    const doc = this.readable(principal, documentId, 'meta.read');
-    const bundle = doc.currentVersionId ? this.version(doc, doc.currentVersionId).metadata : {};
-    const derived = this.derived.shown(doc.tenant, documentId, includeQuarantined);
+  async metadata(principal: Principal, documentId: string, includeQuarantined = false) {
+    const doc = await this.readable(principal, documentId, 'meta.read');
+    const [bundle, derived] = await Promise.all([
+      doc.currentVersionId ? this.version(this.store, doc, doc.currentVersionId).then((v) => v.metadata) : Promise.resolve<Bundle>({}),
+      this.derived.shown(doc.tenant, documentId, includeQuarantined),
+    ]);
     const namespaces: Record<string, unknown> = {};
     for (const [ns, entry] of Object.entries(bundle)) namespaces[ns] = { ...entry, mode: 'canonical' };
     for (const [ns, entry] of Object.entries(derived.namespaces)) namespaces[ns] ??= entry;
@@ -377,7 +377,7 @@ export class DocumentService {
 
   /** Derived write: provenance required; validated by a job that stores each entry as valid or quarantined. */
   async writeDerived(principal: Principal, documentId: string, body: Record<string, unknown>): Promise<{ jobId: string }> {
-    const doc = this.document(principal, documentId);
+    const doc = await this.document(principal, documentId);
     const entries = readBundle(body.bundle, 'bundle');
     for (const ns of Object.keys(entries)) requireCapability(principal, `meta.write:${ns}`);
     requireRule(doc.permissions, principal, 'meta.write');
@@ -387,7 +387,7 @@ export class DocumentService {
 
   /** POST /v1/documents/{id}/migrate: a job moving one namespace's current entry to another schema version. */
   async migrate(principal: Principal, documentId: string, body: unknown): Promise<{ jobId: string }> {
-    const doc = this.document(principal, documentId);
+    const doc = await this.document(principal, documentId);
     if (!isPlainObject(body)) throw badRequest('The body must be { namespaceUrn, toSchemaUrn, reason }');
     onlyKeys(body, ['namespaceUrn', 'toSchemaUrn', 'reason'], 'migrate');
     const { namespaceUrn, toSchemaUrn, reason } = body;
@@ -395,11 +395,11 @@ export class DocumentService {
     if (typeof reason !== 'string' || reason.trim() === '') throw badRequest('reason is required');
     requireCapability(principal, `meta.write:${namespaceUrn}`);
     requireRule(doc.permissions, principal, 'meta.write');
-    const entry = doc.currentVersionId ? this.version(doc, doc.currentVersionId).metadata[namespaceUrn] : undefined;
+    const entry = doc.currentVersionId ? (await this.version(this.store, doc, doc.currentVersionId)).metadata[namespaceUrn] : undefined;
     if (!entry) throw new SvcError(404, 'metadata_not_found', `The current version has no ${namespaceUrn} metadata`);
-    const migration = this.migrations.get(entry.schema, toSchemaUrn);
+    const migration = await this.migrations.get(entry.schema, toSchemaUrn);
     if (!migration) throw new SvcError(404, 'migration_not_found', `No migration from ${entry.schema} to ${toSchemaUrn} is registered`);
-    const target = this.schemas.get(toSchemaUrn)!;
+    const target = (await this.schemas.get(toSchemaUrn))!;
     const input: MigrateInput = {
       documentId, namespaceUrn, baseMetadataId: entry.id, data: entry.data, fromSchemaUrn: entry.schema, toSchemaUrn,
       ops: migration.forward.ops, targetSchema: target.jsonSchema, actor: principal.subject, reason,
@@ -414,39 +414,32 @@ export class DocumentService {
    */
   async job(principal: Principal, jobId: string, waitMs = 0) {
     if (!isUuid(jobId)) throw badRequest('The job id must be a UUID');
-    const job = this.jobs.get(principal.tenant, jobId);
+    const job = await this.jobs.get(principal.tenant, jobId);
     if (!job) throw jobNotFound(jobId);
     if (waitMs > 0) await this.jobs.settled(jobId, waitMs).catch(() => undefined);
-    return jobJson(waitMs > 0 ? this.jobs.get(principal.tenant, jobId)! : job);
+    return jobJson(waitMs > 0 ? (await this.jobs.get(principal.tenant, jobId))! : job);
   }
 
-  /**
-   * GET /v1/jobs: the tenant's jobs newest first, of one document and/or in one state. A page reads
-   * at most a few hundred job records (the queue keeps no per-tenant order): a short page can
-   * still have a `nextCursor`.
-   */
-  listJobs(principal: Principal, filter: { documentId?: string; state?: string }, limit: number, cursor?: string) {
+  /** GET /v1/jobs: the tenant's jobs newest first, of one document and/or in one state (from the queue's indexes). */
+  async listJobs(principal: Principal, filter: { documentId?: string; state?: string }, limit: number, cursor?: string) {
     const after = cursor === undefined ? undefined : decodeCursor(JOB_CURSOR, cursor);
     if (after !== undefined && !isUuid(after)) throw invalidPagination('cursor is not a token issued by this endpoint');
-    const matches = (job: JobRecord) =>
-      (filter.state === undefined || job.state === filter.state) &&
-      (filter.documentId === undefined || (job.input as { documentId?: string } | null)?.documentId === filter.documentId);
-    const { jobs, next } = this.jobs.list(principal.tenant, matches, limit, limit * 4 + 200, after);
+    const { jobs, next } = await this.jobs.list(principal.tenant, filter as { documentId?: string; state?: JobRecord['state'] }, limit, after);
     const page = jobs.map(jobJson);
     return next ? { jobs: page, nextCursor: encodeCursor(JOB_CURSOR, next) } : { jobs: page };
   }
 
-  /** In the job's completion transaction: a new version with the migrated entry, if the entry is still the one migrated. */
-  private applyMigration(job: JobRecord, data: Record<string, unknown>) {
+  /** In the job's completion unit: a new version with the migrated entry, if the entry is still the one migrated. */
+  private async applyMigration(unit: Unit, job: JobRecord, data: Record<string, unknown>) {
     const input = job.input as MigrateInput;
-    const doc = this.documents.get([job.tenant, input.documentId]);
+    const doc = await unit.get(DOCUMENTS, [job.tenant, input.documentId]);
     if (!doc?.currentVersionId) throw new JobError('document_not_found', 'The document no longer exists', false);
-    const base = this.version(doc, doc.currentVersionId);
+    const base = await this.version(unit, doc, doc.currentVersionId);
     const current = base.metadata[input.namespaceUrn];
     if (current?.id !== input.baseMetadataId) {
       throw new JobError('metadata_conflict', `The ${input.namespaceUrn} entry changed after the migration was requested (now ${current?.id ?? 'absent'}); request it again`, false);
     }
-    this.addVersion(doc, { subject: input.actor }, {
+    await this.addVersion(unit, doc, { subject: input.actor }, {
       contentRef: base.contentRef,
       contentType: base.contentType,
       metadata: { ...base.metadata, [input.namespaceUrn]: { schema: input.toSchemaUrn, id: newMetadataId(), data } },
@@ -460,27 +453,27 @@ export class DocumentService {
    * One namespace as the bundle (`metadata`) shows it: the current version's canonical entry, else
    * the namespace's valid derived entry (with `includeQuarantined`, its quarantined one).
    */
-  namespace(principal: Principal, documentId: string, namespaceUrn: string, includeQuarantined = false) {
-    const doc = this.readable(principal, documentId, 'meta.read');
-    const canonical = doc.currentVersionId ? this.version(doc, doc.currentVersionId).metadata[namespaceUrn] : undefined;
+  async namespace(principal: Principal, documentId: string, namespaceUrn: string, includeQuarantined = false) {
+    const doc = await this.readable(principal, documentId, 'meta.read');
+    const canonical = doc.currentVersionId ? (await this.version(this.store, doc, doc.currentVersionId)).metadata[namespaceUrn] : undefined;
     const entry = canonical
       ? { id: canonical.id, schema: canonical.schema, data: canonical.data, mode: 'canonical' }
-      : this.derived.shownOne(doc.tenant, documentId, namespaceUrn, includeQuarantined);
+      : await this.derived.shownOne(doc.tenant, documentId, namespaceUrn, includeQuarantined);
     if (!entry) throw new SvcError(404, 'metadata_not_found', `The document has no ${namespaceUrn} metadata${includeQuarantined ? '' : ' in force (quarantined entries are shown with includeQuarantined=true)'}`);
     return { namespaceUrn, entry };
   }
 
   /** Canonical write (replace semantics per namespace): a new version. */
   async writeCanonical(principal: Principal, documentId: string, body: Record<string, unknown>): Promise<{ versionId: string; metadataIds: Record<string, string> }> {
-    const doc = this.document(principal, documentId);
-    const bundle = this.canonicalBundle(principal, body.bundle, 'bundle');
+    const doc = await this.document(principal, documentId);
+    const bundle = await this.canonicalBundle(principal, body.bundle, 'bundle');
     requireRule(doc.permissions, principal, 'meta.write');
     if (body.reason !== undefined && typeof body.reason !== 'string') throw new MetadataRejection(400, 'invalid_request', 'reason must be a string');
-    return this.documents.transaction(() => {
-      const latest = this.documents.get([principal.tenant, documentId])!;
+    return this.store.run(async (unit) => {
+      const latest = (await unit.get(DOCUMENTS, [principal.tenant, documentId]))!;
       if (!latest.currentVersionId) throw new MetadataRejection(409, 'no_version', 'The document has no finalized version to add metadata to');
-      const base = this.version(latest, latest.currentVersionId);
-      const version = this.addVersion(latest, principal, {
+      const base = await this.version(unit, latest, latest.currentVersionId);
+      const version = await this.addVersion(unit, latest, principal, {
         contentRef: base.contentRef,
         contentType: base.contentType,
         metadata: { ...base.metadata, ...bundle },
@@ -493,30 +486,30 @@ export class DocumentService {
 
   /** RFC 6902 patch of one namespace entry's data, on top of `baseMetadataId`: a new version and an audit record. */
   async patch(principal: Principal, documentId: string, namespaceUrn: string, body: unknown, bodyBytes: number): Promise<{ versionId: string; newMetadataId: string }> {
-    const doc = this.document(principal, documentId);
+    const doc = await this.document(principal, documentId);
     requireCapability(principal, `meta.patch:${namespaceUrn}`);
     requireRule(doc.permissions, principal, 'meta.patch');
     const request = checkPatchBody(body, bodyBytes);
-    return this.documents.transaction(() => {
-      const latest = this.documents.get([principal.tenant, documentId])!;
-      const base = latest.currentVersionId ? this.version(latest, latest.currentVersionId) : undefined;
+    return this.store.run(async (unit) => {
+      const latest = (await unit.get(DOCUMENTS, [principal.tenant, documentId]))!;
+      const base = latest.currentVersionId ? await this.version(unit, latest, latest.currentVersionId) : undefined;
       const entry = base?.metadata[namespaceUrn];
       if (!base || !entry) throw new MetadataRejection(404, 'metadata_not_found', `The current version has no ${namespaceUrn} metadata`);
       if (entry.id !== request.baseMetadataId) {
         throw new MetadataRejection(409, 'metadata_conflict', `baseMetadataId ${request.baseMetadataId} is not the current entry`, { currentMetadataId: entry.id });
       }
       const data = applyEntryPatch(entry, request.patch);
-      const issues = this.schemas.validate(entry.schema, data);
+      const issues = await this.schemas.validate(entry.schema, data);
       if (issues.length) throw MetadataRejection.invalid(issues.map((i) => ({ ...i, path: `/data${i.path === '/' ? '' : i.path}` })));
       const metadataId = newMetadataId();
-      const version = this.addVersion(latest, principal, {
+      const version = await this.addVersion(unit, latest, principal, {
         contentRef: base.contentRef,
         contentType: base.contentType,
         metadata: { ...base.metadata, [namespaceUrn]: { schema: entry.schema, id: metadataId, data } },
         reason: request.reason,
         labels: [],
       });
-      this.patches.put([latest.tenant, documentId, namespaceUrn, metadataId], {
+      unit.put(PATCHES, [latest.tenant, documentId, namespaceUrn, metadataId], {
         newMetadataId: metadataId, baseMetadataId: entry.id, namespaceUrn, versionId: version.versionId, patch: request.patch, actor: principal.subject, reason: request.reason, at: Date.now(),
       });
       return { versionId: version.versionId, newMetadataId: metadataId };
@@ -524,22 +517,22 @@ export class DocumentService {
   }
 
   /** The patches applied to a namespace, oldest first: the immutable audit record. */
-  patchHistory(principal: Principal, documentId: string, namespaceUrn: string) {
-    const doc = this.readable(principal, documentId, 'meta.read');
+  async patchHistory(principal: Principal, documentId: string, namespaceUrn: string) {
+    const doc = await this.readable(principal, documentId, 'meta.read');
     const patches = [];
-    for (const { value } of this.patches.getRange({ start: [doc.tenant, documentId, namespaceUrn, ''], end: [doc.tenant, documentId, namespaceUrn, '\uffff'] })) {
+    for await (const { value } of this.store.scan(PATCHES, { start: [doc.tenant, documentId, namespaceUrn, ''], end: [doc.tenant, documentId, namespaceUrn, '\uffff'] })) {
       patches.push({ ...value, at: new Date(value.at).toISOString() });
     }
     return { namespaceUrn, patches };
   }
 
   /** A request bundle checked and validated as canonical metadata; entries get new ids. */
-  private canonicalBundle(principal: Principal, raw: unknown, where: string): Bundle {
+  private async canonicalBundle(principal: Principal, raw: unknown, where: string): Promise<Bundle> {
     const entries = readBundle(raw, where);
     for (const ns of Object.keys(entries)) requireCapability(principal, `meta.write:${ns}`);
     const issues = [];
     for (const [ns, e] of Object.entries(entries)) {
-      const schema = this.schemas.get(e.schema);
+      const schema = await this.schemas.get(e.schema);
       if (!schema) {
         issues.push({ path: `/namespaces/${ns}/schema`, code: 'schema_not_found', message: `No schema ${e.schema} is registered` });
         continue;
@@ -548,14 +541,17 @@ export class DocumentService {
         issues.push({ path: `/namespaces/${ns}/schema`, code: 'schema_namespace_mismatch', message: `${e.schema} is a schema of ${schema.namespaceUrn}` });
         continue;
       }
-      for (const i of this.schemas.validate(e.schema, e.data)) issues.push({ ...i, path: `/namespaces/${ns}/data${i.path === '/' ? '' : i.path}` });
+      for (const i of await this.schemas.validate(e.schema, e.data)) issues.push({ ...i, path: `/namespaces/${ns}/data${i.path === '/' ? '' : i.path}` });
     }
     if (issues.length) throw MetadataRejection.invalid(issues);
     return Object.fromEntries(Object.entries(entries).map(([ns, e]) => [ns, { schema: e.schema, id: newMetadataId(), data: e.data }]));
   }
 
-  /** Inside a transaction: stores a new version after the document's current one and moves CURRENT (and `labels`) to it. */
-  private addVersion(doc: DocumentRecord, principal: Pick<Principal, 'subject'>, v: { contentRef: ContentRef; contentType: string; metadata: Bundle; reason: string; labels: string[] }): VersionRecord {
+  /**
+   * In a unit that read `doc` (so that a version added meanwhile makes it run again): stores a
+   * new version after the document's current one and moves CURRENT (and `labels`) to it.
+   */
+  private async addVersion(unit: Unit, doc: DocumentRecord, principal: Pick<Principal, 'subject'>, v: { contentRef: ContentRef; contentType: string; metadata: Bundle; reason: string; labels: string[] }): Promise<VersionRecord> {
     const now = Date.now();
     const version: VersionRecord = {
       versionId: newId(),
@@ -568,39 +564,40 @@ export class DocumentService {
       reason: v.reason,
       createdAt: now,
     };
-    this.versions.put([doc.tenant, doc.documentId, version.versionId], version);
+    unit.put(VERSIONS, [doc.tenant, doc.documentId, version.versionId], version);
     for (const label of new Set([CURRENT, ...v.labels])) {
-      this.labels.put([doc.tenant, doc.documentId, label], version.versionId);
-      this.index.addLabel(doc.tenant, doc.documentId, doc.createdAt, label);
+      unit.put(LABELS, [doc.tenant, doc.documentId, label], version.versionId);
+      this.index.addLabel(unit, doc.tenant, doc.documentId, doc.createdAt, label);
     }
-    this.documents.put([doc.tenant, doc.documentId], { ...doc, currentVersionId: version.versionId, updatedAt: now });
+    unit.put(DOCUMENTS, [doc.tenant, doc.documentId], { ...doc, currentVersionId: version.versionId, updatedAt: now });
     return version;
   }
 
-  private upload(principal: Principal, uploadId: string): UploadRecord {
+  private async upload(principal: Principal, uploadId: string): Promise<UploadRecord> {
     if (!isUuid(uploadId)) throw badRequest('The upload id must be a UUID');
-    const upload = this.uploads.get(uploadId);
+    const upload = await this.store.get(UPLOADS, uploadId);
     if (!upload || upload.tenant !== principal.tenant) throw uploadNotFound(uploadId);
     return upload;
   }
 
   /** The document of the principal's tenant (another tenant's is 404). */
-  document(principal: Principal, documentId: string): DocumentRecord {
+  async document(principal: Principal, documentId: string): Promise<DocumentRecord> {
     if (!isUuid(documentId)) throw badRequest('The document id must be a UUID');
-    const doc = this.documents.get([principal.tenant, documentId]);
+    const doc = await this.store.get(DOCUMENTS, [principal.tenant, documentId]);
     if (!doc) throw documentNotFound(documentId);
     return doc;
   }
 
   /** The document of the principal's tenant when its rules let the principal do `action`. */
-  private readable(principal: Principal, documentId: string, action: string): DocumentRecord {
-    const doc = this.document(principal, documentId);
+  private async readable(principal: Principal, documentId: string, action: string): Promise<DocumentRecord> {
+    const doc = await this.document(principal, documentId);
     requireRule(doc.permissions, principal, action);
     return doc;
   }
 
-  private version(doc: DocumentRecord, versionId: string): VersionRecord {
-    const v = this.versions.get([doc.tenant, doc.documentId, versionId]);
+  /** A version of `doc`, read in `reads` (a unit, or the store for the latest committed one). */
+  private async version(reads: Pick<Unit, 'get'>, doc: DocumentRecord, versionId: string): Promise<VersionRecord> {
+    const v = await reads.get(VERSIONS, [doc.tenant, doc.documentId, versionId]);
     if (!v) throw new SvcError(500, 'storage_failure', 'A version of this document is missing from the catalog');
     return v;
   }
@@ -616,7 +613,7 @@ export class DocumentService {
     const { ingest, hash, recorded } = this.contentIngest(tenant, options);
     try {
       await pushAll(ingest, pieces, (piece) => hash.update(piece));
-      return await recorded(() => {});
+      return await recorded(async () => {});
     } catch (err) {
       ingest.abort();
       throw err;
@@ -624,19 +621,20 @@ export class DocumentService {
   }
 
   /**
-   * Inside the caller's synchronous transaction: document `documentId` of `tenant` with its first
-   * version on recorded content `contentKey` (a finalized upload beside it, as if uploaded), or,
-   * when the document exists, nothing (`created` false).
+   * In the caller's unit: document `documentId` of `tenant` with its first version on recorded
+   * content `contentKey` (a finalized upload beside it, as if uploaded), or, when the document
+   * exists, nothing (`created` false).
    */
-  createWithContentSync(
+  async createWithContent(
+    unit: Unit,
     tenant: string,
     documentId: string,
     actor: string,
     d: { externalRefs: ExternalRef[]; placementHint: PlacementHint; contentKey: string; contentType: string; reason: string },
-  ): { created: boolean; externalRefs: ExternalRef[] } {
-    const existing = this.documents.get([tenant, documentId]);
+  ): Promise<{ created: boolean; externalRefs: ExternalRef[] }> {
+    const existing = await unit.get(DOCUMENTS, [tenant, documentId]);
     if (existing) return { created: false, externalRefs: existing.externalRefs };
-    const content = this.contentKeys.get(d.contentKey);
+    const content = await unit.get(CONTENT_KEYS, d.contentKey);
     if (!content) throw new Error(`content ${d.contentKey} is not recorded`);
     const now = Date.now();
     const uploadId = newId();
@@ -644,10 +642,10 @@ export class DocumentService {
       documentId, tenant, currentVersionId: null, externalRefs: d.externalRefs, permissions: [], initialMetadata: {},
       placementHint: d.placementHint, uploadId, createdBy: actor, createdAt: now, updatedAt: now,
     };
-    this.documents.put([tenant, documentId], doc);
-    this.index.addDocument(doc);
-    const version = this.addVersion(doc, { subject: actor }, { contentRef: { kind: 'blob', key: d.contentKey }, contentType: d.contentType, metadata: {}, reason: d.reason, labels: [] });
-    this.uploads.put(uploadId, {
+    unit.put(DOCUMENTS, [tenant, documentId], doc);
+    this.index.addDocument(unit, doc);
+    const version = await this.addVersion(unit, doc, { subject: actor }, { contentRef: { kind: 'blob', key: d.contentKey }, contentType: d.contentType, metadata: {}, reason: d.reason, labels: [] });
+    unit.put(UPLOADS, uploadId, {
       uploadId, tenant, documentId, state: 'finalized', versionId: version.versionId,
       content: { key: d.contentKey, size: content.record.size, mediaType: d.contentType },
     });

@@ -44,7 +44,7 @@ export class MigrationRegistry {
     private readonly schemas: SchemaRegistry,
   ) {}
 
-  get(fromSchemaUrn: string, toSchemaUrn: string): MigrationRecord | undefined {
+  get(fromSchemaUrn: string, toSchemaUrn: string): Promise<MigrationRecord | undefined> {
     return this.migrations.get(`${fromSchemaUrn} ${toSchemaUrn}`);
   }
 
@@ -56,8 +56,7 @@ export class MigrationRegistry {
     if (fromSchemaUrn === toSchemaUrn) throw badRequest('A migration goes from one schema to another');
     const forward = patchSpec(body.forward, 'forward');
     const inverse = patchSpec(body.inverse, 'inverse');
-    const from = this.schemas.get(fromSchemaUrn);
-    const to = this.schemas.get(toSchemaUrn);
+    const [from, to] = await Promise.all([this.schemas.get(fromSchemaUrn), this.schemas.get(toSchemaUrn)]);
     if (!from) throw schemaNotFound(fromSchemaUrn);
     if (!to) throw schemaNotFound(toSchemaUrn);
     if (from.namespaceUrn !== to.namespaceUrn) throw badRequest(`Both schemas must belong to one namespace (${from.namespaceUrn} ≠ ${to.namespaceUrn})`);

@@ -1,5 +1,5 @@
 // Metadata schemas: registration (idempotent by canonical hash), lookup, and validation of
-// metadata data with ajv against JSON Schema 2020-12. Owner of the `schemas` database.
+// metadata data with ajv against JSON Schema 2020-12. Owner of the `schemas` table.
 
 import { createHash } from 'node:crypto';
 import { SvcError } from '../errors.js';
@@ -28,19 +28,14 @@ export class SchemaRegistry {
 
   constructor(private readonly schemas: KeyedCatalog<SchemaRecord>) {}
 
-  get(urn: string): SchemaRecord | undefined {
+  get(urn: string): Promise<SchemaRecord | undefined> {
     return this.schemas.get(urn);
   }
 
   /** GET /v1/schemas: registrations in URN order, of one namespace when given, after URN `after`. */
-  list(namespaceUrn: string | undefined, limit: number, after?: string): { schemas: SchemaRecord[]; next?: string } {
-    const schemas: SchemaRecord[] = [];
-    for (const { record } of this.schemas.entries(after)) {
-      if (namespaceUrn !== undefined && record.namespaceUrn !== namespaceUrn) continue;
-      if (schemas.length === limit) return { schemas, next: schemas[schemas.length - 1]!.schemaUrn };
-      schemas.push(record);
-    }
-    return { schemas };
+  async list(namespaceUrn: string | undefined, limit: number, after?: string): Promise<{ schemas: SchemaRecord[]; next?: string }> {
+    const { records: schemas, more } = await this.schemas.page(after, limit, (record) => namespaceUrn === undefined || record.namespaceUrn === namespaceUrn);
+    return more ? { schemas, next: schemas[schemas.length - 1]!.schemaUrn } : { schemas };
   }
 
   /** Registers a schema: `created` false for an identical re-registration; 409 for a different body. */
@@ -74,8 +69,8 @@ export class SchemaRegistry {
   }
 
   /** Issues of `data` against the schema (empty: valid). The schema must exist. */
-  validate(schemaUrn: string, data: unknown): ValidationIssue[] {
-    const record = this.get(schemaUrn);
+  async validate(schemaUrn: string, data: unknown): Promise<ValidationIssue[]> {
+    const record = await this.get(schemaUrn);
     if (!record) return [{ path: '', code: 'schema_not_found', message: `No schema ${schemaUrn} is registered` }];
     let validate = this.compiled.get(schemaUrn);
     if (!validate) {

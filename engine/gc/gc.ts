@@ -335,8 +335,8 @@ export class GarbageCollector implements Collector, PublicationGuard {
     } while (after !== undefined);
     for (const root of this.deps.roots) {
       let batch: Buffer[] = [];
-      for (const digest of root.digests()) {
-        batch.push(digest);
+      for await (const digest of root.digests()) {
+        batch.push(Buffer.from(digest));
         if (batch.length >= MARK_BATCH) {
           this.checkStop();
           await this.writeMarks(batch);

@@ -61,7 +61,7 @@ export class Reclaimer {
   }
 
   /** At start (no ingest runs): finishes the reclaims a stop or a crash interrupted. */
-  resume(): void {
+  async resume(): Promise<void> {
     const { state, blocks } = this.deps;
     const moved: Moved[] = [];
     const done: Buffer[] = [];
@@ -78,14 +78,14 @@ export class Reclaimer {
       }
     }
     if (done.length) state.atomicallySync(() => done.forEach((k) => state.removePendingReclaimSync(k)));
-    if (moved.length) this.settle(moved);
+    if (moved.length) await this.settle(moved);
   }
 
   private async run(candidates: Map<string, number>): Promise<void> {
     const moved = this.quarantineUnreferenced(candidates, `${RECLAIM_RUN}${randomUUID()}`);
     if (moved.length === 0) return;
     await Promise.allSettled(this.deps.fence.storeTasksInFlight());
-    this.settle(moved);
+    await this.settle(moved);
   }
 
   /** Step 1: receipts, then the files move to quarantine. */
@@ -118,17 +118,21 @@ export class Reclaimer {
   }
 
   /** Step 3: back to the live area if anything needs them, else deleted. */
-  private settle(moved: Moved[]): void {
+  private async settle(moved: Moved[]): Promise<void> {
     const { state, manifests, blocks, roots, fence, log } = this.deps;
     const hexes = new Set(moved.map((c) => c.hex));
-    const needed = fence.claimed(hexes);
-    for (const c of moved) if (manifests.blockRecord(c.key)) needed.add(c.hex);
-    if (needed.size < hexes.size) {
-      for (const root of roots) for (const digest of root.digests()) {
-        const hex = digest.toString('hex');
-        if (hexes.has(hex)) needed.add(hex);
+    // The roots first (their scan is asynchronous), then the claims and manifests in the same
+    // turn as the settling step below, so nothing published in between is missed.
+    const rooted = new Set<string>();
+    for (const root of roots) {
+      for await (const digest of root.digests()) {
+        const hex = Buffer.from(digest).toString('hex');
+        if (hexes.has(hex)) rooted.add(hex);
       }
     }
+    const needed = fence.claimed(hexes);
+    for (const hex of rooted) needed.add(hex);
+    for (const c of moved) if (manifests.blockRecord(c.key)) needed.add(c.hex);
     const now = Date.now();
     const kept: Moved[] = [];
     const doomed: Moved[] = [];

@@ -127,7 +127,7 @@ export class SharedCollector implements Collector {
     const { catalog, nodeId, log } = this.deps;
     if (!this.holding) {
       if (this.startRootsChecked) return;
-      if (this.holdsPersistentRoots()) await this.holdRoots();
+      if (await this.holdsPersistentRoots()) await this.holdRoots();
       this.startRootsChecked = true;
       return;
     }
@@ -138,10 +138,10 @@ export class SharedCollector implements Collector {
     await this.holdRoots();
   }
 
-  private holdsPersistentRoots(): boolean {
+  private async holdsPersistentRoots(): Promise<boolean> {
     for (const root of this.deps.roots) {
       if (!root.persistent) continue;
-      for (const _ of root.digests()) return true;
+      for await (const _ of root.digests()) return true;
     }
     return false;
   }
@@ -296,7 +296,7 @@ export class SharedCollector implements Collector {
   private async markRoots(root: BlockRoots): Promise<void> {
     const { catalog } = this.deps;
     let batch: Buffer[] = [];
-    for (const digest of root.digests()) {
+    for await (const digest of root.digests()) {
       batch.push(Buffer.from(digest));
       if (batch.length === BATCH) {
         await catalog.mark(batch);

@@ -17,7 +17,7 @@ import { type PlacementHint, badRequest, isPlainObject, parsePlacement } from '.
 import { SvcError } from '../errors.js';
 import { JobError, type JobQueue, type JobRecord } from '../jobs/index.js';
 import type { Logger } from '../log.js';
-import type { OrderedTable, TableCatalog } from '../store/index.js';
+import { type Unit, type UnitStore, table } from '../store/index.js';
 import { parseLegacyDocId } from './doc-id.js';
 import { LegacyError, legacyRepoNotFound } from './errors.js';
 import type { LegacyRepositories } from './repositories.js';
@@ -59,28 +59,25 @@ export function legacyDocumentId(tenant: string, repo: string, legacyDocId: stri
   return uuidv5(JSON.stringify([tenant, repo, legacyDocId]), ID_NAMESPACE);
 }
 
-export class LegacyImports {
-  /** [tenant, repo, legacyDocId] → the document and its import job. */
-  private readonly byLegacy: OrderedTable<ImportRow, [string, string, string]>;
-  /** [tenant, documentId] → where it came from. */
-  private readonly byDocument: OrderedTable<{ repo: string; legacyDocId: string }, [string, string]>;
-  /** [tenant, repo, legacy binary hash] → the content key it was ingested as (a shared binary is not read again). */
-  private readonly binaries: OrderedTable<{ key: string; size: number }, [string, string, string]>;
+/** [tenant, repo, legacyDocId] → the document and its import job. */
+const BY_LEGACY = table<ImportRow, [string, string, string]>('legacy_imports');
+/** [tenant, documentId] → where it came from. */
+const BY_DOCUMENT = table<{ repo: string; legacyDocId: string }, [string, string]>('legacy_import_docs');
+/** [tenant, repo, legacy binary hash] → the content key it was ingested as (a shared binary is not read again). */
+const BINARIES = table<{ key: string; size: number }, [string, string, string]>('legacy_binaries');
 
+export class LegacyImports {
   constructor(
-    env: TableCatalog,
+    private readonly units: UnitStore,
     private readonly legacy: LegacyRepositories,
     private readonly docs: DocumentService,
     private readonly jobs: JobQueue,
     private readonly log: Logger,
   ) {
-    this.byLegacy = env.table('legacy_imports');
-    this.byDocument = env.table('legacy_import_docs');
-    this.binaries = env.table('legacy_binaries');
     jobs.define<ImportOutput>({
       kind: LEGACY_IMPORT_KIND,
       prepare: async (job) => ({ done: await this.prepare(job) }),
-      apply: (job, output) => this.apply(job, output),
+      apply: (unit, job, output) => this.apply(unit, job, output),
     });
   }
 
@@ -109,32 +106,31 @@ export class LegacyImports {
     }
     const tenant = principal.tenant;
     const key: [string, string, string] = [tenant, repo.name, legacyDocId];
-    // Check-or-insert in one synchronous write transaction: LMDB has one writer, so concurrent
-    // first requests are serialized here and only the first inserts.
-    const answer = this.byLegacy.transactionSync(() => {
-      const row = this.byLegacy.get(key);
+    // Check-or-insert in one unit of work: of concurrent first requests (on any node) only one
+    // commits its insert; the others run again and find its row.
+    const answer = await this.units.run(async (unit) => {
+      const row = await unit.get(BY_LEGACY, key);
       if (row) {
-        const job = this.jobs.get(tenant, row.jobId);
+        const job = await this.jobs.get(tenant, row.jobId);
         if (job && job.state !== 'failed' && job.state !== 'dead') {
           return { jobId: row.jobId, documentId: row.documentId, alreadyImported: job.state === 'completed', created: false };
         }
       }
       const documentId = row?.documentId ?? legacyDocumentId(tenant, repo.name, legacyDocId);
       const input: LegacyImportInput = { repo: repo.name, legacyDocId, documentId, placementHint, actor: principal.subject };
-      const job = this.jobs.enqueueSync(tenant, LEGACY_IMPORT_KIND, input, { startNow: true });
-      this.byLegacy.put(key, { documentId, jobId: job.jobId, createdAt: row?.createdAt ?? Date.now() });
-      this.byDocument.put([tenant, documentId], { repo: repo.name, legacyDocId });
+      const job = this.jobs.enqueueIn(unit, tenant, LEGACY_IMPORT_KIND, input, { startNow: true });
+      unit.put(BY_LEGACY, key, { documentId, jobId: job.jobId, createdAt: row?.createdAt ?? Date.now() });
+      unit.put(BY_DOCUMENT, [tenant, documentId], { repo: repo.name, legacyDocId });
       return { jobId: job.jobId, documentId, alreadyImported: false, created: true };
     });
-    // Answered only once durable: the same request after a crash finds the row.
-    await this.byLegacy.flushed;
+    // Answered once committed (durable as SVC_DURABILITY says): the same request after a crash finds the row.
     this.legacy.metrics.importRequest(repo.name, answer.created ? 'enqueued' : answer.alreadyImported ? 'already_imported' : 'in_progress');
     return answer;
   }
 
   /** Where an imported document came from (undefined: not imported). */
-  origin(tenant: string, documentId: string): { repo: string; legacyDocId: string } | undefined {
-    return this.byDocument.get([tenant, documentId]);
+  origin(tenant: string, documentId: string): Promise<{ repo: string; legacyDocId: string } | undefined> {
+    return this.units.get(BY_DOCUMENT, [tenant, documentId]);
   }
 
   /**
@@ -157,8 +153,8 @@ export class LegacyImports {
       try {
         const hash = doc.descriptor.hash;
         const contentType = doc.descriptor.mediaType ?? OCTET_STREAM;
-        const known = this.binaries.get([job.tenant, repo.name, hash]);
-        if (known && known.size === doc.size && this.docs.contentManifest(known.key)?.record.size === doc.size) {
+        const known = await this.units.get(BINARIES, [job.tenant, repo.name, hash]);
+        if (known && known.size === doc.size && (await this.docs.contentManifest(known.key))?.record.size === doc.size) {
           return { contentKey: known.key, contentType, size: doc.size, binaryHash: hash };
         }
         let content;
@@ -186,19 +182,19 @@ export class LegacyImports {
     }
   }
 
-  /** In the job's completion transaction: the document and its first version, the binary's mapping. */
-  private apply(job: JobRecord, output: ImportOutput) {
+  /** In the job's completion unit: the document and its first version, the binary's mapping. */
+  private async apply(unit: Unit, job: JobRecord, output: ImportOutput) {
     const input = job.input as LegacyImportInput;
     const ref = { system: LEGACY_SYSTEM, value: input.legacyDocId, meta: { repo: input.repo } };
-    const r = this.docs.createWithContentSync(job.tenant, input.documentId, input.actor, {
+    const r = await this.docs.createWithContent(unit, job.tenant, input.documentId, input.actor, {
       externalRefs: [ref], placementHint: input.placementHint, contentKey: output.contentKey, contentType: output.contentType,
       reason: `imported from legacy repository ${input.repo} (${input.legacyDocId})`,
     });
     if (!r.created && !r.externalRefs.some((e) => e.system === LEGACY_SYSTEM && e.value === input.legacyDocId && e.meta?.repo === input.repo)) {
       throw new JobError('document_conflict', `A document ${input.documentId} that was not imported from this legacy document exists`, false);
     }
-    this.binaries.put([job.tenant, input.repo, output.binaryHash], { key: output.contentKey, size: output.size });
-    this.legacy.metrics.imported(input.repo, r.created ? 'imported' : 'already_present');
+    unit.put(BINARIES, [job.tenant, input.repo, output.binaryHash], { key: output.contentKey, size: output.size });
+    unit.afterCommit(() => this.legacy.metrics.imported(input.repo, r.created ? 'imported' : 'already_present'));
     return { derivedNamespaces: [], viewKeys: [] };
   }
 }

@@ -8,7 +8,7 @@ export { type BlobBackend, type Dependency, openBlobBackend } from './backend.js
 export { type BlobCatalog, type BlockRecord, type EmbeddedBlobCatalog, InvalidCursorError, type Publication, type PublicationGuard, type PublishOptions } from './blob-catalog.js';
 export { DEFAULT_TENANT } from './tenants.js';
 export type { GcCatalog, Receipt, Tombstone } from './gc-catalog.js';
-export type { KeyedCatalog } from './keyed-catalog.js';
+export { KeyedCatalog } from './keyed-catalog.js';
 export type { DevSecretStore } from './dev-secret.js';
 export { FileDevSecretStore } from './fs/dev-secret.js';
 export type { ModelRegistration, ModelRegistry, RegistryWatch, RemoveOutcome } from './model-registry.js';
@@ -20,7 +20,6 @@ export { CatalogEnv } from './lmdb/env.js';
 export { LmdbBlobCatalog } from './lmdb/blob-catalog.js';
 export { LmdbUploadCatalog } from './lmdb/upload-catalog.js';
 export { LmdbGcCatalog } from './lmdb/gc-catalog.js';
-export { LmdbKeyedCatalog } from './lmdb/keyed-catalog.js';
 export { LmdbModelRegistry } from './lmdb/model-registry.js';
 export { S3OnlyRefused } from './s3-only/refused.js';
 export { type DataDirLock, DataDirInUse, DataDirLockError, lockDataDir } from './data-dir-lock.js';

@@ -1,13 +1,49 @@
-// Records under string keys, read in key order: model registrations, metadata schemas and
-// migrations. Small tables that change rarely and are read often.
+// Records under string keys, read in key order: metadata schemas and migrations. Small tables
+// whose records never change once registered and are read on every metadata write, so each
+// node keeps those it has read in memory (a record registered on another node is read from the
+// store on first use).
 
-export interface KeyedCatalog<R> {
-  get(key: string): R | undefined;
-  /** Every record whose key sorts after `after` (all when undefined), in key order. */
-  entries(after?: string): Iterable<{ key: string; record: R }>;
-  keys(): Iterable<string>;
+import { type Table, type UnitStore, table } from './unit-store.js';
+
+export class KeyedCatalog<R> {
+  private readonly known = new Map<string, R>();
+  private readonly table: Table<R, string>;
+
+  constructor(
+    private readonly store: UnitStore,
+    name: string,
+  ) {
+    this.table = table<R, string>(name);
+  }
+
+  async get(key: string): Promise<R | undefined> {
+    const cached = this.known.get(key);
+    if (cached !== undefined) return cached;
+    const record = await this.store.get(this.table, key);
+    if (record !== undefined) this.known.set(key, record);
+    return record;
+  }
+
+  /** Up to `limit` records whose key sorts after `after` (all when undefined) that `keep`, in key order; `more` when the scan stopped early. */
+  async page(after: string | undefined, limit: number, keep: (record: R) => boolean): Promise<{ records: R[]; more: boolean }> {
+    const records: R[] = [];
+    for await (const { key, value } of this.store.scan(this.table, after === undefined ? {} : { start: after })) {
+      if (key === after || !keep(value)) continue;
+      if (records.length === limit) return { records, more: true };
+      records.push(value);
+    }
+    return { records, more: false };
+  }
+
   /** Stores `record` unless the key holds one, atomically; returns what the key holds afterwards. */
-  putIfAbsent(key: string, record: R): Promise<{ record: R; created: boolean }>;
-  put(key: string, record: R): Promise<void>;
-  remove(key: string): Promise<void>;
+  async putIfAbsent(key: string, record: R): Promise<{ record: R; created: boolean }> {
+    const outcome = await this.store.run(async (unit) => {
+      const existing = await unit.get(this.table, key);
+      if (existing !== undefined) return { record: existing, created: false };
+      unit.put(this.table, key, record);
+      return { record, created: true };
+    });
+    this.known.set(key, outcome.record);
+    return outcome;
+  }
 }

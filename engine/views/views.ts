@@ -7,7 +7,7 @@
 import { fileURLToPath } from 'node:url';
 import type { BlobReader, BlockRoots, DirectIngest, IngestOptions } from '../cas/index.js';
 import { JobError, type JobQueue, type JobRecord } from '../jobs/index.js';
-import { Manifest, type ManifestRecord, type OrderedTable, type TableCatalog } from '../store/index.js';
+import { Manifest, type ManifestRecord, type Unit, type UnitStore, table } from '../store/index.js';
 import { readWhole, storeBytes, type StoredBytes } from './content-io.js';
 import { type ViewOp, viewKey, viewMediaType, viewUnsupported } from './view-spec.js';
 
@@ -15,6 +15,9 @@ export const VIEW_TASKS_MODULE = fileURLToPath(new URL('../../workers/views.js',
 const TERMINAL = new Set(['completed', 'failed', 'dead']);
 /** OCR of a long scan takes minutes on two cores; longer than this it is retried, then dead. */
 const MATERIALIZE_TIMEOUT_MS = 30 * 60_000;
+
+const VIEWS = table<ViewRecord, [string, string]>('doc_views');
+const VIEW_JOBS = table<string, [string, string]>('doc_view_jobs');
 
 export interface ViewRecord {
   key: string;
@@ -49,23 +52,18 @@ export interface MaterializeOutput {
 
 export interface ViewDeps {
   /** The manifest of stored document content by key (`b3:<hex>`), if any. */
-  contentOf(key: string): Manifest | undefined;
+  contentOf(key: string): Promise<Manifest | undefined>;
   reader: BlobReader;
   startIngest(options: IngestOptions): DirectIngest;
   maxInputBytes: number;
 }
 
 export class ViewService {
-  private readonly views: OrderedTable<ViewRecord, [string, string]>;
-  private readonly viewJobs: OrderedTable<string, [string, string]>;
-
   constructor(
-    env: TableCatalog,
+    private readonly units: UnitStore,
     private readonly jobs: JobQueue,
     private readonly deps: ViewDeps,
   ) {
-    this.views = env.table('doc_views');
-    this.viewJobs = env.table('doc_view_jobs');
     this.defineMaterialize('view.materialize');
   }
 
@@ -81,22 +79,22 @@ export class ViewService {
       timeoutMs: MATERIALIZE_TIMEOUT_MS,
       prepare: async (job) => {
         const input = job.input as MaterializeInput;
-        if (this.views.doesExist([job.tenant, input.viewKey])) return { done: { reused: true } };
+        if (await this.units.has(VIEWS, [job.tenant, input.viewKey])) return { done: { reused: true } };
         const bytes = await this.readBase(input.base);
         return { prepared: { bytes }, transfer: [bytes.buffer as ArrayBuffer] };
       },
       store: async (job, output) => (output.bytes ? { stored: await this.store(output.bytes, job.input as MaterializeInput) } : output),
-      apply: (job, output) => {
+      apply: async (unit, job, output) => {
         const input = job.input as MaterializeInput;
-        if (!output.reused) this.record(job.tenant, input.viewKey, input.ops, input.base, output.stored);
+        if (!output.reused) await this.record(unit, job.tenant, input.viewKey, input.ops, input.base, output.stored);
         return { derivedNamespaces: [], viewKeys: [input.viewKey] };
       },
     });
   }
 
   /** The tenant's materialized view, if there is one. */
-  cached(tenant: string, key: string): { record: ViewRecord; manifest?: Manifest } | undefined {
-    const record = this.views.get([tenant, key]);
+  async cached(tenant: string, key: string): Promise<{ record: ViewRecord; manifest?: Manifest } | undefined> {
+    const record = await this.units.get(VIEWS, [tenant, key]);
     if (!record) return undefined;
     return { record, manifest: record.blobId && record.record ? new Manifest(record.blobId, record.record) : undefined };
   }
@@ -105,17 +103,17 @@ export class ViewService {
    * The view of `base`: stored already, or the job materializing it (joined when one is under way,
    * started otherwise; one check-and-start step, so concurrent first requests share one job).
    */
-  request(tenant: string, documentId: string, base: ViewBase, ops: ViewOp[]): { key: string; jobId?: string } {
+  request(tenant: string, documentId: string, base: ViewBase, ops: ViewOp[]): Promise<{ key: string; jobId?: string }> {
     const key = viewKey(base.key, ops);
     this.checkSize(base);
-    return this.viewJobs.transactionSync(() => {
-      if (this.views.doesExist([tenant, key])) return { key };
-      const running = this.viewJobs.get([tenant, key]);
-      const job = running === undefined ? undefined : this.jobs.get(tenant, running);
+    return this.units.run(async (unit) => {
+      if (await unit.has(VIEWS, [tenant, key])) return { key };
+      const running = await unit.get(VIEW_JOBS, [tenant, key]);
+      const job = running === undefined ? undefined : await this.jobs.get(tenant, running);
       if (job && !TERMINAL.has(job.state)) return { key, jobId: job.jobId };
       const input: MaterializeInput = { documentId, base, ops, viewKey: key };
-      const started = this.jobs.enqueueSync(tenant, 'view.materialize', input);
-      this.viewJobs.put([tenant, key], started.jobId);
+      const started = this.jobs.enqueueIn(unit, tenant, 'view.materialize', input);
+      unit.put(VIEW_JOBS, [tenant, key], started.jobId);
       return { key, jobId: started.jobId };
     });
   }
@@ -134,7 +132,7 @@ export class ViewService {
 
   /** The base content's bytes for a worker (a JobError when it cannot be read as a view's input). */
   async readBase(base: ViewBase): Promise<Buffer> {
-    const manifest = this.deps.contentOf(base.key);
+    const manifest = await this.deps.contentOf(base.key);
     if (!manifest) throw new JobError('content_not_found', `The content ${base.key} is not in the catalog`, false);
     if (manifest.record.size > this.deps.maxInputBytes) throw new JobError('view_unsupported', 'The content is larger than SVC_VIEW_MAX_INPUT_BYTES', false);
     return readWhole(this.deps.reader, manifest);
@@ -142,13 +140,13 @@ export class ViewService {
 
   /** A view's bytes as the tenant's stored view reads them (for a workflow that starts from a view). */
   async readView(tenant: string, key: string): Promise<Buffer | undefined> {
-    const found = this.cached(tenant, key);
+    const found = await this.cached(tenant, key);
     if (!found) return undefined;
     return found.manifest ? readWhole(this.deps.reader, found.manifest) : Buffer.alloc(0);
   }
 
-  has(tenant: string, key: string): boolean {
-    return this.views.doesExist([tenant, key]);
+  has(tenant: string, key: string): Promise<boolean> {
+    return this.units.has(VIEWS, [tenant, key]);
   }
 
   /** The bytes of a view into the CAS (unlisted: the view record keeps them). */
@@ -156,24 +154,24 @@ export class ViewService {
     return storeBytes(this.deps.startIngest, bytes, viewMediaType(input.ops, input.base.mediaType));
   }
 
-  /** Inside a job's completion transaction: the view's record (its materializing job is done). */
-  record(tenant: string, key: string, ops: readonly ViewOp[], base: ViewBase, stored: StoredBytes | undefined): void {
-    if (!this.views.doesExist([tenant, key])) {
-      this.views.put([tenant, key], {
+  /** In a job's completion unit: the view's record (its materializing job is done). */
+  async record(unit: Unit, tenant: string, key: string, ops: readonly ViewOp[], base: ViewBase, stored: StoredBytes | undefined): Promise<void> {
+    if (!(await unit.has(VIEWS, [tenant, key]))) {
+      unit.put(VIEWS, [tenant, key], {
         key, blobId: stored?.blobId, record: stored?.record, mediaType: viewMediaType(ops, base.mediaType), size: stored?.record.size ?? 0, createdAt: Date.now(),
       });
     }
-    this.viewJobs.remove([tenant, key]);
+    unit.remove(VIEW_JOBS, [tenant, key]);
   }
 
   /** Blocks of stored views: garbage collection keeps them while a view record points at them. */
   blockRoots(): BlockRoots {
-    const views = this.views;
+    const units = this.units;
     return {
       name: 'document views',
       persistent: true,
-      *digests() {
-        for (const { value } of views.getRange()) {
+      async *digests() {
+        for await (const { value } of units.scan(VIEWS)) {
           const refs = value.record?.refs;
           if (refs) for (let at = 0; at < refs.length; at += 40) yield refs.subarray(at, at + 32);
         }

@@ -11,7 +11,7 @@ import { canonicalJson } from '../documents/model.js';
 import { isNamespaceUrn, onlyKeys } from '../documents/model.js';
 import { SvcError } from '../errors.js';
 import { JobError, type JobQueue, type JobRecord } from '../jobs/index.js';
-import type { OrderedTable, TableCatalog } from '../store/index.js';
+import { type Unit, type UnitStore, table } from '../store/index.js';
 import { VIEW_TASKS_MODULE, type MaterializeInput, type ViewBase, type ViewService } from '../views/views.js';
 import { type ViewOp, checkApplicable, normalizeLanguage, redactionProfile, viewKey } from '../views/view-spec.js';
 import type { StoredBytes } from '../views/content-io.js';
@@ -66,18 +66,17 @@ interface RunRecord {
   viewKeys: string[];
 }
 
+const RUNS = table<RunRecord, [string, string, string]>('doc_workflow_runs');
+
 export const workflowNotFound = (urn: string) => new SvcError(404, 'workflow_not_found', `No workflow ${urn}; this service runs ${WORKFLOWS.join(', ')}`);
 
 export class WorkflowService {
-  private readonly runs: OrderedTable<RunRecord, [string, string, string]>;
-
   constructor(
-    env: TableCatalog,
+    private readonly units: UnitStore,
     private readonly jobs: JobQueue,
     private readonly documents: DocumentService,
     private readonly views: ViewService,
   ) {
-    this.runs = env.table('doc_workflow_runs');
     this.defineTextWorkflow('workflow.ocr', 'ocr', OCR_SCHEMA);
     this.defineTextWorkflow('workflow.entities', 'entities', ENTITIES_SCHEMA);
     views.defineMaterialize('workflow.redact');
@@ -113,7 +112,7 @@ export class WorkflowService {
     if (!isPlainObject(options)) throw badRequest('inputs.options must be an object');
     if (inputs.targetNamespace !== undefined && !isNamespaceUrn(inputs.targetNamespace)) throw badRequest('inputs.targetNamespace must be a namespace URN (urn:svc:<name>)');
     if (inputs.sourceVersion !== undefined && typeof inputs.sourceVersion !== 'string') throw badRequest('inputs.sourceVersion must be "current" or a versionId');
-    const source = this.documents.sourceContent(principal, documentId, (inputs.sourceVersion as string | undefined) ?? 'current', 'workflow.run');
+    const source = await this.documents.sourceContent(principal, documentId, (inputs.sourceVersion as string | undefined) ?? 'current', 'workflow.run');
     const base: ViewBase = { key: source.contentRef.key, mediaType: source.contentType, size: source.size };
     this.views.checkSize(base);
 
@@ -151,7 +150,7 @@ export class WorkflowService {
       timeoutMs: TIMEOUT_MS,
       prepare: async (job) => {
         const input = job.input as TextWorkflowInput;
-        if (this.runs.doesExist([job.tenant, input.documentId, input.runKey])) return { done: { reused: true } };
+        if (await this.units.has(RUNS, [job.tenant, input.documentId, input.runKey])) return { done: { reused: true } };
         // OCR needs the pages' details, so it always reads the content; entities need only the text.
         const text = task === 'entities' ? await this.views.readView(job.tenant, input.textViewKey) : undefined;
         const bytes = text ?? (await this.views.readBase(input.base));
@@ -160,27 +159,27 @@ export class WorkflowService {
       },
       store: async (job, output) => {
         const input = job.input as TextWorkflowInput;
-        if (!output.textBytes || this.views.has(job.tenant, input.textViewKey)) return { ...output, textBytes: undefined };
+        if (!output.textBytes || (await this.views.has(job.tenant, input.textViewKey))) return { ...output, textBytes: undefined };
         const stored = await this.views.store(output.textBytes, { ops: [{ op: 'ocrText', version: 1, language: input.language }], base: input.base });
         return { ...output, textBytes: undefined, stored };
       },
-      apply: (job, output) => this.applyTextWorkflow(job, output, schema),
+      apply: (unit, job, output) => this.applyTextWorkflow(unit, job, output, schema),
     });
   }
 
-  /** In the job's completion transaction: the text view (if made), the derived entry, the run's record. */
-  private applyTextWorkflow(job: JobRecord, output: TextWorkflowOutput, schema: string) {
+  /** In the job's completion unit: the text view (if made), the derived entry, the run's record. */
+  private async applyTextWorkflow(unit: Unit, job: JobRecord, output: TextWorkflowOutput, schema: string) {
     const input = job.input as TextWorkflowInput;
     const runKey: [string, string, string] = [job.tenant, input.documentId, input.runKey];
     if (output.reused) {
-      const run = this.runs.get(runKey);
+      const run = await unit.get(RUNS, runKey);
       if (run) return { derivedNamespaces: run.derivedNamespaces, viewKeys: run.viewKeys };
       throw new JobError('run_missing', 'The stored run vanished; run the workflow again', true);
     }
     if (!output.data || !output.engine) throw new Error('a text workflow task returned no data');
     const textOps: ViewOp[] = [{ op: 'ocrText', version: 1, language: input.language }];
     // The text view exists now: stored by an earlier run or request (record keeps that one), or by this one.
-    this.views.record(job.tenant, input.textViewKey, textOps, input.base, output.stored);
+    await this.views.record(unit, job.tenant, input.textViewKey, textOps, input.base, output.stored);
     const fromView = schema === ENTITIES_SCHEMA;
     const provenance = {
       producer: { name: output.engine.name, version: output.engine.version },
@@ -188,14 +187,14 @@ export class WorkflowService {
       input: fromView ? { kind: 'view' as const, key: input.textViewKey } : { kind: 'blob' as const, key: input.base.key },
       ...(output.confidence === undefined ? {} : { confidence: output.confidence }),
     };
-    const valid = this.documents.derived.record(job, input.documentId, input.targetNamespace, { schema, data: output.data, provenance, actor: input.actor });
+    const valid = await this.documents.derived.record(unit, job, input.documentId, input.targetNamespace, { schema, data: output.data, provenance, actor: input.actor });
     const outputs = {
       derivedNamespaces: [input.targetNamespace],
       ...(valid ? {} : { quarantinedNamespaces: [input.targetNamespace] }),
       viewKeys: [input.textViewKey],
     };
     // Only a valid entry is a result to reuse: a quarantined one is computed again next time.
-    if (valid) this.runs.put(runKey, { jobId: job.jobId, derivedNamespaces: outputs.derivedNamespaces, viewKeys: outputs.viewKeys });
+    if (valid) unit.put(RUNS, runKey, { jobId: job.jobId, derivedNamespaces: outputs.derivedNamespaces, viewKeys: outputs.viewKeys });
     return outputs;
   }
 }

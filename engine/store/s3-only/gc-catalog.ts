@@ -81,7 +81,7 @@ export class S3OnlyGcCatalog implements SharedGcCatalog {
     do {
       const page = await this.blocks.listQuarantine(after);
       if (page.blocks.length > 0) {
-        mine ??= this.rootSet();
+        mine ??= await this.rootSet();
         for (const b of page.blocks) if (mine.has(b.hex)) await this.blocks.restore(b.hex, b.size);
       }
       after = page.next;
@@ -89,9 +89,9 @@ export class S3OnlyGcCatalog implements SharedGcCatalog {
     this.sweptFrom = started;
   }
 
-  private rootSet(): Set<string> {
+  private async rootSet(): Promise<Set<string>> {
     const out = new Set<string>();
-    for (const root of this.roots) for (const d of root.digests()) out.add(Buffer.from(d).toString('hex'));
+    for (const root of this.roots) for await (const d of root.digests()) out.add(Buffer.from(d).toString('hex'));
     return out;
   }
 
