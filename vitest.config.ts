@@ -9,9 +9,9 @@ const PG_S3_SUITES = ['test/blob-api.test.ts', 'test/uploads-api.test.ts', 'test
 
 /**
  * Three pg-s3 nodes on a PostgreSQL cluster and a Ceph radosgw of each file's own (issue 19; issue
- * 26: models and the development secret): not a backend parameterization, so a project of its own.
+ * 26: models, the development secret, documents and jobs): not a backend parameterization, so a project of its own.
  */
-const MULTI_NODE = ['test/multi-node.test.ts', 'test/multi-node-models.test.ts'];
+const MULTI_NODE = ['test/multi-node.test.ts', 'test/multi-node-models.test.ts', 'test/multi-node-documents.test.ts'];
 
 /**
  * The S3-only backend runs the same blob suites (one run per backend, not copies); sessions and

@@ -247,7 +247,9 @@ export class Engine {
     return {
       config, spillDir: this.blocks.scratchDir, blockStore: this.blocks.location, pool, scanner, memory, manifests, stats, log, reclaim: (blocks) => this.gc.reclaim(blocks),
       // An unlisted ingest's record stays in this node's data directory: with a shared catalog, a root only it can mark.
-      holdRoots: this.backend.shared ? () => this.gc.holdRoots() : undefined,
+      // Unlisted content is recorded by the document platform: a root only this node can mark
+      // unless the units are shared (pg-s3), where every node's GC run reads them.
+      holdRoots: this.backend.shared && !this.units.shared ? () => this.gc.holdRoots() : undefined,
     };
   }
 

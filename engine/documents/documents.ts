@@ -144,7 +144,8 @@ export class DocumentService {
     const store = this.store;
     return {
       name: 'document content',
-      persistent: true,
+      // In the data directory only where the store is this node's (fs, s3); pg-s3 shares it.
+      persistent: !store.shared,
       async *digests() {
         for await (const { value } of store.scan(CONTENT_KEYS)) {
           for (let at = 0; at < value.record.refs.length; at += 40) yield value.record.refs.subarray(at, at + 32);

@@ -169,7 +169,8 @@ export class ViewService {
     const units = this.units;
     return {
       name: 'document views',
-      persistent: true,
+      // In the data directory only where the store is this node's (fs, s3); pg-s3 shares it.
+      persistent: !units.shared,
       async *digests() {
         for await (const { value } of units.scan(VIEWS)) {
           const refs = value.record?.refs;
