@@ -8,12 +8,15 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CatalogEnv, LmdbUnitStore, type Table, type Unit, type UnitKey, type UnitRange, type UnitStore, table } from '../dist/engine/store/index.js';
 import { PgBlobCatalog } from '../dist/engine/store/pg/blob-catalog.js';
-import type { PgUnitStore } from '../dist/engine/store/pg/unit-store.js';
+import { type PgPool, openPool } from '../dist/engine/store/pg/pool.js';
+import { type PgUnitStore, UNITS_CHANNEL } from '../dist/engine/store/pg/unit-store.js';
 import { startPostgres } from './helpers/postgres.js';
 import { tempRoot } from './helpers/server.js';
 
 interface Opened {
   nodes: [UnitStore, UnitStore];
+  /** Cuts every LISTEN connection of a shared store (a network loss). */
+  cutListeners?: () => Promise<void>;
   close(): Promise<void>;
 }
 
@@ -46,9 +49,11 @@ const backends: Backend[] = [
       if ('skip' in server) return server;
       const catalogs: PgBlobCatalog[] = [];
       const stores: PgUnitStore[] = [];
+      let sql: PgPool | undefined;
       const close = async () => {
         await Promise.all(stores.map((s) => s.close()));
         await Promise.all(catalogs.map((c) => c.close()));
+        await sql?.end();
         await server.stop();
       };
       try {
@@ -56,7 +61,11 @@ const backends: Backend[] = [
         // Two nodes: each its own pool (and LISTEN connection) on the one database.
         catalogs.push(...(await Promise.all([PgBlobCatalog.open(url, { poolSize: 8 }), PgBlobCatalog.open(url, { poolSize: 8 })])));
         stores.push(catalogs[0]!.unitStore(), catalogs[1]!.unitStore());
-        return { nodes: [stores[0]!, stores[1]!], close };
+        sql = openPool(url, 1);
+        const cutListeners = async () => {
+          await sql!`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = ${`svc-listen:${UNITS_CHANNEL}`}`;
+        };
+        return { nodes: [stores[0]!, stores[1]!], cutListeners, close };
       } catch (err) {
         await close();
         throw err;
@@ -71,6 +80,22 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 async function eventually(done: () => boolean | Promise<boolean>, ms = 10_000): Promise<boolean> {
   for (const deadline = Date.now() + ms; !(await done()); await sleep(10)) if (Date.now() > deadline) return false;
   return true;
+}
+
+/**
+ * Resolves once `store` hears of the commits of `other` (a shared store's LISTEN is in place): a
+ * commit made before that is heard too, since a store calls every listener once it listens.
+ */
+async function listening(store: UnitStore, other: UnitStore): Promise<void> {
+  const t = fresh<number, string>();
+  let heard = 0;
+  const stop = store.watch(t.name, () => heard++);
+  try {
+    await other.run((u) => u.put(t, 'ready', 1));
+    expect(await eventually(() => heard > 0)).toBe(true);
+  } finally {
+    stop();
+  }
 }
 
 /** A table no other case uses. */
@@ -309,6 +334,25 @@ describe.each(backends)('UnitStore conformance: $name', (backend) => {
     expect(new Set(entries.map((e) => e.value))).toEqual(new Set(ids));
   });
 
+  it('a range is a precondition against inserts under other keys: units that each claim an empty table leave one claim', async ({ skip }) => {
+    const [a, b] = nodes(skip);
+    for (let round = 0; round < 10; round++) {
+      const t = fresh<string, string>();
+      const allRead = barrier(4);
+      const claim = (name: string) => {
+        let runs = 0;
+        return async (u: Unit) => {
+          runs++;
+          const claims = await u.range(t);
+          if (runs === 1) await allRead();
+          if (claims.length === 0) u.put(t, name, name);
+        };
+      };
+      await Promise.all(['w', 'x', 'y', 'z'].map((name, i) => (i % 2 ? a : b).run(claim(name))));
+      expect(await a.count(t)).toBe(1);
+    }
+  });
+
   it('a range read without a precondition does not make the unit run again', async ({ skip }) => {
     const [a, b] = nodes(skip);
     const t = fresh<string, string>();
@@ -356,9 +400,8 @@ describe.each(backends)('UnitStore conformance: $name', (backend) => {
     const stopA = a.watch(t.name, () => calls.a++);
     const stopB = b.watch(t.name, () => calls.b++);
     try {
-      // A shared store calls every listener once its LISTEN is in place: wait for it, so that the
-      // commit below cannot come before.
-      if (a.shared) expect(await eventually(() => calls.a > 0 && calls.b > 0)).toBe(true);
+      // Both nodes listening, so that the commit below cannot come before.
+      if (a.shared) await Promise.all([listening(a, b), listening(b, a)]);
       const before = { ...calls };
       await a.run((u) => u.put(t, 'k', 1));
       // This node's listeners before run() resolves.
@@ -390,6 +433,27 @@ describe.each(backends)('UnitStore conformance: $name', (backend) => {
     } finally {
       stopA();
       stopB();
+    }
+  });
+
+  it('watch: after its connection was lost and is back, a shared store calls every listener (a commit may have been missed)', async ({ skip }) => {
+    const [a, b] = nodes(skip);
+    if ('skip' in opened || !opened.cutListeners) return skip('an embedded store has no connection to lose: every commit is its own');
+    const t = fresh<number, string>();
+    let calls = 0;
+    const stop = b.watch(t.name, () => calls++);
+    try {
+      await listening(b, a);
+      await opened.cutListeners();
+      const before = calls;
+      // Called again once LISTEN is back (reopened a second after the loss), with nothing committed.
+      expect(await eventually(() => calls > before, 20_000)).toBe(true);
+      // And notified again after it.
+      const back = calls;
+      await a.run((u) => u.put(t, 'k', 1));
+      expect(await eventually(() => calls > back)).toBe(true);
+    } finally {
+      stop();
     }
   });
 
