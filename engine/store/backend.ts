@@ -9,6 +9,7 @@ import type { SharedGcCatalog } from './shared-gc-catalog.js';
 import type { TailStaging, UploadCatalog } from './upload-catalog.js';
 import type { ModelRegistry } from './model-registry.js';
 import type { DevSecretStore } from './dev-secret.js';
+import type { UnitStore } from './unit-store.js';
 import { FsBlockStore } from './fs/block-store.js';
 import { LmdbBlobCatalog } from './lmdb/blob-catalog.js';
 import type { CatalogEnv } from './lmdb/env.js';
@@ -34,6 +35,8 @@ export interface BlobBackend {
   readonly models?: ModelRegistry;
   /** The generated development secret when the backend shares it between nodes (pg-s3); else a file in the data directory keeps it. */
   readonly devSecret?: DevSecretStore;
+  /** Units of work shared by the cluster's nodes (pg-s3); else the node's LMDB holds them. */
+  readonly units?: UnitStore;
   readonly dependencies: readonly Dependency[];
   /** Interrupted block writes cleaned up at open (fs). */
   readonly removedTempFiles: number;

@@ -28,3 +28,4 @@ export { syncDirectory } from './fs/sync-directory.js';
 export { blockWriter } from './block-writer.js';
 export { type Entry, Table, type Unit, UnitConflict, type UnitKey, type UnitRange, type UnitStore, table } from './unit-store.js';
 export { LmdbUnitStore } from './lmdb/unit-store.js';
+export { PgUnitStore, type PgUnitStoreOptions, UNITS_CHANNEL } from './pg/unit-store.js';

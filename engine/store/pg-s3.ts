@@ -1,6 +1,6 @@
 // The pg-s3 backend: the blob catalog in PostgreSQL (engine/store/pg), block bytes in S3, one
 // object per block, and a journal of every tenant's holdings (engine/store/s3/journal.ts: what a rebuild reads).
-// Resumable sessions, the model registry and the generated development secret in PostgreSQL, staged tails in the bucket. Spills of uploads go to
+// Resumable sessions, the model registry, the generated development secret and units of work in PostgreSQL, staged tails in the bucket. Spills of uploads go to
 // a scratch directory of this node.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -22,6 +22,7 @@ export async function openPgS3(config: Config, log: Logger): Promise<BlobBackend
   const manifests = await PgBlobCatalog.open(config.pg.url, { poolSize: config.pg.pool, journal: new S3Journal(blocks.client, blocks.location),
     onJournalError: (err) => log.warn('pg-s3: journal segment not written; its entries wait in the catalog', { err: String(err) }),
   });
+  const units = manifests.unitStore({ onWatchLost: (err) => log.warn('units: the connection that listens for other nodes\' commits was lost; reconnecting (every watcher is called once it is back)', { err: String(err) }) });
   return {
     kind: 'pg-s3',
     blocks,
@@ -31,6 +32,8 @@ export async function openPgS3(config: Config, log: Logger): Promise<BlobBackend
     sessions: { catalog: manifests.uploadCatalog(), staging: new S3TailStaging(blocks.client, blocks.location) },
     // So are registrations: a model registered on one node is served by every node.
     devSecret: manifests.devSecret(),
+    // And units of work (documents, jobs, views, workflow runs...): every node commits on the same rows.
+    units,
     models: manifests.modelRegistry({ onWatchLost: (err) => log.warn('models: the connection that listens for registry changes was lost; reconnecting (the registry is read every few seconds meanwhile)', { err: String(err) }) }),
     dependencies: [
       { name: 'postgres', probe: () => manifests.probe() },
@@ -38,6 +41,7 @@ export async function openPgS3(config: Config, log: Logger): Promise<BlobBackend
     ],
     removedTempFiles: 0,
     close: async () => {
+      await units.close();
       await manifests.close();
       blocks.client.destroy();
     },

@@ -13,6 +13,7 @@ import { PgUploadCatalog } from './upload-catalog.js';
 import { PgGcCatalog } from './gc-catalog.js';
 import { PgModelRegistry, type WatchOptions } from './model-registry.js';
 import { PgDevSecretStore } from './dev-secret.js';
+import { PgUnitStore, type PgUnitStoreOptions } from './unit-store.js';
 
 export interface PgCatalogOptions {
   /** Connections in the pool (SVC_PG_POOL). */
@@ -117,6 +118,11 @@ export class PgBlobCatalog implements BlobCatalog {
   /** The model registry every node shares, on the same pool (its watches LISTEN on connections of their own). */
   modelRegistry(options?: WatchOptions): PgModelRegistry {
     return new PgModelRegistry(this.sql, options);
+  }
+
+  /** Units of work every node shares, on the same pool (its LISTEN connection is its own: close it before this catalog). */
+  unitStore(options?: PgUnitStoreOptions): PgUnitStore {
+    return new PgUnitStore(this.sql, options);
   }
 
   /** The generated development secret every node shares, on the same pool. */

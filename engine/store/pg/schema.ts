@@ -11,6 +11,7 @@ import { V5_GC_MARKING } from './schema-v5-gc-marking.js';
 import { V6_MODEL_REGISTRY } from './schema-v6-model-registry.js';
 import { V7_DEV_SECRET } from './schema-v7-dev-secret.js';
 import { V8_ROOT_HOLDERS } from './schema-v8-root-holders.js';
+import { V9_UNITS } from './schema-v9-units.js';
 
 /**
  * Applied in order; the schema's version is the number applied. Never edit one that shipped:
@@ -26,6 +27,7 @@ export const MIGRATIONS: readonly string[] = inVersionOrder([
   [6, V6_MODEL_REGISTRY],
   [7, V7_DEV_SECRET],
   [8, V8_ROOT_HOLDERS],
+  [9, V9_UNITS],
 ]);
 
 function inVersionOrder(numbered: ReadonlyArray<readonly [number, string]>): string[] {

@@ -1,0 +1,194 @@
+// Units of work in PostgreSQL (pg-s3, schema v9): every node of the cluster runs its units on the
+// same rows. A row is (table name, ordered-binary key bytes, msgpack value bytes); bytea sorts as
+// LMDB sorts its keys, so ranges answer exactly what LmdbUnitStore answers. A unit's commit is
+// one call of svc_unit_commit (schema-v9-units.ts: locks, checks, writes, notifies), and every
+// node LISTENs on `svc_units` to learn which tables the others wrote.
+import { Packr } from 'msgpackr';
+import { fromBufferKey } from 'ordered-binary';
+import type { Listening, PgPool } from './pool.js';
+import { type BufferedWrite, type PointRead, type RangeRead, type StoredEntry, type UnitBackend, keyBytes, runUnit } from '../unit-runner.js';
+import type { Entry, Table, Unit, UnitKey, UnitRange, UnitStore } from '../unit-store.js';
+
+export const UNITS_CHANNEL = 'svc_units';
+
+/** How soon a lost LISTEN connection is opened again. */
+const RECONNECT_MS = 1000;
+
+/** Rows per query of a scan. */
+const SCAN_PAGE = 500;
+
+// No shared structures: a row's bytes must decode alone, on any node, forever.
+const packr = new Packr({ useRecords: false });
+
+// Below and above every key: ordered-binary never begins a key with 0xff (strings begin with a
+// character byte or 27, numbers with 0x08-0x1f), and the empty key is below all others.
+const LOWEST = Buffer.alloc(0);
+const HIGHEST = Buffer.from([0xff]);
+
+/**
+ * A range as byte bounds, lmdb-js's getRange semantics: forward, `start` <= key < `end`;
+ * reverse, descending from `start` (inclusive) down to `end` (exclusive).
+ */
+function bounds(options: UnitRange): { start: Buffer; end: Buffer; reverse: boolean; limit: number | null } {
+  const reverse = options.reverse === true;
+  return {
+    start: options.start === undefined ? (reverse ? HIGHEST : LOWEST) : keyBytes(options.start),
+    end: options.end === undefined ? (reverse ? LOWEST : HIGHEST) : keyBytes(options.end),
+    reverse,
+    limit: options.limit === undefined || !Number.isFinite(options.limit) ? null : Math.max(0, Math.floor(options.limit)),
+  };
+}
+
+/** The key just after `bytes` in memcmp order: where the next forward page starts. */
+const successor = (bytes: Buffer) => Buffer.concat([bytes, Buffer.from([0])]);
+
+interface Row {
+  key: Buffer;
+  value: Buffer;
+}
+
+const storedEntry = (row: Row): StoredEntry => ({ key: fromBufferKey(row.key) as UnitKey, keyBytes: row.key, value: packr.unpack(row.value), bytes: row.value });
+
+/** A deadlock or serialization failure: the commit did not happen, the unit runs again. */
+const retryable = (err: unknown) => ['40P01', '40001'].includes((err as { code?: string }).code ?? '');
+
+export interface PgUnitStoreOptions {
+  /** Told of a lost LISTEN connection (the node logs it); it is reopened and every watcher called. */
+  onWatchLost?: (err: Error) => void;
+}
+
+export class PgUnitStore implements UnitStore, UnitBackend {
+  readonly shared = true;
+  private readonly listeners = new Map<string, Set<() => void>>();
+  private listening: Listening | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly sql: PgPool,
+    private readonly options: PgUnitStoreOptions = {},
+  ) {}
+
+  async readPoint(tableName: string, _key: UnitKey, bytes: Buffer): Promise<{ value: unknown; bytes: Buffer | undefined }> {
+    const [row] = await this.sql<Array<{ value: Buffer }>>`SELECT value FROM svc_unit_rows WHERE tbl = ${tableName} AND key = ${bytes}`;
+    return row ? { value: packr.unpack(row.value), bytes: row.value } : { value: undefined, bytes: undefined };
+  }
+
+  async readRange(tableName: string, options: UnitRange): Promise<StoredEntry[]> {
+    const { start, end, reverse, limit } = bounds(options);
+    const rows = reverse
+      ? await this.sql<Row[]>`SELECT key, value FROM svc_unit_rows WHERE tbl = ${tableName} AND key <= ${start} AND key > ${end} ORDER BY key DESC LIMIT ${limit}`
+      : await this.sql<Row[]>`SELECT key, value FROM svc_unit_rows WHERE tbl = ${tableName} AND key >= ${start} AND key < ${end} ORDER BY key LIMIT ${limit}`;
+    return rows.map(storedEntry);
+  }
+
+  async commit(points: PointRead[], ranges: RangeRead[], writes: BufferedWrite[]): Promise<boolean> {
+    const spans = ranges.map((r) => bounds(r.options));
+    const entries = ranges.flatMap((r) => r.entries);
+    try {
+      const [row] = await this.sql<Array<{ ok: boolean }>>`SELECT svc_unit_commit(
+        ${points.map((p) => p.table)}::text[], ${points.map((p) => p.keyBytes)}::bytea[], ${points.map((p) => p.bytes ?? null)}::bytea[],
+        ${ranges.map((r) => r.table)}::text[], ${spans.map((s) => s.start)}::bytea[], ${spans.map((s) => s.end)}::bytea[],
+        ${spans.map((s) => s.reverse)}::boolean[], ${spans.map((s) => s.limit)}::bigint[], ${ranges.map((r) => r.entries.length)}::integer[],
+        ${entries.map((e) => e.keyBytes)}::bytea[], ${entries.map((e) => e.bytes)}::bytea[],
+        ${writes.map((w) => w.table)}::text[], ${writes.map((w) => w.keyBytes)}::bytea[],
+        ${writes.map((w) => (w.value === undefined ? null : packr.pack(w.value)))}::bytea[]) AS ok`;
+      return row!.ok;
+    } catch (err) {
+      if (retryable(err)) return false;
+      throw err;
+    }
+  }
+
+  async run<T>(step: (unit: Unit) => Promise<T> | T): Promise<T> {
+    const { result, written } = await runUnit(this, step);
+    // This node's watchers now, not after the notification's round trip (they hear that too).
+    for (const name of written) for (const listener of this.listeners.get(name) ?? []) listener();
+    return result;
+  }
+
+  async get<V, K extends UnitKey>(table: Table<V, K>, key: K): Promise<V | undefined> {
+    return (await this.readPoint(table.name, key, keyBytes(key))).value as V | undefined;
+  }
+
+  async has<V, K extends UnitKey>(table: Table<V, K>, key: K): Promise<boolean> {
+    const rows = await this.sql`SELECT 1 FROM svc_unit_rows WHERE tbl = ${table.name} AND key = ${keyBytes(key)}`;
+    return rows.length > 0;
+  }
+
+  async range<V, K extends UnitKey>(table: Table<V, K>, options: UnitRange = {}): Promise<Array<Entry<V, K>>> {
+    return (await this.readRange(table.name, options)).map((e) => ({ key: e.key as K, value: e.value as V }));
+  }
+
+  async *scan<V, K extends UnitKey>(table: Table<V, K>, options: Omit<UnitRange, 'limit'> = {}): AsyncIterable<Entry<V, K>> {
+    const { start, end, reverse } = bounds(options);
+    // Page by key: each page continues after the last key of the one before (no cursor held open).
+    let after: Buffer | undefined;
+    for (;;) {
+      let rows: Row[];
+      if (!reverse) {
+        const from = after === undefined ? start : successor(after);
+        rows = await this.sql<Row[]>`SELECT key, value FROM svc_unit_rows WHERE tbl = ${table.name} AND key >= ${from} AND key < ${end} ORDER BY key LIMIT ${SCAN_PAGE}`;
+      } else if (after === undefined) {
+        rows = await this.sql<Row[]>`SELECT key, value FROM svc_unit_rows WHERE tbl = ${table.name} AND key <= ${start} AND key > ${end} ORDER BY key DESC LIMIT ${SCAN_PAGE}`;
+      } else {
+        rows = await this.sql<Row[]>`SELECT key, value FROM svc_unit_rows WHERE tbl = ${table.name} AND key < ${after} AND key > ${end} ORDER BY key DESC LIMIT ${SCAN_PAGE}`;
+      }
+      for (const row of rows) yield { key: fromBufferKey(row.key) as K, value: packr.unpack(row.value) as V };
+      if (rows.length < SCAN_PAGE) return;
+      after = rows[rows.length - 1]!.key;
+    }
+  }
+
+  async count<V, K extends UnitKey>(table: Table<V, K>, options: Omit<UnitRange, 'limit'> = {}): Promise<number> {
+    const { start, end, reverse } = bounds(options);
+    const [row] = reverse
+      ? await this.sql<Array<{ n: number }>>`SELECT count(*)::int8 AS n FROM svc_unit_rows WHERE tbl = ${table.name} AND key <= ${start} AND key > ${end}`
+      : await this.sql<Array<{ n: number }>>`SELECT count(*)::int8 AS n FROM svc_unit_rows WHERE tbl = ${table.name} AND key >= ${start} AND key < ${end}`;
+    return row!.n;
+  }
+
+  watch(tableName: string, listener: () => void): () => void {
+    let set = this.listeners.get(tableName);
+    if (!set) this.listeners.set(tableName, (set = new Set()));
+    set.add(listener);
+    // One LISTEN connection for the store, opened with the first watch.
+    if (!this.listening && !this.closed) {
+      this.listening = this.sql.listen(
+        UNITS_CHANNEL,
+        {
+          onNotify: (name) => this.notify(this.listeners.get(name)),
+          // At first and after every reconnection: a notification may have been missed meanwhile.
+          onListening: () => {
+            for (const listeners of this.listeners.values()) this.notify(listeners);
+          },
+          onLost: (err) => this.options.onWatchLost?.(err),
+        },
+        RECONNECT_MS,
+      );
+    }
+    return () => set.delete(listener);
+  }
+
+  /** Calls each listener; one that throws must not break the LISTEN connection's event handling. */
+  private notify(listeners: Set<() => void> | undefined): void {
+    for (const listener of listeners ?? []) {
+      try {
+        listener();
+      } catch {
+        // The listener's own failure: it is called again on the table's next commit.
+      }
+    }
+  }
+
+  async probe(): Promise<void> {
+    await this.sql`SELECT 1 FROM svc_unit_rows LIMIT 1`;
+  }
+
+  async close(): Promise<void> {
+    // The pool is the catalog's to end; the LISTEN connection is this store's.
+    this.closed = true;
+    const listening = this.listening;
+    this.listening = undefined;
+    await listening?.close();
+  }
+}
