@@ -144,7 +144,7 @@ export class Engine {
     });
     // The document platform's, the jobs' and the legacy mappings' records: shared by the
     // cluster's nodes on pg-s3, else in this node's LMDB.
-    const units: UnitStore = new LmdbUnitStore(catalog);
+    const units: UnitStore = backend.units ?? new LmdbUnitStore(catalog);
     this.units = units;
     this.jobs = new JobQueue({ store: units, pool, config: config.jobs, log });
     const schemas = new SchemaRegistry(new KeyedCatalog(units, 'schemas'));
