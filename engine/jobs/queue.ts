@@ -36,7 +36,7 @@ import type { Logger } from '../log.js';
 import type { Unit, UnitStore } from '../store/unit-store.js';
 import { asJobFailure, type JobFailure } from './errors.js';
 import { backfillIndexes, type JobFilter, listJobs } from './listing.js';
-import { type DueKey, JOBS, JOBS_DUE, type JobOutputs, type JobRecord, type JobState, TERMINAL, checkOutputs, writeJob } from './records.js';
+import { type DueKey, JOBS, JOBS_DUE, type JobOutputs, type JobRecord, TERMINAL, checkOutputs, writeJob } from './records.js';
 import { moduleUrl, type TaskCall, type TaskOutcome } from './task-runner.js';
 
 export { JobError, type JobFailure } from './errors.js';
@@ -140,6 +140,7 @@ export class JobQueue {
   private timer?: NodeJS.Timeout;
   private checking?: Promise<void>;
   private recheck = false;
+  private watchingJobs = false;
 
   constructor(private readonly deps: JobQueueDeps) {
     this.store = deps.store;
@@ -205,7 +206,6 @@ export class JobQueue {
     this.started = true;
     this.recoverOwn = this.deps.node !== undefined;
     this.unwatch.push(this.store.watch(JOBS_DUE.name, () => this.wake()));
-    this.unwatch.push(this.store.watch(JOBS.name, () => this.checkWaiters()));
     try {
       await backfillIndexes(this.store, this.deps.log);
     } catch (err) {
@@ -257,6 +257,11 @@ export class JobQueue {
         else resolve(result);
       };
       set.add(notify);
+      // Any queue waits (one not started too: an API node reading jobs that others run).
+      if (!this.watchingJobs) {
+        this.watchingJobs = true;
+        this.unwatch.push(this.store.watch(JOBS.name, () => this.checkWaiters()));
+      }
       const timeout = timeoutMs === undefined ? undefined : setTimeout(() => notify(new Error(`job ${jobId} did not settle within ${timeoutMs} ms`)), timeoutMs);
       // The fallback for a watch event that did not come (a queue not started, a lost notification).
       const poll = setInterval(() => {
@@ -589,6 +594,3 @@ export class JobQueue {
     return { ...INTERNAL, retryable: true };
   }
 }
-
-/** Kept for callers that name the states. */
-export const JOB_STATES: readonly JobState[] = ['pending', 'running', 'completed', 'failed', 'dead'];
