@@ -40,7 +40,7 @@ export const VARIABLES: ReadonlyArray<{ name: string; default: string; help: str
   { name: 'SVC_JOB_MAX_ATTEMPTS', default: '5', help: 'Attempts of a job before it is `dead`; a non-retryable failure is `failed` at once.' },
   { name: 'SVC_JOB_BACKOFF', default: '1s', help: 'Delay before a failed job runs again; doubles with each attempt.' },
   { name: 'SVC_JOB_BACKOFF_MAX', default: '5m', help: 'Longest delay between two attempts of a job.' },
-  { name: 'SVC_JOB_LEASE', default: '5m', help: 'How long a running job stays with its process without renewal (renewed while it runs); jobs of a stopped process are taken up again at the next start.' },
+  { name: 'SVC_JOB_LEASE', default: '5m', help: 'How long a running job stays with its node without renewal (renewed while it runs); a job whose lease has expired is taken over by any node (about the lease plus one second after its node stopped), and a restarted node takes its own earlier jobs over at once.' },
   { name: 'SVC_GC_INTERVAL', default: '', help: 'Period of scheduled garbage collection runs (mark, quarantine, purge, applied); empty or 0: off (runs only on POST /api/ops/v1/gc or `svc gc`).' },
   { name: 'SVC_GC_MIN_AGE', default: '24h', help: 'Unreferenced blocks younger than this (since written or last referenced) are not quarantined.' },
   { name: 'SVC_GC_QUARANTINE_AGE', default: '7d', help: 'How long a quarantined block stays restorable before a purge deletes it.' },

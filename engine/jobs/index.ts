@@ -1,2 +1,2 @@
-// The durable job queue: kinds, enqueue, dispatch, leases, retries.
-export { JobError, JobQueue, type JobRecord } from './queue.js';
+// The durable job queue: kinds, enqueue, dispatch, leases, retries, lists.
+export { JobError, JobQueue, type JobFilter, type JobKind, type JobOutputs, type JobRecord, type JobState } from './queue.js';

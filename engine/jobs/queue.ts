@@ -1,15 +1,31 @@
-// The durable job queue (document platform, issue 5): the owner of the `jobs` and `jobs_due`
-// LMDB databases. No HTTP here.
+// The durable job queue (document platform, issue 5; on units of work for PostgreSQL, "Jobs on
+// PostgreSQL"). No HTTP here.
 //
 // A job is `pending → running → completed`; a retryable failure returns it to `pending` with an
 // exponential backoff, after its last attempt it is `dead`; a non-retryable failure is `failed`.
 // A job kind's task (pure, idempotent) runs on the Piscina pool; its `apply` runs on the main
-// thread inside the synchronous LMDB transaction that marks the job completed, so the job's
-// effects and its completion commit together or not at all. A running job is held by a lease
-// naming this process; leases are renewed while the task runs, and a lease of another process
-// (an earlier run of the service) or an expired one is dead: its job is taken up again.
-// See docs/architecture.md, "The document platform and jobs". One file above 400 lines: the
-// claim, renewal, completion and recovery steps share the lease rules and must be read together.
+// thread in the unit of work that marks the job completed, so the job's effects and its
+// completion commit together or not at all.
+//
+// Design. Jobs are records in the node's UnitStore (`jobs`, the due index `jobs_due`, list
+// indexes; engine/jobs/records.ts), not a dedicated queue such as pg-boss or graphile-worker:
+// those keep their own tables and transactions, so a job's effects (document, view, workflow
+// tables, all in the UnitStore) and its completion could not commit atomically, and the `fs`
+// backend has no PostgreSQL at all. Coordination between nodes is by conditional units alone:
+// - Claim: a unit scans the due index without a precondition (a scan for candidates), reads each
+//   candidate's record (a precondition) and writes it running under a lease naming this queue.
+//   Two nodes claiming one job: one unit conflicts, runs again, sees it running and skips it.
+// - Lease: renewed by its queue while the attempt runs; one whose `until` has passed is any
+//   node's to take over (back to pending, then claimed). A lease that has not expired is left
+//   alone even if its owner is unknown here: that owner may be a live node. Only leases of this
+//   very node's earlier process (same `node`, other owner) are taken over at once at start.
+// - Completion: the unit reads the record (precondition) and commits apply's writes only if
+//   this attempt still holds the lease (owner and attempt): an attempt that ran twice commits
+//   its effects once.
+// - Waking: `store.watch` on `jobs_due` wakes the dispatcher (on PostgreSQL on every node) and
+//   on `jobs` the settled() waiters; a poll every IDLE_POLL_MS is the fallback.
+// One file above 400 lines: claim, renewal, completion and takeover share the lease rules and
+// are read together; records and lists are in records.ts and listing.ts.
 
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
@@ -17,72 +33,44 @@ import type { Piscina } from 'piscina';
 import { v7 as uuidv7 } from 'uuid';
 import type { JobConfig } from '../config.js';
 import type { Logger } from '../log.js';
-import type { OrderedTable, TableCatalog } from '../store/index.js';
+import type { Unit, UnitStore } from '../store/unit-store.js';
 import { asJobFailure, type JobFailure } from './errors.js';
+import { backfillIndexes, type JobFilter, listJobs } from './listing.js';
+import { type DueKey, JOBS, JOBS_DUE, type JobOutputs, type JobRecord, TERMINAL, checkOutputs, writeJob } from './records.js';
 import { moduleUrl, type TaskCall, type TaskOutcome } from './task-runner.js';
 
 export { JobError, type JobFailure } from './errors.js';
 export type { JobTaskPayload } from './task-runner.js';
+export type { JobFilter } from './listing.js';
+export type { JobOutputs, JobRecord, JobState } from './records.js';
 
-type JobState = 'pending' | 'running' | 'completed' | 'failed' | 'dead';
-
-export interface JobOutputs {
-  derivedNamespaces: string[];
-  /** Of derivedNamespaces, those whose data failed validation and was stored quarantined. */
-  quarantinedNamespaces?: string[];
-  viewKeys: string[];
-}
-
-export interface JobRecord {
-  /** UUIDv7. */
-  jobId: string;
-  tenant: string;
-  kind: string;
-  input: unknown;
-  state: JobState;
-  /** Attempts started (a running job's current attempt included). */
-  attempts: number;
-  maxAttempts: number;
-  createdAt: number;
-  /** When a pending job is due. */
-  nextRunAt: number;
-  /** Start of the latest attempt. */
-  startedAt?: number;
-  /** When the job reached its terminal state. */
-  finishedAt?: number;
-  /** Held while running: the process (JobQueue.owner) and until when. */
-  lease?: { owner: string; until: number };
-  /** The latest failure; null when none (and always once completed). */
-  error: { code: string; message: string } | null;
-  outputs: JobOutputs;
-}
-
-interface JobKind<O = unknown> {
+export interface JobKind<O = unknown> {
   kind: string;
   /**
    * Pure computation run on the worker pool: a module (file URL or absolute path) and the name
    * of its export, called with `{ input, jobId, attempt }` (JobTaskPayload); returns O
-   * (structured-cloneable). Must be idempotent: an attempt may run again after a crash. None for
-   * a kind whose `prepare` always completes the attempt (its work is the main thread's).
+   * (structured-cloneable). Must be idempotent: an attempt may run again after a crash or on
+   * another node. None for a kind whose `prepare` always completes the attempt.
    */
   task?: { filename: string; name: string };
   /**
-   * Runs on the main thread INSIDE the synchronous LMDB write transaction that marks the job
-   * completed: its writes (to any database of the catalog) and the completion commit together or
-   * not at all. Returns the job's outputs. Throwing a JobError with retryable=false fails the job;
-   * any other error rolls the transaction back and the attempt is retried.
+   * Runs on the main thread in the unit that marks the job completed: its reads and writes join
+   * that unit, so they and the completion commit together or not at all, and only while this
+   * attempt holds the job's lease. The unit may run it again (a conflict): no effects outside
+   * `unit` (use `unit.afterCommit`). Returns the job's outputs. A JobError with retryable=false
+   * fails the job; any other error discards the unit and the attempt is retried.
    */
-  apply(job: JobRecord, output: O): JobOutputs;
+  apply(unit: Unit, job: JobRecord, output: O): Promise<JobOutputs>;
   /**
-   * Main-thread step before the task (async: it may read stored content): what the task gets
-   * beside the input (`prepared`, with buffers to transfer), or the attempt's output at once
-   * (`done`: nothing to compute, e.g. a repeat whose result is stored). May throw a JobError.
+   * Main-thread step before the task (it may read stored content): what the task gets beside
+   * the input (`prepared`, with buffers to transfer), or the attempt's output at once (`done`).
+   * May throw a JobError.
    */
   prepare?(job: JobRecord): Promise<{ prepared: unknown; transfer?: ArrayBuffer[] } | { done: O }>;
   /**
-   * Main-thread step after the task, before apply (async: it may store bytes the task made);
-   * what it returns is what apply gets. Anything it stores must be safe to leave behind if the
-   * attempt is lost (unreferenced blocks are collected).
+   * Main-thread step after the task, before apply (it may store bytes the task made); what it
+   * returns is what apply gets. Anything it stores must be safe to leave behind if the attempt
+   * is lost (unreferenced blocks are collected).
    */
   store?(job: JobRecord, output: O): Promise<O>;
   /** Attempts of this kind's jobs (default SVC_JOB_MAX_ATTEMPTS). */
@@ -91,15 +79,18 @@ interface JobKind<O = unknown> {
   timeoutMs?: number;
 }
 
-interface JobQueueDeps {
-  env: TableCatalog;
+export interface JobQueueDeps {
+  store: UnitStore;
   pool: Piscina;
   config: JobConfig;
   log: Logger;
+  /**
+   * Optional: this node's stable id (SVC_NODE_ID or the data directory's). Leases are then named
+   * `<node>/<uuid>`, and at start() the unexpired leases of this node's earlier process are
+   * taken over at once instead of after they expire (a restart of a single `fs` node).
+   */
+  node?: string;
 }
-
-/** `jobs_due` keys: pending jobs by when they are due, running jobs by when their lease ends. */
-type IndexKey = ['due', number, string] | ['lease', number, string];
 
 /**
  * Jobs with a worker task share the pool (SVC_JOB_CONCURRENCY); kinds whose work is the main
@@ -111,42 +102,49 @@ type Lane = 'pool' | 'io';
 interface Run {
   lane: Lane;
   attempt: number;
-  renewal: NodeJS.Timeout;
+  renewal?: NodeJS.Timeout;
   done: Promise<void>;
 }
 
+type Leased = JobRecord & { lease: { owner: string; until: number } };
+
 const RUNNER = fileURLToPath(new URL('./task-runner.js', import.meta.url));
-const TERMINAL: ReadonlySet<JobState> = new Set(['completed', 'failed', 'dead']);
-/** The dispatcher looks again at least this often (jobs enqueued in a caller's asynchronous transaction). */
-const IDLE_POLL_MS = 1000;
+/** The dispatcher and the settled() waiters look again at least this often (a missed watch event). */
+export const IDLE_POLL_MS = 1000;
 /** How long stop() waits for running jobs by default. */
 const STOP_GRACE_MS = 10_000;
 const MAX_TIMER_MS = 2 ** 31 - 1;
+/** Candidates one claim unit looks at beyond the free slots (entries of kinds this node lacks). */
+const SCAN_SLACK = 32;
 const INTERRUPTED = { code: 'interrupted', message: 'The job was interrupted (its process stopped or lost its lease) and runs again' };
 const INTERRUPTED_LAST = { code: 'interrupted', message: 'The job was interrupted on its last attempt' };
 const INTERNAL = { code: 'internal_error', message: 'The job failed because of an internal error' };
 
 export class JobQueue {
-  /** Leases taken by this process; a lease naming another owner belongs to a process that is gone. */
-  readonly owner = randomUUID();
-  private readonly jobs: OrderedTable<JobRecord, string>;
-  private readonly index: OrderedTable<string, IndexKey>;
+  /** Names this queue's leases; unique per process. */
+  readonly owner: string;
+  private readonly store: UnitStore;
   private readonly kinds = new Map<string, JobKind>();
   private readonly active = new Map<string, Run>();
   private readonly waiters = new Map<string, Set<(record: JobRecord | Error) => void>>();
   private readonly bounds: Record<Lane, number>;
+  private readonly unwatch: Array<() => void> = [];
   private started = false;
   private stopping = false;
   /** After stop(): nothing is written any more (late results of abandoned attempts are dropped). */
   private closed = false;
-  private recoverAll = false;
+  /** The first pass takes over this node's earlier leases (deps.node) whether expired or not. */
+  private recoverOwn = false;
   private pumping?: Promise<void>;
   private again = false;
   private timer?: NodeJS.Timeout;
+  private checking?: Promise<void>;
+  private recheck = false;
+  private watchingJobs = false;
 
   constructor(private readonly deps: JobQueueDeps) {
-    this.jobs = deps.env.table<JobRecord, string>('jobs');
-    this.index = deps.env.table<string, IndexKey>('jobs_due');
+    this.store = deps.store;
+    this.owner = deps.node === undefined ? randomUUID() : `${deps.node}/${randomUUID()}`;
     this.bounds = { pool: deps.config.concurrency >= 1 ? deps.config.concurrency : deps.pool.maxThreads, io: deps.config.ioConcurrency };
   }
 
@@ -160,73 +158,65 @@ export class JobQueue {
     this.wake();
   }
 
-  /** Records a pending job; durable (committed and flushed) before it resolves. */
-  async enqueue(tenant: string, kind: string, input: unknown): Promise<JobRecord> {
-    const record = this.newRecord(tenant, kind, input);
-    await this.jobs.transaction(() => this.insert(record));
-    await this.jobs.flushed;
-    this.wake();
-    return record;
+  /** Records a pending job (or, startNow, a running one) in a unit of its own; committed before it resolves. */
+  async enqueue(tenant: string, kind: string, input: unknown, options: { startNow?: boolean } = {}): Promise<JobRecord> {
+    this.newRecord(tenant, kind, input); // refuse an unknown kind or tenant before the unit
+    return this.store.run((unit) => this.enqueueIn(unit, tenant, kind, input, options));
   }
 
   /**
-   * `enqueue` as a synchronous write, for use inside a caller's LMDB transaction callback (it then
-   * runs as a child transaction and commits or aborts with the caller's). Outside any transaction
-   * it commits its own. The dispatcher sees the job once the caller's transaction has committed.
+   * Records a job in the caller's unit: it commits (or not) with the caller's writes. `startNow`:
+   * recorded as running under this queue's lease when a slot of its lane is free, and started
+   * once the unit has committed (no round through the dispatcher); otherwise pending, and the
+   * dispatcher is woken once the unit has committed. The unit may run this more than once (a
+   * conflict): each run makes a new job id, only the committed one exists.
    */
-  enqueueSync(tenant: string, kind: string, input: unknown, options: { startNow?: boolean } = {}): JobRecord {
+  enqueueIn(unit: Unit, tenant: string, kind: string, input: unknown, options: { startNow?: boolean } = {}): JobRecord {
     const record = this.newRecord(tenant, kind, input);
-    const lane = this.laneOf(kind);
-    if (options.startNow && this.started && !this.stopping && this.freeSlots(lane) > 0) {
-      // Recorded as running under this process's lease and started once the caller's transaction
-      // has committed: no pending round through the dispatcher, one durable write fewer.
-      const running = this.jobs.transactionSync(() => this.markRunning(record, Date.now()));
-      this.execute(running, this.jobs.committed);
+    if (options.startNow && this.started && !this.stopping && this.freeSlots(this.laneOf(kind)) > 0) {
+      const running = this.running(record, Date.now());
+      writeJob(unit, undefined, running);
+      // Unconditionally once committed: the record is this queue's to run (a few concurrent
+      // startNow requests may briefly exceed the lane's bound).
+      unit.afterCommit(() => this.execute(running));
       return running;
     }
-    this.jobs.transactionSync(() => this.insert(record));
-    // Inside a caller's transaction the job is visible once that commits (the poll is the fallback).
-    setImmediate(() => this.wake());
-    void this.jobs.committed.then(() => this.wake(), () => {});
+    writeJob(unit, undefined, record);
+    unit.afterCommit(() => this.wake());
     return record;
   }
 
   /** The job as its tenant sees it; another tenant's job is undefined. */
-  get(tenant: string, jobId: string): JobRecord | undefined {
-    const record = this.jobs.get(jobId);
+  async get(tenant: string, jobId: string): Promise<JobRecord | undefined> {
+    const record = await this.store.get(JOBS, jobId);
     return record && record.tenant === tenant ? record : undefined;
   }
 
-  /**
-   * The tenant's jobs newest first (job ids are time-ordered) that `matches` accepts, after job id
-   * `after`. It reads at most `budget` records: `next` (the last id read) is set when it stopped
-   * there, so a page may be short and still have a next one.
-   */
-  list(tenant: string, matches: (job: JobRecord) => boolean, limit: number, budget: number, after?: string): { jobs: JobRecord[]; next?: string } {
-    const jobs: JobRecord[] = [];
-    let read = 0;
-    let last: string | undefined;
-    for (const { key, value } of this.jobs.getRange({ reverse: true, ...(after === undefined ? {} : { start: after }) })) {
-      if (key === after) continue;
-      if (jobs.length === limit || read === budget) return { jobs, next: last };
-      read++;
-      last = key;
-      if (value.tenant === tenant && matches(value)) jobs.push(value);
-    }
-    return { jobs };
+  /** The tenant's jobs newest first after job id `after` (engine/jobs/listing.ts). */
+  list(tenant: string, filter: JobFilter, limit: number, after?: string): Promise<{ jobs: JobRecord[]; next?: string }> {
+    return listJobs(this.store, tenant, filter, limit, after);
   }
 
-  /** Begins dispatching; first returns running jobs of dead leases (other processes, expired) to pending. */
-  start(): void {
+  /**
+   * Begins dispatching (after building the list indexes of an older data directory). Resolves
+   * once dispatching has begun; never rejects (a failed backfill is logged and tried at the next start).
+   */
+  async start(): Promise<void> {
     if (this.started) return;
     this.started = true;
-    this.recoverAll = true;
+    this.recoverOwn = this.deps.node !== undefined;
+    this.unwatch.push(this.store.watch(JOBS_DUE.name, () => this.wake()));
+    try {
+      await backfillIndexes(this.store, this.deps.log);
+    } catch (err) {
+      this.deps.log.error('jobs: list indexes not built; lists may miss older jobs', { err: String((err as Error)?.stack ?? err) });
+    }
     this.wake();
   }
 
   /**
    * Takes no new jobs and waits up to `graceMs` for the running ones. Jobs still running then
-   * keep their lease; the next start (a new owner) takes them up again.
+   * keep their lease; once it expires any node (this one after a restart, too) takes them over.
    */
   async stop(graceMs = STOP_GRACE_MS): Promise<void> {
     if (this.stopping) return;
@@ -241,19 +231,20 @@ export class JobQueue {
         new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), graceMs))),
       ]);
       clearTimeout(timer);
-      if (!finished) this.deps.log.warn('jobs: stopped while jobs still ran; they run again at the next start', { jobs: [...this.active.keys()] });
+      if (!finished) this.deps.log.warn('jobs: stopped while jobs still ran; they run again once their lease expires', { jobs: [...this.active.keys()] });
     }
     this.closed = true;
+    for (const unwatch of this.unwatch.splice(0)) unwatch();
     for (const run of this.active.values()) clearInterval(run.renewal);
-    for (const [jobId, set] of this.waiters) for (const notify of set) notify(new Error(`job queue stopped before job ${jobId} settled`));
+    for (const [jobId, set] of this.waiters) for (const notify of [...set]) notify(new Error(`job queue stopped before job ${jobId} settled`));
   }
 
   /** Resolves with the record once the job is completed, failed or dead; rejects after `timeoutMs`. */
-  settled(jobId: string, timeoutMs?: number): Promise<JobRecord> {
-    const current = this.jobs.get(jobId);
-    if (!current) return Promise.reject(new Error(`no job ${jobId}`));
-    if (TERMINAL.has(current.state)) return Promise.resolve(current);
-    if (this.closed) return Promise.reject(new Error(`job queue stopped before job ${jobId} settled`));
+  async settled(jobId: string, timeoutMs?: number): Promise<JobRecord> {
+    const current = await this.store.get(JOBS, jobId);
+    if (!current) throw new Error(`no job ${jobId}`);
+    if (TERMINAL.has(current.state)) return current;
+    if (this.closed) throw new Error(`job queue stopped before job ${jobId} settled`);
     return new Promise<JobRecord>((resolve, reject) => {
       let set = this.waiters.get(jobId);
       if (!set) this.waiters.set(jobId, (set = new Set()));
@@ -261,18 +252,24 @@ export class JobQueue {
         clearTimeout(timeout);
         clearInterval(poll);
         set!.delete(notify);
-        if (set!.size === 0) this.waiters.delete(jobId);
+        if (set!.size === 0 && this.waiters.get(jobId) === set) this.waiters.delete(jobId);
         if (result instanceof Error) reject(result);
         else resolve(result);
       };
       set.add(notify);
+      // Any queue waits (one not started too: an API node reading jobs that others run).
+      if (!this.watchingJobs) {
+        this.watchingJobs = true;
+        this.unwatch.push(this.store.watch(JOBS.name, () => this.checkWaiters()));
+      }
       const timeout = timeoutMs === undefined ? undefined : setTimeout(() => notify(new Error(`job ${jobId} did not settle within ${timeoutMs} ms`)), timeoutMs);
-      // Another queue on the same catalog (another instance, a test) may settle it.
+      // The fallback for a watch event that did not come (a queue not started, a lost notification).
       const poll = setInterval(() => {
-        const r = this.jobs.get(jobId);
-        if (r && TERMINAL.has(r.state)) notify(r);
+        void this.store.get(JOBS, jobId).then((r) => r && TERMINAL.has(r.state) && notify(r), () => {});
       }, IDLE_POLL_MS);
       poll.unref();
+      // Settled between the first read and the watch taking the waiter.
+      this.checkWaiters();
     });
   }
 
@@ -298,18 +295,58 @@ export class JobQueue {
     };
   }
 
-  private insert(record: JobRecord): void {
-    this.jobs.put(record.jobId, record);
-    this.index.put(['due', record.nextRunAt, record.jobId], record.kind);
+  /** The job's next attempt, running under a lease of this queue. */
+  private running(record: JobRecord, now: number): Leased {
+    return { ...record, state: 'running', attempts: record.attempts + 1, startedAt: now, lease: { owner: this.owner, until: now + this.deps.config.leaseMs } };
   }
 
-  /** The record is running under this very attempt of this process. */
-  private holds(record: JobRecord | undefined, run: Run): record is JobRecord & { lease: { owner: string; until: number } } {
+  /** The record is running under this very attempt of this queue. */
+  private holds(record: JobRecord | undefined, run: Run): record is Leased {
     return record !== undefined && record.state === 'running' && record.lease?.owner === this.owner && record.attempts === run.attempt;
   }
 
   private backoff(attempts: number): number {
     return Math.min(this.deps.config.backoffMaxMs, this.deps.config.backoffMs * 2 ** Math.max(0, attempts - 1));
+  }
+
+  private laneOf(kind: string): Lane {
+    return this.kinds.get(kind)?.task ? 'pool' : 'io';
+  }
+
+  private freeSlots(lane: Lane): number {
+    let free = this.bounds[lane];
+    for (const run of this.active.values()) if (run.lane === lane) free--;
+    return free;
+  }
+
+  // ---- waiters ----
+
+  /** Re-reads the awaited jobs (after a write to `jobs` here or, shared, on another node). */
+  private checkWaiters(): void {
+    if (this.waiters.size === 0) return;
+    if (this.checking) {
+      this.recheck = true;
+      return;
+    }
+    this.checking = (async () => {
+      for (const jobId of [...this.waiters.keys()]) {
+        const record = await this.store.get(JOBS, jobId);
+        if (record && TERMINAL.has(record.state)) this.settle(record);
+      }
+    })()
+      .catch((err) => this.deps.log.warn('jobs: awaited jobs not read', { err: String(err) }))
+      .finally(() => {
+        this.checking = undefined;
+        if (this.recheck) {
+          this.recheck = false;
+          this.checkWaiters();
+        }
+      });
+  }
+
+  private settle(record: JobRecord): void {
+    const set = this.waiters.get(record.jobId);
+    if (set) for (const notify of [...set]) notify(record);
   }
 
   // ---- dispatcher ----
@@ -332,25 +369,19 @@ export class JobQueue {
       });
   }
 
-  /** One pass: dead leases back to pending, then due jobs claimed up to the concurrency bound. */
+  /** One pass: expired leases taken over, then due jobs claimed up to the lanes' free slots. */
   private async pass(): Promise<void> {
     clearTimeout(this.timer);
     const now = Date.now();
-    const dead: IndexKey[] = [];
-    for (const key of this.index.getKeys({ start: ['lease', 0], end: ['lease', this.recoverAll ? Number.MAX_SAFE_INTEGER : now + 1] })) {
-      if (!this.active.has(key[2])) dead.push(key as IndexKey);
-    }
-    this.recoverAll = false;
-    if (dead.length > 0) await this.recover(dead);
+    const own = this.recoverOwn;
+    this.recoverOwn = false;
+    const leases = await this.store.range(JOBS_DUE, { start: ['lease', 0], end: ['lease', own ? Number.MAX_SAFE_INTEGER : now], ...(own ? {} : { limit: 256 + this.active.size }) });
+    const lost = leases.map((e) => e.key).filter((key) => !this.active.has(key[2]));
+    if (lost.length > 0) await this.recover(lost, own);
     const slots = { pool: this.freeSlots('pool'), io: this.freeSlots('io') };
-    if ((slots.pool <= 0 && slots.io <= 0) || this.stopping || !this.anyDue(now)) return;
+    if ((slots.pool <= 0 && slots.io <= 0) || this.stopping) return;
     const claimed = await this.claim(slots);
     for (const record of claimed) this.execute(record);
-  }
-
-  private anyDue(now: number): boolean {
-    for (const { value } of this.index.getRange({ start: ['due', 0], end: ['due', now + 1] })) if (this.kinds.has(value)) return true;
-    return false;
   }
 
   /** The timer for the next due job or lease end (at most IDLE_POLL_MS away). */
@@ -358,80 +389,90 @@ export class JobQueue {
     if (!this.started || this.stopping) return;
     clearTimeout(this.timer);
     const now = Date.now();
-    let at = now + IDLE_POLL_MS;
-    for (const key of this.index.getKeys({ start: ['due', now + 1], end: ['due', Number.MAX_SAFE_INTEGER], limit: 1 })) at = Math.min(at, key[1] as number);
-    for (const key of this.index.getKeys({ start: ['lease', 0], end: ['lease', Number.MAX_SAFE_INTEGER] })) {
-      if (this.active.has(key[2] as string)) continue;
-      at = Math.min(at, (key[1] as number) + 1);
-      break;
-    }
-    this.timer = setTimeout(() => this.wake(), Math.min(MAX_TIMER_MS, Math.max(1, at - now)));
-    this.timer.unref();
-  }
-
-  /** Running jobs whose lease is dead: pending again at once, or dead if that was their last attempt. */
-  private async recover(keys: IndexKey[]): Promise<void> {
-    const settled: JobRecord[] = [];
-    await this.jobs.transaction(() => {
-      const now = Date.now();
-      for (const key of keys) {
-        const jobId = key[2];
-        if (this.active.has(jobId)) continue;
-        this.index.remove(key);
-        const current = this.jobs.get(jobId);
-        if (!current || current.state !== 'running') continue;
-        const { lease, ...rest } = current;
-        if (lease) this.index.remove(['lease', lease.until, jobId]);
-        let next: JobRecord;
-        if (current.attempts >= current.maxAttempts) {
-          next = { ...rest, state: 'dead', finishedAt: now, error: INTERRUPTED_LAST };
-          settled.push(next);
-        } else {
-          next = { ...rest, state: 'pending', nextRunAt: now, error: INTERRUPTED };
-          this.index.put(['due', now, jobId], current.kind);
-        }
-        this.jobs.put(jobId, next);
-        this.deps.log.warn('jobs: a running job lost its lease', { job: jobId, kind: current.kind, attempt: current.attempts, owner: lease?.owner, state: next.state });
+    let delay = IDLE_POLL_MS;
+    const arm = () => {
+      if (this.stopping || this.pumping) return;
+      clearTimeout(this.timer);
+      this.timer = setTimeout(() => this.wake(), Math.min(MAX_TIMER_MS, Math.max(1, delay)));
+      this.timer.unref();
+    };
+    arm();
+    // Sooner when a job falls due or a lease of another queue ends before the poll.
+    void (async () => {
+      const [due] = await this.store.range(JOBS_DUE, { start: ['due', now + 1], end: ['due', Number.MAX_SAFE_INTEGER], limit: 1 });
+      let at = due ? due.key[1] : Infinity;
+      for (const { key } of await this.store.range(JOBS_DUE, { start: ['lease', 0], end: ['lease', Number.MAX_SAFE_INTEGER], limit: this.active.size + 1 })) {
+        if (this.active.has(key[2])) continue;
+        at = Math.min(at, key[1] + 1);
+        break;
       }
-    });
-    for (const record of settled) this.settle(record);
+      if (at - now < delay) {
+        delay = at - Date.now();
+        arm();
+      }
+    })().catch(() => {});
   }
 
-  /** Inside a transaction: the job's next attempt, running under a lease of this process. */
-  private markRunning(record: JobRecord, now: number): JobRecord {
-    const lease = { owner: this.owner, until: now + this.deps.config.leaseMs };
-    const next: JobRecord = { ...record, state: 'running', attempts: record.attempts + 1, startedAt: now, lease };
-    this.jobs.put(next.jobId, next);
-    this.index.put(['lease', lease.until, next.jobId], next.kind);
-    return next;
+  /**
+   * Running jobs whose lease is lost (expired; `own`: also this node's earlier process's): pending
+   * again at once, or dead if that was their last attempt. One unit per job, so a job another
+   * node renews or takes over meanwhile conflicts alone.
+   */
+  private async recover(keys: DueKey[], own: boolean): Promise<void> {
+    const mine = `${this.deps.node}/`;
+    await Promise.all(
+      keys.map(async (key) => {
+        const jobId = key[2];
+        const settled = await this.store.run(async (unit) => {
+          if (this.active.has(jobId)) return undefined;
+          const current = await unit.get(JOBS, jobId);
+          if (!current || current.state !== 'running' || !current.lease || current.lease.until !== key[1]) {
+            unit.remove(JOBS_DUE, key); // stale: the record has moved on (and has its own entry)
+            return undefined;
+          }
+          const now = Date.now();
+          const expired = current.lease.until < now;
+          const earlierSelf = own && current.lease.owner !== this.owner && current.lease.owner.startsWith(mine);
+          if (!expired && !earlierSelf) return undefined; // a live node's
+          const { lease, ...rest } = current;
+          const next: JobRecord = current.attempts >= current.maxAttempts
+            ? { ...rest, state: 'dead', finishedAt: now, error: INTERRUPTED_LAST }
+            : { ...rest, state: 'pending', nextRunAt: now, error: INTERRUPTED };
+          writeJob(unit, current, next);
+          unit.afterCommit(() => this.deps.log.warn('jobs: a running job lost its lease', { job: jobId, kind: current.kind, attempt: current.attempts, owner: lease.owner, state: next.state }));
+          return next;
+        });
+        if (settled && TERMINAL.has(settled.state)) this.settle(settled);
+      }),
+    );
   }
 
-  private laneOf(kind: string): Lane {
-    return this.kinds.get(kind)?.task ? 'pool' : 'io';
-  }
-
-  /** Marks due jobs of known kinds running under a lease of this process, up to each lane's free `slots`. */
-  private claim(slots: Record<Lane, number>): Promise<JobRecord[]> {
-    return this.jobs.transaction(() => {
+  /**
+   * Marks due jobs of kinds this queue defines running under its lease, up to each lane's free
+   * `slots`. The due index is scanned without a precondition (claims of other jobs do not
+   * conflict with this one); each candidate's record is read, so two queues claiming one job
+   * conflict and the second, run again, finds it gone from the index or running.
+   */
+  private claim(slots: Record<Lane, number>): Promise<Leased[]> {
+    return this.store.run(async (unit) => {
       const now = Date.now();
       const free = { ...slots };
-      const picked: IndexKey[] = [];
-      for (const { key, value } of this.index.getRange({ start: ['due', 0], end: ['due', now + 1] })) {
+      const candidates = await unit.range(JOBS_DUE, { start: ['due', 0], end: ['due', now + 1], limit: free.pool + free.io + SCAN_SLACK, precondition: false });
+      const claimed: Leased[] = [];
+      for (const { key, value: kind } of candidates) {
         if (free.pool <= 0 && free.io <= 0) break;
-        if (!this.kinds.has(value)) continue;
-        const lane = this.laneOf(value);
+        if (!this.kinds.has(kind)) continue;
+        const lane = this.laneOf(kind);
         if (free[lane] <= 0) continue;
+        const current = await unit.get(JOBS, key[2]);
+        if (!current || current.state !== 'pending' || current.nextRunAt !== key[1]) {
+          unit.remove(JOBS_DUE, key); // stale: the record has its own entry
+          continue;
+        }
         free[lane]--;
-        picked.push(key as IndexKey);
-      }
-      const claimed: JobRecord[] = [];
-      for (const key of picked) {
-        const jobId = key[2];
-        this.index.remove(key);
-        const current = this.jobs.get(jobId);
-        // An index entry that no longer matches its record is stale (the record has its own).
-        if (!current || current.state !== 'pending' || current.nextRunAt !== key[1]) continue;
-        claimed.push(this.markRunning(current, now));
+        const next = this.running(current, now);
+        writeJob(unit, current, next);
+        claimed.push(next);
       }
       return claimed;
     });
@@ -439,28 +480,15 @@ export class JobQueue {
 
   // ---- one attempt ----
 
-  private freeSlots(lane: Lane): number {
-    let free = this.bounds[lane];
-    for (const run of this.active.values()) if (run.lane === lane) free--;
-    return free;
-  }
-
-  /** Runs an attempt of a job this process holds; `committed`: once the record's write has committed (and if it did). */
-  private execute(record: JobRecord, committed?: Promise<unknown>): void {
+  /** Runs an attempt of a job this queue holds (its record committed). */
+  private execute(record: Leased): void {
+    if (this.closed) return; // its lease expires and it is taken over
     const kind = this.kinds.get(record.kind)!;
     const run = { lane: this.laneOf(record.kind), attempt: record.attempts } as Run;
     run.renewal = setInterval(() => void this.renew(record.jobId, run), Math.max(20, Math.floor(this.deps.config.leaseMs / 3)));
     run.renewal.unref();
     this.active.set(record.jobId, run);
-    const begin = async () => {
-      if (committed) {
-        await committed;
-        // The caller's transaction may have been rolled back: then there is no job.
-        if (!this.holds(this.jobs.get(record.jobId), run)) return;
-      }
-      await this.attempt(record, kind, run);
-    };
-    run.done = begin()
+    run.done = this.attempt(record, kind, run)
       .catch((err) => this.deps.log.error('jobs: attempt not recorded', { job: record.jobId, err: String((err as Error)?.stack ?? err) }))
       .finally(() => {
         clearInterval(run.renewal);
@@ -503,19 +531,18 @@ export class JobQueue {
     return this.complete(record, kind, run, output);
   }
 
-  /** apply + completion in one synchronous transaction: both commit or neither does. */
+  /** apply + completion in one unit, conditional on this attempt's lease: both commit or neither does. */
   private async complete(record: JobRecord, kind: JobKind, run: Run, output: unknown): Promise<void> {
     if (this.closed) return;
     let completed: JobRecord | undefined;
     try {
-      completed = this.jobs.transactionSync(() => {
-        const current = this.jobs.get(record.jobId);
+      completed = await this.store.run(async (unit) => {
+        const current = await unit.get(JOBS, record.jobId);
         if (!this.holds(current, run)) return undefined;
-        const outputs = checkOutputs(kind.apply(current, output));
-        const { lease, ...rest } = current;
+        const outputs = checkOutputs(await kind.apply(unit, current, output));
+        const { lease: _lease, ...rest } = current;
         const next: JobRecord = { ...rest, state: 'completed', finishedAt: Date.now(), error: null, outputs };
-        this.index.remove(['lease', lease.until, record.jobId]);
-        this.jobs.put(record.jobId, next);
+        writeJob(unit, current, next);
         return next;
       });
     } catch (err) {
@@ -525,44 +552,37 @@ export class JobQueue {
       this.deps.log.warn('jobs: result dropped, the attempt no longer holds the job', { job: record.jobId, attempt: run.attempt });
       return;
     }
-    await this.jobs.flushed;
     this.settle(completed);
   }
 
   private async fail(record: JobRecord, run: Run, failure: JobFailure): Promise<void> {
     if (this.closed) return;
-    let next: JobRecord | undefined;
-    await this.jobs.transaction(() => {
-      const current = this.jobs.get(record.jobId);
-      if (!this.holds(current, run)) return;
+    const next = await this.store.run(async (unit) => {
+      const current = await unit.get(JOBS, record.jobId);
+      if (!this.holds(current, run)) return undefined;
       const now = Date.now();
-      const { lease, ...rest } = current;
-      this.index.remove(['lease', lease.until, record.jobId]);
+      const { lease: _lease, ...rest } = current;
       const error = { code: failure.code, message: failure.message };
-      if (failure.retryable && current.attempts < current.maxAttempts) {
-        next = { ...rest, state: 'pending', nextRunAt: now + this.backoff(current.attempts), error };
-        this.index.put(['due', next.nextRunAt, record.jobId], current.kind);
-      } else {
-        next = { ...rest, state: failure.retryable ? 'dead' : 'failed', finishedAt: now, error };
-      }
-      this.jobs.put(record.jobId, next);
+      const next: JobRecord = failure.retryable && current.attempts < current.maxAttempts
+        ? { ...rest, state: 'pending', nextRunAt: now + this.backoff(current.attempts), error }
+        : { ...rest, state: failure.retryable ? 'dead' : 'failed', finishedAt: now, error };
+      writeJob(unit, current, next);
+      return next;
     });
     if (!next) return;
     this.deps.log.info('jobs: attempt failed', { job: record.jobId, kind: record.kind, attempt: run.attempt, code: failure.code, state: next.state, nextRunAt: next.state === 'pending' ? next.nextRunAt : undefined });
     if (TERMINAL.has(next.state)) this.settle(next);
   }
 
-  /** Extends the lease of a running attempt (and moves its index entry). */
+  /** Extends the lease of a running attempt (and moves its due-index entry). */
   private async renew(jobId: string, run: Run): Promise<void> {
     if (this.closed) return;
     const until = Date.now() + this.deps.config.leaseMs;
     try {
-      await this.jobs.transaction(() => {
-        const current = this.jobs.get(jobId);
+      await this.store.run(async (unit) => {
+        const current = await unit.get(JOBS, jobId);
         if (!this.holds(current, run) || current.lease.until >= until) return;
-        this.index.remove(['lease', current.lease.until, jobId]);
-        this.index.put(['lease', until, jobId], current.kind);
-        this.jobs.put(jobId, { ...current, lease: { owner: this.owner, until } });
+        writeJob(unit, current, { ...current, lease: { owner: this.owner, until } });
       });
     } catch (err) {
       this.deps.log.warn('jobs: lease not renewed', { job: jobId, err: String(err) });
@@ -573,18 +593,4 @@ export class JobQueue {
     this.deps.log.error('jobs: attempt failed with an internal error', { job: record.jobId, kind: record.kind, attempt: record.attempts, stage, err: String((err as Error)?.stack ?? err) });
     return { ...INTERNAL, retryable: true };
   }
-
-  private settle(record: JobRecord): void {
-    const set = this.waiters.get(record.jobId);
-    if (set) for (const notify of [...set]) notify(record);
-  }
-}
-
-function checkOutputs(outputs: JobOutputs): JobOutputs {
-  const strings = (v: unknown) => Array.isArray(v) && v.every((s) => typeof s === 'string');
-  if (!outputs || !strings(outputs.derivedNamespaces) || !strings(outputs.viewKeys) || (outputs.quarantinedNamespaces !== undefined && !strings(outputs.quarantinedNamespaces))) {
-    throw new Error('apply must return { derivedNamespaces: string[], quarantinedNamespaces?: string[], viewKeys: string[] }');
-  }
-  const quarantined = outputs.quarantinedNamespaces ? { quarantinedNamespaces: [...outputs.quarantinedNamespaces] } : {};
-  return { derivedNamespaces: [...outputs.derivedNamespaces], ...quarantined, viewKeys: [...outputs.viewKeys] };
 }

@@ -1,8 +1,11 @@
 // Job kinds of the job queue tests, shared by test/jobs.test.ts and the child process of the
 // kill -9 test (test/helpers/job-child.mjs). Every kind's apply counts its call in the
-// `test_job_effects` database, inside the completion transaction.
+// `test_job_effects` table, in the completion unit.
+
+import { table } from '../../dist/engine/store/unit-store.js';
 
 const TASKS = new URL('./job-tasks.mjs', import.meta.url).href;
+export const EFFECTS = table('test_job_effects');
 
 export function effectsDb(env) {
   return env.database('test_job_effects');
@@ -15,13 +18,12 @@ export function effectCount(env, jobId) {
 
 /**
  * Defines the kinds on the queue. `hooks.beforeApply(job, output)` runs inside apply after the
- * effect is written (it may throw, to test the rollback).
+ * effect is written to the unit (it may throw, to test the rollback, or wait).
  */
-export function defineKinds(queue, env, hooks = {}) {
-  const effects = effectsDb(env);
-  const apply = (outputs) => (job, output) => {
-    effects.put(job.jobId, (effects.get(job.jobId) ?? 0) + 1);
-    hooks.beforeApply?.(job, output);
+export function defineKinds(queue, hooks = {}) {
+  const apply = (outputs) => async (unit, job, output) => {
+    unit.put(EFFECTS, job.jobId, ((await unit.get(EFFECTS, job.jobId)) ?? 0) + 1);
+    await hooks.beforeApply?.(job, output);
     return outputs(job, output);
   };
   const none = () => ({ derivedNamespaces: [], viewKeys: [] });
