@@ -146,7 +146,7 @@ export class Engine {
     // cluster's nodes on pg-s3, else in this node's LMDB.
     const units: UnitStore = backend.units ?? new LmdbUnitStore(catalog);
     this.units = units;
-    this.jobs = new JobQueue({ store: units, pool, config: config.jobs, log });
+    this.jobs = new JobQueue({ store: units, pool, config: config.jobs, log, node: this.nodeId });
     const schemas = new SchemaRegistry(new KeyedCatalog(units, 'schemas'));
     this.documents = new DocumentService(units, schemas, new MigrationRegistry(new KeyedCatalog(units, 'migrations'), schemas), this.jobs, (options) => this.startIngest(options), {
       limits: (tenant) => this.tenantLimits(tenant),

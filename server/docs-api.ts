@@ -303,3 +303,13 @@ function isLoopback(address: string): boolean {
 }
 
 
+
+/**
+ * A node that does not serve the document platform (s3: it lives in `owner`'s LMDB): every /v1
+ * route answers 503 documents_single_node, so a cluster never splits documents between nodes.
+ */
+export function mountDocumentsElsewhere(router: Router, owner: string): void {
+  router.fallback('/v1/*', () => {
+    throw new SvcError(503, 'documents_single_node', `On the s3 backend the document platform is served by one node, ${owner}; send /v1 requests to it (docs/backends.md, "s3")`);
+  });
+}

@@ -18,13 +18,15 @@ const OCTET_STREAM = 'application/octet-stream';
 
 const ID_CURSOR = 'lgi1';
 
-export function mountLegacyApi(router: Router, legacy: LegacyRepositories, imports: { service: LegacyImports; maxJsonBytes: number }): void {
+export function mountLegacyApi(router: Router, legacy: LegacyRepositories, imports: { service: LegacyImports | undefined; maxJsonBytes: number }): void {
   const metrics = legacy.metrics;
+  const service = imports.service;
 
-  // Import (docs/legacy.md, "Importing"): 202 at once with the document's id and the job.
-  router.on('POST', '/v1/legacy/import', async (call) => {
+  // Import (docs/legacy.md, "Importing"): 202 at once with the document's id and the job. Not
+  // on a node that does not serve the document platform (s3): /v1/* answers 503 there.
+  if (service) router.on('POST', '/v1/legacy/import', async (call) => {
     const { value } = await readJson(call.ex, imports.maxJsonBytes, payloadTooLarge);
-    const r = await imports.service.request(caller(call), value);
+    const r = await service.request(caller(call), value);
     call.ex.json(202, { jobId: r.jobId, documentId: r.documentId, alreadyImported: r.alreadyImported }, { Location: `/v1/jobs/${r.jobId}` });
   }, { name: '/v1/legacy/import', capability: 'legacy.import' });
 

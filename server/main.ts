@@ -11,7 +11,7 @@ import { Logger } from '../engine/log.js';
 import { type ServerContext, apiSurface, corsPolicy } from './api-surface.js';
 import { mountBlobApi } from './blob-api.js';
 import { mountUploadsApi } from './uploads-api.js';
-import { mountDocsApi } from './docs-api.js';
+import { mountDocsApi, mountDocumentsElsewhere } from './docs-api.js';
 import { mountLegacyApi } from './legacy-api.js';
 import { mountGcApi } from './gc-api.js';
 import { mountNodesApi } from './nodes-api.js';
@@ -90,8 +90,11 @@ export async function serve(config: Config, log = new Logger(config.logLevel)): 
   // The document platform and legacy repositories need a bearer token with security on or off
   // (docs/documents.md); their budgets are the blob API's.
   const documentRoutes = new Router(app, surface, { guard: engine.tokens, meter });
-  mountDocsApi(documentRoutes, ctx, { docs: engine.documents, views: engine.views, workflows: engine.workflows, viewWaitMs: config.views.waitMs, tokens: engine.tokens, maxJsonBytes: config.docMaxJsonBytes });
-  mountLegacyApi(documentRoutes, engine.legacy, { service: engine.legacyImports, maxJsonBytes: config.docMaxJsonBytes });
+  // s3: the document platform is one node's (engine/store/s3-only/documents-node.ts); the others refuse it whole.
+  const documentsNode = engine.backend.documentsNode;
+  if (documentsNode !== undefined && documentsNode !== engine.nodeId) mountDocumentsElsewhere(documentRoutes, documentsNode);
+  else mountDocsApi(documentRoutes, ctx, { docs: engine.documents, views: engine.views, workflows: engine.workflows, viewWaitMs: config.views.waitMs, tokens: engine.tokens, maxJsonBytes: config.docMaxJsonBytes });
+  mountLegacyApi(documentRoutes, engine.legacy, { service: documentsNode === undefined || documentsNode === engine.nodeId ? engine.legacyImports : undefined, maxJsonBytes: config.docMaxJsonBytes });
   const routes = new Router(app, surface, { guard });
   mountOpsApi(routes, ctx);
   routes.fallback('/*', ({ ex, req }) => ex.json(404, { error: 'not_found', message: `No route for ${ex.method} ${req.getUrl()}` }));

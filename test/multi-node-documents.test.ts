@@ -142,7 +142,7 @@ describe('documents and jobs on three pg-s3 nodes', () => {
     const [a, b, c] = nodes as [TestServer, TestServer, TestServer];
     // Only C runs jobs while the OCR job starts: A and B stop (their data directories stay).
     await Promise.all([a.stop(), b.stop()]);
-    const pdf = await scannedPdf(PERSONAL_TEXT);
+    const pdf = await scannedPdf(PERSONAL_TEXT.split("\n"));
     const doc = await api(c).newDocument(pdf, { contentType: 'application/pdf' });
     const run = await api(c).post(`/v1/documents/${doc.documentId}/workflows/${encodeURIComponent('urn:svc:workflow:ocr@1')}/run`, {});
     expect(run.status, run.text).toBe(202);

@@ -37,6 +37,11 @@ export interface BlobBackend {
   readonly devSecret?: DevSecretStore;
   /** Units of work shared by the cluster's nodes (pg-s3); else the node's LMDB holds them. */
   readonly units?: UnitStore;
+  /**
+   * The node that serves the document platform where only one may (s3: its records are in that
+   * node's LMDB); the others answer 503 documents_single_node. Undefined: every node serves it.
+   */
+  readonly documentsNode?: string;
   readonly dependencies: readonly Dependency[];
   /** Interrupted block writes cleaned up at open (fs). */
   readonly removedTempFiles: number;

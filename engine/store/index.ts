@@ -12,7 +12,6 @@ export { KeyedCatalog } from './keyed-catalog.js';
 export type { DevSecretStore } from './dev-secret.js';
 export { FileDevSecretStore } from './fs/dev-secret.js';
 export type { ModelRegistration, ModelRegistry, RegistryWatch, RemoveOutcome } from './model-registry.js';
-export type { OrderedTable, RangeOptions, TableCatalog, TableKey, TableOptions } from './ordered-table.js';
 export { type Lease, type PartRecord, type SessionRecord, type SessionState, type TailStaging, type UploadCatalog, packBlocks } from './upload-catalog.js';
 export { FsTailStaging } from './fs/staging.js';
 export { type BlobSummary, type BlockRef, Manifest, type ManifestRecord, summarize } from './manifest.js';

@@ -18,6 +18,7 @@ import { S3OnlyKeys } from './s3-only/keys.js';
 import { NodeRegistry } from './s3-only/nodes.js';
 import { ObjectIo } from './s3-only/objects.js';
 import { S3OnlyRefused } from './s3-only/refused.js';
+import { claimDocumentsNode } from './s3-only/documents-node.js';
 
 
 export async function openS3Only(config: Config, nodeId: string): Promise<BlobBackend> {
@@ -27,10 +28,12 @@ export async function openS3Only(config: Config, nodeId: string): Promise<BlobBa
   fs.mkdirSync(scratchDir, { recursive: true });
   const blocks = new S3BlockStore({ kind: 's3', ...config.s3 }, scratchDir);
   try {
-    const { manifests, gc, nodes, conditions } = await openS3OnlyCatalog(blocks, nodeId, config.nodeTtlMs);
+    const { manifests, gc, nodes, conditions, io, keys } = await openS3OnlyCatalog(blocks, nodeId, config.nodeTtlMs);
     await admit(nodes, conditions, config);
+    const documentsNode = await claimDocumentsNode(io, keys, nodeId);
     return {
       kind: 's3',
+      documentsNode,
       blocks,
       manifests,
       shared: { blocks, gc },
@@ -62,7 +65,7 @@ export async function openS3OnlyCatalog(blocks: S3BlockStore, nodeId: string, no
     listQuarantine: (after) => blocks.list('quarantine', after),
     restore: (hex, size) => blocks.restore(hex, size),
   });
-  return { manifests, gc, nodes, conditions };
+  return { manifests, gc, nodes, conditions, io, keys };
 }
 
 /**

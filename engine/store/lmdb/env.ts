@@ -1,14 +1,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { type Database, type Key, open, type RootDatabase } from 'lmdb';
-import type { OrderedTable, TableCatalog, TableKey, TableOptions } from '../ordered-table.js';
 import type { Durability } from '../../config.js';
 
 /**
  * The LMDB environment under `<root>/catalog`. This module opens it and hands each named
  * database to the one module that owns it; nobody else opens databases.
  */
-export class CatalogEnv implements TableCatalog {
+export class CatalogEnv {
   readonly root: RootDatabase;
 
   private constructor(
@@ -34,11 +33,6 @@ export class CatalogEnv implements TableCatalog {
       useVersions: false,
     });
     return new CatalogEnv(root, durability === 'relaxed');
-  }
-
-  /** A named database seen as an OrderedTable (lmdb-js's Database has that shape). */
-  table<V, K extends TableKey = TableKey>(name: string, options: TableOptions = {}): OrderedTable<V, K> {
-    return this.root.openDB<V, Key>({ name, ...options }) as unknown as OrderedTable<V, K>;
   }
 
   database<V = unknown, K extends Key = Key>(

@@ -86,6 +86,11 @@ export class S3OnlyKeys {
     return `${this.prefix}root-holders/`;
   }
 
+  /** The node that serves the document platform (documents-node.ts). */
+  documentsNode(): string {
+    return `${this.prefix}documents-node`;
+  }
+
   /** One GC run at a time: the lease. */
   gcLease(): string {
     return `${this.prefix}gc/lease`;
