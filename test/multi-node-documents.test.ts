@@ -9,7 +9,7 @@
 import fs from 'node:fs';
 import { CreateBucketCommand, type S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Api, expectRejected } from './helpers/docs-client.js';
+import { Api, devToken, expectRejected } from './helpers/docs-client.js';
 import { gcRun } from './helpers/gc.js';
 import { type PgServer, startPostgres } from './helpers/postgres.js';
 import { type S3Endpoint, s3ClientFor, startRadosgw } from './helpers/s3-servers.js';
@@ -28,7 +28,10 @@ let env: Record<string, string>;
 const nodes: TestServer[] = [];
 const roots: string[] = [];
 const skipReason = () => (pg && 'skip' in pg ? pg.skip : s3 && 'skip' in s3 ? s3.skip : undefined);
-const api = (node: TestServer) => new Api(node.url, undefined);
+/** One token, minted on the first node, for every node (the development secret is shared). */
+let token: string;
+const api = (node: TestServer) => new Api(node.url, token);
+const ALL = 'doc.create doc.read doc.write meta.read meta.write meta.write:* meta.patch meta.patch:* schema.write job.read workflow.run:*';
 const bytesOf = (seed: number, size: number) => Uint8Array.from({ length: size }, (_, i) => (i * 31 + seed) & 0xff);
 
 async function startNode(name: string, root = tempRoot(`svc-${name}-`)): Promise<TestServer> {
@@ -60,6 +63,7 @@ describe('documents and jobs on three pg-s3 nodes', () => {
     };
     // One at a time: the first migrates the schema.
     for (const n of [1, 2, 3]) nodes.push(await startNode(`node-${n}`));
+    token = await devToken(nodes[0]!.url, { org_id: 'acme', sub: 'alice', scope: ALL });
   }, 240_000);
 
   afterAll(async () => {
@@ -85,7 +89,7 @@ describe('documents and jobs on three pg-s3 nodes', () => {
     for (const r of seen) expect(r.json).toEqual(seen[0]!.json);
     expect(seen[0]!.json.currentVersionId).toBe(fin.json.versionId);
     for (const n of [a, b, c]) {
-      const res = await fetch(`${n.url}/v1/documents/${documentId}/content`);
+      const res = await fetch(`${n.url}/v1/documents/${documentId}/content`, { headers: { Authorization: `Bearer ${token}` } });
       expect(res.status).toBe(200);
       expect(Buffer.from(await res.arrayBuffer()).equals(Buffer.from(bytes))).toBe(true);
       const listed = await api(n).get(`/v1/documents?externalRef=${encodeURIComponent('crm:case-1')}`);
@@ -113,7 +117,7 @@ describe('documents and jobs on three pg-s3 nodes', () => {
     expect(parents).toHaveLength(6);
     expect(new Set(parents).size).toBe(6);
     const current = (await api(a).get(`/v1/documents/${doc.documentId}/metadata/${encodeURIComponent(NS)}`)).json.entry;
-    const patches = await Promise.all([a, b, c].map((n, i) => api(n).patch(doc.documentId, NS, { baseMetadataId: current.id, patch: [{ op: 'replace', path: '/text', value: `p${i}` }] })));
+    const patches = await Promise.all([a, b, c].map((n, i) => api(n).patch(doc.documentId, NS, { baseMetadataId: current.id, patch: [{ op: 'replace', path: '/data/text', value: `p${i}` }] })));
     expect(patches.map((p) => p.status).sort()).toEqual([200, 409, 409]);
     for (const p of patches.filter((r) => r.status === 409)) expectRejected(p, 409, 'metadata_conflict', ['currentMetadataId']);
     const history = (await api(b).get(`/v1/documents/${doc.documentId}/metadata/${encodeURIComponent(NS)}/patches`)).json.patches;
@@ -173,7 +177,7 @@ describe('documents and jobs on three pg-s3 nodes', () => {
     await gcRun(a2.url, 'run');
     await gcRun(a2.url, 'purge');
     for (const n of [a2, b2]) {
-      const res = await fetch(`${n.url}/v1/documents/${doc.documentId}/content`);
+      const res = await fetch(`${n.url}/v1/documents/${doc.documentId}/content`, { headers: { Authorization: `Bearer ${token}` } });
       expect(res.status).toBe(200);
       expect(Buffer.from(await res.arrayBuffer()).equals(Buffer.from(pdf))).toBe(true);
     }
