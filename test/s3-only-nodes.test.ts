@@ -178,6 +178,12 @@ describe('root holders of S3-only nodes (issue 26)', () => {
     await stop(a, 'kill9');
     let c = await admitted(roots.c);
     const cId = await nodeId(c);
+    // The document platform is A's (it claimed documents-node in the bucket): C refuses it whole, never splits it.
+    const elsewhere = await new Api(c.url, api.token).get(`/v1/documents/${doc.documentId}`);
+    expect([elsewhere.status, elsewhere.json]).toEqual([503, {
+      error: 'documents_single_node',
+      message: `On the s3 backend the document platform is served by one node, ${aId}; send /v1 requests to it (docs/backends.md, "s3")`,
+    }]);
     const gc = async (phase: string) => {
       const res = await fetch(`${c.url}/api/ops/v1/gc?phase=${phase}&apply=true`, { method: 'POST' });
       const report = (await res.json()) as any;
