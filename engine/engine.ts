@@ -33,7 +33,7 @@ import type { BlockRoots } from './cas/index.js';
 import { BufferPool } from './uploads/index.js';
 import { Uploads } from './uploads/index.js';
 import { createWorkerPool } from './worker-pool.js';
-import { Budgets, TenantPolicies } from './tenancy/index.js';
+import { Budgets, ClusterShareTracker, TenantPolicies } from './tenancy/index.js';
 import { LegacyImports, LegacyRepositories } from './legacy/index.js';
 
 const WORKER_MODULE = fileURLToPath(new URL('../workers/ingest.js', import.meta.url));
@@ -80,6 +80,8 @@ export class Engine {
   /** Tenant policies (SVC_TENANT_POLICY_FILE) and the budgets that enforce them, with security on. */
   readonly policies: TenantPolicies;
   readonly budgets: Budgets;
+  /** This node's share of the tenants' cluster-wide limits (engine/tenancy/cluster-share.ts). */
+  private readonly clusterShare: ClusterShareTracker;
   /** Legacy repositories read through (SVC_LEGACY_REPOS). */
   readonly legacy: LegacyRepositories;
   /** Legacy documents imported into the document platform (POST /v1/legacy/import). */
@@ -123,7 +125,9 @@ export class Engine {
     this.reader = new BlobReader(manifests, blocks, config.blockCacheBytes, this.stats, log, this.memory);
     this.space = new DiskSpace(config.fsRoot, config.minFreeSpace);
     this.policies = TenantPolicies.open(config.tenantPolicyFile, log);
-    this.budgets = new Budgets(this.policies, () => this.memory.queued === 0);
+    // A tenant policy's figures hold for the cluster: this node enforces its share of them.
+    this.clusterShare = new ClusterShareTracker(this.nodeId, () => this.liveNodeIds());
+    this.budgets = new Budgets(this.policies, () => this.memory.queued === 0, () => this.clusterShare.get());
     this.uploads = new Uploads({
       config: config.uploads,
       ledger: backend.sessions?.catalog ?? new LmdbUploadCatalog(catalog),
@@ -207,6 +211,7 @@ export class Engine {
     await engine.models.start();
     await engine.models.reportRefusedRegistrations();
     engine.jobs.start();
+    if (backend.shared) engine.clusterShare.start();
     engine.gc.start();
     engine.traffic.start();
     return engine;
@@ -392,6 +397,7 @@ export class Engine {
     this.traffic.stop();
     await this.models.close();
     await this.gc.stop();
+    this.clusterShare.stop();
     await this.jobs.stop();
     this.uploads.stop();
     await this.pool.destroy();

@@ -1,9 +1,12 @@
 // Budgets of tenants and principals: token buckets of requests and body bytes per principal
 // (`sub`), and the operations a tenant has in flight with a bounded queue behind them. Every
-// refusal says when to come back (Retry-After, seconds).
+// refusal says when to come back (Retry-After, seconds). A policy's figures are the cluster's:
+// on several nodes each node enforces its share (./cluster-share.ts), so the nodes together
+// never exceed them, and no request waits for another node.
 
 import { SvcError } from '../errors.js';
 import type { Policy, TenantPolicies } from './policy.js';
+import { type ClusterShare, SINGLE_NODE, shareOf } from './cluster-share.js';
 
 const rateLimited = (retryAfter: number, what: string) =>
   new SvcError(429, 'rate_limited', `The ${what} budget of this principal is spent; retry in ${retryAfter} s`, { 'Retry-After': String(retryAfter) });
@@ -55,13 +58,15 @@ export class Budgets {
      * memory, so nothing is queued while the transfer memory itself has uploads waiting.
      */
     private readonly canQueue: () => boolean = () => true,
+    /** This node's place among the live nodes that share the policy. */
+    private readonly share: () => ClusterShare = () => SINGLE_NODE,
   ) {}
 
   /** One request of `principal` (429 rate_limited when its requests per minute are spent). */
   chargeRequest(tenant: string, principal: string): void {
     const perMinute = this.policies.for(tenant).requestsPerMinute;
     if (perMinute === undefined) return;
-    const wait = bucket(this.requests, `${tenant}\0${principal}`, perMinute).take(1);
+    const wait = bucket(this.requests, `${tenant}\0${principal}`, perMinute / this.share().count).take(1);
     this.sweep();
     if (wait !== undefined) throw rateLimited(wait, 'request');
   }
@@ -70,7 +75,7 @@ export class Budgets {
   chargeBytes(tenant: string, principal: string, bytes: number): void {
     const perMinute = this.policies.for(tenant).bytesPerMinute;
     if (perMinute === undefined || bytes <= 0) return;
-    const wait = bucket(this.bytes, `${tenant}\0${principal}`, perMinute).take(bytes);
+    const wait = bucket(this.bytes, `${tenant}\0${principal}`, perMinute / this.share().count).take(bytes);
     if (wait !== undefined) throw rateLimited(wait, 'byte');
   }
 
@@ -82,10 +87,11 @@ export class Budgets {
   admit(tenant: string): Promise<() => void> | (() => void) | undefined {
     const policy: Policy = this.policies.for(tenant);
     if (policy.maxConcurrent === undefined) return undefined;
+    const share = this.share();
     const running = this.inFlight.get(tenant) ?? 0;
-    if (running < policy.maxConcurrent) return this.start(tenant);
+    if (running < shareOf(policy.maxConcurrent, share)) return this.start(tenant);
     const queue = this.queues.get(tenant) ?? [];
-    if (queue.length >= (policy.maxQueued ?? 0)) throw concurrencyExceeded();
+    if (queue.length >= shareOf(policy.maxQueued ?? 0, share)) throw concurrencyExceeded();
     if (this.queued >= MAX_QUEUED_IN_ALL || !this.canQueue()) throw admissionUnavailable();
     this.queues.set(tenant, queue);
     this.queued++;

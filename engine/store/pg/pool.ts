@@ -2,6 +2,7 @@
 // bench/pg-catalog.ts, docs/performance.md). Nothing outside this file imports the driver: the
 // catalog writes its statements as tagged templates, sent as named prepared statements.
 import pg from 'pg';
+import { SvcError } from '../../errors.js';
 
 const INT8 = 20;
 
@@ -84,14 +85,31 @@ function statementOf(strings: TemplateStringsArray): { name: string; text: strin
  */
 function sqlOn(target: pg.Pool | pg.PoolClient): PgSql {
   const sql = async <T extends readonly object[]>(strings: TemplateStringsArray, ...values: unknown[]): Promise<T> => {
-    const result = await target.query({ ...statementOf(strings), values });
+    const result = await target.query({ ...statementOf(strings), values }).catch(asUnavailable);
     return result.rows as unknown as T;
   };
   return Object.assign(sql, {
     async unsafe(text: string): Promise<void> {
-      await target.query(text); // no values: the simple protocol, which takes several statements
+      await target.query(text).catch(asUnavailable); // no values: the simple protocol, which takes several statements
     },
   });
+}
+
+const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE', '57P01', '57P02', '57P03', '53300']);
+
+/**
+ * A query that failed because PostgreSQL cannot be reached (refused, reset, shut down, no
+ * connection within the timeout) is a 503 `catalog_unavailable`: the request is refused whole
+ * (the statement either ran in its own transaction or not at all) and may be retried once
+ * PostgreSQL is back; readiness says the same. Other errors pass through as they are.
+ */
+export function asUnavailable(err: unknown): never {
+  const e = err as { code?: string; message?: string };
+  const connection =
+    (e?.code !== undefined && (CONNECTION_CODES.has(e.code) || e.code.startsWith('08'))) ||
+    /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error)/.test(e?.message ?? '');
+  if (!connection) throw err;
+  throw new SvcError(503, 'catalog_unavailable', 'PostgreSQL (the catalog) is not answering; retry once it is back', { 'Retry-After': '5' });
 }
 
 export function openPool(url: string, poolSize: number): PgPool {
@@ -110,7 +128,7 @@ export function openPool(url: string, poolSize: number): PgPool {
 
   return Object.assign(sqlOn(pool), {
     async begin<T>(work: (tx: PgSql) => Promise<T>): Promise<T> {
-      const client = await pool.connect();
+      const client = await pool.connect().catch(asUnavailable);
       let broken: Error | undefined;
       try {
         await client.query('BEGIN');
@@ -128,7 +146,7 @@ export function openPool(url: string, poolSize: number): PgPool {
       }
     },
     async reserve(): Promise<Reserved> {
-      const client = await pool.connect();
+      const client = await pool.connect().catch(asUnavailable);
       // A checked-out client has no error listener of the pool's: without one, a connection that
       // dies between two statements would end the process.
       let failed: Error | undefined;
