@@ -24,7 +24,7 @@ import { DocumentService } from './documents/index.js';
 import { MigrationRegistry } from './documents/index.js';
 import { SchemaRegistry } from './documents/index.js';
 import { BundleRoots, ModelService } from './models/index.js';
-import { ClusterNodes, TrafficHistory, nodeIdOf } from './ops/index.js';
+import { ClusterNodes, TrafficHistory, nodeIdOf, nodeSummary } from './ops/index.js';
 import { type LiveNode, ownerOf } from './locality/index.js';
 import { ViewService } from './views/index.js';
 import { WorkflowService } from './workflows/index.js';
@@ -171,7 +171,7 @@ export class Engine {
     if (backend.embedded) {
       this.gc = new GarbageCollector({ config: config.gc, catalog: new LmdbGcCatalog(catalog), manifests: backend.embedded.manifests, blocks: backend.embedded.blocks, roots, log });
     } else if (backend.shared) {
-      this.gc = new SharedCollector({ config: config.gc, catalog: backend.shared.gc, blocks: backend.shared.blocks, roots, log, nodeId: this.nodeId, address: () => this.address, nodeTtlMs: config.nodeTtlMs });
+      this.gc = new SharedCollector({ config: config.gc, catalog: backend.shared.gc, blocks: backend.shared.blocks, roots, log, nodeId: this.nodeId, address: () => this.address, nodeTtlMs: config.nodeTtlMs, summary: () => ({ ...nodeSummary(this) }) });
     } else {
       throw new Error(`the ${backend.kind} backend has no garbage collector`);
     }
@@ -211,7 +211,13 @@ export class Engine {
     await engine.models.start();
     await engine.models.reportRefusedRegistrations();
     engine.jobs.start();
-    if (backend.shared) engine.clusterShare.start();
+    if (backend.shared) {
+      engine.clusterShare.start();
+      // The health this node tells the others at its heartbeats (NodeSummary): probed every 5 s.
+      engine.healthProbe = setInterval(() => void engine.readiness().catch(() => {}), 5000);
+      engine.healthProbe.unref();
+      void engine.readiness().catch(() => {});
+    }
     engine.gc.start();
     engine.traffic.start();
     return engine;
@@ -366,8 +372,14 @@ export class Engine {
 
   /** Readiness: each of the backend's dependencies (catalog and block store), each bounded by the health timeout. */
   async readiness(): Promise<HealthCheck[]> {
-    return Promise.all(this.backend.dependencies.map((d) => this.check(d.name, () => d.probe())));
+    const checks = await Promise.all(this.backend.dependencies.map((d) => this.check(d.name, () => d.probe())));
+    this.lastReadiness = { at: Date.now(), failed: checks.filter((c) => c.status !== 'ok').map((c) => c.name) };
+    return checks;
   }
+
+  /** The last readiness checks' outcome (the heartbeat's summary; with a shared catalog probed every 5 s). */
+  lastReadiness?: { at: number; failed: string[] };
+  private healthProbe?: NodeJS.Timeout;
 
   /** Free space against SVC_MIN_FREE_SPACE: `warn` below it (uploads are refused, reads go on). */
   spaceCheck(): Omit<HealthCheck, 'status'> & { status: 'ok' | 'warn' } {
@@ -398,6 +410,7 @@ export class Engine {
     await this.models.close();
     await this.gc.stop();
     this.clusterShare.stop();
+    clearInterval(this.healthProbe);
     await this.jobs.stop();
     this.uploads.stop();
     await this.pool.destroy();

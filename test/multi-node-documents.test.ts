@@ -100,6 +100,28 @@ describe('documents and jobs on three pg-s3 nodes', () => {
     expect([again.status, again.json.uploadId]).toEqual([200, created.json.uploadId]);
   });
 
+  it("any node's ops snapshot shows the cluster: each live node's traffic, capacity and health, and the totals", async ({ skip }) => {
+    const reason = skipReason();
+    if (reason) return skip(reason);
+    const [a, b, c] = nodes as [TestServer, TestServer, TestServer];
+    // Traffic on A and B; C reads the cluster from their heartbeats (every second).
+    for (const n of [a, b]) expect((await api(n).get('/v1/documents?limit=1')).status).toBe(200);
+    let cluster: any;
+    for (let i = 0; ; i++) {
+      cluster = ((await (await fetch(`${c.url}/api/ops/v1/snapshot`)).json()) as any).cluster;
+      const seen = cluster?.nodes?.filter((n: any) => n.state === 'live' && n.traffic?.requests > 0 && n.health === 'ok') ?? [];
+      if (seen.length === 3) break;
+      if (i > 100) throw new Error(`C's snapshot never showed three live nodes with traffic: ${JSON.stringify(cluster)}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(cluster.nodes.map((n: any) => [n.nodeId, n.self])).toEqual([['node-1', false], ['node-2', false], ['node-3', true]]);
+    for (const n of cluster.nodes) {
+      expect(n.capacity).toMatchObject({ workerThreads: expect.any(Number), transfersInFlight: expect.any(Number), limitBytes: expect.any(Number) });
+    }
+    expect(cluster.totals).toMatchObject({ nodes: 3, liveNodes: 3 });
+    expect(cluster.totals.requests).toBe(cluster.nodes.reduce((t: number, n: any) => t + n.traffic.requests, 0));
+  });
+
   it('concurrent writes to one document on three nodes: one version chain, exact 409s for stale patches', async ({ skip }) => {
     const reason = skipReason();
     if (reason) return skip(reason);

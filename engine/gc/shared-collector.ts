@@ -47,6 +47,8 @@ interface Deps {
   address: () => string;
   /** A node not seen for this long is gone (SVC_NODE_TTL). */
   nodeTtlMs: number;
+  /** What this node says of itself at each heartbeat (engine/ops/snapshot.ts, nodeSummary). */
+  summary?: () => Record<string, unknown>;
 }
 
 const gcRunning = () => new SvcError(409, 'gc_running', 'A garbage collection run is in progress on this or another node; see GET /api/ops/v1/gc');
@@ -151,7 +153,7 @@ export class SharedCollector implements Collector {
     const now = Date.now();
     const oldest = this.fence.oldestStart(now);
     this.deps.catalog
-      .heartbeat(this.deps.nodeId, this.deps.address(), oldest < now ? now - oldest : null)
+      .heartbeat(this.deps.nodeId, this.deps.address(), oldest < now ? now - oldest : null, this.deps.summary?.())
       .then(({ markEpoch }) => {
         // A run (on any node) is marking and has not got this node's roots yet.
         if (markEpoch !== undefined) this.markOwnRoots(markEpoch).catch((err) => this.deps.log.warn('gc: marking this node\'s roots failed (the next heartbeat retries)', { err: String(err) }));

@@ -2,6 +2,6 @@
 export { type EventSink, OpsEvents, type Subscription } from './events.js';
 export { Metrics } from './metrics.js';
 export { ClusterNodes, type Forgotten, type NodeView } from './nodes.js';
-export { formatBytes, type GcState, nodeIdOf, OpsSnapshots } from './snapshot.js';
+export { formatBytes, type GcState, type NodeSummary, nodeIdOf, nodeSummary, OpsSnapshots } from './snapshot.js';
 export { Stats } from './stats.js';
 export { TrafficHistory } from './traffic-history.js';

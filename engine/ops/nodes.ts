@@ -19,6 +19,8 @@ export interface NodeView {
   rootHolderSince?: string;
   /** The node that answers. */
   self: boolean;
+  /** What it said of itself at its last heartbeat (engine/ops/snapshot.ts, NodeSummary). */
+  summary?: Record<string, unknown>;
 }
 
 export interface Forgotten {
@@ -76,6 +78,7 @@ export class ClusterNodes {
 function view(n: ClusterNode, self: boolean): NodeView {
   const out: NodeView = { nodeId: n.nodeId, address: n.address, state: n.live ? 'live' : 'down', lastSeenAt: new Date(n.lastSeenAt).toISOString(), rootHolder: n.rootHolderSince !== undefined, self };
   if (n.rootHolderSince !== undefined) out.rootHolderSince = new Date(n.rootHolderSince).toISOString();
+  if (n.summary !== undefined) out.summary = n.summary;
   return out;
 }
 

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Engine, HealthCheck } from '../engine.js';
+import type { NodeView } from './nodes.js';
 import { floorInBytes } from '../store/index.js';
 
 // The operator snapshot (decisions.md, "Ops snapshot"): one typed document of the live state of
@@ -52,6 +53,34 @@ export interface OpsSnapshot {
     freshBlocks: number;
     duplicateBlocks: number;
     byteReusePercent: number;
+  };
+  /**
+   * With a shared catalog (pg-s3, s3): every node it knows, live or down, each with what it said of
+   * itself at its last heartbeat (this node: now), and the totals of the live ones.
+   */
+  cluster?: {
+    nodes: Array<{ nodeId: string; address: string; state: 'live' | 'down'; lastSeenAt: string; self: boolean; health: NodeSummary['health']; traffic?: NodeSummary['traffic']; capacity?: NodeSummary['capacity'] }>;
+    totals: { nodes: number; liveNodes: number; requests: number; errors: number; bytesIngested: number; bytesServed: number; transfersInFlight: number; workerThreads: number };
+  };
+}
+
+/** What a node says of itself at each heartbeat (engine/gc/shared-collector.ts): the other nodes' snapshots show it. */
+export interface NodeSummary {
+  at: string;
+  /** From its last readiness checks (a snapshot, a readiness request): `ok`, the dependencies that failed, or `unknown` before any. */
+  health: 'ok' | 'unknown' | { failed: string[] };
+  traffic: { requests: number; errors: number; bytesIngested: number; bytesServed: number };
+  capacity: { workerThreads: number; running: number; queued: number; transfersInFlight: number; bufferedBytes: number; limitBytes: number };
+}
+
+export function nodeSummary(engine: Engine): NodeSummary {
+  const { stats, pool, memory, lastReadiness } = engine;
+  const threads = pool.threads.length;
+  return {
+    at: new Date().toISOString(),
+    health: !lastReadiness ? 'unknown' : lastReadiness.failed.length === 0 ? 'ok' : { failed: lastReadiness.failed },
+    traffic: { requests: stats.requests, errors: stats.errors, bytesIngested: stats.bytesIngested, bytesServed: stats.bytesServed },
+    capacity: { workerThreads: threads, running: Math.max(0, threads - pool.idleThreads), queued: pool.queueSize, transfersInFlight: memory.transfers, bufferedBytes: memory.bufferedBytes, limitBytes: memory.limitBytes },
   };
 }
 
@@ -135,7 +164,13 @@ export class OpsSnapshots {
   private async read(): Promise<OpsSnapshot> {
     const { engine } = this;
     const observedAt = new Date().toISOString();
-    const [probes, space, counts, nodes] = await Promise.all([engine.readiness(), this.diskSpace(), this.counts(), engine.nodes().catch(() => [])]);
+    const [probes, space, counts, nodes, known] = await Promise.all([
+      engine.readiness(),
+      this.diskSpace(),
+      this.counts(),
+      engine.nodes().catch(() => []),
+      engine.backend.shared ? engine.cluster.list().catch(() => undefined) : Promise.resolve(undefined),
+    ]);
     const stats = engine.stats;
     const pool = engine.pool;
     const threads = pool.threads.length;
@@ -215,6 +250,7 @@ export class OpsSnapshots {
         duplicateBlocks: stats.duplicateBlocks,
         byteReusePercent: blockBytes === 0 ? 0 : Math.round((stats.duplicateBytes / blockBytes) * 10_000) / 100,
       },
+      ...(known ? { cluster: clusterOf(known, nodeSummary(engine)) } : {}),
     };
     const key = JSON.stringify(content);
     if (key !== this.lastContent || this.sequence === 0) {
@@ -282,4 +318,27 @@ export function formatBytes(n: number): string {
     i++;
   }
   return i === 0 ? `${v} B` : `${v.toFixed(v < 10 ? 2 : v < 100 ? 1 : 0)} ${UNITS[i]}`;
+}
+
+/** The cluster section: each known node as its last heartbeat described it (this one as it is now), and the live ones' totals. */
+function clusterOf(known: NodeView[], self: NodeSummary): NonNullable<OpsSnapshot['cluster']> {
+  const nodes = known.map((n) => {
+    const said = n.self ? self : (n.summary as NodeSummary | undefined);
+    return {
+      nodeId: n.nodeId, address: n.address, state: n.state, lastSeenAt: n.lastSeenAt, self: n.self,
+      health: n.state === 'down' ? ('unknown' as const) : (said?.health ?? ('unknown' as const)),
+      ...(said ? { traffic: said.traffic, capacity: said.capacity } : {}),
+    };
+  });
+  const live = nodes.filter((n) => n.state === 'live');
+  const sum = (read: (n: (typeof nodes)[number]) => number | undefined) => live.reduce((total, n) => total + (read(n) ?? 0), 0);
+  return {
+    nodes,
+    totals: {
+      nodes: nodes.length, liveNodes: live.length,
+      requests: sum((n) => n.traffic?.requests), errors: sum((n) => n.traffic?.errors),
+      bytesIngested: sum((n) => n.traffic?.bytesIngested), bytesServed: sum((n) => n.traffic?.bytesServed),
+      transfersInFlight: sum((n) => n.capacity?.transfersInFlight), workerThreads: sum((n) => n.capacity?.workerThreads),
+    },
+  };
 }

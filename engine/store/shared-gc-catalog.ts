@@ -30,6 +30,8 @@ export interface ClusterNode {
   live: boolean;
   /** Since when (ms) it holds references only it can mark (its data directory's); undefined: none. */
   rootHolderSince?: number;
+  /** What it said of itself at its last heartbeat (its traffic, capacity and health: engine/ops/snapshot.ts). */
+  summary?: Record<string, unknown>;
 }
 
 /** What forgetting a node did: only a node that is down is forgotten. */
@@ -77,7 +79,7 @@ export interface SharedGcCatalog {
    * started (null: none); the catalog turns that into a time on its clock. Returns the epoch of a
    * run whose marking is open and that this node has not marked for yet (its roots are wanted).
    */
-  heartbeat(nodeId: string, address: string, oldestIngestAgeMs: number | null): Promise<{ markEpoch?: number }>;
+  heartbeat(nodeId: string, address: string, oldestIngestAgeMs: number | null, summary?: Record<string, unknown>): Promise<{ markEpoch?: number }>;
   /** A run's marking opens (after the manifests are marked): nodes add their roots for the new epoch. */
   openMarking(): Promise<number>;
   /** The marking of `epoch` is over: nodes stop being asked. */

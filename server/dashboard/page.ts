@@ -42,7 +42,8 @@ export const DASHBOARD_HTML = `<!DOCTYPE html>
     <table id="dependencies"><thead><tr><th>kind</th><th>status</th><th>latency</th></tr></thead><tbody></tbody></table>
     <h2>Nodes</h2>
     <p class="muted small" id="nodes-none">this node only (embedded backend)</p>
-    <table id="nodes"><thead><tr><th>node</th><th>address</th><th>last seen</th></tr></thead><tbody></tbody></table>
+    <table id="nodes"><thead><tr><th>node</th><th>address</th><th>state</th><th>health</th><th>requests</th><th>errors</th><th>in</th><th>out</th><th>transfers</th><th>last seen</th></tr></thead><tbody></tbody></table>
+    <p class="muted small" id="cluster-totals"></p>
   </section>
   <section class="card">
     <h2>Deduplication</h2>
@@ -205,9 +206,22 @@ export const DASHBOARD_JS = `'use strict';
     text('observed-at', new Date(s.observedAt).toLocaleTimeString());
     rows('checks', s.checks, function (c) { return [{ text: c.id }, { text: c.status, cls: c.status }, { text: c.detail }]; });
     rows('dependencies', s.dependencies, function (d) { return [{ text: d.kind }, { text: d.status, cls: d.status }, { text: d.latencyMs + ' ms' }]; });
-    var nodes = s.placement.nodes || [];
+    // The cluster (shared catalogs): every known node as its last heartbeat described it, and the live ones' totals.
+    var cluster = s.cluster;
+    var nodes = cluster ? cluster.nodes : [];
     $('nodes-none').hidden = nodes.length > 0;
-    rows('nodes', nodes, function (n) { return [{ text: n.nodeId === s.placement.nodeId ? n.nodeId + ' (this one)' : n.nodeId }, { text: n.address || '–' }, { text: new Date(n.lastSeenAt).toLocaleTimeString() }]; });
+    rows('nodes', nodes, function (n) {
+      var health = typeof n.health === 'string' ? n.health : 'failed: ' + n.health.failed.join(', ');
+      var t = n.traffic, c = n.capacity;
+      return [
+        { text: n.self ? n.nodeId + ' (this one)' : n.nodeId }, { text: n.address || '–' }, { text: n.state, cls: n.state === 'live' ? 'ok' : 'warn' },
+        { text: health, cls: health === 'ok' ? 'ok' : health === 'unknown' ? '' : 'failed' },
+        { text: t ? t.requests : '–' }, { text: t ? t.errors : '–' }, { text: t ? bytes(t.bytesIngested) : '–' }, { text: t ? bytes(t.bytesServed) : '–' },
+        { text: c ? c.transfersInFlight : '–' }, { text: new Date(n.lastSeenAt).toLocaleTimeString() },
+      ];
+    });
+    text('cluster-totals', cluster ? cluster.totals.liveNodes + ' of ' + cluster.totals.nodes + ' nodes live: ' + cluster.totals.requests + ' requests, ' + cluster.totals.errors + ' errors, ' +
+      bytes(cluster.totals.bytesIngested) + ' in, ' + bytes(cluster.totals.bytesServed) + ' out, ' + cluster.totals.transfersInFlight + ' transfers in flight' : '');
     var t = s.traffic;
     text('reuse', t.byteReusePercent.toFixed(1) + ' %');
     text('fresh-blocks', t.freshBlocks);

@@ -178,12 +178,13 @@ export class PgGcCatalog implements SharedGcCatalog {
     return row?.report;
   }
 
-  async heartbeat(nodeId: string, address: string, oldestIngestAgeMs: number | null): Promise<{ markEpoch?: number }> {
+  async heartbeat(nodeId: string, address: string, oldestIngestAgeMs: number | null, summary?: Record<string, unknown>): Promise<{ markEpoch?: number }> {
+    const said = summary === undefined ? null : JSON.stringify(summary);
     const [row] = await this.sql<{ epoch: number }[]>`
       WITH beat AS (
-        INSERT INTO nodes (node_id, address, last_seen_at, oldest_ingest_at)
-        VALUES (${nodeId}, ${address}, svc_now_ms(), CASE WHEN ${oldestIngestAgeMs}::int8 IS NULL THEN NULL ELSE svc_now_ms() - ${oldestIngestAgeMs}::int8 END)
-        ON CONFLICT (node_id) DO UPDATE SET address = excluded.address, last_seen_at = excluded.last_seen_at, oldest_ingest_at = excluded.oldest_ingest_at
+        INSERT INTO nodes (node_id, address, last_seen_at, oldest_ingest_at, summary)
+        VALUES (${nodeId}, ${address}, svc_now_ms(), CASE WHEN ${oldestIngestAgeMs}::int8 IS NULL THEN NULL ELSE svc_now_ms() - ${oldestIngestAgeMs}::int8 END, ${said}::jsonb)
+        ON CONFLICT (node_id) DO UPDATE SET address = excluded.address, last_seen_at = excluded.last_seen_at, oldest_ingest_at = excluded.oldest_ingest_at, summary = excluded.summary
         RETURNING marked_epoch)
       SELECT g.epoch FROM gc_marking g, beat WHERE g.open AND beat.marked_epoch < g.epoch`;
     return row ? { markEpoch: row.epoch } : {};
@@ -243,7 +244,7 @@ export class PgGcCatalog implements SharedGcCatalog {
   async knownNodes(ttlMs: number): Promise<ClusterNode[]> {
     // A forgotten node shows again once it beats again.
     const rows = await this.sql<ClusterRow[]>`
-      SELECT node_id AS "nodeId", address, last_seen_at AS "lastSeenAt", last_seen_at > svc_now_ms() - ${ttlMs}::int8 AS live, root_holder_since AS "rootHolderSince"
+      SELECT node_id AS "nodeId", address, last_seen_at AS "lastSeenAt", last_seen_at > svc_now_ms() - ${ttlMs}::int8 AS live, root_holder_since AS "rootHolderSince", summary
       FROM nodes
       WHERE forgotten_at IS NULL OR last_seen_at > forgotten_at ORDER BY node_id`;
     return rows.map(clusterNode);
@@ -276,10 +277,12 @@ interface ClusterRow {
   lastSeenAt: number;
   live: boolean;
   rootHolderSince: number | null;
+  summary?: Record<string, unknown> | null;
 }
 
 function clusterNode(row: ClusterRow): ClusterNode {
   const node: ClusterNode = { nodeId: row.nodeId, address: row.address, lastSeenAt: row.lastSeenAt, live: row.live };
   if (row.rootHolderSince !== null) node.rootHolderSince = row.rootHolderSince;
+  if (row.summary) node.summary = row.summary;
   return node;
 }

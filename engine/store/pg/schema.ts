@@ -12,6 +12,7 @@ import { V6_MODEL_REGISTRY } from './schema-v6-model-registry.js';
 import { V7_DEV_SECRET } from './schema-v7-dev-secret.js';
 import { V8_ROOT_HOLDERS } from './schema-v8-root-holders.js';
 import { V9_UNITS } from './schema-v9-units.js';
+import { V10_NODE_SUMMARY } from './schema-v10-node-summary.js';
 
 /**
  * Applied in order; the schema's version is the number applied. Never edit one that shipped:
@@ -28,6 +29,7 @@ export const MIGRATIONS: readonly string[] = inVersionOrder([
   [7, V7_DEV_SECRET],
   [8, V8_ROOT_HOLDERS],
   [9, V9_UNITS],
+  [10, V10_NODE_SUMMARY],
 ]);
 
 function inVersionOrder(numbered: ReadonlyArray<readonly [number, string]>): string[] {

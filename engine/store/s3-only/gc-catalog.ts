@@ -266,14 +266,14 @@ export class S3OnlyGcCatalog implements SharedGcCatalog {
    * nodes' purges). It never asks this node to mark for another node's run: here each node
    * protects its own roots by sweeping them out of quarantine (see the top of this file).
    */
-  async heartbeat(_nodeId: string, address: string, oldestIngestAgeMs: number | null): Promise<{ markEpoch?: number }> {
+  async heartbeat(_nodeId: string, address: string, oldestIngestAgeMs: number | null, summary?: Record<string, unknown>): Promise<{ markEpoch?: number }> {
     if (Date.now() - this.lastSweep >= Math.min(SWEEP_MS, 2 * this.nodesRegistry.ttlMs)) {
       this.lastSweep = Date.now();
       await this.sweepRoots().catch(() => (this.lastSweep = 0));
     }
     const now = Date.now();
     const oldestIngest = oldestIngestAgeMs === null ? Number.POSITIVE_INFINITY : now - oldestIngestAgeMs;
-    await this.nodesRegistry.heartbeat(address, Math.min(oldestIngest, this.sweptFrom));
+    await this.nodesRegistry.heartbeat(address, Math.min(oldestIngest, this.sweptFrom), summary);
     return {};
   }
 

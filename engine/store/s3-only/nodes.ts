@@ -22,6 +22,8 @@ interface HeartbeatV1 {
    * oldest open upload, or of its last sweep of its own roots out of quarantine (gc-catalog.ts).
    */
   oldestIngestAt: number | null;
+  /** What the node says of itself (its traffic, capacity and health), for the others' ops snapshots. */
+  summary?: Record<string, unknown>;
 }
 
 interface RootHolderV1 {
@@ -58,8 +60,8 @@ export class NodeRegistry {
   ) {}
 
   /** `holdsBackFrom`: the time (this node's clock) before which other nodes' runs may purge; null: any time. */
-  async heartbeat(address: string, holdsBackFrom: number | null): Promise<void> {
-    const doc: HeartbeatV1 = { v: 1, nodeId: this.nodeId, boot: this.boot, address, at: Date.now(), oldestIngestAt: holdsBackFrom };
+  async heartbeat(address: string, holdsBackFrom: number | null, summary?: Record<string, unknown>): Promise<void> {
+    const doc: HeartbeatV1 = { v: 1, nodeId: this.nodeId, boot: this.boot, address, at: Date.now(), oldestIngestAt: holdsBackFrom, ...(summary ? { summary } : {}) };
     if (address) this.lastAddress = address;
     await this.io.put(this.keys.node(this.nodeId), Buffer.from(JSON.stringify(doc)));
   }
@@ -92,7 +94,7 @@ export class NodeRegistry {
     const now = Date.now();
     const [beats, holders] = await Promise.all([this.readAll<HeartbeatV1>(this.keys.nodesPrefix()), this.readAll<RootHolderV1>(this.keys.rootHoldersPrefix())]);
     const out = new Map<string, ClusterNode>();
-    for (const b of beats) out.set(b.nodeId, { nodeId: b.nodeId, address: b.address, lastSeenAt: b.at, live: now - b.at < ttlMs });
+    for (const b of beats) out.set(b.nodeId, { nodeId: b.nodeId, address: b.address, lastSeenAt: b.at, live: now - b.at < ttlMs, ...(b.summary ? { summary: b.summary } : {}) });
     for (const h of holders) {
       const node = out.get(h.nodeId);
       if (h.forgottenAt !== undefined) {
