@@ -120,7 +120,7 @@ describe.skipIf(!shared)(`locality runtime (two ${TEST_BACKEND} nodes)`, () => {
     expect(sha256(Buffer.from(await got.arrayBuffer()))).toBe(sha256(body));
   });
 
-  // s3 only: there each node sweeps its own roots back (pg-s3's runs have every live node mark them: test/gc-nodes.test.ts).
+  // s3 only: there each node sweeps its own roots back (pg-s3 keeps documents in PostgreSQL, which every run marks: test/gc-nodes.test.ts).
   it.skipIf(TEST_BACKEND !== 's3')("a GC run on one node keeps another node's document blocks: quarantined at most, swept back by their node, never purged", async () => {
     const gc = async (s: TestServer, phase: string) => {
       const res = await fetch(`${s.url}/api/ops/v1/gc?phase=${phase}&apply=true&minAge=0s&quarantineAge=0s`, { method: 'POST' });
@@ -128,32 +128,33 @@ describe.skipIf(!shared)(`locality runtime (two ${TEST_BACKEND} nodes)`, () => {
       expect([res.status, report.error]).toEqual([200, undefined]);
       return report;
     };
-    // A document on B: its content's blocks are in the bucket, referenced only from B's LMDB.
-    const api = new Api(b.url, await devToken(b.url, { scope: 'doc.create doc.read' }));
+    // A document on A (the node that serves the document platform on s3: it started first and
+    // claimed documents-node): its content's blocks are in the bucket, referenced only from A's LMDB.
+    const api = new Api(a.url, await devToken(a.url, { scope: 'doc.create doc.read' }));
     const content = seededBytes(3 * 1024 * 1024 + 17, 4242);
     const doc = await api.newDocument(content, { contentType: 'application/octet-stream' });
-    // Past B's ingest fence (1 s after the upload here): only B's sweep protects the blocks now.
+    // Past A's ingest fence (1 s after the upload here): only A's sweep protects the blocks now.
     await new Promise((r) => setTimeout(r, 1500));
     const read = async () => {
-      const res = await fetch(`${b.url}/v1/documents/${doc.documentId}/content`, { headers: { Authorization: `Bearer ${api.token}` } });
+      const res = await fetch(`${a.url}/v1/documents/${doc.documentId}/content`, { headers: { Authorization: `Bearer ${api.token}` } });
       expect(res.status).toBe(200);
       return Buffer.from(await res.arrayBuffer());
     };
-    // A's run does not know B's roots: it quarantines them (and, with quarantineAge=0, would purge
-    // them at once), but B's heartbeat holds back the purge of what was quarantined since B's last sweep.
-    const run = await gc(a, 'quarantine');
+    // B's run does not know A's roots: it quarantines them (and, with quarantineAge=0, would purge
+    // them at once), but A's heartbeat holds back the purge of what was quarantined since A's last sweep.
+    const run = await gc(b, 'quarantine');
     expect(run.quarantined.count, JSON.stringify(run)).toBeGreaterThan(0);
-    // Two seconds on (radosgw's LastModified may round up a second; B sweeps every 6 s), before
-    // or after B's sweep: nothing of B's is purged (the quarantined copies are newer than B's
+    // Two seconds on (radosgw's LastModified may round up a second; A sweeps every 6 s), before
+    // or after A's sweep: nothing of A's is purged (the quarantined copies are newer than A's
     // last sweep, or already back).
     await new Promise((r) => setTimeout(r, 2000));
-    expect((await gc(a, 'purge')).purged.count).toBe(0);
+    expect((await gc(b, 'purge')).purged.count).toBe(0);
     expect(sha256(await read())).toBe(sha256(content));
-    // B's next sweep (every 2 x SVC_NODE_TTL here) moves them back: A's next run finds them live
+    // A's next sweep (every 2 x SVC_NODE_TTL here) moves them back: B's next run finds them live
     // and quarantines them again (the cost of runs that cannot see other nodes' roots), and still
     // purges none of them.
     await new Promise((r) => setTimeout(r, 8000));
-    const again = await gc(a, 'run');
+    const again = await gc(b, 'run');
     expect([again.quarantined.count, again.purged.count]).toEqual([run.quarantined.count, 0]);
     expect(sha256(await read())).toBe(sha256(content));
   });
