@@ -153,6 +153,7 @@ describe('OpsSnapshots (no HTTP)', () => {
     const stats = new Stats();
     const engine = {
       config: { fsRoot: root, blobBackend: 'fs', durability: 'relaxed' },
+      backend: {},
       nodeId: nodeIdOf(root),
       nodes: async () => [],
       stats,
