@@ -14,11 +14,15 @@ interface NodeView {
   lastSeenAt: string;
   rootHolder: boolean;
   self: boolean;
+  /** What the node said of itself at its last heartbeat (shared catalogs). */
+  summary?: { health?: 'ok' | 'unknown' | { failed: string[] }; traffic?: { requests: number; errors: number }; capacity?: { transfersInFlight: number } };
 }
 
 export const nodes: Command = {
   usage: `  svc nodes        the nodes sharing the server's catalog, one line each: id, address,
-                   live or down since, root holder (GC waits for it while it is down) or not
+                   live or down since, root holder (GC waits for it while it is down) or not,
+                   health, requests and errors since its start, transfers in flight (from
+                   its last heartbeat; '-' where it told nothing)
   svc nodes forget ID
                    declare a node that is down gone for good: GC no longer waits for it, and
                    the references only its data directory held are lost (refused while live)
@@ -35,7 +39,11 @@ async function list(parsed: Parsed): Promise<number> {
   const { json } = await callJson<{ nodes: NodeView[] }>(new Backoff(note, Math.min(retryBudgetMs(), 15_000)), server, '/api/ops/v1/nodes', [200]);
   for (const n of json.nodes) {
     const state = n.state === 'live' ? 'live' : `down since ${n.lastSeenAt}`;
-    const columns = [n.nodeId, n.address || '-', state, n.rootHolder ? 'root holder' : 'no roots'];
+    const said = n.summary;
+    const health = said?.health === undefined ? '-' : typeof said.health === 'string' ? said.health : `failed: ${said.health.failed.join(',')}`;
+    const traffic = said?.traffic ? `${said.traffic.requests} requests, ${said.traffic.errors} errors` : '-';
+    const transfers = said?.capacity ? `${said.capacity.transfersInFlight} transfers` : '-';
+    const columns = [n.nodeId, n.address || '-', state, n.rootHolder ? 'root holder' : 'no roots', health, traffic, transfers];
     if (n.self) columns.push('(answered)');
     process.stdout.write(`${columns.join('\t')}\n`);
   }
