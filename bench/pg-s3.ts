@@ -23,7 +23,7 @@
  * SVC_BENCH_PART_MIB / SVC_BENCH_QUEUE override lib-storage's partSize / queueSize (16 / 4).
  */
 import { execFile } from 'node:child_process';
-import { createReadStream, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { createReadStream, existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -465,4 +465,4 @@ async function main(): Promise<void> {
 }
 
 // Run as a program; imported (bench/documents-cluster.ts) for its helpers only.
-if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) await main();
+if (process.argv[1] && realpathSync(process.argv[1]) === realpathSync(fileURLToPath(import.meta.url))) await main();
