@@ -32,12 +32,12 @@ const WRITE_CONNECTIONS = [16, 32] as const;
 const READ_CONNECTIONS = 32;
 const DOCS_PER_SECOND_TARGET = 1000;
 /** Every request's own time limit: a stalled server fails the cell instead of hanging the bench. */
-const REQUEST_TIMEOUT_MS = 30_000;
-const NAMESPACE = 'urn:svc:bench-case';
-const SCHEMA_URN = 'urn:svc:schema:bench-case@1.0.0';
-const TENANT = 'bench';
+export const REQUEST_TIMEOUT_MS = 30_000;
+export const NAMESPACE = 'urn:svc:bench-case';
+export const SCHEMA_URN = 'urn:svc:schema:bench-case@1.0.0';
+export const TENANT = 'bench';
 
-const SCHEMA = {
+export const SCHEMA = {
   schemaUrn: SCHEMA_URN,
   namespaceUrn: NAMESPACE,
   lifecycle: 'published',
@@ -57,7 +57,7 @@ const SCHEMA = {
 };
 
 /** The `data` of the bench namespace for document / write `n`. */
-function caseData(n: number, court?: string) {
+export function caseData(n: number, court?: string) {
   return { caseNumber: `C-${n}`, title: `Benchmark filing ${n}`, pages: (n % 500) + 1, filedAt: '2026-11-21', ...(court ? { court } : {}), tags: ['bench', 'issue-5'] };
 }
 
@@ -68,13 +68,13 @@ function head(method: string, target: string, auth: string, contentType: string 
   return `${method} ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\n${auth}${contentType ? `Content-Type: ${contentType}\r\n` : ''}Content-Length: ${length}\r\n\r\n`;
 }
 
-function jsonRequest(method: string, target: string, auth: string, body: unknown): Buffer {
+export function jsonRequest(method: string, target: string, auth: string, body: unknown): Buffer {
   const bytes = Buffer.from(JSON.stringify(body), 'utf8');
   return Buffer.concat([Buffer.from(head(method, target, auth, 'application/json', bytes.length), 'latin1'), bytes]);
 }
 
 /** A request whose body is `bytes` fresh random bytes, written straight after the head (one allocation). */
-function randomBodyRequest(method: string, target: string, auth: string, contentType: string, bytes: number): Buffer {
+export function randomBodyRequest(method: string, target: string, auth: string, contentType: string, bytes: number): Buffer {
   const h = head(method, target, auth, contentType, bytes);
   const buf = Buffer.allocUnsafe(h.length + bytes);
   buf.write(h, 0, 'latin1');
@@ -82,7 +82,7 @@ function randomBodyRequest(method: string, target: string, auth: string, content
   return buf;
 }
 
-function describe(res: RawResponse): string {
+export function describe(res: RawResponse): string {
   return `HTTP ${res.status}${res.body?.length ? `: ${res.body.toString('utf8').slice(0, 300)}` : ''}`;
 }
 
@@ -112,14 +112,54 @@ class MainThreadWindow {
   }
 }
 
+/** The body of `POST /v1/documents` for document `n`: an externalRef and an initialMetadata bundle. */
+export const createBody = (n: number) => ({ externalRefs: [{ system: 'bench', value: `doc-${n}` }], initialMetadata: { namespaces: { [NAMESPACE]: { schema: SCHEMA_URN, data: caseData(n) } } } });
+
+/** The body of canonical metadata write `n` (the namespace's data replaced: a new version). */
+export const writeBody = (n: number) => ({ mode: 'canonical', reason: 'bench write', bundle: { namespaces: { [NAMESPACE]: { schema: SCHEMA_URN, data: caseData(1_000_000 + n, `Court ${n % 37}`) } } } });
+
+/**
+ * One document per call on `conn`: `POST /v1/documents` (createBody of `next()`), `PUT` of
+ * DOCUMENT_BYTES fresh random bytes, `POST …/finalize`, each answer checked; the three steps'
+ * times in the outcome. `onDocument` gets each finished document's id.
+ */
+export function makeDocumentIteration(auth: string, next: () => number, onDocument?: (id: string) => void): (conn: RawConnection) => Promise<Outcome> {
+  const finalizeRequest = (uploadId: string) => jsonRequest('POST', `/v1/uploads/${uploadId}/finalize`, auth, { reason: 'bench' });
+  return async (conn: RawConnection): Promise<Outcome> => {
+    const n = next();
+    const a = performance.now();
+    const created = await conn.request(jsonRequest('POST', '/v1/documents', auth, createBody(n)), true, REQUEST_TIMEOUT_MS);
+    if (created.status !== 201) return { ok: false, step: 'POST /v1/documents', detail: describe(created) };
+    const { documentId, uploadId } = JSON.parse(created.body!.toString('utf8')) as { documentId?: string; uploadId?: string };
+    if (typeof documentId !== 'string' || typeof uploadId !== 'string') return { ok: false, step: 'POST /v1/documents', detail: `201 without documentId/uploadId: ${created.body!.toString('utf8').slice(0, 300)}` };
+    const bytes = randomBodyRequest('PUT', `/v1/uploads/${uploadId}/bytes`, auth, 'application/octet-stream', DOCUMENT_BYTES);
+    const b = performance.now();
+    const put = await conn.request(bytes, false, REQUEST_TIMEOUT_MS);
+    if (put.status !== 204) return { ok: false, step: 'PUT bytes', detail: describe(put) };
+    const c = performance.now();
+    const fin = await conn.request(finalizeRequest(uploadId), true, REQUEST_TIMEOUT_MS);
+    if (fin.status !== 201) return { ok: false, step: 'POST finalize', detail: describe(fin) };
+    const key = (JSON.parse(fin.body!.toString('utf8')) as { contentRef?: { key?: string } }).contentRef?.key;
+    if (typeof key !== 'string' || !key.startsWith('b3:')) return { ok: false, step: 'POST finalize', detail: `201 without a b3: contentRef: ${fin.body!.toString('utf8').slice(0, 300)}` };
+    const d = performance.now();
+    onDocument?.(documentId);
+    return { ok: true, steps: [b - a, c - b, d - c] };
+  };
+}
+
 // ---------------------------------------------------------------------------------------------
 // A closed loop of multi-request iterations
 
-type Outcome = { ok: true; steps: number[] } | { ok: false; step: string; detail: string };
+export type Outcome = { ok: true; steps: number[] } | { ok: false; step: string; detail: string };
 
-interface LoopSpec {
+export interface LoopSpec {
   port: number;
+  /** Client i connects to ports[i % ports.length] (several nodes); default [port]. */
+  ports?: number[];
+  /** The server whose CPU (and main thread) the result reports. */
   server: ServerProcess;
+  /** Called at the start and at the end of the timed window (the caller's own CPU samples). */
+  window?: { begin(): void; end(): void };
   connections: number;
   warmupMs: number;
   durationMs: number;
@@ -161,8 +201,10 @@ export interface LoopResult {
  * latency); errors count over the whole cell. A client whose connection fails (or times out)
  * counts an error and reconnects; if the server no longer accepts connections the loop throws.
  */
-async function closedLoop(spec: LoopSpec): Promise<LoopResult> {
-  const conns = await Promise.all(Array.from({ length: spec.connections }, () => RawConnection.connect(spec.port)));
+export async function closedLoop(spec: LoopSpec): Promise<LoopResult> {
+  const ports = spec.ports?.length ? spec.ports : [spec.port];
+  const portOf = (i: number) => ports[i % ports.length]!;
+  const conns = await Promise.all(Array.from({ length: spec.connections }, (_, i) => RawConnection.connect(portOf(i))));
   const latencies: number[] = [];
   const stepLatencies: number[][] = spec.stepNames.map(() => []);
   const errorsByStep: Record<string, number> = {};
@@ -182,12 +224,14 @@ async function closedLoop(spec: LoopSpec): Promise<LoopResult> {
     measuring = true;
     window = new CpuWindow(spec.server.pid);
     mainWindow = new MainThreadWindow(spec.server.pid);
+    spec.window?.begin();
     t0 = performance.now();
   }, spec.warmupMs);
   const stop = setTimeout(() => {
     measuring = false;
     stopping = true;
     t1 = performance.now();
+    spec.window?.end();
     if (window) cpu = window.end();
     mainThreadPercent = mainWindow?.end();
   }, spec.warmupMs + spec.durationMs);
@@ -202,7 +246,7 @@ async function closedLoop(spec: LoopSpec): Promise<LoopResult> {
         outcome = { ok: false, step: 'connection', detail: err instanceof Error ? err.message : String(err) };
         conns[i]!.close();
         try {
-          conns[i] = await RawConnection.connect(spec.port);
+          conns[i] = await RawConnection.connect(portOf(i));
         } catch (again) {
           fatal = new Error(`${outcome.detail}; reconnecting failed: ${again instanceof Error ? again.message : String(again)}`);
         }
@@ -349,31 +393,10 @@ async function scenario(opts: DocumentsOptions, result: DocumentsResult): Promis
   result.schemaStatus = schemaRes.status;
 
   let seq = 0;
-  const createBody = (n: number) => ({ externalRefs: [{ system: 'bench', value: `doc-${n}` }], initialMetadata: { namespaces: { [NAMESPACE]: { schema: SCHEMA_URN, data: caseData(n) } } } });
   result.createBodyBytes = Buffer.byteLength(JSON.stringify(createBody(100_000)));
-  const finalizeRequest = (uploadId: string) => jsonRequest('POST', `/v1/uploads/${uploadId}/finalize`, auth, { reason: 'bench' });
 
   /** One document: create, bytes, finalize; `onDocument` gets its id. */
-  const documentIteration = (onDocument?: (id: string) => void) => async (conn: RawConnection): Promise<Outcome> => {
-    const n = seq++;
-    const a = performance.now();
-    const created = await conn.request(jsonRequest('POST', '/v1/documents', auth, createBody(n)), true, REQUEST_TIMEOUT_MS);
-    if (created.status !== 201) return { ok: false, step: 'POST /v1/documents', detail: describe(created) };
-    const { documentId, uploadId } = JSON.parse(created.body!.toString('utf8')) as { documentId?: string; uploadId?: string };
-    if (typeof documentId !== 'string' || typeof uploadId !== 'string') return { ok: false, step: 'POST /v1/documents', detail: `201 without documentId/uploadId: ${created.body!.toString('utf8').slice(0, 300)}` };
-    const bytes = randomBodyRequest('PUT', `/v1/uploads/${uploadId}/bytes`, auth, 'application/octet-stream', DOCUMENT_BYTES);
-    const b = performance.now();
-    const put = await conn.request(bytes, false, REQUEST_TIMEOUT_MS);
-    if (put.status !== 204) return { ok: false, step: 'PUT bytes', detail: describe(put) };
-    const c = performance.now();
-    const fin = await conn.request(finalizeRequest(uploadId), true, REQUEST_TIMEOUT_MS);
-    if (fin.status !== 201) return { ok: false, step: 'POST finalize', detail: describe(fin) };
-    const key = (JSON.parse(fin.body!.toString('utf8')) as { contentRef?: { key?: string } }).contentRef?.key;
-    if (typeof key !== 'string' || !key.startsWith('b3:')) return { ok: false, step: 'POST finalize', detail: `201 without a b3: contentRef: ${fin.body!.toString('utf8').slice(0, 300)}` };
-    const d = performance.now();
-    onDocument?.(documentId);
-    return { ok: true, steps: [b - a, c - b, d - c] };
-  };
+  const documentIteration = (onDocument?: (id: string) => void) => makeDocumentIteration(auth, () => seq++, onDocument);
   const blobIteration = async (conn: RawConnection): Promise<Outcome> => {
     const res = await conn.request(randomBodyRequest('POST', '/api/v1/blobs', '', 'application/octet-stream', DOCUMENT_BYTES), false, REQUEST_TIMEOUT_MS);
     if (res.status !== 201) return { ok: false, step: 'POST /api/v1/blobs', detail: describe(res) };
@@ -434,7 +457,6 @@ async function scenario(opts: DocumentsOptions, result: DocumentsResult): Promis
 
   // One write and its read back, checked, before the timed cells.
   let writeSeq = 0;
-  const writeBody = (n: number) => ({ mode: 'canonical', reason: 'bench write', bundle: { namespaces: { [NAMESPACE]: { schema: SCHEMA_URN, data: caseData(1_000_000 + n, `Court ${n % 37}`) } } } });
   const writeRequest = (id: string) => jsonRequest('POST', `/v1/documents/${id}/metadata`, auth, writeBody(writeSeq++));
   result.writeBodyBytes = Buffer.byteLength(JSON.stringify(writeBody(100_000)));
   {

@@ -23,7 +23,7 @@
  * SVC_BENCH_PART_MIB / SVC_BENCH_QUEUE override lib-storage's partSize / queueSize (16 / 4).
  */
 import { execFile } from 'node:child_process';
-import { createReadStream, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { createReadStream, existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -52,10 +52,10 @@ const RANGE_SIZE = 8 * MiB;
 const RANGES_IN_FLIGHT = 4;
 const SMALL = 4096;
 const CONNECTIONS = 16;
-const BUCKET = 'svc-bench';
-const REGION = 'us-east-1';
+export const BUCKET = 'svc-bench';
+export const REGION = 'us-east-1';
 // Everything in memory: a disk-backed source or data directory adds writeback noise to both sides.
-const SCRATCH = process.env.SVC_BENCH_DIR ?? (existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir());
+export const SCRATCH = process.env.SVC_BENCH_DIR ?? (existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir());
 // The PostgreSQL helper puts its cluster under os.tmpdir().
 process.env.TMPDIR = SCRATCH;
 
@@ -63,7 +63,7 @@ const log = (line: string) => process.stderr.write(`[bench:pg-s3] ${line}\n`);
 
 // ---------------------------------------------------------------- S3 server
 
-interface S3Server {
+export interface S3Server {
   kind: 'radosgw' | 's3rver';
   endpoint: string;
   accessKeyId: string;
@@ -75,10 +75,9 @@ interface S3Server {
   stop(): Promise<void>;
 }
 
-async function startRadosgw(): Promise<S3Server> {
+async function startRadosgw(memstoreBytes: number): Promise<S3Server> {
   const dir = mkdtempSync(path.join(SCRATCH, 'svc-bench-ceph-'));
-  // The OSD's capacity: one 1 GiB object and its leftovers awaiting gc; memstore allocates as written.
-  const env = { ...process.env, CEPH_MEMSTORE_BYTES: String(4 * 1024 * MiB) };
+  const env = { ...process.env, CEPH_MEMSTORE_BYTES: String(memstoreBytes) };
   const stop = async () => {
     await run(path.join(CEPH_SCRIPTS, 'stop.sh'), [dir], { env }).catch((err: Error) => log(`ceph stop.sh: ${err.message}`));
     rmSync(dir, { recursive: true, force: true });
@@ -124,9 +123,14 @@ async function startS3rver(): Promise<S3Server> {
   };
 }
 
-async function startS3(): Promise<S3Server> {
+/**
+ * A single-node Ceph radosgw (memstore OSD of `memstoreBytes`; default: one 1 GiB object and its
+ * leftovers awaiting gc, memstore allocates as written), or s3rver with a loud banner when Ceph
+ * cannot start.
+ */
+export async function startS3(memstoreBytes = 4 * 1024 * MiB): Promise<S3Server> {
   try {
-    return await startRadosgw();
+    return await startRadosgw(memstoreBytes);
   } catch (err) {
     const bar = '!'.repeat(100);
     log(`${bar}\nCeph radosgw could not start: ${(err as Error).message}\nFALLING BACK TO s3rver (in this process): these figures do NOT measure a production S3 server.\n${bar}`);
@@ -137,7 +141,7 @@ async function startS3(): Promise<S3Server> {
 // ---------------------------------------------------------------- CPU accounting
 
 /** utime + stime (+ cutime + cstime: exited children, e.g. PostgreSQL backends) in seconds. */
-function procCpu(pid: number, children = false): number {
+export function procCpu(pid: number, children = false): number {
   try {
     const f = readFileSync(`/proc/${pid}/stat`, 'latin1');
     const rest = f.slice(f.lastIndexOf(')') + 2).split(' ');
@@ -149,7 +153,7 @@ function procCpu(pid: number, children = false): number {
 }
 
 /** A postmaster and its live backends, with the backends that have exited (the postmaster's cutime). */
-function postgresCpu(postmaster: number): number {
+export function postgresCpu(postmaster: number): number {
   let total = procCpu(postmaster, true);
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
@@ -164,7 +168,7 @@ function postgresCpu(postmaster: number): number {
   return total;
 }
 
-function hostBusy(): number {
+export function hostBusy(): number {
   const v = readFileSync('/proc/stat', 'latin1').split('\n', 1)[0]!.trim().split(/\s+/).slice(1).map(Number);
   return (v.slice(0, 8).reduce((a, b) => a + b, 0) - v[3]! - (v[4] ?? 0)) / ticksPerSecond();
 }
@@ -194,7 +198,7 @@ class Meter {
 
 // ---------------------------------------------------------------- the plain S3 side
 
-function client(s3: S3Server): S3Client {
+export function client(s3: S3Server): S3Client {
   // svc's own client factory: keep-alive sockets and no SDK checksums, so both sides pay the same
   // transport. It takes credentials from the SDK's chain, as svc does: the environment.
   process.env.AWS_ACCESS_KEY_ID = s3.accessKeyId;
@@ -237,7 +241,7 @@ async function rangedDownload(c: S3Client, key: string, size: number): Promise<n
   return (performance.now() - started) / 1000;
 }
 
-async function deletePrefix(c: S3Client, prefix: string): Promise<number> {
+export async function deletePrefix(c: S3Client, prefix: string): Promise<number> {
   let deleted = 0;
   for (;;) {
     const page = await c.send(new ListObjectsV2Command({ Bucket: BUCKET, Prefix: prefix, MaxKeys: 1000 }));
@@ -460,4 +464,5 @@ async function main(): Promise<void> {
   }
 }
 
-await main();
+// Run as a program; imported (bench/documents-cluster.ts) for its helpers only.
+if (process.argv[1] && realpathSync(process.argv[1]) === realpathSync(fileURLToPath(import.meta.url))) await main();
