@@ -65,9 +65,14 @@ export class ContentLedger {
    */
   async hold(unit: Unit, tenant: string, key: string, size: number, room: Room | undefined): Promise<void> {
     if (await unit.has(CONTENTS, [tenant, key])) return;
-    const held = (await unit.get(TOTALS, tenant)) ?? 0;
-    if (room) this.fits(room, held, size);
     unit.put(CONTENTS, [tenant, key], size);
+    if (!room) {
+      // No quota to check: the total is only counted, so concurrent uploads do not run each other again.
+      unit.add(TOTALS, tenant, size);
+      return;
+    }
+    const held = (await unit.get(TOTALS, tenant)) ?? 0;
+    this.fits(room, held, size);
     unit.put(TOTALS, tenant, held + size);
   }
 

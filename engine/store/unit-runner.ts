@@ -21,12 +21,13 @@ export interface RangeRead {
   entries: Array<{ keyBytes: Buffer; bytes: Buffer }>;
 }
 
-/** A write: `value` undefined removes the key. */
+/** A write: `value` undefined removes the key; with `delta`, the stored number plus it (`value` unused). */
 export interface BufferedWrite {
   table: string;
   key: UnitKey;
   keyBytes: Buffer;
   value: unknown;
+  delta?: number;
 }
 
 export interface StoredEntry {
@@ -86,6 +87,14 @@ class RecordingUnit implements Unit {
   remove<V, K extends UnitKey>(table: Table<V, K>, key: K): void {
     const bytes = keyBytes(key);
     this.writes.set(slot(table.name, bytes), { table: table.name, key, keyBytes: bytes, value: undefined });
+  }
+
+  add<K extends UnitKey>(table: Table<number, K>, key: K, delta: number): void {
+    const bytes = keyBytes(key);
+    const at = slot(table.name, bytes);
+    const earlier = this.writes.get(at);
+    if (earlier && earlier.delta === undefined) throw new Error(`a unit cannot both put and add to one key of ${table.name}`);
+    this.writes.set(at, { table: table.name, key, keyBytes: bytes, value: undefined, delta: (earlier?.delta ?? 0) + delta });
   }
 
   afterCommit(callback: () => void): void {

@@ -47,6 +47,12 @@ export interface Unit {
   range<V, K extends UnitKey>(table: Table<V, K>, options?: UnitRange & { precondition?: boolean }): Promise<Array<Entry<V, K>>>;
   put<V, K extends UnitKey>(table: Table<V, K>, key: K, value: V): void;
   remove<V, K extends UnitKey>(table: Table<V, K>, key: K): void;
+  /**
+   * Adds `delta` to the number the key holds (absent: 0) as the unit commits, without making
+   * the number a precondition: concurrent units that only count (a tenant's bytes) do not run
+   * each other again. A key a unit adds to is not one it also reads or puts.
+   */
+  add<K extends UnitKey>(table: Table<number, K>, key: K, delta: number): void;
   /** Runs once the unit has committed (not when it is retried or fails). */
   afterCommit(callback: () => void): void;
 }

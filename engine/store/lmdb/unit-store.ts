@@ -60,7 +60,8 @@ export class LmdbUnitStore implements UnitStore, UnitBackend {
       }
       for (const write of writes) {
         const db = this.db(write.table);
-        if (write.value === undefined) void db.remove(write.key as Key);
+        if (write.delta !== undefined) void db.put(write.key as Key, ((db.get(write.key as Key) as number | undefined) ?? 0) + write.delta);
+        else if (write.value === undefined) void db.remove(write.key as Key);
         else void db.put(write.key as Key, write.value);
       }
       return true;

@@ -6,8 +6,8 @@
 import { Packr } from 'msgpackr';
 import { fromBufferKey } from 'ordered-binary';
 import type { Listening, PgPool } from './pool.js';
-import { type BufferedWrite, type PointRead, type RangeRead, type StoredEntry, type UnitBackend, keyBytes, runUnit } from '../unit-runner.js';
-import type { Entry, Table, Unit, UnitKey, UnitRange, UnitStore } from '../unit-store.js';
+import { type BufferedWrite, type PointRead, type RangeRead, type StoredEntry, type UnitBackend, keyBytes, runUnit, sameBytes } from '../unit-runner.js';
+import { type Entry, type Table, type Unit, UNIT_ATTEMPTS, type UnitKey, type UnitRange, type UnitStore, conflictBackoff } from '../unit-store.js';
 
 export const UNITS_CHANNEL = 'svc_units';
 
@@ -81,7 +81,29 @@ export class PgUnitStore implements UnitStore, UnitBackend {
     return rows.map(storedEntry);
   }
 
+  /**
+   * Counter additions (`delta`) become a read of the current number (a precondition) and a put of
+   * the sum; when only those reads changed, the commit is tried again with fresh sums rather than
+   * running the step again.
+   */
   async commit(points: PointRead[], ranges: RangeRead[], writes: BufferedWrite[]): Promise<boolean> {
+    const adds = writes.filter((w) => w.delta !== undefined);
+    if (adds.length === 0) return this.commitOnce(points, ranges, writes);
+    const others = writes.filter((w) => w.delta === undefined);
+    for (let attempt = 1; attempt <= UNIT_ATTEMPTS; attempt++) {
+      const pause = conflictBackoff(attempt);
+      if (pause > 0) await new Promise((resolve) => setTimeout(resolve, pause));
+      const counted = await Promise.all(adds.map(async (w) => ({ w, read: await this.readPoint(w.table, w.key, w.keyBytes) })));
+      const sums: BufferedWrite[] = counted.map(({ w, read }) => ({ ...w, delta: undefined, value: ((read.value as number | undefined) ?? 0) + w.delta! }));
+      const counterReads: PointRead[] = counted.map(({ w, read }) => ({ table: w.table, key: w.key, keyBytes: w.keyBytes, bytes: read.bytes }));
+      if (await this.commitOnce([...points, ...counterReads], ranges, [...others, ...sums])) return true;
+      // The step's own reads changed: it runs again; else only a counter moved: add again.
+      for (const p of points) if (!sameBytes((await this.readPoint(p.table, p.key, p.keyBytes)).bytes, p.bytes)) return false;
+    }
+    return false;
+  }
+
+  private async commitOnce(points: PointRead[], ranges: RangeRead[], writes: BufferedWrite[]): Promise<boolean> {
     const spans = ranges.map((r) => bounds(r.options));
     const entries = ranges.flatMap((r) => r.entries);
     try {
