@@ -214,10 +214,14 @@ describe.skipIf(!run)('resumable sessions shared by two S3-only nodes through th
     const { id } = await create(b);
     expect((await patch(b, id, 0, data.subarray(0, 5 * MiB))).status).toBe(204);
     expect((await patch(b, id, 5 * MiB, data.subarray(5 * MiB, 10 * MiB))).status).toBe(204);
+    // After B's live ingest closed: a part under a segment drains before its answer, recording
+    // the blocks cut so far (what early answers left in the tail, too).
+    await new Promise((r) => setTimeout(r, 300));
+    expect((await patch(b, id, 10 * MiB, data.subarray(10 * MiB, 10 * MiB + 512 * 1024))).status).toBe(204);
     // Past B's ingest fence (min(60 s, quarantine age) after its last upload): only the marks protect them now.
     await new Promise((r) => setTimeout(r, 1500));
     const recorded = await recordedBlocks(id);
-    expect(recorded.size).toBeGreaterThan(2);
+    expect(recorded.size).toBeGreaterThan(0);
     const report = await gc(a, 'run');
     expect(report.quarantined.count, JSON.stringify(report)).toBeGreaterThan(0);
     const quarantined = new Set((await keys('quarantine/')).map(blockName));
@@ -225,7 +229,7 @@ describe.skipIf(!run)('resumable sessions shared by two S3-only nodes through th
     // Blocks B's drained ingest stored past the last part's answer are in B's memory only: like a
     // document's, quarantined at most, swept back by B, never purged (test/locality.test.ts).
     expect([...recorded].filter((n) => quarantined.has(n)), 'recorded blocks of the open session were quarantined').toEqual([]);
-    expect((await patch(a, id, 10 * MiB, data.subarray(10 * MiB))).status).toBe(204);
+    expect((await patch(a, id, 10 * MiB + 512 * 1024, data.subarray(10 * MiB + 512 * 1024))).status).toBe(204);
     const committed = await commit(b, id);
     expect(committed.json.committedBlob).toBe(contentId(data));
     const names = await blockNames(a.url, contentId(data));
