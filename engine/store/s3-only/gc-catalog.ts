@@ -248,8 +248,11 @@ export class S3OnlyGcCatalog implements SharedGcCatalog {
 
   /** Listed once after each run (the collector asks at the end of a run and with every heartbeat). */
   async quarantinedCount(): Promise<number> {
-    if (this.recount) {
-      this.recount = false;
+    // While a run holds its marks it moves blocks: a heartbeat's count then is no count for
+    // after the run (the run's own, at its end, is taken afresh too).
+    const running = this.markedSince !== undefined;
+    if (this.recount || running) {
+      this.recount = running;
       try {
         let n = 0;
         let after: string | undefined;
