@@ -14,10 +14,11 @@ const PG_S3_SUITES = ['test/blob-api.test.ts', 'test/uploads-api.test.ts', 'test
 const MULTI_NODE = ['test/multi-node.test.ts', 'test/multi-node-models.test.ts', 'test/multi-node-documents.test.ts'];
 
 /**
- * The S3-only backend runs the same blob suites (one run per backend, not copies); sessions and
- * GC marking shared through PostgreSQL (shared-sessions, gc-nodes) are pg-s3's alone.
+ * The S3-only backend runs the same blob suites (one run per backend, not copies); GC marking
+ * shared through PostgreSQL (gc-nodes) is pg-s3's alone. Sessions shared through the bucket by two
+ * S3-only nodes on radosgw: s3-shared-sessions.
  */
-const S3_SUITES = ['test/blob-api.test.ts', 'test/uploads-api.test.ts', 'test/security.test.ts', 'test/tenant-policy.test.ts', 'test/gc.test.ts', 'test/locality.test.ts'];
+const S3_SUITES = ['test/blob-api.test.ts', 'test/uploads-api.test.ts', 'test/security.test.ts', 'test/tenant-policy.test.ts', 'test/gc.test.ts', 'test/locality.test.ts', 'test/s3-shared-sessions.test.ts'];
 
 export default defineConfig({
   test: {

@@ -143,7 +143,7 @@ export class Engine {
       startPart: (options) => this.startPart(options),
       assertRoom: () => this.space.assertRoom(),
       tenantBlobs: config.securityEnabled,
-      // s3: sessions stay in this node's LMDB, roots only it can mark (pg-s3 keeps them in the catalog).
+      // Only for sessions in this node's LMDB (roots only it can mark): pg-s3's and s3's are shared, any run marks them.
       holdRoots: backend.shared ? () => this.gc.holdRoots() : undefined,
     });
     // The document platform's, the jobs' and the legacy mappings' records: shared by the
@@ -196,7 +196,7 @@ export class Engine {
     if (config.nativeSha256 === 'auto' && !pairHashing) log.info('native SHA-256 pair unavailable: blocks are hashed by the worker threads', { reason: sha256PairUnavailableReason() });
     const scanner = new StreamScanner(SCANNER_MODULE, memory.arena, pairHashing);
     const engine = new Engine(config, log, catalog, backend, pool, memory, scanner, lock, legacyRoots, modelRoots, tokens);
-    // Shared sessions (pg-s3) are any node's to clean up, on every interval: a node whose S3 or
+    // Shared sessions (pg-s3, s3) are any node's to clean up, on every interval: a node whose S3 or
     // PostgreSQL does not answer yet still starts (and says so in readiness).
     const cleaned = await engine.uploads.cleanup().catch((err: unknown) => {
       if (!backend.sessions) throw err;

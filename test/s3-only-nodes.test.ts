@@ -236,7 +236,7 @@ describe('root holders of S3-only nodes (issue 26)', () => {
     const forgotten = await fetch(`${c.url}/api/ops/v1/nodes/${encodeURIComponent(aId)}`, { method: 'DELETE' });
     expect([forgotten.status, await forgotten.json()]).toEqual([200, {
       nodeId: aId, forgotten: true, rootHolder: true,
-      message: `Node ${aId} is forgotten: garbage collection no longer waits for it. The references its data directory held (documents, versions, views, legacy imports, resumable sessions made through it) are lost with that directory, and later runs collect the blocks only they referenced.`,
+      message: `Node ${aId} is forgotten: garbage collection no longer waits for it. The references its data directory held (documents, versions, views, legacy imports) are lost with that directory, and later runs collect the blocks only they referenced.`,
     }]);
     expect((await listNodes(c)).map((n) => n.nodeId)).toEqual([cId]);
     const taken = await gc('run');

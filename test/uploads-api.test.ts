@@ -268,7 +268,12 @@ describe('resumable upload sessions', () => {
     const part = seededBytes(16 * MiB, 13);
     const slow = slowPatch(server.port, id, 0, part, randomUUID());
     await new Promise((r) => setTimeout(r, 150));
-    const racing = await commit(server.url, id);
+    // Until the part holds the lease (a few round trips to the bucket with s3), the session is empty: 400.
+    let racing = await commit(server.url, id);
+    for (let i = 0; i < 40 && racing.json.error === 'invalid_blob'; i++) {
+      await new Promise((r) => setTimeout(r, 25));
+      racing = await commit(server.url, id);
+    }
     expect(racing.res.status).toBe(409);
     expect(racing.json.error).toBe('upload_busy');
     expect((await slow).status).toBe(204);
@@ -364,9 +369,9 @@ describe('resumable uploads across restarts and failures', () => {
     fs.rmSync(root, { recursive: true, force: true });
   });
 
-  // The fault is a file in the way of the session's staging directory; on pg-s3 tails are objects
-  // in the bucket (sessions are shared), and s3rver cannot be made to refuse one key.
-  test.skipIf(TEST_BACKEND === 'pg-s3')('a write error during a part fails it cleanly (500, offset unchanged) and the part can be retried', async () => {
+  // The fault is a file in the way of the session's staging directory; on pg-s3 and s3 tails are
+  // objects in the bucket (sessions are shared), and s3rver cannot be made to refuse one key.
+  test.skipIf(TEST_BACKEND !== 'fs')('a write error during a part fails it cleanly (500, offset unchanged) and the part can be retried', async () => {
     const server = await startServer({ SVC_DURABILITY: 'relaxed' });
     try {
       const { id } = await create(server.url);

@@ -69,7 +69,7 @@ export class ClusterNodes {
     const rootHolder = done.node.rootHolderSince !== undefined;
     log.warn('nodes: node forgotten', { nodeId: id, rootHolder, lastSeenAt: new Date(done.node.lastSeenAt).toISOString() });
     const message = rootHolder
-      ? `Node ${id} is forgotten: garbage collection no longer waits for it. The references its data directory held (documents, versions, views, legacy imports, resumable sessions made through it) are lost with that directory, and later runs collect the blocks only they referenced.`
+      ? `Node ${id} is forgotten: garbage collection no longer waits for it. The references its data directory held (documents, versions, views, legacy imports) are lost with that directory, and later runs collect the blocks only they referenced.`
       : `Node ${id} is forgotten. It held no references of its own: nothing is lost.`;
     return { nodeId: id, forgotten: true, rootHolder, message };
   }

@@ -29,7 +29,7 @@ export interface BlobBackend {
   readonly embedded?: { blocks: EmbeddedBlockStore; manifests: EmbeddedBlobCatalog };
   /** A shared backend's views, for the collector of a shared catalog (pg-s3, s3). */
   readonly shared?: { blocks: MovableBlockStore; gc: SharedGcCatalog };
-  /** Resumable sessions when the backend shares them between nodes (pg-s3); else the node's LMDB and data directory keep them. */
+  /** Resumable sessions when the backend shares them between nodes (pg-s3, s3); else the node's LMDB and data directory keep them. */
   readonly sessions?: { catalog: UploadCatalog; staging: TailStaging };
   /** The model registry when the backend shares it between nodes (pg-s3); else the node's LMDB keeps it. */
   readonly models?: ModelRegistry;

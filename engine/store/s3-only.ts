@@ -1,6 +1,7 @@
 // The S3-only backend (SVC_BLOB_BACKEND=s3): manifests, inventory, ledgers, heartbeats and GC's
 // lease as objects beside the block objects in one bucket (engine/store/s3-only). Resumable
-// sessions and documents stay in the node's embedded LMDB: they continue on the node that made them.
+// sessions too (s3-only/upload-catalog.ts; staged tails under staging/, as pg-s3's): a part, a
+// commit or a cancel may reach any node. Documents stay in one node's embedded LMDB (documents-node.ts).
 //
 // At start svc probes whether the server honours conditional writes (s3/preconditions.ts).
 // Several nodes rely on them (publish once, compare-and-swap of the ledgers, the GC lease); on a
@@ -11,6 +12,7 @@ import path from 'node:path';
 import type { Config } from '../config.js';
 import type { BlobBackend } from './backend.js';
 import { S3BlockStore } from './s3/block-store.js';
+import { S3TailStaging } from './s3/staging.js';
 import { type ConditionalWrites, probeConditionalWrites } from './s3/preconditions.js';
 import { S3OnlyBlobCatalog } from './s3-only/catalog.js';
 import { S3OnlyGcCatalog } from './s3-only/gc-catalog.js';
@@ -18,6 +20,7 @@ import { S3OnlyKeys } from './s3-only/keys.js';
 import { NodeRegistry } from './s3-only/nodes.js';
 import { ObjectIo } from './s3-only/objects.js';
 import { S3OnlyRefused } from './s3-only/refused.js';
+import { S3OnlyUploadCatalog } from './s3-only/upload-catalog.js';
 import { claimDocumentsNode } from './s3-only/documents-node.js';
 
 
@@ -28,7 +31,7 @@ export async function openS3Only(config: Config, nodeId: string): Promise<BlobBa
   fs.mkdirSync(scratchDir, { recursive: true });
   const blocks = new S3BlockStore({ kind: 's3', ...config.s3 }, scratchDir);
   try {
-    const { manifests, gc, nodes, conditions, io, keys } = await openS3OnlyCatalog(blocks, nodeId, config.nodeTtlMs);
+    const { manifests, gc, nodes, conditions, io, keys, sessions } = await openS3OnlyCatalog(blocks, nodeId, config.nodeTtlMs);
     await admit(nodes, conditions, config);
     const documentsNode = await claimDocumentsNode(io, keys, nodeId);
     return {
@@ -37,6 +40,8 @@ export async function openS3Only(config: Config, nodeId: string): Promise<BlobBa
       blocks,
       manifests,
       shared: { blocks, gc },
+      // Shared through the bucket by compare-and-swap: any node takes a session's next step.
+      sessions: { catalog: sessions, staging: new S3TailStaging(blocks.client, blocks.location) },
       dependencies: [{ name: 's3', probe: () => blocks.probe() }],
       removedTempFiles: 0,
       close: async () => {
@@ -61,11 +66,12 @@ export async function openS3OnlyCatalog(blocks: S3BlockStore, nodeId: string, no
   const keys = new S3OnlyKeys(prefix);
   const nodes = new NodeRegistry(io, keys, nodeId, randomUUID(), nodeTtlMs);
   const manifests = new S3OnlyBlobCatalog(io, keys, nodes, (after) => blocks.list('blocks', after));
+  const sessions = new S3OnlyUploadCatalog(io, keys);
   const gc = new S3OnlyGcCatalog(io, keys, nodes, {
     listQuarantine: (after) => blocks.list('quarantine', after),
     restore: (hex, size) => blocks.restore(hex, size),
-  });
-  return { manifests, gc, nodes, conditions, io, keys };
+  }, sessions);
+  return { manifests, gc, nodes, conditions, io, keys, sessions };
 }
 
 /**

@@ -61,8 +61,9 @@ export function packBlocks(blocks: readonly StoredBlock[]): Buffer {
 }
 
 /**
- * Where sessions are kept: the node's LMDB (fs, s3) or PostgreSQL (pg-s3: every node sees every
- * session, and a part may reach any of them). Every call may go to another process.
+ * Where sessions are kept: the node's LMDB (fs), PostgreSQL (pg-s3) or the bucket (s3): with the
+ * last two every node sees every session, and a part may reach any of them. Every call may go to
+ * another process.
  */
 export function unpackBlocks(packed: Buffer, into: StoredBlock[]): void {
   for (let at = 0; at < packed.length; at += PART_BLOCK_BYTES) {
@@ -101,8 +102,8 @@ export interface UploadCatalog {
 /**
  * The staged tails of resumable sessions: per session, the bytes after its last recorded block,
  * in one of two names that parts take in turn (a part writes the name its session's record does
- * not name, durably, before the part is recorded). In the data directory (fs, s3) or in the
- * bucket (pg-s3, where the next part may reach another node).
+ * not name, durably, before the part is recorded). In the data directory (fs) or in the
+ * bucket (pg-s3, s3, where the next part may reach another node).
  */
 export interface TailStaging {
   /** Writes `pieces` (in order) as the session's file `name`, replacing it whole; durable when it resolves. */

@@ -164,11 +164,10 @@ export async function storedBlockNames(root: string, area: 'live' | 'quarantine'
 
 /**
  * The staged tails of session `id` on the server on `root`: files in the data directory's
- * staging area (fs, s3: sessions stay on their node) or objects under staging/ of the server's
- * bucket (pg-s3: sessions are shared).
+ * staging area (fs) or objects under staging/ of the server's bucket (pg-s3, s3: sessions are shared).
  */
 export async function stagedTails(root: string, id: string): Promise<string[]> {
-  if (TEST_BACKEND !== 'pg-s3') {
+  if (TEST_BACKEND === 'fs') {
     const dir = join(root, 'blocks', '.staging', id);
     return existsSync(dir) ? readdirSync(dir) : [];
   }

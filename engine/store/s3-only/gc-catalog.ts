@@ -4,9 +4,12 @@
 // (older than the minimum age and unmarked → quarantine; in quarantine, unmarked and older than
 // the purge fence → deleted; marked → moved back). So the record-based steps here have nothing to
 // do, and what remains is: the lease (one run at a time), the mark set (this process's memory:
-// every holding's blocks, ~100 bytes per distinct block), the heartbeats and the last report.
+// every holding's blocks and every open resumable session's, ~100 bytes per distinct block),
+// the heartbeats and the last report. Resumable sessions are in the bucket (upload-catalog.ts):
+// every run marks them, whichever node they were made through.
 //
-// Other nodes' roots. Resumable sessions and document content live in each node's LMDB, so a
+// Other nodes' roots. Document content lives in the documents node's LMDB (and a closed live
+// ingest's stored blocks in its node's memory), so a
 // run marks only its own node's roots and may quarantine another node's (reads fall back to
 // quarantine, so nothing is lost yet). Each node therefore sweeps its own roots out of quarantine
 // (at most every SWEEP_MS: a listing of quarantine/, usually empty; the roots' digests are
@@ -19,9 +22,11 @@ import { decodeHolding } from '../catalog-journal.js';
 import type { ListedObject } from '../block-store.js';
 import type { BlockRoots } from '../../cas/block-roots.js';
 import type { ClusterNode, ForgetOutcome, KeyedBlock, NodeRecord, SharedGcCatalog } from '../shared-gc-catalog.js';
+import { PART_BLOCK_BYTES } from '../upload-catalog.js';
 import type { S3OnlyKeys } from './keys.js';
 import type { NodeRegistry } from './nodes.js';
 import { type ObjectIo, mapLimited } from './objects.js';
+import type { S3OnlyUploadCatalog } from './upload-catalog.js';
 
 /** A run's lease lasts this long unless renewed (every third of it while the run goes on). */
 const LEASE_MS = 60_000;
@@ -61,6 +66,8 @@ export class S3OnlyGcCatalog implements SharedGcCatalog {
       /** Moves a quarantined block back. */
       restore(hex: string, size: number): Promise<unknown>;
     },
+    /** Resumable sessions in the bucket (upload-catalog.ts): any run marks their blocks. */
+    private readonly sessions?: Pick<S3OnlyUploadCatalog, 'markableParts'>,
   ) {}
 
   private roots: readonly BlockRoots[] = [];
@@ -130,7 +137,7 @@ export class S3OnlyGcCatalog implements SharedGcCatalog {
     };
   }
 
-  /** Marks the blocks of every tenant's holdings (inline blobs have none). */
+  /** Marks the blocks of every tenant's holdings (inline blobs have none) and of every session that may still commit. */
   async markManifests(): Promise<number> {
     this.marks = new Set();
     this.recount = true;
@@ -154,6 +161,14 @@ export class S3OnlyGcCatalog implements SharedGcCatalog {
         const holding = decodeHolding(doc.body);
         if (holding.inline) continue;
         for (let i = 0; i < holding.refs.length; i += 40) this.marks.add(holding.refs.toString('hex', i, i + 32));
+      }
+    }
+    // And the blocks of resumable sessions: counted parts of open ones on a full pass, and any
+    // part written since the last pass (one counted after the records were read, or about to be).
+    if (this.sessions) {
+      const from = (since === 0 ? started : since) - CLOCK_MARGIN_MS;
+      for await (const packed of this.sessions.markableParts(since, (modified) => modified === 0 || modified >= from)) {
+        for (let i = 0; i < packed.length; i += PART_BLOCK_BYTES) this.marks.add(packed.toString('hex', i, i + 32));
       }
     }
     this.markedSince = started;
@@ -233,8 +248,11 @@ export class S3OnlyGcCatalog implements SharedGcCatalog {
 
   /** Listed once after each run (the collector asks at the end of a run and with every heartbeat). */
   async quarantinedCount(): Promise<number> {
-    if (this.recount) {
-      this.recount = false;
+    // While a run holds its marks it moves blocks: a heartbeat's count then is no count for
+    // after the run (the run's own, at its end, is taken afresh too).
+    const running = this.markedSince !== undefined;
+    if (this.recount || running) {
+      this.recount = running;
       try {
         let n = 0;
         let after: string | undefined;

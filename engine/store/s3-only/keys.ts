@@ -6,6 +6,9 @@ import { contentIdOf, formatContentId } from '../../cas/content-id.js';
 /** Inventory positions count down from this, so that a listing (ascending keys) is newest first. */
 const SEQ_CEILING = 9_000_000_000_000_000; // below 2^53: exact as a JS number
 const SEQ_DIGITS = 16;
+const PART_DIGITS = 8;
+/** `<session>/<index>` under the parts root: a part object (markers live under `<session>/ids/`). */
+const UPLOAD_PART = /^([^/]+)\/([0-9]{8})$/;
 /** An inventory entry's name: `<16-digit reversed seq>-<sha256 hex>-<size>`; also the page cursor. */
 const INVENTORY_NAME = /^([0-9]{16})-([0-9a-f]{64})-([0-9]{1,16})$/;
 
@@ -89,6 +92,44 @@ export class S3OnlyKeys {
   /** The node that serves the document platform (documents-node.ts). */
   documentsNode(): string {
     return `${this.prefix}documents-node`;
+  }
+
+  /** A resumable session's record (upload-catalog.ts): changed only by compare-and-swap. */
+  uploadSession(id: string): string {
+    return `${this.uploadSessionsPrefix()}${encodeURIComponent(id)}`;
+  }
+
+  uploadSessionsPrefix(): string {
+    return `${this.prefix}upload-sessions/`;
+  }
+
+  /** Every object of a session's parts: its part objects and its part-id markers. */
+  uploadParts(id: string): string {
+    return `${this.uploadPartsRoot()}${encodeURIComponent(id)}/`;
+  }
+
+  uploadPartsRoot(): string {
+    return `${this.prefix}upload-parts/`;
+  }
+
+  /** The session's part at `index` (8 digits: listed in order). */
+  uploadPart(id: string, index: number): string {
+    return `${this.uploadParts(id)}${String(index).padStart(PART_DIGITS, '0')}`;
+  }
+
+  /** An empty object saying that part `partId` was written at `index` (counted only if the record counts that index and the part there is it). */
+  uploadPartId(id: string, partId: string, index: number): string {
+    return `${this.uploadPartIdPrefix(id, partId)}${String(index).padStart(PART_DIGITS, '0')}`;
+  }
+
+  uploadPartIdPrefix(id: string, partId: string): string {
+    return `${this.uploadParts(id)}ids/${encodeURIComponent(partId)}/`;
+  }
+
+  /** The session and index of a part object's key (not a marker's); undefined for any other key. */
+  parseUploadPart(key: string): { id: string; index: number } | undefined {
+    const m = UPLOAD_PART.exec(key.slice(this.uploadPartsRoot().length));
+    return key.startsWith(this.uploadPartsRoot()) && m ? { id: decodeURIComponent(m[1]!), index: Number(m[2]) } : undefined;
   }
 
   /** One GC run at a time: the lease. */
