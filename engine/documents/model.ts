@@ -1,5 +1,6 @@
 // The document platform's records, ids and request checks (interface.md section 2, A).
 
+import { randomFillSync } from 'node:crypto';
 import { monotonicFactory } from 'ulid';
 import { v7 } from 'uuid';
 import { SvcError } from '../errors.js';
@@ -81,7 +82,21 @@ export interface VersionRecord {
 }
 
 export const newId = (): string => v7();
-const ulid = monotonicFactory();
+/**
+ * ulid's default PRNG asks webcrypto for one byte per character (16 system calls per id, about
+ * 80 µs of a canonical write): a pool of bytes from the same CSPRNG, refilled 4 KiB at a time,
+ * gives the same randomness for a fraction of the cost.
+ */
+const randomPool = Buffer.alloc(4096);
+let randomAt = randomPool.length;
+function pooledRandom(): number {
+  if (randomAt === randomPool.length) {
+    randomFillSync(randomPool);
+    randomAt = 0;
+  }
+  return randomPool[randomAt++]! / 256;
+}
+const ulid = monotonicFactory(pooledRandom);
 export const newMetadataId = (): string => `meta_${ulid()}`;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
