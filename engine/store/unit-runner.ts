@@ -6,11 +6,13 @@ import { toBufferKey } from 'ordered-binary';
 import { type Entry, type Table, type Unit, UNIT_ATTEMPTS, UnitConflict, type UnitKey, type UnitRange, conflictBackoff } from './unit-store.js';
 import { SvcError } from '../errors.js';
 
+// Keys travel as they are: their ordered-binary bytes (`keyBytes`, an allocation each) are made
+// only where a store needs them (PostgreSQL), never on LMDB's path.
+
 /** A point read: the key and the stored bytes it saw (undefined: absent). */
 export interface PointRead {
   table: string;
   key: UnitKey;
-  keyBytes: Buffer;
   bytes: Buffer | undefined;
 }
 
@@ -18,35 +20,42 @@ export interface PointRead {
 export interface RangeRead {
   table: string;
   options: UnitRange;
-  entries: Array<{ keyBytes: Buffer; bytes: Buffer }>;
+  entries: Array<{ key: UnitKey; bytes: Buffer }>;
 }
 
 /** A write: `value` undefined removes the key; with `delta`, the stored number plus it (`value` unused). */
 export interface BufferedWrite {
   table: string;
   key: UnitKey;
-  keyBytes: Buffer;
   value: unknown;
   delta?: number;
 }
 
 export interface StoredEntry {
   key: UnitKey;
-  keyBytes: Buffer;
   value: unknown;
   bytes: Buffer;
 }
 
 /** The reads and the commit an implementation provides. */
 export interface UnitBackend {
-  readPoint(table: string, key: UnitKey, keyBytes: Buffer): Promise<{ value: unknown; bytes: Buffer | undefined }>;
+  readPoint(table: string, key: UnitKey): Promise<{ value: unknown; bytes: Buffer | undefined }>;
   readRange(table: string, options: UnitRange): Promise<StoredEntry[]>;
   /** Atomically: if every read still holds (same bytes, same range entries), apply the writes; false when one does not. */
   commit(points: PointRead[], ranges: RangeRead[], writes: BufferedWrite[]): Promise<boolean>;
 }
 
 export const keyBytes = (key: UnitKey): Buffer => toBufferKey(key as never);
-const slot = (tableName: string, bytes: Buffer) => `${tableName}\u0000${bytes.toString('latin1')}`;
+/** A key's place in a unit's maps: its table and its value (a string and a number stay apart, as in key order). */
+function slot(tableName: string, key: UnitKey): string {
+  return typeof key === 'string' ? `${tableName}\u0000s${key}` : typeof key === 'number' ? `${tableName}\u0000n${key}` : `${tableName}\u0000a${JSON.stringify(key)}`;
+}
+
+/** Whether two keys are the same key (strings, numbers, arrays of them). */
+export function sameKey(a: UnitKey, b: UnitKey): boolean {
+  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((x, i) => x === b[i]);
+  return a === b;
+}
 
 class RecordingUnit implements Unit {
   readonly points = new Map<string, PointRead>();
@@ -57,12 +66,11 @@ class RecordingUnit implements Unit {
   constructor(private readonly backend: UnitBackend) {}
 
   async get<V, K extends UnitKey>(table: Table<V, K>, key: K): Promise<V | undefined> {
-    const bytes = keyBytes(key);
-    const at = slot(table.name, bytes);
+    const at = slot(table.name, key);
     const written = this.writes.get(at);
     if (written) return written.value as V | undefined;
-    const read = await this.backend.readPoint(table.name, key, bytes);
-    if (!this.points.has(at)) this.points.set(at, { table: table.name, key, keyBytes: bytes, bytes: read.bytes });
+    const read = await this.backend.readPoint(table.name, key);
+    if (!this.points.has(at)) this.points.set(at, { table: table.name, key, bytes: read.bytes });
     else if (!sameBytes(this.points.get(at)!.bytes, read.bytes)) throw new UnitConflict(table.name);
     return read.value as V | undefined;
   }
@@ -74,27 +82,24 @@ class RecordingUnit implements Unit {
   async range<V, K extends UnitKey>(table: Table<V, K>, options: UnitRange & { precondition?: boolean } = {}): Promise<Array<Entry<V, K>>> {
     const { precondition = true, ...range } = options;
     const entries = await this.backend.readRange(table.name, range);
-    if (precondition) this.ranges.push({ table: table.name, options: range, entries: entries.map((e) => ({ keyBytes: e.keyBytes, bytes: e.bytes })) });
+    if (precondition) this.ranges.push({ table: table.name, options: range, entries: entries.map((e) => ({ key: e.key, bytes: e.bytes })) });
     return entries.map((e) => ({ key: e.key as K, value: e.value as V }));
   }
 
   put<V, K extends UnitKey>(table: Table<V, K>, key: K, value: V): void {
     if (value === undefined) throw new Error('a unit cannot put undefined; remove the key');
-    const bytes = keyBytes(key);
-    this.writes.set(slot(table.name, bytes), { table: table.name, key, keyBytes: bytes, value });
+    this.writes.set(slot(table.name, key), { table: table.name, key, value });
   }
 
   remove<V, K extends UnitKey>(table: Table<V, K>, key: K): void {
-    const bytes = keyBytes(key);
-    this.writes.set(slot(table.name, bytes), { table: table.name, key, keyBytes: bytes, value: undefined });
+    this.writes.set(slot(table.name, key), { table: table.name, key, value: undefined });
   }
 
   add<K extends UnitKey>(table: Table<number, K>, key: K, delta: number): void {
-    const bytes = keyBytes(key);
-    const at = slot(table.name, bytes);
+    const at = slot(table.name, key);
     const earlier = this.writes.get(at);
     if (earlier && earlier.delta === undefined) throw new Error(`a unit cannot both put and add to one key of ${table.name}`);
-    this.writes.set(at, { table: table.name, key, keyBytes: bytes, value: undefined, delta: (earlier?.delta ?? 0) + delta });
+    this.writes.set(at, { table: table.name, key, value: undefined, delta: (earlier?.delta ?? 0) + delta });
   }
 
   afterCommit(callback: () => void): void {
@@ -107,10 +112,10 @@ export function sameBytes(a: Buffer | undefined, b: Buffer | undefined): boolean
 }
 
 /** Whether the range holds the same entries as when it was read. */
-export function sameEntries(seen: RangeRead['entries'], now: Array<{ keyBytes: Buffer; bytes: Buffer }>): boolean {
+export function sameEntries(seen: RangeRead['entries'], now: RangeRead['entries']): boolean {
   if (seen.length !== now.length) return false;
   for (let i = 0; i < seen.length; i++) {
-    if (!seen[i]!.keyBytes.equals(now[i]!.keyBytes) || !seen[i]!.bytes.equals(now[i]!.bytes)) return false;
+    if (!sameKey(seen[i]!.key, now[i]!.key) || !seen[i]!.bytes.equals(now[i]!.bytes)) return false;
   }
   return true;
 }

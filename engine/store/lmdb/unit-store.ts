@@ -1,6 +1,6 @@
 import type { Database, Key } from 'lmdb';
 import type { CatalogEnv } from './env.js';
-import { type BufferedWrite, type PointRead, type RangeRead, type StoredEntry, type UnitBackend, keyBytes, runUnit, sameBytes, sameEntries } from '../unit-runner.js';
+import { type BufferedWrite, type PointRead, type RangeRead, type StoredEntry, type UnitBackend, runUnit, sameBytes, sameEntries } from '../unit-runner.js';
 import type { Entry, Table, Unit, UnitKey, UnitRange, UnitStore } from '../unit-store.js';
 
 const rangeOptions = (options: UnitRange) => ({
@@ -44,7 +44,7 @@ export class LmdbUnitStore implements UnitStore, UnitBackend {
     const db = this.db(tableName);
     const out: StoredEntry[] = [];
     for (const { key, value } of db.getRange(rangeOptions(options))) {
-      out.push({ key: key as UnitKey, keyBytes: keyBytes(key as UnitKey), value, bytes: db.getBinary(key)! });
+      out.push({ key: key as UnitKey, value, bytes: db.getBinary(key)! });
     }
     return out;
   }
@@ -55,7 +55,7 @@ export class LmdbUnitStore implements UnitStore, UnitBackend {
       for (const read of ranges) {
         const db = this.db(read.table);
         const now = [];
-        for (const key of db.getKeys(rangeOptions(read.options))) now.push({ keyBytes: keyBytes(key as UnitKey), bytes: db.getBinary(key)! });
+        for (const key of db.getKeys(rangeOptions(read.options))) now.push({ key: key as UnitKey, bytes: db.getBinary(key)! });
         if (!sameEntries(read.entries, now)) return false;
       }
       for (const write of writes) {

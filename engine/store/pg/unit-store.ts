@@ -47,7 +47,7 @@ interface Row {
   value: Buffer;
 }
 
-const storedEntry = (row: Row): StoredEntry => ({ key: fromBufferKey(row.key) as UnitKey, keyBytes: row.key, value: packr.unpack(row.value), bytes: row.value });
+const storedEntry = (row: Row): StoredEntry => ({ key: fromBufferKey(row.key) as UnitKey, value: packr.unpack(row.value), bytes: row.value });
 
 /** A deadlock or serialization failure: the commit did not happen, the unit runs again. */
 const retryable = (err: unknown) => ['40P01', '40001'].includes((err as { code?: string }).code ?? '');
@@ -68,8 +68,8 @@ export class PgUnitStore implements UnitStore, UnitBackend {
     private readonly options: PgUnitStoreOptions = {},
   ) {}
 
-  async readPoint(tableName: string, _key: UnitKey, bytes: Buffer): Promise<{ value: unknown; bytes: Buffer | undefined }> {
-    const [row] = await this.sql<Array<{ value: Buffer }>>`SELECT value FROM svc_unit_rows WHERE tbl = ${tableName} AND key = ${bytes}`;
+  async readPoint(tableName: string, key: UnitKey): Promise<{ value: unknown; bytes: Buffer | undefined }> {
+    const [row] = await this.sql<Array<{ value: Buffer }>>`SELECT value FROM svc_unit_rows WHERE tbl = ${tableName} AND key = ${keyBytes(key)}`;
     return row ? { value: packr.unpack(row.value), bytes: row.value } : { value: undefined, bytes: undefined };
   }
 
@@ -93,12 +93,12 @@ export class PgUnitStore implements UnitStore, UnitBackend {
     for (let attempt = 1; attempt <= UNIT_ATTEMPTS; attempt++) {
       const pause = conflictBackoff(attempt);
       if (pause > 0) await new Promise((resolve) => setTimeout(resolve, pause));
-      const counted = await Promise.all(adds.map(async (w) => ({ w, read: await this.readPoint(w.table, w.key, w.keyBytes) })));
+      const counted = await Promise.all(adds.map(async (w) => ({ w, read: await this.readPoint(w.table, w.key) })));
       const sums: BufferedWrite[] = counted.map(({ w, read }) => ({ ...w, delta: undefined, value: ((read.value as number | undefined) ?? 0) + w.delta! }));
-      const counterReads: PointRead[] = counted.map(({ w, read }) => ({ table: w.table, key: w.key, keyBytes: w.keyBytes, bytes: read.bytes }));
+      const counterReads: PointRead[] = counted.map(({ w, read }) => ({ table: w.table, key: w.key, bytes: read.bytes }));
       if (await this.commitOnce([...points, ...counterReads], ranges, [...others, ...sums])) return true;
       // The step's own reads changed: it runs again; else only a counter moved: add again.
-      for (const p of points) if (!sameBytes((await this.readPoint(p.table, p.key, p.keyBytes)).bytes, p.bytes)) return false;
+      for (const p of points) if (!sameBytes((await this.readPoint(p.table, p.key)).bytes, p.bytes)) return false;
     }
     return false;
   }
@@ -108,11 +108,11 @@ export class PgUnitStore implements UnitStore, UnitBackend {
     const entries = ranges.flatMap((r) => r.entries);
     try {
       const [row] = await this.sql<Array<{ ok: boolean }>>`SELECT svc_unit_commit(
-        ${points.map((p) => p.table)}::text[], ${points.map((p) => p.keyBytes)}::bytea[], ${points.map((p) => p.bytes ?? null)}::bytea[],
+        ${points.map((p) => p.table)}::text[], ${points.map((p) => keyBytes(p.key))}::bytea[], ${points.map((p) => p.bytes ?? null)}::bytea[],
         ${ranges.map((r) => r.table)}::text[], ${spans.map((s) => s.start)}::bytea[], ${spans.map((s) => s.end)}::bytea[],
         ${spans.map((s) => s.reverse)}::boolean[], ${spans.map((s) => s.limit)}::bigint[], ${ranges.map((r) => r.entries.length)}::integer[],
-        ${entries.map((e) => e.keyBytes)}::bytea[], ${entries.map((e) => e.bytes)}::bytea[],
-        ${writes.map((w) => w.table)}::text[], ${writes.map((w) => w.keyBytes)}::bytea[],
+        ${entries.map((e) => keyBytes(e.key))}::bytea[], ${entries.map((e) => e.bytes)}::bytea[],
+        ${writes.map((w) => w.table)}::text[], ${writes.map((w) => keyBytes(w.key))}::bytea[],
         ${writes.map((w) => (w.value === undefined ? null : packr.pack(w.value)))}::bytea[]) AS ok`;
       return row!.ok;
     } catch (err) {
@@ -129,7 +129,7 @@ export class PgUnitStore implements UnitStore, UnitBackend {
   }
 
   async get<V, K extends UnitKey>(table: Table<V, K>, key: K): Promise<V | undefined> {
-    return (await this.readPoint(table.name, key, keyBytes(key))).value as V | undefined;
+    return (await this.readPoint(table.name, key)).value as V | undefined;
   }
 
   async has<V, K extends UnitKey>(table: Table<V, K>, key: K): Promise<boolean> {
