@@ -26,6 +26,14 @@ export const verificationFailure = () =>
   new SvcError(500, 'verification_failure', 'The persisted bytes of this blob could not be read and hashed');
 export const ingestFailed = (message = 'The block store could not complete the write') =>
   new SvcError(500, 'ingest_failed', message);
+export const blockStoreUnavailable = () =>
+  new SvcError(503, 'block_store_unavailable', 'The block store (S3) is not answering; retry once it is back', { 'Retry-After': '5' });
+
+/** Whether a block store's failure says the store cannot be reached (refused, reset, timed out, 503): a 503, not a 500. */
+export function isUnreachable(err: unknown): boolean {
+  const text = typeof err === 'string' ? err : `${(err as { code?: string })?.code ?? ''} ${(err as Error)?.message ?? ''} ${(err as { name?: string })?.name ?? ''}`;
+  return /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|EPIPE|socket hang up|ServiceUnavailable|SlowDown|TimeoutError/.test(text);
+}
 
 export const invalidUpload = (message: string) => new SvcError(400, 'invalid_upload', message);
 export const uploadNotFound = (id: string) => new SvcError(404, 'upload_not_found', `No upload session ${id}`);

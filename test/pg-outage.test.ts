@@ -1,8 +1,10 @@
-// Issue 26: PostgreSQL unavailable under a running pg-s3 node (the pg-s3 project runs it; fs
-// skips it). The node reaches its PostgreSQL through a TCP relay of this file that can be cut
-// (connections reset, new ones refused) and restored: while cut, readiness is 503 naming
-// `postgres` and document and blob requests are a JSON 503 `catalog_unavailable` with nothing
-// half-written; once it is back the same node serves again without a restart.
+// Issue 26: PostgreSQL or S3 unavailable under a running pg-s3 node (the pg-s3 project runs it;
+// fs skips it). The node reaches its PostgreSQL and its S3 server through TCP relays of this file
+// that can be cut (connections reset, new ones refused) and restored: while one is cut, readiness
+// is 503 naming it and requests that need it are a JSON 503 (`catalog_unavailable`,
+// `block_store_unavailable`) with nothing half-written; once it is back the same node serves
+// again without a restart.
+import { createHash } from 'node:crypto';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_BACKEND, backendEnv } from './helpers/backends.js';
@@ -53,22 +55,33 @@ class Relay {
 describe.skipIf(!shared)('PostgreSQL unavailable under a pg-s3 node', () => {
   let server: TestServer;
   let relay: Relay;
+  let s3Relay: Relay;
   let api: Api;
   const root = tempRoot();
 
+  /** `url` through a new relay: the relay and the rewritten URL. */
+  async function relayed(raw: string): Promise<[Relay, string]> {
+    const url = new URL(raw);
+    const r = new Relay({ host: url.hostname, port: Number(url.port) });
+    await r.open();
+    url.hostname = '127.0.0.1';
+    url.port = String(r.port);
+    return [r, url.toString().replace(/\/$/, '')];
+  }
+
   beforeAll(async () => {
     const env = await backendEnv(root);
-    const url = new URL(env.SVC_PG_URL!);
-    relay = new Relay({ host: url.hostname, port: Number(url.port) });
-    await relay.open();
-    url.hostname = '127.0.0.1';
-    url.port = String(relay.port);
-    server = await startServer({ ...env, SVC_PG_URL: url.toString(), SVC_HEALTH_TIMEOUT: '2s' }, root);
+    const [pgRelay, pgUrl] = await relayed(env.SVC_PG_URL!);
+    const [s3r, s3Url] = await relayed(env.SVC_S3_ENDPOINT!);
+    relay = pgRelay;
+    s3Relay = s3r;
+    server = await startServer({ ...env, SVC_PG_URL: pgUrl, SVC_S3_ENDPOINT: s3Url, SVC_HEALTH_TIMEOUT: '2s' }, root);
     api = new Api(server.url, await devToken(server.url, { scope: 'doc.create doc.read' }));
   });
   afterAll(async () => {
     await server?.stop();
     await relay?.cut().catch(() => {});
+    await s3Relay?.cut().catch(() => {});
   });
 
   it('readiness 503 naming postgres, JSON 503 catalog_unavailable for writes and reads, then back without a restart', async () => {
@@ -106,5 +119,31 @@ describe.skipIf(!shared)('PostgreSQL unavailable under a pg-s3 node', () => {
     expect((await api.post(`/v1/uploads/${pending.json.uploadId}/finalize`, {})).status).toBe(201);
     const after = await api.newDocument(seededBytes(6000, 4), { contentType: 'application/octet-stream' });
     expect(after.versionId).toBeDefined();
+  });
+
+  it('S3 cut: readiness 503 naming s3, an upload is a JSON 503 block_store_unavailable, then back without a restart', async () => {
+    await s3Relay.cut();
+    const ready = await fetch(`${server.url}/api/health/ready`);
+    expect(ready.status).toBe(503);
+    const checks = ((await ready.json()) as { checks: Array<{ name: string; status: string }> }).checks;
+    expect(checks.find((c) => c.name === 's3')?.status).not.toBe('ok');
+    // Fresh bytes of more than one block: they must reach the bucket.
+    const body = seededBytes(3 * 1024 * 1024, 77);
+    const refused = await fetch(`${server.url}/api/v1/blobs`, { method: 'POST', body: body as Uint8Array<ArrayBuffer> });
+    expect(refused.status).toBe(503);
+    expect(await refused.json()).toEqual({ error: 'block_store_unavailable', message: 'The block store (S3) is not answering; retry once it is back' });
+    expect(refused.headers.get('retry-after')).toBe('5');
+    const id = `sha-256:${createHash('sha256').update(body).digest('hex')}:${body.length}`;
+    await s3Relay.restore();
+    for (let i = 0; ; i++) {
+      if ((await fetch(`${server.url}/api/health/ready`)).status === 200) break;
+      if (i > 100) throw new Error('not ready 10 s after S3 came back');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    // Nothing half-published: the refused blob is absent; sent again it is stored whole.
+    expect((await fetch(`${server.url}/api/v1/blobs/${id}`, { method: 'HEAD' })).status).toBe(404);
+    const stored = await fetch(`${server.url}/api/v1/blobs`, { method: 'POST', body: body as Uint8Array<ArrayBuffer> });
+    expect(stored.status).toBe(201);
+    expect(((await (await fetch(`${server.url}/api/v1/blobs/${id}/verify`, { method: 'POST' })).json()) as { verified: boolean }).verified).toBe(true);
   });
 });

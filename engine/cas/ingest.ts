@@ -9,7 +9,7 @@
 import { createHash, type Hash } from 'node:crypto';
 import type { Piscina } from 'piscina';
 import type { Config } from '../config.js';
-import { SvcError, ingestFailed, invalidBlob, payloadTooLarge } from '../errors.js';
+import { SvcError, blockStoreUnavailable, ingestFailed, invalidBlob, isUnreachable, payloadTooLarge } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Stats } from '../ops/index.js';
 import type { BlobCatalog, BlockStoreLocation, StoredBlock } from '../store/index.js';
@@ -482,7 +482,7 @@ export abstract class Ingest {
   private taskFailed(err: unknown): void {
     if (this.settled) return this.release();
     this.deps.log.error('ingest: block write failed', { err: typeof err === 'string' ? err : String((err as Error)?.stack ?? err) });
-    this.fail(ingestFailed());
+    this.fail(isUnreachable(err) ? blockStoreUnavailable() : ingestFailed());
   }
 
   /** Where the first block not yet stored starts (the cut point when every block cut is stored). */
