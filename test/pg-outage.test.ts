@@ -130,7 +130,8 @@ describe.skipIf(!shared)('PostgreSQL unavailable under a pg-s3 node', () => {
     // Fresh bytes of more than one block: they must reach the bucket.
     const body = seededBytes(3 * 1024 * 1024, 77);
     const refused = await fetch(`${server.url}/api/v1/blobs`, { method: 'POST', body: body as Uint8Array<ArrayBuffer> });
-    expect(refused.status).toBe(503);
+    const refusedText = await refused.clone().text();
+    expect(refused.status, refusedText).toBe(503);
     expect(await refused.json()).toEqual({ error: 'block_store_unavailable', message: 'The block store (S3) is not answering; retry once it is back' });
     expect(refused.headers.get('retry-after')).toBe('5');
     const id = `sha-256:${createHash('sha256').update(body).digest('hex')}:${body.length}`;
