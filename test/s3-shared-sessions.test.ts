@@ -12,6 +12,7 @@ import { blockNames } from './helpers/gc.js';
 import { contentId, seededBytes } from './helpers/http.js';
 import { type S3Endpoint, s3ClientFor, startRadosgw } from './helpers/s3-servers.js';
 import { type TestServer, startServer } from './helpers/server.js';
+import { commit, create, patch, readBack, status } from './helpers/sessions.js';
 
 const run = TEST_BACKEND === 's3';
 if (!run) console.warn('s3-shared-sessions test skipped: the s3 project runs it (two S3-only nodes on radosgw)');
@@ -24,37 +25,6 @@ let b: TestServer;
 let radosgw: S3Endpoint | undefined;
 let skipReason: string | undefined;
 let client: S3Client;
-
-async function create(s: TestServer, id = randomUUID()) {
-  const res = await fetch(`${s.url}/api/v1/uploads`, { method: 'POST', headers: { 'X-Svc-Upload-Session-Id': id } });
-  return { id, status: res.status, json: (await res.json()) as any };
-}
-
-async function patch(s: TestServer, id: string, offset: number, body: Buffer, partId = randomUUID()) {
-  const res = await fetch(`${s.url}/api/v1/uploads/${id}`, {
-    method: 'PATCH',
-    body: body as Uint8Array<ArrayBuffer>,
-    headers: { 'Upload-Offset': String(offset), 'Upload-Part-Id': partId },
-  });
-  const text = await res.text();
-  return { status: res.status, offset: res.headers.get('upload-offset'), json: text ? JSON.parse(text) : undefined };
-}
-
-async function status(s: TestServer, id: string) {
-  const res = await fetch(`${s.url}/api/v1/uploads/${id}`);
-  return { status: res.status, json: (await res.json()) as any };
-}
-
-async function commit(s: TestServer, id: string) {
-  const res = await fetch(`${s.url}/api/v1/uploads/${id}/commit`, { method: 'POST' });
-  return { status: res.status, json: (await res.json()) as any };
-}
-
-async function readBack(s: TestServer, blobId: string): Promise<Buffer> {
-  const res = await fetch(`${s.url}/api/v1/blobs/${blobId}`);
-  expect(res.status).toBe(200);
-  return Buffer.from(await res.arrayBuffer());
-}
 
 async function verified(s: TestServer, blobId: string): Promise<boolean> {
   const res = await fetch(`${s.url}/api/v1/blobs/${blobId}/verify`, { method: 'POST' });

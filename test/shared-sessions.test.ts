@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_BACKEND, backendEnv, stagedTails } from './helpers/backends.js';
 import { contentId, seededBytes } from './helpers/http.js';
 import { type TestServer, startServer } from './helpers/server.js';
+import { commit, create, patch, readBack, status } from './helpers/sessions.js';
 
 const shared = TEST_BACKEND !== 'fs';
 if (!shared) console.warn('shared-sessions test skipped: it needs a shared catalog (the pg-s3 project runs it)');
@@ -16,37 +17,6 @@ const MiB = 1024 * 1024;
 const NODE = { SVC_NODE_TTL: '2s', SVC_DURABILITY: 'relaxed' };
 let a: TestServer;
 let b: TestServer;
-
-async function create(s: TestServer, id = randomUUID()) {
-  const res = await fetch(`${s.url}/api/v1/uploads`, { method: 'POST', headers: { 'X-Svc-Upload-Session-Id': id } });
-  return { id, status: res.status, json: (await res.json()) as any };
-}
-
-async function patch(s: TestServer, id: string, offset: number, body: Buffer, partId = randomUUID()) {
-  const res = await fetch(`${s.url}/api/v1/uploads/${id}`, {
-    method: 'PATCH',
-    body: body as Uint8Array<ArrayBuffer>,
-    headers: { 'Upload-Offset': String(offset), 'Upload-Part-Id': partId },
-  });
-  const text = await res.text();
-  return { status: res.status, offset: res.headers.get('upload-offset'), json: text ? JSON.parse(text) : undefined };
-}
-
-async function status(s: TestServer, id: string) {
-  const res = await fetch(`${s.url}/api/v1/uploads/${id}`);
-  return { status: res.status, json: (await res.json()) as any };
-}
-
-async function commit(s: TestServer, id: string) {
-  const res = await fetch(`${s.url}/api/v1/uploads/${id}/commit`, { method: 'POST' });
-  return { status: res.status, json: (await res.json()) as any };
-}
-
-async function readBack(s: TestServer, blobId: string): Promise<Buffer> {
-  const res = await fetch(`${s.url}/api/v1/blobs/${blobId}`);
-  expect(res.status).toBe(200);
-  return Buffer.from(await res.arrayBuffer());
-}
 
 /** A part sent a MiB at a time, 50 ms apart, that stops sending after `stopAfter` bytes. */
 function slowPatch(s: TestServer, id: string, offset: number, body: Buffer, stopAfter: number): Promise<number> {
