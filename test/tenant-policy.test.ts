@@ -63,6 +63,19 @@ async function gaugeReaches(url: string, name: string, min: number): Promise<voi
   }
 }
 
+/** A request whose body is still being sent (it holds a slot of its tenant): `done` is its answer's status once `req.end()`. */
+function heldRequest(url: string, options: http.RequestOptions): { req: http.ClientRequest; done: Promise<number> } {
+  const req = http.request(url, options);
+  const done = new Promise<number>((resolve, reject) => {
+    req.on('response', (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode!));
+    });
+    req.on('error', reject);
+  });
+  return { req, done };
+}
+
 beforeAll(async () => {
   const dir = fs.mkdtempSync(path.join(process.env.TMPDIR ?? '/tmp', 'svc-policy-'));
   policyFile = path.join(dir, 'policy.json');
@@ -163,14 +176,7 @@ describe('tenant policy', () => {
     const t = await token('queued');
     // The slot's holder sends 64 KiB every 2 s for 13 s (uWS cuts a client that sends less than
     // about 16 KiB in 10 s: slowloris protection).
-    const slow = http.request(`${server.url}/api/v1/blobs`, { method: 'POST', headers: { ...bearer(t), 'Content-Length': String(7 * 65536) } });
-    const slowDone = new Promise<number>((resolve, reject) => {
-      slow.on('response', (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode!));
-      });
-      slow.on('error', reject);
-    });
+    const { req: slow, done: slowDone } = heldRequest(`${server.url}/api/v1/blobs`, { method: 'POST', headers: { ...bearer(t), 'Content-Length': String(7 * 65536) } });
     slow.write(randomBytes(65536));
     await gaugeReaches(server.url, 'svc_transfers_in_flight', 1);
     // Its body is held (the socket paused) while it waits for the slot.
@@ -190,14 +196,7 @@ describe('tenant policy', () => {
   it('operations in flight per tenant: beyond maxConcurrent and its queue, 429 tenant_concurrency_exceeded', async () => {
     const t = await token('one');
     // An upload that holds the tenant's one slot: its body is not finished yet.
-    const slow = http.request(`${server.url}/api/v1/blobs`, { method: 'POST', headers: { ...bearer(t), 'Content-Length': '20000' } });
-    const slowDone = new Promise<number>((resolve, reject) => {
-      slow.on('response', (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode!));
-      });
-      slow.on('error', reject);
-    });
+    const { req: slow, done: slowDone } = heldRequest(`${server.url}/api/v1/blobs`, { method: 'POST', headers: { ...bearer(t), 'Content-Length': '20000' } });
     slow.write(randomBytes(10_000));
     await gaugeReaches(server.url, 'svc_transfers_in_flight', 1);
     const refused = await upload(t, randomBytes(1000));
@@ -354,16 +353,9 @@ describe('tenant policy on the document platform and legacy repositories', () =>
     const documentId = (await api.post(`/v1/uploads/${done}/finalize`, {})).json.documentId as string;
     // An upload that holds the tenant's one slot: its body is not finished yet.
     const slowUpload = await newUpload(api);
-    const slow = http.request(`${server.url}/v1/uploads/${slowUpload}/bytes`, { method: 'PUT', headers: { Authorization: `Bearer ${api.token}`, 'Content-Length': '20000' } });
-    const slowDone = new Promise<number>((resolve, reject) => {
-      slow.on('response', (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode!));
-      });
-      slow.on('error', reject);
-    });
+    const { req: slow, done: slowDone } = heldRequest(`${server.url}/v1/uploads/${slowUpload}/bytes`, { method: 'PUT', headers: { Authorization: `Bearer ${api.token}`, 'Content-Length': '20000' } });
     slow.write(randomBytes(10_000));
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await gaugeReaches(server.url, 'svc_transfers_in_flight', 1);
     const refusals = [await api.putBytes(await newUpload(api), randomBytes(1000)), await api.get(`/v1/documents/${documentId}/content`)];
     for (const r of refusals) {
       expectEnvelope(r, 429, 'tenant_concurrency_exceeded', 'The tenant has as many operations in flight and waiting as its policy allows');
