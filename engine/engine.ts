@@ -151,7 +151,7 @@ export class Engine {
     const units: UnitStore = backend.units ?? new LmdbUnitStore(catalog);
     this.units = units;
     this.jobs = new JobQueue({ store: units, pool, config: config.jobs, log, node: this.nodeId });
-    const schemas = new SchemaRegistry(new KeyedCatalog(units, 'schemas'));
+    const schemas = new SchemaRegistry(new KeyedCatalog(units, 'schemas'), units);
     this.documents = new DocumentService(units, schemas, new MigrationRegistry(new KeyedCatalog(units, 'migrations'), schemas), this.jobs, (options) => this.startIngest(options), {
       limits: (tenant) => this.tenantLimits(tenant),
       blobBytes: (tenant) => manifests.retainedBytes(tenant),

@@ -6,6 +6,11 @@ const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 
 export class Logger {
   constructor(private readonly level: LogLevel) {}
 
+  /** Whether lines of `level` are written (to skip building their fields). */
+  enabled(level: Exclude<LogLevel, 'silent'>): boolean {
+    return ORDER[level] >= ORDER[this.level];
+  }
+
   private write(level: Exclude<LogLevel, 'silent'>, msg: string, fields?: Record<string, unknown>): void {
     if (ORDER[level] < ORDER[this.level]) return;
     process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields })}\n`);

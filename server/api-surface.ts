@@ -13,9 +13,9 @@ import type { Config } from '../engine/config.js';
 /** Request headers a CORS preflight may name (docs: decisions, "Security"). */
 const ALLOWED_REQUEST_HEADERS = [
   'authorization', 'content-type', 'if-match', 'if-modified-since', 'if-none-match', 'if-range', 'if-unmodified-since',
-  'range', 'upload-length', 'upload-offset', 'upload-part-id', 'x-svc-tenant-id', 'x-svc-upload-session-id',
+  'range', 'upload-length', 'upload-offset', 'upload-part-id', 'x-request-id', 'x-svc-tenant-id', 'x-svc-upload-session-id',
 ].join(', ');
-const EXPOSED_HEADERS = 'Accept-Ranges, Content-Length, Content-Range, ETag, Last-Modified, Location, Upload-Length, Upload-Offset, Upload-Expires, X-Svc-Upload-Session-Id';
+const EXPOSED_HEADERS = 'Accept-Ranges, Content-Length, Content-Range, ETag, Last-Modified, Location, Upload-Length, Upload-Offset, Upload-Expires, X-Request-Id, X-Svc-Upload-Session-Id';
 
 /** CORS of the blob API, uploads and GC: any origin while security is off, the listed origins only when on. */
 export function corsPolicy(config: Config): CorsPolicy {

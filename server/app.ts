@@ -2,6 +2,7 @@
 // first refuses a request whose framing is ambiguous, before its handler sees it.
 
 import type * as uWS from 'uWebSockets.js';
+import { requestIdOf } from './request-id.js';
 import uws from './uws.js';
 
 // Without it, uWS adds `uWebSockets: 20` to every answer.
@@ -30,10 +31,12 @@ export function createApp(refusalBody: RefusalBody): uWS.TemplatedApp {
         if (refusing) return void res.onAborted(() => {});
         const conflict = framingConflict(req);
         if (conflict === undefined) return handler(res, req);
+        const requestId = requestIdOf(req.getHeader('x-request-id'));
         refusing = true;
         setImmediate(() => (refusing = false));
         res.cork(() => {
           res.writeStatus('400 Bad Request');
+          res.writeHeader('X-Request-Id', requestId);
           res.writeHeader('Content-Type', 'application/json; charset=utf-8');
           res.end(refusalBody(conflict), true);
         });

@@ -19,7 +19,10 @@ import { readJson } from './body-readers.js';
 import { type BodySource, HeldBody } from './body-sources.js';
 import { feedIngest } from './body-feed.js';
 import { readConditions, serveBlob } from './blob-serving.js';
-import { type Exchange, header } from './exchange.js';
+import { type Exchange, type RequestHead, header } from './exchange.js';
+import { METADATA_V11, metadataReading } from './metadata-reading.js';
+import type { DeprecatedSchema } from '../engine/documents/schema-lifecycle.js';
+import type { RequestInfo } from '../engine/documents/model.js';
 import { parseContentType } from './request-parsing.js';
 import { ANY_TOKEN, type Method, type Router, caller } from './router.js';
 
@@ -35,6 +38,8 @@ interface DocsContext {
 
 interface Call {
   ex: Exchange;
+  /** The request's head (a copy: every /v1 route is guarded). */
+  req: RequestHead;
   /** Path parameters, percent-decoded. */
   params: string[];
   query: URLSearchParams;
@@ -56,9 +61,9 @@ export function mountDocsApi(router: Router, ctx: ServerContext, docsCtx: DocsCo
     rejectedForm = false,
   ) => {
     router.on(method, pattern, async (call) => {
-      const { ex, params, query } = call;
+      const { ex, req, params, query } = call;
       const { value, bytes } = await (method === 'GET' ? NO_BODY : readJson(ex, maxJsonBytes, payloadTooLarge));
-      await work({ ex, params: params.map(decodeSegment), query }, caller(call), value, bytes);
+      await work({ ex, req, params: params.map(decodeSegment), query }, caller(call), value, bytes);
     }, { capability, errorForm: rejectedForm ? asRejection : undefined });
   };
 
@@ -72,8 +77,8 @@ export function mountDocsApi(router: Router, ctx: ServerContext, docsCtx: DocsCo
   });
 
   json('POST', '/v1/documents', 'doc.create', async ({ ex }, principal, body) => {
-    const r = await docs.create(principal, body);
-    ex.json(r.created ? 201 : 200, { documentId: r.documentId, uploadId: r.uploadId }, { Location: `/v1/documents/${r.documentId}` });
+    const r = await docs.create(principal, body, requestOf(ex));
+    ex.json(r.created ? 201 : 200, { documentId: r.documentId, uploadId: r.uploadId }, { Location: `/v1/documents/${r.documentId}`, ...deprecation(r.deprecated) });
   });
 
   // The document's bytes: an operation of its tenant (one of its slots), its declared length
@@ -160,18 +165,20 @@ export function mountDocsApi(router: Router, ctx: ServerContext, docsCtx: DocsCo
 
   // workflow.run:<workflowUrn>: the engine checks it.
   json('POST', '/v1/documents/:documentId/workflows/:workflowUrn/run', ANY_TOKEN, async ({ ex, params }, principal, body) => {
-    const r = await workflows.run(principal, params[0]!, params[1]!, body);
+    const r = await workflows.run(principal, params[0]!, params[1]!, body, requestOf(ex));
     ex.json(202, { jobId: r.jobId }, { Location: `/v1/jobs/${r.jobId}` });
   });
 
-  json('GET', '/v1/documents/:documentId/metadata', 'meta.read', async ({ ex, params, query }, principal) =>
-    ex.json(200, await docs.metadata(principal, params[0]!, booleanParam(query, 'includeQuarantined'))),
-  );
+  json('GET', '/v1/documents/:documentId/metadata', 'meta.read', async ({ ex, req, params, query }, principal) => {
+    only(query, READING_PARAMS);
+    const reading = metadataReading(header(req, 'accept'), query);
+    ex.json(200, await docs.metadata(principal, params[0]!, reading), readingHeaders(reading.envelope));
+  });
 
   // meta.write:<namespaceUrn> of the body: the engine checks it.
   json('POST', '/v1/documents/:documentId/migrate', ANY_TOKEN, async ({ ex, params }, principal, body) => {
-    const r = await docs.migrate(principal, params[0]!, body);
-    ex.json(202, { jobId: r.jobId }, { Location: `/v1/jobs/${r.jobId}` });
+    const r = await docs.migrate(principal, params[0]!, body, requestOf(ex));
+    ex.json(202, { jobId: r.jobId }, { Location: `/v1/jobs/${r.jobId}`, ...deprecation(r.deprecated) });
   });
 
   json('POST', '/v1/migrations', 'migration.write', async ({ ex }, principal, body) => {
@@ -188,9 +195,11 @@ export function mountDocsApi(router: Router, ctx: ServerContext, docsCtx: DocsCo
     if (wait !== null && !/^([0-9]|[12][0-9]|30)$/.test(wait)) throw badRequest('wait must be whole seconds from 0 to 30');
     ex.json(200, await docs.job(principal, params[0]!, Number(wait ?? 0) * 1000));
   });
-  json('GET', '/v1/documents/:documentId/metadata/:namespaceUrn', 'meta.read', async ({ ex, params, query }, principal) =>
-    ex.json(200, await docs.namespace(principal, params[0]!, params[1]!, booleanParam(query, 'includeQuarantined'))),
-  );
+  json('GET', '/v1/documents/:documentId/metadata/:namespaceUrn', 'meta.read', async ({ ex, req, params, query }, principal) => {
+    only(query, READING_PARAMS);
+    const reading = metadataReading(header(req, 'accept'), query);
+    ex.json(200, await docs.namespace(principal, params[0]!, params[1]!, reading), readingHeaders(reading.envelope));
+  });
   json('GET', '/v1/documents/:documentId/metadata/:namespaceUrn/patches', 'meta.read', async ({ ex, params }, principal) => ex.json(200, await docs.patchHistory(principal, params[0]!, params[1]!)));
 
   // meta.write:<ns> of each namespace of the bundle: the engine checks it.
@@ -198,13 +207,13 @@ export function mountDocsApi(router: Router, ctx: ServerContext, docsCtx: DocsCo
     if (!isPlainObject(body)) throw new MetadataRejection(400, 'invalid_request', 'The body must be { mode, bundle, provenance?, reason? }');
     for (const key of Object.keys(body)) if (!['mode', 'bundle', 'provenance', 'reason'].includes(key)) throw new MetadataRejection(400, 'invalid_request', `unknown field "${key}"`);
     if (body.mode === 'canonical') {
-      const r = await docs.writeCanonical(principal, params[0]!, body);
-      ex.json(201, { status: 'accepted', versionId: r.versionId, metadataIds: r.metadataIds });
+      const r = await docs.writeCanonical(principal, params[0]!, body, requestOf(ex));
+      ex.json(201, { status: 'accepted', versionId: r.versionId, metadataIds: r.metadataIds }, deprecation(r.deprecated));
       return;
     }
     if (body.mode === 'derived') {
-      const r = await docs.writeDerived(principal, params[0]!, body);
-      ex.json(202, { status: 'accepted', jobId: r.jobId }, { Location: `/v1/jobs/${r.jobId}` });
+      const r = await docs.writeDerived(principal, params[0]!, body, requestOf(ex));
+      ex.json(202, { status: 'accepted', jobId: r.jobId }, { Location: `/v1/jobs/${r.jobId}`, ...deprecation(r.deprecated) });
       return;
     }
     throw new MetadataRejection(400, 'invalid_request', 'mode must be "canonical" or "derived"');
@@ -212,13 +221,17 @@ export function mountDocsApi(router: Router, ctx: ServerContext, docsCtx: DocsCo
 
   // meta.patch:<namespaceUrn>: the engine checks it.
   json('POST', '/v1/documents/:documentId/metadata/:namespaceUrn/patch', ANY_TOKEN, async ({ ex, params }, principal, body, bytes) => {
-    const r = await docs.patch(principal, params[0]!, params[1]!, body, bytes);
-    ex.json(200, { status: 'accepted', versionId: r.versionId, newMetadataId: r.newMetadataId });
+    const r = await docs.patch(principal, params[0]!, params[1]!, body, bytes, requestOf(ex));
+    ex.json(200, { status: 'accepted', versionId: r.versionId, newMetadataId: r.newMetadataId }, deprecation(r.deprecated));
   }, true);
 
   json('POST', '/v1/schemas', 'schema.write', async ({ ex }, principal, body) => {
-    const { record, created } = await docs.schemas.register(body);
+    const { record, created } = await docs.registerSchema(body);
     ex.json(created ? 201 : 200, schemaJson(record), { Location: `/v1/schemas/${encodeURIComponent(record.schemaUrn)}` });
+  });
+
+  json('PATCH', '/v1/schemas/:schemaUrn', 'schema.write', async ({ ex, params }, principal, body) => {
+    ex.json(200, schemaJson(await docs.schemas.moveLifecycle(params[0]!, body)));
   });
 
   json('GET', '/v1/schemas/:schemaUrn', ANY_TOKEN, async ({ ex, params }) => {
@@ -287,15 +300,34 @@ function timeParam(query: URLSearchParams, name: string): number | undefined {
   return ms;
 }
 
-function schemaJson(r: { schemaUrn: string; namespaceUrn: string; lifecycle: string; jsonSchema: unknown; hash: string; createdAt: number }) {
-  return { schemaUrn: r.schemaUrn, namespaceUrn: r.namespaceUrn, lifecycle: r.lifecycle, jsonSchema: r.jsonSchema, hash: `sha-256:${r.hash}`, createdAt: new Date(r.createdAt).toISOString() };
+function schemaJson(r: { schemaUrn: string; namespaceUrn: string; lifecycle: string; jsonSchema: unknown; hash: string; createdAt: number; deprecatedAt?: number }) {
+  return {
+    schemaUrn: r.schemaUrn, namespaceUrn: r.namespaceUrn, lifecycle: r.lifecycle, jsonSchema: r.jsonSchema, hash: `sha-256:${r.hash}`, createdAt: new Date(r.createdAt).toISOString(),
+    ...(r.deprecatedAt === undefined ? {} : { deprecatedAt: new Date(r.deprecatedAt).toISOString() }),
+  };
 }
 
-function booleanParam(query: URLSearchParams, name: string): boolean {
-  const v = query.get(name);
-  if (v === null || v === 'false') return false;
-  if (v === 'true') return true;
-  throw badRequest(`${name} must be true or false`);
+const READING_PARAMS = ['envelope', 'status', 'includeQuarantined'];
+
+/** The form's Content-Type; the answer depends on Accept. */
+function readingHeaders(envelope: '1' | '1.1') {
+  return envelope === '1.1' ? { 'Content-Type': METADATA_V11, Vary: 'Accept' } : { Vary: 'Accept' };
+}
+
+/** The request a write arrived in, for the entries' receipts. */
+const requestOf = (ex: Exchange): RequestInfo => ({ requestId: ex.requestId, receivedAt: ex.receivedAt });
+
+/**
+ * A write bound to deprecated schemas: `Deprecation` (RFC 9745: since when, the earliest) and a
+ * `Link` with rel="deprecation" naming each schema.
+ */
+function deprecation(deprecated: DeprecatedSchema[]): Record<string, string> {
+  if (deprecated.length === 0) return {};
+  const since = Math.min(...deprecated.map((d) => d.deprecatedAt));
+  return {
+    Deprecation: `@${Math.floor(since / 1000)}`,
+    Link: deprecated.map((d) => `</v1/schemas/${encodeURIComponent(d.schemaUrn)}>; rel="deprecation"; title="${d.schemaUrn}"`).join(', '),
+  };
 }
 
 function isLoopback(address: string): boolean {

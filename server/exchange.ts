@@ -4,11 +4,12 @@
 
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { RequestBody } from './request-body.js';
+import { requestIdOf } from './request-id.js';
 import type { Surface } from './surface.js';
 
 const STATUS_TEXT: Record<number, string> = {
   200: 'OK', 201: 'Created', 202: 'Accepted', 204: 'No Content', 206: 'Partial Content', 304: 'Not Modified', 308: 'Permanent Redirect',
-  400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed', 408: 'Request Timeout',
+  400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed', 406: 'Not Acceptable', 408: 'Request Timeout',
   409: 'Conflict', 410: 'Gone', 412: 'Precondition Failed', 413: 'Content Too Large', 415: 'Unsupported Media Type', 416: 'Range Not Satisfiable',
   422: 'Unprocessable Content', 429: 'Too Many Requests', 500: 'Internal Server Error', 503: 'Service Unavailable', 507: 'Insufficient Storage',
 };
@@ -34,6 +35,8 @@ export class Exchange {
   readonly body: RequestBody;
   private abortHandlers: Array<() => void> = [];
   private readonly started = performance.now();
+  /** The request's `X-Request-Id` when valid, else one minted here; every answer carries it. */
+  readonly requestId: string;
   /** The failure's name, for the surface's metrics. */
   private errorName?: string;
 
@@ -47,6 +50,7 @@ export class Exchange {
     readonly baseHeaders: ReadonlyArray<[string, string]> = [],
   ) {
     this.method = req.getCaseSensitiveMethod();
+    this.requestId = requestIdOf(req.getHeader('x-request-id'));
     this.body = new RequestBody(res, req, () => this.live);
     surface.begin();
     res.onAborted(() => {
@@ -74,6 +78,11 @@ export class Exchange {
     this.abortHandlers.push(handler);
   }
 
+  /** When the request arrived, ms since the epoch. */
+  get receivedAt(): number {
+    return Math.round(performance.timeOrigin + this.started);
+  }
+
   get live(): boolean {
     return !this.aborted && !this.done;
   }
@@ -81,13 +90,16 @@ export class Exchange {
   /** Status line and headers; call inside cork. An answer before the body's end also says it closes. */
   head(code: number, headers: Headers): void {
     this.res.writeStatus(status(code));
+    this.res.writeHeader('X-Request-Id', this.requestId);
     for (const [k, v] of this.baseHeaders) this.res.writeHeader(k, v);
     for (const k in headers) {
       const v = headers[k];
       if (v !== undefined) this.res.writeHeader(k, v);
     }
     if (this.body.unsettled && this.body.beforeAnswer(this.surface.lingerBytes)) this.res.writeHeader('Connection', 'close');
-    this.surface.observe(this.route, this.method, code, (performance.now() - this.started) / 1000, this.errorName);
+    const seconds = (performance.now() - this.started) / 1000;
+    this.surface.observe(this.route, this.method, code, seconds, this.errorName);
+    if (this.surface.log.enabled('debug')) this.surface.log.debug('answer', { requestId: this.requestId, method: this.method, route: this.route, status: code, ms: Math.round(seconds * 1e4) / 10 });
   }
 
   /** A whole answer. To HEAD, the same headers (Content-Length of `body` included) and no body. */
@@ -129,9 +141,8 @@ export class Exchange {
     if (!this.live) return;
     let answer = this.surface.known(err);
     if (!answer) {
-      const requestId = Math.random().toString(36).slice(2, 10);
-      this.surface.log.error('request failed', { requestId, method: this.method, route: this.route, err: String((err as Error)?.stack ?? err) });
-      answer = this.surface.internal(requestId, fallbackCode);
+      this.surface.log.error('request failed', { requestId: this.requestId, method: this.method, route: this.route, err: String((err as Error)?.stack ?? err) });
+      answer = this.surface.internal(this.requestId, fallbackCode);
     }
     this.errorName = answer.errorName;
     this.send(answer.status, { 'Content-Type': JSON_UTF8, ...answer.headers }, JSON.stringify(answer.body));

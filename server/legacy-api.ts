@@ -105,7 +105,7 @@ async function stream(ex: Exchange, doc: LegacyDocument, headers: Record<string,
     const { sent, error } = await ex.streamBody(doc.pieces(), doc.size, 200, headers);
     if (error !== undefined) {
       done(error instanceof LegacyError ? error.reason : 'stream_failed', sent);
-      if (sent > 0) ex.surface.log.warn('legacy read cut after its status line', { repo: doc.repo, docId: doc.docId, sent, size: doc.size, err: String(error) });
+      if (sent > 0) ex.surface.log.warn('legacy read cut after its status line', { requestId: ex.requestId, repo: doc.repo, docId: doc.docId, sent, size: doc.size, err: String(error) });
     } else done(ex.aborted || sent < doc.size ? 'client_gone' : 'ok', sent);
   } finally {
     await doc.close();

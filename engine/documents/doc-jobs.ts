@@ -2,6 +2,7 @@
 
 import type { Operation } from 'fast-json-patch';
 import { fileURLToPath } from 'node:url';
+import type { Receipt } from './model.js';
 
 export const DOC_JOBS_MODULE = fileURLToPath(new URL('../../workers/docs-jobs.js', import.meta.url));
 
@@ -19,6 +20,8 @@ export interface DerivedInput {
   /** The schemas' JSON Schemas as they were when the write was accepted. */
   schemas: Record<string, Record<string, unknown>>;
   provenance: Provenance;
+  /** The write's request (absent on jobs enqueued before envelope v1.1). */
+  receipt?: Receipt;
 }
 
 export interface MigrateInput {
@@ -33,4 +36,5 @@ export interface MigrateInput {
   targetSchema: Record<string, unknown>;
   actor: string;
   reason: string;
+  receipt?: Receipt;
 }

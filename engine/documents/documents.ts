@@ -24,11 +24,13 @@ import { type DocumentFilter, DocumentIndex } from './document-index.js';
 import { Blake3Stream } from './blake3-stream.js';
 import { ContentLedger, type TenantStorage } from './content-ledger.js';
 import { MetadataRejection, applyEntryPatch, checkPatchBody, readBundle, readProvenance } from './metadata.js';
+import { type MetadataReading, type NamespaceEntries, bundleAnswer, namespaceAnswer } from './envelope.js';
 import {
-  badRequest, documentNotFound, isUuid, newId, newMetadataId, onlyKeys, parseExternalRefs, parseLabels, parsePermissions,
-  isPlainObject, parsePlacement, type Bundle, type ContentRef, type DocumentRecord, type ExternalRef, type PlacementHint, type UploadRecord, type VersionRecord,
+  badRequest, documentNotFound, isUuid, newId, newMetadataId, onlyKeys, parseExternalRefs, parseLabels, parsePermissions, receiptOf,
+  isPlainObject, parsePlacement, type Bundle, type ContentRef, type DocumentRecord, type ExternalRef, type PlacementHint, type RequestInfo, type UploadRecord, type VersionRecord,
 } from './model.js';
 import { requireCapability, requireRule } from './permissions.js';
+import { MAINTENANCE_TENANT, type DeprecatedSchema, checkLifecycles } from './schema-lifecycle.js';
 import type { SchemaRegistry } from './schemas.js';
 
 interface ContentRecord {
@@ -83,9 +85,11 @@ interface PatchAudit {
   at: number;
 }
 
-/** An upload's bytes being received: push them into `ingest` and `hash`, then `finish`. */
 const PATCHES = table<PatchAudit, [string, string, string, string]>('doc_patches');
+/** Once-only steps of this catalog (the re-check after envelope v1.1 came). */
+const MILESTONES = table<{ jobId: string; at: number }, string>('doc_milestones');
 
+/** An upload's bytes being received: push them into `ingest` and `hash`, then `finish`. */
 interface BytesUpload {
   ingest: DirectIngest;
   hash: Blake3Stream;
@@ -118,9 +122,17 @@ export class DocumentService {
     this.ledger = new ContentLedger(store, storage);
   }
 
-  /** Builds what a catalog from before the list index and the content ledger lacks (once; then nothing to do). */
+  /**
+   * Builds what a catalog from before the list index and the content ledger lacks, and enqueues
+   * the re-check that gives stored derived entries their v1.1 status (once; then nothing to do).
+   */
   async open(): Promise<void> {
     const { store } = this;
+    await store.run(async (unit) => {
+      if (await unit.has(MILESTONES, 'envelope-1.1-recheck')) return;
+      const job = this.jobs.enqueueIn(unit, MAINTENANCE_TENANT, 'metadata.recheck', {});
+      unit.put(MILESTONES, 'envelope-1.1-recheck', { jobId: job.jobId, at: Date.now() });
+    });
     await this.index.backfill(
       (async function* () {
         for await (const { value } of store.scan(DOCUMENTS)) yield value;
@@ -154,15 +166,25 @@ export class DocumentService {
     };
   }
 
+  /**
+   * POST /v1/schemas: registers a schema; entries written before it existed (unverified) are
+   * re-checked by a job enqueued in the registering unit.
+   */
+  registerSchema(body: unknown) {
+    return this.schemas.register(body, async (unit, urn) => {
+      if (await this.derived.waitingFor(unit, urn)) this.jobs.enqueueIn(unit, MAINTENANCE_TENANT, 'metadata.recheck', { schemaUrn: urn });
+    });
+  }
+
   /** POST /v1/documents: a new document and its upload, or (same documentId again) the same ones. */
-  async create(principal: Principal, body: unknown): Promise<{ documentId: string; uploadId: string; created: boolean }> {
+  async create(principal: Principal, body: unknown, request: RequestInfo): Promise<{ documentId: string; uploadId: string; created: boolean; deprecated: DeprecatedSchema[] }> {
     if (!isPlainObject(body)) throw badRequest('The body must be a JSON object');
     onlyKeys(body, ['documentId', 'placementHint', 'externalRefs', 'initialMetadata', 'initialPermissions'], 'document');
     if (body.documentId !== undefined && !isUuid(body.documentId)) throw badRequest('documentId must be a UUID');
     const placementHint = parsePlacement(body.placementHint);
     const externalRefs = parseExternalRefs(body.externalRefs);
     const permissions = parsePermissions(body.initialPermissions);
-    const initialMetadata = body.initialMetadata === undefined ? {} : await this.canonicalBundle(principal, body.initialMetadata, 'initialMetadata');
+    const { bundle: initialMetadata, deprecated } = body.initialMetadata === undefined ? { bundle: {}, deprecated: [] } : await this.canonicalBundle(principal, body.initialMetadata, 'initialMetadata', request);
     const documentId = (body.documentId as string | undefined) ?? newId();
     const now = Date.now();
     const { record, created } = await this.store.run(async (unit) => {
@@ -179,7 +201,7 @@ export class DocumentService {
       return { record: fresh, created: true };
     });
     if (!created) requireRule(record.permissions, principal, 'doc.write');
-    return { documentId, uploadId: record.uploadId, created };
+    return { documentId, uploadId: record.uploadId, created, deprecated };
   }
 
   /**
@@ -358,36 +380,36 @@ export class DocumentService {
   }
 
   /**
-   * The current version's canonical metadata plus the last valid derived entry of each namespace
-   * it does not have, each marked with its `mode`. With `includeQuarantined`, a namespace with only
-   * a quarantined entry shows that one, and `quarantined` lists the last quarantined entry of
-   * every namespace, also where a valid one is in force.
+   * GET .../metadata: per namespace the entry the reader's statuses show (envelope.ts): the
+   * current version's canonical entry, else the namespace's derived entries by status.
    */
-  async metadata(principal: Principal, documentId: string, includeQuarantined = false) {
+  async metadata(principal: Principal, documentId: string, reading: MetadataReading) {
     const doc = await this.readable(principal, documentId, 'meta.read');
     const [bundle, derived] = await Promise.all([
       doc.currentVersionId ? this.version(this.store, doc, doc.currentVersionId).then((v) => v.metadata) : Promise.resolve<Bundle>({}),
-      this.derived.shown(doc.tenant, documentId, includeQuarantined),
+      this.derived.held(doc.tenant, documentId),
     ]);
-    const namespaces: Record<string, unknown> = {};
-    for (const [ns, entry] of Object.entries(bundle)) namespaces[ns] = { ...entry, mode: 'canonical' };
-    for (const [ns, entry] of Object.entries(derived.namespaces)) namespaces[ns] ??= entry;
-    const quarantined = derived.quarantined;
-    return includeQuarantined ? { namespaces, quarantined } : { namespaces };
+    const held = new Map<string, NamespaceEntries>();
+    for (const [ns, entry] of Object.entries(bundle)) held.set(ns, { canonical: entry, derived: derived.get(ns) ?? {} });
+    for (const [ns, slots] of derived) if (!held.has(ns)) held.set(ns, { derived: slots });
+    return bundleAnswer(held, reading);
   }
 
   /** Derived write: provenance required; validated by a job that stores each entry as valid or quarantined. */
-  async writeDerived(principal: Principal, documentId: string, body: Record<string, unknown>): Promise<{ jobId: string }> {
+  async writeDerived(principal: Principal, documentId: string, body: Record<string, unknown>, request: RequestInfo): Promise<{ jobId: string; deprecated: DeprecatedSchema[] }> {
     const doc = await this.document(principal, documentId);
     const entries = readBundle(body.bundle, 'bundle');
     for (const ns of Object.keys(entries)) requireCapability(principal, `meta.write:${ns}`);
     requireRule(doc.permissions, principal, 'meta.write');
     const provenance = readProvenance(body.provenance);
-    return { jobId: await this.derived.enqueue(principal.tenant, { documentId, actor: principal.subject, entries, provenance }) };
+    // A schema not registered yet has no lifecycle: its entries are stored unverified.
+    const deprecated = await checkLifecycles(this.schemas, principal, Object.values(entries).map((e) => e.schema), true);
+    const jobId = await this.derived.enqueue(principal.tenant, { documentId, actor: principal.subject, entries, provenance, receipt: receiptOf(principal, request) });
+    return { jobId, deprecated };
   }
 
   /** POST /v1/documents/{id}/migrate: a job moving one namespace's current entry to another schema version. */
-  async migrate(principal: Principal, documentId: string, body: unknown): Promise<{ jobId: string }> {
+  async migrate(principal: Principal, documentId: string, body: unknown, request: RequestInfo): Promise<{ jobId: string; deprecated: DeprecatedSchema[] }> {
     const doc = await this.document(principal, documentId);
     if (!isPlainObject(body)) throw badRequest('The body must be { namespaceUrn, toSchemaUrn, reason }');
     onlyKeys(body, ['namespaceUrn', 'toSchemaUrn', 'reason'], 'migrate');
@@ -401,12 +423,13 @@ export class DocumentService {
     const migration = await this.migrations.get(entry.schema, toSchemaUrn);
     if (!migration) throw new SvcError(404, 'migration_not_found', `No migration from ${entry.schema} to ${toSchemaUrn} is registered`);
     const target = (await this.schemas.get(toSchemaUrn))!;
+    const deprecated = await checkLifecycles(this.schemas, principal, [toSchemaUrn]);
     const input: MigrateInput = {
       documentId, namespaceUrn, baseMetadataId: entry.id, data: entry.data, fromSchemaUrn: entry.schema, toSchemaUrn,
-      ops: migration.forward.ops, targetSchema: target.jsonSchema, actor: principal.subject, reason,
+      ops: migration.forward.ops, targetSchema: target.jsonSchema, actor: principal.subject, reason, receipt: receiptOf(principal, request),
     };
     const job = await this.jobs.enqueue(principal.tenant, 'metadata.migrate', input);
-    return { jobId: job.jobId };
+    return { jobId: job.jobId, deprecated };
   }
 
   /**
@@ -443,31 +466,32 @@ export class DocumentService {
     await this.addVersion(unit, doc, { subject: input.actor }, {
       contentRef: base.contentRef,
       contentType: base.contentType,
-      metadata: { ...base.metadata, [input.namespaceUrn]: { schema: input.toSchemaUrn, id: newMetadataId(), data } },
+      metadata: { ...base.metadata, [input.namespaceUrn]: { schema: input.toSchemaUrn, id: newMetadataId(), data, ...(input.receipt ? { receipt: input.receipt } : {}) } },
       reason: input.reason,
       labels: [],
     });
     return { derivedNamespaces: [], viewKeys: [] };
   }
 
-  /**
-   * One namespace as the bundle (`metadata`) shows it: the current version's canonical entry, else
-   * the namespace's valid derived entry (with `includeQuarantined`, its quarantined one).
-   */
-  async namespace(principal: Principal, documentId: string, namespaceUrn: string, includeQuarantined = false) {
+  /** GET .../metadata/{ns}: the one namespace as the bundle (`metadata`) shows it; 404 when it shows nothing. */
+  async namespace(principal: Principal, documentId: string, namespaceUrn: string, reading: MetadataReading) {
     const doc = await this.readable(principal, documentId, 'meta.read');
-    const canonical = doc.currentVersionId ? (await this.version(this.store, doc, doc.currentVersionId)).metadata[namespaceUrn] : undefined;
-    const entry = canonical
-      ? { id: canonical.id, schema: canonical.schema, data: canonical.data, mode: 'canonical' }
-      : await this.derived.shownOne(doc.tenant, documentId, namespaceUrn, includeQuarantined);
-    if (!entry) throw new SvcError(404, 'metadata_not_found', `The document has no ${namespaceUrn} metadata${includeQuarantined ? '' : ' in force (quarantined entries are shown with includeQuarantined=true)'}`);
-    return { namespaceUrn, entry };
+    const [canonical, derived] = await Promise.all([
+      doc.currentVersionId ? this.version(this.store, doc, doc.currentVersionId).then((v) => v.metadata[namespaceUrn]) : Promise.resolve(undefined),
+      this.derived.heldIn(doc.tenant, documentId, namespaceUrn),
+    ]);
+    const answer = namespaceAnswer(namespaceUrn, { canonical, derived }, reading);
+    if (!answer) {
+      const hint = reading.statuses.size === 3 ? '' : ` with status ${[...reading.statuses].join(',')} (status=valid,quarantined,unverified shows every entry)`;
+      throw new SvcError(404, 'metadata_not_found', `The document has no ${namespaceUrn} metadata${hint}`);
+    }
+    return answer;
   }
 
   /** Canonical write (replace semantics per namespace): a new version. */
-  async writeCanonical(principal: Principal, documentId: string, body: Record<string, unknown>): Promise<{ versionId: string; metadataIds: Record<string, string> }> {
+  async writeCanonical(principal: Principal, documentId: string, body: Record<string, unknown>, request: RequestInfo): Promise<{ versionId: string; metadataIds: Record<string, string>; deprecated: DeprecatedSchema[] }> {
     const doc = await this.document(principal, documentId);
-    const bundle = await this.canonicalBundle(principal, body.bundle, 'bundle');
+    const { bundle, deprecated } = await this.canonicalBundle(principal, body.bundle, 'bundle', request);
     requireRule(doc.permissions, principal, 'meta.write');
     if (body.reason !== undefined && typeof body.reason !== 'string') throw new MetadataRejection(400, 'invalid_request', 'reason must be a string');
     return this.store.run(async (unit) => {
@@ -481,40 +505,44 @@ export class DocumentService {
         reason: (body.reason as string | undefined) ?? 'canonical metadata write',
         labels: [],
       });
-      return { versionId: version.versionId, metadataIds: Object.fromEntries(Object.entries(bundle).map(([ns, e]) => [ns, e.id])) };
+      return { versionId: version.versionId, metadataIds: Object.fromEntries(Object.entries(bundle).map(([ns, e]) => [ns, e.id])), deprecated };
     });
   }
 
   /** RFC 6902 patch of one namespace entry's data, on top of `baseMetadataId`: a new version and an audit record. */
-  async patch(principal: Principal, documentId: string, namespaceUrn: string, body: unknown, bodyBytes: number): Promise<{ versionId: string; newMetadataId: string }> {
+  async patch(principal: Principal, documentId: string, namespaceUrn: string, body: unknown, bodyBytes: number, request: RequestInfo): Promise<{ versionId: string; newMetadataId: string; deprecated: DeprecatedSchema[] }> {
     const doc = await this.document(principal, documentId);
     requireCapability(principal, `meta.patch:${namespaceUrn}`);
     requireRule(doc.permissions, principal, 'meta.patch');
-    const request = checkPatchBody(body, bodyBytes);
-    return this.store.run(async (unit) => {
+    const patchRequest = checkPatchBody(body, bodyBytes);
+    const current = doc.currentVersionId ? (await this.version(this.store, doc, doc.currentVersionId)).metadata[namespaceUrn] : undefined;
+    const deprecated = current ? await checkLifecycles(this.schemas, principal, [current.schema]) : [];
+    const receipt = receiptOf(principal, request);
+    const outcome = await this.store.run(async (unit) => {
       const latest = (await unit.get(DOCUMENTS, [principal.tenant, documentId]))!;
       const base = latest.currentVersionId ? await this.version(unit, latest, latest.currentVersionId) : undefined;
       const entry = base?.metadata[namespaceUrn];
       if (!base || !entry) throw new MetadataRejection(404, 'metadata_not_found', `The current version has no ${namespaceUrn} metadata`);
-      if (entry.id !== request.baseMetadataId) {
-        throw new MetadataRejection(409, 'metadata_conflict', `baseMetadataId ${request.baseMetadataId} is not the current entry`, { currentMetadataId: entry.id });
+      if (entry.id !== patchRequest.baseMetadataId) {
+        throw new MetadataRejection(409, 'metadata_conflict', `baseMetadataId ${patchRequest.baseMetadataId} is not the current entry`, { currentMetadataId: entry.id });
       }
-      const data = applyEntryPatch(entry, request.patch);
+      const data = applyEntryPatch(entry, patchRequest.patch);
       const issues = await this.schemas.validate(entry.schema, data);
       if (issues.length) throw MetadataRejection.invalid(issues.map((i) => ({ ...i, path: `/data${i.path === '/' ? '' : i.path}` })));
       const metadataId = newMetadataId();
       const version = await this.addVersion(unit, latest, principal, {
         contentRef: base.contentRef,
         contentType: base.contentType,
-        metadata: { ...base.metadata, [namespaceUrn]: { schema: entry.schema, id: metadataId, data } },
-        reason: request.reason,
+        metadata: { ...base.metadata, [namespaceUrn]: { schema: entry.schema, id: metadataId, data, receipt } },
+        reason: patchRequest.reason,
         labels: [],
       });
       unit.put(PATCHES, [latest.tenant, documentId, namespaceUrn, metadataId], {
-        newMetadataId: metadataId, baseMetadataId: entry.id, namespaceUrn, versionId: version.versionId, patch: request.patch, actor: principal.subject, reason: request.reason, at: Date.now(),
+        newMetadataId: metadataId, baseMetadataId: entry.id, namespaceUrn, versionId: version.versionId, patch: patchRequest.patch, actor: principal.subject, reason: patchRequest.reason, at: Date.now(),
       });
       return { versionId: version.versionId, newMetadataId: metadataId };
     });
+    return { ...outcome, deprecated };
   }
 
   /** The patches applied to a namespace, oldest first: the immutable audit record. */
@@ -527,8 +555,11 @@ export class DocumentService {
     return { namespaceUrn, patches };
   }
 
-  /** A request bundle checked and validated as canonical metadata; entries get new ids. */
-  private async canonicalBundle(principal: Principal, raw: unknown, where: string): Promise<Bundle> {
+  /**
+   * A request bundle checked (its schemas' lifecycles included) and validated as canonical
+   * metadata; entries get new ids and the request's receipt. Returns the deprecated schemas it uses.
+   */
+  private async canonicalBundle(principal: Principal, raw: unknown, where: string, request: RequestInfo): Promise<{ bundle: Bundle; deprecated: DeprecatedSchema[] }> {
     const entries = readBundle(raw, where);
     for (const ns of Object.keys(entries)) requireCapability(principal, `meta.write:${ns}`);
     const issues = [];
@@ -545,7 +576,9 @@ export class DocumentService {
       for (const i of await this.schemas.validate(e.schema, e.data)) issues.push({ ...i, path: `/namespaces/${ns}/data${i.path === '/' ? '' : i.path}` });
     }
     if (issues.length) throw MetadataRejection.invalid(issues);
-    return Object.fromEntries(Object.entries(entries).map(([ns, e]) => [ns, { schema: e.schema, id: newMetadataId(), data: e.data }]));
+    const deprecated = await checkLifecycles(this.schemas, principal, Object.values(entries).map((e) => e.schema));
+    const receipt = receiptOf(principal, request);
+    return { bundle: Object.fromEntries(Object.entries(entries).map(([ns, e]) => [ns, { schema: e.schema, id: newMetadataId(), data: e.data, receipt }])), deprecated };
   }
 
   /**
@@ -554,12 +587,17 @@ export class DocumentService {
    */
   private async addVersion(unit: Unit, doc: DocumentRecord, principal: Pick<Principal, 'subject'>, v: { contentRef: ContentRef; contentType: string; metadata: Bundle; reason: string; labels: string[] }): Promise<VersionRecord> {
     const now = Date.now();
+    // Entries new in this version are recorded now; those carried over keep their receipt.
+    const metadata: Bundle = {};
+    for (const [ns, entry] of Object.entries(v.metadata)) {
+      metadata[ns] = entry.receipt && entry.receipt.recordedAt === undefined ? { ...entry, receipt: { ...entry.receipt, recordedAt: now } } : entry;
+    }
     const version: VersionRecord = {
       versionId: newId(),
       parents: doc.currentVersionId ? [doc.currentVersionId] : [],
       contentRef: v.contentRef,
       contentType: v.contentType,
-      metadata: v.metadata,
+      metadata,
       permissionsSnapshot: doc.permissions,
       actor: principal.subject,
       reason: v.reason,

@@ -48,11 +48,18 @@ export function readBundle(raw: unknown, where: string): Record<string, { schema
     if (!isNamespaceUrn(ns)) throw reject(`${where}: namespace key "${String(ns).slice(0, 200)}" is not a URN of the form urn:svc:<name>`);
     if (!isPlainObject(entry)) throw reject(`${where}.namespaces["${ns}"] must be { schema, data }`);
     for (const key of Object.keys(entry)) if (!['schema', 'data', 'id'].includes(key)) throw reject(`${where}.namespaces["${ns}"]: unknown field "${key}"`);
-    if (!isSchemaUrn(entry.schema)) throw reject(`${where}.namespaces["${ns}"].schema must be urn:svc:schema:<name>@<semver>`);
+    const schema = schemaUrnOf(entry.schema);
+    if (!isSchemaUrn(schema)) throw reject(`${where}.namespaces["${ns}"].schema must be urn:svc:schema:<name>@<semver> or { "$id": "urn:svc:schema:<name>@<semver>" }`);
     if (!isPlainObject(entry.data)) throw reject(`${where}.namespaces["${ns}"].data must be a JSON object (no scalar or array roots)`);
-    out[ns] = { schema: entry.schema, data: entry.data };
+    out[ns] = { schema, data: entry.data };
   }
   return out;
+}
+
+/** An entry's `schema` as written: the URN, or `{ "$id": <URN> }` (envelope v1.1); anything else is returned for the caller to refuse. */
+function schemaUrnOf(v: unknown): unknown {
+  if (isPlainObject(v) && Object.keys(v).length === 1 && '$id' in v) return v.$id;
+  return v;
 }
 
 interface PatchRequest {

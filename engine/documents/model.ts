@@ -34,7 +34,31 @@ export interface MetadataEntry {
   schema: string;
   id: string;
   data: Record<string, unknown>;
+  /** Absent on entries written before envelope v1.1. */
+  receipt?: Receipt;
 }
+
+/** The request a write arrived in (its X-Request-Id and when it arrived, ms since the epoch). */
+export interface RequestInfo {
+  requestId: string;
+  receivedAt: number;
+}
+
+/**
+ * Who wrote an entry, in which request, and when it arrived and was recorded (envelope v1.1's
+ * `receipt`). `recordedAt` is set in the unit that stores the entry.
+ */
+export interface Receipt {
+  receivedAt: number;
+  recordedAt?: number;
+  sub: string;
+  org: string;
+  requestId: string;
+}
+
+export const receiptOf = (principal: { subject: string; tenant: string }, request: RequestInfo): Receipt => ({
+  receivedAt: request.receivedAt, sub: principal.subject, org: principal.tenant, requestId: request.requestId,
+});
 
 export type Bundle = Record<string, MetadataEntry>;
 
@@ -98,6 +122,14 @@ function pooledRandom(): number {
 }
 const ulid = monotonicFactory(pooledRandom);
 export const newMetadataId = (): string => `meta_${ulid()}`;
+
+const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+/** When a metadata id was minted (a ULID's first 10 characters are its milliseconds). */
+export function metadataIdTime(id: string): number {
+  let ms = 0;
+  for (let i = 5; i < 15; i++) ms = ms * 32 + CROCKFORD.indexOf(id[i]!);
+  return ms;
+}
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 export const isUuid = (v: unknown): v is string => typeof v === 'string' && UUID.test(v);

@@ -1,51 +1,101 @@
-// Metadata schemas: registration (idempotent by canonical hash), lookup, and validation of
-// metadata data with ajv against JSON Schema 2020-12. Owner of the `schemas` table.
+// Metadata schemas: registration (idempotent by canonical hash), lookup, lifecycle, and
+// validation of metadata data with ajv against JSON Schema 2020-12. Owner of the `schemas` table
+// (registrations, never changed) and `schema_lifecycle` (where each has moved since).
 
 import { createHash } from 'node:crypto';
 import { SvcError } from '../errors.js';
-import type { KeyedCatalog } from '../store/index.js';
+import { type KeyedCatalog, type Unit, type UnitStore, table } from '../store/index.js';
 import { badRequest, canonicalJson, isNamespaceUrn, isPlainObject, isSchemaUrn, onlyKeys } from './model.js';
 import { compileRegisteredSchema, compileSchema, SchemaPatternError, SchemaTooCostly, type ValidationIssue } from './validator.js';
 
 export type { ValidationIssue };
 
-interface SchemaRecord {
+export interface SchemaRecord {
   schemaUrn: string;
   namespaceUrn: string;
-  lifecycle: string;
+  /** As registered; `get` and `list` give the current one. */
+  lifecycle: Lifecycle;
   jsonSchema: Record<string, unknown>;
   /** SHA-256 of the registration's canonical JSON. */
   hash: string;
   createdAt: number;
+  /** When it became deprecated (current records only). */
+  deprecatedAt?: number;
 }
 
-const LIFECYCLES = ['draft', 'published', 'deprecated', 'retired'];
+/** Forward only, in this order (decisions, "Schema lifecycle"). */
+const LIFECYCLES = ['draft', 'published', 'deprecated', 'retired'] as const;
+export type Lifecycle = (typeof LIFECYCLES)[number];
+
+interface LifecycleChange {
+  lifecycle: Lifecycle;
+  changedAt: number;
+  deprecatedAt?: number;
+}
+
+const LIFECYCLE = table<LifecycleChange, string>('schema_lifecycle');
 
 export const schemaNotFound = (urn: string) => new SvcError(404, 'schema_not_found', `No schema ${urn}`);
 
 export class SchemaRegistry {
   private readonly compiled = new Map<string, (data: unknown) => ValidationIssue[]>();
 
-  constructor(private readonly schemas: KeyedCatalog<SchemaRecord>) {}
+  constructor(
+    private readonly schemas: KeyedCatalog<SchemaRecord>,
+    private readonly store: UnitStore,
+  ) {}
 
-  get(urn: string): Promise<SchemaRecord | undefined> {
-    return this.schemas.get(urn);
+  /** The registration with its current lifecycle. */
+  async get(urn: string): Promise<SchemaRecord | undefined> {
+    const record = await this.schemas.get(urn);
+    return record && this.current(record);
   }
 
-  /** GET /v1/schemas: registrations in URN order, of one namespace when given, after URN `after`. */
+  /** Whether `urn` is registered, read in `unit` (a registration committing meanwhile runs the unit again). */
+  registeredIn(unit: Unit, urn: string): Promise<boolean> {
+    return this.schemas.hasIn(unit, urn);
+  }
+
+  /** GET /v1/schemas: registrations in URN order with their current lifecycle, of one namespace when given, after URN `after`. */
   async list(namespaceUrn: string | undefined, limit: number, after?: string): Promise<{ schemas: SchemaRecord[]; next?: string }> {
-    const { records: schemas, more } = await this.schemas.page(after, limit, (record) => namespaceUrn === undefined || record.namespaceUrn === namespaceUrn);
+    const { records, more } = await this.schemas.page(after, limit, (record) => namespaceUrn === undefined || record.namespaceUrn === namespaceUrn);
+    const schemas = await Promise.all(records.map((r) => this.current(r)));
     return more ? { schemas, next: schemas[schemas.length - 1]!.schemaUrn } : { schemas };
   }
 
-  /** Registers a schema: `created` false for an identical re-registration; 409 for a different body. */
-  async register(body: unknown): Promise<{ record: SchemaRecord; created: boolean }> {
+  /**
+   * PATCH /v1/schemas/{urn}: moves the schema forward to `lifecycle` (the same one again changes
+   * nothing); backwards is 409 `lifecycle_backwards`.
+   */
+  async moveLifecycle(urn: string, body: unknown): Promise<SchemaRecord> {
+    if (!isPlainObject(body)) throw badRequest('The body must be { lifecycle }');
+    onlyKeys(body, ['lifecycle'], 'lifecycle change');
+    const lifecycle = body.lifecycle as Lifecycle;
+    if (!LIFECYCLES.includes(lifecycle)) throw badRequest(`lifecycle must be one of ${LIFECYCLES.join(', ')}`);
+    const record = await this.schemas.get(urn);
+    if (!record) throw schemaNotFound(urn);
+    await this.store.run(async (unit) => {
+      const change = await unit.get(LIFECYCLE, urn);
+      const from = change?.lifecycle ?? record.lifecycle;
+      if (LIFECYCLES.indexOf(lifecycle) < LIFECYCLES.indexOf(from)) {
+        throw new SvcError(409, 'lifecycle_backwards', `${urn} is ${from}; a lifecycle only moves forward (${LIFECYCLES.join(' → ')})`);
+      }
+      if (lifecycle === from) return;
+      const now = Date.now();
+      const deprecatedAt = change?.deprecatedAt ?? (lifecycle === 'deprecated' || lifecycle === 'retired' ? now : undefined);
+      unit.put(LIFECYCLE, urn, { lifecycle, changedAt: now, ...(deprecatedAt === undefined ? {} : { deprecatedAt }) });
+    });
+    return (await this.get(urn))!;
+  }
+
+  /** Registers a schema: `created` false for an identical re-registration; 409 for a different body. `alsoWhenCreated` joins the registering unit. */
+  async register(body: unknown, alsoWhenCreated?: (unit: Unit, urn: string) => Promise<void>): Promise<{ record: SchemaRecord; created: boolean }> {
     if (!isPlainObject(body)) throw badRequest('The body must be a schema registration object');
     onlyKeys(body, ['schemaUrn', 'namespaceUrn', 'lifecycle', 'jsonSchema'], 'schema registration');
     const { schemaUrn, namespaceUrn, lifecycle, jsonSchema } = body;
     if (!isSchemaUrn(schemaUrn)) throw badRequest('schemaUrn must be urn:svc:schema:<name>@<semver>');
     if (!isNamespaceUrn(namespaceUrn)) throw badRequest('namespaceUrn must be urn:svc:<name>');
-    if (typeof lifecycle !== 'string' || !LIFECYCLES.includes(lifecycle)) throw badRequest(`lifecycle must be one of ${LIFECYCLES.join(', ')}`);
+    if (typeof lifecycle !== 'string' || !LIFECYCLES.includes(lifecycle as Lifecycle)) throw badRequest(`lifecycle must be one of ${LIFECYCLES.join(', ')}`);
     if (!isPlainObject(jsonSchema) || jsonSchema.type !== 'object') throw badRequest('jsonSchema must be a JSON Schema object with "type": "object"');
     if (jsonSchema.$schema !== undefined && jsonSchema.$schema !== 'https://json-schema.org/draft/2020-12/schema') {
       throw badRequest('jsonSchema must use the JSON Schema 2020-12 dialect ($schema absent or https://json-schema.org/draft/2020-12/schema)');
@@ -61,16 +111,22 @@ export class SchemaRegistry {
     }
     const canonical = { schemaUrn, namespaceUrn, lifecycle, jsonSchema };
     const hash = createHash('sha256').update(canonicalJson(canonical)).digest('hex');
-    const fresh: SchemaRecord = { schemaUrn, namespaceUrn, lifecycle, jsonSchema, hash, createdAt: Date.now() };
-    const { record, created } = await this.schemas.putIfAbsent(schemaUrn, fresh);
+    const fresh: SchemaRecord = { schemaUrn, namespaceUrn, lifecycle: lifecycle as Lifecycle, jsonSchema, hash, createdAt: Date.now() };
+    const { record, created } = await this.schemas.putIfAbsent(schemaUrn, fresh, alsoWhenCreated && ((unit) => alsoWhenCreated(unit, schemaUrn)));
     if (record.hash !== hash) throw new SvcError(409, 'schema_conflict', `${schemaUrn} is registered with a different body; register a new version`);
     this.compiled.set(schemaUrn, validate);
-    return { record, created };
+    return { record: await this.current(record), created };
+  }
+
+  private async current(record: SchemaRecord): Promise<SchemaRecord> {
+    const change = await this.store.get(LIFECYCLE, record.schemaUrn);
+    if (!change) return record.lifecycle === 'deprecated' || record.lifecycle === 'retired' ? { ...record, deprecatedAt: record.createdAt } : record;
+    return { ...record, lifecycle: change.lifecycle, ...(change.deprecatedAt === undefined ? {} : { deprecatedAt: change.deprecatedAt }) };
   }
 
   /** Issues of `data` against the schema (empty: valid). The schema must exist. */
   async validate(schemaUrn: string, data: unknown): Promise<ValidationIssue[]> {
-    const record = await this.get(schemaUrn);
+    const record = await this.schemas.get(schemaUrn);
     if (!record) return [{ path: '', code: 'schema_not_found', message: `No schema ${schemaUrn} is registered` }];
     let validate = this.compiled.get(schemaUrn);
     if (!validate) {

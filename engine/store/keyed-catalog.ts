@@ -3,7 +3,7 @@
 // node keeps those it has read in memory (a record registered on another node is read from the
 // store on first use).
 
-import { type Table, type UnitStore, table } from './unit-store.js';
+import { type Table, type Unit, type UnitStore, table } from './unit-store.js';
 
 export class KeyedCatalog<R> {
   private readonly known = new Map<string, R>();
@@ -24,6 +24,11 @@ export class KeyedCatalog<R> {
     return record;
   }
 
+  /** Whether the key holds a record, read in `unit` (a precondition: a registration meanwhile runs the unit again). */
+  async hasIn(unit: Unit, key: string): Promise<boolean> {
+    return this.known.has(key) || unit.has(this.table, key);
+  }
+
   /** Up to `limit` records whose key sorts after `after` (all when undefined) that `keep`, in key order; `more` when the scan stopped early. */
   async page(after: string | undefined, limit: number, keep: (record: R) => boolean): Promise<{ records: R[]; more: boolean }> {
     const records: R[] = [];
@@ -35,12 +40,13 @@ export class KeyedCatalog<R> {
     return { records, more: false };
   }
 
-  /** Stores `record` unless the key holds one, atomically; returns what the key holds afterwards. */
-  async putIfAbsent(key: string, record: R): Promise<{ record: R; created: boolean }> {
+  /** Stores `record` unless the key holds one, atomically (with `alsoWhenCreated`'s writes); returns what the key holds afterwards. */
+  async putIfAbsent(key: string, record: R, alsoWhenCreated?: (unit: Unit) => Promise<void>): Promise<{ record: R; created: boolean }> {
     const outcome = await this.store.run(async (unit) => {
       const existing = await unit.get(this.table, key);
       if (existing !== undefined) return { record: existing, created: false };
       unit.put(this.table, key, record);
+      await alsoWhenCreated?.(unit);
       return { record, created: true };
     });
     this.known.set(key, outcome.record);

@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import type { Principal } from '../auth/index.js';
 import { type DocumentService, badRequest, isPlainObject, requireCapability } from '../documents/index.js';
-import { canonicalJson } from '../documents/model.js';
+import { type Receipt, type RequestInfo, canonicalJson, receiptOf } from '../documents/model.js';
 import { isNamespaceUrn, onlyKeys } from '../documents/model.js';
 import { SvcError } from '../errors.js';
 import { JobError, type JobQueue, type JobRecord } from '../jobs/index.js';
@@ -39,6 +39,8 @@ interface TextWorkflowInput {
   textViewKey: string;
   runKey: string;
   actor: string;
+  /** The run request's (absent on jobs enqueued before envelope v1.1). */
+  receipt?: Receipt;
 }
 
 /** What a text workflow's worker gets beside its input: the content, or the stored text view. */
@@ -90,7 +92,7 @@ export class WorkflowService {
   async registerSchemas(): Promise<string[]> {
     const kept: string[] = [];
     for (const schema of BUILT_IN_SCHEMAS) {
-      await this.documents.schemas.register(schema).catch((err: unknown) => {
+      await this.documents.registerSchema(schema).catch((err: unknown) => {
         if (!(err instanceof SvcError && err.code === 'schema_conflict')) throw err;
         kept.push(schema.schemaUrn);
       });
@@ -99,7 +101,7 @@ export class WorkflowService {
   }
 
   /** POST /v1/documents/{id}/workflows/{urn}/run: the job (202), or 404/403/400/422 before any. */
-  async run(principal: Principal, documentId: string, workflowUrn: string, body: unknown): Promise<{ jobId: string }> {
+  async run(principal: Principal, documentId: string, workflowUrn: string, body: unknown, request: RequestInfo): Promise<{ jobId: string }> {
     if (!WORKFLOWS.includes(workflowUrn)) throw workflowNotFound(workflowUrn);
     requireCapability(principal, `workflow.run:${workflowUrn}`);
     const b = body === undefined ? {} : body;
@@ -134,7 +136,7 @@ export class WorkflowService {
     const targetNamespace = (inputs.targetNamespace as string | undefined) ?? (ocr ? 'urn:svc:ocr' : 'urn:svc:entities');
     const runKey = createHash('sha256').update(canonicalJson({ content: base.key, workflow: workflowUrn, language, targetNamespace })).digest('hex');
     const input: TextWorkflowInput = {
-      documentId: source.documentId, versionId: source.versionId, base, language, targetNamespace, textViewKey: viewKey(base.key, textOps), runKey, actor: principal.subject,
+      documentId: source.documentId, versionId: source.versionId, base, language, targetNamespace, textViewKey: viewKey(base.key, textOps), runKey, actor: principal.subject, receipt: receiptOf(principal, request),
     };
     return { jobId: (await this.jobs.enqueue(principal.tenant, ocr ? 'workflow.ocr' : 'workflow.entities', input)).jobId };
   }
@@ -187,7 +189,7 @@ export class WorkflowService {
       input: fromView ? { kind: 'view' as const, key: input.textViewKey } : { kind: 'blob' as const, key: input.base.key },
       ...(output.confidence === undefined ? {} : { confidence: output.confidence }),
     };
-    const valid = await this.documents.derived.record(unit, job, input.documentId, input.targetNamespace, { schema, data: output.data, provenance, actor: input.actor });
+    const valid = await this.documents.derived.record(unit, job, input.documentId, input.targetNamespace, { schema, data: output.data, provenance, actor: input.actor, receipt: input.receipt });
     const outputs = {
       derivedNamespaces: [input.targetNamespace],
       ...(valid ? {} : { quarantinedNamespaces: [input.targetNamespace] }),
