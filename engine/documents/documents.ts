@@ -27,9 +27,9 @@ import { MetadataRejection, applyEntryPatch, checkPatchBody, readBundle, readPro
 import { type MetadataReading, type NamespaceEntries, bundleAnswer, namespaceAnswer } from './envelope.js';
 import {
   badRequest, documentNotFound, isUuid, newId, newMetadataId, onlyKeys, parseExternalRefs, parseLabels, parsePermissions, receiptOf,
-  isPlainObject, parsePlacement, type Bundle, type ContentRef, type DocumentRecord, type ExternalRef, type PlacementHint, type RequestInfo, type UploadRecord, type VersionRecord,
+  isPlainObject, parsePlacement, type Bundle, type ContentRef, type DocumentRecord, type ExternalRef, type PlacementHint, type Receipt, type RequestInfo, type UploadRecord, type VersionRecord,
 } from './model.js';
-import { requireCapability, requireRule } from './permissions.js';
+import { requireCapability, requireRule, ruleAllows } from './permissions.js';
 import { MAINTENANCE_TENANT, type DeprecatedSchema, checkLifecycles } from './schema-lifecycle.js';
 import type { SchemaRegistry } from './schemas.js';
 
@@ -69,6 +69,7 @@ function jobJson(job: JobRecord) {
     jobId: job.jobId, kind: job.kind, state: job.state, attempts: job.attempts, maxAttempts: job.maxAttempts,
     createdAt: iso(job.createdAt), nextRunAt: job.state === 'pending' ? iso(job.nextRunAt) : null,
     startedAt: iso(job.startedAt), finishedAt: iso(job.finishedAt), error: job.error, outputs: job.outputs,
+    ...(job.progress ? { progress: { done: job.progress.done, total: job.progress.total } } : {}),
   };
 }
 
@@ -377,6 +378,39 @@ export class DocumentService {
     const manifest = await this.contentManifest(version.contentRef.key);
     if (!manifest) throw new SvcError(500, 'storage_failure', 'The content of this version is missing from the catalog');
     return { documentId: doc.documentId, versionId, contentRef: version.contentRef, contentType: version.contentType, size: manifest.record.size };
+  }
+
+  /**
+   * In the caller's unit (a bulk migration's): document `documentId`'s current `namespaceUrn`
+   * entry moved off `fromSchemaUrn` by `step` as one new version. `skipped` when the document has
+   * no such entry now, its rules refuse `principal` meta.write, or `step` declines (undefined);
+   * a failure `step` returns leaves the document as it is.
+   */
+  async migrateEntryIn(
+    unit: Unit,
+    tenant: string,
+    documentId: string,
+    namespaceUrn: string,
+    fromSchemaUrn: string,
+    principal: Principal,
+    m: { toSchemaUrn: string; reason: string; receipt: Receipt; step: (data: Record<string, unknown>) => Promise<{ data: Record<string, unknown> } | { code: string; message: string } | undefined> },
+  ): Promise<'migrated' | 'skipped' | { code: string; message: string }> {
+    const doc = await unit.get(DOCUMENTS, [tenant, documentId]);
+    if (!doc?.currentVersionId || !ruleAllows(doc.permissions, principal, 'meta.write')) return 'skipped';
+    const base = await this.version(unit, doc, doc.currentVersionId);
+    const entry = base.metadata[namespaceUrn];
+    if (entry?.schema !== fromSchemaUrn) return 'skipped';
+    const outcome = await m.step(entry.data);
+    if (outcome === undefined) return 'skipped';
+    if (!('data' in outcome)) return outcome;
+    await this.addVersion(unit, doc, { subject: m.receipt.sub }, {
+      contentRef: base.contentRef,
+      contentType: base.contentType,
+      metadata: { ...base.metadata, [namespaceUrn]: { schema: m.toSchemaUrn, id: newMetadataId(), data: outcome.data, receipt: m.receipt } },
+      reason: m.reason,
+      labels: [],
+    });
+    return 'migrated';
   }
 
   /**

@@ -5,7 +5,7 @@ import type { Principal } from '../auth/index.js';
 import { holds } from '../auth/index.js';
 import { forbidden, type PermissionRule } from './model.js';
 
-function ruleAllows(rules: readonly PermissionRule[], principal: Principal, action: string): boolean {
+export function ruleAllows(rules: readonly PermissionRule[], principal: Principal, action: string): boolean {
   if (rules.length === 0) return true;
   const matches = (rule: PermissionRule) =>
     rule.actions.some((a) => a === action || a === '*' || (a.endsWith('*') && action.startsWith(a.slice(0, -1)))) &&

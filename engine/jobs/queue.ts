@@ -34,15 +34,15 @@ import { v7 as uuidv7 } from 'uuid';
 import type { JobConfig } from '../config.js';
 import type { Logger } from '../log.js';
 import type { Unit, UnitStore } from '../store/unit-store.js';
-import { asJobFailure, type JobFailure } from './errors.js';
+import { JobError, asJobFailure, type JobFailure } from './errors.js';
 import { backfillIndexes, type JobFilter, listJobs } from './listing.js';
-import { type DueKey, JOBS, JOBS_DUE, type JobOutputs, type JobRecord, TERMINAL, checkOutputs, writeJob } from './records.js';
+import { type DueKey, JOBS, JOBS_DUE, type JobOutputs, type JobProgress, type JobRecord, TERMINAL, checkOutputs, writeJob } from './records.js';
 import { moduleUrl, type TaskCall, type TaskOutcome } from './task-runner.js';
 
 export { JobError, type JobFailure } from './errors.js';
 export type { JobTaskPayload } from './task-runner.js';
 export type { JobFilter } from './listing.js';
-export type { JobOutputs, JobRecord, JobState } from './records.js';
+export type { JobOutputs, JobProgress, JobRecord, JobState } from './records.js';
 
 export interface JobKind<O = unknown> {
   kind: string;
@@ -184,6 +184,18 @@ export class JobQueue {
     writeJob(unit, undefined, record);
     unit.afterCommit(() => this.wake());
     return record;
+  }
+
+  /**
+   * In `unit` (so the work it stands for and the progress commit together): the running attempt
+   * `job` records its progress. A JobError (retryable) once the attempt no longer holds the job.
+   */
+  async recordProgress(unit: Unit, job: JobRecord, progress: JobProgress): Promise<void> {
+    const current = await unit.get(JOBS, job.jobId);
+    if (!current || current.state !== 'running' || current.lease?.owner !== this.owner || current.attempts !== job.attempts) {
+      throw new JobError('lease_lost', 'The attempt no longer holds the job; another attempt goes on from its last progress', true);
+    }
+    writeJob(unit, current, { ...current, progress });
   }
 
   /** The job as its tenant sees it; another tenant's job is undefined. */

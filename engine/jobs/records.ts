@@ -14,6 +14,8 @@ export interface JobOutputs {
   /** Of derivedNamespaces, those whose data failed validation and was stored quarantined. */
   quarantinedNamespaces?: string[];
   viewKeys: string[];
+  /** A bulk migration's tally: documents given a new version, left alone, and those that failed (the first 100). */
+  migration?: { migrated: number; skipped: number; failed: number; failures: Array<{ documentId: string; code: string; message: string }> };
 }
 
 export interface JobRecord {
@@ -38,6 +40,15 @@ export interface JobRecord {
   /** The latest failure; null when none (and always once completed). */
   error: { code: string; message: string } | null;
   outputs: JobOutputs;
+  /** A long job's progress, recorded by its running attempt (JobQueue.recordProgress). */
+  progress?: JobProgress;
+}
+
+export interface JobProgress {
+  done: number;
+  total: number;
+  /** Where an attempt that takes over goes on (the kind's own token). */
+  resumeAfter?: string;
 }
 
 /** `jobs_due` keys: pending jobs by when they are due, running jobs by when their lease ends. */
@@ -102,5 +113,6 @@ export function checkOutputs(outputs: JobOutputs): JobOutputs {
     throw new Error('apply must return { derivedNamespaces: string[], quarantinedNamespaces?: string[], viewKeys: string[] }');
   }
   const quarantined = outputs.quarantinedNamespaces ? { quarantinedNamespaces: [...outputs.quarantinedNamespaces] } : {};
-  return { derivedNamespaces: [...outputs.derivedNamespaces], ...quarantined, viewKeys: [...outputs.viewKeys] };
+  const migration = outputs.migration ? { migration: structuredClone(outputs.migration) } : {};
+  return { derivedNamespaces: [...outputs.derivedNamespaces], ...quarantined, viewKeys: [...outputs.viewKeys], ...migration };
 }
