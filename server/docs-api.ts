@@ -106,6 +106,8 @@ export function mountDocsApi(router: Router, ctx: ServerContext, docsCtx: DocsCo
     };
     ex.json(200, await docs.list(principal, filter, parseLimit(query.get('limit') ?? undefined), query.get('cursor') ?? undefined));
   });
+  // meta.read as well: the engine checks it.
+  json('POST', '/v1/documents/search', 'doc.read', async ({ ex }, principal, body) => ex.json(200, await docs.search(principal, body)));
   json('GET', '/v1/schemas', ANY_TOKEN, async ({ ex, query }) => {
     only(query, ['limit', 'cursor', 'namespaceUrn']);
     const cursor = query.get('cursor');

@@ -5,6 +5,7 @@
 import { JobError, type JobQueue, type JobRecord } from '../jobs/index.js';
 import { type Unit, type UnitStore, table } from '../store/index.js';
 import { DOC_JOBS_MODULE, type DerivedInput, type Provenance } from './doc-jobs.js';
+import { MetadataIndex } from './metadata-index.js';
 import { newMetadataId } from './model.js';
 import type { SchemaRegistry } from './schemas.js';
 import type { ValidationIssue } from './validator.js';
@@ -34,6 +35,9 @@ export interface DerivedWrite {
 }
 
 export class DerivedMetadata {
+  /** Valid entries are searchable (./metadata-index.ts, mode 'd'). */
+  private readonly searchIndex: MetadataIndex;
+
   constructor(
     private readonly store: UnitStore,
     private readonly jobs: JobQueue,
@@ -41,6 +45,7 @@ export class DerivedMetadata {
     /** Whether the tenant's document exists (read in each completing unit: a precondition). */
     private readonly documentExists: (unit: Unit, tenant: string, documentId: string) => Promise<boolean>,
   ) {
+    this.searchIndex = new MetadataIndex(store);
     jobs.define<Record<string, ValidationIssue[]>>({
       kind: 'metadata.derived',
       task: { filename: DOC_JOBS_MODULE, name: 'validateDerived' },
@@ -65,7 +70,7 @@ export class DerivedMetadata {
   async record(unit: Unit, job: JobRecord, documentId: string, namespace: string, entry: DerivedWrite): Promise<boolean> {
     await this.requireDocument(unit, job, documentId);
     const issues = await this.schemas.validate(entry.schema, entry.data);
-    this.put(unit, job, documentId, namespace, entry, issues);
+    await this.put(unit, job, documentId, namespace, entry, issues);
     return issues.length === 0;
   }
 
@@ -102,7 +107,7 @@ export class DerivedMetadata {
     const input = job.input as DerivedInput;
     await this.requireDocument(unit, job, input.documentId);
     for (const [ns, entry] of Object.entries(input.entries)) {
-      this.put(unit, job, input.documentId, ns, { schema: entry.schema, data: entry.data, provenance: input.provenance, actor: input.actor }, issues[ns] ?? []);
+      await this.put(unit, job, input.documentId, ns, { schema: entry.schema, data: entry.data, provenance: input.provenance, actor: input.actor }, issues[ns] ?? []);
     }
     return { derivedNamespaces: Object.keys(input.entries), quarantinedNamespaces: Object.keys(input.entries).filter((ns) => issues[ns]?.length), viewKeys: [] };
   }
@@ -111,8 +116,16 @@ export class DerivedMetadata {
     if (!(await this.documentExists(unit, job.tenant, documentId))) throw new JobError('document_not_found', 'The document no longer exists', false);
   }
 
-  private put(unit: Unit, job: JobRecord, documentId: string, namespace: string, entry: DerivedWrite, issues: ValidationIssue[]): void {
+  /** In `unit`: the document's valid entries, per namespace (the search index's backfill). */
+  async validEntries(unit: Unit, tenant: string, documentId: string): Promise<Array<{ namespaceUrn: string; entry: { schema: string; data: Record<string, unknown> } }>> {
+    const entries = await unit.range(ENTRIES, { start: [tenant, documentId, ''], end: [tenant, documentId, '\uffff'] });
+    return entries.filter(({ key, value }) => key.length === 3 && value.status === 'valid').map(({ key, value }) => ({ namespaceUrn: key[2], entry: value }));
+  }
+
+  private async put(unit: Unit, job: JobRecord, documentId: string, namespace: string, entry: DerivedWrite, issues: ValidationIssue[]): Promise<void> {
     const quarantined = issues.length > 0;
+    // A valid entry replaces the namespace's valid one (read here: the unit's precondition) in the search index too.
+    if (!quarantined) this.searchIndex.changed(unit, job.tenant, documentId, namespace, 'd', await unit.get(ENTRIES, [job.tenant, documentId, namespace]), entry);
     unit.put(ENTRIES, quarantined ? [job.tenant, documentId, namespace, 'quarantined'] : [job.tenant, documentId, namespace], {
       schema: entry.schema, id: newMetadataId(), data: entry.data, status: quarantined ? 'quarantined' : 'valid', issues,
       provenance: entry.provenance, jobId: job.jobId, actor: entry.actor, at: Date.now(),
