@@ -369,7 +369,8 @@ describe('the index module on an LMDB unit store', () => {
     );
     expect(await index.documentsOnSchema('t', 'urn:svc:x', 'c', 'urn:svc:schema:x@1.0.0', 2)).toEqual([ids[0], ids[1]]);
     expect(await index.documentsOnSchema('t', 'urn:svc:x', 'c', 'urn:svc:schema:x@1.0.0', 10, ids[1])).toEqual([ids[2], ids[3], ids[4]]);
-    expect(await index.documentsOnSchema('t', 'urn:svc:x', 'c', 'urn:svc:schema:x@2.0.0', 10)).toEqual([]);
+    expect(await index.documentsOnSchema('t', 'urn:svc:x', 'canonical', 'urn:svc:schema:x@2.0.0', 10)).toEqual([]);
+    expect(await index.documentsOnSchema('t', 'urn:svc:x', 'derived', 'urn:svc:schema:x@1.0.0', 10)).toEqual([]);
 
     // One field changed: one key goes, one comes; a new schema moves the schema key.
     const count = () => store.count(rows);

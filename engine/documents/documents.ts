@@ -101,8 +101,8 @@ export class DocumentService {
   private readonly index: DocumentIndex;
   /** Each tenant's retained content (./content-ledger.ts). */
   private readonly ledger: ContentLedger;
-  /** Search by metadata (./metadata-index.ts). */
-  private readonly metaIndex: MetadataIndex;
+  /** Search by metadata (./metadata-index.ts; `documentsOnSchema` for bulk migrations). */
+  readonly metaIndex: MetadataIndex;
 
   constructor(
     private readonly store: UnitStore,

@@ -145,8 +145,8 @@ export class MetadataIndex {
    * Up to `limit` documentIds of the tenant whose entry of (`namespaceUrn`, `mode`) is on
    * `schemaUrn`, in documentId order, after `afterDocumentId` (a bulk migration's pages).
    */
-  async documentsOnSchema(tenant: string, namespaceUrn: string, mode: IndexMode, schemaUrn: string, limit: number, afterDocumentId?: string): Promise<string[]> {
-    const prefix: IndexKey = ['s', tenant, namespaceUrn, mode, schemaUrn];
+  async documentsOnSchema(tenant: string, namespaceUrn: string, mode: IndexMode | 'canonical' | 'derived', schemaUrn: string, limit: number, afterDocumentId?: string): Promise<string[]> {
+    const prefix: IndexKey = ['s', tenant, namespaceUrn, mode === 'derived' || mode === 'd' ? 'd' : 'c', schemaUrn];
     const ids: string[] = [];
     const start = afterDocumentId === undefined ? prefix : [...prefix, afterDocumentId];
     for (const { key } of await this.store.range(this.db, { start, end: [...prefix, HIGH], limit: limit + 1 })) {
