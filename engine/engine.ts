@@ -20,7 +20,7 @@ import { JobQueue } from './jobs/index.js';
 import type { Logger } from './log.js';
 import { Metrics, Stats } from './ops/index.js';
 import { TokenVerifier } from './auth/index.js';
-import { DocumentService } from './documents/index.js';
+import { BulkMigrations, DocumentService } from './documents/index.js';
 import { MigrationRegistry } from './documents/index.js';
 import { SchemaRegistry } from './documents/index.js';
 import { BundleRoots, ModelService } from './models/index.js';
@@ -67,6 +67,8 @@ export class Engine {
   readonly documents: DocumentService;
   readonly views: ViewService;
   readonly workflows: WorkflowService;
+  /** POST /v1/migrations/apply (engine/documents/bulk-migration.ts). */
+  readonly bulkMigrations: BulkMigrations;
   /** Bearer tokens of the document platform. */
   readonly tokens: TokenVerifier;
   /** The model runtime: MLeap bundles on the same worker pool. */
@@ -167,6 +169,7 @@ export class Engine {
       maxInputBytes: config.views.maxInputBytes,
     });
     this.workflows = new WorkflowService(units, this.jobs, this.documents, this.views);
+    this.bulkMigrations = new BulkMigrations(units, this.jobs, this.documents, this.documents.metaIndex);
     const roots: BlockRoots[] = [this.uploads.blockRoots(), this.documents.blockRoots(), this.views.blockRoots()];
     if (backend.embedded) {
       this.gc = new GarbageCollector({ config: config.gc, catalog: new LmdbGcCatalog(catalog), manifests: backend.embedded.manifests, blocks: backend.embedded.blocks, roots, log });

@@ -6,7 +6,7 @@
 
 import type { Principal } from '../engine/auth/index.js';
 import { parseDevTokenRequest, type TokenVerifier } from '../engine/auth/index.js';
-import type { DocumentService } from '../engine/documents/index.js';
+import type { BulkMigrations, DocumentService } from '../engine/documents/index.js';
 import { type ViewService, checkApplicable, viewOfQuery } from '../engine/views/index.js';
 import type { WorkflowService } from '../engine/workflows/index.js';
 import { MetadataRejection } from '../engine/documents/index.js';
@@ -28,6 +28,7 @@ import { ANY_TOKEN, type Method, type Router, caller } from './router.js';
 
 interface DocsContext {
   docs: DocumentService;
+  bulkMigrations: BulkMigrations;
   views: ViewService;
   workflows: WorkflowService;
   /** SVC_VIEW_WAIT: how long a view request waits for its materialization before 202. */
@@ -48,7 +49,7 @@ interface Call {
 const NO_BODY = Promise.resolve({ value: undefined, bytes: 0 });
 
 export function mountDocsApi(router: Router, ctx: ServerContext, docsCtx: DocsContext): void {
-  const { docs, views, workflows, viewWaitMs, tokens, maxJsonBytes } = docsCtx;
+  const { docs, bulkMigrations, views, workflows, viewWaitMs, tokens, maxJsonBytes } = docsCtx;
   const stats = ctx.engine.stats;
 
   /** A JSON route: the caller's capability checked (the guard), the body read (bounded), then `work`. */
@@ -111,6 +112,8 @@ export function mountDocsApi(router: Router, ctx: ServerContext, docsCtx: DocsCo
     };
     ex.json(200, await docs.list(principal, filter, parseLimit(query.get('limit') ?? undefined), query.get('cursor') ?? undefined));
   });
+  // meta.read as well: the engine checks it.
+  json('POST', '/v1/documents/search', 'doc.read', async ({ ex }, principal, body) => ex.json(200, await docs.search(principal, body)));
   json('GET', '/v1/schemas', ANY_TOKEN, async ({ ex, query }) => {
     only(query, ['limit', 'cursor', 'namespaceUrn']);
     const cursor = query.get('cursor');
@@ -187,6 +190,12 @@ export function mountDocsApi(router: Router, ctx: ServerContext, docsCtx: DocsCo
       fromSchemaUrn: record.fromSchemaUrn, toSchemaUrn: record.toSchemaUrn, namespaceUrn: record.namespaceUrn,
       forward: record.forward, inverse: record.inverse, probedInstances: record.probedInstances, createdAt: new Date(record.createdAt).toISOString(),
     });
+  });
+
+  // migration.write here; meta.write:<namespace of fromSchemaUrn> in the engine.
+  json('POST', '/v1/migrations/apply', 'migration.write', async ({ ex }, principal, body) => {
+    const r = await bulkMigrations.request(principal, body, requestOf(ex));
+    ex.json(202, { jobId: r.jobId }, { Location: `/v1/jobs/${r.jobId}`, ...deprecation(r.deprecated) });
   });
 
   json('GET', '/v1/jobs/:jobId', 'job.read', async ({ ex, params, query }, principal) => {

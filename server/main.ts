@@ -93,7 +93,7 @@ export async function serve(config: Config, log = new Logger(config.logLevel)): 
   // s3: the document platform is one node's (engine/store/s3-only/documents-node.ts); the others refuse it whole.
   const documentsNode = engine.backend.documentsNode;
   if (documentsNode !== undefined && documentsNode !== engine.nodeId) mountDocumentsElsewhere(documentRoutes, documentsNode);
-  else mountDocsApi(documentRoutes, ctx, { docs: engine.documents, views: engine.views, workflows: engine.workflows, viewWaitMs: config.views.waitMs, tokens: engine.tokens, maxJsonBytes: config.docMaxJsonBytes });
+  else mountDocsApi(documentRoutes, ctx, { docs: engine.documents, bulkMigrations: engine.bulkMigrations, views: engine.views, workflows: engine.workflows, viewWaitMs: config.views.waitMs, tokens: engine.tokens, maxJsonBytes: config.docMaxJsonBytes });
   mountLegacyApi(documentRoutes, engine.legacy, { service: documentsNode === undefined || documentsNode === engine.nodeId ? engine.legacyImports : undefined, maxJsonBytes: config.docMaxJsonBytes });
   const routes = new Router(app, surface, { guard });
   mountOpsApi(routes, ctx);

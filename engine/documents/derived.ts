@@ -8,6 +8,7 @@ import { JobError, type JobQueue, type JobRecord } from '../jobs/index.js';
 import { type Unit, type UnitStore, table } from '../store/index.js';
 import { DOC_JOBS_MODULE, type DerivedInput, type Provenance } from './doc-jobs.js';
 import type { EntryStatus, NamespaceEntries, StoredDerived } from './envelope.js';
+import { MetadataIndex } from './metadata-index.js';
 import { type Receipt, newMetadataId } from './model.js';
 import type { SchemaRegistry } from './schemas.js';
 import type { ValidationIssue } from './validator.js';
@@ -38,6 +39,9 @@ interface RecheckInput {
 }
 
 export class DerivedMetadata {
+  /** Valid entries are searchable (./metadata-index.ts, mode 'd'). */
+  private readonly searchIndex: MetadataIndex;
+
   constructor(
     private readonly store: UnitStore,
     private readonly jobs: JobQueue,
@@ -45,6 +49,7 @@ export class DerivedMetadata {
     /** Whether the tenant's document exists (read in each completing unit: a precondition). */
     private readonly documentExists: (unit: Unit, tenant: string, documentId: string) => Promise<boolean>,
   ) {
+    this.searchIndex = new MetadataIndex(store);
     jobs.define<Record<string, ValidationIssue[]>>({
       kind: 'metadata.derived',
       task: { filename: DOC_JOBS_MODULE, name: 'validateDerived' },
@@ -132,6 +137,12 @@ export class DerivedMetadata {
     if (!(await this.documentExists(unit, job.tenant, documentId))) throw new JobError('document_not_found', 'The document no longer exists', false);
   }
 
+  /** In `unit`: the document's valid entries, per namespace (the search index's backfill). */
+  async validEntries(unit: Unit, tenant: string, documentId: string): Promise<Array<{ namespaceUrn: string; entry: { schema: string; data: Record<string, unknown> } }>> {
+    const entries = await unit.range(ENTRIES, { start: [tenant, documentId, ''], end: [tenant, documentId, '\uffff'] });
+    return entries.filter(({ key, value }) => key.length === 3 && value.status === 'valid').map(({ key, value }) => ({ namespaceUrn: key[2], entry: value }));
+  }
+
   private async put(unit: Unit, job: JobRecord, documentId: string, namespace: string, entry: DerivedWrite, status: EntryStatus, issues: ValidationIssue[]): Promise<void> {
     const at = Date.now();
     await this.place(unit, job.tenant, documentId, namespace, {
@@ -140,9 +151,11 @@ export class DerivedMetadata {
     });
   }
 
-  /** Stores `entry` in its status's slot, keeping the index of unverified entries. */
+  /** Stores `entry` in its status's slot, keeping the search index (valid entries) and the index of unverified ones. */
   private async place(unit: Unit, tenant: string, documentId: string, namespace: string, entry: StoredDerived): Promise<void> {
     const key = slotKey(tenant, documentId, namespace, entry.status);
+    // A valid entry replaces the namespace's valid one (read here: the unit's precondition) in the search index too.
+    if (entry.status === 'valid') this.searchIndex.changed(unit, tenant, documentId, namespace, 'd', await unit.get(ENTRIES, key), entry);
     if (entry.status === 'unverified') {
       const previous = await unit.get(ENTRIES, key);
       if (previous && previous.schema !== entry.schema) unit.remove(UNVERIFIED, [previous.schema, tenant, documentId, namespace]);
@@ -194,6 +207,7 @@ export class DerivedMetadata {
           const checked = await this.check(unit, entry.schema, entry.data);
           if (checked.status === entry.status && !missingSchema) continue;
           unit.remove(ENTRIES, key);
+          if (entry.status === 'valid') this.searchIndex.changed(unit, tenant, documentId, ns, 'd', entry, undefined);
           n += await this.moveChecked(unit, tenant, documentId, ns, entry, checked);
         }
         return n;

@@ -21,6 +21,8 @@ import { decodeCursor, encodeCursor } from '../cas/index.js';
 import { SvcError, invalidPagination } from '../errors.js';
 import { type Unit, type UnitStore, table } from '../store/index.js';
 import { type DocumentFilter, DocumentIndex } from './document-index.js';
+import { type CurrentEntry, MetadataIndex } from './metadata-index.js';
+import { parseSearchRequest } from './search-request.js';
 import { Blake3Stream } from './blake3-stream.js';
 import { ContentLedger, type TenantStorage } from './content-ledger.js';
 import { MetadataRejection, applyEntryPatch, checkPatchBody, readBundle, readProvenance } from './metadata.js';
@@ -104,6 +106,8 @@ export class DocumentService {
   private readonly index: DocumentIndex;
   /** Each tenant's retained content (./content-ledger.ts). */
   private readonly ledger: ContentLedger;
+  /** Search by metadata (./metadata-index.ts; `documentsOnSchema` for bulk migrations). */
+  readonly metaIndex: MetadataIndex;
 
   constructor(
     private readonly store: UnitStore,
@@ -120,6 +124,7 @@ export class DocumentService {
       apply: (unit, job, output) => this.applyMigration(unit, job, output.data),
     });
     this.index = new DocumentIndex(store);
+    this.metaIndex = new MetadataIndex(store);
     this.ledger = new ContentLedger(store, storage);
   }
 
@@ -139,6 +144,12 @@ export class DocumentService {
         for await (const { value } of store.scan(DOCUMENTS)) yield value;
       })(),
       async (doc) => (await store.range(LABELS, { start: [doc.tenant, doc.documentId, ''], end: [doc.tenant, doc.documentId, '\uffff'] })).map((e) => e.key[2]),
+    );
+    await this.metaIndex.backfill(
+      (async function* () {
+        for await (const { key } of store.scan(DOCUMENTS)) yield { tenant: key[0], documentId: key[1] };
+      })(),
+      (unit, tenant, documentId) => this.currentEntries(unit, tenant, documentId),
     );
     await this.ledger.build(
       (async function* () {
@@ -326,6 +337,38 @@ export class DocumentService {
     }
   }
 
+  /**
+   * POST /v1/documents/search: the tenant's documents whose current entry of a namespace
+   * (canonical, or the valid derived one) has every pointer of `where` equal to its value, in
+   * documentId order, those the principal may not read (doc.read and meta.read) left out.
+   */
+  async search(principal: Principal, body: unknown) {
+    requireCapability(principal, 'meta.read');
+    const query = parseSearchRequest(body);
+    const page = await this.metaIndex.search(principal.tenant, query, async (documentId) => {
+      const doc = await this.store.get(DOCUMENTS, [principal.tenant, documentId]);
+      if (!doc) return undefined;
+      try {
+        requireRule(doc.permissions, principal, 'doc.read');
+        requireRule(doc.permissions, principal, 'meta.read');
+      } catch {
+        return undefined;
+      }
+      return summary(doc);
+    });
+    return page.nextCursor ? { documents: page.items, nextCursor: page.nextCursor } : { documents: page.items };
+  }
+
+  /** In `unit`: the document's current canonical entries and valid derived entries (the search index's backfill). */
+  private async currentEntries(unit: Unit, tenant: string, documentId: string): Promise<CurrentEntry[]> {
+    const doc = await unit.get(DOCUMENTS, [tenant, documentId]);
+    if (!doc) return [];
+    const canonical = doc.currentVersionId ? (await this.version(unit, doc, doc.currentVersionId)).metadata : {};
+    const entries: CurrentEntry[] = Object.entries(canonical).map(([namespaceUrn, entry]) => ({ namespaceUrn, mode: 'c', entry }));
+    for (const { namespaceUrn, entry } of await this.derived.validEntries(unit, tenant, documentId)) entries.push({ namespaceUrn, mode: 'd', entry });
+    return entries;
+  }
+
   async listVersions(principal: Principal, documentId: string) {
     const doc = await this.readable(principal, documentId, 'doc.read');
     const labelsOf = new Map<string, string[]>();
@@ -501,6 +544,7 @@ export class DocumentService {
       contentRef: base.contentRef,
       contentType: base.contentType,
       metadata: { ...base.metadata, [input.namespaceUrn]: { schema: input.toSchemaUrn, id: newMetadataId(), data, ...(input.receipt ? { receipt: input.receipt } : {}) } },
+      baseMetadata: base.metadata,
       reason: input.reason,
       labels: [],
     });
@@ -536,6 +580,7 @@ export class DocumentService {
         contentRef: base.contentRef,
         contentType: base.contentType,
         metadata: { ...base.metadata, ...bundle },
+        baseMetadata: base.metadata,
         reason: (body.reason as string | undefined) ?? 'canonical metadata write',
         labels: [],
       });
@@ -568,6 +613,7 @@ export class DocumentService {
         contentRef: base.contentRef,
         contentType: base.contentType,
         metadata: { ...base.metadata, [namespaceUrn]: { schema: entry.schema, id: metadataId, data, receipt } },
+        baseMetadata: base.metadata,
         reason: patchRequest.reason,
         labels: [],
       });
@@ -619,12 +665,17 @@ export class DocumentService {
    * In a unit that read `doc` (so that a version added meanwhile makes it run again): stores a
    * new version after the document's current one and moves CURRENT (and `labels`) to it.
    */
-  private async addVersion(unit: Unit, doc: DocumentRecord, principal: Pick<Principal, 'subject'>, v: { contentRef: ContentRef; contentType: string; metadata: Bundle; reason: string; labels: string[] }): Promise<VersionRecord> {
+  private async addVersion(unit: Unit, doc: DocumentRecord, principal: Pick<Principal, 'subject'>, v: { contentRef: ContentRef; contentType: string; metadata: Bundle; reason: string; labels: string[]; baseMetadata?: Bundle }): Promise<VersionRecord> {
     const now = Date.now();
     // Entries new in this version are recorded now; those carried over keep their receipt.
     const metadata: Bundle = {};
     for (const [ns, entry] of Object.entries(v.metadata)) {
       metadata[ns] = entry.receipt && entry.receipt.recordedAt === undefined ? { ...entry, receipt: { ...entry.receipt, recordedAt: now } } : entry;
+    }
+    // The search index follows each namespace whose entry changed (the caller's base version, else read here).
+    const before = v.baseMetadata ?? (doc.currentVersionId ? (await this.version(unit, doc, doc.currentVersionId)).metadata : {});
+    for (const ns of new Set([...Object.keys(before), ...Object.keys(v.metadata)])) {
+      if (before[ns]?.id !== v.metadata[ns]?.id) this.metaIndex.changed(unit, doc.tenant, doc.documentId, ns, 'c', before[ns], v.metadata[ns]);
     }
     const version: VersionRecord = {
       versionId: newId(),

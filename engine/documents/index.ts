@@ -5,3 +5,4 @@ export { MigrationRegistry } from './migrations.js';
 export { type PlacementHint, badRequest, isPlainObject, parsePlacement } from './model.js';
 export { requireCapability } from './permissions.js';
 export { SchemaRegistry } from './schemas.js';
+export { BulkMigrations } from './bulk-migration.js';
