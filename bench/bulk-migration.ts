@@ -35,6 +35,7 @@ import { fileURLToPath } from 'node:url';
 import { CpuWindow } from './cpu.js';
 import { REQUEST_TIMEOUT_MS, describe, jsonRequest } from './documents.js';
 import { type LatencySummary, summarize } from './load.js';
+import { expectStatus, parseJson } from './json-call.js';
 import { RawConnection } from './raw-http.js';
 import { f, machineEnvironment, median } from './report.js';
 import { ServerProcess } from './server-process.js';
@@ -94,18 +95,7 @@ async function request(conn: RawConnection, method: string, target: string, auth
   const bytes = body === undefined ? `${method} ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\n${auth}Content-Length: 0\r\n\r\n` : jsonRequest(method, target, auth, body);
   const res = await conn.request(bytes, true, (WAIT_S + 10) * 1000);
   const text = res.body?.toString('utf8') ?? '';
-  let json: unknown;
-  try {
-    json = text ? JSON.parse(text) : undefined;
-  } catch {
-    json = undefined;
-  }
-  return { status: res.status, json, text };
-}
-
-function expectStatus<T extends { status: number; text: string }>(r: T, what: string, ...statuses: number[]): T {
-  if (!statuses.includes(r.status)) throw new Error(`${what} answered HTTP ${r.status}: ${r.text.slice(0, 300)}`);
-  return r;
+  return { status: res.status, json: parseJson(text), text };
 }
 
 /** GET /v1/jobs/{id}?wait=30 until the job has ended. */

@@ -51,6 +51,7 @@ import {
 import { type LatencySummary, summarize } from './load.js';
 import { type S3Server, BUCKET, REGION, SCRATCH, client as s3ClientOf, deletePrefix, hostBusy, postgresCpu, procCpu, startS3 } from './pg-s3.js';
 import { type PgServer, requirePostgres } from './postgres-server.js';
+import { type Reply, call as callJson, expectStatus } from './json-call.js';
 import { RawConnection } from './raw-http.js';
 import { f, machineEnvironment } from './report.js';
 import { ServerProcess } from './server-process.js';
@@ -198,39 +199,9 @@ function cpuWindow(infra: Infra, nodes: ServerProcess[]) {
 
 // ---------------------------------------------------------------- HTTP helpers (setup, jobs)
 
-interface Reply {
-  status: number;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- JSON answers, read field by field
-  json: any;
-  text: string;
-}
-
-async function call(port: number, method: string, target: string, token: string | undefined, body?: unknown, contentType?: string): Promise<Reply> {
-  const headers: Record<string, string> = {};
-  if (token) headers.Authorization = `Bearer ${token}`;
-  let payload: BodyInit | undefined;
-  if (body instanceof Uint8Array) {
-    payload = body as unknown as BodyInit;
-    headers['Content-Type'] = contentType ?? 'application/octet-stream';
-  } else if (body !== undefined) {
-    payload = JSON.stringify(body);
-    headers['Content-Type'] = 'application/json';
-  }
-  const res = await fetch(`http://127.0.0.1:${port}${target}`, { method, headers, body: payload, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS + 35_000) });
-  const text = await res.text();
-  let json: unknown;
-  try {
-    json = text ? JSON.parse(text) : undefined;
-  } catch {
-    json = undefined;
-  }
-  return { status: res.status, json, text };
-}
-
-function expectStatus(r: Reply, what: string, ...statuses: number[]): Reply {
-  if (!statuses.includes(r.status)) throw new Error(`${what} answered HTTP ${r.status}: ${r.text.slice(0, 300)}`);
-  return r;
-}
+/** A JSON call that gives up after a request's own timeout and a long poll's 30 s. */
+const call = (port: number, method: string, target: string, token: string | undefined, body?: unknown, contentType?: string): Promise<Reply> =>
+  callJson(port, method, target, token, body, { contentType, timeoutMs: REQUEST_TIMEOUT_MS + 35_000 });
 
 async function tokenAndSchema(port: number): Promise<string> {
   const t = expectStatus(await call(port, 'POST', '/dev/token', undefined, { org_id: TENANT, sub: 'bench', roles: ['clerk'], ttl_seconds: 3600 }), 'POST /dev/token', 200);

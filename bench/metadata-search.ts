@@ -30,6 +30,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { POOL_SIZE, REQUEST_TIMEOUT_MS, SCHEMA, type LoopResult, type Outcome, closedLoop, describe, jsonRequest, makeDocumentIteration, writeBody } from './documents.js';
 import { type LatencySummary, summarize } from './load.js';
+import { call, expectStatus } from './json-call.js';
 import { RawConnection } from './raw-http.js';
 import { f, machineEnvironment } from './report.js';
 import { ServerProcess } from './server-process.js';
@@ -64,32 +65,6 @@ const GROWTH_TARGET = 2;
 const WRITE_RATIO_TARGET = 0.85;
 
 const log = (m: string) => process.stderr.write(`[metadata-search] ${m}\n`);
-
-interface Reply {
-  status: number;
-  json: any;
-  text: string;
-}
-
-async function call(port: number, method: string, target: string, token: string | undefined, body?: unknown): Promise<Reply> {
-  const headers: Record<string, string> = {};
-  if (token) headers.Authorization = `Bearer ${token}`;
-  if (body !== undefined) headers['Content-Type'] = 'application/json';
-  const res = await fetch(`http://127.0.0.1:${port}${target}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-  const text = await res.text();
-  let json: unknown;
-  try {
-    json = text ? JSON.parse(text) : undefined;
-  } catch {
-    json = undefined;
-  }
-  return { status: res.status, json, text };
-}
-
-function expectStatus(r: Reply, what: string, ...statuses: number[]): Reply {
-  if (!statuses.includes(r.status)) throw new Error(`${what} answered HTTP ${r.status}: ${r.text.slice(0, 300)}`);
-  return r;
-}
 
 async function tokenAndSchemas(port: number, schemas: unknown[]): Promise<string> {
   const t = expectStatus(await call(port, 'POST', '/dev/token', undefined, { org_id: 'bench', sub: 'bench', ttl_seconds: 3600 }), 'POST /dev/token', 200);
