@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { CatalogEnv, LmdbUnitStore, type Unit, table } from '../dist/engine/store/index.js';
 import { openPool } from '../dist/engine/store/pg/pool.js';
-import { MetadataIndex, leaves } from '../dist/engine/documents/metadata-index.js';
+import { MAX_LEAVES, MetadataIndex, leaves } from '../dist/engine/documents/metadata-index.js';
 import { parseSearchRequest } from '../dist/engine/documents/search-request.js';
 import { Api, expectError, hsToken } from './helpers/docs-client.js';
 import { TEST_BACKEND, backendEnv } from './helpers/backends.js';
@@ -192,6 +192,18 @@ describe('metadata search', () => {
     expect(await ids(acme, { namespaceUrn: OCR, mode: 'derived', where: { '/text': 5 } })).toEqual([]);
   });
 
+  test('entries with more scalars than the index keeps per entry are read and checked, canonical and derived', async () => {
+    const many = Array.from({ length: 3000 }, (_, i) => `id-${i}`);
+    const big = await newDoc(acme, { [CASE]: entry('urn:svc:schema:case@1.0.0', { status: 'bulky', ids: many }) });
+    expect(await ids(acme, { namespaceUrn: CASE, where: { '/ids/2999': 'id-2999' } })).toEqual([big]);
+    expect(await ids(acme, { namespaceUrn: CASE, where: { '/status': 'bulky', '/ids/0': 'id-0' } })).toEqual([big]);
+    expect(await ids(acme, { namespaceUrn: CASE, where: { '/ids/2999': 'id-0' } })).toEqual([]);
+    const r = await acme.post(`/v1/documents/${big}/metadata`, { mode: 'derived', provenance, bundle: { namespaces: { [OCR]: entry('urn:svc:schema:notes@1.0.0', { text: 'long', words: many }) } } });
+    expect((await acme.settled(r.json.jobId)).json.state).toBe('completed');
+    expect(await ids(acme, { namespaceUrn: OCR, mode: 'derived', where: { '/words/17': 'id-17', '/text': 'long' } })).toEqual([big]);
+    expect(await ids(acme, { namespaceUrn: OCR, mode: 'canonical', where: { '/words/17': 'id-17' } })).toEqual([]);
+  });
+
   test('pages: every match once, in documentId order, a page cut short by the scan budget still goes on', async () => {
     const made: Array<{ id: string; i: number }> = [];
     const indexes = Array.from({ length: 45 }, (_, i) => i);
@@ -331,19 +343,23 @@ describe('the index module on an LMDB unit store', () => {
     fs.rmSync(root, { recursive: true, force: true });
   });
   const q = (where: Record<string, unknown>, extra: Record<string, unknown> = {}) => parseSearchRequest({ namespaceUrn: 'urn:svc:x', where, ...extra });
-  const found = async (where: Record<string, unknown>) => (await index.search('t', q(where), async (id) => id)).items;
+  const entries = new Map<string, Record<string, unknown>>();
+  const found = async (where: Record<string, unknown>, limit?: number) => (await index.search('t', q(where, limit ? { limit } : {}), async (id) => id, async (id) => entries.get(id))).items;
   const ids: string[] = Array.from({ length: 5 }, () => randomUUID() as string).sort();
 
   test('leaves: typed tokens, escaped pointers, array elements, nulls skipped', () => {
-    expect([...leaves({ a: 'x', b: 1, c: true, d: null, e: { 'f/g': ['y', 2.5] }, 'h~': false })].sort()).toEqual(
+    expect([...leaves({ a: 'x', b: 1, c: true, d: null, e: { 'f/g': ['y', 2.5] }, 'h~': false })!].sort()).toEqual(
       [['/a', 's:x'], ['/b', 'n:1'], ['/c', 'b:true'], ['/e/f~1g/0', 's:y'], ['/e/f~1g/1', 'n:2.5'], ['/h~0', 'b:false']].sort(),
     );
-    const [[, long]] = [...leaves({ a: 'z'.repeat(200) })];
+    const [[, long]] = [...leaves({ a: 'z'.repeat(200) })!];
     expect(long).toMatch(/^h:[0-9a-f]{64}$/);
     // Deep nesting does not use the call stack.
     let deep: unknown = 'bottom';
     for (let i = 0; i < 100_000; i++) deep = [deep];
-    expect(leaves({ deep }).size).toBe(1);
+    expect(leaves({ deep })!.size).toBe(1);
+    // Past MAX_LEAVES scalars: none (the entry is read when searched).
+    expect(leaves({ ids: Array.from({ length: MAX_LEAVES }, (_, i) => i) })!.size).toBe(MAX_LEAVES);
+    expect(leaves({ ids: Array.from({ length: MAX_LEAVES + 1 }, (_, i) => i) })).toBeUndefined();
   });
 
   test('backfill indexes what it is given, once; changes write only what differs', async () => {
@@ -391,6 +407,39 @@ describe('the index module on an LMDB unit store', () => {
     // The entry goes: none of its keys stay.
     await store.run((unit) => index.changed(unit, 't', ids[1]!, 'urn:svc:x', 'c', { ...after, schema: 'urn:svc:schema:x@2.0.0' }, undefined));
     expect(await found({})).toEqual([ids[0], ids[2], ids[3], ids[4]]);
-    expect(await count()).toBe(n - leaves(after.data).size - 2);
+    expect(await count()).toBe(n - leaves(after.data)!.size - 2);
+  });
+
+  test('an entry with more than MAX_LEAVES scalars costs one overflow key and is read when searched', async () => {
+    const big = { kind: 'big', ids: Array.from({ length: 2000 }, (_, i) => i) };
+    const writes: unknown[] = [];
+    const spy = { put: (_t: unknown, key: unknown) => writes.push(key), remove: (_t: unknown, key: unknown) => writes.push(key) } as unknown as Unit;
+    index.changed(spy, 't', ids[2]!, 'urn:svc:x', 'c', undefined, { schema: 'urn:svc:schema:x@1.0.0', data: big });
+    expect(writes).toEqual([['o', 't', 'urn:svc:x', 'c', ids[2]], ['s', 't', 'urn:svc:x', 'c', 'urn:svc:schema:x@1.0.0', ids[2]], ['e', 't', 'urn:svc:x', 'c', ids[2]]]);
+    // ids[2] holds a small entry (kind even): it becomes the big one.
+    const small = { kind: 'even', i: 2, tags: ['t', 'u2'] };
+    await store.run((unit) => index.changed(unit, 't', ids[2]!, 'urn:svc:x', 'c', { schema: 'urn:svc:schema:x@1.0.0', data: small }, { schema: 'urn:svc:schema:x@1.0.0', data: big }));
+    entries.set(ids[2]!, big);
+    expect(await found({ '/kind': 'even' })).toEqual([ids[0], ids[4]]);
+    expect(await found({ '/kind': 'big' })).toEqual([ids[2]]);
+    expect(await found({ '/ids/1500': 1500 })).toEqual([ids[2]]);
+    expect(await found({ '/ids/1500': '1500' })).toEqual([]);
+    expect(await found({ '/kind': 'big', '/ids/3': 3 })).toEqual([ids[2]]);
+    expect(await found({ '/kind': 'big', '/ids/3': 4 })).toEqual([]);
+    expect(await found({})).toEqual([ids[0], ids[2], ids[3], ids[4]]);
+    // Pages of one over indexed and overflowing entries together: in documentId order, none missed.
+    const pages: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await index.search('t', q({ '/tags/0': 't' }, { limit: 1, ...(cursor ? { cursor } : {}) }), async (id) => id, async (id) => entries.get(id));
+      pages.push(...page.items);
+      cursor = page.nextCursor;
+    } while (cursor);
+    expect(pages).toEqual([ids[0], ids[3], ids[4]]);
+    // Small again: the overflow key goes and its leaves come back.
+    await store.run((unit) => index.changed(unit, 't', ids[2]!, 'urn:svc:x', 'c', { schema: 'urn:svc:schema:x@1.0.0', data: big }, { schema: 'urn:svc:schema:x@1.0.0', data: small }));
+    entries.delete(ids[2]!);
+    expect(await found({ '/kind': 'even' })).toEqual([ids[0], ids[2], ids[4]]);
+    expect(await found({ '/kind': 'big' })).toEqual([]);
   });
 });

@@ -12,7 +12,7 @@ import type { Principal } from '../auth/index.js';
 import type { JobQueue, JobRecord } from '../jobs/index.js';
 import { type UnitStore, table } from '../store/index.js';
 import type { DocumentService } from './documents.js';
-import { type MetadataIndex, leaves, pointerToken, valueToken } from './metadata-index.js';
+import { type MetadataIndex, matchesWhere } from './metadata-index.js';
 import { transform } from './migrations.js';
 import { type Receipt, type RequestInfo, badRequest, isPlainObject, isSchemaUrn, onlyKeys, receiptOf } from './model.js';
 import { requireCapability } from './permissions.js';
@@ -91,7 +91,6 @@ export class BulkMigrations {
     if (!migration) throw new SvcError(404, 'migration_not_found', 'The migration is no longer registered');
     let progress = job.progress ?? { done: 0, total: await this.count(tenant, input) };
     if (!job.progress) await this.store.run((unit) => this.jobs.recordProgress(unit, job, progress));
-    const wanted = input.where.map(([pointer, value]) => [pointerToken(pointer), valueToken(value)] as const);
     const principal = { subject: input.principal.subject, roles: input.principal.roles, tenant, scopes: [] };
     for (;;) {
       const ids = await this.index.documentsOnSchema(tenant, input.namespaceUrn, 'c', input.fromSchemaUrn, BATCH, progress.resumeAfter);
@@ -102,8 +101,7 @@ export class BulkMigrations {
           const outcome = await this.docs.migrateEntryIn(unit, tenant, documentId, input.namespaceUrn, input.fromSchemaUrn, principal, {
             toSchemaUrn: input.toSchemaUrn, reason: input.reason, receipt: input.receipt,
             step: async (data) => {
-              const held = leaves(data);
-              if (!wanted.every(([pointer, value]) => held.get(pointer) === value)) return undefined;
+              if (!matchesWhere(data, input.where)) return undefined;
               let next: unknown;
               try {
                 next = transform(data, migration.forward.ops);

@@ -355,6 +355,11 @@ export class DocumentService {
         return undefined;
       }
       return summary(doc);
+    }, async (documentId) => {
+      // An entry with too many leaves to index (metadata-index.ts, MAX_LEAVES): read and checked.
+      if (query.mode === 'derived') return (await this.derived.heldIn(principal.tenant, documentId, query.namespaceUrn)).valid?.data;
+      const doc = await this.store.get(DOCUMENTS, [principal.tenant, documentId]);
+      return doc?.currentVersionId ? (await this.version(this.store, doc, doc.currentVersionId)).metadata[query.namespaceUrn]?.data : undefined;
     });
     return page.nextCursor ? { documents: page.items, nextCursor: page.nextCursor } : { documents: page.items };
   }

@@ -35,6 +35,12 @@ export interface CurrentEntry {
 }
 
 const CURSOR_KIND = 'srch1';
+/**
+ * Scalar leaves indexed per entry. An entry with more (a long array of ids) gets one overflow
+ * key instead of its leaves, so a write never costs more than this many index keys; a search
+ * reads such entries to check them (engine/documents/metadata-index.ts, `search`).
+ */
+export const MAX_LEAVES = 1024;
 const MAX_TOKEN = 128;
 const BUILT: IndexKey = ['~built'];
 /** The high end of a range of documentIds (UUIDs sort below it). */
@@ -60,8 +66,12 @@ export const pointerToken = (pointer: string): string => stored(pointer);
 
 const escapeSegment = (segment: string) => segment.replace(/~/g, '~0').replace(/\//g, '~1');
 
-/** Every scalar leaf of `data`: stored pointer token → stored value token (an explicit stack: depth is unbounded). */
-export function leaves(data: unknown): Map<string, string> {
+/**
+ * Every scalar leaf of `data`: stored pointer token → stored value token (an explicit stack: depth
+ * is unbounded); undefined when there are more than MAX_LEAVES (the entry is then searched by
+ * reading it, see `search`).
+ */
+export function leaves(data: unknown): Map<string, string> | undefined {
   const out = new Map<string, string>();
   const stack: Array<[string, unknown]> = [['', data]];
   while (stack.length > 0) {
@@ -72,10 +82,32 @@ export function leaves(data: unknown): Map<string, string> {
       for (const [k, v] of Object.entries(value)) stack.push([`${pointer}/${escapeSegment(k)}`, v]);
     } else {
       const token = valueToken(value);
-      if (token !== undefined) out.set(pointerToken(pointer), token);
+      if (token === undefined) continue;
+      if (out.size === MAX_LEAVES) return undefined;
+      out.set(pointerToken(pointer), token);
     }
   }
   return out;
+}
+
+/** The value `pointer` (RFC 6901) names in `data`, or undefined. */
+function valueAt(data: unknown, pointer: string): unknown {
+  let at: unknown = data;
+  for (const raw of pointer.split('/').slice(1)) {
+    const segment = raw.replace(/~1/g, '/').replace(/~0/g, '~');
+    if (Array.isArray(at)) at = /^(0|[1-9]\d*)$/.test(segment) ? at[Number(segment)] : undefined;
+    else if (typeof at === 'object' && at !== null && Object.hasOwn(at, segment)) at = (at as Record<string, unknown>)[segment];
+    else return undefined;
+  }
+  return at;
+}
+
+/** Whether `data` has every pointer of `where` equal to its value (strict typed JSON equality, as the index). */
+export function matchesWhere(data: unknown, where: ReadonlyArray<readonly [string, unknown]>): boolean {
+  return where.every(([pointer, value]) => {
+    const token = valueToken(valueAt(data, pointer));
+    return token !== undefined && token === valueToken(value);
+  });
 }
 
 /** One page of a search: the accepted items and where the next page starts. */
@@ -97,8 +129,12 @@ export class MetadataIndex {
   changed(unit: Unit, tenant: string, documentId: string, namespaceUrn: string, mode: IndexMode, before?: IndexedEntry, after?: IndexedEntry): void {
     const old = before ? leaves(before.data) : new Map<string, string>();
     const now = after ? leaves(after.data) : new Map<string, string>();
-    for (const [pointer, value] of old) if (now.get(pointer) !== value) unit.remove(this.db, ['v', tenant, namespaceUrn, mode, pointer, value, documentId]);
-    for (const [pointer, value] of now) if (old.get(pointer) !== value) unit.put(this.db, ['v', tenant, namespaceUrn, mode, pointer, value, documentId], true);
+    for (const [pointer, value] of old ?? []) if (now?.get(pointer) !== value) unit.remove(this.db, ['v', tenant, namespaceUrn, mode, pointer, value, documentId]);
+    for (const [pointer, value] of now ?? []) if (old?.get(pointer) !== value) unit.put(this.db, ['v', tenant, namespaceUrn, mode, pointer, value, documentId], true);
+    if (!old !== !now) {
+      if (!now) unit.put(this.db, ['o', tenant, namespaceUrn, mode, documentId], true);
+      else unit.remove(this.db, ['o', tenant, namespaceUrn, mode, documentId]);
+    }
     if (before?.schema !== after?.schema) {
       if (before) unit.remove(this.db, ['s', tenant, namespaceUrn, mode, before.schema, documentId]);
       if (after) unit.put(this.db, ['s', tenant, namespaceUrn, mode, after.schema, documentId], true);
@@ -165,7 +201,7 @@ export class MetadataIndex {
    * record and the reader's rights), which answers the item or undefined (left out). There is a
    * `nextCursor` when the page filled or the budget ended the scan.
    */
-  async search<T>(tenant: string, query: SearchQuery, accept: (documentId: string) => Promise<T | undefined>): Promise<SearchPage<T>> {
+  async search<T>(tenant: string, query: SearchQuery, accept: (documentId: string) => Promise<T | undefined>, entryOf: (documentId: string) => Promise<Record<string, unknown> | undefined>): Promise<SearchPage<T>> {
     const mode: IndexMode = query.mode === 'derived' ? 'd' : 'c';
     const tokens = query.where.map(([pointer, value]) => [pointerToken(pointer), valueToken(value)!] as const);
     const queryId = sha256(JSON.stringify([query.namespaceUrn, mode, tokens.map((t) => `${t[0]}\u0000${t[1]}`).sort()])).slice(0, 16);
@@ -173,25 +209,37 @@ export class MetadataIndex {
     // The whole data is an object: no leaf is at pointer "".
     if (query.where.some(([pointer]) => pointer === '')) return { items: [] };
     const [first, ...rest] = tokens;
-    const prefix: IndexKey = first ? ['v', tenant, query.namespaceUrn, mode, first[0], first[1]] : ['e', tenant, query.namespaceUrn, mode];
     const budget = query.limit * 4 + 16;
     // One more than the budget tells whether there is more; one more again for the cursor's own key.
-    const entries = await this.store.range(this.db, { start: after === undefined ? prefix : [...prefix, after], end: [...prefix, HIGH], limit: budget + 2 });
+    const ids = async (prefix: IndexKey) => {
+      const out: string[] = [];
+      for (const { key } of await this.store.range(this.db, { start: after === undefined ? prefix : [...prefix, after], end: [...prefix, HIGH], limit: budget + 2 })) {
+        const documentId = key[prefix.length] as string;
+        if (key.length === prefix.length + 1 && documentId !== after) out.push(documentId);
+      }
+      return out;
+    };
+    const indexed = await ids(first ? ['v', tenant, query.namespaceUrn, mode, first[0], first[1]] : ['e', tenant, query.namespaceUrn, mode]);
+    // Entries with too many leaves to index are read and checked (every entry has an `e` key, so none for an empty where).
+    const unindexed = first ? new Set(await ids(['o', tenant, query.namespaceUrn, mode])) : new Set<string>();
+    const candidates = unindexed.size ? [...indexed, ...unindexed].sort() : indexed;
     const items: T[] = [];
     let scanned = 0;
     let last: string | undefined;
-    for (const { key } of entries) {
-      const documentId = key[prefix.length] as string;
-      if (key.length !== prefix.length + 1 || documentId === after) continue;
-      if (scanned === budget) return { items, nextCursor: this.encode(queryId, last!) };
-      if (items.length === query.limit) return { items, nextCursor: this.encode(queryId, last!) };
+    for (const documentId of candidates) {
+      if (scanned === budget || items.length === query.limit) return { items, nextCursor: this.encode(queryId, last!) };
       scanned++;
       last = documentId;
       let matches = true;
-      for (const [pointer, value] of rest) {
-        if (!(await this.store.has(this.db, ['v', tenant, query.namespaceUrn, mode, pointer, value, documentId]))) {
-          matches = false;
-          break;
+      if (unindexed.has(documentId)) {
+        const data = await entryOf(documentId);
+        matches = data !== undefined && matchesWhere(data, query.where);
+      } else {
+        for (const [pointer, value] of rest) {
+          if (!(await this.store.has(this.db, ['v', tenant, query.namespaceUrn, mode, pointer, value, documentId]))) {
+            matches = false;
+            break;
+          }
         }
       }
       if (!matches) continue;
