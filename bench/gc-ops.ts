@@ -36,7 +36,7 @@ import { CatalogEnv, LmdbBlobCatalog } from '../engine/store/index.js';
 import { processCpuSeconds } from './cpu.js';
 import { type LoadResult, runLoad, summarize } from './load.js';
 import { RawConnection, bodyRequest, getRequest, postRequest } from './raw-http.js';
-import type { GcReport } from '../engine/gc/gc.js';
+import type { GcReport } from '../engine/gc/report.js';
 import { type Target, f, machineEnvironment, mark, median, mib, ms, pct, renderTargets } from './report.js';
 import { ServerProcess } from './server-process.js';
 import { fsDescription, tmpParentFor } from './host.js';

@@ -1,8 +1,11 @@
 import os from 'node:os';
 import path from 'node:path';
-import type { FreeSpaceFloor } from './store/index.js';
 
 /** Every SVC_* variable: name, default, meaning. `svc --help` prints this table. */
+
+/** SVC_MIN_FREE_SPACE: a number of bytes, or a share of the file system (engine/store/disk-space.ts applies it). */
+export type FreeSpaceFloor = { bytes: number } | { percent: number };
+
 export const VARIABLES: ReadonlyArray<{ name: string; default: string; help: string }> = [
   { name: 'SVC_HOST', default: '127.0.0.1', help: 'Address the HTTP listener binds.' },
   { name: 'SVC_HTTP_PORT', default: '8081', help: 'Port of the blob API listener (0 = pick a free port).' },

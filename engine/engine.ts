@@ -18,7 +18,7 @@ import { blobNotFound, invalidPagination, verificationFailure } from './errors.j
 import { type Collector, GarbageCollector, SharedCollector } from './gc/index.js';
 import { JobQueue } from './jobs/index.js';
 import type { Logger } from './log.js';
-import { Metrics, Stats } from './ops/index.js';
+import { type HealthCheck, Metrics, Stats } from './ops/index.js';
 import { TokenVerifier } from './auth/index.js';
 import { BulkMigrations, DocumentService } from './documents/index.js';
 import { MigrationRegistry } from './documents/index.js';
@@ -39,12 +39,7 @@ import { LegacyImports, LegacyRepositories } from './legacy/index.js';
 const WORKER_MODULE = fileURLToPath(new URL('../workers/ingest.js', import.meta.url));
 const SCANNER_MODULE = fileURLToPath(new URL('../workers/scanner.js', import.meta.url));
 
-export interface HealthCheck {
-  name: string;
-  status: 'ok' | 'failed';
-  latencyMs: number;
-  detail?: string;
-}
+export type { HealthCheck };
 
 /**
  * The composition root: one per process, built from the config and handed to the server. It builds

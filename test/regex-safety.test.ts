@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { parse } from 'acorn';
 import { check } from 'recheck';
 import { describe, expect, test } from 'vitest';
-import { parseContentId } from '../dist/engine/cas/content-id.js';
+import { parseContentId } from '../dist/engine/base/content-id.js';
 import { parseSize } from '../dist/engine/config.js';
 import { compileLinear } from '../dist/engine/documents/linear-regexp.js';
 import { checkPatchBody } from '../dist/engine/documents/metadata.js';

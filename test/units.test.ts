@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseContentId, parseContentIdSegment } from '../dist/engine/cas/content-id.js';
+import { parseContentId, parseContentIdSegment } from '../dist/engine/base/content-id.js';
 import { decodeCursor, encodeCursor, parseLimit } from '../dist/engine/cas/cursors.js';
 import { ConfigError, loadConfig, parseDuration, parseSize } from '../dist/engine/config.js';
 import { evaluate, parseRange } from '../dist/server/conditional.js';

@@ -1,10 +1,8 @@
+import type { ChunkerSpec } from '../base/chunker-spec.js';
 import { GearScanner } from './gear-scan.js';
 import type { SegmentedBytes } from './segmented-bytes.js';
 
-export type ChunkerSpec =
-  | { kind: 'fastcdc'; min: number; avg: number; max: number }
-  | { kind: 'fixed'; size: number }
-  | { kind: 'pdf'; target: number; max: number; fallback: { kind: 'fastcdc'; min: number; avg: number; max: number } };
+export type { ChunkerSpec };
 
 /** Scanning progress of the block being cut, carried between tasks so no byte is scanned twice. */
 export interface ScanState {

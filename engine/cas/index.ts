@@ -1,9 +1,9 @@
 // The blob engine's API: content ids and cursors, the ingests, the read path, the in-order
 // scanning thread and the memory every transfer shares. Worker task modules import their task
 // files directly (block-task.ts), so a worker loads only what it runs.
-export type { BlockRoots } from './block-roots.js';
+export type { BlockRoots } from '../base/block-roots.js';
 export { type ChunkerSpec, chunkerName } from './chunkers.js';
-export { type ContentId, formatContentId, parseContentId, parseContentIdSegment } from './content-id.js';
+export { type ContentId, formatContentId, parseContentId, parseContentIdSegment } from '../base/content-id.js';
 export { decodeCursor, encodeCursor, parseLimit } from './cursors.js';
 export { DirectIngest, type IngestOptions } from './direct-ingest.js';
 export { type Decision, Ingest, type IngestDeps, largestBlockBytes } from './ingest.js';

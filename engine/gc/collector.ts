@@ -1,7 +1,7 @@
 // What the engine and the server ask of garbage collection, whichever backend collects: the
 // embedded collector (./gc.ts: block files and LMDB in one process) implements it today.
 import type { StoredBlock } from '../store/index.js';
-import type { GcAgeOverrides, GcPhase, GcReport, GcState } from './gc.js';
+import type { GcAgeOverrides, GcPhase, GcReport, GcState } from './report.js';
 import type { FencedIngest } from './ingest-fence.js';
 
 export interface Collector {

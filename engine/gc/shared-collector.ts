@@ -23,7 +23,7 @@ import { SvcError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { ClusterNode, KeyedBlock, MovableBlockStore, SharedGcCatalog } from '../store/index.js';
 import type { Collector } from './collector.js';
-import { type GcAgeOverrides, type GcPhase, type GcReport, type GcState, gcState, newReport } from './gc.js';
+import { type GcAgeOverrides, type GcPhase, type GcReport, type GcState, gcState, newReport } from './report.js';
 import { type FencedIngest, IngestFence } from './ingest-fence.js';
 import { GcSchedule } from './schedule.js';
 

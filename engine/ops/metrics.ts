@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { Engine } from '../engine.js';
+import type { OpsSource } from './source.js';
 
 /** Prometheus metrics of one process: counters read from Stats at scrape time, plus HTTP timings. */
 export class Metrics {
@@ -7,7 +7,7 @@ export class Metrics {
   readonly httpRequests: Counter<'route' | 'status'>;
   readonly httpDuration: Histogram<'route'>;
 
-  constructor(engine: Engine) {
+  constructor(engine: Pick<OpsSource, 'stats' | 'memory' | 'pool'>) {
     const r = this.registry;
     const s = engine.stats;
     const gauge = (name: string, help: string, read: () => number) =>

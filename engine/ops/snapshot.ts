@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Engine, HealthCheck } from '../engine.js';
+import { formatBytes } from '../base/bytes.js';
+import type { HealthCheck, OpsSource } from './source.js';
 import type { NodeView } from './nodes.js';
 import { floorInBytes } from '../store/index.js';
 
@@ -73,7 +74,7 @@ export interface NodeSummary {
   capacity: { workerThreads: number; running: number; queued: number; transfersInFlight: number; bufferedBytes: number; limitBytes: number };
 }
 
-export function nodeSummary(engine: Engine): NodeSummary {
+export function nodeSummary(engine: OpsSource): NodeSummary {
   const { stats, pool, memory, lastReadiness } = engine;
   const threads = pool.threads.length;
   return {
@@ -135,7 +136,7 @@ export class OpsSnapshots {
   private readonly statfs: NonNullable<SnapshotOptions['statfs']>;
 
   constructor(
-    private readonly engine: Engine,
+    private readonly engine: OpsSource,
     options: SnapshotOptions = {},
   ) {
     this.nodeId = engine.nodeId;
@@ -306,18 +307,6 @@ function probeCheck(p: HealthCheck): OpsCheck {
   return p.status === 'ok'
     ? { id: p.name, status: 'ok', detail: `${what} ok` }
     : { id: p.name, status: 'failed', detail: `${what} failed: ${p.detail ?? 'unknown error'}` };
-}
-
-const UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
-
-export function formatBytes(n: number): string {
-  let v = n;
-  let i = 0;
-  while (v >= 1024 && i < UNITS.length - 1) {
-    v /= 1024;
-    i++;
-  }
-  return i === 0 ? `${v} B` : `${v.toFixed(v < 10 ? 2 : v < 100 ? 1 : 0)} ${UNITS[i]}`;
 }
 
 /** The cluster section: each known node as its last heartbeat described it (this one as it is now), and the live ones' totals. */

@@ -2,51 +2,14 @@
 // interfaces it names, never on an implementation. `fs` is embedded (block files + LMDB in the
 // data directory); `pg-s3` keeps the catalog in PostgreSQL and the block bytes in S3; `s3` keeps
 // everything in the bucket.
-import type { BlobBackendKind, Config } from '../config.js';
-import type { BlobCatalog, EmbeddedBlobCatalog } from './blob-catalog.js';
-import type { BlockStore, EmbeddedBlockStore, MovableBlockStore } from './block-store.js';
-import type { SharedGcCatalog } from './shared-gc-catalog.js';
-import type { TailStaging, UploadCatalog } from './upload-catalog.js';
-import type { ModelRegistry } from './model-registry.js';
-import type { DevSecretStore } from './dev-secret.js';
-import type { UnitStore } from './unit-store.js';
+import type { Config } from '../config.js';
+import type { BlobBackend, Dependency } from './blob-backend.js';
 import { FsBlockStore } from './fs/block-store.js';
 import { LmdbBlobCatalog } from './lmdb/blob-catalog.js';
 import type { CatalogEnv } from './lmdb/env.js';
 import type { Logger } from '../log.js';
 
-/** A dependency readiness probes, named as the ops snapshot names it. */
-export interface Dependency {
-  name: 'catalog' | 'blockStore' | 'postgres' | 's3';
-  probe(): Promise<void>;
-}
-
-export interface BlobBackend {
-  readonly kind: BlobBackendKind;
-  readonly blocks: BlockStore;
-  readonly manifests: BlobCatalog;
-  /** The embedded backend's synchronous views, for the embedded garbage collector (fs only). */
-  readonly embedded?: { blocks: EmbeddedBlockStore; manifests: EmbeddedBlobCatalog };
-  /** A shared backend's views, for the collector of a shared catalog (pg-s3, s3). */
-  readonly shared?: { blocks: MovableBlockStore; gc: SharedGcCatalog };
-  /** Resumable sessions when the backend shares them between nodes (pg-s3, s3); else the node's LMDB and data directory keep them. */
-  readonly sessions?: { catalog: UploadCatalog; staging: TailStaging };
-  /** The model registry when the backend shares it between nodes (pg-s3); else the node's LMDB keeps it. */
-  readonly models?: ModelRegistry;
-  /** The generated development secret when the backend shares it between nodes (pg-s3); else a file in the data directory keeps it. */
-  readonly devSecret?: DevSecretStore;
-  /** Units of work shared by the cluster's nodes (pg-s3); else the node's LMDB holds them. */
-  readonly units?: UnitStore;
-  /**
-   * The node that serves the document platform where only one may (s3: its records are in that
-   * node's LMDB); the others answer 503 documents_single_node. Undefined: every node serves it.
-   */
-  readonly documentsNode?: string;
-  readonly dependencies: readonly Dependency[];
-  /** Interrupted block writes cleaned up at open (fs). */
-  readonly removedTempFiles: number;
-  close(): Promise<void>;
-}
+export type { BlobBackend, Dependency };
 
 /**
  * Opens the configured backend. Only the process that holds the data directory's lock may call

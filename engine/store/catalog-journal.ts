@@ -4,7 +4,7 @@
 // hands them over in groups, each written as one segment; for each (tenant, blob) the entry with
 // the largest number says whether it is held.
 import { createHash } from 'node:crypto';
-import { contentIdOf } from '../cas/content-id.js';
+import { contentIdOf } from '../base/content-id.js';
 
 /** What a tenant's hold on a blob needs to be recreated, with the manifest it holds. */
 export interface Holding {

@@ -1,9 +1,10 @@
 import fs from 'node:fs';
 import { SvcError } from '../errors.js';
-import { formatBytes } from '../ops/snapshot.js';
+import { formatBytes } from '../base/bytes.js';
+import type { FreeSpaceFloor } from '../config.js';
 
 /** SVC_MIN_FREE_SPACE: a number of bytes, or a share of the file system. */
-export type FreeSpaceFloor = { bytes: number } | { percent: number };
+export type { FreeSpaceFloor };
 
 interface DiskSpaceReading {
   freeBytes: number;

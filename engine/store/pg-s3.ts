@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
-import type { BlobBackend } from './backend.js';
+import type { BlobBackend } from './blob-backend.js';
 import { PgBlobCatalog } from './pg/blob-catalog.js';
 import { S3BlockStore } from './s3/block-store.js';
 import { S3Journal } from './s3/journal.js';

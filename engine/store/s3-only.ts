@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config.js';
-import type { BlobBackend } from './backend.js';
+import type { BlobBackend } from './blob-backend.js';
 import { S3BlockStore } from './s3/block-store.js';
 import { S3TailStaging } from './s3/staging.js';
 import { type ConditionalWrites, probeConditionalWrites } from './s3/preconditions.js';

@@ -4,7 +4,7 @@
 // upload: the purge fence across nodes), the root holders (nodes whose data directory holds
 // references only they can mark; known while they are down) and the runs' reports.
 
-import type { BlockRoots } from '../cas/block-roots.js';
+import type { BlockRoots } from '../base/block-roots.js';
 
 export interface KeyedBlock {
   key: Buffer;

@@ -1,6 +1,6 @@
 // Resumable upload sessions: a session's record holds its state, offset, lease and the staged
 // tail; each acknowledged part keeps the blocks it cut, so a commit only reads what is durable.
-import type { ChunkerSpec } from '../cas/chunkers.js';
+import type { ChunkerSpec } from '../base/chunker-spec.js';
 import type { StoredBlock } from './block-store.js';
 
 export type SessionState = 'Open' | 'Committing' | 'Committed' | 'Cancelled' | 'Expired';

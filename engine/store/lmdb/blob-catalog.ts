@@ -2,7 +2,7 @@ import type { Database } from 'lmdb';
 import { type BlockRecord, type EmbeddedBlobCatalog, type Publication, type PublicationGuard, type PublishOptions, seqOfCursor } from '../blob-catalog.js';
 import { DEFAULT_TENANT } from '../tenants.js';
 import type { StoredBlock } from '../block-store.js';
-import { formatContentId } from '../../cas/content-id.js';
+import { formatContentId } from '../../base/content-id.js';
 import { type BlobSummary, Manifest, type ManifestRecord, pack, summarize } from '../manifest.js';
 import type { CatalogEnv } from './env.js';
 

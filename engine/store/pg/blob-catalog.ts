@@ -1,7 +1,7 @@
 import { type BlobCatalog, type Publication, type PublishOptions, seqOfCursor } from '../blob-catalog.js';
 import type { StoredBlock } from '../block-store.js';
 import type { CatalogJournal } from '../catalog-journal.js';
-import { contentIdOf, formatContentId } from '../../cas/content-id.js';
+import { contentIdOf, formatContentId } from '../../base/content-id.js';
 import { type BlobSummary, Manifest, type ManifestRecord, pack } from '../manifest.js';
 import { DEFAULT_TENANT } from '../tenants.js';
 import { blockArrays } from './block-arrays.js';

@@ -8,7 +8,7 @@
 // time share its segment (a PUT costs svc about 1.5 ms of CPU in the SDK: one per publication
 // would double a small upload's cost), and a flush that found a full group goes on at once.
 import type { CatalogJournal, Holding, JournalRecord } from '../catalog-journal.js';
-import { formatContentId } from '../../cas/content-id.js';
+import { formatContentId } from '../../base/content-id.js';
 import type { PgPool } from './pool.js';
 
 /** Entries per segment. */

@@ -11,7 +11,7 @@
 // - removal: ledger intent (−bytes) → holding deleted (the removal point) → entry deleted →
 //   intent dropped.
 import { LRUCache } from 'lru-cache';
-import { formatContentId } from '../../cas/content-id.js';
+import { formatContentId } from '../../base/content-id.js';
 import { type BlobCatalog, InvalidCursorError, type Publication, type PublishOptions } from '../blob-catalog.js';
 import type { StoredBlock } from '../block-store.js';
 import { type Holding, decodeHolding, encodeHolding } from '../catalog-journal.js';

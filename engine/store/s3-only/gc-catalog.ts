@@ -20,7 +20,7 @@
 import { randomUUID } from 'node:crypto';
 import { decodeHolding } from '../catalog-journal.js';
 import type { ListedObject } from '../block-store.js';
-import type { BlockRoots } from '../../cas/block-roots.js';
+import type { BlockRoots } from '../../base/block-roots.js';
 import type { ClusterNode, ForgetOutcome, KeyedBlock, NodeRecord, SharedGcCatalog } from '../shared-gc-catalog.js';
 import { PART_BLOCK_BYTES } from '../upload-catalog.js';
 import type { S3OnlyKeys } from './keys.js';

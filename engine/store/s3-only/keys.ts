@@ -1,7 +1,7 @@
 // The S3-only backend's object layout under SVC_S3_PREFIX (docs/backends.md, "s3"). Block
 // objects and their quarantine are the S3 block store's (engine/store/s3/block-store.ts). A
 // tenant id may hold any character and a key segment must not hold '/': tenants are base64url.
-import { contentIdOf, formatContentId } from '../../cas/content-id.js';
+import { contentIdOf, formatContentId } from '../../base/content-id.js';
 
 /** Inventory positions count down from this, so that a listing (ascending keys) is newest first. */
 const SEQ_CEILING = 9_000_000_000_000_000; // below 2^53: exact as a JS number
