@@ -64,7 +64,7 @@ function version(node: string): Promise<string> {
 /** One quick harness run under `node`; resolves with the path of its results JSON. */
 function runUnder(node: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(node, [RUN, '--quick', '--no-docs'], { cwd: REPO, stdio: ['ignore', 'inherit', 'pipe'] });
+    const child = spawn(node, [RUN, '--quick', '--no-docs'], { cwd: REPO, stdio: ['ignore', 'ignore', 'pipe'] });
     let err = '';
     child.stderr.on('data', (d: Buffer) => {
       err += d;

