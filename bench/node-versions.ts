@@ -9,7 +9,8 @@
  *
  * --before defaults to /usr/bin/node (the machine's own, Node 20 here), --after to the Node running
  * this script (under npm, the packaged Node 22), --rounds to 2. dist/ must hold the uWS addon of
- * both ABIs (the build writes one per ABI, native/uws-error-pages.ts).
+ * both ABIs (the build writes one per ABI, native/uws-error-pages.ts). `--tabulate=a.json,b.json,...`
+ * prints the table of earlier runs' results (the older Node first) without running anything.
  */
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -23,6 +24,8 @@ interface Options {
   before: string;
   after: string;
   rounds: number;
+  /** Results of earlier runs to tabulate instead of running (two Node versions among them). */
+  tabulate?: string[];
 }
 
 function parseArgs(argv: string[]): Options {
@@ -32,8 +35,9 @@ function parseArgs(argv: string[]): Options {
     if (k === '--before' && v) opts.before = v;
     else if (k === '--after' && v) opts.after = v;
     else if (k === '--rounds' && v && Number(v) >= 1) opts.rounds = Number(v);
+    else if (k === '--tabulate' && v) opts.tabulate = v.split(',');
     else {
-      process.stderr.write(`node-versions: unknown argument "${a}" (expected --before=NODE, --after=NODE, --rounds=N)\n`);
+      process.stderr.write(`node-versions: unknown argument "${a}" (expected --before=NODE, --after=NODE, --rounds=N, --tabulate=RESULTS.json,...)\n`);
       process.exit(2);
     }
   }
@@ -46,6 +50,8 @@ interface Figures {
   ingestMbPerSecond?: number;
   sha256MbPerSecond?: number;
   ingestRatio?: number;
+  /** CPU of the rest of the host (% of one core) during the median ingest round: other work competing. */
+  ingestOtherCpu?: number;
   gets: Record<string, number>;
   models: Record<string, number>;
   errors: string[];
@@ -82,7 +88,10 @@ function runUnder(node: string): Promise<string> {
 function figures(file: string): Figures {
   const r = JSON.parse(readFileSync(file, 'utf8'));
   const gets: Record<string, number> = {};
-  for (const d of r.smallDownloads ?? []) gets[`4 KiB GETs, ${d.label} (req/s)`] = d.requestsPerSecond;
+  for (const d of r.smallDownloads ?? []) {
+    gets[`4 KiB GETs, ${d.label} (req/s)`] = d.requestsPerSecond;
+    if (typeof d.cpu?.otherPercent === 'number') gets[`other processes' CPU during the GETs, ${d.label} (% of a core)`] = d.cpu.otherPercent;
+  }
   const models: Record<string, number> = {};
   for (const c of r.models?.cells ?? []) models[`${c.label}, ${c.mode}, ${c.rowsPerRequest} row(s), ${c.connections} conn. (µs/row)`] = c.usPerRow;
   return {
@@ -90,6 +99,7 @@ function figures(file: string): Figures {
     ingestMbPerSecond: r.ingest?.mbPerSecond,
     sha256MbPerSecond: r.sha256?.mbPerSecond,
     ingestRatio: r.ingest?.ratioToSha256,
+    ingestOtherCpu: r.ingest?.cpu?.otherPercent,
     gets,
     models,
     errors: (r.errors ?? []).map((e: { phase: string; message: string }) => `${e.phase}: ${e.message}`),
@@ -109,9 +119,23 @@ function cell(xs: number[], digits: number): string {
 
 async function main(): Promise<void> {
   const opts = parseArgs(process.argv.slice(2));
-  const nodes = [opts.before, opts.after];
-  const versions = await Promise.all(nodes.map(version));
+  let versions: string[];
   const runs: Figures[][] = [[], []];
+  if (opts.tabulate) {
+    const all = opts.tabulate.map((f) => figures(path.resolve(f)));
+    versions = [...new Set(all.map((f) => f.node))].sort((a, b) => a.localeCompare(b, 'en', { numeric: true }));
+    if (versions.length !== 2) throw new Error(`--tabulate needs the results of exactly two Node versions, not ${versions.join(', ')}`);
+    for (const f of all) runs[versions.indexOf(f.node)].push(f);
+    opts.rounds = Math.max(runs[0].length, runs[1].length);
+  } else {
+    versions = await Promise.all([opts.before, opts.after].map(version));
+    await runRounds(opts, versions, runs);
+  }
+  table(opts, versions, runs);
+}
+
+async function runRounds(opts: Options, versions: string[], runs: Figures[][]): Promise<void> {
+  const nodes = [opts.before, opts.after];
   for (let round = 0; round < opts.rounds; round++) {
     const order = round % 2 === 0 ? [0, 1] : [1, 0];
     for (const i of order) {
@@ -119,10 +143,14 @@ async function main(): Promise<void> {
       runs[i].push(figures(await runUnder(nodes[i])));
     }
   }
+}
+
+function table(opts: Options, versions: string[], runs: Figures[][]): void {
   const rows: Array<[string, (f: Figures) => number | undefined, number]> = [
     ['ingest ratio: ingest / node:crypto SHA-256', (f) => f.ingestRatio, 2],
     ['ingest of 256 MiB, median of 3 (MB/s)', (f) => f.ingestMbPerSecond, 0],
     ['node:crypto SHA-256 of the same bytes (MB/s)', (f) => f.sha256MbPerSecond, 0],
+    ["other processes' CPU during the ingest (% of a core)", (f) => f.ingestOtherCpu, 0],
   ];
   const keys = (pick: (f: Figures) => Record<string, number>) => [...new Set(runs.flat().flatMap((f) => Object.keys(pick(f))))];
   for (const k of keys((f) => f.gets)) rows.push([k, (f) => f.gets[k], 0]);
