@@ -1,11 +1,12 @@
 // Writes dist/native/uws-<ABI>.node: the uWebSockets.js addon of this platform for each Node ABI the
 // package ships from Node 20 on (127 for Node 22, the runtime `npm ci` brings; 115 for Node 20, which
 // the benchmarks compare against), with the three answers its HTTP parser writes by itself (505 for
-// anything but HTTP/1.1, 431 for oversized headers, 400 for malformed framing) rewritten from HTML pages naming the library and its version into the JSON
-// error envelope. They are fixed-length constants in the binary, so each is replaced in place by
-// an answer of the same length (JSON padded with spaces). server/uws.ts loads the copy of its own
-// ABI when it exists; when an addon does not hold exactly the expected pages, no copy of it is
-// written and the shipped addon is used as it is.
+// anything but HTTP/1.1, 431 for oversized headers, 400 for malformed framing) rewritten from HTML
+// pages naming the library and its version into the JSON error envelope. They are fixed-length
+// constants in the binary, so each is replaced in place by an answer of the same length (JSON
+// padded with spaces). server/uws.ts loads the copy of its own ABI when it exists; when an addon
+// does not hold exactly the expected pages, no copy of it is written and the shipped addon is used
+// as it is.
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
