@@ -1,18 +1,19 @@
-// Writes dist/native/uws.node: the uWebSockets.js addon of this platform with the three answers
-// its HTTP parser writes by itself (505 for anything but HTTP/1.1, 431 for oversized headers, 400 for
-// malformed framing) rewritten from HTML pages naming the library and its version into the JSON
-// error envelope. They are fixed-length constants in the binary, so each is replaced in place by
-// an answer of the same length (JSON padded with spaces). server/uws.ts loads this copy when it
-// exists; when the addon does not hold exactly the expected pages, none is written and the shipped
-// addon is used as it is.
-import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
+// Writes dist/native/uws-<ABI>.node: the uWebSockets.js addon of this platform for each Node ABI the
+// package ships from Node 20 on (127 for Node 22, the runtime `npm ci` brings; 115 for Node 20, which
+// the benchmarks compare against), with the three answers its HTTP parser writes by itself (505 for
+// anything but HTTP/1.1, 431 for oversized headers, 400 for malformed framing) rewritten from HTML
+// pages naming the library and its version into the JSON error envelope. They are fixed-length
+// constants in the binary, so each is replaced in place by an answer of the same length (JSON
+// padded with spaces). server/uws.ts loads the copy of its own ABI when it exists; when an addon
+// does not hold exactly the expected pages, no copy of it is written and the shipped addon is used
+// as it is.
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { publishBytes } from './publish.js';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const output = path.join(repo, 'dist', 'native', 'uws.node');
+const outputs = path.join(repo, 'dist', 'native');
 const FOOTER = '<hr><i>uWebSockets/20 Server</i>';
 const PAGES: Array<{ status: string; page: string; error: string; messages: string[] }> = [
   { status: '505 HTTP Version Not Supported', page: '<h1>HTTP Version Not Supported</h1><p>This server does not support HTTP/1.0.</p>', error: 'http_version_not_supported', messages: ['Only HTTP/1.1 is served'] },
@@ -32,10 +33,8 @@ function replacement(original: string, status: string, error: string, messages: 
   return undefined;
 }
 
-function patch(): string {
-  const shipped = createRequire(path.join(repo, 'node_modules', 'uWebSockets.js', 'dist', 'uws.mjs')).resolve(
-    `./bin/uws_${process.platform}_${process.arch}_${process.versions.modules}.node`,
-  );
+/** Writes the patched copy of `shipped` (one ABI's addon) as `output`; returns why not, or ''. */
+function patch(shipped: string, output: string): string {
   let binary = readFileSync(shipped);
   for (const { status, page, error, messages } of PAGES) {
     const original = `HTTP/1.1 ${status}\r\nConnection: close\r\n\r\n${page}${FOOTER}`;
@@ -51,8 +50,23 @@ function patch(): string {
   return '';
 }
 
-const failure = existsSync(path.join(repo, 'node_modules', 'uWebSockets.js')) ? patch() : 'uWebSockets.js is not installed';
-if (failure) {
-  rmSync(output, { force: true });
-  process.stderr.write(`uWS error pages left as shipped (${failure})\n`);
+const installed = path.join(repo, 'node_modules', 'uWebSockets.js', 'dist', 'bin');
+const prefix = `uws_${process.platform}_${process.arch}_`;
+const abis = existsSync(installed)
+  ? readdirSync(installed).flatMap((f) => (f.startsWith(prefix) && f.endsWith('.node') ? [f.slice(prefix.length, -'.node'.length)] : []))
+  : [];
+/** Node 20's ABI: older ones are of no use to this package. */
+const OLDEST_ABI = 115;
+if (!abis.includes(process.versions.modules)) {
+  process.stderr.write(`uWS error pages left as shipped (uWebSockets.js has no ${prefix}${process.versions.modules}.node)\n`);
 }
+for (const abi of abis.filter((a) => Number(a) >= OLDEST_ABI)) {
+  const output = path.join(outputs, `uws-${abi}.node`);
+  const failure = patch(path.join(installed, `${prefix}${abi}.node`), output);
+  if (failure) {
+    rmSync(output, { force: true });
+    process.stderr.write(`uWS error pages left as shipped for ABI ${abi} (${failure})\n`);
+  }
+}
+// The single copy earlier builds wrote, for whichever ABI they ran on.
+rmSync(path.join(outputs, 'uws.node'), { force: true });

