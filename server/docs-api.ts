@@ -25,6 +25,7 @@ import type { DeprecatedSchema } from '../engine/documents/schema-lifecycle.js';
 import type { RequestInfo } from '../engine/documents/model.js';
 import { parseContentType } from './request-parsing.js';
 import { ANY_TOKEN, type Method, type Router, caller } from './router.js';
+import { DEV_TOKEN_BODY_BYTES, JOB_WAIT_MAX_S } from '../engine/base/limits.js';
 
 interface DocsContext {
   docs: DocumentService;
@@ -70,7 +71,7 @@ export function mountDocsApi(router: Router, ctx: ServerContext, docsCtx: DocsCo
 
   router.on('POST', '/dev/token', async ({ ex, req }) => {
     const loopback = isLoopback(Buffer.from(ex.res.getRemoteAddressAsText()).toString());
-    const body = readJson(ex, 64 * 1024, payloadTooLarge);
+    const body = readJson(ex, DEV_TOKEN_BODY_BYTES, payloadTooLarge);
     body.catch(() => {});
     if (!tokens.devTokensEnabled || !loopback) throw new SvcError(404, 'not_found', 'No route POST /dev/token');
     const { value } = await body;
@@ -201,7 +202,7 @@ export function mountDocsApi(router: Router, ctx: ServerContext, docsCtx: DocsCo
   json('GET', '/v1/jobs/:jobId', 'job.read', async ({ ex, params, query }, principal) => {
     only(query, ['wait']);
     const wait = query.get('wait');
-    if (wait !== null && !/^([0-9]|[12][0-9]|30)$/.test(wait)) throw badRequest('wait must be whole seconds from 0 to 30');
+    if (wait !== null && !(/^(0|[1-9][0-9]?)$/.test(wait) && Number(wait) <= JOB_WAIT_MAX_S)) throw badRequest(`wait must be whole seconds from 0 to ${JOB_WAIT_MAX_S}`);
     ex.json(200, await docs.job(principal, params[0]!, Number(wait ?? 0) * 1000));
   });
   json('GET', '/v1/documents/:documentId/metadata/:namespaceUrn', 'meta.read', async ({ ex, req, params, query }, principal) => {

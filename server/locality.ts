@@ -6,6 +6,7 @@ import http from 'node:http';
 import { SvcError } from '../engine/errors.js';
 import type { BodySource } from './body-sources.js';
 import type { Exchange } from './exchange.js';
+import { FORWARDED_ANSWER_MAX_BYTES } from '../engine/base/limits.js';
 
 /** Set by the forwarding node: the owner ingests what it receives, whatever it would pick itself. */
 export const FORWARDED_BY = 'x-svc-forwarded-by';
@@ -13,7 +14,7 @@ export const FORWARDED_BY = 'x-svc-forwarded-by';
 export const SERVED_BY = 'X-Svc-Node';
 
 /** The owner's answers are small JSON envelopes; anything longer is not one. */
-const MAX_ANSWER_BYTES = 1024 * 1024;
+const MAX_ANSWER_BYTES = FORWARDED_ANSWER_MAX_BYTES;
 /** Headers of an owner's answer that the client needs. */
 const RELAYED = ['location', 'etag', 'retry-after', 'www-authenticate', 'x-svc-node'];
 

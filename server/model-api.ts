@@ -19,9 +19,10 @@ import { readShared } from './body-readers.js';
 import { type Exchange, JSON_UTF8, header } from './exchange.js';
 import type { Method, Router } from './router.js';
 import type { Surface } from './surface.js';
+import { MODEL_URI_MAX_BYTES } from '../engine/base/limits.js';
 
 const MAX_MODEL_NAME = 256;
-const MAX_URI_BYTES = 64 * 1024;
+const MAX_URI_BYTES = MODEL_URI_MAX_BYTES;
 
 const READ = 'model.read';
 const WRITE = 'model.write';

@@ -9,6 +9,7 @@ import { SvcError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { DevSecretStore } from '../store/index.js';
 import type { Principal } from './principal.js';
+import { DEV_TOKEN_MAX_TTL_S } from '../base/limits.js';
 
 export const unauthenticated = (message: string) => new SvcError(401, 'unauthenticated', message, { 'WWW-Authenticate': 'Bearer' });
 
@@ -26,7 +27,6 @@ interface DevTokenRequest {
   ttl_seconds?: number;
 }
 
-const MAX_DEV_TTL = 7 * 24 * 3600;
 
 const BEARER = /^Bearer\s+([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*)\s*$/i;
 
@@ -187,8 +187,8 @@ export function parseDevTokenRequest(body: unknown): DevTokenRequest {
     if (b[key] !== undefined && (typeof b[key] !== 'string' || (b[key] as string).length === 0 || (b[key] as string).length > 1024)) throw bad(`"${key}" must be a non-empty string`);
   }
   if (b.roles !== undefined && (!Array.isArray(b.roles) || !b.roles.every((r) => typeof r === 'string' && r.length > 0))) throw bad('"roles" must be an array of strings');
-  if (b.ttl_seconds !== undefined && (!Number.isInteger(b.ttl_seconds) || (b.ttl_seconds as number) < 1 || (b.ttl_seconds as number) > MAX_DEV_TTL)) {
-    throw bad(`"ttl_seconds" must be an integer from 1 to ${MAX_DEV_TTL}`);
+  if (b.ttl_seconds !== undefined && (!Number.isInteger(b.ttl_seconds) || (b.ttl_seconds as number) < 1 || (b.ttl_seconds as number) > DEV_TOKEN_MAX_TTL_S)) {
+    throw bad(`"ttl_seconds" must be an integer from 1 to ${DEV_TOKEN_MAX_TTL_S}`);
   }
   return b as DevTokenRequest;
 }

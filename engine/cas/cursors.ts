@@ -1,4 +1,5 @@
 import { invalidPagination } from '../errors.js';
+import { PAGE_DEFAULT, PAGE_MAX } from '../base/limits.js';
 
 // Opaque pagination tokens: "<kind>.<base64url payload>". Clients pass them back unchanged.
 
@@ -19,9 +20,9 @@ export function decodeCursor(kind: string, token: string): string {
 
 /** `limit` query: a decimal integer 1..1000, default 100. */
 export function parseLimit(raw: string | undefined): number {
-  if (raw === undefined) return 100;
-  if (!/^[0-9]{1,4}$/.test(raw)) throw invalidPagination('limit must be a decimal integer from 1 to 1000');
+  if (raw === undefined) return PAGE_DEFAULT;
+  if (!/^[0-9]{1,4}$/.test(raw)) throw invalidPagination(`limit must be a decimal integer from 1 to ${PAGE_MAX}`);
   const n = Number(raw);
-  if (n < 1 || n > 1000) throw invalidPagination('limit must be a decimal integer from 1 to 1000');
+  if (n < 1 || n > PAGE_MAX) throw invalidPagination(`limit must be a decimal integer from 1 to ${PAGE_MAX}`);
   return n;
 }

@@ -20,6 +20,7 @@ import { type DeprecatedSchema, checkLifecycles } from './schema-lifecycle.js';
 import { schemaNotFound } from './schemas.js';
 import { parseSearchRequest, type SearchValue } from './search-request.js';
 import { SvcError } from '../errors.js';
+import { BULK_FAILURES_LISTED } from '../base/limits.js';
 
 interface BulkInput {
   namespaceUrn: string;
@@ -36,14 +37,13 @@ interface Tally {
   migrated: number;
   skipped: number;
   failed: number;
-  /** The first MAX_FAILURES. */
+  /** The first BULK_FAILURES_LISTED. */
   failures: Array<{ documentId: string; code: string; message: string }>;
 }
 
 const TALLIES = table<Tally, string>('doc_bulk_tallies');
 /** Documents per unit of work. */
 const BATCH = 64;
-const MAX_FAILURES = 100;
 
 export class BulkMigrations {
   constructor(
@@ -117,7 +117,7 @@ export class BulkMigrations {
           else if (outcome === 'skipped') tally.skipped++;
           else {
             tally.failed++;
-            if (tally.failures.length < MAX_FAILURES) tally.failures.push({ documentId, ...outcome });
+            if (tally.failures.length < BULK_FAILURES_LISTED) tally.failures.push({ documentId, ...outcome });
           }
         }
         const done = progress.done + ids.length;

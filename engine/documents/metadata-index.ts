@@ -16,6 +16,7 @@ import { decodeCursor, encodeCursor } from '../cas/index.js';
 import { invalidPagination } from '../errors.js';
 import { type Table, type Unit, type UnitStore, table } from '../store/index.js';
 import type { SearchQuery } from './search-request.js';
+import { INDEX_MAX_LEAVES } from '../base/limits.js';
 
 type IndexKey = Array<string | number>;
 
@@ -35,12 +36,8 @@ export interface CurrentEntry {
 }
 
 const CURSOR_KIND = 'srch1';
-/**
- * Scalar leaves indexed per entry. An entry with more (a long array of ids) gets one overflow
- * key instead of its leaves, so a write never costs more than this many index keys; a search
- * reads such entries to check them (engine/documents/metadata-index.ts, `search`).
- */
-export const MAX_LEAVES = 1024;
+/** Scalar leaves indexed per entry (engine/base/limits.ts). */
+export const MAX_LEAVES = INDEX_MAX_LEAVES;
 const MAX_TOKEN = 128;
 const BUILT: IndexKey = ['~built'];
 /** The high end of a range of documentIds (UUIDs sort below it). */

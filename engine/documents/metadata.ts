@@ -6,12 +6,10 @@ import { SvcError } from '../errors.js';
 import { isNamespaceUrn, isPlainObject, isSchemaUrn, type MetadataEntry } from './model.js';
 import type { ValidationIssue } from './schemas.js';
 import type { Provenance } from './doc-jobs.js';
+import { BUNDLE_MAX_NAMESPACES, PATCH_MAX_BYTES, PATCH_MAX_OPS } from '../base/limits.js';
 
 const { applyPatch, validate: validatePatch, deepClone } = fastJsonPatch;
 
-const MAX_PATCH_OPS = 100;
-const MAX_PATCH_BYTES = 64 * 1024;
-const MAX_NAMESPACES = 64;
 
 /** A refused metadata write; its body is the rejection form, with `extra` beside `error` (e.g. currentMetadataId). */
 export class MetadataRejection extends SvcError {
@@ -42,7 +40,7 @@ export function readBundle(raw: unknown, where: string): Record<string, { schema
   for (const key of Object.keys(raw)) if (key !== 'namespaces') throw reject(`${where}: unknown field "${key}"`);
   const entries = Object.entries(raw.namespaces);
   if (entries.length === 0) throw reject(`${where}.namespaces is empty`);
-  if (entries.length > MAX_NAMESPACES) throw reject(`${where} has more than ${MAX_NAMESPACES} namespaces`);
+  if (entries.length > BUNDLE_MAX_NAMESPACES) throw reject(`${where} has more than ${BUNDLE_MAX_NAMESPACES} namespaces`);
   const out: Record<string, { schema: string; data: Record<string, unknown> }> = {};
   for (const [ns, entry] of entries) {
     if (!isNamespaceUrn(ns)) throw reject(`${where}: namespace key "${String(ns).slice(0, 200)}" is not a URN of the form urn:svc:<name>`);
@@ -69,14 +67,14 @@ interface PatchRequest {
 }
 
 export function checkPatchBody(body: unknown, bodyBytes: number): PatchRequest {
-  if (bodyBytes > MAX_PATCH_BYTES) throw new MetadataRejection(413, 'patch_too_large', `A patch request is at most ${MAX_PATCH_BYTES} bytes`);
+  if (bodyBytes > PATCH_MAX_BYTES) throw new MetadataRejection(413, 'patch_too_large', `A patch request is at most ${PATCH_MAX_BYTES} bytes`);
   if (!isPlainObject(body)) throw reject('The body must be { mode: "canonical", baseMetadataId, patch, reason }');
   for (const key of Object.keys(body)) if (!['mode', 'baseMetadataId', 'patch', 'reason'].includes(key)) throw reject(`unknown field "${key}"`);
   if (body.mode !== 'canonical') throw reject('mode must be "canonical" (derived metadata is not patched)');
   if (typeof body.baseMetadataId !== 'string' || !/^meta_[0-9A-HJKMNP-TV-Z]{26}$/.test(body.baseMetadataId)) throw reject('baseMetadataId must be a metadata id (meta_<ULID>)');
   if (typeof body.reason !== 'string' || body.reason.trim() === '') throw reject('reason is required');
   if (!Array.isArray(body.patch) || body.patch.length === 0) throw reject('patch must be a non-empty array of RFC 6902 operations');
-  if (body.patch.length > MAX_PATCH_OPS) throw new MetadataRejection(413, 'patch_too_large', `A patch has at most ${MAX_PATCH_OPS} operations`);
+  if (body.patch.length > PATCH_MAX_OPS) throw new MetadataRejection(413, 'patch_too_large', `A patch has at most ${PATCH_MAX_OPS} operations`);
   const error = validatePatch(body.patch as Operation[]);
   if (error) throw reject(`patch[${error.index}] is not a valid RFC 6902 operation: ${error.name}`);
   for (const [i, op] of (body.patch as Operation[]).entries()) {

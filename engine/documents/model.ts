@@ -4,6 +4,7 @@ import { randomFillSync } from 'node:crypto';
 import { monotonicFactory } from 'ulid';
 import { v7 } from 'uuid';
 import { SvcError } from '../errors.js';
+import { EXTERNAL_REFS_MAX, LABEL_MAX_CHARS, LABELS_MAX } from '../base/limits.js';
 
 export const badRequest = (message: string) => new SvcError(400, 'invalid_request', message);
 export const documentNotFound = (id: string) => new SvcError(404, 'document_not_found', `No document ${id}`);
@@ -152,7 +153,7 @@ export function onlyKeys(body: Record<string, unknown>, allowed: readonly string
 
 export function parseExternalRefs(v: unknown): ExternalRef[] {
   if (v === undefined) return [];
-  if (!Array.isArray(v) || v.length > 100) throw badRequest('externalRefs must be an array of at most 100 {system, value, meta?}');
+  if (!Array.isArray(v) || v.length > EXTERNAL_REFS_MAX) throw badRequest(`externalRefs must be an array of at most ${EXTERNAL_REFS_MAX} {system, value, meta?}`);
   return v.map((r, i) => {
     if (!isPlainObject(r) || typeof r.system !== 'string' || typeof r.value !== 'string' || r.system === '' || r.value === '') {
       throw badRequest(`externalRefs[${i}] must be {system: string, value: string, meta?: object of strings}`);
@@ -185,7 +186,7 @@ export function parsePermissions(v: unknown): PermissionRule[] {
 
 export function parseLabels(v: unknown): string[] {
   if (v === undefined) return [];
-  if (!Array.isArray(v) || v.length > 50 || !v.every((l) => typeof l === 'string' && /^[A-Za-z0-9._:-]{1,64}$/.test(l))) {
+  if (!Array.isArray(v) || v.length > LABELS_MAX || !v.every((l) => typeof l === 'string' && l.length <= LABEL_MAX_CHARS && /^[A-Za-z0-9._:-]+$/.test(l))) {
     throw badRequest('labels must be an array of at most 50 labels of 1-64 letters, digits or ._:-');
   }
   return [...new Set(v as string[])];

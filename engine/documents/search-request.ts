@@ -5,6 +5,7 @@
 import { parseLimit } from '../cas/index.js';
 import { invalidPagination } from '../errors.js';
 import { badRequest, isNamespaceUrn, isPlainObject, onlyKeys } from './model.js';
+import { SEARCH_MAX_POINTERS } from '../base/limits.js';
 
 export type SearchValue = string | number | boolean;
 
@@ -17,7 +18,6 @@ export interface SearchQuery {
   cursor?: string;
 }
 
-export const MAX_WHERE = 16;
 
 /** RFC 6901: "" or "/"-separated reference tokens, `~` only as `~0` or `~1`. */
 const POINTER = /^(?:\/(?:[^~/]|~[01])*)*$/;
@@ -30,7 +30,7 @@ export function parseSearchRequest(body: unknown): SearchQuery {
   if (mode !== 'canonical' && mode !== 'derived') throw badRequest('mode must be "canonical" or "derived"');
   if (!isPlainObject(where)) throw badRequest('where must be an object of JSON pointers to strings, numbers or booleans ({} for every document with an entry)');
   const pairs = Object.entries(where);
-  if (pairs.length > MAX_WHERE) throw badRequest(`where takes at most ${MAX_WHERE} pointers`);
+  if (pairs.length > SEARCH_MAX_POINTERS) throw badRequest(`where takes at most ${SEARCH_MAX_POINTERS} pointers`);
   for (const [pointer, value] of pairs) {
     if (!POINTER.test(pointer)) throw badRequest(`where: "${pointer}" is not a JSON pointer (RFC 6901: "" or "/a/b", "~" only as "~0" or "~1")`);
     const scalar = typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value));

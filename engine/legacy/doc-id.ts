@@ -2,9 +2,10 @@
 // component, so that no id can name a path outside `metadata/`.
 
 import { legacyInvalidId } from './errors.js';
+import { LEGACY_DOC_ID_MAX_BYTES } from '../base/limits.js';
 
 /** Longest id, in UTF-8 bytes (file names are at most 255 bytes; `.xml` is added). */
-export const MAX_DOC_ID_BYTES = 200;
+export const MAX_DOC_ID_BYTES = LEGACY_DOC_ID_MAX_BYTES;
 
 /**
  * The id when it can only name a file directly inside a directory; 400 otherwise: empty, over

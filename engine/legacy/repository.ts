@@ -14,9 +14,10 @@ import {
 import type { LegacyMetrics } from './metrics.js';
 import { type Absent, type OpenedFile, openInside } from './safe-open.js';
 import { TreeIndex } from './tree-index.js';
+import { LEGACY_METADATA_MAX_BYTES } from '../base/limits.js';
 
 /** Largest metadata file read (422 beyond). */
-export const MAX_METADATA_BYTES = 4 * 1024 * 1024;
+export const MAX_METADATA_BYTES = LEGACY_METADATA_MAX_BYTES;
 /** Bytes per piece of a binary's stream. */
 const PIECE_BYTES = 256 * 1024;
 

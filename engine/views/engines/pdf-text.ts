@@ -9,6 +9,7 @@ import { createCanvas } from '@napi-rs/canvas';
 import { getDocument } from 'pdfjs-dist/legacy/build/pdf.mjs';
 import type { PDFDocumentProxy, PDFPageProxy } from 'pdfjs-dist/legacy/build/pdf.mjs';
 import { UnsupportedContent } from './errors.js';
+import { OCR_MAX_RENDER_PIXELS } from '../../base/limits.js';
 
 const require = createRequire(import.meta.url);
 const PDFJS_DIR = path.dirname(require.resolve('pdfjs-dist/package.json'));
@@ -18,7 +19,7 @@ const packageFolder = (name: string) => path.join(PDFJS_DIR, name) + path.sep;
 /** 300 dpi is tesseract's sweet spot for body text (72 PDF units per inch). */
 export const RENDER_DPI = 300;
 /** A cap on a rendered page (an A3 page at 300 dpi is 17.4 Mpx): a poster-sized page is rendered at a lower dpi rather than as a canvas of gigabytes. */
-const MAX_RENDER_PIXELS = 36_000_000;
+const MAX_RENDER_PIXELS = OCR_MAX_RENDER_PIXELS;
 
 const PDFJS_ERRORS_OF_CONTENT = new Set(['InvalidPDFException', 'PasswordException', 'FormatError', 'UnknownErrorException']);
 

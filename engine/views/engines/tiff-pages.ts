@@ -4,9 +4,10 @@
 // "next" pointer cleared: one copy of the file per page, made when the page is OCR'd.
 
 import { UnsupportedContent } from './errors.js';
+import { TIFF_MAX_PAGES } from '../../base/limits.js';
 
 /** Enough for any real document; a cycle or a corrupt chain stops here rather than looping. */
-const MAX_PAGES = 10_000;
+const MAX_PAGES = TIFF_MAX_PAGES;
 
 interface TiffLayout {
   littleEndian: boolean;

@@ -1,0 +1,56 @@
+// The bounds a client or an operator meets that are not configuration (those are in
+// engine/config.ts, one SVC_* variable each): sizes, counts and times fixed by the contract or
+// chosen here, each with its reason. Tuning constants that no caller sees (batch sizes of internal
+// loops, poll intervals) stay named beside the code they tune.
+
+const KiB = 1024;
+const MiB = 1024 * KiB;
+
+// ---- lists ----
+/** `limit` of every list and search: default 100, at most 1000 (contract, "Pagination"). */
+export const PAGE_DEFAULT = 100;
+export const PAGE_MAX = 1000;
+
+// ---- the document platform ----
+/** A patch request: at most 100 operations and 64 KiB of body (contract: 413 patch_too_large). */
+export const PATCH_MAX_OPS = 100;
+export const PATCH_MAX_BYTES = 64 * KiB;
+/** Namespaces in one metadata bundle: a write names a few; 64 keeps one request's validation short. */
+export const BUNDLE_MAX_NAMESPACES = 64;
+/** externalRefs of a document, labels of a version (each 1-64 of [A-Za-z0-9._:-]): keys of list indexes, kept small. */
+export const EXTERNAL_REFS_MAX = 100;
+export const LABELS_MAX = 50;
+export const LABEL_MAX_CHARS = 64;
+/** Pointers ANDed in one search: each is a point read per candidate. */
+export const SEARCH_MAX_POINTERS = 16;
+/**
+ * Scalars indexed per metadata entry: a write costs at most this many index keys; an entry with
+ * more is read and checked by the searches of its namespace instead (engine/documents/metadata-index.ts).
+ */
+export const INDEX_MAX_LEAVES = 1024;
+/** Failures a bulk migration's outputs list (all are counted). */
+export const BULK_FAILURES_LISTED = 100;
+/** `?wait=` of GET /v1/jobs/{id}: a long poll shorter than common proxies' idle timeouts. */
+export const JOB_WAIT_MAX_S = 30;
+/** POST /dev/token's body: a handful of claims. */
+export const DEV_TOKEN_BODY_BYTES = 64 * KiB;
+/** A development token lives at most a week (`ttl_seconds`). */
+export const DEV_TOKEN_MAX_TTL_S = 7 * 24 * 3600;
+
+// ---- legacy repositories ----
+/** A legacy document id: a file name in the repository, within every file system's name limit. */
+export const LEGACY_DOC_ID_MAX_BYTES = 200;
+/** A legacy XML metadata file is read whole to parse it: larger ones are refused (422). */
+export const LEGACY_METADATA_MAX_BYTES = 4 * MiB;
+
+// ---- views ----
+/** A rendered page for OCR: 36 megapixels (a page at 600 dpi) bounds one worker's memory. */
+export const OCR_MAX_RENDER_PIXELS = 36_000_000;
+/** Pages of a TIFF read for OCR. */
+export const TIFF_MAX_PAGES = 10_000;
+
+// ---- the HTTP edge ----
+/** A model request's URI with its query (a row set may ride in it). */
+export const MODEL_URI_MAX_BYTES = 64 * KiB;
+/** The answer of a session's owner to a forwarded request: a small JSON envelope. */
+export const FORWARDED_ANSWER_MAX_BYTES = 1 * MiB;
