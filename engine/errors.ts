@@ -1,33 +1,71 @@
-/** A failure with a client-facing status, code and message. Anything else is internal. */
+/**
+ * What kind of failure a client is told of. The engine names the kind; server/ alone turns it
+ * into an HTTP status and headers (server/failure-status.ts).
+ */
+export type FailureKind =
+  | 'invalid'
+  | 'unauthenticated'
+  | 'forbidden'
+  | 'not_found'
+  | 'method_not_allowed'
+  | 'not_acceptable'
+  | 'conflict'
+  | 'gone'
+  | 'precondition_failed'
+  | 'too_large'
+  | 'unsupported_media_type'
+  | 'range_not_satisfiable'
+  | 'unprocessable'
+  | 'too_many_requests'
+  | 'internal'
+  | 'unavailable'
+  | 'insufficient_storage';
+
+/** Facts a failure carries for the client beside its message (the server turns them into headers). */
+export interface FailureDetails {
+  /** When to try again, in seconds. */
+  retryAfterSeconds?: number;
+  /** A resumable upload's committed offset. */
+  uploadOffset?: number;
+  /** The methods a path has (method_not_allowed). */
+  allow?: string;
+}
+
+/** A failure the client is told of: its kind, snake_case code and message. Anything else is internal. */
 export class SvcError extends Error {
   constructor(
-    readonly status: number,
+    readonly kind: FailureKind,
     readonly code: string,
     message: string,
-    readonly headers: Record<string, string> = {},
+    readonly details: FailureDetails = {},
   ) {
     super(message);
     this.name = 'SvcError';
   }
+
+  /** Whether a retry later may succeed where this failed (the service's side, or a limit that frees up). */
+  get transient(): boolean {
+    return this.kind === 'internal' || this.kind === 'unavailable' || this.kind === 'too_many_requests';
+  }
 }
 
-export const invalidBlobId = (message: string) => new SvcError(400, 'invalid_blob_id', message);
-export const invalidBlob = (message: string) => new SvcError(400, 'invalid_blob', message);
-export const invalidPagination = (message: string) => new SvcError(400, 'invalid_pagination', message);
-export const blobNotFound = (id: string) => new SvcError(404, 'blob_not_found', `No blob ${id}`);
+export const invalidBlobId = (message: string) => new SvcError('invalid', 'invalid_blob_id', message);
+export const invalidBlob = (message: string) => new SvcError('invalid', 'invalid_blob', message);
+export const invalidPagination = (message: string) => new SvcError('invalid', 'invalid_pagination', message);
+export const blobNotFound = (id: string) => new SvcError('not_found', 'blob_not_found', `No blob ${id}`);
 export const payloadTooLarge = (limit: number) =>
-  new SvcError(413, 'payload_too_large', `Upload exceeds the configured maximum of ${limit} bytes`);
+  new SvcError('too_large', 'payload_too_large', `Upload exceeds the configured maximum of ${limit} bytes`);
 export const tenantObjectLimit = (limit: number) =>
-  new SvcError(413, 'tenant_object_limit_exceeded', `The object exceeds the tenant's limit of ${limit} bytes`);
+  new SvcError('too_large', 'tenant_object_limit_exceeded', `The object exceeds the tenant's limit of ${limit} bytes`);
 export const tenantQuotaExceeded = (what = 'Publishing this blob') =>
-  new SvcError(507, 'tenant_storage_quota_exceeded', `${what} would exceed the tenant's retained-byte quota`);
-export const storageFailure = (message = 'Storage operation failed') => new SvcError(500, 'storage_failure', message);
+  new SvcError('insufficient_storage', 'tenant_storage_quota_exceeded', `${what} would exceed the tenant's retained-byte quota`);
+export const storageFailure = (message = 'Storage operation failed') => new SvcError('internal', 'storage_failure', message);
 export const verificationFailure = () =>
-  new SvcError(500, 'verification_failure', 'The persisted bytes of this blob could not be read and hashed');
+  new SvcError('internal', 'verification_failure', 'The persisted bytes of this blob could not be read and hashed');
 export const ingestFailed = (message = 'The block store could not complete the write') =>
-  new SvcError(500, 'ingest_failed', message);
+  new SvcError('internal', 'ingest_failed', message);
 export const blockStoreUnavailable = () =>
-  new SvcError(503, 'block_store_unavailable', 'The block store (S3) is not answering; retry once it is back', { 'Retry-After': '5' });
+  new SvcError('unavailable', 'block_store_unavailable', 'The block store (S3) is not answering; retry once it is back', { retryAfterSeconds: 5 });
 
 /** Whether a block store's failure says the store cannot be reached (refused, reset, timed out, 503): a 503, not a 500. */
 export function isUnreachable(err: unknown): boolean {
@@ -35,11 +73,11 @@ export function isUnreachable(err: unknown): boolean {
   return /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|EPIPE|socket hang up|ServiceUnavailable|SlowDown|TimeoutError/.test(text);
 }
 
-export const invalidUpload = (message: string) => new SvcError(400, 'invalid_upload', message);
-export const uploadNotFound = (id: string) => new SvcError(404, 'upload_not_found', `No upload session ${id}`);
-export const uploadExists = (id: string) => new SvcError(409, 'upload_exists', `Upload session ${id} already exists; read its checkpoint with GET /api/v1/uploads/${id}`);
+export const invalidUpload = (message: string) => new SvcError('invalid', 'invalid_upload', message);
+export const uploadNotFound = (id: string) => new SvcError('not_found', 'upload_not_found', `No upload session ${id}`);
+export const uploadExists = (id: string) => new SvcError('conflict', 'upload_exists', `Upload session ${id} already exists; read its checkpoint with GET /api/v1/uploads/${id}`);
 export const uploadOffsetMismatch = (offset: number) =>
-  new SvcError(409, 'upload_offset_mismatch', `The part does not start at the committed offset ${offset}`, { 'Upload-Offset': String(offset) });
-export const uploadBusy = (what: string) => new SvcError(409, 'upload_busy', `Another ${what} holds this upload session; retry later`);
-export const uploadState = (state: string, action: string) => new SvcError(409, 'upload_state', `The upload session is ${state}: cannot ${action}`);
-export const uploadExpired = (id: string) => new SvcError(410, 'upload_expired', `Upload session ${id} has expired`);
+  new SvcError('conflict', 'upload_offset_mismatch', `The part does not start at the committed offset ${offset}`, { uploadOffset: offset });
+export const uploadBusy = (what: string) => new SvcError('conflict', 'upload_busy', `Another ${what} holds this upload session; retry later`);
+export const uploadState = (state: string, action: string) => new SvcError('conflict', 'upload_state', `The upload session is ${state}: cannot ${action}`);
+export const uploadExpired = (id: string) => new SvcError('gone', 'upload_expired', `Upload session ${id} has expired`);

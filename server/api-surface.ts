@@ -9,6 +9,7 @@ import type { Metrics } from '../engine/ops/index.js';
 import type { CorsPolicy } from './router.js';
 import type { Surface } from './surface.js';
 import type { Config } from '../engine/config.js';
+import { headersOf, statusOf } from './failure-status.js';
 
 /** Request headers a CORS preflight may name (docs: decisions, "Security"). */
 const ALLOWED_REQUEST_HEADERS = [
@@ -33,8 +34,8 @@ export function apiSurface({ engine, metrics }: ServerContext): Surface {
     log: engine.log,
     lingerBytes: engine.config.httpLingerBytes,
     known(err) {
-      if (err instanceof MetadataRejection) return { status: err.status, body: err.body(), headers: err.headers };
-      if (err instanceof SvcError) return { status: err.status, body: { error: err.code, message: err.message }, headers: err.headers };
+      if (err instanceof MetadataRejection) return { status: statusOf(err), body: err.body(), headers: headersOf(err) };
+      if (err instanceof SvcError) return { status: statusOf(err), body: { error: err.code, message: err.message }, headers: headersOf(err) };
       return undefined;
     },
     internal: (requestId, fallbackCode) => ({ status: 500, body: { error: fallbackCode, message: `Internal error (request ${requestId})` } }),

@@ -87,7 +87,7 @@ function upload(engine: Engine, ex: Exchange, req: RequestHead, principal: Princ
     const body = new HeldBody(ex.body);
     return engine.blobLimits(principal!.tenant).then((room) => ingest(engine, ex, head, principal, chargeBytes, body, room));
   }
-  if (!engine.config.locality) throw new SvcError(503, 'locality_unavailable', 'Session-localized upload needs the locality runtime, which this server does not run');
+  if (!engine.config.locality) throw new SvcError('unavailable', 'locality_unavailable', 'Session-localized upload needs the locality runtime, which this server does not run');
   // Placement reads the nodes from the catalog: the head is read and the body held first.
   const forwarded = header(req, FORWARDED_BY) !== undefined;
   const headers: Record<string, string> = {};
@@ -99,7 +99,7 @@ function upload(engine: Engine, ex: Exchange, req: RequestHead, principal: Princ
   const body = new HeldBody(ex.body);
   return (async () => {
     const owner = forwarded ? undefined : await engine.localityOwner(locality.tenant, locality.session).catch((err: unknown) => {
-      throw new SvcError(503, 'locality_failed', `No owner could be placed: ${String((err as Error)?.message ?? err)}`);
+      throw new SvcError('unavailable', 'locality_failed', `No owner could be placed: ${String((err as Error)?.message ?? err)}`);
     });
     if (owner && !owner.self) return forwardUpload(ex, body, owner, headers, engine.nodeId);
     ingest(engine, ex, head, principal, chargeBytes, body, principal ? await engine.blobLimits(principal.tenant) : undefined, { [SERVED_BY]: engine.nodeId });

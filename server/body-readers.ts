@@ -29,7 +29,7 @@ export function readJson(ex: Exchange, max: number, tooLarge: TooLarge): Promise
       try {
         resolve({ value: JSON.parse(Buffer.concat(chunks, size).toString('utf8')), bytes: size });
       } catch {
-        reject(new SvcError(400, 'invalid_json', 'The body is not valid JSON'));
+        reject(new SvcError('invalid', 'invalid_json', 'The body is not valid JSON'));
       }
     });
   });

@@ -73,7 +73,7 @@ export function mountDocsApi(router: Router, ctx: ServerContext, docsCtx: DocsCo
     const loopback = isLoopback(Buffer.from(ex.res.getRemoteAddressAsText()).toString());
     const body = readJson(ex, DEV_TOKEN_BODY_BYTES, payloadTooLarge);
     body.catch(() => {});
-    if (!tokens.devTokensEnabled || !loopback) throw new SvcError(404, 'not_found', 'No route POST /dev/token');
+    if (!tokens.devTokensEnabled || !loopback) throw new SvcError('not_found', 'not_found', 'No route POST /dev/token');
     const { value } = await body;
     ex.json(200, await tokens.mint(parseDevTokenRequest(value)), { 'Cache-Control': 'no-store' });
   });
@@ -155,12 +155,12 @@ export function mountDocsApi(router: Router, ctx: ServerContext, docsCtx: DocsCo
       const job = await views.settled(jobId, viewWaitMs);
       if (!job) return ex.json(202, { jobId }, { 'Retry-After': '5', Location: `/v1/jobs/${jobId}`, 'Cache-Control': 'no-store' });
       if (job.state !== 'completed') {
-        if (job.error?.code === 'view_unsupported') throw new SvcError(422, 'view_unsupported', job.error.message);
-        throw new SvcError(500, 'view_failed', `The view could not be made (job ${jobId}: ${job.error?.code ?? job.state})`);
+        if (job.error?.code === 'view_unsupported') throw new SvcError('unprocessable', 'view_unsupported', job.error.message);
+        throw new SvcError('internal', 'view_failed', `The view could not be made (job ${jobId}: ${job.error?.code ?? job.state})`);
       }
     }
     const view = await views.cached(principal.tenant, key);
-    if (!view) throw new SvcError(500, 'view_failed', 'The view was made but its record is missing');
+    if (!view) throw new SvcError('internal', 'view_failed', 'The view was made but its record is missing');
     const servedAs = { etag: `"${key}"`, mediaType: view.record.mediaType, lastModifiedMs: view.record.createdAt, cacheControl: 'private, no-cache' };
     if (view.manifest) return serveBlob(ctx.engine, ex, conditions, view.manifest, headOnly, servedAs, chargeBytes);
     // A view without bytes (content without text) is not in the CAS, which keeps no empty blobs.
@@ -214,8 +214,8 @@ export function mountDocsApi(router: Router, ctx: ServerContext, docsCtx: DocsCo
 
   // meta.write:<ns> of each namespace of the bundle: the engine checks it.
   json('POST', '/v1/documents/:documentId/metadata', ANY_TOKEN, async ({ ex, params }, principal, body) => {
-    if (!isPlainObject(body)) throw new MetadataRejection(400, 'invalid_request', 'The body must be { mode, bundle, provenance?, reason? }');
-    for (const key of Object.keys(body)) if (!['mode', 'bundle', 'provenance', 'reason'].includes(key)) throw new MetadataRejection(400, 'invalid_request', `unknown field "${key}"`);
+    if (!isPlainObject(body)) throw new MetadataRejection('invalid', 'invalid_request', 'The body must be { mode, bundle, provenance?, reason? }');
+    for (const key of Object.keys(body)) if (!['mode', 'bundle', 'provenance', 'reason'].includes(key)) throw new MetadataRejection('invalid', 'invalid_request', `unknown field "${key}"`);
     if (body.mode === 'canonical') {
       const r = await docs.writeCanonical(principal, params[0]!, body, requestOf(ex));
       ex.json(201, { status: 'accepted', versionId: r.versionId, metadataIds: r.metadataIds }, deprecation(r.deprecated));
@@ -226,7 +226,7 @@ export function mountDocsApi(router: Router, ctx: ServerContext, docsCtx: DocsCo
       ex.json(202, { status: 'accepted', jobId: r.jobId }, { Location: `/v1/jobs/${r.jobId}`, ...deprecation(r.deprecated) });
       return;
     }
-    throw new MetadataRejection(400, 'invalid_request', 'mode must be "canonical" or "derived"');
+    throw new MetadataRejection('invalid', 'invalid_request', 'mode must be "canonical" or "derived"');
   }, true);
 
   // meta.patch:<namespaceUrn>: the engine checks it.
@@ -246,12 +246,12 @@ export function mountDocsApi(router: Router, ctx: ServerContext, docsCtx: DocsCo
 
   json('GET', '/v1/schemas/:schemaUrn', ANY_TOKEN, async ({ ex, params }) => {
     const record = await docs.schemas.get(params[0]!);
-    if (!record) throw new SvcError(404, 'schema_not_found', `No schema ${params[0]}`);
+    if (!record) throw new SvcError('not_found', 'schema_not_found', `No schema ${params[0]}`);
     ex.json(200, schemaJson(record));
   });
 
   router.fallback('/v1/*', ({ ex, req }) => {
-    throw new SvcError(404, 'not_found', `No route ${ex.method.toUpperCase()} ${req.getUrl()}`);
+    throw new SvcError('not_found', 'not_found', `No route ${ex.method.toUpperCase()} ${req.getUrl()}`);
   });
 }
 
@@ -266,9 +266,7 @@ function decodeSegment(raw: string): string {
 /** Any failure of a metadata write in its rejected form (internal errors keep their generic text). */
 function asRejection(err: unknown): unknown {
   if (err instanceof MetadataRejection || !(err instanceof SvcError)) return err;
-  const rejection = new MetadataRejection(err.status, err.code, err.message);
-  Object.assign(rejection.headers, err.headers);
-  return rejection;
+  return new MetadataRejection(err.kind, err.code, err.message, {}, undefined, err.details);
 }
 
 /** Streams the body into the document's ingest (and BLAKE3); 204 once the bytes are durable. */
@@ -352,6 +350,6 @@ function isLoopback(address: string): boolean {
  */
 export function mountDocumentsElsewhere(router: Router, owner: string): void {
   router.fallback('/v1/*', () => {
-    throw new SvcError(503, 'documents_single_node', `On the s3 backend the document platform is served by one node, ${owner}; send /v1 requests to it (docs/backends.md, "s3")`);
+    throw new SvcError('unavailable', 'documents_single_node', `On the s3 backend the document platform is served by one node, ${owner}; send /v1 requests to it (docs/backends.md, "s3")`);
   });
 }

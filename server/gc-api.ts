@@ -11,7 +11,7 @@ import type { ServerContext } from './api-surface.js';
 import type { Router } from './router.js';
 
 const ROUTE = '/api/ops/v1/gc';
-const invalid = (message: string) => new SvcError(400, 'invalid_request', message);
+const invalid = (message: string) => new SvcError('invalid', 'invalid_request', message);
 const PARAMETERS = ['phase', 'apply', 'minAge', 'quarantineAge'];
 
 /** `minAge` / `quarantineAge`: a duration with a unit (`0s`, `15m`, `24h`) for this run only. */

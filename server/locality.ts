@@ -18,7 +18,7 @@ const MAX_ANSWER_BYTES = FORWARDED_ANSWER_MAX_BYTES;
 /** Headers of an owner's answer that the client needs. */
 const RELAYED = ['location', 'etag', 'retry-after', 'www-authenticate', 'x-svc-node'];
 
-const localityFailed = (why: string) => new SvcError(503, 'locality_failed', `The owner of this upload session could not complete the stream: ${why}`);
+const localityFailed = (why: string) => new SvcError('unavailable', 'locality_failed', `The owner of this upload session could not complete the stream: ${why}`);
 
 export function forwardUpload(ex: Exchange, body: BodySource, owner: { nodeId: string; address: string }, headers: Record<string, string>, selfId: string): void {
   const [host, port] = splitAddress(owner.address);

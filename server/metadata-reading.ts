@@ -76,7 +76,7 @@ function envelopeOfAccept(accept: string): '1' | '1.1' | undefined {
     else unknownVersion = version;
   }
   if (asked === undefined && unknownVersion !== undefined && !other) {
-    throw new SvcError(406, 'not_acceptable', `${METADATA_MEDIA_TYPE} version ${unknownVersion.slice(0, 20)} is not served: versions 1 and 1.1 are`);
+    throw new SvcError('not_acceptable', 'not_acceptable', `${METADATA_MEDIA_TYPE} version ${unknownVersion.slice(0, 20)} is not served: versions 1 and 1.1 are`);
   }
   return asked;
 }

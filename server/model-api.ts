@@ -20,6 +20,7 @@ import { type Exchange, JSON_UTF8, header } from './exchange.js';
 import type { Method, Router } from './router.js';
 import type { Surface } from './surface.js';
 import { MODEL_URI_MAX_BYTES } from '../engine/base/limits.js';
+import { headersOf, statusOf } from './failure-status.js';
 
 const MAX_MODEL_NAME = 256;
 const MAX_URI_BYTES = MODEL_URI_MAX_BYTES;
@@ -33,7 +34,8 @@ const GUARD_ERRORS: Record<string, string> = { unauthenticated: 'Unauthenticated
 function guardAnswer(err: unknown) {
   if (!(err instanceof SvcError) || GUARD_ERRORS[err.code] === undefined) return undefined;
   const error = GUARD_ERRORS[err.code]!;
-  return { status: err.status, body: { error, message: err.message, code: err.status }, headers: err.headers, errorName: error };
+  const status = statusOf(err);
+  return { status, body: { error, message: err.message, code: status }, headers: headersOf(err), errorName: error };
 }
 
 /** The model runtime's surface: errors as `{ error, message, code }`, its operations measured with the reference's metric names. */

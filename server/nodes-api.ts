@@ -11,7 +11,7 @@ const ROUTE = '/api/ops/v1/nodes';
 export function mountNodesApi(router: Router, { engine }: ServerContext): void {
   router.on('GET', ROUTE, async ({ ex, query }) => {
     const unknown = [...query.keys()][0];
-    if (unknown !== undefined) throw new SvcError(400, 'invalid_request', `Unknown parameter ${unknown}`);
+    if (unknown !== undefined) throw new SvcError('invalid', 'invalid_request', `Unknown parameter ${unknown}`);
     ex.json(200, { nodes: await engine.cluster.list() }, { 'Cache-Control': 'no-store' });
   }, { capability: 'observability.read' });
 

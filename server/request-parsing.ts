@@ -23,7 +23,7 @@ export function parseContentType(raw: string | undefined): string | undefined {
   const essence = type.split(';', 1)[0]!.trim().toLowerCase();
   if (essence === 'application/x-www-form-urlencoded') return undefined;
   if (essence === 'multipart/form-data') {
-    throw new SvcError(415, 'unsupported_media_type', "A multipart form is not unpacked: send the file's bytes as the body (curl --data-binary @FILE -H 'Content-Type: TYPE', not -F)");
+    throw new SvcError('unsupported_media_type', 'unsupported_media_type', "A multipart form is not unpacked: send the file's bytes as the body (curl --data-binary @FILE -H 'Content-Type: TYPE', not -F)");
   }
   return type;
 }

@@ -93,7 +93,7 @@ const UNMETERED = () => {};
 
 const REGISTER: Record<Method, 'get' | 'head' | 'post' | 'put' | 'patch' | 'del'> = { GET: 'get', HEAD: 'head', POST: 'post', PUT: 'put', PATCH: 'patch', DELETE: 'del' };
 
-export const forbidden = (message: string) => new SvcError(403, 'forbidden', message);
+export const forbidden = (message: string) => new SvcError('forbidden', 'forbidden', message);
 
 /** The answer to a request from an origin without a grant: caches must key on Origin. */
 const NO_GRANT: ReadonlyArray<[string, string]> = [['Vary', 'Origin']];
@@ -199,7 +199,7 @@ export class Router {
       });
       this.app.any(pattern, (res, req) => {
         const ex = this.exchange(res, req, pattern);
-        ex.error(new SvcError(405, 'method_not_allowed', `${ex.method} is not allowed here`, { Allow: allow }));
+        ex.error(new SvcError('method_not_allowed', 'method_not_allowed', `${ex.method} is not allowed here`, { allow }));
       });
     }
   }

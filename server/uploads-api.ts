@@ -182,7 +182,7 @@ function contentTypeOf(req: RequestHead): string | undefined {
   try {
     return parseContentType(header(req, 'content-type'));
   } catch (err) {
-    if (err instanceof SvcError && err.status === 415) throw err;
+    if (err instanceof SvcError && err.kind === 'unsupported_media_type') throw err;
     throw invalidUpload(`Invalid Content-Type: "${header(req, 'content-type')?.slice(0, 100)}" is not a media type`);
   }
 }

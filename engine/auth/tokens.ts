@@ -11,7 +11,7 @@ import type { DevSecretStore } from '../store/index.js';
 import type { Principal } from './principal.js';
 import { DEV_TOKEN_MAX_TTL_S } from '../base/limits.js';
 
-export const unauthenticated = (message: string) => new SvcError(401, 'unauthenticated', message, { 'WWW-Authenticate': 'Bearer' });
+export const unauthenticated = (message: string) => new SvcError('unauthenticated', 'unauthenticated', message);
 
 /** Every capability of the document platform: what a development token gets by default. */
 const ALL_CAPABILITIES = [
@@ -159,7 +159,7 @@ export class TokenVerifier {
 
   /** A development token (POST /dev/token): HS256 with the shared secret. */
   async mint(request: DevTokenRequest): Promise<{ access_token: string; token_type: 'Bearer'; expires_in: number }> {
-    if (!this.secret) throw new SvcError(404, 'not_found', 'Development tokens are disabled');
+    if (!this.secret) throw new SvcError('not_found', 'not_found', 'Development tokens are disabled');
     const ttl = request.ttl_seconds ?? 3600;
     const jwt = await new SignJWT({ org_id: request.org_id ?? 'dev', scope: request.scope ?? ALL_CAPABILITIES, roles: request.roles ?? [] })
       .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
@@ -178,7 +178,7 @@ function remoteKeys(uri: string, cooldownMs: number): JWTVerifyGetKey {
 
 /** Checks a POST /dev/token body. */
 export function parseDevTokenRequest(body: unknown): DevTokenRequest {
-  const bad = (message: string) => new SvcError(400, 'invalid_request', message);
+  const bad = (message: string) => new SvcError('invalid', 'invalid_request', message);
   if (body === undefined) return {};
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw bad('The body must be a JSON object');
   const b = body as Record<string, unknown>;

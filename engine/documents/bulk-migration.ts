@@ -72,7 +72,7 @@ export class BulkMigrations {
     const { where } = parseSearchRequest({ namespaceUrn, where: body.where ?? {} });
     requireCapability(principal, `meta.write:${namespaceUrn}`);
     if (!(await this.docs.migrations.get(fromSchemaUrn, toSchemaUrn))) {
-      throw new SvcError(404, 'migration_not_found', `No migration from ${fromSchemaUrn} to ${toSchemaUrn} is registered`);
+      throw new SvcError('not_found', 'migration_not_found', `No migration from ${fromSchemaUrn} to ${toSchemaUrn} is registered`);
     }
     const deprecated = await checkLifecycles(this.docs.schemas, principal, [toSchemaUrn]);
     const input: BulkInput = {
@@ -88,7 +88,7 @@ export class BulkMigrations {
     const input = job.input as BulkInput;
     const { tenant } = job;
     const migration = await this.docs.migrations.get(input.fromSchemaUrn, input.toSchemaUrn);
-    if (!migration) throw new SvcError(404, 'migration_not_found', 'The migration is no longer registered');
+    if (!migration) throw new SvcError('not_found', 'migration_not_found', 'The migration is no longer registered');
     let progress = job.progress ?? { done: 0, total: await this.count(tenant, input) };
     if (!job.progress) await this.store.run((unit) => this.jobs.recordProgress(unit, job, progress));
     const principal = { subject: input.principal.subject, roles: input.principal.roles, tenant, scopes: [] };

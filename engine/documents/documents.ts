@@ -40,7 +40,7 @@ interface ContentRecord {
   record: ManifestRecord;
 }
 
-export const uploadNotFound = (id: string) => new SvcError(404, 'upload_not_found', `No upload ${id}`);
+export const uploadNotFound = (id: string) => new SvcError('not_found', 'upload_not_found', `No upload ${id}`);
 const CURRENT = 'CURRENT';
 
 const DOCUMENTS = table<DocumentRecord, [string, string]>('documents');
@@ -75,7 +75,7 @@ function jobJson(job: JobRecord) {
   };
 }
 
-const jobNotFound = (id: string) => new SvcError(404, 'job_not_found', `No job ${id}`);
+const jobNotFound = (id: string) => new SvcError('not_found', 'job_not_found', `No job ${id}`);
 
 interface PatchAudit {
   newMetadataId: string;
@@ -225,12 +225,12 @@ export class DocumentService {
     const upload = await this.upload(principal, uploadId);
     const doc = await this.document(principal, upload.documentId);
     requireRule(doc.permissions, principal, 'doc.write');
-    if (upload.state === 'finalized') throw new SvcError(409, 'upload_finalized', 'The upload is finalized; its bytes cannot change');
+    if (upload.state === 'finalized') throw new SvcError('conflict', 'upload_finalized', 'The upload is finalized; its bytes cannot change');
     const { ingest, hash, recorded } = this.contentIngest(principal.tenant, options);
     const finish = async () => {
       await recorded(async (unit, content) => {
         const current = await unit.get(UPLOADS, uploadId);
-        if (!current || current.state === 'finalized') throw new SvcError(409, 'upload_finalized', 'The upload was finalized meanwhile');
+        if (!current || current.state === 'finalized') throw new SvcError('conflict', 'upload_finalized', 'The upload was finalized meanwhile');
         unit.put(UPLOADS, uploadId, { ...current, state: 'received', content });
       });
     };
@@ -283,7 +283,7 @@ export class DocumentService {
         const version = await this.version(unit, doc, current.versionId!);
         return { documentId: current.documentId, versionId: current.versionId!, contentRef: version.contentRef, created: false };
       }
-      if (current.state !== 'received' || !current.content) throw new SvcError(409, 'upload_incomplete', 'PUT the bytes of the upload before finalizing it');
+      if (current.state !== 'received' || !current.content) throw new SvcError('conflict', 'upload_incomplete', 'PUT the bytes of the upload before finalizing it');
       const contentRef: ContentRef = { kind: 'blob', key: current.content.key };
       const latest = (await unit.get(DOCUMENTS, [principal.tenant, doc.documentId]))!;
       const version = await this.addVersion(unit, latest, principal, {
@@ -398,10 +398,10 @@ export class DocumentService {
   /** The current version's content: its manifest (blocks in the CAS), media type and when the version was made. */
   async content(principal: Principal, documentId: string): Promise<{ documentId: string; manifest: Manifest; key: string; mediaType: string; createdAt: number }> {
     const doc = await this.readable(principal, documentId, 'doc.read');
-    if (!doc.currentVersionId) throw new SvcError(404, 'content_not_found', 'The document has no finalized version yet');
+    if (!doc.currentVersionId) throw new SvcError('not_found', 'content_not_found', 'The document has no finalized version yet');
     const version = await this.version(this.store, doc, doc.currentVersionId);
     const content = await this.store.get(CONTENT_KEYS, version.contentRef.key);
-    if (!content) throw new SvcError(500, 'storage_failure', 'The content of this version is missing from the catalog');
+    if (!content) throw new SvcError('internal', 'storage_failure', 'The content of this version is missing from the catalog');
     return { documentId: doc.documentId, manifest: new Manifest(content.blobId, content.record), key: version.contentRef.key, mediaType: version.contentType, createdAt: version.createdAt };
   }
 
@@ -419,12 +419,12 @@ export class DocumentService {
     const doc = await this.document(principal, documentId);
     requireRule(doc.permissions, principal, action);
     const versionId = sourceVersion === 'current' ? doc.currentVersionId : sourceVersion;
-    if (versionId === null) throw new SvcError(404, 'content_not_found', 'The document has no finalized version yet');
+    if (versionId === null) throw new SvcError('not_found', 'content_not_found', 'The document has no finalized version yet');
     if (!isUuid(versionId)) throw badRequest('sourceVersion must be "current" or a versionId of the document');
     const version = await this.store.get(VERSIONS, [doc.tenant, doc.documentId, versionId]);
-    if (!version) throw new SvcError(404, 'version_not_found', `The document has no version ${versionId}`);
+    if (!version) throw new SvcError('not_found', 'version_not_found', `The document has no version ${versionId}`);
     const manifest = await this.contentManifest(version.contentRef.key);
-    if (!manifest) throw new SvcError(500, 'storage_failure', 'The content of this version is missing from the catalog');
+    if (!manifest) throw new SvcError('internal', 'storage_failure', 'The content of this version is missing from the catalog');
     return { documentId: doc.documentId, versionId, contentRef: version.contentRef, contentType: version.contentType, size: manifest.record.size };
   }
 
@@ -501,9 +501,9 @@ export class DocumentService {
     requireCapability(principal, `meta.write:${namespaceUrn}`);
     requireRule(doc.permissions, principal, 'meta.write');
     const entry = doc.currentVersionId ? (await this.version(this.store, doc, doc.currentVersionId)).metadata[namespaceUrn] : undefined;
-    if (!entry) throw new SvcError(404, 'metadata_not_found', `The current version has no ${namespaceUrn} metadata`);
+    if (!entry) throw new SvcError('not_found', 'metadata_not_found', `The current version has no ${namespaceUrn} metadata`);
     const migration = await this.migrations.get(entry.schema, toSchemaUrn);
-    if (!migration) throw new SvcError(404, 'migration_not_found', `No migration from ${entry.schema} to ${toSchemaUrn} is registered`);
+    if (!migration) throw new SvcError('not_found', 'migration_not_found', `No migration from ${entry.schema} to ${toSchemaUrn} is registered`);
     const target = (await this.schemas.get(toSchemaUrn))!;
     const deprecated = await checkLifecycles(this.schemas, principal, [toSchemaUrn]);
     const input: MigrateInput = {
@@ -566,7 +566,7 @@ export class DocumentService {
     const answer = namespaceAnswer(namespaceUrn, { canonical, derived }, reading);
     if (!answer) {
       const hint = reading.statuses.size === 3 ? '' : ` with status ${[...reading.statuses].join(',')} (status=valid,quarantined,unverified shows every entry)`;
-      throw new SvcError(404, 'metadata_not_found', `The document has no ${namespaceUrn} metadata${hint}`);
+      throw new SvcError('not_found', 'metadata_not_found', `The document has no ${namespaceUrn} metadata${hint}`);
     }
     return answer;
   }
@@ -576,10 +576,10 @@ export class DocumentService {
     const doc = await this.document(principal, documentId);
     const { bundle, deprecated } = await this.canonicalBundle(principal, body.bundle, 'bundle', request);
     requireRule(doc.permissions, principal, 'meta.write');
-    if (body.reason !== undefined && typeof body.reason !== 'string') throw new MetadataRejection(400, 'invalid_request', 'reason must be a string');
+    if (body.reason !== undefined && typeof body.reason !== 'string') throw new MetadataRejection('invalid', 'invalid_request', 'reason must be a string');
     return this.store.run(async (unit) => {
       const latest = (await unit.get(DOCUMENTS, [principal.tenant, documentId]))!;
-      if (!latest.currentVersionId) throw new MetadataRejection(409, 'no_version', 'The document has no finalized version to add metadata to');
+      if (!latest.currentVersionId) throw new MetadataRejection('conflict', 'no_version', 'The document has no finalized version to add metadata to');
       const base = await this.version(unit, latest, latest.currentVersionId);
       const version = await this.addVersion(unit, latest, principal, {
         contentRef: base.contentRef,
@@ -606,9 +606,9 @@ export class DocumentService {
       const latest = (await unit.get(DOCUMENTS, [principal.tenant, documentId]))!;
       const base = latest.currentVersionId ? await this.version(unit, latest, latest.currentVersionId) : undefined;
       const entry = base?.metadata[namespaceUrn];
-      if (!base || !entry) throw new MetadataRejection(404, 'metadata_not_found', `The current version has no ${namespaceUrn} metadata`);
+      if (!base || !entry) throw new MetadataRejection('not_found', 'metadata_not_found', `The current version has no ${namespaceUrn} metadata`);
       if (entry.id !== patchRequest.baseMetadataId) {
-        throw new MetadataRejection(409, 'metadata_conflict', `baseMetadataId ${patchRequest.baseMetadataId} is not the current entry`, { currentMetadataId: entry.id });
+        throw new MetadataRejection('conflict', 'metadata_conflict', `baseMetadataId ${patchRequest.baseMetadataId} is not the current entry`, { currentMetadataId: entry.id });
       }
       const data = applyEntryPatch(entry, patchRequest.patch);
       const issues = await this.schemas.validate(entry.schema, data);
@@ -727,7 +727,7 @@ export class DocumentService {
   /** A version of `doc`, read in `reads` (a unit, or the store for the latest committed one). */
   private async version(reads: Pick<Unit, 'get'>, doc: DocumentRecord, versionId: string): Promise<VersionRecord> {
     const v = await reads.get(VERSIONS, [doc.tenant, doc.documentId, versionId]);
-    if (!v) throw new SvcError(500, 'storage_failure', 'A version of this document is missing from the catalog');
+    if (!v) throw new SvcError('internal', 'storage_failure', 'A version of this document is missing from the catalog');
     return v;
   }
 

@@ -2,7 +2,7 @@
 // (`{ status: "rejected", error: { code, message, errors? } }`).
 
 import fastJsonPatch, { type Operation } from 'fast-json-patch';
-import { SvcError } from '../errors.js';
+import { type FailureDetails, type FailureKind, SvcError } from '../errors.js';
 import { isNamespaceUrn, isPlainObject, isSchemaUrn, type MetadataEntry } from './model.js';
 import type { ValidationIssue } from './schemas.js';
 import type { Provenance } from './doc-jobs.js';
@@ -14,17 +14,18 @@ const { applyPatch, validate: validatePatch, deepClone } = fastJsonPatch;
 /** A refused metadata write; its body is the rejection form, with `extra` beside `error` (e.g. currentMetadataId). */
 export class MetadataRejection extends SvcError {
   constructor(
-    status: number,
+    kind: FailureKind,
     code: string,
     message: string,
     readonly extra: Record<string, unknown> = {},
     readonly errors?: ValidationIssue[],
+    details: FailureDetails = {},
   ) {
-    super(status, code, message);
+    super(kind, code, message, details);
   }
 
   static invalid(errors: ValidationIssue[]): MetadataRejection {
-    return new MetadataRejection(422, 'VALIDATION_FAILED', `The metadata does not validate (${errors.length} issue${errors.length === 1 ? '' : 's'})`, {}, errors);
+    return new MetadataRejection('unprocessable', 'VALIDATION_FAILED', `The metadata does not validate (${errors.length} issue${errors.length === 1 ? '' : 's'})`, {}, errors);
   }
 
   body(): unknown {
@@ -32,7 +33,7 @@ export class MetadataRejection extends SvcError {
   }
 }
 
-const reject = (message: string) => new MetadataRejection(400, 'invalid_request', message);
+const reject = (message: string) => new MetadataRejection('invalid', 'invalid_request', message);
 
 /** `{ namespaces: { <urn:svc:ns>: { schema, data } } }` → entries (ids are minted by the caller). */
 export function readBundle(raw: unknown, where: string): Record<string, { schema: string; data: Record<string, unknown> }> {
@@ -67,20 +68,20 @@ interface PatchRequest {
 }
 
 export function checkPatchBody(body: unknown, bodyBytes: number): PatchRequest {
-  if (bodyBytes > PATCH_MAX_BYTES) throw new MetadataRejection(413, 'patch_too_large', `A patch request is at most ${PATCH_MAX_BYTES} bytes`);
+  if (bodyBytes > PATCH_MAX_BYTES) throw new MetadataRejection('too_large', 'patch_too_large', `A patch request is at most ${PATCH_MAX_BYTES} bytes`);
   if (!isPlainObject(body)) throw reject('The body must be { mode: "canonical", baseMetadataId, patch, reason }');
   for (const key of Object.keys(body)) if (!['mode', 'baseMetadataId', 'patch', 'reason'].includes(key)) throw reject(`unknown field "${key}"`);
   if (body.mode !== 'canonical') throw reject('mode must be "canonical" (derived metadata is not patched)');
   if (typeof body.baseMetadataId !== 'string' || !/^meta_[0-9A-HJKMNP-TV-Z]{26}$/.test(body.baseMetadataId)) throw reject('baseMetadataId must be a metadata id (meta_<ULID>)');
   if (typeof body.reason !== 'string' || body.reason.trim() === '') throw reject('reason is required');
   if (!Array.isArray(body.patch) || body.patch.length === 0) throw reject('patch must be a non-empty array of RFC 6902 operations');
-  if (body.patch.length > PATCH_MAX_OPS) throw new MetadataRejection(413, 'patch_too_large', `A patch has at most ${PATCH_MAX_OPS} operations`);
+  if (body.patch.length > PATCH_MAX_OPS) throw new MetadataRejection('too_large', 'patch_too_large', `A patch has at most ${PATCH_MAX_OPS} operations`);
   const error = validatePatch(body.patch as Operation[]);
   if (error) throw reject(`patch[${error.index}] is not a valid RFC 6902 operation: ${error.name}`);
   for (const [i, op] of (body.patch as Operation[]).entries()) {
     const paths = [op.path, 'from' in op ? op.from : undefined].filter((p): p is string => p !== undefined);
     if (paths.some((p) => p === '/schema' || p.startsWith('/schema/') || p === '/id' || p.startsWith('/id/'))) {
-      throw new MetadataRejection(400, 'schema_change_forbidden', `patch[${i}] touches ${op.path}: the schema and id of an entry cannot be patched (schema changes go through a migration)`);
+      throw new MetadataRejection('invalid', 'schema_change_forbidden', `patch[${i}] touches ${op.path}: the schema and id of an entry cannot be patched (schema changes go through a migration)`);
     }
     if (!paths.every((p) => p === '/data' || p.startsWith('/data/'))) throw reject(`patch[${i}]: paths are relative to the entry and must be under /data`);
   }
@@ -94,7 +95,7 @@ export function applyEntryPatch(entry: MetadataEntry, patch: Operation[]): Recor
     applyPatch(doc, patch, true, true, true);
   } catch (err) {
     const e = err as { name?: string; index?: number; message?: string };
-    throw new MetadataRejection(422, 'patch_failed', `patch[${e.index ?? '?'}] cannot apply: ${e.name ?? 'error'}`);
+    throw new MetadataRejection('unprocessable', 'patch_failed', `patch[${e.index ?? '?'}] cannot apply: ${e.name ?? 'error'}`);
   }
   if (!isPlainObject(doc.data)) throw MetadataRejection.invalid([{ path: '/data', code: 'type', message: 'data must stay a JSON object' }]);
   return doc.data;
@@ -102,7 +103,7 @@ export function applyEntryPatch(entry: MetadataEntry, patch: Operation[]): Recor
 
 /** Provenance of a derived write: required; producer, producedAt, input and an optional confidence in 0..1. */
 export function readProvenance(v: unknown): Provenance {
-  if (v === undefined) throw new MetadataRejection(400, 'provenance_required', 'A derived write needs provenance { producer, producedAt, input, confidence? }');
+  if (v === undefined) throw new MetadataRejection('invalid', 'provenance_required', 'A derived write needs provenance { producer, producedAt, input, confidence? }');
   if (!isPlainObject(v)) throw reject('provenance must be an object');
   for (const key of Object.keys(v)) if (!['producer', 'producedAt', 'input', 'confidence'].includes(key)) throw reject(`provenance: unknown field "${key}"`);
   const p = v.producer;

@@ -23,7 +23,7 @@ interface MigrationRecord {
 }
 
 const MAX_OPS = 1000;
-const notInvertible = (message: string) => new SvcError(422, 'migration_not_invertible', message);
+const notInvertible = (message: string) => new SvcError('unprocessable', 'migration_not_invertible', message);
 
 /** `data` after the JSON Patch `ops` (paths relative to the data object); throws when an op cannot apply. */
 export function transform(data: unknown, ops: Operation[]): unknown {
@@ -64,7 +64,7 @@ export class MigrationRegistry {
     const fresh: MigrationRecord = { fromSchemaUrn, toSchemaUrn, namespaceUrn: from.namespaceUrn, forward, inverse, probedInstances: probed, createdAt: Date.now() };
     const { record, created } = await this.migrations.putIfAbsent(`${fromSchemaUrn} ${toSchemaUrn}`, fresh);
     if (!created && canonicalJson([record.forward, record.inverse]) !== canonicalJson([forward, inverse])) {
-      throw new SvcError(409, 'migration_conflict', `A different migration from ${fromSchemaUrn} to ${toSchemaUrn} is registered`);
+      throw new SvcError('conflict', 'migration_conflict', `A different migration from ${fromSchemaUrn} to ${toSchemaUrn} is registered`);
     }
     return { record, created };
   }

@@ -6,9 +6,9 @@ import { v7 } from 'uuid';
 import { SvcError } from '../errors.js';
 import { EXTERNAL_REFS_MAX, LABEL_MAX_CHARS, LABELS_MAX } from '../base/limits.js';
 
-export const badRequest = (message: string) => new SvcError(400, 'invalid_request', message);
-export const documentNotFound = (id: string) => new SvcError(404, 'document_not_found', `No document ${id}`);
-export const forbidden = (message: string) => new SvcError(403, 'forbidden', message);
+export const badRequest = (message: string) => new SvcError('invalid', 'invalid_request', message);
+export const documentNotFound = (id: string) => new SvcError('not_found', 'document_not_found', `No document ${id}`);
+export const forbidden = (message: string) => new SvcError('forbidden', 'forbidden', message);
 
 export const PLACEMENTS = ['transient', 'archival', 'legal_hold'] as const;
 export type PlacementHint = (typeof PLACEMENTS)[number];

@@ -28,9 +28,9 @@ export async function checkLifecycles(schemas: SchemaRegistry, principal: Princi
     const record = await schemas.get(urn);
     if (!record) {
       if (allowUnregistered) continue;
-      throw new SvcError(404, 'schema_not_found', `No schema ${urn}`);
+      throw new SvcError('not_found', 'schema_not_found', `No schema ${urn}`);
     }
-    if (record.lifecycle === 'retired') throw new SvcError(422, 'schema_retired', `${urn} is retired: no entry may be written against it (use a newer version of the schema)`);
+    if (record.lifecycle === 'retired') throw new SvcError('unprocessable', 'schema_retired', `${urn} is retired: no entry may be written against it (use a newer version of the schema)`);
     if (record.lifecycle === 'draft' && !holds(principal, 'schema.write')) throw forbidden(`${urn} is a draft: writing entries against it needs schema.write`);
     if (record.lifecycle === 'deprecated') deprecated.push({ schemaUrn: urn, deprecatedAt: record.deprecatedAt ?? record.createdAt });
   }

@@ -35,7 +35,7 @@ interface LifecycleChange {
 
 const LIFECYCLE = table<LifecycleChange, string>('schema_lifecycle');
 
-export const schemaNotFound = (urn: string) => new SvcError(404, 'schema_not_found', `No schema ${urn}`);
+export const schemaNotFound = (urn: string) => new SvcError('not_found', 'schema_not_found', `No schema ${urn}`);
 
 export class SchemaRegistry {
   private readonly compiled = new Map<string, (data: unknown) => ValidationIssue[]>();
@@ -78,7 +78,7 @@ export class SchemaRegistry {
       const change = await unit.get(LIFECYCLE, urn);
       const from = change?.lifecycle ?? record.lifecycle;
       if (LIFECYCLES.indexOf(lifecycle) < LIFECYCLES.indexOf(from)) {
-        throw new SvcError(409, 'lifecycle_backwards', `${urn} is ${from}; a lifecycle only moves forward (${LIFECYCLES.join(' → ')})`);
+        throw new SvcError('conflict', 'lifecycle_backwards', `${urn} is ${from}; a lifecycle only moves forward (${LIFECYCLES.join(' → ')})`);
       }
       if (lifecycle === from) return;
       const now = Date.now();
@@ -105,7 +105,7 @@ export class SchemaRegistry {
       validate = compileSchema(jsonSchema);
     } catch (err) {
       if ((err instanceof SchemaPatternError && err.kind === 'unsupported') || err instanceof SchemaTooCostly) {
-        throw new SvcError(422, 'schema_unsupported', `jsonSchema cannot be used: ${err.message}`);
+        throw new SvcError('unprocessable', 'schema_unsupported', `jsonSchema cannot be used: ${err.message}`);
       }
       throw badRequest(`jsonSchema does not compile: ${(err as Error).message}`);
     }
@@ -113,7 +113,7 @@ export class SchemaRegistry {
     const hash = createHash('sha256').update(canonicalJson(canonical)).digest('hex');
     const fresh: SchemaRecord = { schemaUrn, namespaceUrn, lifecycle: lifecycle as Lifecycle, jsonSchema, hash, createdAt: Date.now() };
     const { record, created } = await this.schemas.putIfAbsent(schemaUrn, fresh, alsoWhenCreated && ((unit) => alsoWhenCreated(unit, schemaUrn)));
-    if (record.hash !== hash) throw new SvcError(409, 'schema_conflict', `${schemaUrn} is registered with a different body; register a new version`);
+    if (record.hash !== hash) throw new SvcError('conflict', 'schema_conflict', `${schemaUrn} is registered with a different body; register a new version`);
     this.compiled.set(schemaUrn, validate);
     return { record: await this.current(record), created };
   }

@@ -31,7 +31,7 @@ const MOVE_BATCH = 256;
 /** Purged receipts are kept at least this long (a resumable session lives up to 24 h). */
 const MIN_TOMBSTONE_MS = 24 * 3600_000;
 
-const gcRunning = () => new SvcError(409, 'gc_running', 'A garbage collection run is in progress; see GET /api/ops/v1/gc');
+const gcRunning = () => new SvcError('conflict', 'gc_running', 'A garbage collection run is in progress; see GET /api/ops/v1/gc');
 
 class Stopped extends Error {}
 
@@ -136,7 +136,7 @@ export class GarbageCollector implements Collector, PublicationGuard {
    */
   run(phase: GcPhase, apply: boolean, trigger: 'api' | 'schedule' = 'api', ages: GcAgeOverrides = {}): Promise<GcReport> {
     if (this.current) return Promise.reject(gcRunning());
-    if (this.stopping) return Promise.reject(new SvcError(503, 'gc_stopped', 'The server is shutting down'));
+    if (this.stopping) return Promise.reject(new SvcError('unavailable', 'gc_stopped', 'The server is shutting down'));
     const report = newReport(phase, apply, trigger, ages);
     const { minAgeMs, quarantineAgeMs } = this.deps.config;
     const effective = { minAgeMs: ages.minAgeMs ?? minAgeMs, quarantineAgeMs: ages.quarantineAgeMs ?? quarantineAgeMs };

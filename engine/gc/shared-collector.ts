@@ -51,7 +51,7 @@ interface Deps {
   summary?: () => Record<string, unknown>;
 }
 
-const gcRunning = () => new SvcError(409, 'gc_running', 'A garbage collection run is in progress on this or another node; see GET /api/ops/v1/gc');
+const gcRunning = () => new SvcError('conflict', 'gc_running', 'A garbage collection run is in progress on this or another node; see GET /api/ops/v1/gc');
 
 export class SharedCollector implements Collector {
   private readonly fence: IngestFence;
@@ -182,7 +182,7 @@ export class SharedCollector implements Collector {
 
   run(phase: GcPhase, apply: boolean, trigger: 'api' | 'schedule' = 'api', ages: GcAgeOverrides = {}): Promise<GcReport> {
     if (this.current) return Promise.reject(gcRunning());
-    if (this.stopping) return Promise.reject(new SvcError(503, 'gc_stopped', 'The server is shutting down'));
+    if (this.stopping) return Promise.reject(new SvcError('unavailable', 'gc_stopped', 'The server is shutting down'));
     const report = newReport(phase, apply, trigger, ages);
     const current = { report, step: 'lock', done: undefined as unknown as Promise<GcReport> };
     this.current = current;

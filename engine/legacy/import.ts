@@ -205,7 +205,8 @@ export class LegacyImports {
  */
 function asJobError(err: unknown): unknown {
   if (err instanceof JobError) return err;
-  if (err instanceof LegacyError) return new JobError(err.code, err.message, err.status >= 500);
-  if (err instanceof SvcError) return new JobError(err.code, err.message, (err.status >= 500 && err.code !== 'tenant_storage_quota_exceeded') || err.status === 429);
+  if (err instanceof LegacyError) return new JobError(err.code, err.message, err.kind === 'internal' || err.kind === 'unavailable');
+  // A full disk may free up; a tenant's quota does not by waiting.
+  if (err instanceof SvcError) return new JobError(err.code, err.message, err.transient || (err.kind === 'insufficient_storage' && err.code !== 'tenant_storage_quota_exceeded'));
   return err;
 }

@@ -58,7 +58,7 @@ export class LegacyDocument {
     const read = async (buffer: Buffer, position: number): Promise<Buffer> => {
       const want = Math.min(capacity, size - position);
       const { bytesRead } = await this.handle.read(buffer, 0, want, position);
-      if (bytesRead === 0) throw new LegacyError(500, 'storage_failure', `The binary of ${this.docId} ended after ${position} of ${size} bytes`, 'stream_failed');
+      if (bytesRead === 0) throw new LegacyError('internal', 'storage_failure', `The binary of ${this.docId} ended after ${position} of ${size} bytes`, 'stream_failed');
       return bytesRead === want ? buffer.subarray(0, want) : buffer.subarray(0, bytesRead);
     };
     let next: Promise<Buffer> | undefined;

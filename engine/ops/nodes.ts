@@ -64,7 +64,7 @@ export class ClusterNodes {
     const { catalog, nodeId, nodeTtlMs, log } = this.deps;
     if (id === nodeId) throw nodeLive(id, 'it is the node answering this request');
     const done = catalog ? await catalog.forgetNode(id, nodeTtlMs) : ({ outcome: 'unknown' } as const);
-    if (done.outcome === 'unknown') throw new SvcError(404, 'node_not_found', `No node ${id} is known (svc nodes lists them)`);
+    if (done.outcome === 'unknown') throw new SvcError('not_found', 'node_not_found', `No node ${id} is known (svc nodes lists them)`);
     if (done.outcome === 'live') throw nodeLive(id, `its last heartbeat, ${new Date(done.node.lastSeenAt).toISOString()}, is within SVC_NODE_TTL`);
     const rootHolder = done.node.rootHolderSince !== undefined;
     log.warn('nodes: node forgotten', { nodeId: id, rootHolder, lastSeenAt: new Date(done.node.lastSeenAt).toISOString() });
@@ -83,4 +83,4 @@ function view(n: ClusterNode, self: boolean): NodeView {
 }
 
 const nodeLive = (id: string, why: string) =>
-  new SvcError(409, 'node_live', `Node ${id} is live (${why}): only a node that is down can be forgotten; stop it first`);
+  new SvcError('conflict', 'node_live', `Node ${id} is live (${why}): only a node that is down can be forgotten; stop it first`);

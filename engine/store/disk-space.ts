@@ -65,6 +65,6 @@ export class DiskSpace {
   /** Throws 507 insufficient_storage while free space is below the floor. */
   assertRoom(): void {
     const shortage = this.shortage();
-    if (shortage) throw new SvcError(507, 'insufficient_storage', `The data directory is nearly full (${shortage}): uploads are refused until space is freed`);
+    if (shortage) throw new SvcError('insufficient_storage', 'insufficient_storage', `The data directory is nearly full (${shortage}): uploads are refused until space is freed`);
   }
 }

@@ -120,7 +120,7 @@ export function sameEntries(seen: RangeRead['entries'], now: RangeRead['entries'
   return true;
 }
 
-const contention = () => new SvcError(503, 'contention', 'The records this request changes were changed by others too often; retry it');
+const contention = () => new SvcError('unavailable', 'contention', 'The records this request changes were changed by others too often; retry it');
 
 /**
  * Runs `step` until it commits: a step that throws commits nothing (the error propagates); one

@@ -9,11 +9,11 @@ import type { Policy, TenantPolicies } from './policy.js';
 import { type ClusterShare, SINGLE_NODE, shareOf } from './cluster-share.js';
 
 const rateLimited = (retryAfter: number, what: string) =>
-  new SvcError(429, 'rate_limited', `The ${what} budget of this principal is spent; retry in ${retryAfter} s`, { 'Retry-After': String(retryAfter) });
+  new SvcError('too_many_requests', 'rate_limited', `The ${what} budget of this principal is spent; retry in ${retryAfter} s`, { retryAfterSeconds: retryAfter });
 const concurrencyExceeded = () =>
-  new SvcError(429, 'tenant_concurrency_exceeded', 'The tenant has as many operations in flight and waiting as its policy allows', { 'Retry-After': '1' });
+  new SvcError('too_many_requests', 'tenant_concurrency_exceeded', 'The tenant has as many operations in flight and waiting as its policy allows', { retryAfterSeconds: 1 });
 const admissionUnavailable = () =>
-  new SvcError(503, 'tenant_admission_unavailable', 'The server cannot queue another operation safely now', { 'Retry-After': '1' });
+  new SvcError('unavailable', 'tenant_admission_unavailable', 'The server cannot queue another operation safely now', { retryAfterSeconds: 1 });
 
 /** Waiters of every tenant together: beyond this the queues could not be held safely (503). */
 const MAX_QUEUED_IN_ALL = 10_000;

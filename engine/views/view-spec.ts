@@ -18,8 +18,8 @@ export type ViewOp =
   | { op: 'ocrText'; version: 1; language: string }
   | { op: 'redact'; version: 1; profile: string };
 
-export const viewUnsupported = (message: string) => new SvcError(422, 'view_unsupported', message);
-const invalidView = (message: string) => new SvcError(400, 'invalid_request', message);
+export const viewUnsupported = (message: string) => new SvcError('unprocessable', 'view_unsupported', message);
+const invalidView = (message: string) => new SvcError('invalid', 'invalid_request', message);
 
 /** A known redaction profile, else 422 view_unsupported. */
 export function redactionProfile(raw: unknown): string {

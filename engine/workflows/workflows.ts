@@ -70,7 +70,7 @@ interface RunRecord {
 
 const RUNS = table<RunRecord, [string, string, string]>('doc_workflow_runs');
 
-export const workflowNotFound = (urn: string) => new SvcError(404, 'workflow_not_found', `No workflow ${urn}; this service runs ${WORKFLOWS.join(', ')}`);
+export const workflowNotFound = (urn: string) => new SvcError('not_found', 'workflow_not_found', `No workflow ${urn}; this service runs ${WORKFLOWS.join(', ')}`);
 
 export class WorkflowService {
   constructor(

@@ -1,0 +1,36 @@
+// The one place a failure the engine names becomes HTTP: its status, and the headers its details
+// carry (Retry-After, Upload-Offset, Allow, WWW-Authenticate).
+
+import type { FailureKind, SvcError } from '../engine/errors.js';
+
+const STATUS: Record<FailureKind, number> = {
+  invalid: 400,
+  unauthenticated: 401,
+  forbidden: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  not_acceptable: 406,
+  conflict: 409,
+  gone: 410,
+  precondition_failed: 412,
+  too_large: 413,
+  unsupported_media_type: 415,
+  range_not_satisfiable: 416,
+  unprocessable: 422,
+  too_many_requests: 429,
+  internal: 500,
+  unavailable: 503,
+  insufficient_storage: 507,
+};
+
+export const statusOf = (err: Pick<SvcError, 'kind'>): number => STATUS[err.kind];
+
+export function headersOf(err: Pick<SvcError, 'kind' | 'details'>): Record<string, string> {
+  const { retryAfterSeconds, uploadOffset, allow } = err.details;
+  const headers: Record<string, string> = {};
+  if (err.kind === 'unauthenticated') headers['WWW-Authenticate'] = 'Bearer';
+  if (retryAfterSeconds !== undefined) headers['Retry-After'] = String(retryAfterSeconds);
+  if (uploadOffset !== undefined) headers['Upload-Offset'] = String(uploadOffset);
+  if (allow !== undefined) headers.Allow = allow;
+  return headers;
+}
