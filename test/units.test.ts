@@ -23,7 +23,7 @@ describe('content ids', () => {
     [`sha-256:${HEX}:5:6`, 'extra part'],
     [`sha-256:${HEX}`, 'no length'],
   ])('rejects %s (%s) with invalid_blob_id', (id) => {
-    expect(() => parseContentId(id)).toThrowError(expect.objectContaining({ status: 400, code: 'invalid_blob_id' }));
+    expect(() => parseContentId(id)).toThrowError(expect.objectContaining({ kind: 'invalid', code: 'invalid_blob_id' }));
   });
 
   it('rejects malformed percent-encoding', () => {

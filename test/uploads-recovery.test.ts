@@ -124,7 +124,7 @@ describe('parts answered before their pipeline drains', () => {
     const restoreAgain = await breakTail(e, id);
     const offset = pieces[0].length + pieces[1].length;
     await expect(e.uploads.beginPart({ tenant: TENANT, id, partId: randomUUID(), offset, length: pieces[2].length })).rejects.toThrow(
-      expect.objectContaining({ status: 500, code: 'ingest_failed' }),
+      expect.objectContaining({ kind: 'internal', code: 'ingest_failed' }),
     );
     restoreAgain();
     await leaseReleased(e, id);
@@ -224,7 +224,7 @@ describe('a staged tail that cannot be read', () => {
     await e.uploads.closeLive(id);
     const restore = await breakTail(e, id);
     await expect(e.uploads.beginPart({ tenant: TENANT, id, partId: randomUUID(), offset: pieces[0].length, length: pieces[1].length })).rejects.toThrow(
-      expect.objectContaining({ status: 500, code: 'ingest_failed' }),
+      expect.objectContaining({ kind: 'internal', code: 'ingest_failed' }),
     );
     // The lease goes back asynchronously; the offset never moved.
     await leaseReleased(e, id);
@@ -247,7 +247,7 @@ describe('a staged tail that does not match its record', () => {
     const record = (await e.uploads.status(TENANT, id));
     expect(record.offset - record.tailStart).toBeGreaterThan(1);
     fs.truncateSync(path.join(root!, 'blocks', '.staging', id, record.tail!), record.offset - record.tailStart - 1);
-    const failure = expect.objectContaining({ status: 500, code: 'ingest_failed' });
+    const failure = expect.objectContaining({ kind: 'internal', code: 'ingest_failed' });
     await expect(e.uploads.beginPart({ tenant: TENANT, id, partId: randomUUID(), offset: data.length, length: 10 })).rejects.toThrow(failure);
     await leaseReleased(e, id);
     await expect(e.uploads.commit(TENANT, id)).rejects.toEqual(failure);
@@ -272,12 +272,12 @@ describe('a part whose block writes fail', () => {
     const upload = started.part;
     await upload.ready;
     await new Promise<void>((resolve) => upload.ingest.admit(resolve));
-    const failure = new Promise<{ status: number; code: string }>((resolve) => (upload.ingest.onError = resolve));
+    const failure = new Promise<{ kind: string; code: string }>((resolve) => (upload.ingest.onError = resolve));
     upload.ingest.push(data.subarray(0, 5 * 1024 * 1024));
-    expect(await failure).toMatchObject({ status: 500, code: 'ingest_failed' });
+    expect(await failure).toMatchObject({ kind: 'internal', code: 'ingest_failed' });
     // The rest of the body arrives before the failure has been answered (as under load).
     upload.ingest.push(data.subarray(5 * 1024 * 1024));
-    await expect(upload.finish()).rejects.toMatchObject({ status: 500, code: 'ingest_failed' });
+    await expect(upload.finish()).rejects.toMatchObject({ kind: 'internal', code: 'ingest_failed' });
     expect(await e.uploads.status(TENANT, id)).toMatchObject({ offset: 0, partCount: 0 });
   });
 });
