@@ -187,3 +187,32 @@ describe('GET /openapi.json and /docs on a started server', () => {
     }
   });
 });
+
+describe('the answers\' check (test/helpers/openapi.ts)', () => {
+  const api = serviceApi();
+  const headers = (h: Record<string, string>) => new Headers({ 'X-Request-Id': 'r-1', ...h });
+  const json = { 'Content-Type': 'application/json; charset=utf-8' };
+  const blob = { id: `sha-256:${'a'.repeat(64)}:3`, size: 3, mediaType: 'text/plain', chunker: 'fastcdc', blockCount: 1, createdAt: '2026-11-27T10:00:00.000Z' };
+
+  it('passes an answer as documented', () => {
+    expect(api.problems({ status: 200, headers: headers(json), text: JSON.stringify({ blobs: [blob] }) }, 'GET', '/api/v1/blobs?limit=1')).toEqual([]);
+    expect(api.problems({ status: 404, headers: headers(json), text: '{"error":"not_found","message":"No route"}' }, 'GET', '/nowhere')).toEqual([]);
+  });
+
+  it('names the request, the schema and ajv\'s error when a body does not match', () => {
+    const { createdAt: _, ...partial } = blob;
+    const [problem, ...rest] = api.problems({ status: 200, headers: headers(json), text: JSON.stringify({ blobs: [partial] }) }, 'GET', '/api/v1/blobs');
+    expect(rest).toEqual([]);
+    expect(problem).toContain('GET /api/v1/blobs → 200');
+    expect(problem).toContain('#/paths/~1api~1v1~1blobs/get/responses/200/content/application~1json/schema');
+    expect(problem).toContain("must have required property 'createdAt'");
+  });
+
+  it('fails a status, a media type or a header the document does not have', () => {
+    expect(api.problems({ status: 201, headers: headers(json), text: '{}' }, 'GET', '/api/v1/blobs')[0]).toContain('status 201 is not documented');
+    expect(api.problems({ status: 200, headers: headers({ 'Content-Type': 'text/html' }), text: '<p>' }, 'GET', '/api/v1/blobs')[0]).toContain('Content-Type text/html is not one of');
+    expect(api.problems({ status: 200, headers: new Headers(json), text: JSON.stringify({ blobs: [] }) }, 'GET', '/api/v1/blobs')[0]).toContain('X-Request-Id is required');
+    expect(api.problems({ status: 200, headers: headers(json), text: '{}' }, 'GET', '/nowhere')[0]).toContain('no path of the document matches');
+    expect(api.problems({ status: 405, headers: headers(json), text: '{"error":"method_not_allowed"}' }, 'PUT', '/api/v1/blobs')[0]).toContain("must have required property 'message'");
+  });
+});
