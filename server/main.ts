@@ -8,19 +8,9 @@ import { DataDirLockError, S3OnlyRefused } from '../engine/store/index.js';
 import { PolicyError } from '../engine/tenancy/index.js';
 import { nativeSharedCopy } from '../engine/cas/index.js';
 import { Logger } from '../engine/log.js';
-import { type ServerContext, apiSurface, corsPolicy } from './api-surface.js';
-import { mountBlobApi } from './blob-api.js';
-import { mountUploadsApi } from './uploads-api.js';
-import { mountDocsApi, mountDocumentsElsewhere } from './docs-api.js';
-import { mountLegacyApi } from './legacy-api.js';
-import { mountGcApi } from './gc-api.js';
-import { mountNodesApi } from './nodes-api.js';
-import { modelSurface, mountModelApi } from './model-api.js';
-import { ModelMetrics } from './model-metrics.js';
 import { createApp } from './app.js';
-import { type Meter, Router } from './router.js';
+import { mountListeners } from './listeners.js';
 import { parseArgsMessage } from '../cli/args.js';
-import { mountOpsApi } from './ops-api.js';
 import { VERSION } from '../engine/version.js';
 
 const USAGE = `svc ${VERSION}: content-addressed storage service
@@ -65,43 +55,9 @@ export async function serve(config: Config, log = new Logger(config.logLevel)): 
   await portFree(config.host, config.httpPort, 'SVC_HTTP_PORT');
   await portFree(config.host, config.model.httpPort, 'HTTP_PORT');
   const engine = await Engine.open(config, log);
-  const ctx: ServerContext = { engine, metrics: engine.metrics };
   const app = createApp((message) => JSON.stringify({ error: 'invalid_request', message }));
-  const surface = apiSurface(ctx);
-  // With security on, every route that names a capability needs a bearer token that holds it.
-  const guard = config.securityEnabled ? engine.tokens : undefined;
-  const cors = corsPolicy(config);
-  // With security on, the tenant policy's budgets: requests and bytes per principal, operations per tenant.
-  const meter: Meter | undefined = config.securityEnabled
-    ? {
-        request: (p) => engine.budgets.chargeRequest(p.tenant, p.subject),
-        admit: (p) => engine.budgets.admit(p.tenant),
-        bytes: (p, bytes) => engine.budgets.chargeBytes(p.tenant, p.subject, bytes),
-      }
-    : undefined;
-  const blobRoutes = new Router(app, surface, { cors, answerOtherMethods: true, guard, meter });
-  mountBlobApi(blobRoutes, ctx);
-  mountUploadsApi(blobRoutes, ctx);
-  blobRoutes.answerOtherMethods();
-  const gcRoutes = new Router(app, surface, { cors, answerOtherMethods: true, guard, meter });
-  mountGcApi(gcRoutes, ctx);
-  mountNodesApi(gcRoutes, ctx);
-  gcRoutes.answerOtherMethods();
-  // The document platform and legacy repositories need a bearer token with security on or off
-  // (docs/documents.md); their budgets are the blob API's.
-  const documentRoutes = new Router(app, surface, { guard: engine.tokens, meter });
-  // s3: the document platform is one node's (engine/store/s3-only/documents-node.ts); the others refuse it whole.
-  const documentsNode = engine.backend.documentsNode;
-  if (documentsNode !== undefined && documentsNode !== engine.nodeId) mountDocumentsElsewhere(documentRoutes, documentsNode);
-  else mountDocsApi(documentRoutes, ctx, { docs: engine.documents, bulkMigrations: engine.bulkMigrations, views: engine.views, workflows: engine.workflows, viewWaitMs: config.views.waitMs, tokens: engine.tokens, maxJsonBytes: config.docMaxJsonBytes });
-  mountLegacyApi(documentRoutes, engine.legacy, { service: documentsNode === undefined || documentsNode === engine.nodeId ? engine.legacyImports : undefined, maxJsonBytes: config.docMaxJsonBytes });
-  const routes = new Router(app, surface, { guard });
-  mountOpsApi(routes, ctx);
-  routes.fallback('/*', ({ ex, req }) => ex.json(404, { error: 'not_found', message: `No route for ${ex.method} ${req.getUrl()}` }));
   const modelApp = createApp((message) => JSON.stringify({ error: 'BadRequest', message, code: 400 }));
-  const modelMetrics = new ModelMetrics(engine.models, engine.metrics.registry);
-  // The same guard: the same tokens, capabilities model.read, model.write and observability.read.
-  mountModelApi(new Router(modelApp, modelSurface(modelMetrics, log, config.httpLingerBytes), { guard }), engine.models, modelMetrics, VERSION);
+  mountListeners(app, modelApp, engine, config, log);
   const sockets: uWS.us_listen_socket[] = [];
   const close = async () => {
     for (const socket of sockets) uws.us_listen_socket_close(socket);

@@ -14,7 +14,7 @@ import { timeoutOr, type FrameBody, type LoadedModel, type ModelService } from '
 import { finishRank, parseSelection, selectColumns, transformBody, type Missing } from '../engine/models/index.js';
 import type { LeapFrame } from '../engine/models/index.js';
 import type { ModelMetrics } from './model-metrics.js';
-import { docsAsset } from './model-docs.js';
+import { type ApiDescription, MODEL_API, mountApiDescription } from './api-docs.js';
 import { readShared } from './body-readers.js';
 import { type Exchange, JSON_UTF8, header } from './exchange.js';
 import type { Method, Router } from './router.js';
@@ -52,7 +52,7 @@ export function modelSurface(metrics: ModelMetrics, log: Logger, lingerBytes: nu
 
 const frameTooLarge = (max: number) => new ModelError('PayloadTooLarge', `request body is larger than ${max} bytes (MODEL_MAX_FRAME_BYTES)`, 413);
 
-export function mountModelApi(router: Router, service: ModelService, metrics: ModelMetrics, version: string): void {
+export function mountModelApi(router: Router, service: ModelService, metrics: ModelMetrics, version: string, description: ApiDescription = MODEL_API): void {
   const config = service.config;
 
   interface Request {
@@ -178,13 +178,8 @@ export function mountModelApi(router: Router, service: ModelService, metrics: Mo
     ex.send(200, { 'Content-Type': metrics.registry.contentType }, await metrics.render());
   }, { name: 'metrics', capability: 'observability.read' });
 
-  for (const pattern of ['/docs', '/docs/*']) {
-    router.on('GET', pattern, ({ ex, req }) => {
-      const asset = docsAsset(req.getUrl(), version);
-      if (!asset) return ex.json(404, { error: 'NotFound', message: `No document ${req.getUrl()}`, code: 404 });
-      ex.send(200, { 'Content-Type': asset.contentType }, asset.body);
-    }, { name: 'docs' });
-  }
+  // GET /openapi.json, /docs (Swagger UI) and the document's reference names under /docs.
+  mountApiDescription(router, description, version, (ex, req) => ex.json(404, { error: 'NotFound', message: `No document ${req.getUrl()}`, code: 404 }));
 
   router.fallback('/*', ({ ex, req }) => {
     ex.json(404, { error: 'NotFound', message: `No route for ${ex.method.toUpperCase()} ${req.getUrl()}`, code: 404 });

@@ -100,8 +100,8 @@ const NO_GRANT: ReadonlyArray<[string, string]> = [['Vary', 'Origin']];
 
 export class Router {
   private readonly methods = new Map<string, Method[]>();
-  /** Every route registered, in order (what the API documents must cover). */
-  readonly routes: Array<{ method: Method; pattern: string }> = [];
+  /** Every route registered, in order, with the capability it names (what the API documents must cover). */
+  readonly routes: Array<{ method: Method; pattern: string; capability?: string | typeof ANY_TOKEN }> = [];
   /** The open CORS grant, the same for every answer. */
   private readonly openCors?: ReadonlyArray<[string, string]>;
 
@@ -159,7 +159,7 @@ export class Router {
         ex.body.hold();
         guard.verify(authorization).then((principal) => run(() => proceed(principal), fail), fail);
       });
-      this.routes.push({ method, pattern });
+      this.routes.push({ method, pattern, capability: options.capability });
       const known = this.methods.get(pattern) ?? [];
       if (known.length === 0) this.methods.set(pattern, known);
       if (!known.includes(method)) known.push(method);

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type TestServer, startServer } from './helpers/server.js';
-import { contentId, rawRequest, seededBytes, sha256, upload } from './helpers/http.js';
+import { checkedFetch as fetch, contentId, rawRequest, seededBytes, sha256, upload } from './helpers/http.js';
 import { BACKEND_DEPENDENCIES, TEST_BACKEND, countStoredBlocks } from './helpers/backends.js';
 
 let server: TestServer;

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import {
   Api, ISO_UTC, JSON_TYPE, META_ID, UUID_V7, decodePayload, errorCode, expectError, expectNoLeak, expectRejected, hsToken, noneToken, reply, type Claims,
 } from './helpers/docs-client.js';
-import { seededBytes } from './helpers/http.js';
+import { checkedFetch as fetch, seededBytes } from './helpers/http.js';
 import { startServer, tempRoot, type TestServer } from './helpers/server.js';
 
 const KiB = 1024;

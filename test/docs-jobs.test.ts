@@ -3,6 +3,7 @@
 
 import fs from 'node:fs';
 import { afterAll, describe, expect, test } from 'vitest';
+import { checkedFetch as fetch } from './helpers/http.js';
 import { startServer, tempRoot, type TestServer } from './helpers/server.js';
 
 const SECRET = 'docs-jobs-test-secret';

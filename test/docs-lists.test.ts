@@ -2,6 +2,7 @@
 // schemas (by namespace) and jobs (by document and state), paged with an opaque cursor, each
 // tenant seeing its own.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { checkedFetch as fetch } from './helpers/http.js';
 import { type TestServer, startServer } from './helpers/server.js';
 
 const SECRET = 'docs-lists-test-secret';

@@ -12,7 +12,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { devToken, expectError, expectNoLeak, JSON_TYPE, type Reply } from './helpers/docs-client.js';
-import { seededBytes } from './helpers/http.js';
+import { checkedFetch as fetch, seededBytes } from './helpers/http.js';
 import { startServer, tempRoot, type TestServer } from './helpers/server.js';
 
 const MiB = 1024 * 1024;

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { SignJWT, exportJWK, generateKeyPair, type JWK } from 'jose';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { modelOpenApi } from '../server/model-docs.js';
+import { MODEL_API } from '../server/api-docs.js';
 import { scoringPipeline, writeBundleDir } from './helpers/bundles.js';
 import { devToken } from './helpers/docs-client.js';
 import { FIXTURES, HAVE_FIXTURES } from './helpers/models.js';
@@ -148,7 +148,7 @@ describe('security on: tokens and capabilities on the model listener', () => {
   });
 
   test('the OpenAPI document states the capabilities enforced here', () => {
-    const paths = (modelOpenApi('test') as { paths: Record<string, Record<string, { 'x-svc-capability'?: string }>> }).paths;
+    const paths = (MODEL_API.document('test') as { paths: Record<string, Record<string, { 'x-svc-capability'?: string }>> }).paths;
     for (const [method, path, capability] of GUARDED) {
       const documented = paths[path.split('?')[0]!.replace('/scoring', '/{model}')]![method.toLowerCase()]!['x-svc-capability'];
       expect([method, path, documented]).toEqual([method, path, capability]);

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { contentId, seededBytes, upload } from './helpers/http.js';
+import { checkedFetch as fetch, contentId, seededBytes, upload } from './helpers/http.js';
 import { startServer, tempRoot, type TestServer } from './helpers/server.js';
 import { TEST_BACKEND, stagedTails } from './helpers/backends.js';
 

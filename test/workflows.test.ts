@@ -8,6 +8,7 @@ import { PDFDict, PDFDocument, PDFName } from 'pdf-lib';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { Api, devToken, expectError, type Reply } from './helpers/docs-client.js';
 import { PERSONAL_SECRETS, PERSONAL_TEXT, scannedPdf, signedPdf, textImage, textPdf } from './helpers/content-fixtures.js';
+import { checkedFetch as fetch } from './helpers/http.js';
 import { startServer, tempRoot, type TestServer } from './helpers/server.js';
 import { TEST_BACKEND } from './helpers/backends.js';
 

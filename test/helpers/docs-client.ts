@@ -1,8 +1,10 @@
 // A small client of the document platform (`/v1`) for the HTTP contract tests: tokens (from
 // POST /dev/token or signed here with jose), JSON calls, byte uploads and error-body checks.
+// Every answer it gets is checked against the API description (./openapi.ts).
 
 import { SignJWT, type JWTPayload } from 'jose';
 import { expect } from 'vitest';
+import { expectConforms } from './openapi.js';
 
 export const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 export const META_ID = /^meta_[0-9A-HJKMNP-TV-Z]{26}$/;
@@ -17,7 +19,8 @@ export interface Reply {
   json: any;
 }
 
-export async function reply(res: Response): Promise<Reply> {
+/** The answer read whole; with `method`, checked against the API description (what the clients below do). */
+export async function reply(res: Response, method?: string): Promise<Reply> {
   const text = await res.text();
   let json: unknown;
   try {
@@ -25,6 +28,7 @@ export async function reply(res: Response): Promise<Reply> {
   } catch {
     json = undefined;
   }
+  if (method !== undefined) expectConforms({ status: res.status, headers: res.headers, text }, method, res.url);
   return { status: res.status, headers: res.headers, text, json };
 }
 
@@ -57,7 +61,7 @@ export function decodePayload(jwt: string): Record<string, unknown> {
 }
 
 export async function devToken(base: string, body: Record<string, unknown> = {}): Promise<string> {
-  const r = await reply(await fetch(`${base}/dev/token`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) }));
+  const r = await reply(await fetch(`${base}/dev/token`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) }), 'POST');
   if (r.status !== 200) throw new Error(`POST /dev/token: ${r.status} ${r.text}`);
   return r.json.access_token;
 }
@@ -83,7 +87,7 @@ export class Api {
       payload = JSON.stringify(body);
       h['Content-Type'] ??= 'application/json';
     }
-    return reply(await fetch(this.base + path, { method, headers: h, body: payload }));
+    return reply(await fetch(this.base + path, { method, headers: h, body: payload }), method);
   }
 
   get = (path: string, headers: Record<string, string> = {}) => this.call('GET', path, undefined, headers);
@@ -114,9 +118,9 @@ export class Api {
           else controller.close();
         },
       });
-      return reply(await fetch(`${this.base}/v1/uploads/${uploadId}/bytes`, { method: 'PUT', headers, body: stream, duplex: 'half' } as RequestInit));
+      return reply(await fetch(`${this.base}/v1/uploads/${uploadId}/bytes`, { method: 'PUT', headers, body: stream, duplex: 'half' } as RequestInit), 'PUT');
     }
-    return reply(await fetch(`${this.base}/v1/uploads/${uploadId}/bytes`, { method: 'PUT', headers, body: bytes as Uint8Array<ArrayBuffer> }));
+    return reply(await fetch(`${this.base}/v1/uploads/${uploadId}/bytes`, { method: 'PUT', headers, body: bytes as Uint8Array<ArrayBuffer> }), 'PUT');
   }
 
   /** create → bytes → finalize; every step checked. */

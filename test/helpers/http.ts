@@ -1,5 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import net from 'node:net';
+import { checkedFetch } from './openapi.js';
+
+/** `fetch` with every answer checked against the API description (./openapi.ts): the blob tests import it as their fetch. */
+export { checkedFetch };
 
 export const sha256 = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
 export const contentId = (b: Uint8Array) => `sha-256:${sha256(b)}:${b.length}`;
@@ -20,7 +24,7 @@ export function seededBytes(size: number, seed: number): Buffer {
 export const random = (n: number) => randomBytes(n);
 
 export async function upload(url: string, body: Uint8Array, headers: Record<string, string> = {}) {
-  const res = await fetch(`${url}/api/v1/blobs`, { method: 'POST', body: body as Uint8Array<ArrayBuffer>, headers });
+  const res = await checkedFetch(`${url}/api/v1/blobs`, { method: 'POST', body: body as Uint8Array<ArrayBuffer>, headers });
   return { res, json: (await res.json()) as any };
 }
 

@@ -1,0 +1,218 @@
+// The API descriptions (server/openapi/svc-api.json for listener 1, model-runtime.json for the
+// model listener) against the code: each is a valid OpenAPI 3.1 document whose references all
+// resolve; each documents exactly the operations its listener's routers register (a route the
+// document lacks fails, and so does a documented operation no route serves), with the capability
+// each route names (the routers from dist/, as serve() mounts them); and a started server serves both at /openapi.json and Swagger UI at /docs.
+// The answers of the HTTP suites are checked against the same documents by test/helpers/openapi.ts.
+
+import { Registry } from 'prom-client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ANY_TOKEN, type Router } from '../dist/server/router.js';
+import { mountListeners } from '../dist/server/listeners.js';
+import { MODEL_API, SERVICE_API } from '../dist/server/api-docs.js';
+import { VERSION } from '../dist/engine/version.js';
+import { expectConforms, modelApi, serviceApi } from './helpers/openapi.js';
+import { type TestServer, startServer } from './helpers/server.js';
+
+type Json = Record<string, any>;
+
+const OPERATIONS = ['get', 'head', 'post', 'put', 'patch', 'delete', 'options', 'trace'];
+
+/** A router pattern as an OpenAPI path template: `:name` → `{name}`, a trailing `*` → `{path}` (the rest of the path). */
+export function templateOf(pattern: string): string {
+  return pattern.replace(/:(\w+)/g, '{$1}').replace(/\/\*$/, '/{path}');
+}
+
+/** What a route's capability is in the documents' `x-svc-capability`. */
+const capabilityOf = (c: string | typeof ANY_TOKEN | undefined) => (c === ANY_TOKEN ? '(any valid token)' : c);
+
+function documented(doc: Json): Map<string, Json> {
+  const ops = new Map<string, Json>();
+  for (const [path, item] of Object.entries(doc.paths as Json)) {
+    for (const [method, op] of Object.entries(item as Json)) if (OPERATIONS.includes(method)) ops.set(`${method.toUpperCase()} ${path}`, op as Json);
+  }
+  return ops;
+}
+
+/**
+ * The routers of both listeners as serve() mounts them (server/listeners.ts), on apps that only
+ * record and an engine whose parts are stand-ins: mounting reads nothing from them.
+ */
+function mountedRouters(options: { documentsElsewhere?: boolean } = {}) {
+  const app = new Proxy({}, { get: () => () => app }) as never;
+  const stub: any = new Proxy(function stub() {}, { get: (_t, key) => (key === 'then' ? undefined : stub), apply: () => stub });
+  const config = { securityEnabled: false, corsAllowedOrigins: [], views: { waitMs: 0 }, docMaxJsonBytes: 1024, httpLingerBytes: 0, opsRefreshMs: 1000 };
+  const parts: Json = { config, metrics: { registry: new Registry() }, backend: { documentsNode: options.documentsElsewhere ? 'other-node' : undefined }, nodeId: 'this-node' };
+  const engine = new Proxy({}, { get: (_t, key) => (typeof key === 'string' && key in parts ? parts[key] : stub) }) as never;
+  return mountListeners(app, app, engine, config as never, stub);
+}
+
+function registered(routers: Router[]): Map<string, { capability?: string; guarded: 'optional' | 'token' | 'public' }> {
+  const out = new Map<string, { capability?: string; guarded: 'optional' | 'token' | 'public' }>();
+  routers.forEach((router, i) => {
+    for (const route of router.routes) {
+      const capability = capabilityOf(route.capability);
+      // Listener 1's third router (documents, legacy) always has a guard; the others only with security on.
+      const guarded = capability === undefined ? 'public' : routers.length === 4 && i === 2 ? 'token' : 'optional';
+      out.set(`${route.method} ${templateOf(route.pattern)}`, { capability, guarded });
+    }
+  });
+  return out;
+}
+
+const refsIn = (node: unknown): string[] => {
+  if (Array.isArray(node)) return node.flatMap(refsIn);
+  if (typeof node !== 'object' || node === null) return [];
+  return Object.entries(node).flatMap(([k, v]) => (k === '$ref' && typeof v === 'string' ? [v] : refsIn(v)));
+};
+
+const listeners = [
+  { name: 'listener 1 (svc-api.json)', description: SERVICE_API, routers: () => mountedRouters().service, api: serviceApi },
+  { name: 'the model listener (model-runtime.json)', description: MODEL_API, routers: () => mountedRouters().model, api: modelApi },
+];
+
+describe.each(listeners)('the API description of $name', ({ description, routers, api }) => {
+  const doc = description.document('1.2.3');
+
+  it('is a valid OpenAPI 3.1 document (@apidevtools/swagger-parser, against the 3.1 schema)', async () => {
+    expect(doc.openapi).toBe('3.1.0');
+    expect(doc.info.version).toBe('1.2.3');
+    const SwaggerParser = (await import('@apidevtools/swagger-parser')).default;
+    await expect(SwaggerParser.validate(structuredClone(doc) as never)).resolves.toBeDefined();
+  });
+
+  it('has no dangling references, and unique operation ids', () => {
+    const refs = refsIn(doc);
+    expect(refs.length).toBeGreaterThan(20);
+    for (const ref of refs) expect(api().resolve(ref), ref).toBeDefined();
+    const ids = [...documented(doc).values()].map((op) => op.operationId);
+    expect(ids.every((id) => typeof id === 'string')).toBe(true);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  it('documents every route the routers register, and no operation they do not', () => {
+    const routes = [...registered(routers()).keys()].sort();
+    const ops = [...documented(doc).keys()].sort();
+    expect({ undocumented: routes.filter((r) => !ops.includes(r)), unrouted: ops.filter((o) => !routes.includes(o)) }).toEqual({ undocumented: [], unrouted: [] });
+  });
+
+  it("states each route's capability and when it needs a bearer token", () => {
+    const ops = documented(doc);
+    for (const [key, route] of registered(routers())) {
+      const op = ops.get(key)!;
+      expect([key, op['x-svc-capability']]).toEqual([key, route.capability]);
+      const security = route.guarded === 'public' ? [] : route.guarded === 'token' ? [{ bearer: [] }] : [{}, { bearer: [] }];
+      expect([key, op.security]).toEqual([key, security]);
+    }
+  });
+});
+
+describe('listener 1\'s description', () => {
+  const doc = SERVICE_API.document(VERSION);
+
+  it('puts X-Request-Id on every answer of every operation', () => {
+    const api = serviceApi();
+    for (const [key, op] of documented(doc)) {
+      for (const [status, response] of Object.entries(op.responses as Json)) {
+        const resolved = response.$ref ? api.resolve(response.$ref) : response;
+        expect([key, status, resolved.headers?.['X-Request-Id']]).toEqual([key, status, { $ref: '#/components/headers/X-Request-Id' }]);
+      }
+    }
+    expect(doc.components.headers['X-Request-Id'].required).toBe(true);
+  });
+
+  it('describes the error envelope and the rejected form of metadata writes', () => {
+    expect(doc.components.schemas.Error).toMatchObject({ required: ['error', 'message'], additionalProperties: false });
+    for (const path of ['/v1/documents/{documentId}/metadata', '/v1/documents/{documentId}/metadata/{namespaceUrn}/patch']) {
+      const responses = doc.paths[path].post.responses as Json;
+      for (const [status, r] of Object.entries(responses)) if (Number(status) >= 400) expect([path, status, r.$ref]).toEqual([path, status, '#/components/responses/Rejected']);
+    }
+  });
+
+  it('covers the routers of a node that leaves the document platform to another (s3): less /v1 (503 documents_single_node) and /dev/token', () => {
+    const elsewhere = [...registered(mountedRouters({ documentsElsewhere: true }).service).keys()];
+    const ops = [...documented(doc).keys()];
+    expect(elsewhere.filter((r) => !ops.includes(r))).toEqual([]);
+    expect(ops.filter((o) => !elsewhere.includes(o)).every((o) => /^\/(v1\/|dev\/token$)/.test(o.split(' ')[1]!))).toBe(true);
+  });
+});
+
+describe('GET /openapi.json and /docs on a started server', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startServer();
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  it.each([
+    ['listener 1', () => server.url, serviceApi, 'svc'],
+    ['the model listener', () => server.modelUrl, modelApi, 'svc model runtime'],
+  ] as const)('%s serves its document, with the service version, and Swagger UI over it', async (_name, base, api, title) => {
+    const res = await fetch(`${base()}/openapi.json`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    const text = await res.text();
+    expectConforms({ status: res.status, headers: res.headers, text }, 'GET', '/openapi.json', api());
+    const served = JSON.parse(text);
+    expect(served.openapi).toBe('3.1.0');
+    expect(served.info).toMatchObject({ title, version: VERSION });
+    expect(served.paths).toEqual(api().doc.paths);
+
+    const page = await fetch(`${base()}/docs`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    const html = await page.text();
+    expect(html).toContain('<div id="swagger-ui"></div>');
+    expectConforms({ status: page.status, headers: page.headers, text: html }, 'GET', '/docs', api());
+    const init = await fetch(`${base()}/docs/swagger-initializer.js`);
+    expect(await init.text()).toContain("new URL('../openapi.json', document.currentScript.src)");
+    for (const file of ['swagger-ui.css', 'swagger-ui-bundle.js', 'swagger-ui-standalone-preset.js']) {
+      const asset = await fetch(`${base()}/docs/${file}`);
+      expect([file, asset.status]).toEqual([file, 200]);
+      expectConforms({ status: asset.status, headers: asset.headers }, 'GET', `/docs/${file}`, api());
+      await asset.arrayBuffer();
+    }
+    const missing = await fetch(`${base()}/docs/package.json`);
+    expect(missing.status).toBe(404);
+    expectConforms({ status: missing.status, headers: missing.headers, text: await missing.text() }, 'GET', '/docs/package.json', api());
+  });
+
+  it('keeps the model listener\'s reference names of its document under /docs', async () => {
+    for (const name of ['swagger.yaml', 'swagger.json']) {
+      const res = await fetch(`${server.modelUrl}/docs/${name}`);
+      expect([name, res.status]).toEqual([name, 200]);
+      await res.text();
+    }
+  });
+});
+
+describe('the answers\' check (test/helpers/openapi.ts)', () => {
+  const api = serviceApi();
+  const headers = (h: Record<string, string>) => new Headers({ 'X-Request-Id': 'r-1', ...h });
+  const json = { 'Content-Type': 'application/json; charset=utf-8' };
+  const blob = { id: `sha-256:${'a'.repeat(64)}:3`, size: 3, mediaType: 'text/plain', chunker: 'fastcdc', blockCount: 1, createdAt: '2026-11-27T10:00:00.000Z' };
+
+  it('passes an answer as documented', () => {
+    expect(api.problems({ status: 200, headers: headers(json), text: JSON.stringify({ blobs: [blob] }) }, 'GET', '/api/v1/blobs?limit=1')).toEqual([]);
+    expect(api.problems({ status: 404, headers: headers(json), text: '{"error":"not_found","message":"No route"}' }, 'GET', '/nowhere')).toEqual([]);
+  });
+
+  it('names the request, the schema and ajv\'s error when a body does not match', () => {
+    const { createdAt: _, ...partial } = blob;
+    const [problem, ...rest] = api.problems({ status: 200, headers: headers(json), text: JSON.stringify({ blobs: [partial] }) }, 'GET', '/api/v1/blobs');
+    expect(rest).toEqual([]);
+    expect(problem).toContain('GET /api/v1/blobs → 200');
+    expect(problem).toContain('#/paths/~1api~1v1~1blobs/get/responses/200/content/application~1json/schema');
+    expect(problem).toContain("must have required property 'createdAt'");
+  });
+
+  it('fails a status, a media type or a header the document does not have', () => {
+    expect(api.problems({ status: 201, headers: headers(json), text: '{}' }, 'GET', '/api/v1/blobs')[0]).toContain('status 201 is not documented');
+    expect(api.problems({ status: 200, headers: headers({ 'Content-Type': 'text/html' }), text: '<p>' }, 'GET', '/api/v1/blobs')[0]).toContain('Content-Type text/html is not one of');
+    expect(api.problems({ status: 200, headers: new Headers(json), text: JSON.stringify({ blobs: [] }) }, 'GET', '/api/v1/blobs')[0]).toContain('X-Request-Id is required');
+    expect(api.problems({ status: 200, headers: headers(json), text: '{}' }, 'GET', '/nowhere')[0]).toContain('no path of the document matches');
+    expect(api.problems({ status: 405, headers: headers(json), text: '{"error":"method_not_allowed"}' }, 'PUT', '/api/v1/blobs')[0]).toContain("must have required property 'message'");
+  });
+});
