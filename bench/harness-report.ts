@@ -199,7 +199,7 @@ export function renderGeneratedBlock(r: HarnessResults, charts: Chart[], chartDi
     L.push(
       `${sizeLabel(m.bodyBytes)} per upload as one session of ${m.partBytes / MiB} MiB parts on one keep-alive connection, svc (\`/api/v1/uploads\`) and \`@tus/server\` + \`@tus/file-store\` alternating, ${m.rounds} round(s), a fresh file each round: ` +
         (m.svc && m.tus && m.ratio
-          ? `svc ${mbs(m.svc.medianMbPerSecond)}, tus ${mbs(m.tus.medianMbPerSecond)} (medians): ${f(m.ratio.median, 2)}x as the ratio of the medians (the summary's figure is the median of the per-round ratios), target ≥ ${f(TUS_TARGET, 1)}x: ${mark(m.ratio.median >= TUS_TARGET)}; with svc's commit ${f(m.ratio.medianWithCommit, 2)}x; commit ${f(m.svc.medianCommitMs)} ms median. Details in the hand-written section "Resumable uploads (issue 4)" and in bench/results/latest.md.`
+          ? `svc ${mbs(m.svc.medianMbPerSecond)}, tus ${mbs(m.tus.medianMbPerSecond)} (medians): ${f(m.ratio.median, 2)}x as the ratio of the medians (the summary's figure is the median of the per-round ratios), target ≥ ${f(TUS_TARGET, 1)}x: ${mark(m.ratio.median >= TUS_TARGET)}; with svc's commit ${f(m.ratio.medianWithCommit, 2)}x; commit ${f(m.svc.medianCommitMs)} ms median. Details in the hand-written sections and in bench/results/latest.md.`
           : `${m.error ? `stopped early: ${m.error.replace(/\n/g, ' ').slice(0, 300)}` : 'no complete pair of runs'}.`),
       '',
     );
