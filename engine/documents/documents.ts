@@ -32,7 +32,7 @@ import {
   isPlainObject, parsePlacement, type Bundle, type ContentRef, type DocumentRecord, type ExternalRef, type PlacementHint, type Receipt, type RequestInfo, type UploadRecord, type VersionRecord,
 } from './model.js';
 import { requireCapability, requireRule, ruleAllows } from './permissions.js';
-import { MAINTENANCE_TENANT, type DeprecatedSchema, checkLifecycles } from './schema-lifecycle.js';
+import { MAINTENANCE_TENANT, type DeprecatedSchema, checkLifecycles, lifecycleRules } from './schema-lifecycle.js';
 import type { SchemaRegistry } from './schemas.js';
 
 interface ContentRecord {
@@ -648,8 +648,10 @@ export class DocumentService {
     const entries = readBundle(raw, where);
     for (const ns of Object.keys(entries)) requireCapability(principal, `meta.write:${ns}`);
     const issues = [];
+    const records = [];
     for (const [ns, e] of Object.entries(entries)) {
       const schema = await this.schemas.get(e.schema);
+      if (schema) records.push(schema);
       if (!schema) {
         issues.push({ path: `/namespaces/${ns}/schema`, code: 'schema_not_found', message: `No schema ${e.schema} is registered` });
         continue;
@@ -661,7 +663,8 @@ export class DocumentService {
       for (const i of await this.schemas.validate(e.schema, e.data)) issues.push({ ...i, path: `/namespaces/${ns}/data${i.path === '/' ? '' : i.path}` });
     }
     if (issues.length) throw MetadataRejection.invalid(issues);
-    const deprecated = await checkLifecycles(this.schemas, principal, Object.values(entries).map((e) => e.schema));
+    // The records read above carry their lifecycle: not read again.
+    const deprecated = lifecycleRules(principal, records);
     const receipt = receiptOf(principal, request);
     return { bundle: Object.fromEntries(Object.entries(entries).map(([ns, e]) => [ns, { schema: e.schema, id: newMetadataId(), data: e.data, receipt }])), deprecated };
   }
