@@ -10,6 +10,8 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import type { RequestHead, Exchange } from './exchange.js';
 import type { Router } from './router.js';
+import type { ServerContext } from './server-context.js';
+import { VERSION } from '../engine/version.js';
 
 export interface DocsAsset {
   body: Buffer | string;
@@ -200,11 +202,21 @@ export const SERVICE_API = new ApiDescription({ file: 'svc-api.json', title: 'sv
 /** The model listener's document. */
 export const MODEL_API = new ApiDescription({ file: 'model-runtime.json', title: 'svc model runtime API', swaggerNames: true });
 
-/** GET /openapi.json, /docs and /docs/* on `router` (public routes); `notFound` answers a name under /docs that is not served. */
-export function mountApiDescription(router: Router, description: ApiDescription, version: string, notFound: (ex: Exchange, req: RequestHead) => void): void {
+/** Listener 1's GET /openapi.json, /docs and /docs/* (public routes). */
+export function mountServiceDescription(router: Router, _ctx: ServerContext): void {
+  mountDescription(router, SERVICE_API, (ex, req) => ex.json(404, { error: 'not_found', message: `No route for ${ex.method} ${req.getUrl()}` }));
+}
+
+/** The model listener's GET /openapi.json, /docs and the document's reference names under /docs (public routes). */
+export function mountModelDescription(router: Router, _ctx: ServerContext): void {
+  mountDescription(router, MODEL_API, (ex, req) => ex.json(404, { error: 'NotFound', message: `No document ${req.getUrl()}`, code: 404 }));
+}
+
+/** `notFound` answers a name under /docs that is not served. */
+function mountDescription(router: Router, description: ApiDescription, notFound: (ex: Exchange, req: RequestHead) => void): void {
   for (const pattern of ['/openapi.json', '/docs', '/docs/*']) {
     router.on('GET', pattern, ({ ex, req }) => {
-      const asset = description.asset(req.getUrl(), version);
+      const asset = description.asset(req.getUrl(), VERSION);
       if (!asset) return notFound(ex, req);
       ex.send(200, { 'Content-Type': asset.contentType }, asset.body);
     }, { name: pattern === '/docs/*' ? '/docs' : pattern });

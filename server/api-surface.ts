@@ -2,10 +2,9 @@
 // SVC_HTTP_PORT): errors as `{ error, message }` (metadata writes: their rejected form), requests
 // counted in the engine's stats and in `svc_http_requests_total`.
 
-import type { Engine } from '../engine/engine.js';
 import { SvcError } from '../engine/errors.js';
 import { MetadataRejection } from '../engine/documents/index.js';
-import type { Metrics } from '../engine/ops/index.js';
+import type { ServerContext } from './server-context.js';
 import type { CorsPolicy } from './router.js';
 import type { Surface } from './surface.js';
 import type { Config } from '../engine/config.js';
@@ -23,13 +22,7 @@ export function corsPolicy(config: Config): CorsPolicy {
   return { open: !config.securityEnabled, origins: new Set(config.corsAllowedOrigins), allowHeaders: ALLOWED_REQUEST_HEADERS, exposeHeaders: EXPOSED_HEADERS };
 }
 
-/** What every handler of the listener needs: the engine and the metrics it reports to. */
-export interface ServerContext {
-  engine: Engine;
-  metrics: Metrics;
-}
-
-export function apiSurface({ engine, metrics }: ServerContext): Surface {
+export function apiSurface({ engine, metrics }: Pick<ServerContext, 'engine' | 'metrics'>): Surface {
   return {
     log: engine.log,
     lingerBytes: engine.config.httpLingerBytes,

@@ -1,12 +1,19 @@
 // Bodies read whole because their handler needs all of them at once, each bounded: a JSON body
 // (document platform) and a model frame (read into one shared buffer the workers parse in place).
 
-import { SvcError } from '../engine/errors.js';
+import { SvcError, payloadTooLarge } from '../engine/errors.js';
 import type { FrameBody } from '../engine/models/index.js';
-import type { Exchange } from './exchange.js';
+import { type Exchange, header } from './exchange.js';
+import type { BodyReader } from './router.js';
 
 /** The error for a body larger than `max` bytes, in the surface's terms. */
 type TooLarge = (max: number) => Error;
+
+/** A route's JSON body (`Call.body`): at most `max` bytes, else 413 `payload_too_large`. */
+export const jsonBody = (max: number): BodyReader<{ value: unknown; bytes: number }> => (ex) => readJson(ex, max, payloadTooLarge);
+
+/** A route's body in one shared buffer (`Call.body`), at most `max` bytes, else `tooLarge`. */
+export const sharedBody = (max: number, tooLarge: TooLarge): BodyReader<FrameBody> => (ex, req) => readShared(ex, max, header(req, 'content-length'), tooLarge);
 
 /** The whole JSON body (at most `max` bytes, else `tooLarge`); 400 `invalid_json` when it does not parse. */
 export function readJson(ex: Exchange, max: number, tooLarge: TooLarge): Promise<{ value: unknown; bytes: number }> {

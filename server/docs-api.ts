@@ -4,89 +4,63 @@
 // engine checks those that depend on the request: `meta.write:<ns>`, `meta.patch:<ns>`,
 // `workflow.run:<urn>`, and a document's permission rules); its meter charges the budgets.
 
-import type { Principal } from '../engine/auth/index.js';
-import { parseDevTokenRequest, type TokenVerifier } from '../engine/auth/index.js';
-import type { BulkMigrations, DocumentService } from '../engine/documents/index.js';
-import { type ViewService, checkApplicable, viewOfQuery } from '../engine/views/index.js';
-import type { WorkflowService } from '../engine/workflows/index.js';
+import { parseDevTokenRequest } from '../engine/auth/index.js';
+import type { DocumentService } from '../engine/documents/index.js';
+import { checkApplicable, viewOfQuery } from '../engine/views/index.js';
 import { MetadataRejection } from '../engine/documents/index.js';
 import type { Stats } from '../engine/ops/index.js';
 import { badRequest, isPlainObject } from '../engine/documents/index.js';
 import { decodeCursor, encodeCursor, parseLimit } from '../engine/cas/index.js';
-import { SvcError, payloadTooLarge } from '../engine/errors.js';
-import type { ServerContext } from './api-surface.js';
-import { readJson } from './body-readers.js';
+import { SvcError } from '../engine/errors.js';
+import { type ServerContext, servesDocuments } from './server-context.js';
+import { jsonBody } from './body-readers.js';
 import { type BodySource, HeldBody } from './body-sources.js';
 import { feedIngest } from './body-feed.js';
 import { readConditions, serveBlob } from './blob-serving.js';
-import { type Exchange, type RequestHead, header } from './exchange.js';
+import { type Exchange, header } from './exchange.js';
 import { METADATA_V11, metadataReading } from './metadata-reading.js';
 import type { DeprecatedSchema } from '../engine/documents/schema-lifecycle.js';
 import type { RequestInfo } from '../engine/documents/model.js';
 import { parseContentType } from './request-parsing.js';
-import { ANY_TOKEN, type Method, type Router, caller } from './router.js';
+import { ANY_TOKEN, type Call, type Router, caller } from './router.js';
 import { DEV_TOKEN_BODY_BYTES, JOB_WAIT_MAX_S } from '../engine/base/limits.js';
 
-interface DocsContext {
-  docs: DocumentService;
-  bulkMigrations: BulkMigrations;
-  views: ViewService;
-  workflows: WorkflowService;
+type JsonCall = Call<{ value: unknown; bytes: number }>;
+
+/** A path parameter, percent-decoded (as sent when it is not valid percent-encoding). */
+const param = (call: Call<unknown>, i: number) => decodeSegment(call.params[i]!);
+/** The JSON body's value. */
+const bodyOf = async (call: JsonCall) => (await call.body).value;
+
+export function mountDocsApi(router: Router, ctx: ServerContext): void {
+  const { engine, config } = ctx;
+  if (!servesDocuments(engine)) return mountDocumentsElsewhere(router, engine.backend.documentsNode!);
+  const { documents: docs, bulkMigrations, views, workflows, tokens, stats } = engine;
   /** SVC_VIEW_WAIT: how long a view request waits for its materialization before 202. */
-  viewWaitMs: number;
-  tokens: TokenVerifier;
-  maxJsonBytes: number;
-}
+  const viewWaitMs = config.views.waitMs;
+  const json = jsonBody(config.docMaxJsonBytes);
+  /** Metadata writes answer every error in the rejected form. */
+  const rejectedForm = asRejection;
 
-interface Call {
-  ex: Exchange;
-  /** The request's head (a copy: every /v1 route is guarded). */
-  req: RequestHead;
-  /** Path parameters, percent-decoded. */
-  params: string[];
-  query: URLSearchParams;
-}
-
-const NO_BODY = Promise.resolve({ value: undefined, bytes: 0 });
-
-export function mountDocsApi(router: Router, ctx: ServerContext, docsCtx: DocsContext): void {
-  const { docs, bulkMigrations, views, workflows, viewWaitMs, tokens, maxJsonBytes } = docsCtx;
-  const stats = ctx.engine.stats;
-
-  /** A JSON route: the caller's capability checked (the guard), the body read (bounded), then `work`. */
-  const json = (
-    method: Method,
-    pattern: string,
-    capability: string | typeof ANY_TOKEN,
-    work: (call: Call, principal: Principal, body: unknown, bodyBytes: number) => Promise<void> | void,
-    /** Metadata writes answer every error in the rejected form. */
-    rejectedForm = false,
-  ) => {
-    router.on(method, pattern, async (call) => {
-      const { ex, req, params, query } = call;
-      const { value, bytes } = await (method === 'GET' ? NO_BODY : readJson(ex, maxJsonBytes, payloadTooLarge));
-      await work({ ex, req, params: params.map(decodeSegment), query }, caller(call), value, bytes);
-    }, { capability, errorForm: rejectedForm ? asRejection : undefined });
-  };
-
-  router.on('POST', '/dev/token', async ({ ex, req }) => {
+  router.on('POST', '/dev/token', async ({ ex, body }) => {
     const loopback = isLoopback(Buffer.from(ex.res.getRemoteAddressAsText()).toString());
-    const body = readJson(ex, DEV_TOKEN_BODY_BYTES, payloadTooLarge);
-    body.catch(() => {});
     if (!tokens.devTokensEnabled || !loopback) throw new SvcError('not_found', 'not_found', 'No route POST /dev/token');
     const { value } = await body;
     ex.json(200, await tokens.mint(parseDevTokenRequest(value)), { 'Cache-Control': 'no-store' });
-  });
+  }, { body: jsonBody(DEV_TOKEN_BODY_BYTES) });
 
-  json('POST', '/v1/documents', 'doc.create', async ({ ex }, principal, body) => {
+  router.on('POST', '/v1/documents', async (call: JsonCall) => {
+    const { ex } = call;
+    const principal = caller(call);
+    const body = await bodyOf(call);
     const r = await docs.create(principal, body, requestOf(ex));
     ex.json(r.created ? 201 : 200, { documentId: r.documentId, uploadId: r.uploadId }, { Location: `/v1/documents/${r.documentId}`, ...deprecation(r.deprecated) });
-  });
+  }, { capability: 'doc.create', body: json });
 
   // The document's bytes: an operation of its tenant (one of its slots), its declared length
   // against the caller's byte budget, the tenant's object limit and quota (engine/documents).
   router.on('PUT', '/v1/uploads/:uploadId/bytes', async (call) => {
-    const { ex, req, params } = call;
+    const { ex, req } = call;
     const declared = header(req, 'content-length');
     const length = declared === undefined ? undefined : /^[0-9]{1,16}$/.test(declared) ? Number(declared) : NaN;
     if (Number.isNaN(length)) throw badRequest('Content-Length must be a decimal byte count');
@@ -94,16 +68,21 @@ export function mountDocsApi(router: Router, ctx: ServerContext, docsCtx: DocsCo
     const contentType = parseContentType(header(req, 'content-type'));
     // Held from its first byte while the upload's records are read.
     const body = new HeldBody(ex.body);
-    const upload = await docs.beginBytes(caller(call), decodeSegment(params[0]!), { contentType, declaredLength: length });
+    const upload = await docs.beginBytes(caller(call), param(call, 0), { contentType, declaredLength: length });
     streamInto(ex, body, upload, stats);
   }, { capability: 'doc.create', operation: true });
 
-  json('POST', '/v1/uploads/:uploadId/finalize', 'doc.create', async ({ ex, params }, principal, body) => {
-    const r = await docs.finalize(principal, params[0]!, body);
+  router.on('POST', '/v1/uploads/:uploadId/finalize', async (call: JsonCall) => {
+    const { ex } = call;
+    const principal = caller(call);
+    const body = await bodyOf(call);
+    const r = await docs.finalize(principal, param(call, 0), body);
     ex.json(r.created ? 201 : 200, { documentId: r.documentId, versionId: r.versionId, contentRef: r.contentRef });
-  });
+  }, { capability: 'doc.create', body: json });
 
-  json('GET', '/v1/documents', 'doc.read', async ({ ex, query }, principal) => {
+  router.on('GET', '/v1/documents', async (call) => {
+    const { ex, query } = call;
+    const principal = caller(call);
     only(query, ['limit', 'cursor', 'label', 'externalRef', 'createdAfter', 'createdBefore']);
     const filter = {
       label: query.get('label') ?? undefined,
@@ -112,34 +91,50 @@ export function mountDocsApi(router: Router, ctx: ServerContext, docsCtx: DocsCo
       createdBefore: timeParam(query, 'createdBefore'),
     };
     ex.json(200, await docs.list(principal, filter, parseLimit(query.get('limit') ?? undefined), query.get('cursor') ?? undefined));
-  });
+  }, { capability: 'doc.read' });
   // meta.read as well: the engine checks it.
-  json('POST', '/v1/documents/search', 'doc.read', async ({ ex }, principal, body) => ex.json(200, await docs.search(principal, body)));
-  json('GET', '/v1/schemas', ANY_TOKEN, async ({ ex, query }) => {
+  router.on('POST', '/v1/documents/search', async (call: JsonCall) => {
+    const { ex } = call;
+    const principal = caller(call);
+    const body = await bodyOf(call);
+    ex.json(200, await docs.search(principal, body));
+  }, { capability: 'doc.read', body: json });
+  router.on('GET', '/v1/schemas', async (call) => {
+    const { ex, query } = call;
     only(query, ['limit', 'cursor', 'namespaceUrn']);
     const cursor = query.get('cursor');
     const page = await docs.schemas.list(query.get('namespaceUrn') ?? undefined, parseLimit(query.get('limit') ?? undefined), cursor === null ? undefined : decodeCursor('sch1', cursor));
     ex.json(200, page.next ? { schemas: page.schemas.map(schemaJson), nextCursor: encodeCursor('sch1', page.next) } : { schemas: page.schemas.map(schemaJson) });
-  });
-  json('GET', '/v1/jobs', 'job.read', async ({ ex, query }, principal) => {
+  }, { capability: ANY_TOKEN });
+  router.on('GET', '/v1/jobs', async (call) => {
+    const { ex, query } = call;
+    const principal = caller(call);
     only(query, ['limit', 'cursor', 'documentId', 'state']);
     const state = query.get('state') ?? undefined;
     if (state !== undefined && !JOB_STATES.includes(state)) throw badRequest(`state must be one of ${JOB_STATES.join(', ')}`);
     const documentId = query.get('documentId') ?? undefined;
     if (documentId !== undefined && !UUID_ANY.test(documentId)) throw badRequest('documentId must be a UUID');
     ex.json(200, await docs.listJobs(principal, { documentId, state }, parseLimit(query.get('limit') ?? undefined), query.get('cursor') ?? undefined));
-  });
+  }, { capability: 'job.read' });
 
-  json('GET', '/v1/documents/:documentId', 'doc.read', async ({ ex, params }, principal) => ex.json(200, await docs.get(principal, params[0]!)));
-  json('GET', '/v1/documents/:documentId/versions', 'doc.read', async ({ ex, params }, principal) => ex.json(200, await docs.listVersions(principal, params[0]!)));
+  router.on('GET', '/v1/documents/:documentId', async (call) => {
+    const { ex } = call;
+    const principal = caller(call);
+    ex.json(200, await docs.get(principal, param(call, 0)));
+  }, { capability: 'doc.read' });
+  router.on('GET', '/v1/documents/:documentId/versions', async (call) => {
+    const { ex } = call;
+    const principal = caller(call);
+    ex.json(200, await docs.listVersions(principal, param(call, 0)));
+  }, { capability: 'doc.read' });
 
   // A download: an operation of its tenant, the bytes it serves against the caller's budget.
   router.on(['GET', 'HEAD'], '/v1/documents/:documentId/content', async (call) => {
-    const { ex, req, params, query, chargeBytes } = call;
+    const { ex, req, query, chargeBytes } = call;
     const conditions = readConditions(req);
     const principal = caller(call);
     const ops = viewOfQuery({ view: query.get('view'), stripSignatures: query.get('stripSignatures'), redactionProfile: query.get('redactionProfile') });
-    const content = await docs.content(principal, decodeSegment(params[0]!));
+    const content = await docs.content(principal, param(call, 0));
     const headOnly = ex.method === 'HEAD';
     if (!ops) {
       // The current version of a permission-checked resource: caches must ask again each time.
@@ -168,87 +163,119 @@ export function mountDocsApi(router: Router, ctx: ServerContext, docsCtx: DocsCo
   }, { capability: 'doc.read', operation: true });
 
   // workflow.run:<workflowUrn>: the engine checks it.
-  json('POST', '/v1/documents/:documentId/workflows/:workflowUrn/run', ANY_TOKEN, async ({ ex, params }, principal, body) => {
-    const r = await workflows.run(principal, params[0]!, params[1]!, body, requestOf(ex));
+  router.on('POST', '/v1/documents/:documentId/workflows/:workflowUrn/run', async (call: JsonCall) => {
+    const { ex } = call;
+    const principal = caller(call);
+    const body = await bodyOf(call);
+    const r = await workflows.run(principal, param(call, 0), param(call, 1), body, requestOf(ex));
     ex.json(202, { jobId: r.jobId }, { Location: `/v1/jobs/${r.jobId}` });
-  });
+  }, { capability: ANY_TOKEN, body: json });
 
-  json('GET', '/v1/documents/:documentId/metadata', 'meta.read', async ({ ex, req, params, query }, principal) => {
+  router.on('GET', '/v1/documents/:documentId/metadata', async (call) => {
+    const { ex, req, query } = call;
+    const principal = caller(call);
     only(query, READING_PARAMS);
     const reading = metadataReading(header(req, 'accept'), query);
-    ex.json(200, await docs.metadata(principal, params[0]!, reading), readingHeaders(reading.envelope));
-  });
+    ex.json(200, await docs.metadata(principal, param(call, 0), reading), readingHeaders(reading.envelope));
+  }, { capability: 'meta.read' });
 
   // meta.write:<namespaceUrn> of the body: the engine checks it.
-  json('POST', '/v1/documents/:documentId/migrate', ANY_TOKEN, async ({ ex, params }, principal, body) => {
-    const r = await docs.migrate(principal, params[0]!, body, requestOf(ex));
+  router.on('POST', '/v1/documents/:documentId/migrate', async (call: JsonCall) => {
+    const { ex } = call;
+    const principal = caller(call);
+    const body = await bodyOf(call);
+    const r = await docs.migrate(principal, param(call, 0), body, requestOf(ex));
     ex.json(202, { jobId: r.jobId }, { Location: `/v1/jobs/${r.jobId}`, ...deprecation(r.deprecated) });
-  });
+  }, { capability: ANY_TOKEN, body: json });
 
-  json('POST', '/v1/migrations', 'migration.write', async ({ ex }, principal, body) => {
+  router.on('POST', '/v1/migrations', async (call: JsonCall) => {
+    const { ex } = call;
+    const body = await bodyOf(call);
     const { record, created } = await docs.migrations.register(body);
     ex.json(created ? 201 : 200, {
       fromSchemaUrn: record.fromSchemaUrn, toSchemaUrn: record.toSchemaUrn, namespaceUrn: record.namespaceUrn,
       forward: record.forward, inverse: record.inverse, probedInstances: record.probedInstances, createdAt: new Date(record.createdAt).toISOString(),
     });
-  });
+  }, { capability: 'migration.write', body: json });
 
   // migration.write here; meta.write:<namespace of fromSchemaUrn> in the engine.
-  json('POST', '/v1/migrations/apply', 'migration.write', async ({ ex }, principal, body) => {
+  router.on('POST', '/v1/migrations/apply', async (call: JsonCall) => {
+    const { ex } = call;
+    const principal = caller(call);
+    const body = await bodyOf(call);
     const r = await bulkMigrations.request(principal, body, requestOf(ex));
     ex.json(202, { jobId: r.jobId }, { Location: `/v1/jobs/${r.jobId}`, ...deprecation(r.deprecated) });
-  });
+  }, { capability: 'migration.write', body: json });
 
-  json('GET', '/v1/jobs/:jobId', 'job.read', async ({ ex, params, query }, principal) => {
+  router.on('GET', '/v1/jobs/:jobId', async (call) => {
+    const { ex, query } = call;
+    const principal = caller(call);
     only(query, ['wait']);
     const wait = query.get('wait');
     if (wait !== null && !(/^(0|[1-9][0-9]?)$/.test(wait) && Number(wait) <= JOB_WAIT_MAX_S)) throw badRequest(`wait must be whole seconds from 0 to ${JOB_WAIT_MAX_S}`);
-    ex.json(200, await docs.job(principal, params[0]!, Number(wait ?? 0) * 1000));
-  });
-  json('GET', '/v1/documents/:documentId/metadata/:namespaceUrn', 'meta.read', async ({ ex, req, params, query }, principal) => {
+    ex.json(200, await docs.job(principal, param(call, 0), Number(wait ?? 0) * 1000));
+  }, { capability: 'job.read' });
+  router.on('GET', '/v1/documents/:documentId/metadata/:namespaceUrn', async (call) => {
+    const { ex, req, query } = call;
+    const principal = caller(call);
     only(query, READING_PARAMS);
     const reading = metadataReading(header(req, 'accept'), query);
-    ex.json(200, await docs.namespace(principal, params[0]!, params[1]!, reading), readingHeaders(reading.envelope));
-  });
-  json('GET', '/v1/documents/:documentId/metadata/:namespaceUrn/patches', 'meta.read', async ({ ex, params }, principal) => ex.json(200, await docs.patchHistory(principal, params[0]!, params[1]!)));
+    ex.json(200, await docs.namespace(principal, param(call, 0), param(call, 1), reading), readingHeaders(reading.envelope));
+  }, { capability: 'meta.read' });
+  router.on('GET', '/v1/documents/:documentId/metadata/:namespaceUrn/patches', async (call) => {
+    const { ex } = call;
+    const principal = caller(call);
+    ex.json(200, await docs.patchHistory(principal, param(call, 0), param(call, 1)));
+  }, { capability: 'meta.read' });
 
   // meta.write:<ns> of each namespace of the bundle: the engine checks it.
-  json('POST', '/v1/documents/:documentId/metadata', ANY_TOKEN, async ({ ex, params }, principal, body) => {
+  router.on('POST', '/v1/documents/:documentId/metadata', async (call: JsonCall) => {
+    const { ex } = call;
+    const principal = caller(call);
+    const body = await bodyOf(call);
     if (!isPlainObject(body)) throw new MetadataRejection('invalid', 'invalid_request', 'The body must be { mode, bundle, provenance?, reason? }');
     for (const key of Object.keys(body)) if (!['mode', 'bundle', 'provenance', 'reason'].includes(key)) throw new MetadataRejection('invalid', 'invalid_request', `unknown field "${key}"`);
     if (body.mode === 'canonical') {
-      const r = await docs.writeCanonical(principal, params[0]!, body, requestOf(ex));
+      const r = await docs.writeCanonical(principal, param(call, 0), body, requestOf(ex));
       ex.json(201, { status: 'accepted', versionId: r.versionId, metadataIds: r.metadataIds }, deprecation(r.deprecated));
       return;
     }
     if (body.mode === 'derived') {
-      const r = await docs.writeDerived(principal, params[0]!, body, requestOf(ex));
+      const r = await docs.writeDerived(principal, param(call, 0), body, requestOf(ex));
       ex.json(202, { status: 'accepted', jobId: r.jobId }, { Location: `/v1/jobs/${r.jobId}`, ...deprecation(r.deprecated) });
       return;
     }
     throw new MetadataRejection('invalid', 'invalid_request', 'mode must be "canonical" or "derived"');
-  }, true);
+  }, { capability: ANY_TOKEN, body: json, errorForm: rejectedForm });
 
   // meta.patch:<namespaceUrn>: the engine checks it.
-  json('POST', '/v1/documents/:documentId/metadata/:namespaceUrn/patch', ANY_TOKEN, async ({ ex, params }, principal, body, bytes) => {
-    const r = await docs.patch(principal, params[0]!, params[1]!, body, bytes, requestOf(ex));
+  router.on('POST', '/v1/documents/:documentId/metadata/:namespaceUrn/patch', async (call: JsonCall) => {
+    const { ex } = call;
+    const principal = caller(call);
+    const { value: body, bytes } = await call.body;
+    const r = await docs.patch(principal, param(call, 0), param(call, 1), body, bytes, requestOf(ex));
     ex.json(200, { status: 'accepted', versionId: r.versionId, newMetadataId: r.newMetadataId }, deprecation(r.deprecated));
-  }, true);
+  }, { capability: ANY_TOKEN, body: json, errorForm: rejectedForm });
 
-  json('POST', '/v1/schemas', 'schema.write', async ({ ex }, principal, body) => {
+  router.on('POST', '/v1/schemas', async (call: JsonCall) => {
+    const { ex } = call;
+    const body = await bodyOf(call);
     const { record, created } = await docs.registerSchema(body);
     ex.json(created ? 201 : 200, schemaJson(record), { Location: `/v1/schemas/${encodeURIComponent(record.schemaUrn)}` });
-  });
+  }, { capability: 'schema.write', body: json });
 
-  json('PATCH', '/v1/schemas/:schemaUrn', 'schema.write', async ({ ex, params }, principal, body) => {
-    ex.json(200, schemaJson(await docs.schemas.moveLifecycle(params[0]!, body)));
-  });
+  router.on('PATCH', '/v1/schemas/:schemaUrn', async (call: JsonCall) => {
+    const { ex } = call;
+    const body = await bodyOf(call);
+    ex.json(200, schemaJson(await docs.schemas.moveLifecycle(param(call, 0), body)));
+  }, { capability: 'schema.write', body: json });
 
-  json('GET', '/v1/schemas/:schemaUrn', ANY_TOKEN, async ({ ex, params }) => {
-    const record = await docs.schemas.get(params[0]!);
-    if (!record) throw new SvcError('not_found', 'schema_not_found', `No schema ${params[0]}`);
+  router.on('GET', '/v1/schemas/:schemaUrn', async (call) => {
+    const { ex } = call;
+    const record = await docs.schemas.get(param(call, 0));
+    if (!record) throw new SvcError('not_found', 'schema_not_found', `No schema ${param(call, 0)}`);
     ex.json(200, schemaJson(record));
-  });
+  }, { capability: ANY_TOKEN });
 
   router.fallback('/v1/*', ({ ex, req }) => {
     throw new SvcError('not_found', 'not_found', `No route ${ex.method.toUpperCase()} ${req.getUrl()}`);
@@ -348,7 +375,7 @@ function isLoopback(address: string): boolean {
  * A node that does not serve the document platform (s3: it lives in `owner`'s LMDB): every /v1
  * route answers 503 documents_single_node, so a cluster never splits documents between nodes.
  */
-export function mountDocumentsElsewhere(router: Router, owner: string): void {
+function mountDocumentsElsewhere(router: Router, owner: string): void {
   router.fallback('/v1/*', () => {
     throw new SvcError('unavailable', 'documents_single_node', `On the s3 backend the document platform is served by one node, ${owner}; send /v1 requests to it (docs/backends.md, "s3")`);
   });

@@ -7,7 +7,7 @@
 import { GC_PHASES, type GcPhase } from '../engine/gc/index.js';
 import { parseDuration } from '../engine/config.js';
 import { SvcError } from '../engine/errors.js';
-import type { ServerContext } from './api-surface.js';
+import type { ServerContext } from './server-context.js';
 import type { Router } from './router.js';
 
 const ROUTE = '/api/ops/v1/gc';

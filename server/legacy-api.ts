@@ -6,11 +6,12 @@
 
 import { decodeCursor, encodeCursor, parseLimit } from '../engine/cas/index.js';
 import { badRequest } from '../engine/documents/index.js';
-import { invalidPagination, payloadTooLarge } from '../engine/errors.js';
+import { invalidPagination } from '../engine/errors.js';
 import {
-  type LegacyDocument, LegacyError, type LegacyFailure, type LegacyImports, type LegacyRepositories, UNKNOWN_REPO_LABEL, legacyInvalidId, legacyRepoNotFound, parseLegacyDocId,
+  type LegacyDocument, LegacyError, type LegacyFailure, UNKNOWN_REPO_LABEL, legacyInvalidId, legacyRepoNotFound, parseLegacyDocId,
 } from '../engine/legacy/index.js';
-import { readJson } from './body-readers.js';
+import { jsonBody } from './body-readers.js';
+import { type ServerContext, servesDocuments } from './server-context.js';
 import type { Exchange } from './exchange.js';
 import { type Router, caller } from './router.js';
 
@@ -18,17 +19,17 @@ const OCTET_STREAM = 'application/octet-stream';
 
 const ID_CURSOR = 'lgi1';
 
-export function mountLegacyApi(router: Router, legacy: LegacyRepositories, imports: { service: LegacyImports | undefined; maxJsonBytes: number }): void {
+export function mountLegacyApi(router: Router, { engine, config }: ServerContext): void {
+  const legacy = engine.legacy;
   const metrics = legacy.metrics;
-  const service = imports.service;
 
   // Import (docs/legacy.md, "Importing"): 202 at once with the document's id and the job. Not
   // on a node that does not serve the document platform (s3): /v1/* answers 503 there.
-  if (service) router.on('POST', '/v1/legacy/import', async (call) => {
-    const { value } = await readJson(call.ex, imports.maxJsonBytes, payloadTooLarge);
-    const r = await service.request(caller(call), value);
+  if (servesDocuments(engine)) router.on('POST', '/v1/legacy/import', async (call) => {
+    const { value } = await call.body;
+    const r = await engine.legacyImports.request(caller(call), value);
     call.ex.json(202, { jobId: r.jobId, documentId: r.documentId, alreadyImported: r.alreadyImported }, { Location: `/v1/jobs/${r.jobId}` });
-  }, { name: '/v1/legacy/import', capability: 'legacy.import' });
+  }, { name: '/v1/legacy/import', capability: 'legacy.import', body: jsonBody(config.docMaxJsonBytes) });
 
   // A repository's document ids, a page at a time (the walk of `svc legacy import --all`).
   router.on('GET', '/legacy/:repo', async ({ ex, params, query }) => {

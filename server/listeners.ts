@@ -8,18 +8,18 @@ import type { TemplatedApp } from 'uWebSockets.js';
 import type { Config } from '../engine/config.js';
 import type { Engine } from '../engine/engine.js';
 import type { Logger } from '../engine/log.js';
-import { VERSION } from '../engine/version.js';
-import { MODEL_API, SERVICE_API, mountApiDescription } from './api-docs.js';
-import { type ServerContext, apiSurface, corsPolicy } from './api-surface.js';
+import { mountServiceDescription } from './api-docs.js';
+import { apiSurface, corsPolicy } from './api-surface.js';
+import type { MountRoutes, ServerContext } from './server-context.js';
 import { mountBlobApi } from './blob-api.js';
-import { mountDocsApi, mountDocumentsElsewhere } from './docs-api.js';
+import { mountDocsApi } from './docs-api.js';
 import { mountGcApi } from './gc-api.js';
 import { mountLegacyApi } from './legacy-api.js';
 import { modelSurface, mountModelApi } from './model-api.js';
 import { ModelMetrics } from './model-metrics.js';
 import { mountNodesApi } from './nodes-api.js';
 import { mountOpsApi } from './ops-api.js';
-import { type Meter, Router } from './router.js';
+import { type Meter, Router, type RouterOptions } from './router.js';
 import { mountUploadsApi } from './uploads-api.js';
 
 export interface ListenerRouters {
@@ -29,10 +29,17 @@ export interface ListenerRouters {
   model: Router[];
 }
 
+/** A router's options and the route files mounted on it, in order. */
+interface RouterPlan {
+  options: RouterOptions;
+  mounts: MountRoutes[];
+}
+
 export function mountListeners(app: TemplatedApp, modelApp: TemplatedApp, engine: Engine, config: Config, log: Logger): ListenerRouters {
-  const ctx: ServerContext = { engine, metrics: engine.metrics };
-  const surface = apiSurface(ctx);
-  // With security on, every route that names a capability needs a bearer token that holds it.
+  const ctx: ServerContext = { engine, config, log, metrics: engine.metrics, modelMetrics: new ModelMetrics(engine.models, engine.metrics.registry) };
+  // The one guard of every router: the engine's token verifier. With security on, every route
+  // that names a capability needs a bearer token that holds it; the document platform and legacy
+  // repositories need one with security on or off (docs/documents.md).
   const guard = config.securityEnabled ? engine.tokens : undefined;
   const cors = corsPolicy(config);
   // With security on, the tenant policy's budgets: requests and bytes per principal, operations per tenant.
@@ -43,30 +50,27 @@ export function mountListeners(app: TemplatedApp, modelApp: TemplatedApp, engine
         bytes: (p, bytes) => engine.budgets.chargeBytes(p.tenant, p.subject, bytes),
       }
     : undefined;
-  const blobRoutes = new Router(app, surface, { cors, answerOtherMethods: true, guard, meter });
-  mountBlobApi(blobRoutes, ctx);
-  mountUploadsApi(blobRoutes, ctx);
-  blobRoutes.answerOtherMethods();
-  const gcRoutes = new Router(app, surface, { cors, answerOtherMethods: true, guard, meter });
-  mountGcApi(gcRoutes, ctx);
-  mountNodesApi(gcRoutes, ctx);
-  gcRoutes.answerOtherMethods();
-  // The document platform and legacy repositories need a bearer token with security on or off
-  // (docs/documents.md); their budgets are the blob API's.
-  const documentRoutes = new Router(app, surface, { guard: engine.tokens, meter });
-  // s3: the document platform is one node's (engine/store/s3-only/documents-node.ts); the others refuse it whole.
-  const documentsNode = engine.backend.documentsNode;
-  if (documentsNode !== undefined && documentsNode !== engine.nodeId) mountDocumentsElsewhere(documentRoutes, documentsNode);
-  else mountDocsApi(documentRoutes, ctx, { docs: engine.documents, bulkMigrations: engine.bulkMigrations, views: engine.views, workflows: engine.workflows, viewWaitMs: config.views.waitMs, tokens: engine.tokens, maxJsonBytes: config.docMaxJsonBytes });
-  mountLegacyApi(documentRoutes, engine.legacy, { service: documentsNode === undefined || documentsNode === engine.nodeId ? engine.legacyImports : undefined, maxJsonBytes: config.docMaxJsonBytes });
-  const routes = new Router(app, surface, { guard });
-  mountOpsApi(routes, ctx);
-  // GET /openapi.json and /docs: public, as the model listener's.
-  mountApiDescription(routes, SERVICE_API, VERSION, (ex, req) => ex.json(404, { error: 'not_found', message: `No route for ${ex.method} ${req.getUrl()}` }));
-  routes.fallback('/*', ({ ex, req }) => ex.json(404, { error: 'not_found', message: `No route for ${ex.method} ${req.getUrl()}` }));
-  const modelMetrics = new ModelMetrics(engine.models, engine.metrics.registry);
-  // The same guard: the same tokens, capabilities model.read, model.write and observability.read.
-  const modelRoutes = new Router(modelApp, modelSurface(modelMetrics, log, config.httpLingerBytes), { guard });
-  mountModelApi(modelRoutes, engine.models, modelMetrics, VERSION, MODEL_API);
-  return { service: [blobRoutes, gcRoutes, documentRoutes, routes], model: [modelRoutes] };
+  const service: RouterPlan[] = [
+    { options: { cors, answerOtherMethods: true, guard, meter }, mounts: [mountBlobApi, mountUploadsApi] },
+    { options: { cors, answerOtherMethods: true, guard, meter }, mounts: [mountGcApi, mountNodesApi] },
+    { options: { guard: engine.tokens, meter }, mounts: [mountDocsApi, mountLegacyApi] },
+    { options: { guard }, mounts: [mountOpsApi, mountServiceDescription, mountNotFound] },
+  ];
+  const surface = apiSurface(ctx);
+  const modelSurfaceOf = modelSurface(ctx.modelMetrics, log, config.httpLingerBytes);
+  return {
+    service: service.map((plan) => mountPlan(new Router(app, surface, plan.options), plan, ctx)),
+    model: [mountPlan(new Router(modelApp, modelSurfaceOf, { guard }), { options: {}, mounts: [mountModelApi] }, ctx)],
+  };
+}
+
+function mountPlan(router: Router, plan: RouterPlan, ctx: ServerContext): Router {
+  for (const mount of plan.mounts) mount(router, ctx);
+  router.answerOtherMethods();
+  return router;
+}
+
+/** Listener 1's answer to a request no route took. */
+function mountNotFound(router: Router): void {
+  router.fallback('/*', ({ ex, req }) => ex.json(404, { error: 'not_found', message: `No route for ${ex.method} ${req.getUrl()}` }));
 }

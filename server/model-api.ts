@@ -10,14 +10,15 @@ import { decodeFrame } from '../engine/models/index.js';
 import { encodeRow, encodeSchema, encodeFieldType } from '../engine/models/index.js';
 import { renderGraphSvg } from '../engine/models/index.js';
 import { sampleFrame } from '../engine/models/index.js';
-import { timeoutOr, type FrameBody, type LoadedModel, type ModelService } from '../engine/models/index.js';
+import { timeoutOr, type LoadedModel } from '../engine/models/index.js';
 import { finishRank, parseSelection, selectColumns, transformBody, type Missing } from '../engine/models/index.js';
 import type { LeapFrame } from '../engine/models/index.js';
 import type { ModelMetrics } from './model-metrics.js';
-import { type ApiDescription, MODEL_API, mountApiDescription } from './api-docs.js';
-import { readShared } from './body-readers.js';
-import { type Exchange, JSON_UTF8, header } from './exchange.js';
-import type { Method, Router } from './router.js';
+import { mountModelDescription } from './api-docs.js';
+import { sharedBody } from './body-readers.js';
+import { JSON_UTF8 } from './exchange.js';
+import type { BodyReader, Call, Method, Router } from './router.js';
+import type { ServerContext } from './server-context.js';
 import type { Surface } from './surface.js';
 import { MODEL_URI_MAX_BYTES } from '../engine/base/limits.js';
 import { headersOf, statusOf } from './failure-status.js';
@@ -52,24 +53,14 @@ export function modelSurface(metrics: ModelMetrics, log: Logger, lingerBytes: nu
 
 const frameTooLarge = (max: number) => new ModelError('PayloadTooLarge', `request body is larger than ${max} bytes (MODEL_MAX_FRAME_BYTES)`, 413);
 
-export function mountModelApi(router: Router, service: ModelService, metrics: ModelMetrics, version: string, description: ApiDescription = MODEL_API): void {
+export function mountModelApi(router: Router, ctx: ServerContext): void {
+  const { engine, modelMetrics: metrics } = ctx;
+  const service = engine.models;
   const config = service.config;
-
-  interface Request {
-    param: (i: number) => string;
-    query: URLSearchParams;
-    /** The body, read from the first moment: uWS drops body data that arrives before onData is set. */
-    body: Promise<FrameBody>;
-  }
-  type Handler = (ex: Exchange, req: Request) => Promise<void>;
-  const NO_BODY = Promise.resolve({ bytes: new SharedArrayBuffer(0), length: 0 });
-  /** An operation, measured under `name`, that needs `capability` with security on; with `maxBody`, its body is read (bounded). */
-  const route = (method: Method, pattern: string, name: string, capability: string, handler: Handler, maxBody?: number) => {
-    router.on(method, pattern, ({ ex, req, params, query }) => {
-      const body = maxBody === undefined ? NO_BODY : readShared(ex, maxBody, header(req, 'content-length'), frameTooLarge);
-      body.catch(() => {});
-      return handler(ex, { param: (i: number) => modelName(params[i]!), query, body });
-    }, { name, capability });
+  const frameReader = sharedBody(config.maxFrameBytes, frameTooLarge);
+  /** An operation, measured under `name`, that needs `capability` with security on. */
+  const route = <B>(method: Method, pattern: string, name: string, capability: string, handler: (call: Call<B>) => Promise<void>, body?: BodyReader<B>) => {
+    router.on(method, pattern, handler, { name, capability, body });
   };
   /** Runs `work` under MODEL_REQUEST_TIMEOUT; past it the answer is 408 ModelTimeout. */
   const timed = <T>(loaded: LoadedModel, what: string, work: (signal: AbortSignal) => Promise<T>): Promise<T> => {
@@ -90,40 +81,38 @@ export function mountModelApi(router: Router, service: ModelService, metrics: Mo
     missing: missingParam(q),
   });
 
-  route('PUT', '/models/:model', 'load', WRITE, async (ex, req) => {
-    const name = req.param(0);
-    const body = await req.body;
-    const uri = Buffer.from(body.bytes, 0, body.length).toString('utf8');
+  route('PUT', '/models/:model', 'load', WRITE, async ({ ex, params, body }) => {
+    const name = modelName(params[0]!);
+    const { bytes, length } = await body;
+    const uri = Buffer.from(bytes, 0, length).toString('utf8');
     const { created, registration } = await service.register(name, uri);
     ex.json(created ? 201 : 200, { modelName: registration.modelName, uri: registration.uri });
-  }, MAX_URI_BYTES);
+  }, sharedBody(MAX_URI_BYTES, frameTooLarge));
 
-  route('DELETE', '/models/:model', 'unload', WRITE, async (ex, req) => {
-    const gone = await service.unregister(req.param(0));
+  route('DELETE', '/models/:model', 'unload', WRITE, async ({ ex, params }) => {
+    const gone = await service.unregister(modelName(params[0]!));
     // A registration whose bundle no longer loads is removed too, answered without bundleMeta.
     ex.json(200, 'registration' in gone ? describe(gone) : { model: { modelName: gone.modelName, uri: gone.uri } });
   });
 
-  route('GET', '/models/:model', 'describe', READ, async (ex, req) => {
-    ex.json(200, describe(await service.get(req.param(0))));
+  route('GET', '/models/:model', 'describe', READ, async ({ ex, params }) => {
+    ex.json(200, describe(await service.get(modelName(params[0]!))));
   });
 
-  route('GET', '/models', 'list', READ, async (ex) => {
+  route('GET', '/models', 'list', READ, async ({ ex }) => {
     ex.json(200, service.registered().map((r) => ({ modelName: r.modelName, uri: r.uri })));
   });
 
-  route('POST', '/models/:model/transform', 'transform', READ, async (ex, req) => {
-    const q = req.query;
+  route('POST', '/models/:model/transform', 'transform', READ, async ({ ex, params, query: q, body }) => {
     const { mode, ...common } = runOptions(q);
     const query = { select: parseSelection(q.getAll('select')), rank: parseSelection(q.getAll('rank')), ...common };
-    const loaded = await service.get(req.param(0));
-    const body = await req.body;
-    const parts = await timed(loaded, 'transform', (signal) => service.transform(loaded, body, query, mode, signal));
+    const loaded = await service.get(modelName(params[0]!));
+    const frameBody = await body;
+    const parts = await timed(loaded, 'transform', (signal) => service.transform(loaded, frameBody, query, mode, signal));
     await ex.sendPieces(JSON_UTF8, [`{"schema":${parts[0]!.schema},"rows":[`, ...transformBody(parts, query), ']}']);
-  }, config.maxFrameBytes);
+  }, frameReader);
 
-  route('POST', '/models/:model/rank', 'rank', READ, async (ex, req) => {
-    const q = req.query;
+  route('POST', '/models/:model/rank', 'rank', READ, async ({ ex, params, query: q, body }) => {
     const id = q.get('id');
     if (!id) throw queryError('query parameter "id" is required');
     const rank = parseSelection(q.getAll('rank'));
@@ -131,42 +120,40 @@ export function mountModelApi(router: Router, service: ModelService, metrics: Mo
     const group = q.get('group') ?? undefined;
     const { mode, ...common } = runOptions(q);
     const query = { id, rank, group: group === '' ? undefined : group, avg: booleanParam(q, 'avg', false), ...common };
-    const loaded = await service.get(req.param(0));
-    const body = await req.body;
-    const parts = await timed(loaded, 'rank', (signal) => service.rank(loaded, body, query, mode, signal));
+    const loaded = await service.get(modelName(params[0]!));
+    const frameBody = await body;
+    const parts = await timed(loaded, 'rank', (signal) => service.rank(loaded, frameBody, query, mode, signal));
     ex.json(200, { results: finishRank(parts, query) });
-  }, config.maxFrameBytes);
+  }, frameReader);
 
-  route('GET', '/models/:model/sample', 'sample', READ, async (ex, req) => {
-    const q = req.query;
+  route('GET', '/models/:model/sample', 'sample', READ, async ({ ex, params, query: q }) => {
     const nrow = integerParam(q, 'nrow', 1);
     if (nrow > config.maxFrameRows) throw queryError(`nrow is larger than ${config.maxFrameRows} (MODEL_MAX_FRAME_ROWS)`);
     const contexts = q.getAll('context').flatMap((c) => c.split(',')).map((c) => c.trim()).filter(Boolean);
     const select = parseSelection(q.getAll('select'));
-    const loaded = await service.get(req.param(0));
+    const loaded = await service.get(modelName(params[0]!));
     const frame = sampleFrame(loaded.model.inputSchema, loaded.model.inputDomains, nrow, contexts);
     if (select.length === 0) return ex.json(200, frame);
     const selected = selectColumns(decodeFrame(frame, { maxRows: config.maxFrameRows }), select);
     ex.json(200, { schema: encodeSchema(selected.fields), rows: selected.rows.map(encodeRow) });
   });
 
-  route('GET', '/models/:model/graph', 'graph', READ, async (ex, req) => {
-    const q = req.query;
+  route('GET', '/models/:model/graph', 'graph', READ, async ({ ex, params, query: q }) => {
     const options = {
       elideParentSchema: booleanParam(q, 'elide-parent-schema', true),
       uniqueSchemas: booleanParam(q, 'unique-schemas', true),
       density: integerParam(q, 'density', 50),
       verticalSpacing: numberParam(q, 'vertical-spacing', 0.5),
     };
-    const loaded = await service.get(req.param(0));
+    const loaded = await service.get(modelName(params[0]!));
     ex.send(200, { 'Content-Type': 'application/xml; charset=utf-8' }, renderGraphSvg(loaded.model.graph, options));
   });
 
-  route('GET', '/models/:model/health', 'model-health', READ, async (ex, req) => {
-    const n = integerParam(req.query, 'n', 1);
-    const nrow = integerParam(req.query, 'nrow', 1);
+  route('GET', '/models/:model/health', 'model-health', READ, async ({ ex, params, query: q }) => {
+    const n = integerParam(q, 'n', 1);
+    const nrow = integerParam(q, 'nrow', 1);
     if (n * nrow > config.maxFrameRows) throw queryError(`n × nrow is larger than ${config.maxFrameRows} (MODEL_MAX_FRAME_ROWS)`);
-    await service.warm(await service.get(req.param(0)), n, nrow);
+    await service.warm(await service.get(modelName(params[0]!)), n, nrow);
     ex.send(200, {});
   });
 
@@ -179,7 +166,7 @@ export function mountModelApi(router: Router, service: ModelService, metrics: Mo
   }, { name: 'metrics', capability: 'observability.read' });
 
   // GET /openapi.json, /docs (Swagger UI) and the document's reference names under /docs.
-  mountApiDescription(router, description, version, (ex, req) => ex.json(404, { error: 'NotFound', message: `No document ${req.getUrl()}`, code: 404 }));
+  mountModelDescription(router, ctx);
 
   router.fallback('/*', ({ ex, req }) => {
     ex.json(404, { error: 'NotFound', message: `No route for ${ex.method.toUpperCase()} ${req.getUrl()}`, code: 404 });

@@ -3,7 +3,7 @@
 //   DELETE /api/ops/v1/nodes/{nodeId}   forgets a node that is down: GC stops waiting for its marks
 //                                       (409 node_live while it is live, 404 node_not_found)
 import { SvcError } from '../engine/errors.js';
-import type { ServerContext } from './api-surface.js';
+import type { ServerContext } from './server-context.js';
 import type { Router } from './router.js';
 
 const ROUTE = '/api/ops/v1/nodes';

@@ -3,22 +3,17 @@
 
 import { Gauge } from 'prom-client';
 import { type EventSink, OpsEvents, type Subscription } from '../engine/ops/index.js';
-import { type GcState, OpsSnapshots } from '../engine/ops/index.js';
+import { OpsSnapshots } from '../engine/ops/index.js';
 import { VERSION } from '../engine/version.js';
-import type { ServerContext } from './api-surface.js';
+import type { ServerContext } from './server-context.js';
 import { dashboardAsset } from './dashboard/assets.js';
 import { type Exchange, header, type RequestHead } from './exchange.js';
 import type { Router } from './router.js';
 
-interface OpsApiOptions {
-  /** Garbage collection's state for the snapshot (`durability.lastGc`, `storage.quarantinedBlocks`). */
-  gc?: GcState;
-}
-
 /** The operator endpoints' capability (health stays public). */
 const OBSERVE = { capability: 'observability.read' };
 
-export function mountOpsApi(router: Router, { engine, metrics }: ServerContext, options: OpsApiOptions = {}): OpsEvents {
+export function mountOpsApi(router: Router, { engine, metrics }: ServerContext): void {
   router.on('GET', '/api/health/live', ({ ex }) => ex.json(200, { status: 'ok', version: VERSION, uptimeSeconds: engine.stats.uptimeSeconds() }));
 
   router.on('GET', '/api/health/ready', async ({ ex }) => {
@@ -34,7 +29,7 @@ export function mountOpsApi(router: Router, { engine, metrics }: ServerContext, 
 
   router.on('GET', '/metrics', async ({ ex }) => ex.send(200, { 'Content-Type': metrics.registry.contentType }, await metrics.render()), OBSERVE);
 
-  const events = new OpsEvents(new OpsSnapshots(engine, { gc: options.gc ?? engine.gc }), engine.config.opsRefreshMs, engine.log);
+  const events = new OpsEvents(new OpsSnapshots(engine, { gc: engine.gc }), engine.config.opsRefreshMs, engine.log);
   const gauge = (name: string, help: string, read: () => number) =>
     new Gauge({ name, help, registers: [metrics.registry], collect() { this.set(read()); } });
   gauge('svc_ops_subscribers', 'Open /api/ops/v1/events streams.', () => events.subscriberCount);
@@ -59,8 +54,6 @@ export function mountOpsApi(router: Router, { engine, metrics }: ServerContext, 
     if (ifNoneMatch(req, found.etag)) return ex.send(304, { ETag: found.etag, 'Cache-Control': found.cacheControl });
     ex.send(200, headers, found.body);
   });
-
-  return events;
 }
 
 /** Writes the event stream to one subscriber: the headers here, the events from engine/ops/events.ts. */

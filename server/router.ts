@@ -1,6 +1,6 @@
 // One router for every surface: a route is a method (or several), a pattern and a handler that
-// gets the exchange, the request, the path parameters, the query and (on a guarded router) the
-// caller. The router starts the exchange; checks the bearer token and the route's capability
+// gets one Call: the exchange, the request, the path parameters, the query, (on a guarded router)
+// the caller and (for a route that names a body reader) its body. The router starts the exchange; checks the bearer token and the route's capability
 // (a guard); charges the caller's budgets (a meter); answers whatever the handler throws or
 // rejects with in the surface's envelope (or the route's own form of it); and, for routes that
 // ask for it, answers CORS preflights and other methods with 405 and `Allow`.
@@ -14,7 +14,8 @@ import type { Surface } from './surface.js';
 export type Method = 'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 
-export interface Call {
+/** Every handler's one argument. `B`: what the route's body reader yields (nothing without one). */
+export interface Call<B = undefined> {
   readonly ex: Exchange;
   /** The request's head: read headers before the handler's first await. */
   readonly req: RequestHead;
@@ -25,11 +26,19 @@ export interface Call {
   readonly principal?: Principal;
   /** Body bytes to or from the caller, against its budget (429 when spent); nothing without a meter. */
   readonly chargeBytes: (bytes: number) => void;
+  /**
+   * The body, read (bounded) from the moment the handler is called, before its first await: uWS
+   * drops body data that arrives before a reader is set. Resolves to undefined without a reader.
+   */
+  readonly body: Promise<B>;
 }
 
-export type Handler = (call: Call) => void | Promise<void>;
+export type Handler<B = undefined> = (call: Call<B>) => void | Promise<void>;
 
-interface RouteOptions {
+/** Reads a whole body its handler needs at once (a JSON document, a model frame), bounded; rejects with the surface's error. */
+export type BodyReader<B> = (ex: Exchange, req: RequestHead) => Promise<B>;
+
+interface RouteOptions<B> {
   /** The metrics label (default: the pattern). */
   name?: string;
   /** The code of a 500 answer to an unknown error. */
@@ -45,6 +54,8 @@ interface RouteOptions {
   operation?: boolean;
   /** The route's own form of every error it answers, the guard's and the meter's included (metadata writes: their rejected form). */
   errorForm?: (err: unknown) => unknown;
+  /** The route's body reader (`Call.body`). */
+  body?: BodyReader<B>;
 }
 
 /** A guarded route open to any valid token: its capability depends on what the request names, and the engine checks it. */
@@ -79,7 +90,7 @@ export interface Meter {
   bytes(principal: Principal, bytes: number): void;
 }
 
-interface RouterOptions {
+export interface RouterOptions {
   /** Budgets of the callers of guarded routes. */
   meter?: Meter;
   cors?: CorsPolicy;
@@ -90,6 +101,15 @@ interface RouterOptions {
 }
 
 const UNMETERED = () => {};
+const NO_BODY = Promise.resolve(undefined);
+
+/** Starts reading the body; a rejection the handler never awaits (it failed earlier) is not unhandled. */
+function startBody<B>(reader: BodyReader<B> | undefined, ex: Exchange, req: RequestHead): Promise<B> {
+  if (!reader) return NO_BODY as Promise<B>;
+  const body = reader(ex, req);
+  body.catch(() => {});
+  return body;
+}
 
 const REGISTER: Record<Method, 'get' | 'head' | 'post' | 'put' | 'patch' | 'del'> = { GET: 'get', HEAD: 'head', POST: 'post', PUT: 'put', PATCH: 'patch', DELETE: 'del' };
 
@@ -114,7 +134,7 @@ export class Router {
     if (cors?.open) this.openCors = [['Access-Control-Allow-Origin', '*'], ['Access-Control-Expose-Headers', cors.exposeHeaders]];
   }
 
-  on(methods: Method | Method[], pattern: string, handler: Handler, options: RouteOptions = {}): void {
+  on<B = undefined>(methods: Method | Method[], pattern: string, handler: Handler<B>, options: RouteOptions<B> = {}): void {
     const paramCount = pattern.split(':').length - 1;
     const name = options.name ?? pattern;
     const guard = options.capability === undefined ? undefined : this.options.guard;
@@ -127,7 +147,7 @@ export class Router {
         const params: string[] = [];
         for (let i = 0; i < paramCount; i++) params.push(req.getParameter(i) ?? '');
         const query = new URLSearchParams(req.getQuery() ?? '');
-        if (!guard) return run(() => handler({ ex, req, params, query, chargeBytes: UNMETERED }), fail);
+        if (!guard) return run(() => handler({ ex, req, params, query, chargeBytes: UNMETERED, body: startBody(options.body, ex, req) }), fail);
         const authorization = header(req, 'authorization');
         const known = guard.cached(authorization);
         let head: RequestHead = req;
@@ -138,7 +158,7 @@ export class Router {
           meter?.request(principal);
           const admitted = meter && options.operation ? meter.admit(principal) : undefined;
           const chargeBytes = meter ? (bytes: number) => meter.bytes(principal, bytes) : UNMETERED;
-          const call = () => handler({ ex, req: head, params, query, principal, chargeBytes });
+          const call = () => handler({ ex, req: head, params, query, principal, chargeBytes, body: startBody(options.body, ex, head) });
           if (admitted === undefined) return void run(call, fail);
           if (typeof admitted === 'function') {
             ex.onFinish(admitted);
@@ -167,10 +187,10 @@ export class Router {
   }
 
   /** Every request to `pattern` no route took (a wildcard: not-found answers). */
-  fallback(pattern: string, handler: Handler, options: RouteOptions = {}): void {
+  fallback(pattern: string, handler: Handler, options: Pick<RouteOptions<undefined>, 'name' | 'fallbackCode'> = {}): void {
     this.app.any(pattern, (res, req) => {
       const ex = this.exchange(res, req, options.name ?? pattern);
-      run(() => handler({ ex, req, params: [], query: new URLSearchParams(req.getQuery() ?? ''), chargeBytes: UNMETERED }), (err) => ex.error(err, options.fallbackCode));
+      run(() => handler({ ex, req, params: [], query: new URLSearchParams(req.getQuery() ?? ''), chargeBytes: UNMETERED, body: NO_BODY }), (err) => ex.error(err, options.fallbackCode));
     });
   }
 
@@ -226,7 +246,7 @@ export class Router {
 }
 
 /** The caller of a guarded route on a router that always has a guard (the document platform's). */
-export function caller(call: Call): Principal {
+export function caller(call: Call<unknown>): Principal {
   if (!call.principal) throw new Error(`${call.ex.method} ${call.ex.route} was reached without a verified token: its router needs a guard`);
   return call.principal;
 }

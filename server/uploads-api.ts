@@ -3,7 +3,7 @@
 import type { Engine } from '../engine/engine.js';
 import { SvcError, invalidUpload, tenantObjectLimit } from '../engine/errors.js';
 import { DEFAULT_TENANT, type SessionRecord } from '../engine/store/index.js';
-import type { ServerContext } from './api-surface.js';
+import type { ServerContext } from './server-context.js';
 import { type BodySource, HeldBody, SocketBody } from './body-sources.js';
 import { feedIngest } from './body-feed.js';
 import { type Exchange, header, type RequestHead } from './exchange.js';

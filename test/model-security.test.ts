@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { SignJWT, exportJWK, generateKeyPair, type JWK } from 'jose';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { MODEL_API } from '../server/api-docs.js';
+import { MODEL_API } from '../dist/server/api-docs.js';
 import { scoringPipeline, writeBundleDir } from './helpers/bundles.js';
 import { devToken } from './helpers/docs-client.js';
 import { FIXTURES, HAVE_FIXTURES } from './helpers/models.js';

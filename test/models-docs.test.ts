@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { MODEL_API, swaggerUiDistPath, toYaml } from '../server/api-docs.js';
+import { MODEL_API, swaggerUiDistPath, toYaml } from '../dist/server/api-docs.js';
 import { pythonHas } from './helpers/python.js';
 
 type Json = Record<string, any>;

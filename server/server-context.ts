@@ -1,0 +1,28 @@
+// What every route file is given, and the one signature by which it is mounted: a route file
+// exports `mount…: MountRoutes`, takes what it needs from the context, and registers its routes
+// on the router it is handed (server/listeners.ts decides which router: its guard, meter, CORS).
+
+import type { Config } from '../engine/config.js';
+import type { Engine } from '../engine/engine.js';
+import type { Logger } from '../engine/log.js';
+import type { Metrics } from '../engine/ops/index.js';
+import type { ModelMetrics } from './model-metrics.js';
+import type { Router } from './router.js';
+
+export interface ServerContext {
+  engine: Engine;
+  config: Config;
+  log: Logger;
+  /** The service's metrics (the process's one registry). */
+  metrics: Metrics;
+  /** The model runtime's metrics, under the reference runtime's names, in the same registry. */
+  modelMetrics: ModelMetrics;
+}
+
+export type MountRoutes = (router: Router, ctx: ServerContext) => void;
+
+/** Whether this node serves the document platform: on s3 one node does (engine/store/s3-only/documents-node.ts). */
+export function servesDocuments(engine: Engine): boolean {
+  const owner = engine.backend.documentsNode;
+  return owner === undefined || owner === engine.nodeId;
+}
