@@ -54,6 +54,8 @@ export class Exchange {
     this.body = new RequestBody(res, req, () => this.live);
     surface.begin();
     res.onAborted(() => {
+      // Before an answer: the client went away or the connection timed out.
+      if (!this.done && surface.log.enabled('debug')) surface.log.debug('aborted', { requestId: this.requestId, method: this.method, route: this.route, ms: Math.round(performance.now() - this.started), body: this.body.progress() });
       this.aborted = true;
       this.done = true;
       for (const h of this.abortHandlers) h();

@@ -156,6 +156,11 @@ export class RequestBody {
     this.keepAlive = undefined;
   }
 
+  /** Where the body stood (the debug log of an aborted request). */
+  progress(): { declared?: number; received: number; complete: boolean; paused: boolean; keptAlive: boolean } {
+    return { declared: this.declared, received: this.received, complete: this.complete, paused: this.paused, keptAlive: this.keepAlive !== undefined };
+  }
+
   /** True when an answer must first settle the socket (beforeAnswer): a body still coming, or a paused socket. */
   get unsettled(): boolean {
     return !this.complete || this.paused;
