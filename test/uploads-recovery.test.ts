@@ -282,6 +282,27 @@ describe('a part whose block writes fail', () => {
   });
 });
 
+describe('a part given up before its ingest was admitted', () => {
+  test('holds no memory when its admission comes (its client went away during the hash rebuild)', async () => {
+    let e = await open();
+    const id = randomUUID();
+    const pieces = [seededBytes(3 * 1024 * 1024 + 11, 60), seededBytes(1024 * 1024 + 3, 61)];
+    await e.uploads.create({ tenant: TENANT, id });
+    await part(e, id, 0, pieces[0]);
+    await e.close();
+    e = await open(); // no kept hash: the next part waits for its rebuild before it is admitted
+    const started = await e.uploads.beginPart({ tenant: TENANT, id, partId: randomUUID(), offset: pieces[0].length, length: pieces[1].length });
+    if (!('part' in started)) throw new Error('unexpected replay');
+    started.part.abort();
+    await started.part.ready;
+    // What the HTTP layer does once the part is ready, gone client or not (server/body-feed.ts).
+    await new Promise<void>((resolve) => started.part.ingest.admit(resolve));
+    expect({ transfers: e.memory.transfers, bufferedBytes: e.memory.bufferedBytes }).toEqual({ transfers: 0, bufferedBytes: 0 });
+    await part(e, id, pieces[0].length, pieces[1]);
+    expect(await e.uploads.status(TENANT, id)).toMatchObject({ offset: pieces[0].length + pieces[1].length, partCount: 2 });
+  });
+});
+
 describe('cleanup after a crash', () => {
   test('a commit that published its manifest but not its state becomes Committed; its staging goes', async () => {
     let e = await open();
@@ -318,6 +339,31 @@ describe('cleanup after a crash', () => {
     expect((await e.uploads.status(TENANT, id)).state).toBe('Open');
     const committed = await e.uploads.commit(TENANT, id);
     expect(committed.committedBlob).toBe(contentId(data));
+  });
+
+  test('a session that moved on after the cleanup listed it is left as it is (another node, a commit that ended)', async () => {
+    const e = await open();
+    const [committed, expired] = [randomUUID(), randomUUID()];
+    const data = seededBytes(100_000, 9);
+    await e.uploads.create({ tenant: TENANT, id: committed });
+    await part(e, committed, 0, data);
+    await e.uploads.commit(TENANT, committed);
+    await e.uploads.create({ tenant: TENANT, id: expired });
+    const ledger = new UploadLedger(e.catalog);
+    await ledger.update(expired, (r) => ({ ...r!, state: 'Expired', expiresAt: Date.now() - 1 }));
+    // What the cleanup listed a moment earlier: a commit of a dead process, an open session past its expiry.
+    const dead = { kind: 'commit' as const, owner: 'the-dead-process', token: 't', until: Date.now() + 60_000 };
+    const listed = [
+      { ...(await ledger.get(committed))!, state: 'Committing' as const, committedBlob: undefined, lease: dead },
+      { ...(await ledger.get(expired))!, state: 'Open' as const },
+    ];
+    const sessions = (e.uploads as unknown as { deps: { ledger: { all(): AsyncIterable<unknown> } } }).deps.ledger;
+    sessions.all = async function* () {
+      yield* listed;
+    };
+    expect(await e.uploads.cleanup()).toMatchObject({ expired: 0, recovered: 0 });
+    expect(await ledger.get(committed)).toMatchObject({ state: 'Committed', committedBlob: contentId(data) });
+    expect(await ledger.get(expired)).toMatchObject({ state: 'Expired' });
   });
 
   test('a part lease of a dead process does not block; stray tails and orphan staging directories are removed', async () => {

@@ -3,6 +3,7 @@ import { SvcError, ingestFailed, invalidBlob, tenantObjectLimit, tenantQuotaExce
 import type { BlobSummary, ManifestRecord, StoredBlock } from '../store/index.js';
 import { chunkerName } from './chunkers.js';
 import { Ingest, type IngestDeps } from './ingest.js';
+import { moveIngest } from './ingest-lifecycle.js';
 
 interface IngestResult {
   blob: BlobSummary;
@@ -122,7 +123,8 @@ export class DirectIngest extends Ingest {
   }
 
   private async publish(inline?: Uint8Array): Promise<void> {
-    this.outcome = 'settling';
+    this.stage = moveIngest(this.stage, 'settling');
+    let answer: IngestResult | UnlistedResult;
     try {
       const hex = this.sha ? this.sha.digest('hex') : await this.scan!.digest();
       const blocks: StoredBlock[] = inline ? [{ hex, size: inline.length, checksum: xxh64(inline), fresh: true }] : this.queue.from(0);
@@ -130,35 +132,35 @@ export class DirectIngest extends Ingest {
         await this.options.beforeRecord?.(this.received);
         await this.deps.holdRoots?.();
         const unlisted = await this.deps.manifests.recordUnlisted(hex, this.received, this.mediaType, chunkerName(this.spec!), blocks);
-        this.outcome = 'succeeded';
-        this.release();
-        (this.finish?.resolve as unknown as (r: UnlistedResult) => void)({ ...unlisted, mediaType: this.mediaType });
-        return;
+        answer = { ...unlisted, mediaType: this.mediaType };
+      } else {
+        const { manifest, existed, newToTenant } = await this.deps.manifests.publish(hex, this.received, this.mediaType, chunkerName(this.spec!), blocks, inline, {
+          tenant: this.options.tenant,
+          tenantBlocks: this.options.tenantBlocks,
+          quotaBytes: this.options.quotaBytes,
+          quotaExceeded: tenantQuotaExceeded,
+        });
+        const counted = newToTenant ? blocks.map((b, i) => ({ size: b.size, fresh: newToTenant[i]! && !existed })) : blocks;
+        const fresh = this.deps.stats.recordPublication(counted, inline !== undefined && existed);
+        answer = {
+          blob: manifest.summary(),
+          freshBlocks: fresh,
+          duplicateBlocks: blocks.length - fresh,
+          durationSeconds: Number(process.hrtime.bigint() - this.startedAt) / 1e9,
+        };
       }
-      const { manifest, existed, newToTenant } = await this.deps.manifests.publish(hex, this.received, this.mediaType, chunkerName(this.spec!), blocks, inline, {
-        tenant: this.options.tenant,
-        tenantBlocks: this.options.tenantBlocks,
-        quotaBytes: this.options.quotaBytes,
-        quotaExceeded: tenantQuotaExceeded,
-      });
-      const counted = newToTenant ? blocks.map((b, i) => ({ size: b.size, fresh: newToTenant[i]! && !existed })) : blocks;
-      const fresh = this.deps.stats.recordPublication(counted, inline !== undefined && existed);
-      this.outcome = 'succeeded';
-      this.release();
-      this.finish?.resolve({
-        blob: manifest.summary(),
-        freshBlocks: fresh,
-        duplicateBlocks: blocks.length - fresh,
-        durationSeconds: Number(process.hrtime.bigint() - this.startedAt) / 1e9,
-      });
     } catch (err) {
-      this.outcome = 'failed';
+      this.stage = moveIngest(this.stage, 'failed');
       this.release();
       // A refusal of the catalog's (a quota) is the answer; anything else is logged.
       if (err instanceof SvcError) return this.finish?.reject(err);
       this.deps.log.error('ingest: manifest publication failed', { err: String((err as Error)?.stack ?? err) });
-      this.finish?.reject(ingestFailed('The catalog could not publish the manifest'));
+      return this.finish?.reject(ingestFailed('The catalog could not publish the manifest'));
     }
+    // Moved only once the answer is made: nothing after it can fail a succeeded ingest.
+    this.stage = moveIngest(this.stage, 'succeeded');
+    this.release();
+    (this.finish?.resolve as ((r: IngestResult | UnlistedResult) => void) | undefined)?.(answer);
   }
 }
 

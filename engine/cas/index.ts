@@ -7,6 +7,7 @@ export { type ContentId, formatContentId, parseContentId, parseContentIdSegment 
 export { decodeCursor, encodeCursor, parseLimit } from './cursors.js';
 export { DirectIngest, type IngestOptions } from './direct-ingest.js';
 export { type Decision, Ingest, type IngestDeps, largestBlockBytes } from './ingest.js';
+export { IllegalIngestMove, type IngestStage, moveIngest } from './ingest-lifecycle.js';
 export type { VerifyTask, VerifyTaskResult } from './protocol.js';
 export { pushAll } from './push-all.js';
 export { BlobReader } from './reader.js';

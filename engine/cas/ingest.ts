@@ -14,6 +14,7 @@ import type { Logger } from '../log.js';
 import type { Stats } from '../ops/index.js';
 import type { BlobCatalog, BlockStoreLocation, StoredBlock } from '../store/index.js';
 import { Backlog } from './backlog.js';
+import { type IngestStage, moveIngest } from './ingest-lifecycle.js';
 import { type ChunkerSpec, maxBlockBytes } from './chunkers.js';
 import { SegmentRing } from './segment-ring.js';
 import { StoreQueue } from './store-queue.js';
@@ -68,14 +69,6 @@ interface StreamShape {
   /** Write blocks even when present (security on: the upload's time says nothing of other tenants' data). */
   alwaysWrite?: boolean;
 }
-
-/**
- * An ingest's life: 'open' while it takes bytes; 'settling' once its end is decided (a manifest
- * being published, a part's result being handed over); then 'succeeded', 'failed' or 'aborted'.
- * Apart from it, the ingest tracks its current body (`ended`), its admission and flow (`admitted`,
- * `paused`), and its memory (`released`).
- */
-type Outcome = 'open' | 'settling' | 'succeeded' | 'failed' | 'aborted';
 
 const SNIFF_BYTES = 4096;
 /** Bytes an upload keeps in memory while paused before it spills to disk. */
@@ -138,13 +131,19 @@ export abstract class Ingest {
   /** The blocks cut, and their store tasks. */
   protected readonly queue: StoreQueue;
   private readonly backlog: Backlog;
-  private admitted = false;
+  /** The transfer memory holds this ingest's reservation: from its admission until release. */
+  private reserved = false;
   private cancelAdmission: () => void = () => {};
   /** The current body has ended (a continued part's next body starts it again). */
   protected ended = false;
   protected paused = false;
-  /** Where the ingest's life stands; everything but 'open' is final (see Outcome). */
-  protected outcome: Outcome = 'open';
+  /**
+   * Where the ingest's life stands (./ingest-lifecycle.ts), changed only through moveIngest. The
+   * flags beside it are not stages of it: `ended` and `paused` are the current body's flow;
+   * `released` and `letGo` follow whichever end it had, and `endReported` may even precede it
+   * (an abort while a manifest is published).
+   */
+  protected stage: IngestStage = 'admitting';
   /**
    * Why the upload failed, once it has. The body's end then answers with it: bytes pushed after a
    * failure are not counted, so checking Content-Length would blame the client (a 400 for a
@@ -173,12 +172,19 @@ export abstract class Ingest {
 
   /** No more bytes are taken and nothing more is published: the ingest is finishing or finished. */
   protected get settled(): boolean {
-    return this.outcome !== 'open';
+    const stage = this.stage;
+    return stage !== 'open' && stage !== 'answered' && stage !== 'admitting';
+  }
+
+  /** Succeeded, failed or aborted. */
+  private get final(): boolean {
+    const stage = this.stage;
+    return stage === 'succeeded' || stage === 'failed' || stage === 'aborted';
   }
 
   /** Failed or aborted: nothing it holds will be referenced through it. */
   private get abandoned(): boolean {
-    return this.outcome === 'failed' || this.outcome === 'aborted';
+    return this.stage === 'failed' || this.stage === 'aborted';
   }
 
   protected constructor(
@@ -223,9 +229,13 @@ export abstract class Ingest {
   /** Reserves memory; `admitted` runs once the body may be read (at once unless the server is full). */
   admit(admitted: () => void): void {
     // A continued stream: the reservation is the ingest's; its next body waits while it is full.
-    if (this.admitted) return this.whenTaking(admitted);
+    if (this.reserved) return this.whenTaking(admitted);
+    // Failed or aborted before it was admitted (its body refused, its client gone while the part
+    // waited for its hash): nothing is reserved, and the caller goes on as if it were admitted.
+    if (this.stage !== 'admitting') return admitted();
     this.cancelAdmission = this.deps.memory.reserve(this.reservation, () => {
-      this.admitted = true;
+      this.stage = moveIngest(this.stage, 'open');
+      this.reserved = true;
       if (this.shape.replay && this.replayed > 0) this.ring.append(this.shape.replay);
       this.refill();
       if (this.backlog.pending === 0) this.paused = false;
@@ -241,7 +251,7 @@ export abstract class Ingest {
   }
 
   get isAdmitted(): boolean {
-    return this.admitted;
+    return this.stage !== 'admitting';
   }
 
   /** Takes a body chunk (valid only during the call). False: pause the socket until onResume. */
@@ -256,7 +266,7 @@ export abstract class Ingest {
     }
     this.received += len;
     // While the upload cannot take more, bytes wait in the backlog, unhashed and in order.
-    if (!this.admitted || this.backlog.pending > 0 || !this.ring.roomFor(len)) {
+    if (this.stage === 'admitting' || this.backlog.pending > 0 || !this.ring.roomFor(len)) {
       try {
         this.backlog.push(chunk);
       } catch (err) {
@@ -308,7 +318,7 @@ export abstract class Ingest {
   abort(): void {
     this.reportEnd();
     if (this.settled) return;
-    this.outcome = 'aborted';
+    this.stage = moveIngest(this.stage, 'aborted');
     this.release();
   }
 
@@ -329,7 +339,7 @@ export abstract class Ingest {
   }
 
   private checkLetGo(): void {
-    if (this.letGo || !this.released || this.outcome === 'open' || this.outcome === 'settling' || this.handedOver.size > 0) return;
+    if (this.letGo || !this.released || !this.final || this.handedOver.size > 0) return;
     this.letGo = true;
     this.onLetGo();
   }
@@ -382,7 +392,8 @@ export abstract class Ingest {
 
   /** Moves the stream on after anything happened: decides the chunker, then the kind's step. */
   protected pump(): void {
-    if (this.settled || !this.admitted) return;
+    const stage = this.stage;
+    if (stage !== 'open' && stage !== 'answered') return;
     const allStored = this.ended && this.ring.stored === this.replayed + this.received;
     const complete = allStored || this.ring.stored - this.replayed - this.bodyBase === this.declared;
     if (!this.spec) {
@@ -499,7 +510,7 @@ export abstract class Ingest {
   /** Settles the upload as failed. Async failures reach the caller through its end or `onError`. */
   protected fail(err: SvcError, notify = true): SvcError {
     if (!this.settled) {
-      this.outcome = 'failed';
+      this.stage = moveIngest(this.stage, 'failed');
       this.failure = err;
       this.release();
       if (!this.rejectPending(err) && notify) this.onError(err);
@@ -515,7 +526,7 @@ export abstract class Ingest {
     this.ring.release();
     this.backlog.dispose();
     this.scan?.discard();
-    if (this.admitted) this.deps.memory.unreserve(this.reservation);
+    if (this.reserved) this.deps.memory.unreserve(this.reservation);
     this.checkLetGo();
     if (this.abandoned) this.reclaimWritten();
   }

@@ -6,7 +6,7 @@
 // same session on the same ingest (continuePart).
 
 import { copyInto } from '../cas/index.js';
-import { type Decision, Ingest, type IngestDeps } from '../cas/index.js';
+import { type Decision, Ingest, type IngestDeps, moveIngest } from '../cas/index.js';
 import type { SvcError } from '../errors.js';
 import type { StoredBlock } from '../store/index.js';
 
@@ -109,16 +109,18 @@ export class PartIngest extends Ingest {
   }
 
   /**
-   * Whether the next part may go on with this ingest: its part answered, nothing failed. (A
-   * continuable part is at least a segment, so its chunker was decided before its scan opened.)
+   * Whether the next part may go on with this ingest: its part answered, nothing failed, no drain
+   * asked for (endPart). (A continuable part is at least a segment, so its chunker was decided
+   * before its scan opened.)
    */
   get canContinue(): boolean {
-    return this.continuable && this.ended && !this.settled && !this.partAck && !this.partFinish;
+    return this.stage === 'answered' && !this.partFinish;
   }
 
   /** The next part of the same object goes on here (after `canContinue`), with its own Content-Length. */
   continuePart(declaredLength: number): void {
     if (!this.canContinue) throw new Error('continuePart on an ingest that cannot be continued');
+    this.stage = moveIngest(this.stage, 'open');
     this.ended = false;
     this.bodyBase = this.received;
     this.declared = declaredLength;
@@ -159,7 +161,7 @@ export class PartIngest extends Ingest {
 
   /** The part is cut and stored: its blocks, and the bytes after its last cut as the new tail. */
   private finishPart(): void {
-    this.outcome = 'settling';
+    this.stage = moveIngest(this.stage, 'settling');
     const size = this.ring.stored - this.cutStart;
     const buffers = this.part.tailBuffers;
     const tail = buffers?.take(size) ?? Buffer.allocUnsafe(size);
@@ -169,7 +171,7 @@ export class PartIngest extends Ingest {
       at += piece.length;
     }
     const blocks = this.queue.from(this.acked);
-    this.outcome = 'succeeded';
+    this.stage = moveIngest(this.stage, 'succeeded');
     this.handedOver.add(blocks);
     this.release();
     this.partFinish?.resolve({
@@ -190,6 +192,7 @@ export class PartIngest extends Ingest {
     if (this.scannedUpTo < end - ACK_LAG_SEGMENTS * this.ring.segmentSize) return;
     const ack = this.partAck!;
     this.partAck = undefined;
+    this.stage = moveIngest(this.stage, 'answered');
     const from = this.unstoredFrom();
     const blocks = this.queue.takeStored(this.acked);
     this.acked = this.queue.storedCount;

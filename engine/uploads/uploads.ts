@@ -25,6 +25,7 @@ import type { Logger } from '../log.js';
 import type { Stats } from '../ops/index.js';
 
 import type { BufferPool } from './buffer-pool.js';
+import { type SessionEvent, moveSession } from './session-machine.js';
 
 interface UploadsDeps {
   config: UploadConfig;
@@ -91,6 +92,8 @@ function otherTail(current: string | undefined): string {
 
 /** A continued part replays nothing. */
 const NO_REPLAY = Buffer.alloc(0);
+/** Thrown out of a cleanup's update to leave a session that moved on since it was listed (moveListed). */
+const MOVED_ON = Symbol('moved on');
 /** Terminal sessions are kept this long past their expiry, then forgotten. */
 const TOMBSTONE_MS = 24 * 60 * 60 * 1000;
 /**
@@ -140,19 +143,7 @@ export class Uploads {
   }
 
   async create(request: CreateRequest): Promise<SessionRecord> {
-    const now = Date.now();
-    const record: SessionRecord = {
-      id: request.id,
-      tenant: request.tenant,
-      state: 'Open',
-      offset: 0,
-      declaredLength: request.declaredLength,
-      partCount: 0,
-      contentType: request.contentType,
-      createdAt: now,
-      expiresAt: now + this.deps.config.ttlMs,
-      tailStart: 0,
-    };
+    const record = moveSession(undefined, { type: 'create', ...request, now: Date.now(), ttlMs: this.deps.config.ttlMs });
     return this.deps.ledger.update(request.id, (current) => {
       if (current) throw uploadExists(request.id);
       return record;
@@ -281,16 +272,18 @@ export class Uploads {
       const hex = await this.deps.scanner.keptDigest(id);
       const blocks = [...(await this.deps.ledger.blocks(id)), ...((drained ?? stored)?.blocks ?? []), ...result.blocks];
       const blobId = formatContentId(hex, leased.offset);
-      await this.deps.ledger.update(id, (r) => ({ ...r!, state: 'Committing', pendingBlob: blobId }));
+      await this.deps.ledger.update(id, (r) => moveSession(r, { type: 'publishing', blob: blobId }));
       const publication = this.deps.tenantBlobs ? { tenant: leased.tenant, tenantBlocks: true, quotaBytes, quotaExceeded: tenantQuotaExceeded } : {};
       const { manifest, existed, newToTenant } = await this.deps.manifests.publish(hex, leased.offset, result.decided!.mediaType, chunkerName(result.decided!.spec), blocks, undefined, publication);
       this.deps.stats.recordPublication(newToTenant ? blocks.map((b, i) => ({ size: b.size, fresh: newToTenant[i]! })) : blocks, existed);
-      const committed = await this.deps.ledger.update(id, (r) => ({ ...r!, state: 'Committed', committedBlob: manifest.id, pendingBlob: undefined, lease: undefined }));
+      const committed = await this.deps.ledger.update(id, (r) => moveSession(r, { type: 'published', blob: manifest.id }));
       await this.forgetStaged(id);
       return committed;
     } catch (err) {
       this.dropKept(id);
-      await this.deps.ledger.update(id, (r) => ({ ...r!, state: 'Open', pendingBlob: undefined, lease: undefined }));
+      // Back to Open, unless the session moved on without this commit (its lease lost, then
+      // recovered, taken or committed elsewhere): that is not this commit's to undo.
+      await this.releaseLease(leased);
       if (err instanceof SvcError) throw err;
       this.deps.log.error('uploads: commit failed', { session: id, err: String((err as Error)?.stack ?? err) });
       throw ingestFailed('The upload could not be committed');
@@ -309,7 +302,7 @@ export class Uploads {
     if (this.liveLease(current, alive)) throw uploadBusy(current.lease!.kind === 'part' ? 'part upload' : 'commit');
     await this.deps.ledger.update(id, (r) => {
       if (!r || r.state !== 'Open' || this.liveLease(r, alive)) throw uploadBusy('request');
-      return { ...r, state: 'Cancelled', lease: undefined };
+      return moveSession(r, { type: 'cancel' });
     });
     this.discardLive(id);
     await this.forgetStaged(id);
@@ -329,13 +322,13 @@ export class Uploads {
     for await (const record of ledger.all()) {
       const leaseDead = !this.liveLease(record, alive, now);
       if (record.state === 'Open' && now >= record.expiresAt && leaseDead) {
-        await ledger.update(record.id, (r) => ({ ...r!, state: 'Expired', lease: undefined }));
+        if (!(await this.moveListed(record, { type: 'expire' }))) continue;
         this.discardLive(record.id);
         await this.forgetStaged(record.id);
         expired++;
       } else if (record.state === 'Committing' && leaseDead) {
         const published = record.pendingBlob !== undefined && (await manifests.get(record.pendingBlob, this.deps.tenantBlobs ? record.tenant : undefined)) !== undefined;
-        await ledger.update(record.id, (r) => ({ ...r!, state: published ? 'Committed' : 'Open', committedBlob: published ? r!.pendingBlob : undefined, pendingBlob: undefined, lease: undefined }));
+        if (!(await this.moveListed(record, { type: 'recover', blob: published ? record.pendingBlob : undefined }))) continue;
         if (published) await this.forgetStaged(record.id);
         recovered++;
       } else if (record.state === 'Open') {
@@ -353,6 +346,23 @@ export class Uploads {
     // Listed first, then looked up one by one: a session's files are staged only after its record exists.
     for (const id of await staging.sessions()) if (!(await ledger.get(id))) await staging.remove(id);
     return { expired, recovered, removed };
+  }
+
+  /**
+   * Moves a session the cleanup listed, unless it has moved on since (another node's cleanup, a
+   * commit that ended meanwhile): then it is left as it is, for the next run to look at again.
+   */
+  private async moveListed(listed: SessionRecord, event: SessionEvent): Promise<boolean> {
+    try {
+      await this.deps.ledger.update(listed.id, (r) => {
+        if (r?.state !== listed.state || r.lease?.token !== listed.lease?.token) throw MOVED_ON;
+        return moveSession(r, event);
+      });
+      return true;
+    } catch (err) {
+      if (err === MOVED_ON) return false;
+      throw err;
+    }
   }
 
   /** Blocks of open sessions, recorded or stored of their staged tails: garbage collection keeps them. */
@@ -502,7 +512,7 @@ export class Uploads {
       if (!r || r.state !== 'Open') throw uploadState(r?.state ?? 'gone', kind === 'part' ? 'add a part' : 'commit');
       if (this.liveLease(r, alive)) throw uploadBusy(r.lease!.kind === 'part' ? 'part upload' : 'commit');
       if (r.offset !== offset) throw uploadOffsetMismatch(r.offset);
-      return { ...r, state: kind === 'commit' ? 'Committing' : 'Open', lease: { kind, owner: this.owner, token: randomUUID(), until } };
+      return moveSession(r, { type: 'take', lease: { kind, owner: this.owner, token: randomUUID(), until } });
     });
   }
 
@@ -510,7 +520,7 @@ export class Uploads {
     const until = Date.now() + this.deps.config.partLeaseMs;
     await this.deps.ledger.update(leased.id, (r) => {
       if (!r || r.lease?.token !== leased.lease!.token) throw uploadBusy('part upload');
-      return { ...r, lease: { ...r.lease, until } };
+      return moveSession(r, { type: 'renew', until });
     });
   }
 
@@ -518,7 +528,7 @@ export class Uploads {
   private async releaseLease(leased: SessionRecord): Promise<void> {
     await this.deps.ledger.update(leased.id, (r) => {
       if (!r) throw uploadNotFound(leased.id);
-      return r.lease?.token === leased.lease!.token ? { ...r, lease: undefined, state: r.state === 'Committing' ? 'Open' : r.state } : r;
+      return r.lease?.token === leased.lease!.token ? moveSession(r, { type: 'release' }) : r;
     });
   }
 
@@ -526,22 +536,13 @@ export class Uploads {
   private async recordPart(leased: SessionRecord, request: PartRequest, blocks: StoredBlock[], result: PartResult): Promise<SessionRecord> {
     const { ledger, staging } = this.deps;
     const index = leased.partCount;
-    const offset = leased.offset + request.length;
     // Shared sessions: a name of the lease's own, so a part whose lease was taken over (its node
     // was thought dead) can never write over the tail its successor recorded.
     const tail = result.tailBytes > 0 ? (ledger.shared ? `tail-${leased.lease!.token}` : otherTail(leased.tail)) : undefined;
     if (tail) await staging.overwrite(leased.id, tail, result.tail);
     // A ledger in this node's data directory is a root only this node can mark.
     if (!ledger.shared) await this.deps.holdRoots?.();
-    const next: SessionRecord = {
-      ...leased,
-      offset,
-      partCount: index + 1,
-      tailStart: offset - result.tailBytes,
-      tail,
-      decided: result.decided ?? leased.decided,
-      lease: undefined,
-    };
+    const next = moveSession(leased, { type: 'part', length: request.length, tailBytes: result.tailBytes, tail, decided: result.decided });
     await ledger.addPart(next, index, { partId: request.partId, offset: leased.offset, length: request.length, blocks: packBlocks(blocks) }, (current) => {
       // Only the holder of this very lease may move the offset.
       if (current?.lease?.token !== leased.lease!.token || current.offset !== leased.offset) throw uploadBusy('part upload');
