@@ -8,6 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { publishBytes } from '../dist/native/publish.js';
+import { modelFetch } from './helpers/openapi.js';
 import { tempRoot } from './helpers/server.js';
 
 const REPO = fileURLToPath(new URL('..', import.meta.url));
@@ -106,7 +107,7 @@ describe('builds and starts beside a running server', () => {
     const second = await npmStart();
     await roundTrip(second.port);
     await roundTrip(first.port);
-    expect((await fetch(`http://127.0.0.1:${first.modelPort}/health`)).status).toBe(200);
+    expect((await modelFetch(`http://127.0.0.1:${first.modelPort}/health`)).status).toBe(200);
   });
 
   it('npm start on a fresh build does not compile', async () => {

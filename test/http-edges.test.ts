@@ -12,6 +12,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rawRequest, seededBytes, upload } from './helpers/http.js';
+import { expectConforms, modelApi } from './helpers/openapi.js';
 import { syntheticPdf } from './helpers/pdf.js';
 import { type TestServer, startServer, tempRoot } from './helpers/server.js';
 
@@ -67,6 +68,13 @@ function request(port: number, method: string, pathname: string, headers: http.O
 
 const envelope = (a: { body: string }) => JSON.parse(a.body) as { error: string; message: string };
 
+/** An answer of the model listener checked against its document (helpers/openapi.ts). */
+function expectModelConforms(answer: { status: number; headers: Record<string, string | string[] | undefined>; body: string | Buffer }, method: string, pathname: string): void {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(answer.headers)) if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+  expectConforms({ status: answer.status, headers, text: method === 'HEAD' ? undefined : answer.body.toString() }, method, pathname, modelApi());
+}
+
 describe('HEAD never carries a body', () => {
   let server: TestServer;
   let id: string;
@@ -104,6 +112,10 @@ describe('HEAD never carries a body', () => {
       // The same headers a GET gets, Content-Length included (none on 304); then the connection
       // still parses: the next answer on it is whole.
       const get = await request(port, 'GET', p, headers, undefined, agent);
+      if (port === server.modelPort) {
+        expectModelConforms(head, 'HEAD', p);
+        expectModelConforms(get, 'GET', p);
+      }
       if (p.startsWith('/api/v1/') && status !== 405) expect(get.status).toBe(status);
       // Routes that serve both methods give HEAD the GET's Content-Length; elsewhere HEAD meets the
       // catch-all, whose message names the method.
@@ -225,6 +237,7 @@ describe('framing and what the server says of itself', () => {
     expect(res!.raw.match(/HTTP\/1\.1 /g)).toHaveLength(1);
     const model = await rawRequest(server.modelPort, 'POST /models/x/transform HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd');
     expect([model?.status, JSON.parse(model!.body.toString()).code]).toEqual([400, 400]);
+    expectModelConforms(model!, 'POST', '/models/x/transform');
   });
 
   it('HTTP/1.0 and malformed framing get the JSON envelope; no answer names the library', async () => {

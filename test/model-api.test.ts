@@ -1,4 +1,5 @@
-// The model runtime over HTTP: a real server, real bundles (fixtures and bundles built here).
+// The model runtime over HTTP: a real server, real bundles (fixtures and bundles built here). Every
+// answer is checked against server/openapi/model-runtime.json (helpers/openapi.ts, `modelFetch`).
 
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -6,6 +7,7 @@ import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { attr, pipelineBundle, scoringPipeline, writeBundleDir } from './helpers/bundles.js';
 import { FIXTURES, HAVE_FIXTURES } from './helpers/models.js';
+import { modelFetch } from './helpers/openapi.js';
 import { startServer, tempRoot, type TestServer } from './helpers/server.js';
 
 const haveFixtures = HAVE_FIXTURES;
@@ -31,7 +33,7 @@ let scoringUri: string;
 const work = tempRoot('svc-model-test-');
 
 async function call(method: string, path: string, body?: unknown) {
-  const res = await fetch(base + path, {
+  const res = await modelFetch(base + path, {
     method,
     body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
   });
@@ -247,6 +249,27 @@ describe('transform', () => {
     const unseen = await call('POST', '/models/scoring/transform', leap([['color', 'string']], [['purple']]));
     expect(unseen.status).toBe(400);
   });
+
+  test('a body over its limit is 413 PayloadTooLarge in the envelope: a bundle URI over 64 KiB, a frame over MODEL_MAX_FRAME_BYTES', async () => {
+    const longUri = await call('PUT', '/models/long', `file:///${'a'.repeat(64 * 1024)}.zip`);
+    expect([longUri.status, longUri.json.error, longUri.json.code]).toEqual([413, 'PayloadTooLarge', 413]);
+    expect(longUri.json.message).toContain('larger than 65536 bytes');
+    const small = await startServer({ MODEL_MAX_FRAME_BYTES: '1KiB', MODEL_WARMUP_ROWS: '5' });
+    try {
+      expect((await modelFetch(`${small.modelUrl}/models/scoring`, { method: 'PUT', body: scoringUri })).status).toBe(201);
+      const rows = Array.from({ length: 100 }, (_, i) => [i, i, 'red', `id${i}`]);
+      const fields: [string, unknown][] = [['x', 'double'], ['y', 'double'], ['color', 'string'], ['id', 'string']];
+      for (const op of ['transform', 'rank?id=id&rank=price']) {
+        const big = await modelFetch(`${small.modelUrl}/models/scoring/${op}`, { method: 'POST', body: JSON.stringify(leap(fields, rows)) });
+        expect([op, big.status, await big.json()]).toEqual([op, 413, { error: 'PayloadTooLarge', message: 'request body is larger than 1024 bytes (MODEL_MAX_FRAME_BYTES)', code: 413 }]);
+        const fits = await modelFetch(`${small.modelUrl}/models/scoring/${op}`, { method: 'POST', body: JSON.stringify(leap(fields, rows.slice(0, 2))) });
+        expect([op, fits.status]).toEqual([op, 200]);
+        await fits.arrayBuffer();
+      }
+    } finally {
+      await small.stop();
+    }
+  });
 });
 
 describe('rank, sample, graph, health, metrics', () => {
@@ -311,7 +334,7 @@ describe('rank, sample, graph, health, metrics', () => {
   test('timeouts: a load or a request past its limit is 408 ModelTimeout', async () => {
     const slow = await startServer({ MODEL_LOAD_TIMEOUT: '1ms', MODEL_REQUEST_TIMEOUT: '1ms' });
     try {
-      const put = await fetch(`${slow.modelUrl}/models/scoring`, { method: 'PUT', body: scoringUri });
+      const put = await modelFetch(`${slow.modelUrl}/models/scoring`, { method: 'PUT', body: scoringUri });
       expect(put.status).toBe(408);
       expect(await put.json()).toMatchObject({ error: 'ModelTimeout', code: 408 });
     } finally {
@@ -335,13 +358,13 @@ describe('rank, sample, graph, health, metrics', () => {
     expect((await call('GET', '/models/scoring')).status).toBe(404);
     const root = tempRoot();
     const first = await startServer({}, root);
-    await fetch(`${first.modelUrl}/models/keep`, { method: 'PUT', body: scoringUri });
+    await modelFetch(`${first.modelUrl}/models/keep`, { method: 'PUT', body: scoringUri });
     await first.stop();
     const second = await startServer({}, root);
     try {
-      const list = await (await fetch(`${second.modelUrl}/models`)).json();
+      const list = await (await modelFetch(`${second.modelUrl}/models`)).json();
       expect(list).toEqual([{ modelName: 'keep', uri: scoringUri }]);
-      const t = await fetch(`${second.modelUrl}/models/keep/transform?select=price`, { method: 'POST', body: JSON.stringify(leap([['x', 'double'], ['color', 'string']], [[1, 'red']])) });
+      const t = await modelFetch(`${second.modelUrl}/models/keep/transform?select=price`, { method: 'POST', body: JSON.stringify(leap([['x', 'double'], ['color', 'string']], [[1, 'red']])) });
       expect(await t.json()).toMatchObject({ rows: [[3]] });
     } finally {
       await second.stop();
@@ -378,7 +401,7 @@ describe.skipIf(!haveFixtures)('published fixture predictions', () => {
   test('a bundle over MODEL_MAX_BUNDLE_BYTES is refused without being expanded', async () => {
     const small = await startServer({ MODEL_MAX_BUNDLE_BYTES: '4KiB' });
     try {
-      const r = await fetch(`${small.modelUrl}/models/airbnb`, { method: 'PUT', body: pathToFileURL(AIRBNB).href });
+      const r = await modelFetch(`${small.modelUrl}/models/airbnb`, { method: 'PUT', body: pathToFileURL(AIRBNB).href });
       expect(r.status).toBe(400);
       expect(((await r.json()) as { message: string }).message).toMatch(/bundle expands to more than 4096 bytes/);
     } finally {

@@ -1,11 +1,13 @@
 // Every bundle of MLeap's Spark parity suite (spark-parity.zip, a zip of 52 zips) over HTTP:
-// it registers and transforms a generated sample, or it is refused naming the unsupported op.
+// it registers, is described, and transforms a generated sample, or it is refused naming the
+// unsupported op. Every answer is checked against server/openapi/model-runtime.json (`modelFetch`).
 
 import { existsSync, rmSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { PARITY_ZIP, extractInnerZips } from './helpers/models.js';
+import { modelFetch } from './helpers/openapi.js';
 import { startServer, tempRoot, type TestServer } from './helpers/server.js';
 
 const PARITY = PARITY_ZIP;
@@ -41,7 +43,7 @@ describe.skipIf(!haveFixtures)('spark-parity bundles', () => {
     for (const [i, file] of bundles.entries()) {
       const spec = file.replace(/\.zip$/, '');
       const name = `${i}-${spec.split('.').pop()!}`;
-      const put = await fetch(`${server.modelUrl}/models/${name}`, { method: 'PUT', body: pathToFileURL(join(dir, file)).href });
+      const put = await modelFetch(`${server.modelUrl}/models/${name}`, { method: 'PUT', body: pathToFileURL(join(dir, file)).href });
       const body = (await put.json()) as { message?: string };
       const unsupported = UNSUPPORTED[spec];
       if (unsupported) {
@@ -51,8 +53,12 @@ describe.skipIf(!haveFixtures)('spark-parity bundles', () => {
         continue;
       }
       expect(put.status, `${spec}: ${body.message}`).toBe(201);
-      const sample = await (await fetch(`${server.modelUrl}/models/${name}/sample?nrow=3`)).json();
-      const out = await fetch(`${server.modelUrl}/models/${name}/transform`, { method: 'POST', body: JSON.stringify(sample) });
+      // Its bundle info and schemas (every field type these bundles use) as the document describes them.
+      const described = await modelFetch(`${server.modelUrl}/models/${name}`);
+      expect([spec, described.status]).toEqual([spec, 200]);
+      await described.arrayBuffer();
+      const sample = await (await modelFetch(`${server.modelUrl}/models/${name}/sample?nrow=3`)).json();
+      const out = await modelFetch(`${server.modelUrl}/models/${name}/transform`, { method: 'POST', body: JSON.stringify(sample) });
       const frame = (await out.json()) as { rows: unknown[][]; message?: string };
       expect(out.status, `${spec}: ${frame.message}`).toBe(200);
       expect(frame.rows, spec).toHaveLength(3);

@@ -2,7 +2,8 @@
 // process on an ephemeral port with a temporary directory, the bundles are uploaded with
 // @aws-sdk/client-s3, and the real svc server (a child process) fetches them over sockets with
 // signed requests. gs:// is not covered: no Cloud Storage JSON API emulator can be installed
-// from npm or Debian here (see docs/models.md, "Testing against S3 and GCS").
+// from npm or Debian here (see docs/models.md, "Testing against S3 and GCS"). Every answer is
+// checked against server/openapi/model-runtime.json (helpers/openapi.ts, `modelFetch`).
 
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
@@ -12,6 +13,7 @@ import S3rver from 's3rver';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { scoringPipeline } from './helpers/bundles.js';
 import { FIXTURES } from './helpers/models.js';
+import { modelFetch } from './helpers/openapi.js';
 import { startServer, tempRoot, type TestServer } from './helpers/server.js';
 import { zipBundle } from './helpers/zip.js';
 
@@ -44,7 +46,7 @@ let s3Endpoint: string;
 let server: TestServer;
 
 async function call(target: TestServer, method: string, path: string, body?: unknown) {
-  const res = await fetch(target.modelUrl + path, {
+  const res = await modelFetch(target.modelUrl + path, {
     method,
     body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
   });

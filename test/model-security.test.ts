@@ -1,7 +1,8 @@
 // The model listener under SVC_SECURITY_ENABLED=true (issue 25, defect 3), over real HTTP: bearer
 // tokens and capabilities (model.read, model.write, observability.read) checked by the blob API's
 // verifier, file:// bundles only inside SVC_MODEL_ROOTS (refused by name, links followed),
-// malformed URIs 400, bundles bounded while read, registrations made before the roots.
+// malformed URIs 400, bundles bounded while read, registrations made before the roots. Every
+// answer is checked against the listener's document (helpers/openapi.ts, `modelFetch`).
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -12,6 +13,7 @@ import { MODEL_API } from '../dist/server/api-docs.js';
 import { scoringPipeline, writeBundleDir } from './helpers/bundles.js';
 import { devToken } from './helpers/docs-client.js';
 import { FIXTURES, HAVE_FIXTURES } from './helpers/models.js';
+import { checkedFetch, modelFetch } from './helpers/openapi.js';
 import { startServer, tempRoot, type TestServer } from './helpers/server.js';
 import { zipBundle, zipBytes } from './helpers/zip.js';
 
@@ -52,7 +54,7 @@ interface Answer {
 }
 
 async function call(base: string, method: string, path: string, options: { token?: string; body?: string } = {}): Promise<Answer> {
-  const res = await fetch(base + path, {
+  const res = await modelFetch(base + path, {
     method,
     body: options.body,
     headers: options.token ? { Authorization: `Bearer ${options.token}` } : {},
@@ -158,10 +160,10 @@ describe('security on: tokens and capabilities on the model listener', () => {
   test('/health and /docs stay public', async () => {
     const health = await call(server.modelUrl, 'GET', '/health');
     expect([health.status, health.text]).toEqual([200, '']);
-    const docs = await fetch(`${server.modelUrl}/docs`);
+    const docs = await modelFetch(`${server.modelUrl}/docs`);
     expect(docs.status).toBe(200);
     expect(docs.headers.get('content-type')).toBe('text/html; charset=utf-8');
-    expect((await fetch(`${server.modelUrl}/docs/swagger.json`)).status).toBe(200);
+    expect((await modelFetch(`${server.modelUrl}/docs/swagger.json`)).status).toBe(200);
   });
 
   test('a token without the route\'s capability: 403 Forbidden naming it', async () => {
@@ -208,7 +210,7 @@ describe('security on: tokens and capabilities on the model listener', () => {
     expect((await call(server.modelUrl, 'POST', '/models/dev/transform?select=price', { token: dev, body: JSON.stringify(FRAME) })).json.rows).toEqual(PRICES);
     // The model capabilities grant nothing on the blob API, and the default development scope
     // (the document platform's capabilities) nothing here.
-    const blobs = await fetch(`${server.url}/api/v1/blobs`, { headers: { Authorization: `Bearer ${dev}` } });
+    const blobs = await checkedFetch(`${server.url}/api/v1/blobs`, { headers: { Authorization: `Bearer ${dev}` } });
     expect(blobs.status).toBe(403);
     const plain = await devToken(server.url, { org_id: 'acme' });
     expect((await call(server.modelUrl, 'GET', '/models', { token: plain })).json).toEqual({ error: 'Forbidden', message: 'The token does not grant model.read', code: 403 });

@@ -138,6 +138,11 @@ describe('the model runtime\'s document', () => {
         expect(resolve(resolve(responses[status].$ref).content['application/json'].schema.$ref)).toBe(error);
       }
     }
+    // A body over its limit (a frame, a bundle URI) is 413; an unload of a registration whose bundle no longer loads answers it without bundleMeta.
+    for (const [path, method] of [['/models/{model}', 'put'], ['/models/{model}/transform', 'post'], ['/models/{model}/rank', 'post']] as const) {
+      expect(resolve(resolve(operation(path, method).responses['413'].$ref).content['application/json'].schema.$ref)).toBe(error);
+    }
+    expect(operation('/models/{model}', 'delete').responses['200'].content['application/json'].schema.oneOf.map((s: Json) => s.$ref)).toEqual(['#/components/schemas/ModelInfo', '#/components/schemas/RemovedRegistration']);
     expect(Object.keys(operation('/models/{model}/graph', 'get').responses['200'].content)).toEqual(['application/xml']);
     expect(resolve(operation('/models/{model}/rank', 'post').responses['200'].content['application/json'].schema.$ref).properties.results).toEqual({
       type: 'array',

@@ -5,7 +5,8 @@
 // notification was lost reach every node within 5 s (polled, with that deadline); concurrent PUTs
 // of one name converge on the last committed; a refused bundle leaves the registration everywhere;
 // a node started on an empty data directory serves every registration at once; a development
-// token minted on one node is accepted by the others.
+// token minted on one node is accepted by the others. Every answer is checked against its
+// listener's document (helpers/openapi.ts: `modelFetch`, `checkedFetch`).
 import fs from 'node:fs';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -15,6 +16,7 @@ import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type PgPool, openPool } from '../dist/engine/store/pg/pool.js';
 import { FIXTURES, HAVE_FIXTURES } from './helpers/models.js';
+import { checkedFetch, modelFetch } from './helpers/openapi.js';
 import { type PgServer, startPostgres } from './helpers/postgres.js';
 import { type S3Endpoint, s3ClientFor, startRadosgw } from './helpers/s3-servers.js';
 import { type TestServer, startServer, tempRoot } from './helpers/server.js';
@@ -54,8 +56,9 @@ interface Answer {
   json: any;
 }
 
+/** A call to a node's model listener (or, with `base`, to its listener 1), its answer checked against that listener's document. */
 async function call(node: TestServer, method: string, path: string, body?: string, base = node.modelUrl): Promise<Answer> {
-  const res = await fetch(base + path, { method, body });
+  const res = await (base === node.modelUrl ? modelFetch : checkedFetch)(base + path, { method, body });
   const text = await res.text();
   return { status: res.status, json: text === '' ? undefined : JSON.parse(text) };
 }
@@ -262,7 +265,7 @@ describe('models and the development secret on three pg-s3 nodes', () => {
     expect(minted.status).toBe(200);
     expect(minted.json).toEqual({ access_token: expect.any(String), token_type: 'Bearer', expires_in: 3600 });
     const list = async (node: TestServer, token: string) => {
-      const res = await fetch(`${node.url}/v1/documents`, { headers: { Authorization: `Bearer ${token}` } });
+      const res = await checkedFetch(`${node.url}/v1/documents`, { headers: { Authorization: `Bearer ${token}` } });
       return { status: res.status, json: await res.json() };
     };
     for (const node of [a, b, c]) expect(await list(node, minted.json.access_token)).toEqual({ status: 200, json: { documents: [] } });

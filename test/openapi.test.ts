@@ -11,7 +11,7 @@ import { ANY_TOKEN, type Router } from '../dist/server/router.js';
 import { mountListeners } from '../dist/server/listeners.js';
 import { MODEL_API, SERVICE_API } from '../dist/server/api-docs.js';
 import { VERSION } from '../dist/engine/version.js';
-import { expectConforms, modelApi, serviceApi } from './helpers/openapi.js';
+import { expectConforms, modelApi, modelFetch, serviceApi } from './helpers/openapi.js';
 import { type TestServer, startServer } from './helpers/server.js';
 
 type Json = Record<string, any>;
@@ -96,6 +96,16 @@ describe.each(listeners)('the API description of $name', ({ description, routers
     expect({ undocumented: routes.filter((r) => !ops.includes(r)), unrouted: ops.filter((o) => !routes.includes(o)) }).toEqual({ undocumented: [], unrouted: [] });
   });
 
+  it('puts X-Request-Id on every answer of every operation', () => {
+    for (const [key, op] of documented(doc)) {
+      for (const [status, response] of Object.entries(op.responses as Json)) {
+        const resolved = response.$ref ? api().resolve(response.$ref) : response;
+        expect([key, status, resolved.headers?.['X-Request-Id']]).toEqual([key, status, { $ref: '#/components/headers/X-Request-Id' }]);
+      }
+    }
+    expect(doc.components.headers['X-Request-Id'].required).toBe(true);
+  });
+
   it("states each route's capability and when it needs a bearer token", () => {
     const ops = documented(doc);
     for (const [key, route] of registered(routers())) {
@@ -109,17 +119,6 @@ describe.each(listeners)('the API description of $name', ({ description, routers
 
 describe('listener 1\'s description', () => {
   const doc = SERVICE_API.document(VERSION);
-
-  it('puts X-Request-Id on every answer of every operation', () => {
-    const api = serviceApi();
-    for (const [key, op] of documented(doc)) {
-      for (const [status, response] of Object.entries(op.responses as Json)) {
-        const resolved = response.$ref ? api.resolve(response.$ref) : response;
-        expect([key, status, resolved.headers?.['X-Request-Id']]).toEqual([key, status, { $ref: '#/components/headers/X-Request-Id' }]);
-      }
-    }
-    expect(doc.components.headers['X-Request-Id'].required).toBe(true);
-  });
 
   it('describes the error envelope and the rejected form of metadata writes', () => {
     expect(doc.components.schemas.Error).toMatchObject({ required: ['error', 'message'], additionalProperties: false });
@@ -181,7 +180,7 @@ describe('GET /openapi.json and /docs on a started server', () => {
 
   it('keeps the model listener\'s reference names of its document under /docs', async () => {
     for (const name of ['swagger.yaml', 'swagger.json']) {
-      const res = await fetch(`${server.modelUrl}/docs/${name}`);
+      const res = await modelFetch(`${server.modelUrl}/docs/${name}`);
       expect([name, res.status]).toEqual([name, 200]);
       await res.text();
     }
@@ -206,6 +205,20 @@ describe('the answers\' check (test/helpers/openapi.ts)', () => {
     expect(problem).toContain('GET /api/v1/blobs → 200');
     expect(problem).toContain('#/paths/~1api~1v1~1blobs/get/responses/200/content/application~1json/schema');
     expect(problem).toContain("must have required property 'createdAt'");
+  });
+
+  it("holds the model listener's answers to its document: the {error, message, code} envelope, ModelInfo, an unload without bundleMeta", () => {
+    const model = modelApi();
+    const registration = { modelName: 'x', uri: 'file:///m/x.zip' };
+    const answer = (status: number, body: unknown, h: Record<string, string> = json) => ({ status, headers: headers(h), text: JSON.stringify(body) });
+    expect(model.problems(answer(404, { error: 'ModelNotFound', message: 'x not found in [a]', code: 404 }), 'GET', '/models/x')).toEqual([]);
+    expect(model.problems(answer(413, { error: 'PayloadTooLarge', message: 'request body is larger than 1024 bytes (MODEL_MAX_FRAME_BYTES)', code: 413 }), 'POST', '/models/x/rank?id=i&rank=p')).toEqual([]);
+    expect(model.problems(answer(400, { error: 'invalid_request', message: 'Malformed' }), 'POST', '/models/x/transform')[0]).toContain("must have required property 'code'");
+    expect(model.problems(answer(400, { error: 'QueryException', message: 'bad', code: 400, details: 1 }), 'POST', '/models/x/transform')[0]).toContain('must NOT have additional properties');
+    expect(model.problems(answer(200, { model: registration }), 'DELETE', '/models/x')).toEqual([]);
+    expect(model.problems(answer(200, { model: registration }), 'GET', '/models/x')[0]).toContain("must have required property 'bundleMeta'");
+    expect(model.problems(answer(401, { error: 'Unauthenticated', message: 'no token', code: 401 }), 'GET', '/models')[0]).toContain('WWW-Authenticate is required');
+    expect(model.problems({ status: 200, headers: new Headers(), text: '' }, 'GET', '/health')[0]).toContain('X-Request-Id is required');
   });
 
   it('fails a status, a media type or a header the document does not have', () => {

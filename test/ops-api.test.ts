@@ -10,7 +10,8 @@ import { OpsEvents } from '../dist/engine/ops/events.js';
 import { streamEvents } from '../dist/server/ops-api.js';
 import { apiSurface } from '../dist/server/api-surface.js';
 import { pythonHas } from './helpers/python.js';
-import { seededBytes, upload } from './helpers/http.js';
+import { checkedFetch, seededBytes, upload } from './helpers/http.js';
+import { expectConforms } from './helpers/openapi.js';
 import { type TestServer, startServer, tempRoot } from './helpers/server.js';
 
 // The operator snapshot (decisions.md "Ops snapshot") and its event stream ("Events").
@@ -18,8 +19,10 @@ import { type TestServer, startServer, tempRoot } from './helpers/server.js';
 const TOP = ['sequence', 'observedAt', 'status', 'summary', 'checks', 'storage', 'placement', 'capacity', 'durability', 'dependencies', 'traffic'];
 const keys = (o: object) => Object.keys(o).sort();
 
-/** Exactly the fields decisions.md lists, each of its type. */
+/** Exactly the fields decisions.md lists, each of its type; and the document's Snapshot schema (svc-api.json). */
 function expectSnapshotShape(s: any): void {
+  const answer = { status: 200, headers: new Headers({ 'Content-Type': 'application/json; charset=utf-8', 'X-Request-Id': 'r-1' }), text: JSON.stringify(s) };
+  expectConforms(answer, 'GET', '/api/ops/v1/snapshot');
   expect(keys(s)).toEqual([...TOP].sort());
   expect(Number.isInteger(s.sequence) && s.sequence >= 1).toBe(true);
   expect(new Date(s.observedAt).toISOString()).toBe(s.observedAt);
@@ -231,6 +234,40 @@ describe('OpsSnapshots (no HTTP)', () => {
     }
   });
 
+  it('with a shared catalog: the cluster section, each node as its last heartbeat said, and the live totals (as the document describes it)', async () => {
+    const root = tempRoot();
+    try {
+      const engine: any = fakeEngine(root);
+      const at = '2026-11-27T10:00:00.000Z';
+      const said = (requests: number) => ({
+        at, health: 'ok',
+        traffic: { requests, errors: 1, bytesIngested: 10, bytesServed: 20 },
+        capacity: { workerThreads: 2, running: 0, queued: 0, transfersInFlight: 1, bufferedBytes: 0, limitBytes: 1024 },
+      });
+      engine.backend = { shared: {} };
+      engine.lastReadiness = { at: Date.now(), failed: [] };
+      engine.nodes = async () => [{ nodeId: engine.nodeId, lastSeenAt: at, address: '127.0.0.1:1' }, { nodeId: 'node-b', lastSeenAt: at, address: '127.0.0.1:2' }];
+      engine.cluster = {
+        list: async () => [
+          { nodeId: engine.nodeId, address: '127.0.0.1:1', state: 'live', lastSeenAt: at, rootHolder: false, self: true },
+          { nodeId: 'node-b', address: '127.0.0.1:2', state: 'live', lastSeenAt: at, rootHolder: true, rootHolderSince: at, self: false, summary: { ...said(5), health: { failed: ['s3'] } } },
+          { nodeId: 'node-c', address: '', state: 'down', lastSeenAt: at, rootHolder: false, self: false, summary: said(7) },
+        ],
+      };
+      const s = await new OpsSnapshots(engine, { statfs: async () => ({ blocks: 1000, bfree: 600, bavail: 500, bsize: 4096 }) }).build();
+      expectConforms({ status: 200, headers: new Headers({ 'Content-Type': 'application/json; charset=utf-8', 'X-Request-Id': 'r-1' }), text: JSON.stringify(s) }, 'GET', '/api/ops/v1/snapshot');
+      expect(s.placement.mode).toBe('multi-node');
+      expect(s.cluster!.nodes.map((n) => [n.nodeId, n.state, n.health])).toEqual([
+        [engine.nodeId, 'live', 'ok'],
+        ['node-b', 'live', { failed: ['s3'] }],
+        ['node-c', 'down', 'unknown'],
+      ]);
+      expect(s.cluster!.totals).toEqual({ nodes: 3, liveNodes: 2, requests: 5, errors: 1, bytesIngested: 10, bytesServed: 20, transfersInFlight: 1, workerThreads: 4 });
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  });
+
   it('keeps the node id in the data directory', () => {
     const root = tempRoot();
     try {
@@ -359,7 +396,7 @@ describe('GET /api/ops/v1/snapshot', () => {
   });
 
   const snapshot = async () => {
-    const res = await fetch(`${server.url}/api/ops/v1/snapshot`);
+    const res = await checkedFetch(`${server.url}/api/ops/v1/snapshot`);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^application\/json/);
     expect(res.headers.get('cache-control')).toBe('no-store');
@@ -397,7 +434,7 @@ describe('GET /api/ops/v1/snapshot', () => {
   });
 
   it('carries the last garbage collection run once there is one', async () => {
-    const gc = await fetch(`${server.url}/api/ops/v1/gc?phase=run&apply=false`, { method: 'POST' });
+    const gc = await checkedFetch(`${server.url}/api/ops/v1/gc?phase=run&apply=false`, { method: 'POST' });
     expect(gc.status).toBe(200);
     const report = (await gc.json()) as any;
     await sleep(30);
@@ -446,7 +483,7 @@ describe('GET /api/ops/v1/snapshot', () => {
     const other = await startServer({ SVC_DURABILITY: 'relaxed', SVC_OPS_REFRESH_MS: '20' });
     try {
       fs.rmSync(`${other.root}/blocks`, { recursive: true, force: true });
-      const s = (await (await fetch(`${other.url}/api/ops/v1/snapshot`)).json()) as any;
+      const s = (await (await checkedFetch(`${other.url}/api/ops/v1/snapshot`)).json()) as any;
       expectSnapshotShape(s);
       expect(s.status).toBe('Unavailable');
       expect(s.checks.find((c: any) => c.id === 'blockStore')).toMatchObject({ status: 'failed' });

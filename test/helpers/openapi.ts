@@ -2,8 +2,9 @@
 // operation the request reached, the answer's status among its responses, its media type among
 // the response's, the JSON body against the response's schema (ajv, JSON Schema 2020-12, the
 // dialect of OpenAPI 3.1) and the response's headers (X-Request-Id on every answer). The shared
-// clients call it on every answer (docs-client.ts `Api`, http.ts `checkedFetch`), so a test that
-// uses them fails, naming the path and ajv's error, when an answer and the document disagree.
+// clients call it on every answer (docs-client.ts `Api`, http.ts `checkedFetch`, and `modelFetch`
+// below, the same check bound to the model listener's model-runtime.json), so a test that uses
+// them fails, naming the path and ajv's error, when an answer and the document disagree.
 
 import fs from 'node:fs';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
@@ -41,7 +42,8 @@ export class ApiConformance {
   private readonly id: string;
 
   constructor(
-    file: string,
+    /** The document's file name under server/openapi/. */
+    readonly file: string,
     /** The schema (a JSON pointer into the document) of an answer no documented operation gave: 404 and 405. */
     private readonly fallbackError: string,
   ) {
@@ -204,18 +206,29 @@ export function modelApi(): ApiConformance {
   return (model ??= new ApiConformance('model-runtime.json', '/components/schemas/Error'));
 }
 
-/** Fails (naming the request, the schema and ajv's error) unless the answer conforms to listener 1's document. */
+/** Fails (naming the request, the schema and ajv's error) unless the answer conforms to `api`'s document (listener 1's by default). */
 export function expectConforms(answer: Answer, method: string, url: string, api: ApiConformance = serviceApi()): void {
   const problems = api.problems(answer, method, url);
-  if (problems.length > 0) throw new Error(`The answer does not conform to ${api === serviceApi() ? 'server/openapi/svc-api.json' : 'server/openapi/model-runtime.json'}:\n${problems.join('\n')}`);
+  if (problems.length > 0) throw new Error(`The answer does not conform to server/openapi/${api.file}:\n${problems.join('\n')}`);
 }
 
-/** `fetch`, then the answer checked against listener 1's document (a JSON body read from a clone). */
-export async function checkedFetch(input: string | URL, init?: RequestInit): Promise<Response> {
-  const res = await fetch(input, init);
-  const method = init?.method ?? 'GET';
-  const type = res.headers.get('content-type');
-  const text = method.toUpperCase() !== 'HEAD' && type !== null && isJson(type) ? await res.clone().text() : undefined;
-  expectConforms({ status: res.status, headers: res.headers, text }, method, String(input));
-  return res;
+/** A `fetch` whose every answer is checked against one document (a JSON body is read from a clone). */
+export type CheckedFetch = (input: string | URL, init?: RequestInit) => Promise<Response>;
+
+/** `fetch`, then the answer checked against `api()`'s document. */
+export function checkedFetchFor(api: () => ApiConformance): CheckedFetch {
+  return async (input, init) => {
+    const res = await fetch(input, init);
+    const method = init?.method ?? 'GET';
+    const type = res.headers.get('content-type');
+    const text = method.toUpperCase() !== 'HEAD' && type !== null && isJson(type) ? await res.clone().text() : undefined;
+    expectConforms({ status: res.status, headers: res.headers, text }, method, String(input), api());
+    return res;
+  };
 }
+
+/** `fetch`, then the answer checked against listener 1's document (svc-api.json). */
+export const checkedFetch: CheckedFetch = checkedFetchFor(serviceApi);
+
+/** `fetch`, then the answer checked against the model listener's document (model-runtime.json): the model suites' fetch. */
+export const modelFetch: CheckedFetch = checkedFetchFor(modelApi);
