@@ -52,6 +52,7 @@ export function modelSurface(metrics: ModelMetrics, log: Logger, lingerBytes: nu
 }
 
 const frameTooLarge = (max: number) => new ModelError('PayloadTooLarge', `request body is larger than ${max} bytes (MODEL_MAX_FRAME_BYTES)`, 413);
+const uriTooLarge = (max: number) => new ModelError('PayloadTooLarge', `request body is larger than ${max} bytes (a bundle URI)`, 413);
 
 export function mountModelApi(router: Router, ctx: ServerContext): void {
   const { engine, modelMetrics: metrics } = ctx;
@@ -87,7 +88,7 @@ export function mountModelApi(router: Router, ctx: ServerContext): void {
     const uri = Buffer.from(bytes, 0, length).toString('utf8');
     const { created, registration } = await service.register(name, uri);
     ex.json(created ? 201 : 200, { modelName: registration.modelName, uri: registration.uri });
-  }, sharedBody(MAX_URI_BYTES, frameTooLarge));
+  }, sharedBody(MAX_URI_BYTES, uriTooLarge));
 
   route('DELETE', '/models/:model', 'unload', WRITE, async ({ ex, params }) => {
     const gone = await service.unregister(modelName(params[0]!));

@@ -253,7 +253,7 @@ describe('transform', () => {
   test('a body over its limit is 413 PayloadTooLarge in the envelope: a bundle URI over 64 KiB, a frame over MODEL_MAX_FRAME_BYTES', async () => {
     const longUri = await call('PUT', '/models/long', `file:///${'a'.repeat(64 * 1024)}.zip`);
     expect([longUri.status, longUri.json.error, longUri.json.code]).toEqual([413, 'PayloadTooLarge', 413]);
-    expect(longUri.json.message).toContain('larger than 65536 bytes');
+    expect(longUri.json.message).toBe('request body is larger than 65536 bytes (a bundle URI)');
     const small = await startServer({ MODEL_MAX_FRAME_BYTES: '1KiB', MODEL_WARMUP_ROWS: '5' });
     try {
       expect((await modelFetch(`${small.modelUrl}/models/scoring`, { method: 'PUT', body: scoringUri })).status).toBe(201);
