@@ -248,7 +248,7 @@ function describe(a: Answer): string {
 // ---------------------------------------------------------------------------------------------
 // The tus server process
 
-class TusProcess {
+export class TusProcess {
   port = 0;
   readonly problems: string[] = [];
   private stderrTail = '';
@@ -267,8 +267,8 @@ class TusProcess {
     });
   }
 
-  static async start(entry: string, directory: string): Promise<TusProcess> {
-    const tus = new TusProcess(spawn(process.execPath, [entry, directory, '0'], { stdio: ['ignore', 'pipe', 'pipe'] }));
+  static async start(entry: string, directory: string, env?: NodeJS.ProcessEnv): Promise<TusProcess> {
+    const tus = new TusProcess(spawn(process.execPath, [entry, directory, '0'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } }));
     try {
       tus.port = await listeningPort(tus.child, () => tus.stderrTail, 30_000, 'the tus server');
     } catch (err) {

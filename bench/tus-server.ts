@@ -8,10 +8,12 @@
  * Listens on 127.0.0.1 (port 0: the kernel picks a free one), serves tus 1.0.0 under /files and
  * stores uploads in <directory> (FileStore: one file per upload plus its `.json` metadata; it
  * writes with fs streams and never fsyncs). Prints `{"event":"listening","port":N}` on stdout
- * once it listens; exits on SIGTERM.
+ * once it listens; exits on SIGTERM. With TUS_S3_ENDPOINT it stores in that S3 server's bucket
+ * (TUS_S3_BUCKET) with `@tus/s3-store` instead.
  */
 import http from 'node:http';
 import { FileStore } from '@tus/file-store';
+import { S3Store } from '@tus/s3-store';
 import { Server } from '@tus/server';
 
 const directory = process.argv[2];
@@ -21,7 +23,25 @@ if (!directory || !Number.isInteger(port) || port < 0 || port > 65535) {
   process.exit(2);
 }
 
-const tus = new Server({ path: '/files', datastore: new FileStore({ directory }) });
+// With TUS_S3_ENDPOINT (and TUS_S3_BUCKET, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY): @tus/s3-store
+// on that S3 server instead of the file store (bench/tus-clients.ts --pg-s3).
+const s3 = process.env.TUS_S3_ENDPOINT;
+const datastore = s3
+  ? new S3Store({
+      partSize: 8 * 1024 * 1024,
+      s3ClientConfig: {
+        endpoint: s3,
+        bucket: process.env.TUS_S3_BUCKET!,
+        region: process.env.AWS_REGION ?? 'us-east-1',
+        forcePathStyle: true,
+        // As svc's own client: radosgw refuses the SDK's default CRC32 trailers on PutObject/UploadPart.
+        requestChecksumCalculation: 'WHEN_REQUIRED',
+        responseChecksumValidation: 'WHEN_REQUIRED',
+        credentials: { accessKeyId: process.env.AWS_ACCESS_KEY_ID!, secretAccessKey: process.env.AWS_SECRET_ACCESS_KEY! },
+      },
+    })
+  : new FileStore({ directory });
+const tus = new Server({ path: '/files', datastore });
 const server = http.createServer((req, res) => {
   tus.handle(req, res).catch((err: unknown) => {
     process.stderr.write(`tus-server: ${req.method} ${req.url}: ${err instanceof Error ? err.stack : String(err)}\n`);

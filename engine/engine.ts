@@ -135,6 +135,7 @@ export class Engine {
       blocks,
       scanner,
       manifests,
+      readBlob: (manifest) => this.reader.range(manifest, 0, manifest.record.size),
       stats: this.stats,
       log,
       startPart: (options) => this.startPart(options),

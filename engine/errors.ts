@@ -17,6 +17,7 @@ export type FailureKind =
   | 'range_not_satisfiable'
   | 'unprocessable'
   | 'too_many_requests'
+  | 'checksum_mismatch'
   | 'internal'
   | 'unavailable'
   | 'insufficient_storage';
@@ -29,6 +30,8 @@ export interface FailureDetails {
   uploadOffset?: number;
   /** The methods a path has (method_not_allowed). */
   allow?: string;
+  /** The protocol versions the server speaks (a request naming another). */
+  supportedVersions?: string;
 }
 
 /** A failure the client is told of: its kind, snake_case code and message. Anything else is internal. */

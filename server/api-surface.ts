@@ -14,8 +14,13 @@ import { headersOf, statusOf } from './failure-status.js';
 const ALLOWED_REQUEST_HEADERS = [
   'authorization', 'content-type', 'if-match', 'if-modified-since', 'if-none-match', 'if-range', 'if-unmodified-since',
   'range', 'upload-length', 'upload-offset', 'upload-part-id', 'x-request-id', 'x-svc-tenant-id', 'x-svc-upload-session-id',
+  // tus (server/tus-api.ts)
+  'tus-resumable', 'upload-checksum', 'upload-concat', 'upload-defer-length', 'upload-metadata', 'x-http-method-override',
 ].join(', ');
-const EXPOSED_HEADERS = 'Accept-Ranges, Content-Length, Content-Range, ETag, Last-Modified, Location, Upload-Length, Upload-Offset, Upload-Expires, X-Request-Id, X-Svc-Upload-Session-Id';
+const EXPOSED_HEADERS = [
+  'Accept-Ranges', 'Content-Length', 'Content-Range', 'ETag', 'Last-Modified', 'Location', 'Upload-Length', 'Upload-Offset', 'Upload-Expires', 'X-Request-Id', 'X-Svc-Upload-Session-Id',
+  'Tus-Resumable', 'Tus-Version', 'Tus-Extension', 'Tus-Max-Size', 'Tus-Checksum-Algorithm', 'Upload-Defer-Length', 'Upload-Metadata', 'Upload-Concat', 'X-Svc-Blob-Id', 'X-Svc-Blob-Location',
+].join(', ');
 
 /** CORS of the blob API, uploads and GC: any origin while security is off, the listed origins only when on. */
 export function corsPolicy(config: Config): CorsPolicy {

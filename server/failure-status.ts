@@ -1,5 +1,5 @@
 // The one place a failure the engine names becomes HTTP: its status, and the headers its details
-// carry (Retry-After, Upload-Offset, Allow, WWW-Authenticate).
+// carry (Retry-After, Upload-Offset, Allow, Tus-Version, WWW-Authenticate).
 
 import type { FailureKind, SvcError } from '../engine/errors.js';
 
@@ -18,6 +18,8 @@ const STATUS: Record<FailureKind, number> = {
   range_not_satisfiable: 416,
   unprocessable: 422,
   too_many_requests: 429,
+  // tus 1.0 checksum extension: a body whose checksum is not the one the client sent.
+  checksum_mismatch: 460,
   internal: 500,
   unavailable: 503,
   insufficient_storage: 507,
@@ -26,11 +28,12 @@ const STATUS: Record<FailureKind, number> = {
 export const statusOf = (err: Pick<SvcError, 'kind'>): number => STATUS[err.kind];
 
 export function headersOf(err: Pick<SvcError, 'kind' | 'details'>): Record<string, string> {
-  const { retryAfterSeconds, uploadOffset, allow } = err.details;
+  const { retryAfterSeconds, uploadOffset, allow, supportedVersions } = err.details;
   const headers: Record<string, string> = {};
   if (err.kind === 'unauthenticated') headers['WWW-Authenticate'] = 'Bearer';
   if (retryAfterSeconds !== undefined) headers['Retry-After'] = String(retryAfterSeconds);
   if (uploadOffset !== undefined) headers['Upload-Offset'] = String(uploadOffset);
   if (allow !== undefined) headers.Allow = allow;
+  if (supportedVersions !== undefined) headers['Tus-Version'] = supportedVersions;
   return headers;
 }

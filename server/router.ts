@@ -98,6 +98,10 @@ export interface RouterOptions {
   answerOtherMethods?: boolean;
   /** Bearer tokens: set, every route that names a capability (or ANY_TOKEN) needs one; unset, every route is open. */
   guard?: Guard;
+  /** Headers every answer of the router carries (tus: Tus-Resumable). */
+  headers?: ReadonlyArray<[string, string]>;
+  /** Headers the OPTIONS answers carry besides Allow and CORS (tus: what the server supports). */
+  discovery?: ReadonlyArray<[string, string]>;
 }
 
 const UNMETERED = () => {};
@@ -131,7 +135,18 @@ export class Router {
     private readonly options: RouterOptions = {},
   ) {
     const cors = options.cors;
-    if (cors?.open) this.openCors = [['Access-Control-Allow-Origin', '*'], ['Access-Control-Expose-Headers', cors.exposeHeaders]];
+    const always = options.headers ?? [];
+    if (cors?.open) this.openCors = [['Access-Control-Allow-Origin', '*'], ['Access-Control-Expose-Headers', cors.exposeHeaders], ...always];
+    else if (always.length > 0) this.openCors = always;
+    this.noGrant = [...NO_GRANT, ...always];
+  }
+
+  /** The answer headers for an origin without a grant. */
+  private readonly noGrant: ReadonlyArray<[string, string]>;
+
+  /** Whether the router checks bearer tokens (with security off, only the document platform's does). */
+  get guarded(): boolean {
+    return this.options.guard !== undefined;
   }
 
   on<B = undefined>(methods: Method | Method[], pattern: string, handler: Handler<B>, options: RouteOptions<B> = {}): void {
@@ -203,7 +218,10 @@ export class Router {
       const allow = [...methods, 'OPTIONS'].join(', ');
       this.app.options(pattern, (res, req) => {
         const origin = header(req, 'origin');
-        const ex = new Exchange(res, req, pattern, this.surface);
+        const ex = new Exchange(res, req, pattern, this.surface, this.options.headers);
+        const discovery = Object.fromEntries(this.options.discovery ?? []);
+        // Not a CORS preflight: what the resource allows (tus clients discover the server so).
+        if (origin === undefined) return ex.send(204, { ...discovery, Allow: allow });
         if (!cors.open) {
           const refusal = preflightRefusal(cors, methods, origin, header(req, 'access-control-request-method'), header(req, 'access-control-request-headers'));
           if (refusal) return ex.error(forbidden(refusal));
@@ -215,6 +233,7 @@ export class Router {
           'Access-Control-Max-Age': '600',
           Vary: 'Origin, Access-Control-Request-Method, Access-Control-Request-Headers',
           Allow: allow,
+          ...discovery,
         });
       });
       this.app.any(pattern, (res, req) => {
@@ -228,16 +247,16 @@ export class Router {
     return new Exchange(res, req, name, this.surface, this.corsHeaders(req));
   }
 
-  /** The CORS grant of an answer: `*` when open; the request's origin only when it is listed. */
+  /** The CORS grant of an answer (`*` when open; the request's origin only when it is listed) and the router's own headers. */
   private corsHeaders(req: HttpRequest): ReadonlyArray<[string, string]> | undefined {
     const cors = this.options.cors;
     if (!cors || cors.open) return this.openCors;
     // Without listed origins no answer ever varies by Origin.
-    if (cors.origins.size === 0) return undefined;
+    if (cors.origins.size === 0) return this.options.headers;
     const origin = header(req, 'origin');
-    if (origin === undefined || !cors.origins.has(origin)) return NO_GRANT;
+    if (origin === undefined || !cors.origins.has(origin)) return this.noGrant;
     let grant = this.grants.get(origin);
-    if (!grant) this.grants.set(origin, (grant = [['Access-Control-Allow-Origin', origin], ['Access-Control-Expose-Headers', cors.exposeHeaders], ['Vary', 'Origin']]));
+    if (!grant) this.grants.set(origin, (grant = [['Access-Control-Allow-Origin', origin], ['Access-Control-Expose-Headers', cors.exposeHeaders], ['Vary', 'Origin'], ...(this.options.headers ?? [])]));
     return grant;
   }
 

@@ -49,11 +49,11 @@ function mountedRouters(options: { documentsElsewhere?: boolean } = {}) {
 
 function registered(routers: Router[]): Map<string, { capability?: string; guarded: 'optional' | 'token' | 'public' }> {
   const out = new Map<string, { capability?: string; guarded: 'optional' | 'token' | 'public' }>();
-  routers.forEach((router, i) => {
+  routers.forEach((router) => {
     for (const route of router.routes) {
       const capability = capabilityOf(route.capability);
-      // Listener 1's third router (documents, legacy) always has a guard; the others only with security on.
-      const guarded = capability === undefined ? 'public' : routers.length === 4 && i === 2 ? 'token' : 'optional';
+      // Security is off here: only the document platform's router (documents, legacy) has a guard.
+      const guarded = capability === undefined ? 'public' : router.guarded ? 'token' : 'optional';
       out.set(`${route.method} ${templateOf(route.pattern)}`, { capability, guarded });
     }
   });

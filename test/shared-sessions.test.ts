@@ -141,4 +141,30 @@ describe.skipIf(!shared)('resumable sessions shared by two pg-s3 nodes', () => {
     expect(await stagedTails(a.root, id)).toEqual([]);
     expect((await patch(a, id, 3 * MiB + 5, Buffer.from('x'))).json.error).toBe('upload_state');
   });
+
+  it('tus: PATCHes of one upload reach both nodes; the last one commits; HEAD on either names the blob; a final concatenation of partials from both', async () => {
+    const tus = { 'Tus-Resumable': '1.0.0' };
+    const stream = { ...tus, 'Content-Type': 'application/offset+octet-stream' };
+    const data = seededBytes(9 * MiB + 77, 4200);
+    const created = await fetch(`${a.url}/files/`, { method: 'POST', headers: { ...tus, 'Upload-Length': String(data.length) } });
+    expect(created.status).toBe(201);
+    const path = created.headers.get('location')!;
+    const cuts = [0, 3 * MiB, 3 * MiB + 5, 8 * MiB, data.length];
+    let last: Response | undefined;
+    for (let i = 0; i + 1 < cuts.length; i++) {
+      const node = i % 2 === 0 ? b : a;
+      last = await fetch(`${node.url}${path}`, { method: 'PATCH', headers: { ...stream, 'Upload-Offset': String(cuts[i]) }, body: new Uint8Array(data.subarray(cuts[i], cuts[i + 1])) });
+      expect([i, last.status]).toEqual([i, 204]);
+    }
+    expect(last!.headers.get('x-svc-blob-id')).toBe(contentId(data));
+    for (const node of [a, b]) expect((await fetch(`${node.url}${path}`, { method: 'HEAD', headers: tus })).headers.get('x-svc-blob-id')).toBe(contentId(data));
+    const partials: string[] = [];
+    for (const [node, part] of [[a, data.subarray(0, 2 * MiB)], [b, data.subarray(2 * MiB)]] as const) {
+      const res = await fetch(`${node.url}/files/`, { method: 'POST', headers: { ...stream, 'Upload-Concat': 'partial', 'Upload-Length': String(part.length) }, body: new Uint8Array(part) });
+      expect(res.status).toBe(201);
+      partials.push(res.headers.get('location')!);
+    }
+    const final = await fetch(`${a.url}/files/`, { method: 'POST', headers: { ...tus, 'Upload-Concat': `final;${partials.join(' ')}` } });
+    expect([final.status, final.headers.get('x-svc-blob-id')]).toEqual([201, contentId(data)]);
+  });
 });

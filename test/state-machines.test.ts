@@ -32,12 +32,14 @@ const EVENTS: Record<SessionEvent['type'] | 'take-commit', SessionEvent> = {
   cancel: { type: 'cancel' },
   expire: { type: 'expire' },
   recover: { type: 'recover', blob: 'blob-x' },
+  declare: { type: 'declare', length: 30 },
+  concatenated: { type: 'concatenated', id: 's1', tenant: 't', length: 40, blob: 'blob-z', tus: { concat: ['p1', 'p2'] }, now: NOW, ttlMs: 1000 },
 };
 
 /** The legal session moves: from (none: no session yet), event → the state after. */
 const SESSION_MOVES: Record<SessionState | 'none', Partial<Record<keyof typeof EVENTS, SessionState>>> = {
-  none: { create: 'Open' },
-  Open: { take: 'Open', 'take-commit': 'Committing', renew: 'Open', part: 'Open', release: 'Open', cancel: 'Cancelled', expire: 'Expired' },
+  none: { create: 'Open', concatenated: 'Committed' },
+  Open: { take: 'Open', 'take-commit': 'Committing', renew: 'Open', part: 'Open', release: 'Open', cancel: 'Cancelled', expire: 'Expired', declare: 'Open' },
   Committing: { renew: 'Committing', release: 'Open', publishing: 'Committing', published: 'Committed', recover: 'Committed' },
   Committed: {},
   Cancelled: {},
@@ -49,6 +51,18 @@ const cases = Object.entries(SESSION_MOVES).flatMap(([from, legal]) =>
 );
 
 describe('session moves', () => {
+  it('a length is declared once, and never below the bytes received', () => {
+    const declared = moveSession(session('Open'), EVENTS.declare);
+    expect(declared.declaredLength).toBe(30);
+    expect(() => moveSession(declared, { type: 'declare', length: 30 })).toThrowError(IllegalSessionMove);
+    expect(() => moveSession(session('Open'), { type: 'declare', length: 9 })).toThrowError(IllegalSessionMove);
+  });
+
+  it('a final concatenation is born Committed with its blob and length', () => {
+    const final = moveSession(undefined, EVENTS.concatenated);
+    expect([final.state, final.offset, final.declaredLength, final.committedBlob, final.tus]).toEqual(['Committed', 40, 40, 'blob-z', { concat: ['p1', 'p2'] }]);
+  });
+
   it.each(cases.filter((c) => c.to !== undefined))('$from --$event--> $to', ({ from, event, to }) => {
     const record = from === 'none' ? undefined : session(from);
     expect(moveSession(record, EVENTS[event]).state).toBe(to);

@@ -54,3 +54,8 @@ export const TIFF_MAX_PAGES = 10_000;
 export const MODEL_URI_MAX_BYTES = 64 * KiB;
 /** The answer of a session's owner to a forwarded request: a small JSON envelope. */
 export const FORWARDED_ANSWER_MAX_BYTES = 1 * MiB;
+/**
+ * Partial uploads one tus final upload may name: the header that lists them is bounded by the
+ * HTTP parser's header limit anyway, and clients split an upload into a handful.
+ */
+export const TUS_MAX_PARTIALS = 64;

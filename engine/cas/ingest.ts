@@ -250,6 +250,11 @@ export abstract class Ingest {
     else this.onNextResume = then;
   }
 
+  /** The most bytes one body may bring (a continued part's next body included). */
+  get bodyLimit(): number {
+    return this.maxBytes;
+  }
+
   get isAdmitted(): boolean {
     return this.stage !== 'admitting';
   }

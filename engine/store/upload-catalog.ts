@@ -35,6 +35,16 @@ export interface SessionRecord {
   decided?: { spec: ChunkerSpec; mediaType: string };
   /** The blob id a commit is publishing (recovery after a crash during commit). */
   pendingBlob?: string;
+  /** A session created through tus (server/tus-api.ts): what the protocol shows of it again. */
+  tus?: TusFacts;
+}
+
+/** What a tus creation said of its upload. */
+export interface TusFacts {
+  /** `Upload-Metadata` as sent (checked), shown again on HEAD. */
+  metadata?: string;
+  /** `Upload-Concat: partial`, or a final upload's partial uploads (session ids, in order). */
+  concat?: 'partial' | string[];
 }
 
 export interface PartRecord {

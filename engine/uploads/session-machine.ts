@@ -4,9 +4,11 @@
 // (Uploads): this is the last guard, and it knows states only.
 //
 //   (none)      create                   → Open
+//   (none)      concatenated             → Committed (a tus final upload, assembled from its partial uploads' blobs)
 //   Open        take (part lease)        → Open
 //   Open        take (commit lease)      → Committing
 //   Open        renew, part, release     → Open
+//   Open        declare (length unknown) → Open
 //   Open        cancel                   → Cancelled
 //   Open        expire                   → Expired
 //   Committing  renew, publishing        → Committing
@@ -16,10 +18,14 @@
 //   Committed, Cancelled, Expired: final.
 
 import { SvcError } from '../errors.js';
-import type { Lease, SessionRecord, SessionState } from '../store/index.js';
+import type { Lease, SessionRecord, SessionState, TusFacts } from '../store/index.js';
 
 export type SessionEvent =
-  | { type: 'create'; id: string; tenant: string; declaredLength?: number; contentType?: string; now: number; ttlMs: number }
+  | { type: 'create'; id: string; tenant: string; declaredLength?: number; contentType?: string; tus?: TusFacts; now: number; ttlMs: number }
+  /** A tus final upload: its partial uploads' blobs assembled into `blob` before the record is written. */
+  | { type: 'concatenated'; id: string; tenant: string; length: number; blob: string; contentType?: string; tus: TusFacts; now: number; ttlMs: number }
+  /** A length declared after creation (tus creation-defer-length): once, and not below the offset. */
+  | { type: 'declare'; length: number }
   /** A part's or a commit's lease taken (a dead lease before it is replaced). */
   | { type: 'take'; lease: Lease }
   /** The holder keeps its lease longer. */
@@ -40,6 +46,8 @@ export type SessionEvent =
 function attempt(event: SessionEvent): string {
   switch (event.type) {
     case 'create': return 'be created again';
+    case 'declare': return 'declare its length';
+    case 'concatenated': return 'be created again';
     case 'take': return event.lease.kind === 'part' ? 'add a part' : 'commit';
     case 'renew': return 'renew its lease';
     case 'part': return 'record a part';
@@ -72,9 +80,18 @@ export function moveSession(record: SessionRecord | undefined, event: SessionEve
   switch (event.type) {
     case 'create': {
       if (record) break;
-      const { id, tenant, declaredLength, contentType, now, ttlMs } = event;
-      return { id, tenant, state: 'Open', offset: 0, declaredLength, partCount: 0, contentType, createdAt: now, expiresAt: now + ttlMs, tailStart: 0 };
+      const { id, tenant, declaredLength, contentType, tus, now, ttlMs } = event;
+      const created: SessionRecord = { id, tenant, state: 'Open', offset: 0, declaredLength, partCount: 0, contentType, createdAt: now, expiresAt: now + ttlMs, tailStart: 0 };
+      return tus ? { ...created, tus } : created;
     }
+    case 'concatenated': {
+      if (record) break;
+      const { id, tenant, length, blob, contentType, tus, now, ttlMs } = event;
+      return { id, tenant, state: 'Committed', offset: length, declaredLength: length, partCount: 0, contentType, createdAt: now, expiresAt: now + ttlMs, tailStart: length, committedBlob: blob, tus };
+    }
+    case 'declare':
+      if (record?.state !== 'Open' || record.declaredLength !== undefined || event.length < record.offset) break;
+      return { ...record, declaredLength: event.length };
     case 'take':
       if (record?.state !== 'Open') break;
       return { ...record, state: event.lease.kind === 'commit' ? 'Committing' : 'Open', lease: event.lease };

@@ -10,16 +10,16 @@
 // with the object. Above 400 lines: leases, live ingests and staged tails are one session's
 // state, changed by every step here (the part protocol itself is ./part-ingest.ts).
 
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { BlockRoots } from '../cas/index.js';
 import { chunkerName } from '../cas/index.js';
 import { formatContentId } from '../cas/index.js';
 import type { PartIngest, PartOptions, PartResult } from './part-ingest.js';
-import { type BlobCatalog, type BlockStore, type SessionRecord, type StoredBlock, type TailStaging, type UploadCatalog, packBlocks } from '../store/index.js';
+import { type BlobCatalog, type BlockStore, type Manifest, type SessionRecord, type StoredBlock, type TailStaging, type TusFacts, type UploadCatalog, packBlocks } from '../store/index.js';
 import type { StreamScanner } from '../cas/index.js';
 import type { UploadConfig } from '../config.js';
 import {
-  SvcError, ingestFailed, invalidBlob, invalidUpload, uploadBusy, uploadExists, uploadExpired, uploadNotFound, uploadOffsetMismatch, uploadState, tenantQuotaExceeded,
+  SvcError, ingestFailed, invalidBlob, invalidUpload, payloadTooLarge, uploadBusy, uploadExists, uploadExpired, uploadNotFound, uploadOffsetMismatch, uploadState, tenantQuotaExceeded,
 } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Stats } from '../ops/index.js';
@@ -41,6 +41,8 @@ interface UploadsDeps {
   blocks: BlockStore;
   scanner: StreamScanner;
   manifests: BlobCatalog;
+  /** A published blob's bytes, in order (tus concatenation hashes its partial uploads' blobs). */
+  readBlob: (manifest: Manifest) => AsyncIterable<Buffer>;
   stats: Stats;
   log: Logger;
   startPart: (options: PartOptions) => PartIngest;
@@ -59,6 +61,7 @@ interface CreateRequest {
   id: string;
   declaredLength?: number;
   contentType?: string;
+  tus?: TusFacts;
 }
 
 interface PartRequest {
@@ -67,6 +70,11 @@ interface PartRequest {
   partId: string;
   offset: number;
   length: number;
+  /**
+   * The largest part this request may be (default SVC_UPLOAD_MAX_PART_BYTES): tus has no parts,
+   * so its PATCH may carry the rest of the object in one body (server/tus-api.ts).
+   */
+  maxPartBytes?: number;
 }
 
 /** A part being received: push its body into `ingest` once `ready`, then `finish`. */
@@ -170,7 +178,8 @@ export class Uploads {
     if (await ledger.hasPart(request.id, request.partId)) return { replayed: current };
     if (this.liveLease(current, alive)) throw uploadBusy(current.lease!.kind === 'part' ? 'part upload' : 'commit');
     if (request.offset !== current.offset) throw uploadOffsetMismatch(current.offset);
-    if (request.length < 1 || request.length > config.maxPartBytes) throw invalidUpload(`A part must carry 1 to ${config.maxPartBytes} bytes (SVC_UPLOAD_MAX_PART_BYTES)`);
+    const maxPart = request.maxPartBytes ?? config.maxPartBytes;
+    if (request.length < 1 || request.length > maxPart) throw invalidUpload(`A part must carry 1 to ${maxPart} bytes${request.maxPartBytes === undefined ? ' (SVC_UPLOAD_MAX_PART_BYTES)' : ''}`);
     if (current.partCount >= config.maxParts) throw invalidUpload(`The session already has ${config.maxParts} parts (SVC_UPLOAD_MAX_PARTS)`);
     if (current.declaredLength !== undefined && current.offset + request.length > current.declaredLength) {
       throw invalidUpload(`The part would take the object past its Upload-Length of ${current.declaredLength} bytes`);
@@ -195,7 +204,7 @@ export class Uploads {
         alwaysWrite: this.deps.tenantBlobs,
         declaredLength: request.length,
         contentType: leased.contentType,
-        part: { hashKey: leased.id, replay: replay.subarray(stored?.bytes ?? 0), decided: leased.decided, maxBytes: config.maxPartBytes, tailBuffers },
+        part: { hashKey: leased.id, replay: replay.subarray(stored?.bytes ?? 0), decided: leased.decided, maxBytes: maxPart, tailBuffers },
       });
     // The ingest copies the replayed tail when it is admitted: the buffer is free once the part ends.
     const giveReplay = () => tailBuffers.give(replay);
@@ -291,6 +300,63 @@ export class Uploads {
       drained?.free();
       result?.free();
     }
+  }
+
+  /**
+   * Declares the length of a session created without one (tus creation-defer-length). The same
+   * length again is a no-op; another, or one below the bytes already acknowledged, is 400.
+   */
+  async declareLength(tenant: string, id: string, length: number): Promise<SessionRecord> {
+    const current = await this.status(tenant, id);
+    if (current.declaredLength === length) return current;
+    if (current.declaredLength !== undefined) throw invalidUpload(`The upload's length is already ${current.declaredLength}`);
+    if (length < current.offset) throw invalidUpload(`Upload-Length ${length} is below the ${current.offset} bytes already received`);
+    if (current.state !== 'Open') this.refuse(current, 'declare its length', await this.aliveNodes());
+    return this.deps.ledger.update(id, (r) => (r?.declaredLength === length ? r : moveSession(r, { type: 'declare', length })));
+  }
+
+  /**
+   * A tus final upload: the tenant's finished partial uploads, in order, as one blob. The blob
+   * is made of the partials' blocks as they are (sessions keep every block in the block store):
+   * no byte is copied or stored again; the whole object's SHA-256 is taken by reading them. The
+   * blob is published before the session's record is written, Committed: a crash between leaves
+   * a blob that a retried creation finds again.
+   */
+  async concatenate(request: { tenant: string; id: string; partials: string[]; contentType?: string; tus: TusFacts; maxBytes: number }, quotaBytes?: number): Promise<SessionRecord> {
+    const { tenant, partials } = request;
+    const manifests: Manifest[] = [];
+    for (const id of partials) {
+      const partial = await this.status(tenant, id);
+      if (partial.tus?.concat !== 'partial') throw invalidUpload(`Upload ${id} is not a partial upload (Upload-Concat: partial)`);
+      if (partial.state !== 'Committed') throw invalidUpload(`Partial upload ${id} is not finished (${partial.offset} of ${partial.declaredLength ?? 'an undeclared number of'} bytes)`);
+      const manifest = await this.deps.manifests.get(partial.committedBlob!, this.deps.tenantBlobs ? tenant : undefined);
+      if (!manifest) throw uploadNotFound(id);
+      if (manifest.record.inline) throw ingestFailed(`Partial upload ${id}'s blob is kept inline`);
+      manifests.push(manifest);
+    }
+    const length = manifests.reduce((sum, m) => sum + m.record.size, 0);
+    if (length > request.maxBytes) throw payloadTooLarge(request.maxBytes);
+    const hash = createHash('sha256');
+    for (const manifest of manifests) for await (const bytes of this.deps.readBlob(manifest)) hash.update(bytes);
+    const hex = hash.digest('hex');
+    const blocks: StoredBlock[] = [];
+    for (const manifest of manifests) {
+      for (let i = 0; i < manifest.blockCount; i++) {
+        const { hex: blockHex, size, checksum } = manifest.block(i);
+        blocks.push({ hex: blockHex, size, checksum, fresh: false });
+      }
+    }
+    const chunkers = new Set(manifests.map((m) => m.record.chunker));
+    const chunker = chunkers.size === 1 ? manifests[0]!.record.chunker : 'concatenation';
+    const mediaType = request.contentType ?? manifests[0]!.record.mediaType;
+    const publication = this.deps.tenantBlobs ? { tenant, tenantBlocks: true, quotaBytes, quotaExceeded: tenantQuotaExceeded } : {};
+    const { manifest, existed } = await this.deps.manifests.publish(hex, length, mediaType, chunker, blocks, undefined, publication);
+    this.deps.stats.recordPublication(blocks, existed);
+    const record = moveSession(undefined, { type: 'concatenated', id: request.id, tenant, length, blob: manifest.id, contentType: request.contentType, tus: request.tus, now: Date.now(), ttlMs: this.deps.config.ttlMs });
+    return this.deps.ledger.update(request.id, (current) => {
+      if (current) throw uploadExists(request.id);
+      return record;
+    });
   }
 
   /** Cancels an open session and removes what it staged. Cancelling again is a no-op. */
@@ -403,7 +469,7 @@ export class Uploads {
   private continueLive(leased: SessionRecord, length: number): PartIngest | undefined {
     const live = this.detachLive(leased.id);
     if (!live) return undefined;
-    if (live.offset === leased.offset && live.ingest.canContinue) {
+    if (live.offset === leased.offset && live.ingest.canContinue && length <= live.ingest.bodyLimit) {
       live.ingest.continuePart(length);
       return live.ingest;
     }
