@@ -22,8 +22,14 @@ Usage:
   svc stat ID      a blob's headers and summary as JSON
   svc ls           the inventory (--limit N, --all)
   svc gc [PHASE]   garbage collection: mark, quarantine, purge or run (default), --apply to act
+  svc nodes [forget ID]
+                   the nodes sharing the server's catalog; forget a node that is gone for good
+  svc legacy import REPO (--all | DOCID...) [--concurrency N] [--placement HINT]
+                   import legacy documents as documents (docs/legacy.md)
   svc catalog rebuild [--force]
                    recreate the pg-s3 catalog from its bucket alone (server-side, SVC_* variables)
+  svc reload       make the server of SVC_FS_ROOT (default ./data) read SVC_TENANT_POLICY_FILE
+                   again: SIGHUP to that server's process alone (its pid is in svc.lock)
   svc help [COMMAND], svc --help, svc COMMAND --help
                    this text, or one command's usage and options
   svc --version    print the version
@@ -119,12 +125,17 @@ export async function main(argv: string[]): Promise<void> {
     return;
   }
   if (topic !== undefined) {
-    if (!client.isClientCommand(topic) && topic !== 'catalog') return usageError(`unknown command "${topic}"`);
+    if (!client.isClientCommand(topic) && topic !== 'catalog' && topic !== 'reload') return usageError(`unknown command "${topic}"`);
     return main([topic, '--help']);
   }
   if (command === 'catalog') {
     const { runCatalogCommand } = await import('./catalog-command.js');
     process.exitCode = await runCatalogCommand(rest);
+    return;
+  }
+  if (command === 'reload') {
+    const { runReloadCommand } = await import('./reload-command.js');
+    process.exitCode = runReloadCommand(rest);
     return;
   }
   if (client.isClientCommand(command)) {

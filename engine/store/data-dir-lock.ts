@@ -115,3 +115,45 @@ function isAlive(pid: number): boolean {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
+
+/**
+ * The pid of the process that holds the data directory now, for `svc reload`; undefined when none
+ * does. The file's pid is trusted only when that process has the lock file open (on Linux, its
+ * /proc/<pid>/fd names the same file), so a stale pid left by a holder that died, and since reused
+ * by another program, is never signalled. Elsewhere a live process of that pid is taken as the holder.
+ * It never takes the lock itself: that could make a server starting at the same moment fail.
+ */
+export function dataDirHolder(root: string): number | undefined {
+  const file = path.join(root, LOCK_FILE);
+  let fd: number;
+  try {
+    fd = fs.openSync(file, fs.constants.O_RDONLY);
+  } catch {
+    return undefined;
+  }
+  let holder: string | undefined;
+  let lockFile: fs.Stats;
+  try {
+    holder = readHolder(fd);
+    lockFile = fs.fstatSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+  if (holder === undefined || !isAlive(Number(holder))) return undefined;
+  if (process.platform !== 'linux') return Number(holder);
+  let fds: string[];
+  try {
+    fds = fs.readdirSync(`/proc/${holder}/fd`);
+  } catch {
+    return undefined;
+  }
+  for (const entry of fds) {
+    try {
+      const open = fs.statSync(`/proc/${holder}/fd/${entry}`);
+      if (open.dev === lockFile.dev && open.ino === lockFile.ino) return Number(holder);
+    } catch {
+      // closed meanwhile
+    }
+  }
+  return undefined;
+}
