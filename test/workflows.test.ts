@@ -184,6 +184,15 @@ describe('views and workflows', () => {
     expectError(await content(api, text.documentId, '?stripSignatures=yes'), 400, 'invalid_request');
     for (const wait of ['31', '-1', '1.5', 'soon']) expectError(await api.get(`/v1/jobs/0190f000-0000-7000-8000-000000000000?wait=${wait}`), 400, 'invalid_request');
     expectError(await api.post(`/v1/documents/${zip.documentId}/workflows/${encodeURIComponent(OCR)}/run`, {}), 422, 'view_unsupported');
+    // An OCR language without its data package (only @tesseract.js-data/eng is installed) is 422 at once, on every media type, no job.
+    for (const workflow of [OCR, ENTITIES, REDACT]) {
+      for (const [language, code] of [['deu', 'deu'], ['ger', 'deu'], ['FRA', 'fra']] as const) {
+        const refused = await api.post(`/v1/documents/${text.documentId}/workflows/${encodeURIComponent(workflow)}/run`, { inputs: { options: { language } } });
+        expectError(refused, 422, 'view_unsupported');
+        expect((refused.json as { message: string }).message).toContain(`@tesseract.js-data/${code}`);
+      }
+    }
+    expect((await api.post(`/v1/documents/${text.documentId}/workflows/${encodeURIComponent(ENTITIES)}/run`, { inputs: { options: { language: 'eng' } } })).status).toBe(202);
     expectError(await api.post(`/v1/documents/${text.documentId}/workflows/${encodeURIComponent('urn:svc:workflow:translate@1')}/run`, {}), 404, 'workflow_not_found');
     expectError(await api.post(`/v1/documents/${text.documentId}/workflows/${encodeURIComponent(OCR)}/run`, { inputs: { options: { dpi: 300 } } }), 400, 'invalid_request');
     expectError(await api.post(`/v1/documents/${text.documentId}/workflows/${encodeURIComponent(OCR)}/run`, { inputs: { sourceVersion: '0190f000-0000-7000-8000-000000000000' } }), 404, 'version_not_found');

@@ -6,6 +6,8 @@ import { SvcError } from '../errors.js';
 import { canonicalJson } from '../documents/model.js';
 import { REDACTION_PROFILES } from './engines/redaction.js';
 import { ENGINES, RULES_REVISION, installedVersion } from './engines/versions.js';
+import { resolveOcrLanguage } from './engines/ocr-language.js';
+import { UnsupportedContent } from './engines/errors.js';
 
 export const OCR_TEXT_VIEW = 'urn:svc:view:ocrText@1';
 /** Content the text view reads: PDF (text layer, else OCR), images (OCR), plain text (as is). */
@@ -83,13 +85,33 @@ function engineOf(op: ViewOp): string {
   return engine;
 }
 
-/** The installed language data of OCR (none: the job fails with view_unsupported). */
+/** The installed language data of OCR (none: the run is refused, checkOcrLanguage). */
 function languageData(language: string): string {
   try {
-    return `${language}@${installedVersion(`@tesseract.js-data/${language}`)}`;
+    const { code } = resolveOcrLanguage(language);
+    return `${code}@${installedVersion(`@tesseract.js-data/${code}`)}`;
   } catch {
     return `${language}@none`;
   }
+}
+
+/** Languages whose OCR data was found installed (a package added later counts after a restart). */
+const installedLanguages = new Set<string>();
+
+/**
+ * 422 view_unsupported, at once, when OCR's data for `language` is not installed (no
+ * @tesseract.js-data/<code> package): the text view reads it for every media type
+ * (extract-text.ts), so its job could only fail.
+ */
+export function checkOcrLanguage(language: string): void {
+  if (installedLanguages.has(language)) return;
+  try {
+    resolveOcrLanguage(language);
+  } catch (err) {
+    if (err instanceof UnsupportedContent) throw viewUnsupported(err.message);
+    throw err;
+  }
+  installedLanguages.add(language);
 }
 
 function essence(mediaType: string): string {

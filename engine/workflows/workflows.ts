@@ -13,7 +13,7 @@ import { SvcError } from '../errors.js';
 import { JobError, type JobQueue, type JobRecord } from '../jobs/index.js';
 import { type Unit, type UnitStore, table } from '../store/index.js';
 import { VIEW_TASKS_MODULE, type MaterializeInput, type ViewBase, type ViewService } from '../views/views.js';
-import { type ViewOp, checkApplicable, normalizeLanguage, redactionProfile, viewKey } from '../views/view-spec.js';
+import { type ViewOp, checkApplicable, checkOcrLanguage, normalizeLanguage, redactionProfile, viewKey } from '../views/view-spec.js';
 import type { StoredBytes } from '../views/content-io.js';
 import { BUILT_IN_SCHEMAS, ENTITIES_SCHEMA, OCR_SCHEMA } from './schemas.js';
 
@@ -122,8 +122,10 @@ export class WorkflowService {
       onlyKeys(options, ['profile', 'language'], 'options');
       if (inputs.targetNamespace !== undefined) throw badRequest('The redact workflow writes a view, not a namespace: leave targetNamespace out');
       const profile = redactionProfile(options.profile ?? 'public');
-      const ops: ViewOp[] = [{ op: 'ocrText', version: 1, language: normalizeLanguage(options.language) }, { op: 'redact', version: 1, profile }];
+      const language = normalizeLanguage(options.language);
+      const ops: ViewOp[] = [{ op: 'ocrText', version: 1, language }, { op: 'redact', version: 1, profile }];
       checkApplicable(ops, base.mediaType);
+      checkOcrLanguage(language);
       const input: MaterializeInput = { documentId: source.documentId, base, ops, viewKey: viewKey(base.key, ops) };
       return { jobId: (await this.jobs.enqueue(principal.tenant, 'workflow.redact', input)).jobId };
     }
@@ -132,6 +134,7 @@ export class WorkflowService {
     const language = normalizeLanguage(options.language);
     const textOps: ViewOp[] = [{ op: 'ocrText', version: 1, language }];
     checkApplicable(textOps, base.mediaType);
+    checkOcrLanguage(language);
     const ocr = workflowUrn === OCR_WORKFLOW;
     const targetNamespace = (inputs.targetNamespace as string | undefined) ?? (ocr ? 'urn:svc:ocr' : 'urn:svc:entities');
     const runKey = createHash('sha256').update(canonicalJson({ content: base.key, workflow: workflowUrn, language, targetNamespace })).digest('hex');
