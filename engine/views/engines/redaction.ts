@@ -112,6 +112,21 @@ function findDatesOfBirth(text: string): Span[] {
   return spans;
 }
 
+/**
+ * Identifiers: IBANs (mod-97), payment card numbers (Luhn), national id numbers (US SSN, UK
+ * National Insurance, a number after an id label). Entity extraction looks for them first, so
+ * that none is taken for a date or a phone number (entities.ts).
+ */
+export function findIdentifiers(text: string): Span[] {
+  return [
+    ...findIbans(text),
+    ...spansOf(text, CARD_CANDIDATE, (m) => passesLuhn(m[0].replace(/\D/g, ''))),
+    ...spansOf(text, SSN),
+    ...spansOf(text, UK_NATIONAL_INSURANCE),
+    ...findLabelledIds(text),
+  ].sort((a, b) => a.start - b.start);
+}
+
 const DETECTORS: ReadonlyArray<readonly [Kind, (text: string) => Span[]]> = [
   ['iban', findIbans],
   ['card', (text) => spansOf(text, CARD_CANDIDATE, (m) => passesLuhn(m[0].replace(/\D/g, '')))],
