@@ -153,6 +153,7 @@ export class Engine {
     this.documents = new DocumentService(units, schemas, new MigrationRegistry(new KeyedCatalog(units, 'migrations'), schemas), this.jobs, (options) => this.startIngest(options), {
       limits: (tenant) => this.tenantLimits(tenant),
       blobBytes: (tenant) => manifests.retainedBytes(tenant),
+      isViewOf: (tenant, key, contents) => this.views.isViewOf(tenant, key, contents),
     });
     this.legacyImports = new LegacyImports(units, this.legacy, this.documents, this.jobs, log);
     this.tokens = tokens;

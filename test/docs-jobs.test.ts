@@ -42,7 +42,12 @@ const ocrSchema = {
   lifecycle: 'published',
   jsonSchema: { type: 'object', required: ['text'], properties: { text: { type: 'string' } } },
 };
-const provenance = { producer: { name: 'ocr', version: '1' }, producedAt: '2026-11-21T10:00:00Z', input: { kind: 'blob', key: 'b3:00' }, confidence: 0.5 };
+const provenanceBase = { producer: { name: 'ocr', version: '1' }, producedAt: '2026-11-21T10:00:00Z', confidence: 0.5 };
+/** A derived write's provenance naming the document's first version's content (anything else is 422 provenance_input_unknown). */
+async function provenanceOf(c: Client, doc: string) {
+  const versions = await c.call('GET', `/v1/documents/${doc}/versions`);
+  return { ...provenanceBase, input: { kind: 'blob', key: versions.json.versions[0].contentRef.key as string } };
+}
 
 async function newDocument(c: Client, caseNumber: string): Promise<string> {
   const created = await c.call('POST', '/v1/documents', {
@@ -97,6 +102,7 @@ describe('document jobs', () => {
     expect(lossy.json.error).toBe('migration_not_invertible');
 
     const doc = await newDocument(c, 'C-1');
+    const provenance = await provenanceOf(c, doc);
     const noProvenance = await c.call('POST', `/v1/documents/${doc}/metadata`, { mode: 'derived', bundle: { namespaces: { 'urn:svc:ocr': { schema: ocrSchema.schemaUrn, data: { text: 'x' } } } } });
     expect(noProvenance.status).toBe(400);
     expect(noProvenance.json).toMatchObject({ status: 'rejected', error: { code: 'provenance_required' } });
@@ -140,12 +146,13 @@ describe('document jobs', () => {
   test('kill -9 while jobs run: after the restart every job completes exactly once and no version is lost', async () => {
     const c = await client(server);
     const docs = await Promise.all(Array.from({ length: 6 }, (_, i) => newDocument(c, `K-${i}`)));
+    const provenances = new Map(await Promise.all(docs.map(async (doc) => [doc, await provenanceOf(c, doc)] as const)));
     // All requested at once and the server killed as soon as they are accepted: jobs are pending or running.
     const requests = docs.flatMap((doc) => [
       c.call('POST', `/v1/documents/${doc}/migrate`, { namespaceUrn: 'urn:svc:case', toSchemaUrn: 'urn:svc:schema:case@2.0.0', reason: 'v2' }).then((r) => ({ r, doc, kind: 'migrate' as const })),
       ...Array.from({ length: 5 }, (_, k) =>
         c.call('POST', `/v1/documents/${doc}/metadata`, {
-          mode: 'derived', provenance, bundle: { namespaces: { [`urn:svc:ocr${k}`]: { schema: ocrSchema.schemaUrn, data: { text: `t${k}` } } } },
+          mode: 'derived', provenance: provenances.get(doc), bundle: { namespaces: { [`urn:svc:ocr${k}`]: { schema: ocrSchema.schemaUrn, data: { text: `t${k}` } } } },
         }).then((r) => ({ r, doc, kind: 'derived' as const })),
       ),
     ]);
@@ -186,6 +193,7 @@ describe('derived data that fails validation', () => {
       const entities = { ...ocrSchema, schemaUrn: 'urn:svc:schema:entities-notes@1.0.0', namespaceUrn: 'urn:svc:entities' };
       expect((await c.call('POST', '/v1/schemas', entities)).status).toBe(201);
       const doc = await newDocument(c, 'C-9');
+      const provenance = await provenanceOf(c, doc);
       const write = async (text: unknown) => {
         const r = await c.call('POST', `/v1/documents/${doc}/metadata`, { mode: 'derived', provenance, bundle: { namespaces: { 'urn:svc:entities': { schema: entities.schemaUrn, data: { text } } } } });
         expect(r.status).toBe(202);

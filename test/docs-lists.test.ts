@@ -122,7 +122,9 @@ describe('lists of the document platform', () => {
     const provenance = { producer: { name: 't', version: '1' }, producedAt: '2026-11-21T10:00:00Z', input: { kind: 'blob', key: 'b3:00' } };
     const jobIds: string[] = [];
     for (const doc of [ids[0], ids[1], ids[1]]) {
-      const r = await acme.call('POST', `/v1/documents/${doc}/metadata`, { mode: 'derived', provenance, bundle: { namespaces: { 'urn:svc:note': { schema: 'urn:svc:schema:note@1.0.0', data: { n: 1 } } } } });
+      // The provenance names the document's content (anything else is 422 provenance_input_unknown).
+      const key = (await acme.call('GET', `/v1/documents/${doc}/versions`)).json.versions[0].contentRef.key as string;
+      const r = await acme.call('POST', `/v1/documents/${doc}/metadata`, { mode: 'derived', provenance: { ...provenance, input: { kind: 'blob', key } }, bundle: { namespaces: { 'urn:svc:note': { schema: 'urn:svc:schema:note@1.0.0', data: { n: 1 } } } } });
       expect(r.status).toBe(202);
       jobIds.push(r.json.jobId);
     }

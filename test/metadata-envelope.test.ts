@@ -129,21 +129,24 @@ describe('metadata envelope v1.1', () => {
   test('derived entries: unverified until their schema is registered, then re-checked by a job; status= widens the answer', async () => {
     const doc = await api.newDocument(new TextEncoder().encode('derived doc'));
     const other = await api.newDocument(new TextEncoder().encode('derived doc 2'));
-    const write = async (documentId: string, data: Record<string, unknown>) => {
-      const r = await api.post(`/v1/documents/${documentId}/metadata`, { mode: 'derived', bundle: { namespaces: { [NOTES]: { schema: NOTES_1, data } } }, provenance }, { 'X-Request-Id': `derived-${documentId}` });
+    // The provenance names the document's content (anything else is 422 provenance_input_unknown).
+    const provenanceOf = (d: { contentRef: { key: string } }) => ({ ...provenance, input: { kind: 'blob', key: d.contentRef.key } });
+    const write = async (d: { documentId: string; contentRef: { key: string } }, data: Record<string, unknown>) => {
+      const documentId = d.documentId;
+      const r = await api.post(`/v1/documents/${documentId}/metadata`, { mode: 'derived', bundle: { namespaces: { [NOTES]: { schema: NOTES_1, data } } }, provenance: provenanceOf(d) }, { 'X-Request-Id': `derived-${documentId}` });
       expect(r.status, r.text).toBe(202);
       const job = await api.settled(r.json.jobId);
       expect(job.json).toMatchObject({ state: 'completed', outputs: { derivedNamespaces: [NOTES], quarantinedNamespaces: [] } });
     };
-    await write(doc.documentId, { text: 'fine' });
-    await write(other.documentId, { text: 42 });
+    await write(doc, { text: 'fine' });
+    await write(other, { text: 42 });
 
     const metadata = (id: string, query = '') => api.get(`/v1/documents/${id}/metadata${query}`);
     expect((await metadata(doc.documentId)).json).toEqual({ namespaces: {} });
     expect((await metadata(doc.documentId, '?includeQuarantined=true')).json).toEqual({ namespaces: {}, quarantined: {} });
     const unverified = await metadata(doc.documentId, '?envelope=1.1&status=unverified');
     expect(unverified.json.namespaces[NOTES]).toEqual({
-      id: expect.stringMatching(META_ID), mode: 'derived', status: 'unverified', schema: { $id: NOTES_1 }, data: { text: 'fine' }, provenance,
+      id: expect.stringMatching(META_ID), mode: 'derived', status: 'unverified', schema: { $id: NOTES_1 }, data: { text: 'fine' }, provenance: provenanceOf(doc),
       receipt: { receivedAt: expect.stringMatching(ISO_UTC), recordedAt: expect.stringMatching(ISO_UTC), principal: { sub: 'bob', org: 'acme' }, requestId: `derived-${doc.documentId}` },
     });
     expectError(await api.get(`/v1/documents/${doc.documentId}/metadata/${encodeURIComponent(NOTES)}`), 404, 'metadata_not_found');
@@ -161,7 +164,7 @@ describe('metadata envelope v1.1', () => {
     expect(quarantined.json.quarantined[NOTES]).toEqual(quarantined.json.namespaces[NOTES]);
     expect((await metadata(other.documentId)).json).toEqual({ namespaces: {} });
     // Written after registration: checked at once.
-    await write(other.documentId, { text: 'now fine' });
+    await write(other, { text: 'now fine' });
     expect((await metadata(other.documentId)).json.namespaces[NOTES]).toMatchObject({ status: 'valid', data: { text: 'now fine' } });
     const all = await metadata(other.documentId, '?status=valid,quarantined,unverified&envelope=1.1');
     expect(all.json.namespaces[NOTES].status).toBe('valid');

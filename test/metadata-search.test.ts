@@ -22,7 +22,12 @@ const OCR = 'urn:svc:notes';
 const MIG = 'urn:svc:mig';
 const PAGE = 'urn:svc:page';
 const PERM = 'urn:svc:perm';
-const provenance = { producer: { name: 'ocr', version: '1' }, producedAt: '2026-11-21T10:00:00Z', input: { kind: 'blob', key: 'b3:00' } };
+const provenanceBase = { producer: { name: 'ocr', version: '1' }, producedAt: '2026-11-21T10:00:00Z' };
+/** A derived write's provenance naming the document's content (anything else is 422 provenance_input_unknown). */
+async function provenanceOf(api: Api, documentId: string) {
+  const key = (await api.get(`/v1/documents/${documentId}/versions`)).json.versions[0].contentRef.key as string;
+  return { ...provenanceBase, input: { kind: 'blob', key } };
+}
 
 const schema = (ns: string, urn: string, jsonSchema: Record<string, unknown>) => ({ schemaUrn: urn, namespaceUrn: ns, lifecycle: 'published', jsonSchema });
 const open = { type: 'object' };
@@ -173,7 +178,7 @@ describe('metadata search', () => {
 
   test('mode derived: the valid derived entry is searched, a quarantined one never', async () => {
     const derive = async (documentId: string, data: unknown) => {
-      const r = await acme.post(`/v1/documents/${documentId}/metadata`, { mode: 'derived', provenance, bundle: { namespaces: { [OCR]: entry('urn:svc:schema:notes@1.0.0', data) } } });
+      const r = await acme.post(`/v1/documents/${documentId}/metadata`, { mode: 'derived', provenance: await provenanceOf(acme, documentId), bundle: { namespaces: { [OCR]: entry('urn:svc:schema:notes@1.0.0', data) } } });
       expect(r.status, r.text).toBe(202);
       return (await acme.settled(r.json.jobId)).json;
     };
@@ -198,7 +203,7 @@ describe('metadata search', () => {
     expect(await ids(acme, { namespaceUrn: CASE, where: { '/ids/2999': 'id-2999' } })).toEqual([big]);
     expect(await ids(acme, { namespaceUrn: CASE, where: { '/status': 'bulky', '/ids/0': 'id-0' } })).toEqual([big]);
     expect(await ids(acme, { namespaceUrn: CASE, where: { '/ids/2999': 'id-0' } })).toEqual([]);
-    const r = await acme.post(`/v1/documents/${big}/metadata`, { mode: 'derived', provenance, bundle: { namespaces: { [OCR]: entry('urn:svc:schema:notes@1.0.0', { text: 'long', words: many }) } } });
+    const r = await acme.post(`/v1/documents/${big}/metadata`, { mode: 'derived', provenance: await provenanceOf(acme, big), bundle: { namespaces: { [OCR]: entry('urn:svc:schema:notes@1.0.0', { text: 'long', words: many }) } } });
     expect((await acme.settled(r.json.jobId)).json.state).toBe('completed');
     expect(await ids(acme, { namespaceUrn: OCR, mode: 'derived', where: { '/words/17': 'id-17', '/text': 'long' } })).toEqual([big]);
     expect(await ids(acme, { namespaceUrn: OCR, mode: 'canonical', where: { '/words/17': 'id-17' } })).toEqual([]);

@@ -321,8 +321,18 @@ describe('workflow jobs and crashes', () => {
     try {
       const api = new Api(server.url, await devToken(server.url, { org_id: 'acme', sub: 'alice', scope: ALL }));
       const doc = await api.newDocument(Buffer.from('Stable text'), { contentType: 'text/plain' });
-      await settle(api, await run(api, doc.documentId, OCR));
+      const ocrJob = await settle(api, await run(api, doc.documentId, OCR));
       const provenance = { producer: { name: 'client', version: '1' }, producedAt: '2026-11-25T10:00:00Z', input: { kind: 'blob', key: doc.contentRef.key } };
+      // The provenance's input must name content of this document: a version's content key or a view made from one.
+      const other = await api.newDocument(Buffer.from('Other text'), { contentType: 'text/plain' });
+      const otherView = (await settle(api, await run(api, other.documentId, OCR))).outputs.viewKeys[0] as string;
+      const write = (input: { kind: string; key: string }) => api.post(`/v1/documents/${doc.documentId}/metadata`, { mode: 'derived', provenance: { ...provenance, input }, bundle: { namespaces: { 'urn:svc:notes': { schema: 'urn:svc:schema:notes@1.0.0', data: { text: 'n' } } } } });
+      for (const input of [{ kind: 'blob', key: 'b3:00' }, { kind: 'blob', key: other.contentRef.key }, { kind: 'view', key: otherView }, { kind: 'view', key: doc.contentRef.key }, { kind: 'blob', key: ocrJob.outputs.viewKeys[0] }]) {
+        const refused = await write(input);
+        expect([input, refused.status, refused.json.error?.code]).toEqual([input, 422, 'provenance_input_unknown']);
+      }
+      expect((await write({ kind: 'view', key: ocrJob.outputs.viewKeys[0] })).status).toBe(202);
+      expect((await write({ kind: 'blob', key: doc.contentRef.key })).status).toBe(202);
       const bad = await api.post(`/v1/documents/${doc.documentId}/metadata`, { mode: 'derived', provenance, bundle: { namespaces: { 'urn:svc:ocr': { schema: 'urn:svc:schema:ocr@1.0.0', data: { text: 7 } } } } });
       expect(bad.status).toBe(202);
       expect((await settle(api, bad.json.jobId)).outputs.quarantinedNamespaces).toEqual(['urn:svc:ocr']);

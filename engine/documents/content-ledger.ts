@@ -15,6 +15,8 @@ export interface TenantStorage {
   limits(tenant: string): { maxObjectBytes?: number; quotaBytes?: number };
   /** The bytes of the distinct blobs the tenant holds (the blob catalog's count). */
   blobBytes(tenant: string): Promise<number>;
+  /** Whether `key` is a view of the tenant made from one of `contents` (the view service's records; a derived write's provenance). */
+  isViewOf?(tenant: string, key: string, contents: readonly string[]): Promise<boolean>;
 }
 
 /** A tenant's quota and its blobs' bytes, read before the unit that checks them. */

@@ -26,6 +26,7 @@ import { parseSearchRequest } from './search-request.js';
 import { Blake3Stream } from './blake3-stream.js';
 import { ContentLedger, type TenantStorage } from './content-ledger.js';
 import { MetadataRejection, applyEntryPatch, checkPatchBody, readBundle, readProvenance } from './metadata.js';
+import type { Provenance } from './doc-jobs.js';
 import { type MetadataReading, type NamespaceEntries, bundleAnswer, namespaceAnswer } from './envelope.js';
 import {
   badRequest, documentNotFound, isUuid, newId, newMetadataId, onlyKeys, parseExternalRefs, parseLabels, parsePermissions, receiptOf,
@@ -486,8 +487,26 @@ export class DocumentService {
     const provenance = readProvenance(body.provenance);
     // A schema not registered yet has no lifecycle: its entries are stored unverified.
     const deprecated = await checkLifecycles(this.schemas, principal, Object.values(entries).map((e) => e.schema), true);
+    await this.checkProvenanceInput(doc, provenance);
     const jobId = await this.derived.enqueue(principal.tenant, { documentId, actor: principal.subject, entries, provenance, receipt: receiptOf(principal, request) });
     return { jobId, deprecated };
+  }
+
+  /**
+   * A derived write's provenance names what the entry was derived from, so it must be content of
+   * this document: `blob`, the content key (`b3:…`) of one of its versions; `view`, the key
+   * (`v1:…`) of a view of the tenant made from one of them. Otherwise 422 provenance_input_unknown.
+   */
+  private async checkProvenanceInput(doc: DocumentRecord, provenance: Provenance): Promise<void> {
+    const contents: string[] = [];
+    for await (const { value } of this.store.scan(VERSIONS, { start: [doc.tenant, doc.documentId, ''], end: [doc.tenant, doc.documentId, '\uffff'] })) {
+      if (!contents.includes(value.contentRef.key)) contents.push(value.contentRef.key);
+    }
+    const { kind, key } = provenance.input;
+    const known = kind === 'blob' ? contents.includes(key) : (await this.storage.isViewOf?.(doc.tenant, key, contents)) ?? false;
+    if (known) return;
+    const what = kind === 'blob' ? 'the content key (b3:…) of a version of this document' : 'the key (v1:…) of a view made from a version of this document';
+    throw new MetadataRejection('unprocessable', 'provenance_input_unknown', `provenance.input ${JSON.stringify({ kind, key })} is not content of document ${doc.documentId}: a ${kind} input must be ${what}`);
   }
 
   /** POST /v1/documents/{id}/migrate: a job moving one namespace's current entry to another schema version. */

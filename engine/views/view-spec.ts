@@ -138,3 +138,18 @@ export function checkApplicable(ops: readonly ViewOp[], mediaType: string): void
 export function viewMediaType(ops: readonly ViewOp[], baseMediaType: string): string {
   return ops.some((o) => o.op !== 'stripSignatures') ? TEXT_MEDIA_TYPE : essence(baseMediaType);
 }
+
+/** The keys of every view this service makes of `baseKey`: each step combination, each installed OCR language. */
+export function possibleViewKeys(baseKey: string): string[] {
+  const keys: string[] = [];
+  for (const strip of [false, true]) {
+    const head: ViewOp[] = strip ? [{ op: 'stripSignatures', version: 1 }] : [];
+    if (strip) keys.push(viewKey(baseKey, head));
+    for (const language of new Set(['eng', ...installedLanguages])) {
+      const text: ViewOp[] = [...head, { op: 'ocrText', version: 1, language }];
+      keys.push(viewKey(baseKey, text));
+      for (const profile of REDACTION_PROFILES) keys.push(viewKey(baseKey, [...text, { op: 'redact', version: 1, profile }]));
+    }
+  }
+  return keys;
+}

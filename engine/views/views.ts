@@ -9,7 +9,7 @@ import type { BlobReader, BlockRoots, DirectIngest, IngestOptions } from '../cas
 import { JobError, type JobQueue, type JobRecord } from '../jobs/index.js';
 import { Manifest, type ManifestRecord, type Unit, type UnitStore, table } from '../store/index.js';
 import { readWhole, storeBytes, type StoredBytes } from './content-io.js';
-import { type ViewOp, viewKey, viewMediaType, viewUnsupported } from './view-spec.js';
+import { type ViewOp, possibleViewKeys, viewKey, viewMediaType, viewUnsupported } from './view-spec.js';
 
 export const VIEW_TASKS_MODULE = fileURLToPath(new URL('../../workers/views.js', import.meta.url));
 const TERMINAL = new Set(['completed', 'failed', 'dead']);
@@ -21,6 +21,8 @@ const VIEW_JOBS = table<string, [string, string]>('doc_view_jobs');
 
 export interface ViewRecord {
   key: string;
+  /** The content key the view was made from (absent on records made before it was kept). */
+  base?: string;
   /** Absent for a view without bytes (a text view of content without text). */
   blobId?: string;
   record?: ManifestRecord;
@@ -158,10 +160,22 @@ export class ViewService {
   async record(unit: Unit, tenant: string, key: string, ops: readonly ViewOp[], base: ViewBase, stored: StoredBytes | undefined): Promise<void> {
     if (!(await unit.has(VIEWS, [tenant, key]))) {
       unit.put(VIEWS, [tenant, key], {
-        key, blobId: stored?.blobId, record: stored?.record, mediaType: viewMediaType(ops, base.mediaType), size: stored?.record.size ?? 0, createdAt: Date.now(),
+        key, base: base.key, blobId: stored?.blobId, record: stored?.record, mediaType: viewMediaType(ops, base.mediaType), size: stored?.record.size ?? 0, createdAt: Date.now(),
       });
     }
     unit.remove(VIEW_JOBS, [tenant, key]);
+  }
+
+  /**
+   * Whether `key` is a view of the tenant made from one of `contents` (content keys): its record
+   * names its base; a record made before bases were kept is matched by the keys the views this
+   * service makes of each content would have (every step combination, installed OCR languages).
+   */
+  async isViewOf(tenant: string, key: string, contents: readonly string[]): Promise<boolean> {
+    const view = await this.units.get(VIEWS, [tenant, key]);
+    if (!view) return false;
+    if (view.base !== undefined) return contents.includes(view.base);
+    return contents.some((content) => possibleViewKeys(content).includes(key));
   }
 
   /** Blocks of stored views: garbage collection keeps them while a view record points at them. */
