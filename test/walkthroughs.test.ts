@@ -9,7 +9,11 @@
 // error fails here. A block that cannot run in a test (installing, starting a server, a
 // benchmark, a stream that never ends) is preceded in the page by a visible marker,
 // `<!-- walkthrough: skip (why) -->`; nothing is skipped silently. A page that names the MLeap
-// fixtures needs ../shared (skipped with a message when it is absent).
+// fixtures needs ../shared (skipped with a message when it is absent). A page whose server needs
+// variables of its own (security on) names them in `<!-- walkthrough: env NAME=VALUE ... -->`
+// ($DIR in a value is the page's directory, made before the server starts), beside its own
+// start block, which is skipped; the commands then run with that server's SVC_FS_ROOT (as a
+// user's `svc reload` beside the server it started), and `npx svc` is this checkout's svc.
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -24,6 +28,17 @@ const run = promisify(execFile);
 const REPO = fileURLToPath(new URL('..', import.meta.url));
 const AIRBNB = path.join(REPO, '../shared/fixtures/mleap/combust-mleap/mleap-benchmark/src/main/resources/models/airbnb.model.lr.zip');
 const SKIP = /<!--\s*walkthrough:\s*skip\b[^>]*-->\s*$/;
+const ENV = /<!--\s*walkthrough:\s*env\s+([^>]*?)\s*-->/;
+
+/** The server variables a page names in its env marker, $DIR made the page's directory. */
+function pageEnv(text: string, dir: string): Record<string, string> {
+  const marker = ENV.exec(text);
+  if (!marker) return {};
+  return Object.fromEntries(marker[1]!.split(/\s+/).map((pair) => {
+    const at = pair.indexOf('=');
+    return [pair.slice(0, at), pair.slice(at + 1).replaceAll('$DIR', dir)];
+  }));
+}
 
 const pages = ['README.md', ...fs.readdirSync(path.join(REPO, 'docs')).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`)];
 
@@ -50,6 +65,8 @@ function makeFiles(dir: string): void {
   fs.writeFileSync(path.join(dir, 'movie.mp4'), seededBytes(20_000_000, 2));
   fs.writeFileSync(path.join(dir, 'film.mp4'), seededBytes(70 * 1024 * 1024, 3));
   fs.writeFileSync(path.join(dir, 'data.bin'), seededBytes(3 * 1024 * 1024, 4));
+  // security.md's tenant policy file, as its start block writes it.
+  fs.writeFileSync(path.join(dir, 'policy.json'), '{ "default": { "requestsPerMinute": 6000 } }\n');
   const bin = path.join(dir, 'bin');
   fs.mkdirSync(bin);
   fs.writeFileSync(path.join(bin, 'svc'), `#!/bin/sh\nexec "${process.execPath}" "${path.join(REPO, 'bin/svc.js')}" "$@"\n`, { mode: 0o755 });
@@ -65,28 +82,30 @@ describe('walkthroughs: every command of README.md and docs/ runs as written', (
   });
 
   for (const page of pages) {
-    const blocks = shellBlocks(fs.readFileSync(path.join(REPO, page), 'utf8')).filter((b) => !b.skipped);
+    const text = fs.readFileSync(path.join(REPO, page), 'utf8');
+    const blocks = shellBlocks(text).filter((b) => !b.skipped);
     if (blocks.length === 0) continue;
     const needsFixtures = blocks.some((b) => b.code.includes('airbnb.model.lr.zip'));
     const fixturesAbsent = needsFixtures && !fs.existsSync(AIRBNB);
     if (fixturesAbsent) console.warn(`walkthrough of ${page} skipped: the MLeap fixtures (../shared) are absent`);
     it.skipIf(fixturesAbsent)(page, async () => {
-      const server = await startServer({ SVC_LOG_LEVEL: 'warn' });
       const dir = tempRoot('svc-walk-');
+      makeFiles(dir);
+      const server = await startServer({ SVC_LOG_LEVEL: 'warn', ...pageEnv(text, dir) });
       try {
-        makeFiles(dir);
         const host = `127.0.0.1:${server.port}`;
         const script = blocks
           .map((b) => `# ${page}:${b.line}\n${b.code}`)
           .join('\n')
           .replaceAll('127.0.0.1:8081', host)
           .replaceAll('localhost:8081', host)
+          .replaceAll('npx svc ', 'svc ')
           .replaceAll('localhost:8080', `127.0.0.1:${server.modelPort}`)
           .replaceAll('file:///models/airbnb.model.lr.zip', `file://${AIRBNB}`);
         const prelude = 'set -euo pipefail\ncurl() { command curl --fail-with-body "$@"; }\n';
         const result = await run('bash', ['-c', prelude + script], {
           cwd: dir,
-          env: { ...process.env, PATH: `${path.join(dir, 'bin')}:${process.env.PATH}`, SVC_SERVER: `http://${host}` },
+          env: { ...process.env, PATH: `${path.join(dir, 'bin')}:${process.env.PATH}`, SVC_SERVER: `http://${host}`, SVC_FS_ROOT: server.root },
           timeout: 120_000,
           maxBuffer: 64 * 1024 * 1024,
         }).catch((err: { code?: number; stdout?: string; stderr?: string }) => err);
