@@ -13,7 +13,7 @@
 // variables of its own (security on) names them in `<!-- walkthrough: env NAME=VALUE ... -->`
 // ($DIR in a value is the page's directory, made before the server starts), beside its own
 // start block, which is skipped; the commands then run with that server's SVC_FS_ROOT (as a
-// user's `svc reload` beside the server it started), and `npx svc` is this checkout's svc.
+// user's `svc reload` beside the server it started).
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -99,7 +99,6 @@ describe('walkthroughs: every command of README.md and docs/ runs as written', (
           .join('\n')
           .replaceAll('127.0.0.1:8081', host)
           .replaceAll('localhost:8081', host)
-          .replaceAll('npx svc ', 'svc ')
           .replaceAll('localhost:8080', `127.0.0.1:${server.modelPort}`)
           .replaceAll('file:///models/airbnb.model.lr.zip', `file://${AIRBNB}`);
         const prelude = 'set -euo pipefail\ncurl() { command curl --fail-with-body "$@"; }\n';
