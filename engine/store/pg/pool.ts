@@ -109,7 +109,8 @@ export function asUnavailable(err: unknown): never {
     (e?.code !== undefined && (CONNECTION_CODES.has(e.code) || e.code.startsWith('08'))) ||
     /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error)/.test(e?.message ?? '');
   if (!connection) throw err;
-  throw new SvcError('unavailable', 'catalog_unavailable', 'PostgreSQL (the catalog) is not answering; retry once it is back', { retryAfterSeconds: 5 });
+  // The original stays as the cause: readiness and start-up put it in words (dependency-failure.ts).
+  throw Object.assign(new SvcError('unavailable', 'catalog_unavailable', 'PostgreSQL (the catalog) is not answering; retry once it is back', { retryAfterSeconds: 5 }), { cause: err });
 }
 
 export function openPool(url: string, poolSize: number): PgPool {

@@ -1,6 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { Readable } from 'node:stream';
+import { describeS3Failure, s3StartRefused } from '../dependency-failure.js';
 import { CopyObjectCommand, DeleteObjectCommand, GetObjectCommand, HeadBucketCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
 import type { ListedObject, MovableBlockStore, PutOutcome, S3Location } from '../block-store.js';
 
@@ -107,7 +108,20 @@ export class S3BlockStore implements MovableBlockStore {
 
   /** The bucket answers (readiness). */
   async probe(): Promise<void> {
-    await this.client.send(new HeadBucketCommand({ Bucket: this.location.bucket }));
+    try {
+      await this.client.send(new HeadBucketCommand({ Bucket: this.location.bucket }));
+    } catch (err) {
+      throw new Error(describeS3Failure(err, 'HeadBucket', this.location).cause, { cause: err });
+    }
+  }
+
+  /** At start: the bucket exists and these credentials may use it, else a StartRefused naming the variable. */
+  async checkAtStart(): Promise<void> {
+    try {
+      await this.client.send(new HeadBucketCommand({ Bucket: this.location.bucket }));
+    } catch (err) {
+      throw s3StartRefused(err, 'HeadBucket', this.location);
+    }
   }
 
   /** Moves a live block into quarantine (copy, then delete); false when it is not live. */
