@@ -12,6 +12,7 @@ import { promisify } from 'node:util';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type S3rverProcess, startS3rverProcess } from './helpers/backends.js';
+import { startPostgres } from './helpers/postgres.js';
 import { startServer, tempRoot } from './helpers/server.js';
 
 const run = promisify(execFile);
@@ -184,6 +185,19 @@ describe('a configuration that cannot work', () => {
     const port = await freePort();
     await refused({ SVC_BLOB_BACKEND: 'pg-s3', SVC_PG_URL: `postgres://postgres:secret@127.0.0.1:${port}/svc`, SVC_S3_ENDPOINT: endpoint, SVC_S3_BUCKET: 'present', ...credentials },
       `svc: SVC_PG_URL: cannot connect to 127.0.0.1:${port}: connection refused`);
+  });
+
+  it('pg-s3 with a database or a role PostgreSQL does not have: SVC_PG_URL', async (ctx) => {
+    const pg = await startPostgres();
+    if ('skip' in pg) return ctx.skip(pg.skip);
+    try {
+      const port = new URL(pg.url).port;
+      const env = { SVC_BLOB_BACKEND: 'pg-s3', SVC_S3_ENDPOINT: endpoint, SVC_S3_BUCKET: 'present', ...credentials };
+      await refused({ ...env, SVC_PG_URL: `postgres://postgres@127.0.0.1:${port}/nosuchdb` }, `svc: SVC_PG_URL: the database "nosuchdb" does not exist at 127.0.0.1:${port}`);
+      await refused({ ...env, SVC_PG_URL: `postgres://nobody:secret@127.0.0.1:${port}/svc_test` }, `svc: SVC_PG_URL: PostgreSQL at 127.0.0.1:${port} refused the login: role "nobody" does not exist`);
+    } finally {
+      await pg.stop();
+    }
   });
 
   it('an S3 endpoint that refuses connections: SVC_S3_ENDPOINT (s3 and pg-s3)', async () => {
