@@ -1,16 +1,16 @@
 // Issue 26: PostgreSQL or S3 unavailable under a running pg-s3 node (the pg-s3 project runs it;
-// fs skips it). The node reaches its PostgreSQL and its S3 server through TCP relays of this file
+// fs skips it). The node reaches its PostgreSQL and its S3 server through TCP relays (helpers/relay.ts)
 // that can be cut (connections reset, new ones refused) and restored: while one is cut, readiness
 // is 503 naming it and requests that need it are a JSON 503 (`catalog_unavailable`,
 // `block_store_unavailable`) with nothing half-written; once it is back the same node serves
 // again without a restart.
 import { createHash } from 'node:crypto';
-import net from 'node:net';
 import { DeleteBucketCommand, DeleteObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_BACKEND, backendEnv } from './helpers/backends.js';
 import { Api, devToken } from './helpers/docs-client.js';
 import { seededBytes } from './helpers/http.js';
+import { Relay } from './helpers/relay.js';
 import { type TestServer, startServer, tempRoot } from './helpers/server.js';
 
 const shared = TEST_BACKEND === 'pg-s3';
@@ -21,43 +21,6 @@ interface Check {
   detail?: string;
 }
 if (!shared) console.warn('pg-outage test skipped: it needs PostgreSQL (the pg-s3 project runs it)');
-
-/** A TCP relay to `target` on a port of its own; `cut` resets every connection and refuses new ones until `restore`. */
-class Relay {
-  private server?: net.Server;
-  private readonly sockets = new Set<net.Socket>();
-  port = 0;
-
-  constructor(private readonly target: { host: string; port: number }) {}
-
-  async open(): Promise<void> {
-    this.server = net.createServer((client) => {
-      const upstream = net.connect(this.target.port, this.target.host);
-      for (const s of [client, upstream]) {
-        this.sockets.add(s);
-        s.on('close', () => this.sockets.delete(s));
-        s.on('error', () => {
-          client.destroy();
-          upstream.destroy();
-        });
-      }
-      client.pipe(upstream);
-      upstream.pipe(client);
-    });
-    await new Promise<void>((resolve) => this.server!.listen(this.port, '127.0.0.1', resolve));
-    this.port = (this.server.address() as net.AddressInfo).port;
-  }
-
-  async cut(): Promise<void> {
-    const closed = new Promise<void>((resolve) => this.server!.close(() => resolve()));
-    for (const s of this.sockets) s.resetAndDestroy();
-    await closed;
-  }
-
-  restore(): Promise<void> {
-    return this.open();
-  }
-}
 
 describe.skipIf(!shared)('PostgreSQL unavailable under a pg-s3 node', () => {
   let server: TestServer;

@@ -128,7 +128,7 @@ export function describePgFailure(err: unknown, url: string): string {
   const message = (e?.message ?? String(err)).split('\n')[0]!;
   if (e?.code === '3D000') return `the database "${database}" does not exist at ${target}`;
   if (e?.code && PG_LOGIN.test(e.code)) return `PostgreSQL at ${target} refused the login: ${message}`;
-  if (/timeout exceeded when trying to connect/.test(message)) return `cannot connect to ${target}: no answer within the connection timeout`;
+  if (/timeout exceeded when trying to connect|due to connection timeout/.test(message)) return `cannot connect to ${target}: no answer within the connection timeout`;
   if (/^Connection terminated/.test(message)) return `the connection to ${target} was lost (${message})`;
   if (e?.code === '57P03') return `PostgreSQL at ${target} is starting up or shutting down (${message})`;
   return `PostgreSQL at ${target}: ${message}`;
