@@ -196,8 +196,9 @@ export class Engine {
     if (config.nativeSha256 === 'auto' && !pairHashing) log.info('native SHA-256 pair unavailable: blocks are hashed by the worker threads', { reason: sha256PairUnavailableReason() });
     const scanner = new StreamScanner(SCANNER_MODULE, memory.arena, pairHashing);
     const engine = new Engine(config, log, catalog, backend, pool, memory, scanner, lock, legacyRoots, modelRoots, tokens);
-    // Shared sessions (pg-s3, s3) are any node's to clean up, on every interval: a node whose S3 or
-    // PostgreSQL does not answer yet still starts (and says so in readiness).
+    // Shared sessions (pg-s3, s3) are any node's to clean up, on every interval. The backend's open
+    // refused a bucket or a PostgreSQL that cannot be reached (StartRefused); one that stops
+    // answering after that does not stop the start (readiness says so).
     const cleaned = await engine.uploads.cleanup().catch((err: unknown) => {
       if (!backend.sessions) throw err;
       log.warn('uploads: cleanup at start failed; the next interval tries again', { err: String(err) });

@@ -4,7 +4,7 @@ import type * as uWS from 'uWebSockets.js';
 import uws from './uws.js';
 import { type Config, ConfigError, VARIABLES, loadConfig } from '../engine/config.js';
 import { Engine } from '../engine/engine.js';
-import { DataDirLockError, S3OnlyRefused } from '../engine/store/index.js';
+import { DataDirLockError, S3OnlyRefused, StartRefused } from '../engine/store/index.js';
 import { PolicyError } from '../engine/tenancy/index.js';
 import { nativeSharedCopy } from '../engine/cas/index.js';
 import { Logger } from '../engine/log.js';
@@ -188,6 +188,12 @@ export async function main(argv: string[]): Promise<void> {
     if (err instanceof ConfigError) {
       // Found while starting (a legacy repository root that does not exist).
       process.stderr.write(`svc: invalid configuration: ${err.message}\n`);
+      process.exit(2);
+    }
+    if (err instanceof StartRefused) {
+      // A configuration that cannot work (a missing bucket, refused credentials, an unreachable
+      // PostgreSQL or S3): one line naming the variable and the cause.
+      process.stderr.write(`svc: ${err.message}\n`);
       process.exit(2);
     }
     if (!(err instanceof ListenError || err instanceof DataDirLockError || err instanceof PolicyError || err instanceof S3OnlyRefused)) throw err;

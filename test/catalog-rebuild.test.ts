@@ -15,6 +15,7 @@ import { PgBlobCatalog } from '../dist/engine/store/pg/blob-catalog.js';
 import { openPool } from '../dist/engine/store/pg/pool.js';
 import { S3Journal } from '../dist/engine/store/s3/journal.js';
 import { type PgServer, startPostgres } from './helpers/postgres.js';
+import { Relay } from './helpers/relay.js';
 import { type TestServer, startServer, tempRoot } from './helpers/server.js';
 
 const run = promisify(execFile);
@@ -219,8 +220,13 @@ describe('svc catalog rebuild (pg-s3)', () => {
     if ('skip' in pg) return skip(pg.skip);
     const more = { SVC_PG_URL: await pg.createDatabase('crash'), SVC_S3_PREFIX: 'crash/' };
     const dir = tempRoot('svc-rebuild-crash-');
-    // The first node cannot reach S3 (a closed port): its inline blobs publish, its journal waits.
-    const first = await serve({ ...more, SVC_S3_ENDPOINT: 'http://127.0.0.1:9' }, dir);
+    // The first node loses S3 once started (a relay cut: a bucket that cannot be reached at start
+    // stops the start): its inline blobs publish, its journal waits.
+    const s3Url = new URL(env.SVC_S3_ENDPOINT!);
+    const relay = new Relay({ host: s3Url.hostname, port: Number(s3Url.port) });
+    await relay.open();
+    const first = await serve({ ...more, SVC_S3_ENDPOINT: `http://127.0.0.1:${relay.port}` }, dir);
+    await relay.cut();
     const ids = await Promise.all(Array.from({ length: 40 }, (_, i) => upload(first, `t${i % 3}`, randomBytes(2000 + i), 'application/octet-stream')));
     expect((await journal('crash/')).entries).toBe(0);
     await first.kill9();

@@ -1,56 +1,26 @@
 // Issue 26: PostgreSQL or S3 unavailable under a running pg-s3 node (the pg-s3 project runs it;
-// fs skips it). The node reaches its PostgreSQL and its S3 server through TCP relays of this file
+// fs skips it). The node reaches its PostgreSQL and its S3 server through TCP relays (helpers/relay.ts)
 // that can be cut (connections reset, new ones refused) and restored: while one is cut, readiness
 // is 503 naming it and requests that need it are a JSON 503 (`catalog_unavailable`,
 // `block_store_unavailable`) with nothing half-written; once it is back the same node serves
 // again without a restart.
 import { createHash } from 'node:crypto';
-import net from 'node:net';
+import { DeleteBucketCommand, DeleteObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_BACKEND, backendEnv } from './helpers/backends.js';
 import { Api, devToken } from './helpers/docs-client.js';
 import { seededBytes } from './helpers/http.js';
+import { Relay } from './helpers/relay.js';
 import { type TestServer, startServer, tempRoot } from './helpers/server.js';
 
 const shared = TEST_BACKEND === 'pg-s3';
-if (!shared) console.warn('pg-outage test skipped: it needs PostgreSQL (the pg-s3 project runs it)');
 
-/** A TCP relay to `target` on a port of its own; `cut` resets every connection and refuses new ones until `restore`. */
-class Relay {
-  private server?: net.Server;
-  private readonly sockets = new Set<net.Socket>();
-  port = 0;
-
-  constructor(private readonly target: { host: string; port: number }) {}
-
-  async open(): Promise<void> {
-    this.server = net.createServer((client) => {
-      const upstream = net.connect(this.target.port, this.target.host);
-      for (const s of [client, upstream]) {
-        this.sockets.add(s);
-        s.on('close', () => this.sockets.delete(s));
-        s.on('error', () => {
-          client.destroy();
-          upstream.destroy();
-        });
-      }
-      client.pipe(upstream);
-      upstream.pipe(client);
-    });
-    await new Promise<void>((resolve) => this.server!.listen(this.port, '127.0.0.1', resolve));
-    this.port = (this.server.address() as net.AddressInfo).port;
-  }
-
-  async cut(): Promise<void> {
-    const closed = new Promise<void>((resolve) => this.server!.close(() => resolve()));
-    for (const s of this.sockets) s.resetAndDestroy();
-    await closed;
-  }
-
-  restore(): Promise<void> {
-    return this.open();
-  }
+interface Check {
+  name: string;
+  status: string;
+  detail?: string;
 }
+if (!shared) console.warn('pg-outage test skipped: it needs PostgreSQL (the pg-s3 project runs it)');
 
 describe.skipIf(!shared)('PostgreSQL unavailable under a pg-s3 node', () => {
   let server: TestServer;
@@ -92,8 +62,10 @@ describe.skipIf(!shared)('PostgreSQL unavailable under a pg-s3 node', () => {
     await relay.cut();
     const ready = await fetch(`${server.url}/api/health/ready`);
     expect(ready.status).toBe(503);
-    const checks = ((await ready.json()) as { checks: Array<{ name: string; status: string }> }).checks;
+    const checks = ((await ready.json()) as { checks: Check[] }).checks;
     expect(checks.find((c) => c.name === 'postgres')?.status).not.toBe('ok');
+    // In words, naming where: refused (a new connection) or lost (one the cut reset).
+    expect(checks.find((c) => c.name === 'postgres')?.detail).toMatch(new RegExp(`^(cannot connect to 127\\.0\\.0\\.1:${relay.port}: connection refused|the connection to 127\\.0\\.0\\.1:${relay.port} was lost .*)$`));
     const unavailable = { error: 'catalog_unavailable', message: 'PostgreSQL (the catalog) is not answering; retry once it is back' };
     const created = await api.post('/v1/documents', {});
     expect([created.status, created.json, created.headers.get('retry-after')]).toEqual([503, unavailable, '5']);
@@ -125,8 +97,9 @@ describe.skipIf(!shared)('PostgreSQL unavailable under a pg-s3 node', () => {
     await s3Relay.cut();
     const ready = await fetch(`${server.url}/api/health/ready`);
     expect(ready.status).toBe(503);
-    const checks = ((await ready.json()) as { checks: Array<{ name: string; status: string }> }).checks;
+    const checks = ((await ready.json()) as { checks: Check[] }).checks;
     expect(checks.find((c) => c.name === 's3')?.status).not.toBe('ok');
+    expect(checks.find((c) => c.name === 's3')?.detail).toMatch(new RegExp(`^cannot connect to 127\\.0\\.0\\.1:${s3Relay.port}: (connection refused|the connection was reset|the connection was closed)$`));
     // Fresh bytes of more than one block: they must reach the bucket.
     const body = seededBytes(3 * 1024 * 1024, 77);
     const refused = await fetch(`${server.url}/api/v1/blobs`, { method: 'POST', body: body as Uint8Array<ArrayBuffer> });
@@ -146,5 +119,31 @@ describe.skipIf(!shared)('PostgreSQL unavailable under a pg-s3 node', () => {
     const stored = await fetch(`${server.url}/api/v1/blobs`, { method: 'POST', body: body as Uint8Array<ArrayBuffer> });
     expect(stored.status).toBe(201);
     expect(((await (await fetch(`${server.url}/api/v1/blobs/${id}/verify`, { method: 'POST' })).json()) as { verified: boolean }).verified).toBe(true);
+  });
+
+  // Last: the server is left without its bucket.
+  it('the bucket deleted under the node: readiness 503 saying so in words, never UnknownError', async () => {
+    const env = await backendEnv(root);
+    const client = new S3Client({ endpoint: env.SVC_S3_ENDPOINT, forcePathStyle: true, region: 'us-east-1', credentials: { accessKeyId: env.AWS_ACCESS_KEY_ID!, secretAccessKey: env.AWS_SECRET_ACCESS_KEY! } });
+    try {
+      // Emptied first (s3rver deletes empty buckets only); a journal segment written meanwhile is taken on the next round.
+      for (let round = 0; ; round++) {
+        const listed = await client.send(new ListObjectsV2Command({ Bucket: env.SVC_S3_BUCKET }));
+        for (const o of listed.Contents ?? []) await client.send(new DeleteObjectCommand({ Bucket: env.SVC_S3_BUCKET, Key: o.Key }));
+        if (listed.IsTruncated) continue;
+        const deleted = await client.send(new DeleteBucketCommand({ Bucket: env.SVC_S3_BUCKET })).then(() => true, (err: { name?: string }) => {
+          if (err.name !== 'BucketNotEmpty' || round > 20) throw err;
+          return false;
+        });
+        if (deleted) break;
+      }
+    } finally {
+      client.destroy();
+    }
+    const ready = await fetch(`${server.url}/api/health/ready`);
+    expect(ready.status).toBe(503);
+    const s3 = ((await ready.json()) as { checks: Check[] }).checks.find((c) => c.name === 's3');
+    expect(s3).toMatchObject({ status: 'failed', detail: `the bucket "${env.SVC_S3_BUCKET}" does not exist at http://127.0.0.1:${s3Relay.port} (404 to HeadBucket)` });
+    expect(s3?.detail).not.toContain('UnknownError');
   });
 });

@@ -9,7 +9,10 @@ import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { describe, expect, it } from 'vitest';
+import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type S3rverProcess, startS3rverProcess } from './helpers/backends.js';
+import { startPostgres } from './helpers/postgres.js';
 import { startServer, tempRoot } from './helpers/server.js';
 
 const run = promisify(execFile);
@@ -134,6 +137,86 @@ function serveToExitOrListening(root: string) {
   });
   return { proc, exited, outcome };
 }
+
+// A configuration that cannot work ends the start with exit status 2 and one line naming the
+// variable and the cause: real s3rver, real closed ports, no mocks.
+describe('a configuration that cannot work', () => {
+  let s3: S3rverProcess;
+  let endpoint: string;
+  const s3Dir = tempRoot('svc-test-s3-');
+  const credentials = { AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER' };
+
+  beforeAll(async () => {
+    s3 = await startS3rverProcess(path.join(s3Dir, 's3'));
+    endpoint = `http://127.0.0.1:${s3.port}`;
+    const client = new S3Client({ endpoint, forcePathStyle: true, region: 'us-east-1', credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } });
+    await client.send(new CreateBucketCommand({ Bucket: 'present' }));
+    client.destroy();
+  });
+  afterAll(async () => {
+    await s3?.close();
+    fs.rmSync(s3Dir, { recursive: true, force: true });
+  });
+
+  /** `svc serve` on a fresh directory with `env`: exit 2, nothing on stdout, exactly `line` on stderr (one line, no stack frame). */
+  async function refused(env: Record<string, string>, line: string): Promise<void> {
+    const root = tempRoot();
+    try {
+      const outcome = await serveToExit({ SVC_HTTP_PORT: '0', HTTP_PORT: '0', SVC_FS_ROOT: root, ...env });
+      expect(outcome).toEqual({ code: 2, stdout: '', stderr: `${line}\n` });
+      expect(outcome.stderr).not.toMatch(/^\s+at /m);
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  }
+
+  it('s3 with a bucket that does not exist: SVC_S3_BUCKET', async () => {
+    await refused({ SVC_BLOB_BACKEND: 's3', SVC_S3_ENDPOINT: endpoint, SVC_S3_BUCKET: 'missing', ...credentials },
+      `svc: SVC_S3_BUCKET: the bucket "missing" does not exist at ${endpoint} (404 to HeadBucket)`);
+  });
+
+  it('pg-s3 with the same missing bucket: SVC_S3_BUCKET', async () => {
+    const port = await freePort();
+    await refused({ SVC_BLOB_BACKEND: 'pg-s3', SVC_PG_URL: `postgres://postgres@127.0.0.1:${port}/svc`, SVC_S3_ENDPOINT: endpoint, SVC_S3_BUCKET: 'missing', ...credentials },
+      `svc: SVC_S3_BUCKET: the bucket "missing" does not exist at ${endpoint} (404 to HeadBucket)`);
+  });
+
+  it('pg-s3 with a PostgreSQL that refuses connections: SVC_PG_URL, without its password', async () => {
+    const port = await freePort();
+    await refused({ SVC_BLOB_BACKEND: 'pg-s3', SVC_PG_URL: `postgres://postgres:secret@127.0.0.1:${port}/svc`, SVC_S3_ENDPOINT: endpoint, SVC_S3_BUCKET: 'present', ...credentials },
+      `svc: SVC_PG_URL: cannot connect to 127.0.0.1:${port}: connection refused`);
+  });
+
+  it('pg-s3 with a database or a role PostgreSQL does not have: SVC_PG_URL', async (ctx) => {
+    const pg = await startPostgres();
+    if ('skip' in pg) return ctx.skip(pg.skip);
+    try {
+      const port = new URL(pg.url).port;
+      const env = { SVC_BLOB_BACKEND: 'pg-s3', SVC_S3_ENDPOINT: endpoint, SVC_S3_BUCKET: 'present', ...credentials };
+      await refused({ ...env, SVC_PG_URL: `postgres://postgres@127.0.0.1:${port}/nosuchdb` }, `svc: SVC_PG_URL: the database "nosuchdb" does not exist at 127.0.0.1:${port}`);
+      await refused({ ...env, SVC_PG_URL: `postgres://nobody:secret@127.0.0.1:${port}/svc_test` }, `svc: SVC_PG_URL: PostgreSQL at 127.0.0.1:${port} refused the login: role "nobody" does not exist`);
+    } finally {
+      await pg.stop();
+    }
+  });
+
+  it('an S3 endpoint that refuses connections: SVC_S3_ENDPOINT (s3 and pg-s3)', async () => {
+    const port = await freePort();
+    const line = `svc: SVC_S3_ENDPOINT: cannot connect to 127.0.0.1:${port}: connection refused`;
+    await refused({ SVC_BLOB_BACKEND: 's3', SVC_S3_ENDPOINT: `http://127.0.0.1:${port}`, SVC_S3_BUCKET: 'present', ...credentials }, line);
+    await refused({ SVC_BLOB_BACKEND: 'pg-s3', SVC_PG_URL: 'postgres://postgres@127.0.0.1:1/svc', SVC_S3_ENDPOINT: `http://127.0.0.1:${port}`, SVC_S3_BUCKET: 'present', ...credentials }, line);
+  });
+
+  it('credentials the S3 server does not know: AWS_ACCESS_KEY_ID', async () => {
+    // s3rver checks the access key id (it does not check version 4 signatures); radosgw checks both.
+    await refused({ SVC_BLOB_BACKEND: 's3', SVC_S3_ENDPOINT: endpoint, SVC_S3_BUCKET: 'present', AWS_ACCESS_KEY_ID: 'NOBODY', AWS_SECRET_ACCESS_KEY: 'wrong' },
+      `svc: AWS_ACCESS_KEY_ID: the S3 server at ${endpoint} refused access to the bucket "present" with these credentials (403 to HeadBucket)`);
+  });
+
+  it('an unknown backend: SVC_BLOB_BACKEND', async () => {
+    await refused({ SVC_BLOB_BACKEND: 'nfs' }, 'svc: invalid configuration: SVC_BLOB_BACKEND: "nfs" must be one of fs, pg-s3, s3');
+  });
+});
 
 describe('the command line', () => {
   it('every subcommand honours --help and -h: its usage on stdout, exit 0, no server started', async () => {

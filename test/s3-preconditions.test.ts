@@ -2,8 +2,14 @@
 // s3rver (npm, quick tests) and Ceph radosgw 16 on a single-node cluster (scripts/ceph/start.sh;
 // skipped, with the reason, where Ceph cannot run). S3-only multi-node relies on If-None-Match /
 // If-Match, svc reads ranges of blocks and packs, and the S3-only inventory comes from listings,
-// so it must know what each server gets right.
+// so it must know what each server gets right. On radosgw, which checks signatures, also what
+// `svc serve` says of a wrong secret and a missing bucket.
 
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -36,6 +42,29 @@ async function putMany(client: S3Client, prefix: string, count: number): Promise
     while (next < count) await client.send(new PutObjectCommand({ Bucket: BUCKET, Key: `${prefix}${next++}`, Body: '' }));
   };
   await Promise.all(Array.from({ length: 16 }, worker));
+}
+
+const MAIN = fileURLToPath(new URL('../dist/server/main.js', import.meta.url));
+
+/** `svc serve` on a fresh data directory with `env`, to its exit: status, stdout, stderr. */
+async function serveToExit(env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-test-'));
+  try {
+    return await new Promise((resolve) => {
+      const proc = spawn(process.execPath, [MAIN, 'serve'], { env: { ...process.env, SVC_HTTP_PORT: '0', HTTP_PORT: '0', SVC_FS_ROOT: root, SVC_LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+      let stdout = '';
+      let stderr = '';
+      proc.stdout.on('data', (d) => (stdout += d));
+      proc.stderr.on('data', (d) => (stderr += d));
+      const timer = setTimeout(() => proc.kill('SIGKILL'), 30_000);
+      proc.on('exit', (code) => {
+        clearTimeout(timer);
+        resolve({ code, stdout, stderr });
+      });
+    });
+  } finally {
+    fs.rmSync(root, { recursive: true, force: true });
+  }
 }
 
 /** The HTTP status of an SDK answer or error. */
@@ -148,6 +177,15 @@ describe('radosgw (Ceph 16, single-node cluster from scripts/ceph/start.sh)', ()
     expect(statusOf(await putIfMatch(client, 'lease', 'holder 3', bareEtag))).toBe(412);
     // On a missing key If-Match is 412 here (AWS documents 404 NoSuchKey).
     expect(statusOf(await putIfMatch(client, 'no-lease', 'x', '*'))).toBe(412);
+  });
+
+  test('svc serve with a wrong secret or a missing bucket exits 2 with one line naming the variable', async ({ skip }) => {
+    if (s3.skip) skip(s3.skip);
+    const server = s3.server!;
+    // radosgw checks version 4 signatures (s3rver checks only the access key id: test/process.test.ts).
+    const base = { SVC_BLOB_BACKEND: 's3', SVC_S3_ENDPOINT: server.endpoint, SVC_S3_BUCKET: BUCKET, AWS_ACCESS_KEY_ID: server.accessKeyId, AWS_SECRET_ACCESS_KEY: server.secretAccessKey };
+    expect(await serveToExit({ ...base, AWS_SECRET_ACCESS_KEY: 'wrong' })).toEqual({ code: 2, stdout: '', stderr: `svc: AWS_ACCESS_KEY_ID: the S3 server at ${server.endpoint} refused access to the bucket "${BUCKET}" with these credentials (403 to HeadBucket)\n` });
+    expect(await serveToExit({ ...base, SVC_S3_BUCKET: 'missing' })).toEqual({ code: 2, stdout: '', stderr: `svc: SVC_S3_BUCKET: the bucket "missing" does not exist at ${server.endpoint} (404 to HeadBucket)\n` });
   });
 
   test('lists more than 1,000 keys in pages', async ({ skip }) => {

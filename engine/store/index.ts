@@ -21,6 +21,7 @@ export { LmdbUploadCatalog } from './lmdb/upload-catalog.js';
 export { LmdbGcCatalog } from './lmdb/gc-catalog.js';
 export { LmdbModelRegistry } from './lmdb/model-registry.js';
 export { S3OnlyRefused } from './s3-only/refused.js';
+export { StartRefused, describePgFailure, describeS3Failure } from './dependency-failure.js';
 export { type DataDirLock, DataDirInUse, DataDirLockError, dataDirHolder, lockDataDir } from './data-dir-lock.js';
 export { DiskSpace, type FreeSpaceFloor, floorInBytes } from './disk-space.js';
 export { syncDirectory } from './fs/sync-directory.js';

@@ -7,6 +7,7 @@ import path from 'node:path';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import type { BlobBackend } from './blob-backend.js';
+import { StartRefused, describePgFailure, isPgConnectionFailure } from './dependency-failure.js';
 import { PgBlobCatalog } from './pg/blob-catalog.js';
 import { S3BlockStore } from './s3/block-store.js';
 import { S3Journal } from './s3/journal.js';
@@ -18,10 +19,21 @@ export async function openPgS3(config: Config, log: Logger): Promise<BlobBackend
   fs.rmSync(scratchDir, { recursive: true, force: true });
   fs.mkdirSync(scratchDir, { recursive: true });
   const blocks = new S3BlockStore({ kind: 's3', ...config.s3 }, scratchDir);
-  // The catalog journals every tenant's holdings to the bucket: it alone suffices to rebuild the catalog.
-  const manifests = await PgBlobCatalog.open(config.pg.url, { poolSize: config.pg.pool, journal: new S3Journal(blocks.client, blocks.location),
-    onJournalError: (err) => log.warn('pg-s3: journal segment not written; its entries wait in the catalog', { err: String(err) }),
-  });
+  let manifests: PgBlobCatalog;
+  try {
+    // A bucket that is missing or refuses these credentials, or a PostgreSQL that cannot be
+    // reached, stops the start naming the variable (StartRefused); later, readiness says it.
+    await blocks.checkAtStart();
+    // The catalog journals every tenant's holdings to the bucket: it alone suffices to rebuild the catalog.
+    manifests = await PgBlobCatalog.open(config.pg.url, { poolSize: config.pg.pool, journal: new S3Journal(blocks.client, blocks.location),
+      onJournalError: (err) => log.warn('pg-s3: journal segment not written; its entries wait in the catalog', { err: String(err) }),
+    }).catch((err: unknown) => {
+      throw isPgConnectionFailure(err) ? new StartRefused('SVC_PG_URL', describePgFailure(err, config.pg.url)) : err;
+    });
+  } catch (err) {
+    blocks.client.destroy();
+    throw err;
+  }
   const units = manifests.unitStore({ onWatchLost: (err) => log.warn('units: the connection that listens for other nodes\' commits was lost; reconnecting (every watcher is called once it is back)', { err: String(err) }) });
   return {
     kind: 'pg-s3',
@@ -36,7 +48,7 @@ export async function openPgS3(config: Config, log: Logger): Promise<BlobBackend
     units,
     models: manifests.modelRegistry({ onWatchLost: (err) => log.warn('models: the connection that listens for registry changes was lost; reconnecting (the registry is read every few seconds meanwhile)', { err: String(err) }) }),
     dependencies: [
-      { name: 'postgres', probe: () => manifests.probe() },
+      { name: 'postgres', probe: () => manifests.probe().catch((err: unknown) => Promise.reject(new Error(describePgFailure(err, config.pg.url), { cause: err }))) },
       { name: 's3', probe: () => blocks.probe() },
     ],
     removedTempFiles: 0,

@@ -11,6 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config.js';
 import type { BlobBackend } from './blob-backend.js';
+import { isS3Failure, s3StartRefused } from './dependency-failure.js';
 import { S3BlockStore } from './s3/block-store.js';
 import { S3TailStaging } from './s3/staging.js';
 import { type ConditionalWrites, probeConditionalWrites } from './s3/preconditions.js';
@@ -31,9 +32,11 @@ export async function openS3Only(config: Config, nodeId: string): Promise<BlobBa
   fs.mkdirSync(scratchDir, { recursive: true });
   const blocks = new S3BlockStore({ kind: 's3', ...config.s3 }, scratchDir);
   try {
-    const { manifests, gc, nodes, conditions, io, keys, sessions } = await openS3OnlyCatalog(blocks, nodeId, config.nodeTtlMs);
-    await admit(nodes, conditions, config);
-    const documentsNode = await claimDocumentsNode(io, keys, nodeId);
+    // A bucket that is missing or refuses these credentials stops the start naming the variable.
+    await blocks.checkAtStart();
+    const { manifests, gc, nodes, conditions, io, keys, sessions } = await openS3OnlyCatalog(blocks, nodeId, config.nodeTtlMs).catch(refusedAtStart(blocks));
+    await admit(nodes, conditions, config).catch(refusedAtStart(blocks));
+    const documentsNode = await claimDocumentsNode(io, keys, nodeId).catch(refusedAtStart(blocks));
     return {
       kind: 's3',
       documentsNode,
@@ -53,6 +56,13 @@ export async function openS3Only(config: Config, nodeId: string): Promise<BlobBa
     blocks.client.destroy();
     throw err;
   }
+}
+
+/** An S3 failure of the writes and reads made at start (the bucket answered HeadBucket), as a StartRefused. */
+function refusedAtStart(blocks: S3BlockStore) {
+  return (err: unknown): never => {
+    throw isS3Failure(err) ? s3StartRefused(err, 'the reads and writes svc makes at start', blocks.location) : err;
+  };
 }
 
 /**

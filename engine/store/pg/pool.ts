@@ -109,7 +109,11 @@ export function asUnavailable(err: unknown): never {
     (e?.code !== undefined && (CONNECTION_CODES.has(e.code) || e.code.startsWith('08'))) ||
     /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error)/.test(e?.message ?? '');
   if (!connection) throw err;
-  throw new SvcError('unavailable', 'catalog_unavailable', 'PostgreSQL (the catalog) is not answering; retry once it is back', { retryAfterSeconds: 5 });
+  // The original stays as the cause: readiness and start-up put it in words (dependency-failure.ts).
+  const unavailable = new SvcError('unavailable', 'catalog_unavailable', 'PostgreSQL (the catalog) is not answering; retry once it is back', { retryAfterSeconds: 5 });
+  // As Error's own `cause` option makes it: not enumerable (never in a JSON of the error).
+  Object.defineProperty(unavailable, 'cause', { value: err, enumerable: false, writable: true, configurable: true });
+  throw unavailable;
 }
 
 export function openPool(url: string, poolSize: number): PgPool {

@@ -1,8 +1,12 @@
 import http from 'node:http';
 import https from 'node:https';
 import { Readable } from 'node:stream';
+import { StartRefused, describeS3Failure, s3StartRefused } from '../dependency-failure.js';
 import { CopyObjectCommand, DeleteObjectCommand, GetObjectCommand, HeadBucketCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
 import type { ListedObject, MovableBlockStore, PutOutcome, S3Location } from '../block-store.js';
+
+/** How long the bucket check at start waits for an answer. */
+const START_CHECK_MS = 20_000;
 
 /** Sockets per client: block tasks of every upload share them; beyond it requests queue. */
 const MAX_SOCKETS = 64;
@@ -107,7 +111,27 @@ export class S3BlockStore implements MovableBlockStore {
 
   /** The bucket answers (readiness). */
   async probe(): Promise<void> {
-    await this.client.send(new HeadBucketCommand({ Bucket: this.location.bucket }));
+    try {
+      await this.client.send(new HeadBucketCommand({ Bucket: this.location.bucket }));
+    } catch (err) {
+      throw new Error(describeS3Failure(err, 'HeadBucket', this.location).cause, { cause: err });
+    }
+  }
+
+  /** At start: the bucket exists and these credentials may use it, else a StartRefused naming the variable. */
+  async checkAtStart(timeoutMs = START_CHECK_MS): Promise<void> {
+    // Bounded: an endpoint that drops packets would otherwise hold the start for minutes.
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new StartRefused('SVC_S3_ENDPOINT', `no answer from ${this.location.endpoint || 'the AWS default endpoint'} to HeadBucket within ${timeoutMs / 1000} s`)), timeoutMs);
+    });
+    try {
+      await Promise.race([this.client.send(new HeadBucketCommand({ Bucket: this.location.bucket })), timeout]);
+    } catch (err) {
+      throw err instanceof StartRefused ? err : s3StartRefused(err, 'HeadBucket', this.location);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** Moves a live block into quarantine (copy, then delete); false when it is not live. */
