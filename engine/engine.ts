@@ -14,7 +14,7 @@ import { TransferMemory } from './cas/index.js';
 import { loadSha256Pair, sha256PairUnavailableReason } from './cas/index.js';
 import { StreamScanner } from './cas/index.js';
 import type { Config, LegacyRepoConfig } from './config.js';
-import { blobNotFound, invalidPagination, verificationFailure } from './errors.js';
+import { blobNotFound, invalidPagination, tenantQuotaExceeded, verificationFailure } from './errors.js';
 import { type Collector, GarbageCollector, SharedCollector } from './gc/index.js';
 import { JobQueue } from './jobs/index.js';
 import type { Logger } from './log.js';
@@ -33,7 +33,7 @@ import type { BlockRoots } from './cas/index.js';
 import { BufferPool } from './uploads/index.js';
 import { Uploads } from './uploads/index.js';
 import { createWorkerPool } from './worker-pool.js';
-import { Budgets, ClusterShareTracker, TenantPolicies } from './tenancy/index.js';
+import { type BudgetUsage, Budgets, ClusterShareTracker, TenantPolicies } from './tenancy/index.js';
 import { LegacyImports, LegacyRepositories } from './legacy/index.js';
 
 const WORKER_MODULE = fileURLToPath(new URL('../workers/ingest.js', import.meta.url));
@@ -46,6 +46,20 @@ export type { HealthCheck };
  * the whole object graph (blob store, uploads, jobs, documents, tokens, models, GC with every root)
  * and closes it. No HTTP here.
  */
+/** A tenant's usage and limits (GET /api/v1/usage); a limit not configured is null. */
+export interface TenantUsage {
+  tenant: string;
+  retainedBytes: number;
+  objects: number;
+  quotaBytes: number | null;
+  maxObjectBytes: number | null;
+  concurrency: BudgetUsage['concurrency'];
+  budgets: { requests: BudgetUsage['requests']; bytes: BudgetUsage['bytes'] };
+}
+
+const NO_RATE = { remaining: null, limit: null, resetsAt: null };
+const NO_BUDGETS: BudgetUsage = { concurrency: { inUse: null, limit: null }, requests: NO_RATE, bytes: NO_RATE };
+
 export class Engine {
   readonly stats = new Stats();
   /** The process's one Prometheus registry: every listener's /metrics serves it. */
@@ -233,9 +247,50 @@ export class Engine {
    * The tenant's limits for a blob: its object limit, and the room its quota leaves beside its
    * documents' retained content (the catalog checks the blobs' bytes against it as it publishes).
    */
-  async blobLimits(tenant: string): Promise<{ maxObjectBytes?: number; quotaBytes?: number }> {
+  async blobLimits(tenant: string, declaredLength?: number): Promise<{ maxObjectBytes?: number; quotaBytes?: number; documentBytes?: number }> {
     const { maxObjectBytes, quotaBytes } = this.tenantLimits(tenant);
-    return { maxObjectBytes, quotaBytes: quotaBytes === undefined ? undefined : quotaBytes - (await this.documents.retainedBytes(tenant)) };
+    if (quotaBytes === undefined) return { maxObjectBytes };
+    const documentBytes = await this.documents.retainedBytes(tenant);
+    if (declaredLength !== undefined) await this.refuseBeyondQuota(tenant, declaredLength, quotaBytes, documentBytes);
+    return { maxObjectBytes, quotaBytes: quotaBytes - documentBytes, documentBytes };
+  }
+
+  /**
+   * 507 at once, before any byte of the body is read, when a declared length (Content-Length,
+   * Upload-Length) cannot fit under the tenant's quota: more than the quota less what the tenant
+   * retains. Such an object would be refused at its publication unless it were a repeat of one the
+   * tenant holds (free); the declaration is judged as new bytes, so that repeat is refused too.
+   * Nothing when the tenant has no quota (or security is off).
+   */
+  async assertRoom(tenant: string, declaredLength: number): Promise<void> {
+    const { quotaBytes } = this.tenantLimits(tenant);
+    if (quotaBytes === undefined) return;
+    await this.refuseBeyondQuota(tenant, declaredLength, quotaBytes, await this.documents.retainedBytes(tenant));
+  }
+
+  private async refuseBeyondQuota(tenant: string, declaredLength: number, quotaBytes: number, documentBytes: number): Promise<void> {
+    const retainedBytes = documentBytes + (await this.manifests.retainedBytes(tenant));
+    if (declaredLength > quotaBytes - retainedBytes) throw tenantQuotaExceeded({ quotaBytes, retainedBytes, size: declaredLength }, 'The declared length');
+  }
+
+  /**
+   * What `tenant` stores and may still do (GET /api/v1/usage): its retained bytes (blobs and
+   * document content, as its quota counts them), its blobs, its limits and, for `subject` (the
+   * caller), the budgets left. With security off no policy applies: every limit is null.
+   */
+  async usage(tenant: string, subject?: string): Promise<TenantUsage> {
+    const [blobs, documentBytes] = await Promise.all([this.manifests.tenantUsage(tenant), this.documents.retainedBytes(tenant)]);
+    const { maxObjectBytes, quotaBytes } = this.tenantLimits(tenant);
+    const budgets = this.config.securityEnabled && subject !== undefined ? this.budgets.usage(tenant, subject) : NO_BUDGETS;
+    return {
+      tenant,
+      retainedBytes: blobs.bytes + documentBytes,
+      objects: blobs.objects,
+      quotaBytes: quotaBytes ?? null,
+      maxObjectBytes: maxObjectBytes ?? null,
+      concurrency: budgets.concurrency,
+      budgets: { requests: budgets.requests, bytes: budgets.bytes },
+    };
   }
 
   /**
