@@ -14,7 +14,7 @@ import { TransferMemory } from './cas/index.js';
 import { loadSha256Pair, sha256PairUnavailableReason } from './cas/index.js';
 import { StreamScanner } from './cas/index.js';
 import type { Config, LegacyRepoConfig } from './config.js';
-import { blobNotFound, invalidPagination, tenantQuotaExceeded, verificationFailure } from './errors.js';
+import { blobNotFound, invalidPagination, tenantObjectLimit, tenantQuotaExceeded, verificationFailure } from './errors.js';
 import { type Collector, GarbageCollector, SharedCollector } from './gc/index.js';
 import { JobQueue } from './jobs/index.js';
 import type { Logger } from './log.js';
@@ -249,6 +249,7 @@ export class Engine {
    */
   async blobLimits(tenant: string, declaredLength?: number): Promise<{ maxObjectBytes?: number; quotaBytes?: number; documentBytes?: number }> {
     const { maxObjectBytes, quotaBytes } = this.tenantLimits(tenant);
+    if (declaredLength !== undefined && maxObjectBytes !== undefined && declaredLength > maxObjectBytes) throw tenantObjectLimit(maxObjectBytes);
     if (quotaBytes === undefined) return { maxObjectBytes };
     const documentBytes = await this.documents.retainedBytes(tenant);
     if (declaredLength !== undefined) await this.refuseBeyondQuota(tenant, declaredLength, quotaBytes, documentBytes);
@@ -256,6 +257,7 @@ export class Engine {
   }
 
   /**
+   * 413 at once for a declared length past the tenant's object limit, else
    * 507 at once, before any byte of the body is read, when a declared length (Content-Length,
    * Upload-Length) cannot fit under the tenant's quota: more than the quota less what the tenant
    * retains. Such an object would be refused at its publication unless it were a repeat of one the
@@ -263,7 +265,9 @@ export class Engine {
    * Nothing when the tenant has no quota (or security is off).
    */
   async assertRoom(tenant: string, declaredLength: number): Promise<void> {
-    const { quotaBytes } = this.tenantLimits(tenant);
+    const { maxObjectBytes, quotaBytes } = this.tenantLimits(tenant);
+    // Past the object limit it would never fit: that limit's 413 first.
+    if (maxObjectBytes !== undefined && declaredLength > maxObjectBytes) throw tenantObjectLimit(maxObjectBytes);
     if (quotaBytes === undefined) return;
     await this.refuseBeyondQuota(tenant, declaredLength, quotaBytes, await this.documents.retainedBytes(tenant));
   }
