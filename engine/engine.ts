@@ -18,7 +18,7 @@ import { blobNotFound, invalidPagination, tenantObjectLimit, tenantQuotaExceeded
 import { type Collector, GarbageCollector, SharedCollector } from './gc/index.js';
 import { JobQueue } from './jobs/index.js';
 import type { Logger } from './log.js';
-import { type HealthCheck, Metrics, Stats } from './ops/index.js';
+import { type HealthCheck, Metrics, Stats, type TenantUsageRow } from './ops/index.js';
 import { TokenVerifier } from './auth/index.js';
 import { BulkMigrations, DocumentService } from './documents/index.js';
 import { MigrationRegistry } from './documents/index.js';
@@ -56,6 +56,9 @@ export interface TenantUsage {
   concurrency: BudgetUsage['concurrency'];
   budgets: { requests: BudgetUsage['requests']; bytes: BudgetUsage['bytes'] };
 }
+
+/** Tenants in the dashboard's usage table (each read on every snapshot). */
+const OPS_TENANTS = 50;
 
 const NO_RATE = { remaining: null, limit: null, resetsAt: null };
 const NO_BUDGETS: BudgetUsage = { concurrency: { inUse: null, limit: null }, requests: NO_RATE, bytes: NO_RATE };
@@ -295,6 +298,19 @@ export class Engine {
       concurrency: budgets.concurrency,
       budgets: { requests: budgets.requests, bytes: budgets.bytes },
     };
+  }
+
+  /**
+   * The dashboard's table: the usage of the tenants named in the tenant policy (with security off,
+   * the default tenant's), at most OPS_TENANTS of them, the largest first.
+   */
+  async tenantsUsage(): Promise<TenantUsageRow[]> {
+    const names = this.config.securityEnabled ? this.policies.named().slice(0, OPS_TENANTS) : [DEFAULT_TENANT];
+    const rows = await Promise.all(names.map(async (tenant) => {
+      const u = await this.usage(tenant);
+      return { tenant, retainedBytes: u.retainedBytes, objects: u.objects, quotaBytes: u.quotaBytes };
+    }));
+    return rows.sort((a, b) => b.retainedBytes - a.retainedBytes || (a.tenant < b.tenant ? -1 : 1));
   }
 
   /**
