@@ -57,8 +57,9 @@ export interface TenantUsage {
   budgets: { requests: BudgetUsage['requests']; bytes: BudgetUsage['bytes'] };
 }
 
-/** Tenants in the dashboard's usage table (each read on every snapshot). */
+/** Tenants in the dashboard's usage table, and how long one reading of them serves the snapshots. */
 const OPS_TENANTS = 50;
+const OPS_TENANTS_MS = 5000;
 
 const NO_RATE = { remaining: null, limit: null, resetsAt: null };
 const NO_BUDGETS: BudgetUsage = { concurrency: { inUse: null, limit: null }, requests: NO_RATE, bytes: NO_RATE };
@@ -302,16 +303,25 @@ export class Engine {
 
   /**
    * The dashboard's table: the usage of the tenants named in the tenant policy (with security off,
-   * the default tenant's), at most OPS_TENANTS of them, the largest first.
+   * the default tenant's), at most OPS_TENANTS of them, the largest first; at most OPS_TENANTS_MS old.
    */
-  async tenantsUsage(): Promise<TenantUsageRow[]> {
+  tenantsUsage(): Promise<TenantUsageRow[]> {
+    // Read at most every OPS_TENANTS_MS, however often snapshots are built: each row counts the tenant's blobs.
+    const now = Date.now();
+    if (this.tenantsRead && now - this.tenantsRead.at < OPS_TENANTS_MS) return this.tenantsRead.rows;
     const names = this.config.securityEnabled ? this.policies.named().slice(0, OPS_TENANTS) : [DEFAULT_TENANT];
-    const rows = await Promise.all(names.map(async (tenant) => {
+    const rows = Promise.all(names.map(async (tenant) => {
       const u = await this.usage(tenant);
       return { tenant, retainedBytes: u.retainedBytes, objects: u.objects, quotaBytes: u.quotaBytes };
-    }));
-    return rows.sort((a, b) => b.retainedBytes - a.retainedBytes || (a.tenant < b.tenant ? -1 : 1));
+    })).then((read) => read.sort((a, b) => b.retainedBytes - a.retainedBytes || (a.tenant < b.tenant ? -1 : 1)));
+    this.tenantsRead = { at: now, rows };
+    rows.catch(() => {
+      if (this.tenantsRead?.rows === rows) this.tenantsRead = undefined;
+    });
+    return rows;
   }
+
+  private tenantsRead?: { at: number; rows: Promise<TenantUsageRow[]> };
 
   /**
    * An ingest of a request body: 507 insufficient_storage below SVC_MIN_FREE_SPACE, before any

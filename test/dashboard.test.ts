@@ -96,7 +96,7 @@ describe.skipIf(!hasChromium)('the /ops/ dashboard in Chromium', () => {
       await page.waitForSelector('#status[data-status="Ready"]', { timeout: 15_000 });
       // A few seconds of points, so that the time axis has several labels.
       await page.waitForFunction(() => Number(document.getElementById('throughput')!.getAttribute('data-points')) >= 3, undefined, { timeout: 15_000 });
-      await page.waitForSelector('#tenants tbody tr', { timeout: 15_000 });
+      await page.waitForFunction(() => Number(document.querySelector('#tenants tbody tr')?.children[2]?.textContent) > 0, undefined, { timeout: 15_000 });
       fs.mkdirSync(ARTIFACTS, { recursive: true });
       await page.screenshot({ path: path.join(ARTIFACTS, `dashboard-${viewport.width}x${viewport.height}.png`), fullPage: true });
 
@@ -202,7 +202,8 @@ describe.skipIf(!hasChromium)('the /ops/ dashboard with security on', () => {
     const token = await mint('observability.read');
     await page.goto(`${server.url}/ops/#token=${token}`);
     await page.waitForSelector('#status[data-status="Ready"]', { timeout: 15_000 });
-    await page.waitForFunction(() => [...document.querySelectorAll('#tenants tbody tr td:first-child')].some((td) => td.textContent === 'acme'), undefined, { timeout: 15_000 });
+    // The table is read at most every 5 s: until it shows the blob.
+    await page.waitForFunction(() => [...document.querySelectorAll('#tenants tbody tr')].some((tr) => tr.children[0]?.textContent === 'acme' && tr.children[2]?.textContent === '1'), undefined, { timeout: 15_000 });
     const rows = await page.$$eval('#tenants tbody tr', (trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
     const acme = rows.find((r) => r[0] === 'acme')!;
     expect(acme[2]).toBe('1');
