@@ -14,11 +14,11 @@ import { TransferMemory } from './cas/index.js';
 import { loadSha256Pair, sha256PairUnavailableReason } from './cas/index.js';
 import { StreamScanner } from './cas/index.js';
 import type { Config, LegacyRepoConfig } from './config.js';
-import { blobNotFound, invalidPagination, verificationFailure } from './errors.js';
+import { blobNotFound, invalidPagination, tenantObjectLimit, tenantQuotaExceeded, verificationFailure } from './errors.js';
 import { type Collector, GarbageCollector, SharedCollector } from './gc/index.js';
 import { JobQueue } from './jobs/index.js';
 import type { Logger } from './log.js';
-import { type HealthCheck, Metrics, Stats } from './ops/index.js';
+import { type HealthCheck, Metrics, Stats, type TenantUsageRow } from './ops/index.js';
 import { TokenVerifier } from './auth/index.js';
 import { BulkMigrations, DocumentService } from './documents/index.js';
 import { MigrationRegistry } from './documents/index.js';
@@ -33,7 +33,7 @@ import type { BlockRoots } from './cas/index.js';
 import { BufferPool } from './uploads/index.js';
 import { Uploads } from './uploads/index.js';
 import { createWorkerPool } from './worker-pool.js';
-import { Budgets, ClusterShareTracker, TenantPolicies } from './tenancy/index.js';
+import { type BudgetUsage, Budgets, ClusterShareTracker, TenantPolicies } from './tenancy/index.js';
 import { LegacyImports, LegacyRepositories } from './legacy/index.js';
 
 const WORKER_MODULE = fileURLToPath(new URL('../workers/ingest.js', import.meta.url));
@@ -46,6 +46,24 @@ export type { HealthCheck };
  * the whole object graph (blob store, uploads, jobs, documents, tokens, models, GC with every root)
  * and closes it. No HTTP here.
  */
+/** A tenant's usage and limits (GET /api/v1/usage); a limit not configured is null. */
+export interface TenantUsage {
+  tenant: string;
+  retainedBytes: number;
+  objects: number;
+  quotaBytes: number | null;
+  maxObjectBytes: number | null;
+  concurrency: BudgetUsage['concurrency'];
+  budgets: { requests: BudgetUsage['requests']; bytes: BudgetUsage['bytes'] };
+}
+
+/** Tenants in the dashboard's usage table, and how long one reading of them serves the snapshots. */
+const OPS_TENANTS = 50;
+const OPS_TENANTS_MS = 5000;
+
+const NO_RATE = { remaining: null, limit: null, resetsAt: null };
+const NO_BUDGETS: BudgetUsage = { concurrency: { inUse: null, limit: null }, requests: NO_RATE, bytes: NO_RATE };
+
 export class Engine {
   readonly stats = new Stats();
   /** The process's one Prometheus registry: every listener's /metrics serves it. */
@@ -235,10 +253,77 @@ export class Engine {
    * The tenant's limits for a blob: its object limit, and the room its quota leaves beside its
    * documents' retained content (the catalog checks the blobs' bytes against it as it publishes).
    */
-  async blobLimits(tenant: string): Promise<{ maxObjectBytes?: number; quotaBytes?: number }> {
+  async blobLimits(tenant: string, declaredLength?: number): Promise<{ maxObjectBytes?: number; quotaBytes?: number; documentBytes?: number }> {
     const { maxObjectBytes, quotaBytes } = this.tenantLimits(tenant);
-    return { maxObjectBytes, quotaBytes: quotaBytes === undefined ? undefined : quotaBytes - (await this.documents.retainedBytes(tenant)) };
+    if (declaredLength !== undefined && maxObjectBytes !== undefined && declaredLength > maxObjectBytes) throw tenantObjectLimit(maxObjectBytes);
+    if (quotaBytes === undefined) return { maxObjectBytes };
+    const documentBytes = await this.documents.retainedBytes(tenant);
+    if (declaredLength !== undefined) await this.refuseBeyondQuota(tenant, declaredLength, quotaBytes, documentBytes);
+    return { maxObjectBytes, quotaBytes: quotaBytes - documentBytes, documentBytes };
   }
+
+  /**
+   * 413 at once for a declared length past the tenant's object limit, else
+   * 507 at once, before any byte of the body is read, when a declared length (Content-Length,
+   * Upload-Length) cannot fit under the tenant's quota: more than the quota less what the tenant
+   * retains. Such an object would be refused at its publication unless it were a repeat of one the
+   * tenant holds (free); the declaration is judged as new bytes, so that repeat is refused too.
+   * Nothing when the tenant has no quota (or security is off).
+   */
+  async assertRoom(tenant: string, declaredLength: number): Promise<void> {
+    const { maxObjectBytes, quotaBytes } = this.tenantLimits(tenant);
+    // Past the object limit it would never fit: that limit's 413 first.
+    if (maxObjectBytes !== undefined && declaredLength > maxObjectBytes) throw tenantObjectLimit(maxObjectBytes);
+    if (quotaBytes === undefined) return;
+    await this.refuseBeyondQuota(tenant, declaredLength, quotaBytes, await this.documents.retainedBytes(tenant));
+  }
+
+  private async refuseBeyondQuota(tenant: string, declaredLength: number, quotaBytes: number, documentBytes: number): Promise<void> {
+    const retainedBytes = documentBytes + (await this.manifests.retainedBytes(tenant));
+    if (declaredLength > quotaBytes - retainedBytes) throw tenantQuotaExceeded({ quotaBytes, retainedBytes, size: declaredLength }, 'The declared length');
+  }
+
+  /**
+   * What `tenant` stores and may still do (GET /api/v1/usage): its retained bytes (blobs and
+   * document content, as its quota counts them), its blobs, its limits and, for `subject` (the
+   * caller), the budgets left. With security off no policy applies: every limit is null.
+   */
+  async usage(tenant: string, subject?: string): Promise<TenantUsage> {
+    const [blobs, documentBytes] = await Promise.all([this.manifests.tenantUsage(tenant), this.documents.retainedBytes(tenant)]);
+    const { maxObjectBytes, quotaBytes } = this.tenantLimits(tenant);
+    const budgets = this.config.securityEnabled && subject !== undefined ? this.budgets.usage(tenant, subject) : NO_BUDGETS;
+    return {
+      tenant,
+      retainedBytes: blobs.bytes + documentBytes,
+      objects: blobs.objects,
+      quotaBytes: quotaBytes ?? null,
+      maxObjectBytes: maxObjectBytes ?? null,
+      concurrency: budgets.concurrency,
+      budgets: { requests: budgets.requests, bytes: budgets.bytes },
+    };
+  }
+
+  /**
+   * The dashboard's table: the usage of the tenants named in the tenant policy (with security off,
+   * the default tenant's), at most OPS_TENANTS of them, the largest first; at most OPS_TENANTS_MS old.
+   */
+  tenantsUsage(): Promise<TenantUsageRow[]> {
+    // Read at most every OPS_TENANTS_MS, however often snapshots are built: each row counts the tenant's blobs.
+    const now = Date.now();
+    if (this.tenantsRead && now - this.tenantsRead.at < OPS_TENANTS_MS) return this.tenantsRead.rows;
+    const names = this.config.securityEnabled ? this.policies.named().slice(0, OPS_TENANTS) : [DEFAULT_TENANT];
+    const rows = Promise.all(names.map(async (tenant) => {
+      const u = await this.usage(tenant);
+      return { tenant, retainedBytes: u.retainedBytes, objects: u.objects, quotaBytes: u.quotaBytes };
+    })).then((read) => read.sort((a, b) => b.retainedBytes - a.retainedBytes || (a.tenant < b.tenant ? -1 : 1)));
+    this.tenantsRead = { at: now, rows };
+    rows.catch(() => {
+      if (this.tenantsRead?.rows === rows) this.tenantsRead = undefined;
+    });
+    return rows;
+  }
+
+  private tenantsRead?: { at: number; rows: Promise<TenantUsageRow[]> };
 
   /**
    * An ingest of a request body: 507 insufficient_storage below SVC_MIN_FREE_SPACE, before any

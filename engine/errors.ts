@@ -32,6 +32,10 @@ export interface FailureDetails {
   allow?: string;
   /** The protocol versions the server speaks (a request naming another). */
   supportedVersions?: string;
+  /** A tenant's limits as a refusal met them (the error envelope's fields of the same names). */
+  quotaBytes?: number;
+  retainedBytes?: number;
+  maxObjectBytes?: number;
 }
 
 /** A failure the client is told of: its kind, snake_case code and message. Anything else is internal. */
@@ -59,9 +63,28 @@ export const blobNotFound = (id: string) => new SvcError('not_found', 'blob_not_
 export const payloadTooLarge = (limit: number) =>
   new SvcError('too_large', 'payload_too_large', `Upload exceeds the configured maximum of ${limit} bytes`);
 export const tenantObjectLimit = (limit: number) =>
-  new SvcError('too_large', 'tenant_object_limit_exceeded', `The object exceeds the tenant's limit of ${limit} bytes`);
-export const tenantQuotaExceeded = (what = 'Publishing this blob') =>
-  new SvcError('insufficient_storage', 'tenant_storage_quota_exceeded', `${what} would exceed the tenant's retained-byte quota`);
+  new SvcError('too_large', 'tenant_object_limit_exceeded', `The object exceeds the tenant's limit of ${limit} bytes (maxObjectBytes ${limit})`, { maxObjectBytes: limit });
+/**
+ * 507: storing `size` more bytes (when known) would take the tenant's retained bytes past its
+ * quota. The numbers are the whole tenant's: blobs and document content together.
+ */
+export const tenantQuotaExceeded = (facts: { quotaBytes: number; retainedBytes: number; size?: number }, what = 'Publishing this blob') => {
+  const { quotaBytes, retainedBytes, size } = facts;
+  const more = size === undefined ? '' : ` ${size} more bytes`;
+  return new SvcError(
+    'insufficient_storage',
+    'tenant_storage_quota_exceeded',
+    `${what} would take the tenant past its retained-byte quota:${more} on ${retainedBytes} retained of a quota of ${quotaBytes} bytes (${Math.max(0, quotaBytes - retainedBytes)} left)`,
+    { quotaBytes, retainedBytes },
+  );
+};
+/**
+ * The refusal of a blob publication, told the tenant's blob bytes by the catalog: `room` is the
+ * quota less `documentBytes` (what the catalog checks against), so the whole tenant's numbers
+ * are put back together here.
+ */
+export const blobQuotaExceeded = (room: number, documentBytes: number, size: number) => (blobBytes: number) =>
+  tenantQuotaExceeded({ quotaBytes: room + documentBytes, retainedBytes: blobBytes + documentBytes, size });
 export const storageFailure = (message = 'Storage operation failed') => new SvcError('internal', 'storage_failure', message);
 export const verificationFailure = () =>
   new SvcError('internal', 'verification_failure', 'The persisted bytes of this blob could not be read and hashed');

@@ -33,7 +33,7 @@ export function apiSurface({ engine, metrics }: Pick<ServerContext, 'engine' | '
     lingerBytes: engine.config.httpLingerBytes,
     known(err) {
       if (err instanceof MetadataRejection) return { status: statusOf(err), body: err.body(), headers: headersOf(err) };
-      if (err instanceof SvcError) return { status: statusOf(err), body: { error: err.code, message: err.message }, headers: headersOf(err) };
+      if (err instanceof SvcError) return { status: statusOf(err), body: envelope(err), headers: headersOf(err) };
       return undefined;
     },
     internal: (requestId, fallbackCode) => ({ status: 500, body: { error: fallbackCode, message: `Internal error (request ${requestId})` } }),
@@ -45,4 +45,20 @@ export function apiSurface({ engine, metrics }: Pick<ServerContext, 'engine' | '
       metrics.observeHttp(`${method} ${route}`, status, seconds);
     },
   };
+}
+
+/** The codes whose envelope carries the tenant's numbers beside the message. */
+const LIMIT_FIELDS: Record<string, ReadonlyArray<'quotaBytes' | 'retainedBytes' | 'maxObjectBytes'>> = {
+  tenant_storage_quota_exceeded: ['quotaBytes', 'retainedBytes'],
+  tenant_object_limit_exceeded: ['maxObjectBytes'],
+};
+
+/** `{ error, message }`; a tenant's limit refusal adds its numbers (`quotaBytes`, `retainedBytes`, `maxObjectBytes`). */
+function envelope(err: SvcError): Record<string, unknown> {
+  const body: Record<string, unknown> = { error: err.code, message: err.message };
+  for (const field of LIMIT_FIELDS[err.code] ?? []) {
+    const value = err.details[field];
+    if (value !== undefined && Number.isSafeInteger(value)) body[field] = value;
+  }
+  return body;
 }

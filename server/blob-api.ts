@@ -82,10 +82,12 @@ function upload(engine: Engine, ex: Exchange, req: RequestHead, principal: Princ
   if (locality === undefined) {
     const limits = principal ? engine.tenantLimits(principal.tenant) : undefined;
     if (limits?.quotaBytes === undefined) return ingest(engine, ex, req, principal, chargeBytes, new SocketBody(ex), limits);
-    // A quota: the room it leaves is read first (the tenant's document content counts), the body held meanwhile.
+    // A quota: the room it leaves is read first (the tenant's document content counts), the body
+    // held meanwhile; a declared length that cannot fit is refused then, before the body is read.
+    const declaredLength = parseContentLength(header(req, 'content-length'));
     const head = snapshotHead(req);
     const body = new HeldBody(ex.body);
-    return engine.blobLimits(principal!.tenant).then((room) => ingest(engine, ex, head, principal, chargeBytes, body, room));
+    return engine.blobLimits(principal!.tenant, declaredLength).then((room) => ingest(engine, ex, head, principal, chargeBytes, body, room));
   }
   if (!engine.config.locality) throw new SvcError('unavailable', 'locality_unavailable', 'Session-localized upload needs the locality runtime, which this server does not run');
   // Placement reads the nodes from the catalog: the head is read and the body held first.
@@ -102,14 +104,15 @@ function upload(engine: Engine, ex: Exchange, req: RequestHead, principal: Princ
       throw new SvcError('unavailable', 'locality_failed', `No owner could be placed: ${String((err as Error)?.message ?? err)}`);
     });
     if (owner && !owner.self) return forwardUpload(ex, body, owner, headers, engine.nodeId);
-    ingest(engine, ex, head, principal, chargeBytes, body, principal ? await engine.blobLimits(principal.tenant) : undefined, { [SERVED_BY]: engine.nodeId });
+    const room = principal ? await engine.blobLimits(principal.tenant, parseContentLength(head.getHeader('content-length') || undefined)) : undefined;
+    ingest(engine, ex, head, principal, chargeBytes, body, room, { [SERVED_BY]: engine.nodeId });
   })();
 }
 
 /** With security on, `limits` are the tenant's (object size, the room its quota leaves); the principal's byte budget is charged here. */
 function ingest(
   engine: Engine, ex: Exchange, req: RequestHead, principal: Principal | undefined, chargeBytes: (bytes: number) => void, body: BodySource,
-  limits: { maxObjectBytes?: number; quotaBytes?: number } | undefined, extraHeaders: Record<string, string> = {},
+  limits: { maxObjectBytes?: number; quotaBytes?: number; documentBytes?: number } | undefined, extraHeaders: Record<string, string> = {},
 ): void {
   const declaredLength = parseContentLength(header(req, 'content-length'));
   if (declaredLength !== undefined) chargeBytes(declaredLength);
@@ -118,6 +121,7 @@ function ingest(
     tenantBlocks: principal !== undefined,
     maxObjectBytes: limits?.maxObjectBytes,
     quotaBytes: limits?.quotaBytes,
+    documentBytes: limits?.documentBytes,
     contentType: parseContentType(header(req, 'content-type')),
     declaredLength,
   });

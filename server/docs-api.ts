@@ -68,6 +68,8 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
     const contentType = parseContentType(header(req, 'content-type'));
     // Held from its first byte while the upload's records are read.
     const body = new HeldBody(ex.body);
+    // A Content-Length that cannot fit under the tenant's quota: 507 now, before the body.
+    if (length !== undefined) await engine.assertRoom(caller(call).tenant, length);
     const upload = await docs.beginBytes(caller(call), param(call, 0), { contentType, declaredLength: length });
     streamInto(ex, body, upload, stats);
   }, { capability: 'doc.create', operation: true });

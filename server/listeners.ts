@@ -21,6 +21,7 @@ import { mountNodesApi } from './nodes-api.js';
 import { mountOpsApi } from './ops-api.js';
 import { type Meter, Router, type RouterOptions } from './router.js';
 import { mountUploadsApi } from './uploads-api.js';
+import { mountUsageApi } from './usage-api.js';
 import { TUS_HEADERS, mountTusApi, tusDiscovery } from './tus-api.js';
 
 export interface ListenerRouters {
@@ -52,7 +53,7 @@ export function mountListeners(app: TemplatedApp, modelApp: TemplatedApp, engine
       }
     : undefined;
   const service: RouterPlan[] = [
-    { options: { cors, answerOtherMethods: true, guard, meter }, mounts: [mountBlobApi, mountUploadsApi] },
+    { options: { cors, answerOtherMethods: true, guard, meter }, mounts: [mountBlobApi, mountUploadsApi, mountUsageApi] },
     { options: { cors, answerOtherMethods: true, guard, meter }, mounts: [mountGcApi, mountNodesApi] },
     { options: { cors, answerOtherMethods: true, guard, meter, headers: TUS_HEADERS, discovery: tusDiscovery(config.maxUploadBytes) }, mounts: [mountTusApi] },
     { options: { guard: engine.tokens, meter }, mounts: [mountDocsApi, mountLegacyApi] },

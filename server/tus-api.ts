@@ -130,12 +130,14 @@ export function mountTusApi(router: Router, { engine }: ServerContext): void {
       if (Array.isArray(tus.concat)) {
         // A final upload: assembled now from its finished partial uploads, complete at creation.
         if (head.carriesBytes) throw new SvcError('forbidden', 'upload_final', 'A final upload takes no bytes of its own');
-        const quotaBytes = principal ? (await engine.blobLimits(principal.tenant)).quotaBytes : undefined;
-        const final = await uploads.concatenate({ tenant: head.tenant, id: randomUUID(), partials: tus.concat, contentType, tus, maxBytes }, quotaBytes);
+        const room = principal ? await engine.blobLimits(principal.tenant) : undefined;
+        const final = await uploads.concatenate({ tenant: head.tenant, id: randomUUID(), partials: tus.concat, contentType, tus, maxBytes }, room);
         return ex.send(201, { ...uploadHeaders(final), Location: `/files/${final.id}` });
       }
       if (head.carriesBytes && head.contentType !== OFFSET_STREAM) throw wrongContentType();
       const body = head.carriesBytes ? new HeldBody(ex.body) : undefined;
+      // An Upload-Length that cannot fit under the tenant's quota: 507 now, before any byte.
+      if (principal && declaredLength !== undefined) await engine.assertRoom(principal.tenant, declaredLength);
       const record = await uploads.create({ tenant: head.tenant, id: randomUUID(), declaredLength, contentType, tus });
       if (!body) return ex.send(201, { ...uploadHeaders(record), Location: `/files/${record.id}` });
       // creation-with-upload: the body is the upload's first bytes.
@@ -162,8 +164,8 @@ export function mountTusApi(router: Router, { engine }: ServerContext): void {
 /** Commits an upload whose every byte is in (the contract's commit); else the record as it is. */
 async function completeIfWhole(engine: Engine, record: SessionRecord, principal: Principal | undefined): Promise<SessionRecord> {
   if (record.state === 'Committed' || record.declaredLength === undefined || record.offset !== record.declaredLength) return record;
-  const quotaBytes = principal ? (await engine.blobLimits(principal.tenant)).quotaBytes : undefined;
-  return engine.uploads.commit(record.tenant, record.id, quotaBytes);
+  const room = principal ? await engine.blobLimits(principal.tenant) : undefined;
+  return engine.uploads.commit(record.tenant, record.id, room);
 }
 
 /** An upload's headers: where it stands, until when, and (complete) its blob. */

@@ -23,6 +23,8 @@ export function mountUploadsApi(router: Router, { engine }: ServerContext): void
     const request = { tenant: tenantOf(req, principal), id, declaredLength: uploadLength(header(req, 'upload-length')), contentType: contentTypeOf(req) };
     const max = principal ? engine.policies.for(principal.tenant).maxObjectBytes : undefined;
     if (max !== undefined && request.declaredLength !== undefined && request.declaredLength > max) throw tenantObjectLimit(max);
+    // An Upload-Length that cannot fit under the tenant's quota: 507 now, not at the commit.
+    if (principal && request.declaredLength !== undefined) await engine.assertRoom(principal.tenant, request.declaredLength);
     const record = await uploads.create(request);
     ex.json(201, statusJson(record), { ...sessionHeaders(record), Location: `${COLLECTION}/${record.id}` });
   }, write);
@@ -47,7 +49,7 @@ export function mountUploadsApi(router: Router, { engine }: ServerContext): void
   }, operation);
 
   router.on('POST', COMMIT, async ({ ex, req, params, principal }) => {
-    const record = await uploads.commit(tenantOf(req, principal), sessionId(params[0]), principal ? (await engine.blobLimits(principal.tenant)).quotaBytes : undefined);
+    const record = await uploads.commit(tenantOf(req, principal), sessionId(params[0]), principal ? await engine.blobLimits(principal.tenant) : undefined);
     ex.json(200, statusJson(record), { ...sessionHeaders(record), Location: `/api/v1/blobs/${record.committedBlob}` });
   }, operation);
 

@@ -434,9 +434,14 @@ describe.each(backends)('BlobCatalog conformance: $name', (backend) => {
     await publish(b, x, bob);
     expect(await a.retainedBytes(alice)).toBe(9300);
     expect(await a.retainedBytes(bob)).toBe(5000);
+    // The usage route's pair: the same bytes and the count of the tenant's distinct blobs.
+    expect(await b.tenantUsage(alice)).toEqual({ bytes: 9300, objects: 3 });
+    expect(await a.tenantUsage(bob)).toEqual({ bytes: 5000, objects: 1 });
     await b.remove(x.id, alice);
     expect(await a.retainedBytes(alice)).toBe(4300);
     expect(await a.retainedBytes(bob)).toBe(5000);
+    expect(await a.tenantUsage(alice)).toEqual({ bytes: 4300, objects: 2 });
+    expect(await b.tenantUsage(tenant())).toEqual({ bytes: 0, objects: 0 });
     await a.remove(x.id, alice);
     expect(await a.retainedBytes(alice)).toBe(4300);
     await a.remove(y.id, alice);

@@ -88,6 +88,48 @@ describe.skipIf(!hasChromium)('the /ops/ dashboard in Chromium', () => {
     expect(server.stderr()).not.toMatch(/"level":"error"/);
   });
 
+  for (const viewport of [{ width: 1280, height: 800 }, { width: 1920, height: 1080 }]) {
+    it(`at ${viewport.width}×${viewport.height}: the Nodes panel has room of its own, the time axis's labels do not overlap, tenants' usage shows`, async () => {
+      expect((await upload(server.url, seededBytes(300_000, 9900 + viewport.width))).res.status).toBe(201);
+      const page = await browser.newPage({ viewport });
+      await page.goto(`${server.url}/ops/`);
+      await page.waitForSelector('#status[data-status="Ready"]', { timeout: 15_000 });
+      // A few seconds of points, so that the time axis has several labels.
+      await page.waitForFunction(() => Number(document.getElementById('throughput')!.getAttribute('data-points')) >= 3, undefined, { timeout: 15_000 });
+      await page.waitForFunction(() => Number(document.querySelector('#tenants tbody tr')?.children[2]?.textContent) > 0, undefined, { timeout: 15_000 });
+      fs.mkdirSync(ARTIFACTS, { recursive: true });
+      await page.screenshot({ path: path.join(ARTIFACTS, `dashboard-${viewport.width}x${viewport.height}.png`), fullPage: true });
+
+      // Panels: the Nodes panel is as wide as the page's grid, tall enough for its table, and overlaps no other panel.
+      const panels = await page.$$eval('main > section', (els) => els.map((el) => {
+        const r = el.getBoundingClientRect();
+        return { id: el.id || el.querySelector('h2')?.textContent || '', x: r.x, y: r.y, width: r.width, height: r.height };
+      }));
+      const nodes = panels.find((p) => p.id === 'nodes-card')!;
+      const main = await page.$eval('main', (el) => el.getBoundingClientRect().width);
+      expect(nodes.width).toBeGreaterThanOrEqual(main - 2);
+      expect(nodes.height).toBeGreaterThanOrEqual(80);
+      const table = await page.$eval('#nodes', (el) => el.getBoundingClientRect().width);
+      expect(table).toBeLessThanOrEqual(nodes.width);
+      const overlaps = (a: (typeof panels)[number], b: (typeof panels)[number]) =>
+        a.x < b.x + b.width - 0.5 && b.x < a.x + a.width - 0.5 && a.y < b.y + b.height - 0.5 && b.y < a.y + a.height - 0.5;
+      for (let i = 0; i < panels.length; i++) for (let j = i + 1; j < panels.length; j++) expect(overlaps(panels[i]!, panels[j]!), `${panels[i]!.id} overlaps ${panels[j]!.id}`).toBe(false);
+
+      // The time axis: at least two labels, each clear of the next.
+      const labels = JSON.parse((await page.getAttribute('#throughput', 'data-x-labels')) ?? '[]') as Array<[number, number]>;
+      expect(labels.length).toBeGreaterThanOrEqual(2);
+      labels.sort((a, b) => a[0] - b[0]);
+      for (let i = 1; i < labels.length; i++) expect(labels[i]![0], `label ${i} starts before label ${i - 1} ends`).toBeGreaterThan(labels[i - 1]![1]);
+
+      // Tenants' usage: with security off, the default tenant and what it retains.
+      const tenants = await page.$$eval('#tenants tbody tr', (trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
+      expect(tenants[0]![0]).toBe('00000000-0000-4000-8000-000000000000');
+      expect(Number(tenants[0]![2])).toBeGreaterThan(0);
+      expect(tenants[0]![3]).toBe('none');
+      await page.close();
+    });
+  }
+
   it('opens on the last minutes of traffic, and shows the last GC run as a list of figures', async () => {
     // Traffic from before the page was opened (in the history once a sample, every second, has
     // counted it: waited for, a fixed pause was too short when timers ran late), then a GC run.
@@ -123,7 +165,9 @@ describe.skipIf(!hasChromium)('the /ops/ dashboard with security on', () => {
   let server: TestServer;
   let browser: Browser;
   beforeAll(async () => {
-    server = await startServer({ SVC_DURABILITY: 'relaxed', SVC_OPS_REFRESH_MS: '200', SVC_SECURITY_ENABLED: 'true', SVC_DEV_SHARED_SECRET: 'dashboard-test-secret-0123456789' });
+    const policy = path.join(fs.mkdtempSync(path.join(process.env.TMPDIR ?? '/tmp', 'svc-dashboard-')), 'policy.json');
+    fs.writeFileSync(policy, JSON.stringify({ tenants: { acme: { quotaBytes: 1_000_000 }, idle: {} } }));
+    server = await startServer({ SVC_DURABILITY: 'relaxed', SVC_OPS_REFRESH_MS: '200', SVC_SECURITY_ENABLED: 'true', SVC_DEV_SHARED_SECRET: 'dashboard-test-secret-0123456789', SVC_TENANT_POLICY_FILE: policy });
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
   });
   afterAll(async () => {
@@ -131,8 +175,8 @@ describe.skipIf(!hasChromium)('the /ops/ dashboard with security on', () => {
     await server?.stop();
   });
 
-  const mint = async (scope: string) =>
-    ((await (await fetch(`${server.url}/dev/token`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ org_id: 'ops', scope }) })).json()) as { access_token: string }).access_token;
+  const mint = async (scope: string, org = 'ops') =>
+    ((await (await fetch(`${server.url}/dev/token`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ org_id: org, scope }) })).json()) as { access_token: string }).access_token;
 
   it('asks for a token, then follows the stream with one given as #token=, which it keeps out of the address', async () => {
     const page = await browser.newPage();
@@ -148,6 +192,24 @@ describe.skipIf(!hasChromium)('the /ops/ dashboard with security on', () => {
     const first = await page.textContent('#sequence');
     await fetch(`${server.url}/api/v1/blobs`, { method: 'POST', headers: { Authorization: `Bearer ${await mint('blob.write')}` }, body: new Uint8Array(seededBytes(50_000, 9)) });
     await page.waitForFunction((before) => document.querySelector('#sequence')?.textContent !== before, first, { timeout: 15_000 });
+    await page.close();
+  });
+
+  it("shows the policy's tenants' usage to a holder of observability.read", async () => {
+    const stored = await fetch(`${server.url}/api/v1/blobs`, { method: 'POST', headers: { Authorization: `Bearer ${await mint('blob.write', 'acme')}` }, body: new Uint8Array(seededBytes(50_000, 77)) });
+    expect(stored.status).toBe(201);
+    const page = await browser.newPage();
+    const token = await mint('observability.read');
+    await page.goto(`${server.url}/ops/#token=${token}`);
+    await page.waitForSelector('#status[data-status="Ready"]', { timeout: 15_000 });
+    // The table is read at most every 5 s: until it shows the blob.
+    await page.waitForFunction(() => [...document.querySelectorAll('#tenants tbody tr')].some((tr) => tr.children[0]?.textContent === 'acme' && tr.children[2]?.textContent === '1'), undefined, { timeout: 15_000 });
+    const rows = await page.$$eval('#tenants tbody tr', (trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
+    const acme = rows.find((r) => r[0] === 'acme')!;
+    expect(acme[2]).toBe('1');
+    expect(acme[3]).toMatch(/ \(5 %\)$/);
+    // A tenant the policy names that stores nothing: a row of zeros, no quota.
+    expect(rows.find((r) => r[0] === 'idle')!.slice(2)).toEqual(['0', 'none']);
     await page.close();
   });
 

@@ -16,7 +16,7 @@ import { type TestServer, startServer, tempRoot } from './helpers/server.js';
 
 // The operator snapshot (decisions.md "Ops snapshot") and its event stream ("Events").
 
-const TOP = ['sequence', 'observedAt', 'status', 'summary', 'checks', 'storage', 'placement', 'capacity', 'durability', 'dependencies', 'traffic'];
+const TOP = ['sequence', 'observedAt', 'status', 'summary', 'checks', 'storage', 'placement', 'capacity', 'durability', 'dependencies', 'tenants', 'traffic'];
 const keys = (o: object) => Object.keys(o).sort();
 
 /** Exactly the fields decisions.md lists, each of its type; and the document's Snapshot schema (svc-api.json). */
@@ -55,6 +55,8 @@ function expectSnapshotShape(s: any): void {
     expect(['ok', 'failed']).toContain(x.status);
     expect(typeof x.latencyMs === 'number' && x.latencyMs >= 0).toBe(true);
   }
+  // Tenants' usage (the dashboard's table): with security off, the default tenant alone.
+  expect(s.tenants).toEqual([{ tenant: '00000000-0000-4000-8000-000000000000', retainedBytes: expect.any(Number), objects: expect.any(Number), quotaBytes: null }]);
   expect(keys(s.traffic)).toEqual(['byteReusePercent', 'bytesIngested', 'bytesServed', 'duplicateBlocks', 'errors', 'freshBlocks', 'requests']);
   for (const [k, v] of Object.entries(s.traffic)) {
     if (k === 'byteReusePercent') expect(typeof v === 'number' && (v as number) >= 0 && (v as number) <= 100).toBe(true);
@@ -159,6 +161,7 @@ describe('OpsSnapshots (no HTTP)', () => {
       backend: {},
       nodeId: nodeIdOf(root),
       nodes: async () => [],
+      tenantsUsage: async () => [{ tenant: '00000000-0000-4000-8000-000000000000', retainedBytes: 0, objects: 0, quotaBytes: null }],
       stats,
       log: new Logger('silent'),
       manifests: { totals: async () => ({ blobs: 3, blocks: 7, storedBytes: 7 * 1024 * 1024 }) },

@@ -1,5 +1,5 @@
 import { xxh64 } from '@node-rs/xxhash';
-import { SvcError, ingestFailed, invalidBlob, tenantObjectLimit, tenantQuotaExceeded } from '../errors.js';
+import { SvcError, blobQuotaExceeded, ingestFailed, invalidBlob, tenantObjectLimit } from '../errors.js';
 import type { BlobSummary, ManifestRecord, StoredBlock } from '../store/index.js';
 import { chunkerName } from './chunkers.js';
 import { Ingest, type IngestDeps } from './ingest.js';
@@ -27,7 +27,10 @@ export interface IngestOptions {
   tenantBlocks?: boolean;
   /** The tenant's policy: its largest object (413 tenant_object_limit_exceeded) and retained-byte quota (507 at publication). */
   maxObjectBytes?: number;
+  /** The room the quota leaves the tenant's blobs (its quota less `documentBytes`). */
   quotaBytes?: number;
+  /** The tenant's document content, which its quota counts beside its blobs (a refusal's numbers). */
+  documentBytes?: number;
   /** The Content-Type header as sent, if any. */
   contentType?: string;
   /** The Content-Length header, if any: an exact contract. */
@@ -138,7 +141,7 @@ export class DirectIngest extends Ingest {
           tenant: this.options.tenant,
           tenantBlocks: this.options.tenantBlocks,
           quotaBytes: this.options.quotaBytes,
-          quotaExceeded: tenantQuotaExceeded,
+          quotaExceeded: blobQuotaExceeded(this.options.quotaBytes ?? Infinity, this.options.documentBytes ?? 0, this.received),
         });
         const counted = newToTenant ? blocks.map((b, i) => ({ size: b.size, fresh: newToTenant[i]! && !existed })) : blocks;
         const fresh = this.deps.stats.recordPublication(counted, inline !== undefined && existed);

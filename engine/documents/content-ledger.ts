@@ -79,6 +79,6 @@ export class ContentLedger {
   }
 
   private fits(room: Room, held: number, size: number): void {
-    if (room.blobBytes + held + size > room.quotaBytes) throw tenantQuotaExceeded('Storing this document content');
+    if (room.blobBytes + held + size > room.quotaBytes) throw tenantQuotaExceeded({ quotaBytes: room.quotaBytes, retainedBytes: room.blobBytes + held, size }, 'Storing this document content');
   }
 }

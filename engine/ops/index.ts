@@ -6,4 +6,4 @@ export { formatBytes } from '../base/bytes.js';
 export { type GcState, type NodeSummary, nodeIdOf, nodeSummary, OpsSnapshots } from './snapshot.js';
 export { Stats } from './stats.js';
 export { TrafficHistory } from './traffic-history.js';
-export type { HealthCheck, MemoryGauges, OpsSource } from './source.js';
+export type { HealthCheck, MemoryGauges, OpsSource, TenantUsageRow } from './source.js';

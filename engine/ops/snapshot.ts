@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { formatBytes } from '../base/bytes.js';
-import type { HealthCheck, OpsSource } from './source.js';
+import type { HealthCheck, OpsSource, TenantUsageRow } from './source.js';
 import type { NodeView } from './nodes.js';
 import { floorInBytes } from '../store/index.js';
 
@@ -46,6 +46,8 @@ export interface OpsSnapshot {
   };
   durability: { mode: string; corruptBlocksDetected: number; lastGc?: unknown };
   dependencies: OpsDependency[];
+  /** Tenants' usage (the tenants named in the tenant policy; with security off, the default tenant), largest first. */
+  tenants: TenantUsageRow[];
   traffic: {
     requests: number;
     errors: number;
@@ -165,12 +167,13 @@ export class OpsSnapshots {
   private async read(): Promise<OpsSnapshot> {
     const { engine } = this;
     const observedAt = new Date().toISOString();
-    const [probes, space, counts, nodes, known] = await Promise.all([
+    const [probes, space, counts, nodes, known, tenants] = await Promise.all([
       engine.readiness(),
       this.diskSpace(),
       this.counts(),
       engine.nodes().catch(() => []),
       engine.backend.shared ? engine.cluster.list().catch(() => undefined) : Promise.resolve(undefined),
+      engine.tenantsUsage().catch(() => []),
     ]);
     const stats = engine.stats;
     const pool = engine.pool;
@@ -242,6 +245,7 @@ export class OpsSnapshots {
         ? { mode: engine.config.durability, corruptBlocksDetected: corrupt }
         : { mode: engine.config.durability, corruptBlocksDetected: corrupt, lastGc: gcRun },
       dependencies: probes.map((p) => ({ kind: p.name as OpsDependency['kind'], status: p.status, latencyMs: Math.round(p.latencyMs * 10) / 10 })),
+      tenants,
       traffic: {
         requests: stats.requests,
         errors: stats.errors,

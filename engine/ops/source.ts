@@ -24,6 +24,14 @@ export interface MemoryGauges {
   readonly limitBytes: number;
 }
 
+/** One tenant's line of the snapshot's usage table. */
+export interface TenantUsageRow {
+  tenant: string;
+  retainedBytes: number;
+  objects: number;
+  quotaBytes: number | null;
+}
+
 export interface OpsSource {
   readonly nodeId: string;
   readonly stats: Stats;
@@ -38,5 +46,7 @@ export interface OpsSource {
   /** The outcome of the latest readiness checks. */
   readonly lastReadiness?: { at: number; failed: string[] };
   readiness(): Promise<HealthCheck[]>;
+  /** The usage of the tenants the operator knows by name (the policy's; the default tenant with security off). */
+  tenantsUsage(): Promise<TenantUsageRow[]>;
   nodes(): Promise<Array<{ nodeId: string; lastSeenAt: string; address: string }>>;
 }

@@ -44,7 +44,8 @@ export interface PublishOptions {
    * this is not published (`quotaExceeded` is thrown from inside the atomic step).
    */
   quotaBytes?: number;
-  quotaExceeded?: () => Error;
+  /** The refusal, told the tenant's retained bytes in this catalog as the step read them. */
+  quotaExceeded?: (retainedBytes: number) => Error;
 }
 
 export interface Publication {
@@ -88,6 +89,12 @@ export interface BlobCatalog {
   page(limit: number, cursor?: string, tenant?: string): Promise<{ summaries: BlobSummary[]; next?: string }>;
   /** The bytes of the distinct blobs the tenant holds (kept with every publication and removal). */
   retainedBytes(tenant: string): Promise<number>;
+  /**
+   * The tenant's distinct blobs and their bytes together (GET /api/v1/usage). Cheap: the bytes
+   * are a kept total; the count is a count over the tenant's own index range (LMDB, PostgreSQL)
+   * or the kept count of its ledger (s3), never a scan of other tenants' blobs.
+   */
+  tenantUsage(tenant: string): Promise<{ bytes: number; objects: number }>;
   /** Published manifests and recorded blocks; bytes of the blocks recorded (quarantined ones not counted): what svc stores. */
   totals(): Promise<{ blobs: number; blocks: number; storedBytes: number }>;
   /** Whether the catalog answers (readiness). */

@@ -28,6 +28,12 @@ class Bucket {
     this.level = perMinute;
   }
 
+  /** What the bucket holds now (refilled to this instant) and when it will be full again (ms), without taking anything. */
+  peek(now = Date.now()): { level: number; fullAt: number } {
+    const level = Math.min(this.perMinute, this.level + ((now - this.at) / 60_000) * this.perMinute);
+    return { level, fullAt: now + Math.ceil(((this.perMinute - level) / this.perMinute) * 60_000) };
+  }
+
   /**
    * Takes `amount` when the bucket holds it (an amount larger than a whole minute's needs a full
    * bucket, and leaves it below zero); else the seconds until it will.
@@ -41,6 +47,20 @@ class Bucket {
     this.level -= amount;
     return undefined;
   }
+}
+
+/** A rate budget as GET /api/v1/usage tells it: null fields when the policy sets no rate. */
+export interface RateUsage {
+  remaining: number | null;
+  limit: number | null;
+  /** When the bucket is full again (ISO 8601): now when it is full. */
+  resetsAt: string | null;
+}
+
+export interface BudgetUsage {
+  concurrency: { inUse: number | null; limit: number | null };
+  requests: RateUsage;
+  bytes: RateUsage;
 }
 
 export class Budgets {
@@ -96,6 +116,31 @@ export class Budgets {
     this.queues.set(tenant, queue);
     this.queued++;
     return new Promise((resolve) => queue.push(() => resolve(this.start(tenant))));
+  }
+
+  /**
+   * What `principal` of `tenant` has left of its budgets, and its tenant's operations (GET
+   * /api/v1/usage). Limits are the policy's figures (the cluster's); on several nodes `remaining`
+   * is this node's share scaled to the cluster (what is left if the balancer spreads requests
+   * evenly) and `inUse` is this node's operations. A figure not configured is null; without a
+   * concurrency limit operations are not counted (`inUse` null).
+   */
+  usage(tenant: string, principal: string): BudgetUsage {
+    const policy = this.policies.for(tenant);
+    const share = this.share();
+    const now = Date.now();
+    const rate = (map: Map<string, Bucket>, perMinute: number | undefined): RateUsage => {
+      if (perMinute === undefined) return { remaining: null, limit: null, resetsAt: null };
+      const b = map.get(`${tenant}\0${principal}`);
+      const peek = b && b.perMinute === perMinute / share.count ? b.peek(now) : { level: perMinute / share.count, fullAt: now };
+      return { remaining: Math.max(0, Math.min(perMinute, Math.floor(peek.level * share.count))), limit: perMinute, resetsAt: new Date(peek.fullAt).toISOString() };
+    };
+    const limit = policy.maxConcurrent ?? null;
+    return {
+      concurrency: { inUse: limit === null ? null : (this.inFlight.get(tenant) ?? 0), limit },
+      requests: rate(this.requests, policy.requestsPerMinute),
+      bytes: rate(this.bytes, policy.bytesPerMinute),
+    };
   }
 
   private start(tenant: string): () => void {

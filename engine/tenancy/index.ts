@@ -1,4 +1,4 @@
 // Tenancy with security on: the policy of each tenant and the budgets that enforce it.
-export { Budgets } from './budgets.js';
+export { type BudgetUsage, Budgets, type RateUsage } from './budgets.js';
 export { type Policy, PolicyError, TenantPolicies } from './policy.js';
 export { type ClusterShare, ClusterShareTracker, shareOf } from './cluster-share.js';

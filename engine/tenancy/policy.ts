@@ -57,6 +57,11 @@ export class TenantPolicies {
     }
   }
 
+  /** The tenants the policy names (its `tenants` entries). */
+  named(): string[] {
+    return Object.keys(this.current.tenants);
+  }
+
   /** Merged policies by tenant, made once per file version (asked several times per request). */
   private merged = new Map<string, Policy>();
 

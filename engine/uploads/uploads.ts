@@ -19,7 +19,7 @@ import { type BlobCatalog, type BlockStore, type Manifest, type SessionRecord, t
 import type { StreamScanner } from '../cas/index.js';
 import type { UploadConfig } from '../config.js';
 import {
-  SvcError, ingestFailed, invalidBlob, invalidUpload, payloadTooLarge, uploadBusy, uploadExists, uploadExpired, uploadNotFound, uploadOffsetMismatch, uploadState, tenantQuotaExceeded,
+  SvcError, ingestFailed, invalidBlob, invalidUpload, payloadTooLarge, uploadBusy, uploadExists, uploadExpired, uploadNotFound, uploadOffsetMismatch, uploadState, blobQuotaExceeded,
 } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Stats } from '../ops/index.js';
@@ -258,7 +258,7 @@ export class Uploads {
   }
 
   /** Publishes the object; a committed session answers with the same blob again. */
-  async commit(tenant: string, id: string, quotaBytes?: number): Promise<SessionRecord> {
+  async commit(tenant: string, id: string, quota: BlobRoom = {}): Promise<SessionRecord> {
     const current = await this.status(tenant, id);
     if (current.state === 'Committed') return current;
     const alive = await this.aliveNodes();
@@ -282,7 +282,7 @@ export class Uploads {
       const blocks = [...(await this.deps.ledger.blocks(id)), ...((drained ?? stored)?.blocks ?? []), ...result.blocks];
       const blobId = formatContentId(hex, leased.offset);
       await this.deps.ledger.update(id, (r) => moveSession(r, { type: 'publishing', blob: blobId }));
-      const publication = this.deps.tenantBlobs ? { tenant: leased.tenant, tenantBlocks: true, quotaBytes, quotaExceeded: tenantQuotaExceeded } : {};
+      const publication = this.deps.tenantBlobs ? { tenant: leased.tenant, tenantBlocks: true, ...quotaOf(quota, leased.offset) } : {};
       const { manifest, existed, newToTenant } = await this.deps.manifests.publish(hex, leased.offset, result.decided!.mediaType, chunkerName(result.decided!.spec), blocks, undefined, publication);
       this.deps.stats.recordPublication(newToTenant ? blocks.map((b, i) => ({ size: b.size, fresh: newToTenant[i]! })) : blocks, existed);
       const committed = await this.deps.ledger.update(id, (r) => moveSession(r, { type: 'published', blob: manifest.id }));
@@ -322,7 +322,7 @@ export class Uploads {
    * blob is published before the session's record is written, Committed: a crash between leaves
    * a blob that a retried creation finds again.
    */
-  async concatenate(request: { tenant: string; id: string; partials: string[]; contentType?: string; tus: TusFacts; maxBytes: number }, quotaBytes?: number): Promise<SessionRecord> {
+  async concatenate(request: { tenant: string; id: string; partials: string[]; contentType?: string; tus: TusFacts; maxBytes: number }, quota: BlobRoom = {}): Promise<SessionRecord> {
     const { tenant, partials } = request;
     const manifests: Manifest[] = [];
     for (const id of partials) {
@@ -349,7 +349,7 @@ export class Uploads {
     const chunkers = new Set(manifests.map((m) => m.record.chunker));
     const chunker = chunkers.size === 1 ? manifests[0]!.record.chunker : 'concatenation';
     const mediaType = request.contentType ?? manifests[0]!.record.mediaType;
-    const publication = this.deps.tenantBlobs ? { tenant, tenantBlocks: true, quotaBytes, quotaExceeded: tenantQuotaExceeded } : {};
+    const publication = this.deps.tenantBlobs ? { tenant, tenantBlocks: true, ...quotaOf(quota, length) } : {};
     const { manifest, existed } = await this.deps.manifests.publish(hex, length, mediaType, chunker, blocks, undefined, publication);
     this.deps.stats.recordPublication(blocks, existed);
     const record = moveSession(undefined, { type: 'concatenated', id: request.id, tenant, length, blob: manifest.id, contentType: request.contentType, tus: request.tus, now: Date.now(), ttlMs: this.deps.config.ttlMs });
@@ -744,4 +744,16 @@ export class Uploads {
     await this.deps.staging.remove(id);
     await this.deps.ledger.dropParts(id);
   }
+}
+
+/** The room a tenant's quota leaves its blobs (engine.blobLimits): the quota less its document content. */
+export interface BlobRoom {
+  quotaBytes?: number;
+  documentBytes?: number;
+}
+
+/** A publication's quota options: the room, and the refusal that tells the tenant's whole numbers. */
+function quotaOf(room: BlobRoom, size: number): { quotaBytes?: number; quotaExceeded?: (blobBytes: number) => Error } {
+  if (room.quotaBytes === undefined) return {};
+  return { quotaBytes: room.quotaBytes, quotaExceeded: blobQuotaExceeded(room.quotaBytes, room.documentBytes ?? 0, size) };
 }

@@ -1,7 +1,8 @@
 // The /ops/ dashboard: one page following GET /api/ops/v1/events (EventSource on an open server;
 // a fetch stream with the bearer token when security is on). Everything is
 // written with textContent (no markup from data), no inline script (a strict CSP would allow the
-// page), and it holds nothing but what the snapshot carries: no tenant ids, no payload bytes.
+// page), and it holds nothing but what the snapshot carries: no payload bytes; tenant ids only in
+// the usage table (the tenants the policy names), which needs observability.read like the rest.
 // URLs are relative, so the page also works behind a path prefix.
 
 export const DASHBOARD_HTML = `<!DOCTYPE html>
@@ -40,10 +41,17 @@ export const DASHBOARD_HTML = `<!DOCTYPE html>
   <section class="card">
     <h2>Dependencies</h2>
     <table id="dependencies"><thead><tr><th>kind</th><th>status</th><th>latency</th></tr></thead><tbody></tbody></table>
+  </section>
+  <section class="card wide" id="nodes-card">
     <h2>Nodes</h2>
     <p class="muted small" id="nodes-none">this node only (embedded backend)</p>
-    <table id="nodes"><thead><tr><th>node</th><th>address</th><th>state</th><th>health</th><th>requests</th><th>errors</th><th>in</th><th>out</th><th>transfers</th><th>last seen</th></tr></thead><tbody></tbody></table>
+    <div class="scroll"><table id="nodes"><thead><tr><th>node</th><th>address</th><th>state</th><th>health</th><th>requests</th><th>errors</th><th>in</th><th>out</th><th>transfers</th><th>last seen</th></tr></thead><tbody></tbody></table></div>
     <p class="muted small" id="cluster-totals"></p>
+  </section>
+  <section class="card" id="tenants-card">
+    <h2>Tenants</h2>
+    <div class="scroll"><table id="tenants"><thead><tr><th>tenant</th><th>retained</th><th>objects</th><th>quota</th></tr></thead><tbody></tbody></table></div>
+    <p class="muted small">the tenants the tenant policy names; with security off, the default tenant</p>
   </section>
   <section class="card">
     <h2>Deduplication</h2>
@@ -113,6 +121,7 @@ h3 { font-size: .9rem; margin: .75rem 0 .25rem; }
 main { display: grid; grid-template-columns: repeat(auto-fill, minmax(320px, 1fr)); gap: 1rem; }
 .card { border: 1px solid var(--line); border-radius: .5rem; padding: .75rem 1rem; min-width: 0; }
 .wide { grid-column: 1 / -1; }
+.scroll { overflow-x: auto; }
 table { border-collapse: collapse; width: 100%; }
 th, td { text-align: left; padding: .2rem .4rem; border-bottom: 1px solid var(--line); vertical-align: top; }
 td.ok { color: var(--ok); } td.warn { color: var(--warn); } td.failed { color: var(--bad); font-weight: 600; }
@@ -157,12 +166,19 @@ export const DASHBOARD_JS = `'use strict';
   var chartEl = $('throughput');
   var chart = null;
   function width() { return Math.max(300, chartEl.clientWidth || 600); }
+  var AXIS_FONT = '12px sans-serif';
+  // Whole seconds and up: a label per tick, none repeated.
+  var TIME_STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400];
+  function two(n) { return n < 10 ? '0' + n : String(n); }
+  function clock(v) { var d = new Date(v * 1000); return two(d.getHours()) + ':' + two(d.getMinutes()) + ':' + two(d.getSeconds()); }
   if (typeof uPlot === 'function') {
     chart = new uPlot({
       width: width(),
       height: 240,
       scales: { x: { time: true }, y: { range: function (u, min, max) { return [0, Math.max(1024, max * 1.1)]; } } },
-      axes: [{}, { size: 80, values: function (u, vals) { return vals.map(rate); } }],
+      // Time labels on one line, at least 110 px apart (uPlot's defaults put dates on a second line and crowd them).
+      axes: [{ space: 110, incrs: TIME_STEPS, font: AXIS_FONT, values: function (u, vals) { return vals.map(clock); } }, { size: 80, font: AXIS_FONT, values: function (u, vals) { return vals.map(rate); } }],
+      hooks: { draw: [labelBoxes] },
       series: [
         {},
         { label: 'ingest', stroke: '#0969da', width: 2, value: function (u, v) { return v === null ? '–' : rate(v); } },
@@ -170,6 +186,22 @@ export const DASHBOARD_JS = `'use strict';
       ],
     }, data, chartEl);
     window.addEventListener('resize', function () { chart.setSize({ width: width(), height: 240 }); });
+  }
+
+  // Where the time axis's labels are drawn (canvas text: no DOM boxes), as [left, right] pixels in data-x-labels.
+  function labelBoxes(u) {
+    var axis = u.axes[0];
+    var splits = axis._splits || [], values = axis._values || [];
+    var ctx = document.createElement('canvas').getContext('2d');
+    ctx.font = AXIS_FONT;
+    var boxes = [];
+    for (var i = 0; i < splits.length; i++) {
+      if (values[i] == null || values[i] === '') continue;
+      var x = u.valToPos(splits[i], 'x');
+      var w = ctx.measureText(String(values[i])).width;
+      boxes.push([Math.round((x - w / 2) * 10) / 10, Math.round((x + w / 2) * 10) / 10]);
+    }
+    chartEl.setAttribute('data-x-labels', JSON.stringify(boxes));
   }
 
   var previous = null;
@@ -222,6 +254,9 @@ export const DASHBOARD_JS = `'use strict';
     });
     text('cluster-totals', cluster ? cluster.totals.liveNodes + ' of ' + cluster.totals.nodes + ' nodes live: ' + cluster.totals.requests + ' requests, ' + cluster.totals.errors + ' errors, ' +
       bytes(cluster.totals.bytesIngested) + ' in, ' + bytes(cluster.totals.bytesServed) + ' out, ' + cluster.totals.transfersInFlight + ' transfers in flight' : '');
+    rows('tenants', s.tenants || [], function (r) {
+      return [{ text: r.tenant }, { text: bytes(r.retainedBytes) }, { text: r.objects }, { text: r.quotaBytes === null ? 'none' : bytes(r.quotaBytes) + ' (' + Math.round((r.retainedBytes / Math.max(1, r.quotaBytes)) * 100) + ' %)' }];
+    });
     var t = s.traffic;
     text('reuse', t.byteReusePercent.toFixed(1) + ' %');
     text('fresh-blocks', t.freshBlocks);

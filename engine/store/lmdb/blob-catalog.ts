@@ -129,6 +129,12 @@ export class LmdbBlobCatalog implements EmbeddedBlobCatalog {
     return this.tenantBytes.get(tenant) ?? 0;
   }
 
+  /** The tenant's blobs (a count of its range of `tenant_inventory`) and their bytes. */
+  async tenantUsage(tenant: string): Promise<{ bytes: number; objects: number }> {
+    const objects = this.tenantInventory.getKeysCount({ start: [tenant, 0], end: [tenant, Number.MAX_SAFE_INTEGER] });
+    return { bytes: this.tenantBytes.get(tenant) ?? 0, objects };
+  }
+
   /** The bytes of an inline blob. */
   async inlineBytes(id: string): Promise<Buffer | undefined> {
     return this.inline.get(id);
@@ -153,8 +159,9 @@ export class LmdbBlobCatalog implements EmbeddedBlobCatalog {
         existed = true;
         return this.view(id, record, mine);
       }
-      if (options.quotaBytes !== undefined && (this.tenantBytes.get(tenant) ?? 0) + size > options.quotaBytes) {
-        throw options.quotaExceeded?.() ?? new Error('quota exceeded');
+      const retained = this.tenantBytes.get(tenant) ?? 0;
+      if (options.quotaBytes !== undefined && retained + size > options.quotaBytes) {
+        throw options.quotaExceeded?.(retained) ?? new Error('quota exceeded');
       }
       // Stored once for every tenant: a blob another tenant holds is only added to this one's.
       const created = !record;

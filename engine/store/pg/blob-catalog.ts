@@ -202,8 +202,10 @@ export class PgBlobCatalog implements BlobCatalog {
           ${inlineBytes ? Buffer.from(inlineBytes) : null}, ${recorded.keys}, ${recorded.sizes},
           ${claimed ?? null}, ${quota}, ${cached?.seq ?? -1})`;
     } catch (err) {
-      const thrown = (err as { code?: unknown }).code === QUOTA_REFUSED ? options.quotaExceeded?.() ?? new Error('quota exceeded') : err;
-      throw thrown;
+      if ((err as { code?: unknown }).code !== QUOTA_REFUSED) throw err;
+      // The function's transaction is gone: the count as it stands now (the refusal's numbers).
+      const retained = await this.retainedBytes(tenant).catch(() => NaN);
+      throw options.quotaExceeded?.(retained) ?? new Error('quota exceeded');
     }
     // A new manifest is ours: the function does not send its blocks back.
     const record = row.outcome === 'created'
@@ -266,6 +268,14 @@ export class PgBlobCatalog implements BlobCatalog {
   async retainedBytes(tenant: string): Promise<number> {
     const [row] = await this.sql<{ bytes: number }[]>`SELECT bytes FROM tenant_bytes WHERE tenant = ${tenant}`;
     return row?.bytes ?? 0;
+  }
+
+  /** The tenant's kept total and a count over its range of `tenant_blobs_by_seq` (an index-only count of its own rows). */
+  async tenantUsage(tenant: string): Promise<{ bytes: number; objects: number }> {
+    const [row] = await this.sql<{ bytes: number; objects: number }[]>`
+      SELECT coalesce((SELECT bytes FROM tenant_bytes WHERE tenant = ${tenant}), 0)::int8 AS bytes,
+             (SELECT count(*) FROM tenant_blobs WHERE tenant = ${tenant})::int8 AS objects`;
+    return { bytes: Number(row?.bytes ?? 0), objects: Number(row?.objects ?? 0) };
   }
 
   /** Sums the running totals' slots: no table is counted. */

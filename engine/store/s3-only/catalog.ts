@@ -204,6 +204,11 @@ export class S3OnlyBlobCatalog implements BlobCatalog {
     return this.ledgers.bytes(tenant);
   }
 
+  /** The tenant's ledger: its bytes and its blob count, kept with every publication and removal. */
+  tenantUsage(tenant: string): Promise<{ bytes: number; objects: number }> {
+    return this.ledgers.usage(tenant);
+  }
+
   /**
    * Blobs from the ledgers, blocks and their bytes from a listing of the block objects: a scan,
    * so it runs at most once per TOTALS_MS and its answer is that old at most.

@@ -68,21 +68,26 @@ export class TenantLedgers {
 
   /** The tenant's retained bytes, with any intent of a gone writer settled first. */
   async bytes(tenant: string): Promise<number> {
+    return (await this.usage(tenant)).bytes;
+  }
+
+  /** The tenant's retained bytes and blob count, with any intent of a gone writer settled first. */
+  async usage(tenant: string): Promise<{ bytes: number; objects: number }> {
     // In this node's queue for the tenant: never a read beside this node's own write of the
     // ledger (a server may serve a half-written object then; s3rver does).
     const read = await this.local.run(tenant, () => this.read(tenant));
-    if (!(await this.hasStale(read.doc, tenant))) return read.doc.bytes;
-    return (await this.change(tenant, () => {})).bytes;
+    const doc = (await this.hasStale(read.doc, tenant)) ? await this.change(tenant, () => {}) : read.doc;
+    return { bytes: doc.bytes, objects: doc.blobs };
   }
 
   /**
    * Reserves a blob's bytes for the tenant and its inventory position: throws `quotaExceeded()`
    * when they would take the tenant past `quotaBytes` (nothing is written then).
    */
-  async reserve(tenant: string, id: string, size: number, quotaBytes: number | undefined, quotaExceeded: () => Error): Promise<number> {
+  async reserve(tenant: string, id: string, size: number, quotaBytes: number | undefined, quotaExceeded: (retainedBytes: number) => Error): Promise<number> {
     let seq = 0;
     await this.begin(tenant, id, (doc) => {
-      if (quotaBytes !== undefined && doc.bytes + size > quotaBytes) throw quotaExceeded();
+      if (quotaBytes !== undefined && doc.bytes + size > quotaBytes) throw quotaExceeded(doc.bytes);
       // Microseconds of the clock, or on from the tenant's last: strictly increasing per tenant,
       // and across tenants in the order of the nodes' clocks (as one sequence would be).
       seq = Math.max(doc.nextSeq, Date.now() * 1000);
