@@ -24,6 +24,8 @@ export interface BodyCheck {
 }
 
 interface PartHandlers {
+  /** Refusals that need a read before the body is taken (a tenant's quota against the part's end). */
+  before?: (request: PartRequest) => Promise<void>;
   /** The part is durable (or was already applied): the answer. */
   answer(record: SessionRecord): void | Promise<void>;
   check?: BodyCheck;
@@ -52,27 +54,32 @@ export function receivePart(ex: Exchange, engine: Engine, declared: string | und
       ex.error(err, 'ingest_failed');
     }
   };
-  engine.uploads.beginPart(request).then(
-    (started) => {
-      if ('replayed' in started) return afterBody(ex, body, declared, request.maxPartBytes ?? maxPart, () => answer(started.replayed));
-      const upload = started.part;
-      // The client went away while the lease was taken: give the session back.
-      if (!ex.live) return upload.abort();
-      const check = h.check;
-      feedIngest(ex, body, upload.ingest, engine.stats, {
-        chunk: check && ((chunk) => check.update(chunk)),
-        last: () => {
-          // A part whose bytes are not what the client said is not kept: the session stays as it was.
-          const failure = check?.failure();
-          if (failure) return void upload.release().then(() => ex.error(failure));
-          upload.finish().then(answer, (err) => ex.error(err, 'ingest_failed'));
-        },
-        fail: (err) => void upload.release().then(() => ex.error(err, 'ingest_failed')),
-        abort: () => upload.abort(),
-      }, upload.ready);
-    },
-    (err: unknown) => afterBody(ex, body, declared, request.maxPartBytes ?? maxPart, () => ex.error(err, 'ingest_failed')),
-  );
+  const begin = () => {
+    engine.uploads.beginPart(request).then(
+      (started) => {
+        if ('replayed' in started) return afterBody(ex, body, declared, request.maxPartBytes ?? maxPart, () => answer(started.replayed));
+        const upload = started.part;
+        // The client went away while the lease was taken: give the session back.
+        if (!ex.live) return upload.abort();
+        const check = h.check;
+        feedIngest(ex, body, upload.ingest, engine.stats, {
+          chunk: check && ((chunk) => check.update(chunk)),
+          last: () => {
+            // A part whose bytes are not what the client said is not kept: the session stays as it was.
+            const failure = check?.failure();
+            if (failure) return void upload.release().then(() => ex.error(failure));
+            upload.finish().then(answer, (err) => ex.error(err, 'ingest_failed'));
+          },
+          fail: (err) => void upload.release().then(() => ex.error(err, 'ingest_failed')),
+          abort: () => upload.abort(),
+        }, upload.ready);
+      },
+      (err: unknown) => afterBody(ex, body, declared, request.maxPartBytes ?? maxPart, () => ex.error(err, 'ingest_failed')),
+    );
+  };
+  if (!h.before) return begin();
+  // Refused by what it declares: answered now, not after the body (the exchange settles the socket).
+  h.before(request).then(begin, (err: unknown) => ex.error(err, 'ingest_failed'));
 }
 
 /**

@@ -93,6 +93,8 @@ export function mountTusApi(router: Router, { engine }: ServerContext): void {
       }
       return { tenant: record.tenant, id: record.id, partId: randomUUID(), offset, length, maxPartBytes: maxBytes };
     }, {
+      // Bytes that would end past what the tenant's quota leaves: 507 before the body is read.
+      before: principal ? (request) => engine.assertRoom(principal.tenant, request.offset + request.length) : undefined,
       check: checksumOf(head.checksum),
       answer: async (after) => {
         const done = await completeIfWhole(engine, after, principal);
@@ -108,7 +110,12 @@ export function mountTusApi(router: Router, { engine }: ServerContext): void {
     let record = await current(head.tenant, call.params[0]!);
     if (Array.isArray(record.tus?.concat)) throw new SvcError('forbidden', 'upload_final', 'A final upload takes no bytes: it is its partial uploads');
     // creation-defer-length: the length, once, with a PATCH.
-    if (head.uploadLength !== undefined) record = await uploads.declareLength(record.tenant, record.id, uploadLength(head.uploadLength, maxBytes));
+    if (head.uploadLength !== undefined) {
+      const length = uploadLength(head.uploadLength, maxBytes);
+      // A deferred length that cannot fit under the tenant's quota: 507 now, as at creation.
+      if (call.principal) await engine.assertRoom(call.principal.tenant, length);
+      record = await uploads.declareLength(record.tenant, record.id, length);
+    }
     receive(call, head, body, record, false);
   };
   const terminate = async (ex: Exchange, head: TusHead, id: string) => {

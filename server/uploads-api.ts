@@ -45,7 +45,11 @@ export function mountUploadsApi(router: Router, { engine }: ServerContext): void
         offset: byteCount(header(req, 'upload-offset'), 'Upload-Offset', true),
         length: byteCount(declared, 'Content-Length', true),
       };
-    }, { answer: (record) => ex.send(204, sessionHeaders(record)) });
+    }, {
+      // A part that would end past what the tenant's quota leaves: 507 before its body is read.
+      before: principal ? (request) => engine.assertRoom(principal.tenant, request.offset + request.length) : undefined,
+      answer: (record) => ex.send(204, sessionHeaders(record)),
+    });
   }, operation);
 
   router.on('POST', COMMIT, async ({ ex, req, params, principal }) => {

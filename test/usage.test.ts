@@ -202,20 +202,29 @@ describe('the numbers of a limit refusal', () => {
     } });
     const tooLarge = await upload(t, randomBytes(100_001));
     expect(tooLarge).toEqual({ status: 413, json: { error: 'tenant_object_limit_exceeded', message: "The object exceeds the tenant's limit of 100000 bytes (maxObjectBytes 100000)", maxObjectBytes: 100_000 } });
-    // A resumable session whose commit would pass the quota: the same numbers.
-    const id = randomUUID();
-    const created = await checkedFetch(`${server.url}/api/v1/uploads`, { method: 'POST', headers: { ...bearer(t), 'X-Svc-Upload-Session-Id': id } });
-    expect(created.status).toBe(201);
-    const part = await checkedFetch(`${server.url}/api/v1/uploads/${id}`, { method: 'PATCH', headers: { ...bearer(t), 'Upload-Offset': '0', 'Upload-Part-Id': randomUUID() }, body: new Uint8Array(randomBytes(60_001)) });
-    expect(part.status).toBe(204);
-    const commit = await checkedFetch(`${server.url}/api/v1/uploads/${id}/commit`, { method: 'POST', headers: bearer(t) });
+    // Resumable sessions: a part whose end cannot fit is refused at once; two that each fit, the
+    // second commit finds the room taken by the first: the same numbers.
+    const session = async () => {
+      const id = randomUUID();
+      expect((await checkedFetch(`${server.url}/api/v1/uploads`, { method: 'POST', headers: { ...bearer(t), 'X-Svc-Upload-Session-Id': id } })).status).toBe(201);
+      return id;
+    };
+    const sendPart = (id: string, size: number) => checkedFetch(`${server.url}/api/v1/uploads/${id}`, { method: 'PATCH', headers: { ...bearer(t), 'Upload-Offset': '0', 'Upload-Part-Id': randomUUID() }, body: new Uint8Array(randomBytes(size)) });
+    const refused = await sendPart(await session(), 60_001);
+    expect(refused.status).toBe(507);
+    expect(await refused.json()).toMatchObject({ error: 'tenant_storage_quota_exceeded', quotaBytes: 150_000, retainedBytes: 90_000 });
+    const [first, second] = [await session(), await session()];
+    expect((await sendPart(first, 40_000)).status).toBe(204);
+    expect((await sendPart(second, 40_000)).status).toBe(204);
+    expect((await checkedFetch(`${server.url}/api/v1/uploads/${first}/commit`, { method: 'POST', headers: bearer(t) })).status).toBe(200);
+    const commit = await checkedFetch(`${server.url}/api/v1/uploads/${second}/commit`, { method: 'POST', headers: bearer(t) });
     expect(commit.status).toBe(507);
-    expect(await commit.json()).toMatchObject({ error: 'tenant_storage_quota_exceeded', quotaBytes: 150_000, retainedBytes: 90_000 });
-    // Nothing of it was kept.
-    expect(await usage(t)).toMatchObject({ retainedBytes: 90_000, objects: 1 });
+    expect(await commit.json()).toMatchObject({ error: 'tenant_storage_quota_exceeded', quotaBytes: 150_000, retainedBytes: 130_000 });
+    // Nothing of the refused ones was kept.
+    expect(await usage(t)).toMatchObject({ retainedBytes: 130_000, objects: 2 });
   });
 
-  it('a declared length that cannot fit under the quota is answered before the body is sent: blob API, sessions, tus, a document\'s bytes', async () => {
+  it('a declared length that cannot fit under the quota is answered before the body is sent: blob API, sessions and their parts, tus creations, PATCHes and deferred lengths, a document\'s bytes', async () => {
     const t = await token('u-early');
     expect((await upload(t, randomBytes(100_000))).status).toBe(201);
     const numbers = { quotaBytes: 1_000_000, retainedBytes: 100_000 };
@@ -236,6 +245,19 @@ describe('the numbers of a limit refusal', () => {
     const { uploadId } = (await doc.json()) as { uploadId: string };
     const bytes = await answeredBeforeBody(`${server.url}/v1/uploads/${uploadId}/bytes`, 'PUT', bearer(t), 3_000_000);
     expect(bytes).toEqual({ status: 507, json: { error: 'tenant_storage_quota_exceeded', message: message(3_000_000), ...numbers }, sent: 1000 });
+    // A session without Upload-Length: its part's end (offset + Content-Length) is what cannot fit.
+    const open = randomUUID();
+    expect((await checkedFetch(`${server.url}/api/v1/uploads`, { method: 'POST', headers: { ...bearer(t), 'X-Svc-Upload-Session-Id': open } })).status).toBe(201);
+    const part = await answeredBeforeBody(`${server.url}/api/v1/uploads/${open}`, 'PATCH', { ...bearer(t), 'Upload-Offset': '0', 'Upload-Part-Id': randomUUID() }, 1_500_000);
+    expect(part).toEqual({ status: 507, json: { error: 'tenant_storage_quota_exceeded', message: message(1_500_000), ...numbers }, sent: 1000 });
+    // tus: a PATCH's body, and a deferred Upload-Length given with a PATCH.
+    const deferred = await checkedFetch(`${server.url}/files/`, { method: 'POST', headers: { ...bearer(t), 'Tus-Resumable': '1.0.0', 'Upload-Defer-Length': '1' } });
+    expect(deferred.status).toBe(201);
+    const at = `${server.url}${deferred.headers.get('location')}`;
+    const tusPatch = await answeredBeforeBody(at, 'PATCH', { ...bearer(t), 'Tus-Resumable': '1.0.0', 'Upload-Offset': '0', 'Content-Type': 'application/offset+octet-stream' }, 1_200_000);
+    expect(tusPatch).toEqual({ status: 507, json: { error: 'tenant_storage_quota_exceeded', message: message(1_200_000), ...numbers }, sent: 1000 });
+    const tusLength = await answeredBeforeBody(at, 'PATCH', { ...bearer(t), 'Tus-Resumable': '1.0.0', 'Upload-Offset': '0', 'Upload-Length': '950000', 'Content-Type': 'application/offset+octet-stream' }, 2000);
+    expect(tusLength).toMatchObject({ status: 507, json: { error: 'tenant_storage_quota_exceeded', message: message(950_000), ...numbers } });
     // What fits is taken: exactly the room left.
     expect((await upload(t, randomBytes(900_000))).status).toBe(201);
     expect(await usage(t)).toMatchObject({ retainedBytes: 1_000_000, objects: 2 });

@@ -78,8 +78,12 @@ const ORG_SUFFIXES = [
 ];
 /** Words that start a sentence or a phrase before a name, never part of it. */
 const NOT_IN_NAME = new Set(['The', 'A', 'An', 'At', 'By', 'For', 'From', 'In', 'On', 'To', 'With', 'Of', 'And', 'Or', 'Mail', 'Email', 'Call', 'Contact', 'Dear', 'Our', 'Their', 'His', 'Her', 'Its', 'This', 'That', 'Yesterday', 'Today', 'Tomorrow', 'Ask', 'Write', 'Pay', 'Paid', 'Joined', 'Visit', 'Since', 'Both', 'When', 'After', 'Before']);
-/** One to four capitalized words (or `&`) and a suffix: Northwind Traders, Smith & Wesson Inc., Acme Co. */
-const ORG_BY_SUFFIX = new RegExp(`(?<![\\p{L}\\p{N}])(?:(?:\\p{Lu}[\\p{L}\\p{N}'’-]*|&)\\s+){1,4}(?:${ORG_SUFFIXES.join('|')})(?:\\.(?=\\s|$)|(?![\\p{L}\\p{N}]))`, 'u');
+/**
+ * One to four capitalized words (or `&`) and a suffix: Northwind Traders, Smith & Wesson Inc., Acme
+ * Co. A match starts only where a word does (no letter, digit, apostrophe or hyphen before it):
+ * starting inside `Ab-’Ab-’…` at every capital made it quadratic. Exported for test/regex-safety.test.ts.
+ */
+export const ORG_BY_SUFFIX = new RegExp(`(?<![\\p{L}\\p{N}'’-])(?:(?:\\p{Lu}[\\p{L}\\p{N}'’-]*|&)\\s+){1,4}(?:${ORG_SUFFIXES.join('|')})(?:\\.(?=\\s|$)|(?![\\p{L}\\p{N}]))`, 'u');
 
 function findOrgsBySuffix(text: string): Span[] {
   const spans: Span[] = [];
