@@ -24,8 +24,9 @@ export interface BodyCheck {
 }
 
 interface PartHandlers {
-  /** Refusals that need a read before the body is taken (a tenant's quota against the part's end). */
-  before?: (request: PartRequest) => Promise<void>;
+  /** The caller, with security on: its tenant's limits and its byte budget apply. */
+  principal?: Principal;
+  chargeBytes: (bytes: number) => void;
   /** The part is durable (or was already applied): the answer. */
   answer(record: SessionRecord): void | Promise<void>;
   check?: BodyCheck;
@@ -41,6 +42,7 @@ export function receivePart(ex: Exchange, engine: Engine, declared: string | und
   let request: PartRequest;
   try {
     request = parse();
+    if (h.principal) limitPart(engine, h.principal, request, h.chargeBytes);
   } catch (err) {
     afterBody(ex, held ?? new SocketBody(ex), declared, maxPart, () => ex.error(err, 'ingest_failed'));
     return;
@@ -77,9 +79,10 @@ export function receivePart(ex: Exchange, engine: Engine, declared: string | und
       (err: unknown) => afterBody(ex, body, declared, request.maxPartBytes ?? maxPart, () => ex.error(err, 'ingest_failed')),
     );
   };
-  if (!h.before) return begin();
-  // Refused by what it declares: answered now, not after the body (the exchange settles the socket).
-  h.before(request).then(begin, (err: unknown) => ex.error(err, 'ingest_failed'));
+  if (!h.principal) return begin();
+  // A part that would end past what the tenant's quota leaves is refused by what it declares:
+  // answered now, not after its body (the exchange settles the socket).
+  engine.assertRoom(h.principal.tenant, request.offset + request.length).then(begin, (err: unknown) => ex.error(err, 'ingest_failed'));
 }
 
 /**
@@ -101,14 +104,11 @@ function afterBody(ex: Exchange, body: BodySource, declared: string | undefined,
   body.resume();
 }
 
-/** With security on: the tenant's object limit and the principal's byte budget, before any byte is taken. */
-export function limitPart(engine: Engine, req: RequestHead, principal: Principal | undefined, chargeBytes: (bytes: number) => void): void {
-  if (!principal) return;
-  const declared = byteCount(header(req, 'content-length'), 'Content-Length', true);
+/** The tenant's object limit against the part's end, then the principal's byte budget, before any byte is taken. */
+function limitPart(engine: Engine, principal: Principal, request: PartRequest, chargeBytes: (bytes: number) => void): void {
   const max = engine.policies.for(principal.tenant).maxObjectBytes;
-  const end = byteCount(header(req, 'upload-offset'), 'Upload-Offset', true) + declared;
-  if (max !== undefined && end > max) throw tenantObjectLimit(max);
-  chargeBytes(declared);
+  if (max !== undefined && request.offset + request.length > max) throw tenantObjectLimit(max);
+  chargeBytes(request.length);
 }
 
 export function sessionId(raw: string | undefined, name = 'The upload session id'): string {

@@ -8,7 +8,7 @@
 import { createHash, randomUUID, type Hash } from 'node:crypto';
 import type { Principal } from '../engine/auth/index.js';
 import type { Engine } from '../engine/engine.js';
-import { SvcError, invalidUpload, payloadTooLarge, tenantObjectLimit, uploadNotFound } from '../engine/errors.js';
+import { SvcError, invalidUpload, payloadTooLarge, uploadNotFound } from '../engine/errors.js';
 import type { SessionRecord, TusFacts } from '../engine/store/index.js';
 import { TUS_MAX_PARTIALS } from '../engine/base/limits.js';
 import { HeldBody } from './body-sources.js';
@@ -81,11 +81,6 @@ export function mountTusApi(router: Router, { engine }: ServerContext): void {
       if (head.contentType !== OFFSET_STREAM) throw wrongContentType();
       const offset = created ? 0 : byteCount(head.uploadOffset, 'Upload-Offset', true);
       const length = byteCount(head.contentLength, 'Content-Length', true);
-      if (principal) {
-        const max = engine.policies.for(principal.tenant).maxObjectBytes;
-        if (max !== undefined && offset + length > max) throw tenantObjectLimit(max);
-        chargeBytes(length);
-      }
       if (offset + length > maxBytes) throw payloadTooLarge(maxBytes);
       const total = record.declaredLength;
       if (total !== undefined && offset === record.offset && offset + length > total) {
@@ -93,8 +88,8 @@ export function mountTusApi(router: Router, { engine }: ServerContext): void {
       }
       return { tenant: record.tenant, id: record.id, partId: randomUUID(), offset, length, maxPartBytes: maxBytes };
     }, {
-      // Bytes that would end past what the tenant's quota leaves: 507 before the body is read.
-      before: principal ? (request) => engine.assertRoom(principal.tenant, request.offset + request.length) : undefined,
+      principal,
+      chargeBytes,
       check: checksumOf(head.checksum),
       answer: async (after) => {
         const done = await completeIfWhole(engine, after, principal);
@@ -130,10 +125,6 @@ export function mountTusApi(router: Router, { engine }: ServerContext): void {
       const { ex, req, principal } = call;
       const head = readHead(req, principal);
       const { declaredLength, tus, contentType } = creation(req, maxBytes);
-      if (principal && declaredLength !== undefined) {
-        const max = engine.policies.for(principal.tenant).maxObjectBytes;
-        if (max !== undefined && declaredLength > max) throw tenantObjectLimit(max);
-      }
       if (Array.isArray(tus.concat)) {
         // A final upload: assembled now from its finished partial uploads, complete at creation.
         if (head.carriesBytes) throw new SvcError('forbidden', 'upload_final', 'A final upload takes no bytes of its own');
@@ -143,7 +134,7 @@ export function mountTusApi(router: Router, { engine }: ServerContext): void {
       }
       if (head.carriesBytes && head.contentType !== OFFSET_STREAM) throw wrongContentType();
       const body = head.carriesBytes ? new HeldBody(ex.body) : undefined;
-      // An Upload-Length that cannot fit under the tenant's quota: 507 now, before any byte.
+      // An Upload-Length past the tenant's object limit (413) or what its quota leaves (507): now, before any byte.
       if (principal && declaredLength !== undefined) await engine.assertRoom(principal.tenant, declaredLength);
       const record = await uploads.create({ tenant: head.tenant, id: randomUUID(), declaredLength, contentType, tus });
       if (!body) return ex.send(201, { ...uploadHeaders(record), Location: `/files/${record.id}` });

@@ -6,7 +6,7 @@ import type { ServerContext } from './server-context.js';
 import { header, type RequestHead } from './exchange.js';
 import { parseContentType } from './request-parsing.js';
 import type { Router } from './router.js';
-import { byteCount, limitPart, receivePart, sessionId, tenantOf } from './session-parts.js';
+import { byteCount, receivePart, sessionId, tenantOf } from './session-parts.js';
 
 const COLLECTION = '/api/v1/uploads';
 const SESSION = '/api/v1/uploads/:id';
@@ -36,20 +36,13 @@ export function mountUploadsApi(router: Router, { engine }: ServerContext): void
 
   router.on('PATCH', SESSION, ({ ex, req, params, principal, chargeBytes }) => {
     const declared = header(req, 'content-length');
-    receivePart(ex, engine, declared, () => {
-      limitPart(engine, req, principal, chargeBytes);
-      return {
-        tenant: tenantOf(req, principal),
-        id: sessionId(params[0]),
-        partId: sessionId(header(req, 'upload-part-id'), 'Upload-Part-Id'),
-        offset: byteCount(header(req, 'upload-offset'), 'Upload-Offset', true),
-        length: byteCount(declared, 'Content-Length', true),
-      };
-    }, {
-      // A part that would end past what the tenant's quota leaves: 507 before its body is read.
-      before: principal ? (request) => engine.assertRoom(principal.tenant, request.offset + request.length) : undefined,
-      answer: (record) => ex.send(204, sessionHeaders(record)),
-    });
+    receivePart(ex, engine, declared, () => ({
+      tenant: tenantOf(req, principal),
+      id: sessionId(params[0]),
+      partId: sessionId(header(req, 'upload-part-id'), 'Upload-Part-Id'),
+      offset: byteCount(header(req, 'upload-offset'), 'Upload-Offset', true),
+      length: byteCount(declared, 'Content-Length', true),
+    }), { principal, chargeBytes, answer: (record) => ex.send(204, sessionHeaders(record)) });
   }, operation);
 
   router.on('POST', COMMIT, async ({ ex, req, params, principal }) => {
