@@ -78,7 +78,7 @@ export const VARIABLES: ReadonlyArray<{ name: string; default: string; help: str
   { name: 'MODEL_MAX_BUNDLE_FILES', default: '100000', help: 'Most JSON files a bundle may hold (the files that are read; 400 BundleException beyond).' },
   { name: 'MODEL_MAX_ZIP_ENTRIES', default: '200000', help: 'Most entries (files and folders of any kind) a zip bundle may list, checked before any entry is read (400 BundleException beyond).' },
   { name: 'MODEL_MAX_DIRECTORY_ENTRIES', default: '200000', help: 'Most entries (files, folders, links) a directory bundle\'s walk may meet; the walk stops there (400 BundleException beyond).' },
-  { name: 'SVC_MODEL_ROOTS', default: '', help: 'Comma-separated directories that file:// bundle URIs must lie in once links are followed; a URI outside is 403 ForbiddenLocation, refused by its name without opening it. Each must be an existing directory at start. Empty: any local path with security off; with SVC_SECURITY_ENABLED=true, <SVC_FS_ROOT>/models alone (created at start).' },
+  { name: 'SVC_MODEL_ROOTS', default: '', help: 'Comma-separated places bundles may be read from: directories that file:// bundle URIs must lie in once links are followed, and s3://bucket/folder/ or gs://bucket/folder/ prefixes that s3:// and gs:// URIs must lie under; a URI elsewhere is 403 ForbiddenLocation, refused by its name without opening or fetching it. Each directory must exist at start. Empty: any local path and any bucket with security off; with SVC_SECURITY_ENABLED=true, <SVC_FS_ROOT>/models alone (created at start) and no bucket. Whatever the roots say, no bundle is read from the blob store\'s own SVC_S3_BUCKET under SVC_S3_PREFIX.' },
   { name: 'MODEL_MAX_FRAME_BYTES', default: '64MiB', help: 'Largest request body of transform and rank (413 beyond).' },
   { name: 'MODEL_MAX_FRAME_ROWS', default: '1000000', help: 'Most rows a flattened request frame may have (a Cartesian frame multiplies).' },
   { name: 'MODEL_WARMUP_ROWS', default: '200', help: 'Rows of generated sample data run through a model when it is registered.' },
@@ -211,6 +211,13 @@ export interface ModelConfig {
    * resolve inside. null: anywhere (security off and SVC_MODEL_ROOTS unset).
    */
   roots: string[] | null;
+  /**
+   * SVC_MODEL_ROOTS' s3:// and gs:// entries: the bucket folders object bundles must lie under.
+   * null: any (security off and SVC_MODEL_ROOTS unset); empty: none.
+   */
+  objectRoots: ObjectRoot[] | null;
+  /** The blob store's own SVC_S3_BUCKET and SVC_S3_PREFIX, never read as a bundle; null without SVC_S3_BUCKET. */
+  storeLocation: { bucket: string; prefix: string } | null;
   /** The roots are the default, <SVC_FS_ROOT>/models (security on, SVC_MODEL_ROOTS unset): made at start when missing. */
   defaultRoots: boolean;
   maxFrameBytes: number;
@@ -305,10 +312,43 @@ export function parseLegacyRepos(raw: string): LegacyRepoConfig[] {
   return repos;
 }
 
-/** `/a,/b` → absolute directories (relative ones resolved from the working directory). */
-export function parseModelRoots(raw: string): string[] {
-  if (raw.trim() === '') return [];
+/** An s3:// or gs:// root: a bucket and a key prefix (empty, or a folder ending in "/"). */
+export interface ObjectRoot {
+  scheme: 's3' | 'gs';
+  bucket: string;
+  prefix: string;
+}
+
+/** S3's rule for bucket names (3 to 63 lowercase letters, digits, dots and hyphens, a letter or digit at each end). */
+export const S3_BUCKET_NAME = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
+
+/** `s3://bucket/folder` → the bucket and the folder as a prefix ending in "/" (so `team` does not also cover `team-b/`). */
+function objectRoot(entry: string, at: number): ObjectRoot {
+  const m = /^(s3|gs):\/\/([^/]*)(?:\/(.*))?$/i.exec(entry)!;
+  const scheme = m[1]!.toLowerCase() as 's3' | 'gs';
+  const bucket = m[2]!;
+  if (scheme === 's3' ? !S3_BUCKET_NAME.test(bucket) : !/^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$/.test(bucket)) {
+    throw new ConfigError(`SVC_MODEL_ROOTS: entry ${at} (${entry}) does not name a valid ${scheme} bucket`);
+  }
+  let prefix: string;
+  try {
+    prefix = decodeURIComponent(m[3] ?? '');
+  } catch {
+    throw new ConfigError(`SVC_MODEL_ROOTS: entry ${at} (${entry}) is not valid percent-encoding`);
+  }
+  if (prefix.split('/').some((s) => s === '.' || s === '..')) throw new ConfigError(`SVC_MODEL_ROOTS: entry ${at} (${entry}) has a . or .. segment`);
+  if (prefix !== '' && !prefix.endsWith('/')) prefix += '/';
+  return { scheme, bucket, prefix };
+}
+
+/**
+ * `/a,/b,s3://bucket/folder/` → absolute directories (relative ones resolved from the working
+ * directory) and object roots.
+ */
+export function parseModelRoots(raw: string): { directories: string[]; objects: ObjectRoot[] } {
   const roots: string[] = [];
+  const objects: ObjectRoot[] = [];
+  if (raw.trim() === '') return { directories: roots, objects };
   const entries = raw.split(',');
   for (const [i, rawEntry] of entries.entries()) {
     const entry = rawEntry.trim();
@@ -318,9 +358,11 @@ export function parseModelRoots(raw: string): string[] {
       throw new ConfigError(`SVC_MODEL_ROOTS: entry ${i + 1} is empty (expected /dir,/dir2)`);
     }
     if (entry.includes('\0')) throw new ConfigError(`SVC_MODEL_ROOTS: entry ${i + 1} contains NUL`);
-    roots.push(path.resolve(entry));
+    if (/^(s3|gs):\/\//i.test(entry)) objects.push(objectRoot(entry, i + 1));
+    else if (/^[a-z][a-z0-9+.-]*:\/\//i.test(entry)) throw new ConfigError(`SVC_MODEL_ROOTS: entry ${i + 1} (${entry}) is a directory, an s3:// or a gs:// prefix`);
+    else roots.push(path.resolve(entry));
   }
-  return roots;
+  return { directories: roots, objects };
 }
 
 function executionMode(raw: string): ExecutionMode {
@@ -436,6 +478,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxZipEntries: parseInteger('MODEL_MAX_ZIP_ENTRIES', get('MODEL_MAX_ZIP_ENTRIES'), 1, 10_000_000),
       maxDirectoryEntries: parseInteger('MODEL_MAX_DIRECTORY_ENTRIES', get('MODEL_MAX_DIRECTORY_ENTRIES'), 1, 10_000_000),
       roots: null,
+      objectRoots: null,
+      storeLocation: null,
       defaultRoots: false,
       maxFrameBytes: parseSize('MODEL_MAX_FRAME_BYTES', get('MODEL_MAX_FRAME_BYTES')),
       maxFrameRows: parseInteger('MODEL_MAX_FRAME_ROWS', get('MODEL_MAX_FRAME_ROWS'), 1, 100_000_000),
@@ -445,9 +489,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       gcsEndpoint: get('MODEL_GCS_ENDPOINT').replace(/(?<!\/)\/+$/, ''),
     },
   };
+  // Named roots are the only places, of each kind (only s3:// roots named: no file:// bundle at all).
   const roots = parseModelRoots(get('SVC_MODEL_ROOTS'));
-  if (roots.length > 0) config.model.roots = roots;
-  else if (config.securityEnabled) Object.assign(config.model, { roots: [path.join(config.fsRoot, 'models')], defaultRoots: true });
+  if (roots.directories.length + roots.objects.length > 0) Object.assign(config.model, { roots: roots.directories, objectRoots: roots.objects });
+  else if (config.securityEnabled) Object.assign(config.model, { roots: [path.join(config.fsRoot, 'models')], objectRoots: [], defaultRoots: true });
+  if (config.s3.bucket) config.model.storeLocation = { bucket: config.s3.bucket, prefix: config.s3.prefix };
   if (!(config.chunkMin <= config.chunkAvg && config.chunkAvg <= config.chunkMax)) {
     throw new ConfigError(`SVC_CHUNK_MIN <= SVC_CHUNK_AVG <= SVC_CHUNK_MAX must hold (got ${config.chunkMin}, ${config.chunkAvg}, ${config.chunkMax})`);
   }

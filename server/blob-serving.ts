@@ -42,8 +42,11 @@ export function serveBlob(engine: Engine, ex: Exchange, conditions: ReturnType<t
   const decision = evaluate({ etag, lastModified: lastModifiedMs, size }, conditions);
   switch (decision.status) {
     case 304:
+      ex.send(304, validators);
+      return;
     case 412:
-      ex.send(decision.status, validators);
+      // An error like every other: the envelope (HEAD gets its length), beside the validators.
+      ex.send(412, { 'Content-Type': JSON_UTF8, ...validators }, JSON.stringify({ error: 'precondition_failed', message: 'If-Match or If-Unmodified-Since does not hold for the current representation' }));
       return;
     case 416:
       ex.send(416, { 'Content-Type': JSON_UTF8, 'Content-Range': `bytes */${size}` }, JSON.stringify({ error: 'invalid_range', message: 'Range is malformed, unsatisfiable or asks for more than one range' }));

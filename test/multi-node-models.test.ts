@@ -30,7 +30,9 @@ const AIRBNB_FRAME = join(FIXTURES, 'combust-mleap/mleap-benchmark/src/main/reso
 const DEMO = join(FIXTURES, 'combust-mleap/mleap-spring-boot/src/test/resources/demo.zip');
 const AIRBNB_URI = pathToFileURL(AIRBNB).href;
 const DEMO_URI = pathToFileURL(DEMO).href;
-const AIRBNB_S3_URI = `s3://${BUCKET}/bundles/airbnb.model.lr.zip`;
+/** Bundles live beside the store, not in its bucket: svc never reads a bundle from SVC_S3_BUCKET (docs/models.md#security). */
+const BUNDLES = 'svc-multi-node-bundles';
+const AIRBNB_S3_URI = `s3://${BUNDLES}/airbnb.model.lr.zip`;
 
 /** What each bundle answers for its frame (test/model-api.test.ts: the fixtures' published values). */
 const AIRBNB_ANSWER = { schema: { fields: [{ name: 'price_prediction', type: { type: 'basic', base: 'double', isNullable: false } }] }, rows: [[expect.closeTo(232.62463916840318, 9)]] };
@@ -96,8 +98,9 @@ describe('models and the development secret on three pg-s3 nodes', () => {
     const server = s3 as S3Endpoint;
     client = s3ClientFor(server);
     await client.send(new CreateBucketCommand({ Bucket: BUCKET }));
+    await client.send(new CreateBucketCommand({ Bucket: BUNDLES }));
     // The bundle a cluster should use: an object every node reads (docs/models.md, "Several nodes").
-    await client.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'bundles/airbnb.model.lr.zip', Body: fs.readFileSync(AIRBNB) }));
+    await client.send(new PutObjectCommand({ Bucket: BUNDLES, Key: 'airbnb.model.lr.zip', Body: fs.readFileSync(AIRBNB) }));
     const url = await (pg as PgServer).createDatabase('svc_models');
     sql = openPool(url, 2);
     env = {

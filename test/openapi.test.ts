@@ -11,7 +11,7 @@ import { ANY_TOKEN, type Router } from '../dist/server/router.js';
 import { mountListeners } from '../dist/server/listeners.js';
 import { MODEL_API, SERVICE_API } from '../dist/server/api-docs.js';
 import { VERSION } from '../dist/engine/version.js';
-import { expectConforms, modelApi, modelFetch, serviceApi } from './helpers/openapi.js';
+import { type ApiConformance, expectConforms, modelApi, modelFetch, serviceApi } from './helpers/openapi.js';
 import { type TestServer, startServer } from './helpers/server.js';
 
 type Json = Record<string, any>;
@@ -66,6 +66,40 @@ const refsIn = (node: unknown): string[] => {
   return Object.entries(node).flatMap(([k, v]) => (k === '$ref' && typeof v === 'string' ? [v] : refsIn(v)));
 };
 
+/** @seriousme/openapi-schema-validator's verdict on a document: its own reading of the OpenAPI 3.1 schema, its own $ref and $id resolution. */
+async function secondValidator(doc: Json): Promise<{ valid: boolean; errors?: unknown }> {
+  const { Validator } = await import('@seriousme/openapi-schema-validator');
+  const { valid, errors } = await new Validator().validate(structuredClone(doc));
+  return valid ? { valid } : { valid, errors };
+}
+
+/**
+ * The answers (`METHOD path status`) the document leaves without a schema for their body. Every
+ * response needs `content` whose every media type has a schema, except those whose status or
+ * method carries no body at all: 1xx, 204 and 304 (RFC 9110 15.2, 15.3.5, 15.4.5) and HEAD
+ * operations (RFC 9110 9.3.2). A response the protocol defines as empty (tus's 201 creation and
+ * its HEAD by X-HTTP-Method-Override, the model runtime's health checks) instead states so: a
+ * required Content-Length whose schema admits only "0", which test/helpers/openapi.ts holds
+ * every answer to.
+ */
+function answersWithoutSchema(doc: Json, api: ApiConformance): string[] {
+  const gaps: string[] = [];
+  for (const [key, op] of documented(doc)) {
+    if (key.startsWith('HEAD ')) continue;
+    for (const [status, given] of Object.entries(op.responses as Json)) {
+      if (/^1/.test(status) || status === '204' || status === '304') continue;
+      const response = given.$ref ? api.resolve(given.$ref) : given;
+      const media = Object.values((response.content ?? {}) as Json);
+      if (media.length > 0 && media.every((m) => typeof m.schema === 'object')) continue;
+      const length = response.headers?.['Content-Length'];
+      const declared = length?.$ref ? api.resolve(length.$ref) : length;
+      if (media.length === 0 && declared?.required === true && declared.schema?.const === '0') continue;
+      gaps.push(`${key} ${status}`);
+    }
+  }
+  return gaps;
+}
+
 const listeners = [
   { name: 'listener 1 (svc-api.json)', description: SERVICE_API, routers: () => mountedRouters().service, api: serviceApi },
   { name: 'the model listener (model-runtime.json)', description: MODEL_API, routers: () => mountedRouters().model, api: modelApi },
@@ -79,6 +113,14 @@ describe.each(listeners)('the API description of $name', ({ description, routers
     expect(doc.info.version).toBe('1.2.3');
     const SwaggerParser = (await import('@apidevtools/swagger-parser')).default;
     await expect(SwaggerParser.validate(structuredClone(doc) as never)).resolves.toBeDefined();
+  });
+
+  it('is a valid OpenAPI 3.1 document for a second, independent validator (@seriousme/openapi-schema-validator)', async () => {
+    expect(await secondValidator(doc)).toEqual({ valid: true });
+  });
+
+  it('gives every answer that may carry a body its schema, errors included', () => {
+    expect(answersWithoutSchema(doc, api())).toEqual([]);
   });
 
   it('has no dangling references, and unique operation ids', () => {
@@ -156,6 +198,10 @@ describe('GET /openapi.json and /docs on a started server', () => {
     expectConforms({ status: res.status, headers: res.headers, text }, 'GET', '/openapi.json', api());
     const served = JSON.parse(text);
     expect(served.openapi).toBe('3.1.0');
+    // The document as served, through both validators.
+    const SwaggerParser = (await import('@apidevtools/swagger-parser')).default;
+    await expect(SwaggerParser.validate(structuredClone(served))).resolves.toBeDefined();
+    expect(await secondValidator(served)).toEqual({ valid: true });
     expect(served.info).toMatchObject({ title, version: VERSION });
     expect(served.paths).toEqual(api().doc.paths);
 
@@ -219,6 +265,17 @@ describe('the answers\' check (test/helpers/openapi.ts)', () => {
     expect(model.problems(answer(200, { model: registration }), 'GET', '/models/x')[0]).toContain("must have required property 'bundleMeta'");
     expect(model.problems(answer(401, { error: 'Unauthenticated', message: 'no token', code: 401 }), 'GET', '/models')[0]).toContain('WWW-Authenticate is required');
     expect(model.problems({ status: 200, headers: new Headers(), text: '' }, 'GET', '/health')[0]).toContain('X-Request-Id is required');
+  });
+
+  it("checks a metadata entry's schema reference `{\"$id\": <URN>}`, whose `$id` the document names under patternProperties", () => {
+    const url = '/v1/documents/d-1/metadata/urn:x:ns';
+    const entry = { id: `meta_${'0'.repeat(26)}`, mode: 'canonical', status: 'valid', data: {}, receipt: { receivedAt: null, recordedAt: '2026-11-27T10:00:00.000Z', principal: null, requestId: null } };
+    const v11 = { 'Content-Type': 'application/vnd.svc.metadata+json; version=1.1' };
+    const answer = (schema: unknown) => ({ status: 200, headers: headers(v11), text: JSON.stringify({ envelope: '1.1', namespaceUrn: 'urn:x:ns', entry: { ...entry, schema } }) });
+    expect(api.problems(answer({ $id: 'urn:x:schema' }), 'GET', url)).toEqual([]);
+    expect(api.problems(answer({}), 'GET', url)[0]).toContain("must have required property '$id'");
+    expect(api.problems(answer({ $id: 7 }), 'GET', url)[0]).toContain('must be string');
+    expect(api.problems(answer({ $id: 'urn:x:schema', id: 'urn:x:schema' }), 'GET', url)[0]).toContain('must NOT have additional properties');
   });
 
   it('fails a status, a media type or a header the document does not have', () => {

@@ -66,6 +66,20 @@ describe('configuration', () => {
     expect(() => loadConfig({ SVC_CHUNK_MIN: '8MiB' })).toThrowError(/SVC_CHUNK_MIN/);
     expect(loadConfig({}).httpPort).toBe(8081);
   });
+
+  it('reads SVC_MODEL_ROOTS as directories and s3://, gs:// folders; named roots are the only places; the store\'s own bucket is never a bundle\'s', () => {
+    const model = (env: Record<string, string>) => loadConfig({ SVC_FS_ROOT: '/data', ...env }).model;
+    const mixed = model({ SVC_MODEL_ROOTS: '/srv/models, s3://ml-bundles/prod, gs://g_bucket, s3://other/a%20b/' });
+    expect([mixed.roots, mixed.objectRoots]).toEqual([['/srv/models'], [{ scheme: 's3', bucket: 'ml-bundles', prefix: 'prod/' }, { scheme: 'gs', bucket: 'g_bucket', prefix: '' }, { scheme: 's3', bucket: 'other', prefix: 'a b/' }]]);
+    expect([model({ SVC_MODEL_ROOTS: 's3://b-1' }).roots, model({ SVC_MODEL_ROOTS: '/srv' }).objectRoots]).toEqual([[], []]);
+    expect([model({}).roots, model({}).objectRoots]).toEqual([null, null]);
+    expect([model({ SVC_SECURITY_ENABLED: 'true', SVC_DEV_SHARED_SECRET: 'x'.repeat(32) }).roots, model({ SVC_SECURITY_ENABLED: 'true', SVC_DEV_SHARED_SECRET: 'x'.repeat(32) }).objectRoots]).toEqual([['/data/models'], []]);
+    expect(model({ SVC_S3_BUCKET: 'store', SVC_S3_PREFIX: 'svc/' }).storeLocation).toEqual({ bucket: 'store', prefix: 'svc/' });
+    expect(model({}).storeLocation).toBeNull();
+    for (const [roots, reason] of [['s3://Not_A_Bucket/x', 'does not name a valid s3 bucket'], ['s3://bucket/a/../b', 'has a . or .. segment'], ['s3://bucket/%E0%A4%A', 'not valid percent-encoding'], ['https://host/x', 'is a directory, an s3:// or a gs:// prefix']] as const) {
+      expect(() => model({ SVC_MODEL_ROOTS: roots })).toThrowError(new RegExp(`SVC_MODEL_ROOTS: entry 1 .*${reason.replace(/[.*/]/g, '\\$&')}`));
+    }
+  });
 });
 
 describe('preconditions and ranges (RFC 9110)', () => {

@@ -1,7 +1,9 @@
 // Bundle repositories: where a registered URI is fetched from. `file://` is read in place, once
 // the roots (SVC_MODEL_ROOTS, roots.ts) allow it; `s3://` and `gs://` are streamed to a local
-// file (at most MODEL_MAX_BUNDLE_BYTES) and read from there. The caller deletes what `acquire`
-// returns with `release`.
+// file (at most MODEL_MAX_BUNDLE_BYTES) and read from there, once the roots allow their bucket
+// and key. The caller deletes what `acquire` returns with `release`. A store's failure is
+// answered in the runtime's own words (not found, access denied, unavailable), never the
+// store's text, which goes to the log.
 
 import { createWriteStream } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
@@ -11,7 +13,8 @@ import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import { randomUUID } from 'node:crypto';
 import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import type { ModelConfig } from '../config.js';
+import { type ModelConfig, S3_BUCKET_NAME } from '../config.js';
+import type { Logger } from '../log.js';
 import { ModelError, bundleError } from './errors.js';
 import type { BundleRoots } from './roots.js';
 
@@ -30,6 +33,7 @@ export class Repositories {
     /** Directory for downloaded copies (emptied at start by the owner). */
     private readonly downloadDir: string,
     private readonly roots: BundleRoots,
+    private readonly log: Logger,
   ) {}
 
   /** Checks a URI's syntax and scheme without fetching anything: 400 URIError when it is not one this runtime reads. */
@@ -48,21 +52,26 @@ export class Repositories {
     } else if (url.protocol === 's3:' || url.protocol === 'gs:') {
       if (!url.hostname) throw uriError(uri, 'bucket name is missing');
       if (url.pathname.length <= 1) throw uriError(uri, 'object key is missing');
+      // Judged by name against the roots, so the name must be the one the store reads.
+      if (url.protocol === 's3:' && !S3_BUCKET_NAME.test(url.hostname)) throw uriError(uri, `"${url.hostname}" is not an S3 bucket name`);
+      objectKey(uri, url);
     } else {
       throw uriError(uri, `unsupported scheme "${url.protocol.replace(/:$/, '')}" (file, s3 or gs)`);
     }
     return url;
   }
 
-  /** For a file:// URI, whether the roots allow it (throws as `acquire` would); nothing for the other schemes. */
+  /** Whether the roots allow the URI (throws as `acquire` would), without fetching anything. */
   async checkLocation(uri: string): Promise<void> {
     const url = Repositories.parse(uri);
     if (url.protocol === 'file:') await this.roots.locate(filePath(uri, url), uri);
+    else this.roots.checkObject(url.protocol === 's3:' ? 's3' : 'gs', url.hostname, objectKey(uri, url), uri);
   }
 
   async acquire(uri: string, signal: AbortSignal): Promise<AcquiredBundle> {
     const url = Repositories.parse(uri);
     if (url.protocol === 'file:') return { path: await this.roots.locate(filePath(uri, url), uri), release: async () => {} };
+    this.roots.checkObject(url.protocol === 's3:' ? 's3' : 'gs', url.hostname, objectKey(uri, url), uri);
     const target = join(this.downloadDir, `${randomUUID()}.zip`);
     await mkdir(this.downloadDir, { recursive: true });
     const release = () => rm(target, { force: true });
@@ -73,7 +82,8 @@ export class Repositories {
       await release();
       if (err instanceof ModelError) throw err;
       if (signal.aborted) throw signal.reason instanceof Error ? signal.reason : err;
-      throw uriError(uri, (err as Error).message);
+      this.log.warn('model bundle fetch failed', { uri, err: String((err as Error)?.stack ?? err) });
+      throw uriError(uri, storeFailure(err));
     }
     return { path: target, release };
   }
@@ -83,7 +93,7 @@ export class Repositories {
       ...(this.config.s3Endpoint ? { endpoint: this.config.s3Endpoint } : {}),
       forcePathStyle: this.config.s3ForcePathStyle,
     });
-    const key = decodeURIComponent(url.pathname.slice(1));
+    const key = objectKey(uri, url);
     const out = await this.s3.send(new GetObjectCommand({ Bucket: url.hostname, Key: key }), { abortSignal: signal });
     if (!(out.Body instanceof Readable)) throw uriError(uri, 'S3 returned no body');
     if (out.ContentLength !== undefined && out.ContentLength > this.config.maxBundleBytes) {
@@ -95,13 +105,13 @@ export class Repositories {
   }
 
   private async gcsObject(uri: string, url: URL, signal: AbortSignal): Promise<Readable> {
-    const object = encodeURIComponent(decodeURIComponent(url.pathname.slice(1)));
+    const object = encodeURIComponent(objectKey(uri, url));
     const address = `${this.config.gcsEndpoint}/storage/v1/b/${encodeURIComponent(url.hostname)}/o/${object}?alt=media`;
     const token = process.env.GOOGLE_OAUTH_ACCESS_TOKEN;
     const response = await fetch(address, { signal, headers: token ? { authorization: `Bearer ${token}` } : {} });
     if (!response.ok || !response.body) {
       await response.body?.cancel();
-      throw uriError(uri, `Google Cloud Storage answered ${response.status}`);
+      throw new StoreRefusal(response.status);
     }
     const length = Number(response.headers.get('content-length'));
     if (length > this.config.maxBundleBytes) {
@@ -122,6 +132,42 @@ export class Repositories {
       },
     });
   }
+}
+
+/** The key an s3:// or gs:// URI names, as the store reads it (decoded); 400 URIError for one the roots could not judge. */
+function objectKey(uri: string, url: URL): string {
+  let key: string;
+  try {
+    key = decodeURIComponent(url.pathname.slice(1));
+  } catch {
+    throw uriError(uri, 'the object key is not valid percent-encoding');
+  }
+  // Decoded, `%2F..%2F` is a `..` segment: a store that resolves it would read outside the prefix judged.
+  if (key.split('/').some((s) => s === '.' || s === '..')) throw uriError(uri, 'an object key cannot have . or .. segments');
+  return key;
+}
+
+/** A store's answer other than the object (GCS's status; S3's come as the SDK's errors). */
+class StoreRefusal extends Error {
+  constructor(readonly status: number) {
+    super(`the store answered ${status}`);
+  }
+}
+
+const NOT_FOUND = new Set(['NoSuchKey', 'NoSuchBucket', 'NotFound']);
+const DENIED = new Set(['AccessDenied', 'InvalidAccessKeyId', 'SignatureDoesNotMatch', 'ExpiredToken', 'InvalidToken', 'AllAccessDisabled', 'AccountProblem', 'CredentialsProviderError']);
+
+/**
+ * What the runtime says of a store's failure: one of its own few sentences, never the store's or
+ * the SDK's text (which would tell, for one, whether an object exists where the caller may not look).
+ */
+function storeFailure(err: unknown): string {
+  const e = err as { name?: string; status?: number; $metadata?: { httpStatusCode?: number }; $fault?: string };
+  const status = err instanceof StoreRefusal ? err.status : e?.$metadata?.httpStatusCode;
+  if (NOT_FOUND.has(e?.name ?? '') || status === 404) return 'no such object';
+  if (DENIED.has(e?.name ?? '') || status === 401 || status === 403) return 'access denied';
+  if (status !== undefined && status < 500 && e?.$fault !== 'server') return 'the store refused the read';
+  return 'the store is unavailable';
 }
 
 /** The absolute local path a file URI names; 400 URIError for one that names no local path. */

@@ -4,11 +4,15 @@
 // whether it exists. A name inside a root is then resolved, links followed, and the real path
 // must still be inside a root (a link in a root that points out of it is refused the same way).
 // The real path is what gets read.
+// s3:// and gs:// bundles are judged by name alone, before any request to the store: the bucket
+// and key must lie under an object root (SVC_MODEL_ROOTS' s3://, gs:// entries), and an s3://
+// one never in the blob store's own bucket under its prefix (SVC_S3_BUCKET, SVC_S3_PREFIX),
+// whatever the roots say: a model.write token must not make the server read its own blocks.
 
 import fs from 'node:fs';
 import { realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { ConfigError, type ModelConfig } from '../config.js';
+import { ConfigError, type ModelConfig, type ObjectRoot } from '../config.js';
 import { ModelError, bundleError } from './errors.js';
 
 export class BundleRoots {
@@ -16,14 +20,17 @@ export class BundleRoots {
     /** Each root as configured and as resolved (links followed); null: any local path. */
     private readonly names: readonly string[] | null,
     private readonly real: readonly string[] | null,
+    /** The bucket folders object bundles may be read from; null: any. */
+    private readonly objectRoots: readonly ObjectRoot[] | null,
+    private readonly storeLocation: ModelConfig['storeLocation'],
   ) {}
 
   /**
    * The roots of `config`, each resolved: it must be an existing directory (ConfigError
    * otherwise); the default root (<SVC_FS_ROOT>/models) is made when missing.
    */
-  static check(config: Pick<ModelConfig, 'roots' | 'defaultRoots'>): BundleRoots {
-    if (config.roots === null) return new BundleRoots(null, null);
+  static check(config: Pick<ModelConfig, 'roots' | 'defaultRoots' | 'objectRoots' | 'storeLocation'>): BundleRoots {
+    if (config.roots === null) return new BundleRoots(null, null, config.objectRoots, config.storeLocation);
     const real = config.roots.map((root) => {
       if (config.defaultRoots) fs.mkdirSync(root, { recursive: true });
       let resolved: string;
@@ -35,12 +42,23 @@ export class BundleRoots {
       if (!fs.statSync(resolved).isDirectory()) throw new ConfigError(`SVC_MODEL_ROOTS: ${root} is not a directory`);
       return resolved;
     });
-    return new BundleRoots([...new Set([...config.roots, ...real])], real);
+    return new BundleRoots([...new Set([...config.roots, ...real])], real, config.objectRoots, config.storeLocation);
   }
 
-  /** The roots as resolved at start; null when any local path is allowed. */
-  get directories(): readonly string[] | null {
-    return this.real;
+  /** Whether some bundle URI is refused by where it points (a registration may then be refused at start). */
+  get restricted(): boolean {
+    return this.real !== null || this.objectRoots !== null || this.storeLocation !== null;
+  }
+
+  /**
+   * Refuses (403 ForbiddenLocation) an s3:// or gs:// bundle outside the object roots, or in the
+   * blob store's own bucket and prefix; `key` is the object key as the store will read it
+   * (decoded). Nothing is asked of the store: the answer is the same whether the object exists.
+   */
+  checkObject(scheme: 's3' | 'gs', bucket: string, key: string, uri: string): void {
+    const own = this.storeLocation;
+    if (scheme === 's3' && own && bucket === own.bucket && key.startsWith(own.prefix)) throw forbiddenObject(uri, scheme);
+    if (this.objectRoots && !this.objectRoots.some((root) => root.scheme === scheme && root.bucket === bucket && key.startsWith(root.prefix))) throw forbiddenObject(uri, scheme);
   }
 
   /**
@@ -74,6 +92,11 @@ function isInside(root: string, file: string): boolean {
 
 function forbiddenLocation(uri: string): ModelError {
   return new ModelError('ForbiddenLocation', `bundle ${uri} is outside the directories bundles may be read from (SVC_MODEL_ROOTS)`, 403);
+}
+
+/** The same answer for a bucket no root names and for the blob store's own: nothing tells the store's bucket apart. */
+function forbiddenObject(uri: string, scheme: 's3' | 'gs'): ModelError {
+  return new ModelError('ForbiddenLocation', `bundle ${uri} is outside the ${scheme}:// prefixes bundles may be read from (SVC_MODEL_ROOTS)`, 403);
 }
 
 function unreadable(uri: string, file: string, err: unknown): ModelError {

@@ -89,7 +89,7 @@ export class ModelService {
     rmSync(workDir, { recursive: true, force: true });
     this.docDir = join(workDir, 'loaded');
     mkdirSync(this.docDir, { recursive: true });
-    this.repositories = new Repositories(config, join(workDir, 'downloads'), roots);
+    this.repositories = new Repositories(config, join(workDir, 'downloads'), roots, log);
     // An entry expires a fixed time after it was loaded (a read does not extend it); every entry
     // that leaves (evicted, expired, replaced, deleted) releases its model. lru-cache reads a ttl
     // of 0 as none, so MODEL_CACHE_TTL=0 becomes 1 ms: loaded for each request, as it says.
@@ -233,12 +233,12 @@ export class ModelService {
   }
 
   /**
-   * Registrations whose file:// bundle the roots now refuse (made before SVC_MODEL_ROOTS or
+   * Registrations whose bundle the roots now refuse (made before SVC_MODEL_ROOTS or
    * security were set): they stay registered, and every use answers 403 ForbiddenLocation until
    * they are registered again from inside the roots or deleted. Said once at start.
    */
   async reportRefusedRegistrations(): Promise<void> {
-    if (this.roots.directories === null) return;
+    if (!this.roots.restricted) return;
     for (const { modelName, uri } of this.registrations.values()) {
       const refused = await this.repositories.checkLocation(uri).then(
         () => false,
