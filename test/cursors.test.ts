@@ -52,7 +52,6 @@ describe('cursors with security on', () => {
 
   /** No document id, in any reading of any cursor of `cursors`. */
   function expectNoIds(cursors: string[]) {
-    expect(cursors.length).toBeGreaterThan(0);
     const ids = everyId().flatMap((id) => [id, id.replace(/-/g, '')]);
     for (const cursor of cursors) {
       for (const text of readings(cursor)) for (const id of ids) expect(text.includes(id), `cursor ${cursor} names ${id}`).toBe(false);
@@ -102,10 +101,15 @@ describe('cursors with security on', () => {
   const search = (api: Api, where: Record<string, unknown>, extra: Record<string, unknown> = {}) => api.post('/v1/documents/search', { namespaceUrn: NS, where, ...extra });
 
   test('search: the reader gets exactly the documents it may see, and no cursor names any document', async () => {
+    // A page of limit 1 scans 20 keys: the first meets hidden documents alone, empty, and goes on
+    // after the last one it scanned (the cursor that named a hidden document in clear).
+    const empty = await search(reader, { '/k': 'x' }, { limit: 1 });
+    expect([empty.status, empty.json.documents, typeof empty.json.nextCursor]).toEqual([200, [], 'string']);
     for (const limit of [1, 2, 10]) {
       const where = { '/k': 'x' };
       const got = await pages(reader, () => search(reader, where, { limit }), (cursor) => search(reader, where, { limit, cursor }), 'documents');
       expect(got.ids).toEqual([...visible].sort());
+      if (limit === 1) expect(got.cursors.length).toBe(VISIBLE);
       expectNoIds(got.cursors);
     }
     // The writer sees them all; its cursors name none either.
@@ -135,6 +139,7 @@ describe('cursors with security on', () => {
     for (const limit of [1, 2]) {
       const got = await pages(reader, () => list(reader, `limit=${limit}`), (c) => list(reader, `limit=${limit}`, c), 'documents');
       expect(got.ids).toEqual([...visible].reverse());
+      expect(got.cursors.length).toBeGreaterThan(0);
       expectNoIds(got.cursors);
       const filed = await pages(reader, () => list(reader, `label=filed&limit=${limit}`), (c) => list(reader, `label=filed&limit=${limit}`, c), 'documents');
       expect(filed.ids).toEqual([...visible].reverse());
