@@ -4,7 +4,6 @@ import { fileURLToPath } from 'node:url';
 import type { Piscina } from 'piscina';
 import type { VerifyTask, VerifyTaskResult } from './cas/index.js';
 import { type ContentId, formatContentId } from './cas/index.js';
-import { decodeCursor, encodeCursor } from './cas/index.js';
 import { DirectIngest, type IngestOptions } from './cas/index.js';
 import { type IngestDeps, largestBlockBytes } from './cas/index.js';
 import { PartIngest, type PartOptions } from './uploads/index.js';
@@ -19,7 +18,7 @@ import { type Collector, GarbageCollector, SharedCollector } from './gc/index.js
 import { JobQueue } from './jobs/index.js';
 import type { Logger } from './log.js';
 import { type HealthCheck, Metrics, Stats, type TenantUsageRow } from './ops/index.js';
-import { TokenVerifier } from './auth/index.js';
+import { CursorSeal, type Principal, TokenVerifier } from './auth/index.js';
 import { BulkMigrations, DocumentService } from './documents/index.js';
 import { MigrationRegistry } from './documents/index.js';
 import { SchemaRegistry } from './documents/index.js';
@@ -28,7 +27,7 @@ import { ClusterNodes, TrafficHistory, nodeIdOf, nodeSummary } from './ops/index
 import { type LiveNode, ownerOf } from './locality/index.js';
 import { ViewService } from './views/index.js';
 import { WorkflowService } from './workflows/index.js';
-import { type BlobBackend, type BlobCatalog, type BlobSummary, type BlockStore, CatalogEnv, type DataDirLock, DiskSpace, FsTailStaging, DEFAULT_TENANT, InvalidCursorError, FileDevSecretStore, KeyedCatalog, LmdbGcCatalog, LmdbModelRegistry, LmdbUnitStore, type UnitStore, LmdbUploadCatalog, type Manifest, lockDataDir, openBlobBackend } from './store/index.js';
+import { type BlobBackend, type BlobCatalog, type BlobSummary, type BlockStore, CatalogEnv, type DataDirLock, DiskSpace, FsTailStaging, DEFAULT_TENANT, InvalidCursorError, FileDevSecretStore, UnitSecretStore, KeyedCatalog, LmdbGcCatalog, LmdbModelRegistry, LmdbUnitStore, type UnitStore, LmdbUploadCatalog, type Manifest, lockDataDir, openBlobBackend } from './store/index.js';
 import type { BlockRoots } from './cas/index.js';
 import { BufferPool } from './uploads/index.js';
 import { Uploads } from './uploads/index.js';
@@ -61,6 +60,9 @@ export interface TenantUsage {
 const OPS_TENANTS = 50;
 const OPS_TENANTS_MS = 5000;
 
+/** The blob contract (interface.md, errors) answers a malformed cursor 400 invalid_pagination. */
+const BLOB_CURSORS = { malformed: invalidPagination };
+
 const NO_RATE = { remaining: null, limit: null, resetsAt: null };
 const NO_BUDGETS: BudgetUsage = { concurrency: { inUse: null, limit: null }, requests: NO_RATE, bytes: NO_RATE };
 
@@ -84,6 +86,8 @@ export class Engine {
   readonly bulkMigrations: BulkMigrations;
   /** Bearer tokens of the document platform. */
   readonly tokens: TokenVerifier;
+  /** The cursors of every list and of search: sealed for one caller and one query (engine/auth/cursor-seal.ts). */
+  readonly cursors: CursorSeal;
   /** The model runtime: MLeap bundles on the same worker pool. */
   readonly models: ModelService;
   /** Garbage collection of block files (mark, quarantine, purge): on demand or on SVC_GC_INTERVAL. */
@@ -166,13 +170,15 @@ export class Engine {
     // cluster's nodes on pg-s3, else in this node's LMDB.
     const units: UnitStore = backend.units ?? new LmdbUnitStore(catalog);
     this.units = units;
+    // Kept where every node reads it: a cursor one node gave opens on any other, and after a restart.
+    this.cursors = new CursorSeal(backend.cursorKey ?? new UnitSecretStore(units, 'cursor-key'));
     this.jobs = new JobQueue({ store: units, pool, config: config.jobs, log, node: this.nodeId });
-    const schemas = new SchemaRegistry(new KeyedCatalog(units, 'schemas'), units);
+    const schemas = new SchemaRegistry(new KeyedCatalog(units, 'schemas'), units, this.cursors);
     this.documents = new DocumentService(units, schemas, new MigrationRegistry(new KeyedCatalog(units, 'migrations'), schemas), this.jobs, (options) => this.startIngest(options), {
       limits: (tenant) => this.tenantLimits(tenant),
       blobBytes: (tenant) => manifests.retainedBytes(tenant),
       isViewOf: (tenant, key, contents) => this.views.isViewOf(tenant, key, contents),
-    });
+    }, this.cursors);
     this.legacyImports = new LegacyImports(units, this.legacy, this.documents, this.jobs, log);
     this.tokens = tokens;
     this.models = new ModelService(config.model, backend.models ?? new LmdbModelRegistry(catalog), config.fsRoot, modelRoots, pool, log);
@@ -224,6 +230,8 @@ export class Engine {
     });
     if (cleaned.expired || cleaned.recovered || cleaned.removed) log.info('uploads: cleanup at start', cleaned);
     engine.uploads.startCleanup();
+    const cursorKey = await engine.cursors.load();
+    if (cursorKey.created) log.info('generated the key that seals list and search cursors', { keptIn: cursorKey.location });
     await engine.documents.open();
     const kept = await engine.workflows.registerSchemas();
     if (kept.length > 0) log.warn('workflows: schemas registered earlier with other bodies are kept; workflow entries that do not fit them are quarantined', { schemas: kept });
@@ -361,30 +369,33 @@ export class Engine {
     return m instanceof Promise ? m.then(found) : found(m);
   }
 
-  async list(limit: number, cursor?: string, tenant = DEFAULT_TENANT): Promise<{ blobs: BlobSummary[]; nextCursor?: string }> {
-    // The catalog's position (a sequence number, or an S3 key) wrapped in the one token format.
-    const after = cursor === undefined ? undefined : decodeCursor('inv1', cursor);
+  /**
+   * GET /api/v1/blobs: the caller's tenant's blobs. The catalog's position (a sequence number, or
+   * an S3 key) travels sealed for this caller; a token not even shaped like a cursor is the blob
+   * contract's 400 invalid_pagination, one that does not open 400 invalid_cursor.
+   */
+  async list(limit: number, cursor?: string, principal?: Principal): Promise<{ blobs: BlobSummary[]; nextCursor?: string }> {
+    const cursors = this.cursors.of('blobs', principal, BLOB_CURSORS);
+    const after = cursors.open(null, cursor);
     let page;
     try {
-      page = await this.manifests.page(limit, after, tenant);
+      page = await this.manifests.page(limit, after, principal?.tenant ?? DEFAULT_TENANT);
     } catch (err) {
       if (err instanceof InvalidCursorError) throw invalidPagination(err.message);
       throw err;
     }
-    return { blobs: page.summaries, nextCursor: page.next === undefined ? undefined : encodeCursor('inv1', page.next) };
+    return { blobs: page.summaries, nextCursor: page.next === undefined ? undefined : cursors.seal(null, page.next) };
   }
 
-  async metadata(id: ContentId, limit: number, cursor?: string, tenant = DEFAULT_TENANT) {
-    const m = await this.manifest(id, tenant);
+  /** GET /api/v1/blobs/{id}/metadata: the blob's blocks a page at a time; a cursor is bound to the blob and the caller. */
+  async metadata(id: ContentId, limit: number, cursor?: string, principal?: Principal) {
+    const m = await this.manifest(id, principal?.tenant ?? DEFAULT_TENANT);
+    const cursors = this.cursors.of('blocks', principal, BLOB_CURSORS);
     let from = 0;
-    if (cursor !== undefined) {
-      const payload = decodeCursor('blk1', cursor);
-      const sep = payload.lastIndexOf('|');
-      const index = Number(payload.slice(sep + 1));
-      if (sep < 0 || payload.slice(0, sep) !== m.id || !/^[0-9]+$/.test(payload.slice(sep + 1)) || index >= m.blockCount) {
-        throw invalidPagination('cursor does not belong to this blob');
-      }
-      from = index;
+    const position = cursors.open(m.id, cursor);
+    if (position !== undefined) {
+      from = Number(position);
+      if (!/^[0-9]{1,16}$/.test(position) || from >= m.blockCount) throw invalidPagination('cursor does not belong to this blob');
     }
     const to = Math.min(m.blockCount, from + limit);
     const blocks = [];
@@ -392,7 +403,7 @@ export class Engine {
       const b = m.block(i);
       blocks.push({ index: i, contentId: formatContentId(b.hex, b.size), offset: b.offset, size: b.size });
     }
-    return { summary: m.summary(), blocks, nextCursor: to < m.blockCount ? encodeCursor('blk1', `${m.id}|${to}`) : undefined };
+    return { summary: m.summary(), blocks, nextCursor: to < m.blockCount ? cursors.seal(m.id, String(to)) : undefined };
   }
 
   async verify(id: ContentId, tenant = DEFAULT_TENANT): Promise<{ id: string; verified: boolean; bytesChecked: number }> {

@@ -59,6 +59,9 @@ export class SvcError extends Error {
 export const invalidBlobId = (message: string) => new SvcError('invalid', 'invalid_blob_id', message);
 export const invalidBlob = (message: string) => new SvcError('invalid', 'invalid_blob', message);
 export const invalidPagination = (message: string) => new SvcError('invalid', 'invalid_pagination', message);
+/** A cursor this server did not give to this caller for this query, or one altered since (engine/auth/cursor-seal.ts). */
+export const invalidCursor = (message = 'The cursor is not one this list gave to this caller for this query (cursors are opaque: pass nextCursor back unchanged)') =>
+  new SvcError('invalid', 'invalid_cursor', message);
 export const blobNotFound = (id: string) => new SvcError('not_found', 'blob_not_found', `No blob ${id}`);
 export const payloadTooLarge = (limit: number) =>
   new SvcError('too_large', 'payload_too_large', `Upload exceeds the configured maximum of ${limit} bytes`);

@@ -24,7 +24,7 @@ export function mountBlobApi(router: Router, { engine }: ServerContext): void {
   router.on('POST', '/api/v1/blobs', ({ ex, req, principal, chargeBytes }) => upload(engine, ex, req, principal, chargeBytes), { fallbackCode: 'ingest_failed', capability: 'blob.write', operation: true });
 
   router.on('GET', '/api/v1/blobs', async ({ ex, query, principal }) => {
-    ex.json(200, await engine.list(parseLimit(query.get('limit') ?? undefined), query.get('cursor') ?? undefined, principal?.tenant));
+    ex.json(200, await engine.list(parseLimit(query.get('limit') ?? undefined), query.get('cursor') ?? undefined, principal));
   }, { fallbackCode: 'inventory_failure', capability: 'blob.read' });
 
   router.on(['GET', 'HEAD'], '/api/v1/blobs/:id', ({ ex, req, params, principal, chargeBytes }) => {
@@ -42,7 +42,7 @@ export function mountBlobApi(router: Router, { engine }: ServerContext): void {
   }, { capability: 'blob.delete' });
 
   router.on('GET', '/api/v1/blobs/:id/metadata', async ({ ex, params, query, principal }) => {
-    ex.json(200, await engine.metadata(parseContentIdSegment(params[0]!), parseLimit(query.get('limit') ?? undefined), query.get('cursor') ?? undefined, principal?.tenant));
+    ex.json(200, await engine.metadata(parseContentIdSegment(params[0]!), parseLimit(query.get('limit') ?? undefined), query.get('cursor') ?? undefined, principal));
   }, READ);
 
   router.on('POST', '/api/v1/blobs/:id/verify', async ({ ex, params, principal }) => {

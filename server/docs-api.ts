@@ -10,7 +10,7 @@ import { checkApplicable, viewOfQuery } from '../engine/views/index.js';
 import { MetadataRejection } from '../engine/documents/index.js';
 import type { Stats } from '../engine/ops/index.js';
 import { badRequest, isPlainObject } from '../engine/documents/index.js';
-import { decodeCursor, encodeCursor, parseLimit } from '../engine/cas/index.js';
+import { parseLimit } from '../engine/cas/index.js';
 import { SvcError } from '../engine/errors.js';
 import { type ServerContext, servesDocuments } from './server-context.js';
 import { jsonBody } from './body-readers.js';
@@ -104,9 +104,8 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
   router.on('GET', '/v1/schemas', async (call) => {
     const { ex, query } = call;
     only(query, ['limit', 'cursor', 'namespaceUrn']);
-    const cursor = query.get('cursor');
-    const page = await docs.schemas.list(query.get('namespaceUrn') ?? undefined, parseLimit(query.get('limit') ?? undefined), cursor === null ? undefined : decodeCursor('sch1', cursor));
-    ex.json(200, page.next ? { schemas: page.schemas.map(schemaJson), nextCursor: encodeCursor('sch1', page.next) } : { schemas: page.schemas.map(schemaJson) });
+    const page = await docs.schemas.list(caller(call), query.get('namespaceUrn') ?? undefined, parseLimit(query.get('limit') ?? undefined), query.get('cursor') ?? undefined);
+    ex.json(200, page.nextCursor ? { schemas: page.schemas.map(schemaJson), nextCursor: page.nextCursor } : { schemas: page.schemas.map(schemaJson) });
   }, { capability: ANY_TOKEN });
   router.on('GET', '/v1/jobs', async (call) => {
     const { ex, query } = call;

@@ -4,9 +4,8 @@
 // engine/legacy resolves and opens both files before the status line, so 404, 422 and 409 are
 // real statuses; a 200 streams the binary as the socket drains (one piece in memory).
 
-import { decodeCursor, encodeCursor, parseLimit } from '../engine/cas/index.js';
+import { parseLimit } from '../engine/cas/index.js';
 import { badRequest } from '../engine/documents/index.js';
-import { invalidPagination } from '../engine/errors.js';
 import {
   type LegacyDocument, LegacyError, type LegacyFailure, UNKNOWN_REPO_LABEL, legacyInvalidId, legacyRepoNotFound, parseLegacyDocId,
 } from '../engine/legacy/index.js';
@@ -16,8 +15,6 @@ import type { Exchange } from './exchange.js';
 import { type Router, caller } from './router.js';
 
 const OCTET_STREAM = 'application/octet-stream';
-
-const ID_CURSOR = 'lgi1';
 
 export function mountLegacyApi(router: Router, { engine, config }: ServerContext): void {
   const legacy = engine.legacy;
@@ -32,23 +29,19 @@ export function mountLegacyApi(router: Router, { engine, config }: ServerContext
   }, { name: '/v1/legacy/import', capability: 'legacy.import', body: jsonBody(config.docMaxJsonBytes) });
 
   // A repository's document ids, a page at a time (the walk of `svc legacy import --all`).
-  router.on('GET', '/legacy/:repo', async ({ ex, params, query }) => {
+  router.on('GET', '/legacy/:repo', async (call) => {
+    const { ex, params, query } = call;
     for (const name of query.keys()) if (name !== 'limit' && name !== 'cursor') throw badRequest(`Unknown parameter ${name} (this list takes limit, cursor)`);
     const limit = parseLimit(query.get('limit') ?? undefined);
     const cursor = query.get('cursor');
     const repoName = decode(params[0]!, 'repository name');
     const repo = legacy.get(repoName);
     if (!repo) throw legacyRepoNotFound(repoName);
-    let after: string | undefined;
-    if (cursor !== null) {
-      const payload = decodeCursor(ID_CURSOR, cursor);
-      const sep = payload.indexOf('/');
-      if (sep < 0 || payload.slice(0, sep) !== repo.name) throw invalidPagination('cursor does not belong to this repository');
-      after = payload.slice(sep + 1);
-    }
-    const page = await repo.listIds(limit, after);
+    // The last id of a page, sealed for this caller and repository (engine/auth/cursor-seal.ts).
+    const cursors = engine.cursors.of('legacy-ids', caller(call));
+    const page = await repo.listIds(limit, cursors.open(repo.name, cursor ?? undefined));
     const last = page.ids[page.ids.length - 1];
-    ex.json(200, page.more && last !== undefined ? { repo: repo.name, ids: page.ids, nextCursor: encodeCursor(ID_CURSOR, `${repo.name}/${last}`) } : { repo: repo.name, ids: page.ids });
+    ex.json(200, page.more && last !== undefined ? { repo: repo.name, ids: page.ids, nextCursor: cursors.seal(repo.name, last) } : { repo: repo.name, ids: page.ids });
   }, { name: '/legacy/:repo', capability: 'legacy.read' });
 
   // A download: an operation of the caller's tenant, the bytes it serves against the caller's budget.

@@ -140,6 +140,42 @@ describe('bulk migration', () => {
   });
 });
 
+describe('bulk migration counts only what the caller may see', () => {
+  let server: TestServer;
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  test('total, progress and tally leave out the documents the caller\'s rules hide; those are not migrated', async () => {
+    server = await startServer({ SVC_DEV_SHARED_SECRET: SECRET, SVC_DURABILITY: 'relaxed' });
+    const alice = new Api(server.url, await devToken(server.url, { org_id: 'acme', sub: 'alice' }));
+    const bob = alice.as(await devToken(server.url, { org_id: 'acme', sub: 'bob' }));
+    await setUp(alice);
+    const mine = await seed(alice, 6, 3);
+    // 25 documents only bob may see, and one alice may read but not write (visible: skipped).
+    const hidden = await seed(bob, 25, 5, { initialPermissions: { rules: [{ effect: 'allow', actions: ['*'], principals: ['user:bob'] }] } });
+    const [readOnly] = await seed(bob, 1, 1, { initialPermissions: { rules: [{ effect: 'allow', actions: ['doc.read', 'meta.read'], principals: ['user:alice'] }, { effect: 'allow', actions: ['*'], principals: ['user:bob'] }] } });
+
+    const progress: Array<{ done: number; total: number }> = [];
+    const { jobId } = (await alice.post('/v1/migrations/apply', { fromSchemaUrn: V1, toSchemaUrn: V2, reason: 'alice moves hers' })).json;
+    for (;;) {
+      const seen = (await alice.get(`/v1/jobs/${jobId}`)).json;
+      if (seen.progress) progress.push(seen.progress);
+      if (['completed', 'failed', 'dead'].includes(seen.state)) break;
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    const job = await alice.settled(jobId);
+    expect(job.json).toMatchObject({ state: 'completed', progress: { done: 7, total: 7 }, outputs: { migration: { migrated: 6, skipped: 1, failed: 0, failures: [] } } });
+    // Every progress alice saw counts her seven alone.
+    for (const p of progress) expect([p.total, p.done <= 7]).toEqual([7, true]);
+    for (const d of mine) expect(await versionsOf(alice, d.documentId)).toHaveLength(2);
+    for (const d of [...hidden, readOnly!]) expect(await versionsOf(bob, d.documentId)).toHaveLength(1);
+    // Where filters what is migrated, not what is counted: the same 26 for bob, who sees them all (alice's are on V2 now).
+    const theirs = await bob.settled((await bob.post('/v1/migrations/apply', { fromSchemaUrn: V1, toSchemaUrn: V2, where: { '/court': 'Oslo' }, reason: 'bob moves Oslo' })).json.jobId);
+    expect(theirs.json).toMatchObject({ state: 'completed', progress: { done: 26, total: 26 }, outputs: { migration: { migrated: 14, skipped: 12, failed: 0 } } });
+  });
+});
+
 describe.runIf(TEST_BACKEND === 'fs')('bulk migration after kill -9', () => {
   const root = tempRoot();
   afterAll(() => fs.rmSync(root, { recursive: true, force: true }));

@@ -1,9 +1,10 @@
 // One suite for every DevSecretStore: the file in the data directory (fs, s3) and the PostgreSQL
-// row (pg-s3) keep the first secret offered, for every later caller and every node at once.
+// row (pg-s3) keep the first secret offered, for every later caller and every node at once; so do
+// the units of work (the cursor key: the node's LMDB on fs, PostgreSQL shared on pg-s3).
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type DevSecretStore, FileDevSecretStore } from '../dist/engine/store/index.js';
+import { CatalogEnv, type DevSecretStore, FileDevSecretStore, LmdbUnitStore, UnitSecretStore } from '../dist/engine/store/index.js';
 import { PgBlobCatalog } from '../dist/engine/store/pg/blob-catalog.js';
 import { startPostgres } from './helpers/postgres.js';
 import { tempRoot } from './helpers/server.js';
@@ -58,6 +59,57 @@ const backends: Backend[] = [
         stores(count) {
           const database = databases++;
           return catalogs.slice(database * 3, database * 3 + count).map((c) => c.devSecret());
+        },
+        async close() {
+          await Promise.all(catalogs.map((c) => c.close()));
+          await server.stop();
+        },
+      };
+    },
+  },
+  {
+    name: 'units on LMDB',
+    async open() {
+      const opened: Array<{ root: string; env: CatalogEnv; units: LmdbUnitStore }> = [];
+      return {
+        stores(count) {
+          const root = tempRoot('svc-secret-units-');
+          const env = CatalogEnv.open(root, 'relaxed');
+          const units = new LmdbUnitStore(env);
+          opened.push({ root, env, units });
+          return Array.from({ length: count }, () => new UnitSecretStore(units, 'cursor-key'));
+        },
+        async close() {
+          for (const { root, env, units } of opened) {
+            await units.close();
+            await env.close();
+            fs.rmSync(root, { recursive: true, force: true });
+          }
+        },
+      };
+    },
+  },
+  {
+    name: 'units on PostgreSQL',
+    async open() {
+      const server = await startPostgres();
+      if ('skip' in server) return server;
+      const catalogs: PgBlobCatalog[] = [];
+      const urls: string[] = [];
+      let databases = 0;
+      try {
+        for (let i = 0; i < 3; i++) urls.push(await server.createDatabase(`units_secret_${i}`));
+        catalogs.push(...(await Promise.all(urls.flatMap((url) => [0, 1, 2].map(() => PgBlobCatalog.open(url, { poolSize: 2 }))))));
+      } catch (err) {
+        await Promise.all(catalogs.map((c) => c.close()));
+        await server.stop();
+        throw err;
+      }
+      return {
+        stores(count) {
+          const database = databases++;
+          // One "node" per catalog: each its own pool on the same database.
+          return catalogs.slice(database * 3, database * 3 + count).map((c) => new UnitSecretStore(c.unitStore(), 'cursor-key'));
         },
         async close() {
           await Promise.all(catalogs.map((c) => c.close()));

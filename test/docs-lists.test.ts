@@ -145,14 +145,14 @@ describe('lists of the document platform', () => {
     for (const [path, code] of [
       ['/v1/documents?limit=0', 'invalid_pagination'],
       ['/v1/documents?limit=abc', 'invalid_pagination'],
-      ['/v1/documents?cursor=nonsense', 'invalid_pagination'],
-      ['/v1/jobs?cursor=doc1.WyJ0Il0', 'invalid_pagination'],
+      ['/v1/documents?cursor=nonsense', 'invalid_cursor'],
+      ['/v1/jobs?cursor=doc1.WyJ0Il0', 'invalid_cursor'],
       ['/v1/documents?createdAfter=yesterday', 'invalid_request'],
       ['/v1/documents?externalRef=court', 'invalid_request'],
       ['/v1/documents?sort=asc', 'invalid_request'],
       ['/v1/jobs?state=sleeping', 'invalid_request'],
       ['/v1/jobs?documentId=42', 'invalid_request'],
-      ['/v1/schemas?cursor=sch1.%%%', 'invalid_pagination'],
+      ['/v1/schemas?cursor=sch1.%%%', 'invalid_cursor'],
     ] as const) {
       const r = await acme.call('GET', path);
       expect([path, r.status, r.json.error]).toEqual([path, 400, code]);
@@ -160,7 +160,7 @@ describe('lists of the document platform', () => {
     // A cursor of one filter does not continue another.
     const page = await acme.call('GET', '/v1/documents?label=filed&limit=1');
     const wrong = await acme.call('GET', `/v1/documents?limit=1&cursor=${encodeURIComponent(page.json.nextCursor)}`);
-    expect([wrong.status, wrong.json.error]).toEqual([400, 'invalid_pagination']);
+    expect([wrong.status, wrong.json.error]).toEqual([400, 'invalid_cursor']);
     expect((await fetch(`${server.url}/v1/documents`)).status).toBe(401);
   });
 });

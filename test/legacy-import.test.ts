@@ -217,7 +217,7 @@ describe('legacy import', () => {
     } while (cursor);
     expect(ids).toEqual([...Array.from({ length: 30 }, (_, i) => `w-${String(i).padStart(2, '0')}`), 'w-broken']);
     expectError(await api.get('/legacy/elsewhere'), 404, 'legacy_repo_not_found');
-    expectError(await api.get('/legacy/walk?cursor=bogus'), 400, 'invalid_pagination');
+    expectError(await api.get('/legacy/walk?cursor=bogus'), 400, 'invalid_cursor');
     const noRead = await devToken(server.url, { scope: 'legacy.import' });
     expectError(await api.as(noRead).get('/legacy/walk'), 403, 'forbidden');
   });

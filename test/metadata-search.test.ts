@@ -11,6 +11,7 @@ import { CatalogEnv, LmdbUnitStore, type Unit, table } from '../dist/engine/stor
 import { openPool } from '../dist/engine/store/pg/pool.js';
 import { MAX_LEAVES, MetadataIndex, leaves } from '../dist/engine/documents/metadata-index.js';
 import { parseSearchRequest } from '../dist/engine/documents/search-request.js';
+import { CursorSeal } from '../dist/engine/auth/cursor-seal.js';
 import { Api, expectError, hsToken } from './helpers/docs-client.js';
 import { TEST_BACKEND, backendEnv } from './helpers/backends.js';
 import { type TestServer, startServer, tempRoot } from './helpers/server.js';
@@ -268,7 +269,7 @@ describe('metadata search', () => {
     expectError(await search(acme.as(undefined), where), 401, 'unauthenticated');
   });
 
-  test('bad bodies are 400 invalid_request, bad limits and cursors 400 invalid_pagination, in the envelope', async () => {
+  test('bad bodies are 400 invalid_request, bad limits 400 invalid_pagination, bad cursors 400 invalid_cursor, in the envelope', async () => {
     const ok = { namespaceUrn: CASE, where: { '/status': 'open' } };
     const bad: Array<[unknown, string]> = [
       [[ok], 'invalid_request'],
@@ -293,10 +294,10 @@ describe('metadata search', () => {
       [{ ...ok, limit: 1001 }, 'invalid_pagination'],
       [{ ...ok, limit: 2.5 }, 'invalid_pagination'],
       [{ ...ok, limit: '10' }, 'invalid_pagination'],
-      [{ ...ok, cursor: 'nonsense' }, 'invalid_pagination'],
-      [{ ...ok, cursor: 7 }, 'invalid_pagination'],
-      [{ ...ok, cursor: 'srch1.WyJ4Il0' }, 'invalid_pagination'],
-      [{ ...ok, cursor: 'doc1.WyJ0Il0' }, 'invalid_pagination'],
+      [{ ...ok, cursor: 'nonsense' }, 'invalid_cursor'],
+      [{ ...ok, cursor: 7 }, 'invalid_cursor'],
+      [{ ...ok, cursor: 'srch1.WyJ4Il0' }, 'invalid_cursor'],
+      [{ ...ok, cursor: 'doc1.WyJ0Il0' }, 'invalid_cursor'],
     ];
     for (const [body, code] of bad) {
       const r = await acme.post('/v1/documents/search', typeof body === 'string' ? body : body, { 'Content-Type': 'application/json' });
@@ -308,7 +309,7 @@ describe('metadata search', () => {
     const page = await search(acme, { namespaceUrn: PAGE, where: { '/bucket': 'a' }, limit: 1 });
     expect(page.json.nextCursor).toEqual(expect.any(String));
     for (const other of [{ namespaceUrn: PAGE, where: { '/bucket': 'b' } }, { namespaceUrn: PAGE, where: {} }, { namespaceUrn: PAGE, mode: 'derived', where: { '/bucket': 'a' } }, { namespaceUrn: CASE, where: { '/bucket': 'a' } }]) {
-      expectError(await search(acme, { ...other, limit: 1, cursor: page.json.nextCursor }), 400, 'invalid_pagination');
+      expectError(await search(acme, { ...other, limit: 1, cursor: page.json.nextCursor }), 400, 'invalid_cursor');
     }
     // The route is not taken for a document id, nor the other way round.
     expectError(await acme.get('/v1/documents/search'), 400, 'invalid_request');
@@ -348,6 +349,9 @@ describe('the index module on an LMDB unit store', () => {
   const store = new LmdbUnitStore(env);
   const index = new MetadataIndex(store);
   const rows = table<true>('doc_meta_index');
+  const seal = new CursorSeal({ location: 'memory', keep: async (candidate: string) => ({ secret: candidate, created: true }) });
+  const cursors = seal.of('search', { tenant: 't', subject: 's' });
+  beforeAll(() => seal.load());
   afterAll(async () => {
     await store.close();
     await env.close();
@@ -355,7 +359,7 @@ describe('the index module on an LMDB unit store', () => {
   });
   const q = (where: Record<string, unknown>, extra: Record<string, unknown> = {}) => parseSearchRequest({ namespaceUrn: 'urn:svc:x', where, ...extra });
   const entries = new Map<string, Record<string, unknown>>();
-  const found = async (where: Record<string, unknown>, limit?: number) => (await index.search('t', q(where, limit ? { limit } : {}), async (id) => id, async (id) => entries.get(id))).items;
+  const found = async (where: Record<string, unknown>, limit?: number) => (await index.search('t', q(where, limit ? { limit } : {}), async (id) => id, async (id) => entries.get(id), cursors)).items;
   const ids: string[] = Array.from({ length: 5 }, () => randomUUID() as string).sort();
 
   test('leaves: typed tokens, escaped pointers, array elements, nulls skipped', () => {
@@ -442,7 +446,7 @@ describe('the index module on an LMDB unit store', () => {
     const pages: string[] = [];
     let cursor: string | undefined;
     do {
-      const page = await index.search('t', q({ '/tags/0': 't' }, { limit: 1, ...(cursor ? { cursor } : {}) }), async (id) => id, async (id) => entries.get(id));
+      const page = await index.search('t', q({ '/tags/0': 't' }, { limit: 1, ...(cursor ? { cursor } : {}) }), async (id) => id, async (id) => entries.get(id), cursors);
       pages.push(...page.items);
       cursor = page.nextCursor;
     } while (cursor);

@@ -2,9 +2,9 @@
 // PostgreSQL cluster and one Ceph radosgw of the file's own; skipped, saying why, when either
 // cannot start). A document made through one node is read, written and downloaded through the
 // others; concurrent writes to one document on different nodes keep exact 409s and one version
-// chain; a job enqueued on one node is waited for and listed on the others; a node killed mid-job
-// has its job taken over after SVC_JOB_LEASE; GC through the survivors while that node is down
-// (quarantine age 0) keeps every block of its documents; a node on an empty data directory
+// chain; a job enqueued on one node is waited for and listed on the others; a cursor one node
+// gives opens on the others; a node killed mid-job has its job taken over after SVC_JOB_LEASE; GC
+// through the survivors while that node is down (quarantine age 0) keeps every block of its documents; a node on an empty data directory
 // serves everything at once.
 import fs from 'node:fs';
 import { CreateBucketCommand, type S3Client } from '@aws-sdk/client-s3';
@@ -160,6 +160,34 @@ describe('documents and jobs on three pg-s3 nodes', () => {
     expect(listed.json.jobs.map((j: { jobId: string }) => j.jobId)).toEqual([derived.json.jobId]);
     const shown = await api(c).get(`/v1/documents/${doc.documentId}/metadata/${encodeURIComponent(NS)}`);
     expect(shown.json.entry).toMatchObject({ mode: 'derived', status: 'valid', data: { text: 'derived' } });
+  });
+
+  it('a cursor one node gives opens on the others (the cursor key is shared), and an altered one is refused on each', async ({ skip }) => {
+    const reason = skipReason();
+    if (reason) return skip(reason);
+    const [a, b, c] = nodes as [TestServer, TestServer, TestServer];
+    for (let i = 0; i < 3; i++) await api(a).newDocument(bytesOf(40 + i, 500));
+    const all = (await api(a).get('/v1/documents?limit=1000')).json.documents.map((d: { documentId: string }) => d.documentId);
+    const paged: string[] = [];
+    let cursor: string | undefined;
+    for (let i = 0; ; i++) {
+      const node = [a, b, c][i % 3]!;
+      const page = await api(node).get(`/v1/documents?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+      expect(page.status, page.text).toBe(200);
+      paged.push(...page.json.documents.map((d: { documentId: string }) => d.documentId));
+      cursor = page.json.nextCursor;
+      if (!cursor) break;
+      const flipped = Buffer.from(cursor, 'base64url');
+      const mid = flipped.length >> 1;
+      flipped[mid] = flipped[mid]! ^ 1;
+      const refused = await api([b, c, a][i % 3]!).get(`/v1/documents?limit=2&cursor=${flipped.toString('base64url')}`);
+      expect([refused.status, refused.json.error]).toEqual([400, 'invalid_cursor']);
+    }
+    expect(paged).toEqual(all);
+    // The blob inventory alike (security off: the anonymous caller's cursors).
+    for (let i = 0; i < 2; i++) expect((await fetch(`${a.url}/api/v1/blobs`, { method: 'POST', body: bytesOf(60 + i, 300) })).status).toBe(201);
+    const first = (await (await fetch(`${a.url}/api/v1/blobs?limit=1`)).json()) as { nextCursor: string };
+    for (const node of [b, c]) expect((await fetch(`${node.url}/api/v1/blobs?limit=1&cursor=${encodeURIComponent(first.nextCursor)}`)).status).toBe(200);
   });
 
   it('a node killed mid-job: a survivor takes the job over after the lease; GC while it is down keeps its documents', async ({ skip }) => {

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { parseContentId, parseContentIdSegment } from '../dist/engine/base/content-id.js';
-import { decodeCursor, encodeCursor, parseLimit } from '../dist/engine/cas/cursors.js';
+import { parseLimit } from '../dist/engine/cas/cursors.js';
+import { CursorSeal } from '../dist/engine/auth/cursor-seal.js';
+import { invalidPagination } from '../dist/engine/errors.js';
 import { ConfigError, loadConfig, parseDuration, parseSize } from '../dist/engine/config.js';
 import { evaluate, parseRange } from '../dist/server/conditional.js';
 
@@ -41,11 +43,39 @@ describe('pagination', () => {
     }
   });
 
-  it('cursors round-trip and foreign ones are refused', () => {
-    expect(decodeCursor('inv1', encodeCursor('inv1', '42'))).toBe('42');
-    expect(() => decodeCursor('inv1', encodeCursor('blk1', '42'))).toThrowError(expect.objectContaining({ code: 'invalid_pagination' }));
-    expect(() => decodeCursor('inv1', 'garbage')).toThrowError(expect.objectContaining({ code: 'invalid_pagination' }));
-    expect(() => decodeCursor('inv1', 'inv1.@@')).toThrowError(expect.objectContaining({ code: 'invalid_pagination' }));
+  it('cursors are sealed: they open for their list, caller and query alone, and name nothing in clear', async () => {
+    let kept: string | undefined;
+    const seal = new CursorSeal({ location: 'memory', keep: async (candidate: string) => ({ secret: (kept ??= candidate), created: kept === candidate }) });
+    await seal.load();
+    const alice = { tenant: 'acme', subject: 'alice' };
+    const inv = seal.of('blobs', alice);
+    const token = inv.seal(['q'], '0190-secret-position');
+    expect(inv.open(['q'], token)).toBe('0190-secret-position');
+    expect(inv.open(['q'], undefined)).toBeUndefined();
+    expect(Buffer.from(token, 'base64url').toString('latin1')).not.toContain('secret-position');
+    // Each seal is new (random IV): equal positions give different cursors.
+    expect(inv.seal(['q'], '0190-secret-position')).not.toBe(token);
+    const refused = expect.objectContaining({ code: 'invalid_cursor' });
+    expect(() => inv.open(['other'], token)).toThrowError(refused);
+    expect(() => seal.of('blocks', alice).open(['q'], token)).toThrowError(refused);
+    expect(() => seal.of('blobs', { tenant: 'acme', subject: 'bob' }).open(['q'], token)).toThrowError(refused);
+    expect(() => seal.of('blobs', { tenant: 'globex', subject: 'alice' }).open(['q'], token)).toThrowError(refused);
+    expect(() => seal.of('blobs', undefined).open(['q'], token)).toThrowError(refused);
+    const bytes = Buffer.from(token, 'base64url');
+    for (let i = 1; i < bytes.length; i++) {
+      const flipped = Buffer.from(bytes);
+      flipped[i] = flipped[i]! ^ 0x80;
+      expect(() => inv.open(['q'], flipped.toString('base64url'))).toThrowError(refused);
+    }
+    for (const bad of ['', 'garbage', 'inv1.@@', `${token}A`, 'A'.repeat(16385), token.slice(0, -1)]) expect(() => inv.open(['q'], bad)).toThrowError(refused);
+    // A list may answer a token not even shaped like a cursor with its own code (the blob contract's).
+    const blobs = seal.of('blobs', alice, { malformed: invalidPagination });
+    expect(() => blobs.open(['q'], 'garbage')).toThrowError(expect.objectContaining({ code: 'invalid_pagination' }));
+    expect(() => blobs.open(['other'], token)).toThrowError(refused);
+    // Another server's key: the same cursor does not open.
+    const elsewhere = new CursorSeal({ location: 'memory', keep: async (candidate: string) => ({ secret: candidate, created: true }) });
+    await elsewhere.load();
+    expect(() => elsewhere.of('blobs', alice).open(['q'], token)).toThrowError(refused);
   });
 });
 

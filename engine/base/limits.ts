@@ -10,6 +10,11 @@ const MiB = 1024 * KiB;
 /** `limit` of every list and search: default 100, at most 1000 (contract, "Pagination"). */
 export const PAGE_DEFAULT = 100;
 export const PAGE_MAX = 1000;
+/**
+ * A `cursor` (contract: opaque, 1..16384 characters): longer is refused before it is decoded.
+ * What a cursor seals (engine/auth/cursor-seal.ts) is one position, far below this.
+ */
+export const CURSOR_MAX_CHARS = 16384;
 
 // ---- the document platform ----
 /** A patch request: at most 100 operations and 64 KiB of body (contract: 413 patch_too_large). */

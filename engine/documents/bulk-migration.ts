@@ -7,6 +7,9 @@
 // per unit of work; each unit commits the batch's new versions, the job's progress (with the last
 // documentId, where a later attempt goes on) and the tally together. A document migrated leaves
 // the source schema in that same unit, so no attempt, resumed or repeated, migrates it twice.
+// Total, progress and tally count only the documents the caller may see (doc.read and
+// meta.read, as search): one its rules hide is neither migrated nor counted, so the job tells
+// the caller nothing of it, not even that it exists (decisions §5).
 
 import type { Principal } from '../auth/index.js';
 import type { JobQueue, JobRecord } from '../jobs/index.js';
@@ -89,14 +92,15 @@ export class BulkMigrations {
     const { tenant } = job;
     const migration = await this.docs.migrations.get(input.fromSchemaUrn, input.toSchemaUrn);
     if (!migration) throw new SvcError('not_found', 'migration_not_found', 'The migration is no longer registered');
-    let progress = job.progress ?? { done: 0, total: await this.count(tenant, input) };
-    if (!job.progress) await this.store.run((unit) => this.jobs.recordProgress(unit, job, progress));
     const principal = { subject: input.principal.subject, roles: input.principal.roles, tenant, scopes: [] };
+    let progress = job.progress ?? { done: 0, total: await this.count(principal, input) };
+    if (!job.progress) await this.store.run((unit) => this.jobs.recordProgress(unit, job, progress));
     for (;;) {
       const ids = await this.index.documentsOnSchema(tenant, input.namespaceUrn, 'c', input.fromSchemaUrn, BATCH, progress.resumeAfter);
       if (ids.length === 0) break;
       progress = await this.store.run(async (unit) => {
         const tally = (await unit.get(TALLIES, job.jobId)) ?? { migrated: 0, skipped: 0, failed: 0, failures: [] };
+        let seen = 0;
         for (const documentId of ids) {
           const outcome = await this.docs.migrateEntryIn(unit, tenant, documentId, input.namespaceUrn, input.fromSchemaUrn, principal, {
             toSchemaUrn: input.toSchemaUrn, reason: input.reason, receipt: input.receipt,
@@ -113,6 +117,8 @@ export class BulkMigrations {
               return { data: next };
             },
           });
+          if (outcome === 'hidden') continue;
+          seen++;
           if (outcome === 'migrated') tally.migrated++;
           else if (outcome === 'skipped') tally.skipped++;
           else {
@@ -120,7 +126,7 @@ export class BulkMigrations {
             if (tally.failures.length < BULK_FAILURES_LISTED) tally.failures.push({ documentId, ...outcome });
           }
         }
-        const done = progress.done + ids.length;
+        const done = progress.done + seen;
         const next = { done, total: Math.max(progress.total, done), resumeAfter: ids[ids.length - 1]! };
         await this.jobs.recordProgress(unit, job, next);
         unit.put(TALLIES, job.jobId, tally);
@@ -130,13 +136,19 @@ export class BulkMigrations {
     return (await this.store.get(TALLIES, job.jobId)) ?? { migrated: 0, skipped: 0, failed: 0, failures: [] };
   }
 
-  /** The documents of the tenant on the source schema now (the job's `total`; where is checked as each is reached). */
-  private async count(tenant: string, input: BulkInput): Promise<number> {
+  /**
+   * The documents of the tenant on the source schema now that the caller may see (the job's
+   * `total`; where is checked as each is reached).
+   */
+  private async count(principal: Principal, input: BulkInput): Promise<number> {
     let total = 0;
     let after: string | undefined;
     for (;;) {
-      const ids = await this.index.documentsOnSchema(tenant, input.namespaceUrn, 'c', input.fromSchemaUrn, 1000, after);
-      total += ids.length;
+      const ids = await this.index.documentsOnSchema(principal.tenant, input.namespaceUrn, 'c', input.fromSchemaUrn, 1000, after);
+      for (let i = 0; i < ids.length; i += BATCH) {
+        const visible = await Promise.all(ids.slice(i, i + BATCH).map((id) => this.docs.visibleTo(principal, id)));
+        total += visible.filter(Boolean).length;
+      }
       if (ids.length < 1000) return total;
       after = ids[ids.length - 1];
     }

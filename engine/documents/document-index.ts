@@ -7,8 +7,7 @@
 // A page is one reverse range scan of the most selective of them, so it costs O(page), not a scan
 // of the tenant's documents.
 import { createHash } from 'node:crypto';
-import { decodeCursor, encodeCursor } from '../cas/index.js';
-import { invalidPagination } from '../errors.js';
+import { invalidCursor } from '../errors.js';
 import { type Table, type Unit, type UnitStore, table } from '../store/index.js';
 import type { DocumentRecord, ExternalRef } from './model.js';
 
@@ -26,12 +25,11 @@ export interface DocumentFilter {
 interface IndexEntry {
   documentId: string;
   createdAt: number;
-  /** Where a page that ends with this entry goes on (`encode`). */
-  key: IndexKey;
+  /** Where a page that ends with this entry goes on: its key after the index's prefix (the caller seals it in a cursor). */
+  position: string;
 }
 
 const LATEST = 8.64e15;
-const CURSOR_KIND = 'doc1';
 
 const refKey = (ref: ExternalRef) => createHash('sha256').update(`${ref.system}\u0000${ref.value}`).digest('hex');
 
@@ -79,38 +77,35 @@ export class DocumentIndex {
 
   /**
    * Up to `budget` candidates, newest first, from the most selective index of `filter`, after
-   * `cursor`; `more` when the budget ended the scan.
+   * the position `after` (an entry's `position`, opened from the caller's cursor); `more` when the
+   * budget ended the scan.
    */
-  async scan(tenant: string, filter: DocumentFilter, budget: number, cursor?: string): Promise<{ entries: IndexEntry[]; more: boolean }> {
+  async scan(tenant: string, filter: DocumentFilter, budget: number, after?: string): Promise<{ entries: IndexEntry[]; more: boolean }> {
     const prefix: IndexKey = filter.externalRef ? ['x', tenant, refKey(filter.externalRef)] : filter.label !== undefined ? ['l', tenant, filter.label] : ['t', tenant];
-    const after = cursor === undefined ? undefined : this.decode(cursor, prefix);
-    const start: IndexKey = after ?? [...prefix, filter.createdBefore ?? LATEST];
+    const from = after === undefined ? undefined : [...prefix, ...tailOf(after)];
+    const start: IndexKey = from ?? [...prefix, filter.createdBefore ?? LATEST];
     const end: IndexKey = filter.createdAfter === undefined ? prefix : [...prefix, filter.createdAfter, '\uffff'];
     const entries: IndexEntry[] = [];
     // One more than the budget tells whether there is more; one more again for the cursor's own key.
     for (const { key } of await this.store.range(this.db, { start, end, reverse: true, limit: budget + 2 })) {
-      if (after && key.length === after.length && key.every((k, i) => k === after[i])) continue;
+      if (from && key.length === from.length && key.every((k, i) => k === from[i])) continue;
       if (entries.length === budget) return { entries, more: true };
-      entries.push({ createdAt: key[key.length - 2] as number, documentId: key[key.length - 1] as string, key });
+      const createdAt = key[key.length - 2] as number;
+      const documentId = key[key.length - 1] as string;
+      entries.push({ createdAt, documentId, position: JSON.stringify([createdAt, documentId]) });
     }
     return { entries, more: false };
   }
+}
 
-  /** The opaque cursor of a `next` key; it only continues the same list (same index and filter value). */
-  encode(next: IndexKey): string {
-    return encodeCursor(CURSOR_KIND, JSON.stringify(next));
+/** The key's tail a position names: [createdAt, documentId] (it was sealed by this server: anything else is a bug, or a forgery that opened). */
+function tailOf(position: string): [number, string] {
+  let tail: unknown;
+  try {
+    tail = JSON.parse(position);
+  } catch {
+    throw invalidCursor();
   }
-
-  private decode(cursor: string, prefix: IndexKey): IndexKey {
-    let key: unknown;
-    try {
-      key = JSON.parse(decodeCursor(CURSOR_KIND, cursor));
-    } catch (err) {
-      if (err instanceof SyntaxError) throw invalidPagination('cursor is not a token issued by this endpoint');
-      throw err;
-    }
-    const ok = Array.isArray(key) && key.length === prefix.length + 2 && prefix.every((p, i) => key[i] === p) && typeof key[prefix.length] === 'number' && typeof key[prefix.length + 1] === 'string';
-    if (!ok) throw invalidPagination('cursor does not belong to this list and filter');
-    return key as IndexKey;
-  }
+  if (!Array.isArray(tail) || tail.length !== 2 || typeof tail[0] !== 'number' || typeof tail[1] !== 'string') throw invalidCursor();
+  return tail as [number, string];
 }

@@ -9,7 +9,7 @@
 // unit reads is its precondition, so two nodes writing one document never both add a version
 // after the same one), and those units share their helpers.
 
-import type { Principal } from '../auth/index.js';
+import type { CursorSeal, Principal } from '../auth/index.js';
 import { JobError, type JobQueue, type JobRecord } from '../jobs/index.js';
 import { DOC_JOBS_MODULE, type MigrateInput } from './doc-jobs.js';
 import { DerivedMetadata } from './derived.js';
@@ -17,8 +17,7 @@ import type { MigrationRegistry } from './migrations.js';
 import type { BlockRoots } from '../cas/index.js';
 import { type DirectIngest, type IngestOptions, pushAll } from '../cas/index.js';
 import { Manifest, type ManifestRecord } from '../store/index.js';
-import { decodeCursor, encodeCursor } from '../cas/index.js';
-import { SvcError, invalidPagination } from '../errors.js';
+import { SvcError, invalidCursor } from '../errors.js';
 import { type Unit, type UnitStore, table } from '../store/index.js';
 import { type DocumentFilter, DocumentIndex } from './document-index.js';
 import { type CurrentEntry, MetadataIndex } from './metadata-index.js';
@@ -63,7 +62,6 @@ function summary(doc: DocumentRecord) {
   };
 }
 
-const JOB_CURSOR = 'job1';
 
 /** A job as GET /v1/jobs/{id} and the list show it. */
 function jobJson(job: JobRecord) {
@@ -75,6 +73,9 @@ function jobJson(job: JobRecord) {
     ...(job.progress ? { progress: { done: job.progress.done, total: job.progress.total } } : {}),
   };
 }
+
+/** doc.read and meta.read: a document a reader finds by search (any other is hidden from it, its number included). */
+const seesMetadata = (doc: DocumentRecord, principal: Principal) => ruleAllows(doc.permissions, principal, 'doc.read') && ruleAllows(doc.permissions, principal, 'meta.read');
 
 const jobNotFound = (id: string) => new SvcError('not_found', 'job_not_found', `No job ${id}`);
 
@@ -117,6 +118,7 @@ export class DocumentService {
     private readonly jobs: JobQueue,
     private readonly startIngest: (options: IngestOptions) => DirectIngest,
     private readonly storage: TenantStorage,
+    private readonly cursors: CursorSeal,
   ) {
     this.derived = new DerivedMetadata(store, jobs, schemas, (unit, tenant, documentId) => unit.has(DOCUMENTS, [tenant, documentId]));
     jobs.define<{ data: Record<string, unknown> }>({
@@ -309,18 +311,21 @@ export class DocumentService {
    * principal may not see still has a `nextCursor` while there may be more.
    */
   async list(principal: Principal, filter: DocumentFilter, limit: number, cursor?: string) {
-    const { entries, more } = await this.index.scan(principal.tenant, filter, limit * 4 + 16, cursor);
+    // Bound to the filter: a cursor of one filter does not go on with another.
+    const cursors = this.cursors.of('documents', principal);
+    const query = [filter.label ?? null, filter.externalRef ?? null, filter.createdAfter ?? null, filter.createdBefore ?? null];
+    const { entries, more } = await this.index.scan(principal.tenant, filter, limit * 4 + 16, cursors.open(query, cursor));
     const documents: Array<ReturnType<typeof summary>> = [];
-    let next = more && entries.length > 0 ? entries[entries.length - 1]!.key : undefined;
+    let next = more && entries.length > 0 ? entries[entries.length - 1]!.position : undefined;
     for (let i = 0; i < entries.length; i++) {
       if (documents.length === limit) {
-        next = entries[i - 1]!.key;
+        next = entries[i - 1]!.position;
         break;
       }
       const doc = await this.store.get(DOCUMENTS, [principal.tenant, entries[i]!.documentId]);
       if (doc && (await this.listable(doc, principal, filter))) documents.push(summary(doc));
     }
-    return next ? { documents, nextCursor: this.index.encode(next) } : { documents };
+    return next ? { documents, nextCursor: cursors.seal(query, next) } : { documents };
   }
 
   /** The filters the index did not apply, and the document's own read rule. */
@@ -361,7 +366,7 @@ export class DocumentService {
       if (query.mode === 'derived') return (await this.derived.heldIn(principal.tenant, documentId, query.namespaceUrn)).valid?.data;
       const doc = await this.store.get(DOCUMENTS, [principal.tenant, documentId]);
       return doc?.currentVersionId ? (await this.version(this.store, doc, doc.currentVersionId)).metadata[query.namespaceUrn]?.data : undefined;
-    });
+    }, this.cursors.of('search', principal));
     return page.nextCursor ? { documents: page.items, nextCursor: page.nextCursor } : { documents: page.items };
   }
 
@@ -429,11 +434,18 @@ export class DocumentService {
     return { documentId: doc.documentId, versionId, contentRef: version.contentRef, contentType: version.contentType, size: manifest.record.size };
   }
 
+  /** Whether the document's rules let `principal` see it and its metadata (as search does): what a bulk migration counts. */
+  async visibleTo(principal: Principal, documentId: string): Promise<boolean> {
+    const doc = await this.store.get(DOCUMENTS, [principal.tenant, documentId]);
+    return doc !== undefined && seesMetadata(doc, principal);
+  }
+
   /**
    * In the caller's unit (a bulk migration's): document `documentId`'s current `namespaceUrn`
-   * entry moved off `fromSchemaUrn` by `step` as one new version. `skipped` when the document has
-   * no such entry now, its rules refuse `principal` meta.write, or `step` declines (undefined);
-   * a failure `step` returns leaves the document as it is.
+   * entry moved off `fromSchemaUrn` by `step` as one new version. `hidden` when its rules hide
+   * it from `principal` (visibleTo: not counted at all); `skipped` when the document has no such
+   * entry now, its rules refuse `principal` meta.write, or `step` declines (undefined); a failure
+   * `step` returns leaves the document as it is.
    */
   async migrateEntryIn(
     unit: Unit,
@@ -443,8 +455,9 @@ export class DocumentService {
     fromSchemaUrn: string,
     principal: Principal,
     m: { toSchemaUrn: string; reason: string; receipt: Receipt; step: (data: Record<string, unknown>) => Promise<{ data: Record<string, unknown> } | { code: string; message: string } | undefined> },
-  ): Promise<'migrated' | 'skipped' | { code: string; message: string }> {
+  ): Promise<'migrated' | 'skipped' | 'hidden' | { code: string; message: string }> {
     const doc = await unit.get(DOCUMENTS, [tenant, documentId]);
+    if (doc && !seesMetadata(doc, principal)) return 'hidden';
     if (!doc?.currentVersionId || !ruleAllows(doc.permissions, principal, 'meta.write')) return 'skipped';
     const base = await this.version(unit, doc, doc.currentVersionId);
     const entry = base.metadata[namespaceUrn];
@@ -547,11 +560,13 @@ export class DocumentService {
 
   /** GET /v1/jobs: the tenant's jobs newest first, of one document and/or in one state (from the queue's indexes). */
   async listJobs(principal: Principal, filter: { documentId?: string; state?: string }, limit: number, cursor?: string) {
-    const after = cursor === undefined ? undefined : decodeCursor(JOB_CURSOR, cursor);
-    if (after !== undefined && !isUuid(after)) throw invalidPagination('cursor is not a token issued by this endpoint');
+    const cursors = this.cursors.of('jobs', principal);
+    const query = [filter.documentId ?? null, filter.state ?? null];
+    const after = cursors.open(query, cursor);
+    if (after !== undefined && !isUuid(after)) throw invalidCursor();
     const { jobs, next } = await this.jobs.list(principal.tenant, filter as { documentId?: string; state?: JobRecord['state'] }, limit, after);
     const page = jobs.map(jobJson);
-    return next ? { jobs: page, nextCursor: encodeCursor(JOB_CURSOR, next) } : { jobs: page };
+    return next ? { jobs: page, nextCursor: cursors.seal(query, next) } : { jobs: page };
   }
 
   /** In the job's completion unit: a new version with the migrated entry, if the entry is still the one migrated. */

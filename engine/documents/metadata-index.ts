@@ -12,8 +12,8 @@
 // (UUIDv7: about creation order), so every key range of a query is in the same order and a page
 // goes on after the last documentId it scanned, whichever pointer is scanned.
 import { createHash } from 'node:crypto';
-import { decodeCursor, encodeCursor } from '../cas/index.js';
-import { invalidPagination } from '../errors.js';
+import type { ListCursors } from '../auth/index.js';
+import { invalidCursor } from '../errors.js';
 import { type Table, type Unit, type UnitStore, table } from '../store/index.js';
 import type { SearchQuery } from './search-request.js';
 import { INDEX_MAX_LEAVES } from '../base/limits.js';
@@ -35,7 +35,6 @@ export interface CurrentEntry {
   entry: IndexedEntry;
 }
 
-const CURSOR_KIND = 'srch1';
 /** Scalar leaves indexed per entry (engine/base/limits.ts). */
 export const MAX_LEAVES = INDEX_MAX_LEAVES;
 const MAX_TOKEN = 128;
@@ -196,13 +195,23 @@ export class MetadataIndex {
    * where `where` is empty) after the cursor, at most `limit * 4 + 16` keys; each candidate is
    * checked on the other pointers by point reads, then offered to `accept` (the document's
    * record and the reader's rights), which answers the item or undefined (left out). There is a
-   * `nextCursor` when the page filled or the budget ended the scan.
+   * `nextCursor` when the page filled or the budget ended the scan: the last documentId scanned
+   * (perhaps one the reader may not see), sealed by `cursors` for the reader and this query, so
+   * it names no document.
    */
-  async search<T>(tenant: string, query: SearchQuery, accept: (documentId: string) => Promise<T | undefined>, entryOf: (documentId: string) => Promise<Record<string, unknown> | undefined>): Promise<SearchPage<T>> {
+  async search<T>(
+    tenant: string,
+    query: SearchQuery,
+    accept: (documentId: string) => Promise<T | undefined>,
+    entryOf: (documentId: string) => Promise<Record<string, unknown> | undefined>,
+    cursors: ListCursors,
+  ): Promise<SearchPage<T>> {
     const mode: IndexMode = query.mode === 'derived' ? 'd' : 'c';
     const tokens = query.where.map(([pointer, value]) => [pointerToken(pointer), valueToken(value)!] as const);
-    const queryId = sha256(JSON.stringify([query.namespaceUrn, mode, tokens.map((t) => `${t[0]}\u0000${t[1]}`).sort()])).slice(0, 16);
-    const after = query.cursor === undefined ? undefined : this.decode(query.cursor, queryId);
+    // The query a cursor is bound to: namespace, mode and the pointers in any order.
+    const queryId = sha256(JSON.stringify([query.namespaceUrn, mode, tokens.map((t) => `${t[0]}\u0000${t[1]}`).sort()]));
+    const after = cursors.open(queryId, query.cursor);
+    if (after !== undefined && !/^[0-9a-f-]{36}$/.test(after)) throw invalidCursor();
     // The whole data is an object: no leaf is at pointer "".
     if (query.where.some(([pointer]) => pointer === '')) return { items: [] };
     const [first, ...rest] = tokens;
@@ -224,7 +233,7 @@ export class MetadataIndex {
     let scanned = 0;
     let last: string | undefined;
     for (const documentId of candidates) {
-      if (scanned === budget || items.length === query.limit) return { items, nextCursor: this.encode(queryId, last!) };
+      if (scanned === budget || items.length === query.limit) return { items, nextCursor: cursors.seal(queryId, last!) };
       scanned++;
       last = documentId;
       let matches = true;
@@ -244,24 +253,5 @@ export class MetadataIndex {
       if (item !== undefined) items.push(item);
     }
     return { items };
-  }
-
-  private encode(queryId: string, afterDocumentId: string): string {
-    return encodeCursor(CURSOR_KIND, JSON.stringify([queryId, afterDocumentId]));
-  }
-
-  private decode(cursor: string, queryId: string): string {
-    let payload: unknown;
-    try {
-      payload = JSON.parse(decodeCursor(CURSOR_KIND, cursor));
-    } catch (err) {
-      if (err instanceof SyntaxError) throw invalidPagination('cursor is not a token issued by this endpoint');
-      throw err;
-    }
-    if (!Array.isArray(payload) || payload.length !== 2 || typeof payload[1] !== 'string' || !/^[0-9a-f-]{36}$/.test(payload[1])) {
-      throw invalidPagination('cursor is not a token issued by this endpoint');
-    }
-    if (payload[0] !== queryId) throw invalidPagination('cursor does not belong to this search (namespace, mode and where)');
-    return payload[1];
   }
 }

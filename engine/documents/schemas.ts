@@ -3,6 +3,7 @@
 // (registrations, never changed) and `schema_lifecycle` (where each has moved since).
 
 import { createHash } from 'node:crypto';
+import type { CursorSeal, Principal } from '../auth/index.js';
 import { SvcError } from '../errors.js';
 import { type KeyedCatalog, type Unit, type UnitStore, table } from '../store/index.js';
 import { badRequest, canonicalJson, isNamespaceUrn, isPlainObject, isSchemaUrn, onlyKeys } from './model.js';
@@ -43,6 +44,7 @@ export class SchemaRegistry {
   constructor(
     private readonly schemas: KeyedCatalog<SchemaRecord>,
     private readonly store: UnitStore,
+    private readonly cursors: CursorSeal,
   ) {}
 
   /** The registration with its current lifecycle. */
@@ -56,11 +58,16 @@ export class SchemaRegistry {
     return this.schemas.hasIn(unit, urn);
   }
 
-  /** GET /v1/schemas: registrations in URN order with their current lifecycle, of one namespace when given, after URN `after`. */
-  async list(namespaceUrn: string | undefined, limit: number, after?: string): Promise<{ schemas: SchemaRecord[]; next?: string }> {
+  /**
+   * GET /v1/schemas: registrations in URN order with their current lifecycle, of one namespace
+   * when given; a page goes on after the last URN, sealed in a cursor of this caller and namespace.
+   */
+  async list(principal: Principal, namespaceUrn: string | undefined, limit: number, cursor?: string): Promise<{ schemas: SchemaRecord[]; nextCursor?: string }> {
+    const cursors = this.cursors.of('schemas', principal);
+    const after = cursors.open(namespaceUrn ?? null, cursor);
     const { records, more } = await this.schemas.page(after, limit, (record) => namespaceUrn === undefined || record.namespaceUrn === namespaceUrn);
     const schemas = await Promise.all(records.map((r) => this.current(r)));
-    return more ? { schemas, next: schemas[schemas.length - 1]!.schemaUrn } : { schemas };
+    return more ? { schemas, nextCursor: cursors.seal(namespaceUrn ?? null, schemas[schemas.length - 1]!.schemaUrn) } : { schemas };
   }
 
   /**

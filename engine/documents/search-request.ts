@@ -1,9 +1,9 @@
 // The body of POST /v1/documents/search, checked: `{ namespaceUrn, where: { <JSON pointer>:
 // <string | number | boolean> }, mode?, limit?, cursor? }` (docs/documents.md, "Search").
-// Anything else is 400 invalid_request; a bad limit or cursor is the lists' invalid_pagination.
+// Anything else is 400 invalid_request; a bad limit is the lists' invalid_pagination, a bad cursor invalid_cursor.
 
 import { parseLimit } from '../cas/index.js';
-import { invalidPagination } from '../errors.js';
+import { invalidCursor, invalidPagination } from '../errors.js';
 import { badRequest, isNamespaceUrn, isPlainObject, onlyKeys } from './model.js';
 import { SEARCH_MAX_POINTERS } from '../base/limits.js';
 
@@ -40,6 +40,6 @@ export function parseSearchRequest(body: unknown): SearchQuery {
   if (limit === undefined) pageSize = parseLimit(undefined);
   else if (typeof limit === 'number' && Number.isInteger(limit)) pageSize = parseLimit(String(limit));
   else throw invalidPagination('limit must be an integer from 1 to 1000');
-  if (cursor !== undefined && typeof cursor !== 'string') throw invalidPagination('cursor must be a string (a nextCursor of this search)');
+  if (cursor !== undefined && typeof cursor !== 'string') throw invalidCursor('cursor must be a string (a nextCursor of this search)');
   return { namespaceUrn, where: pairs as Array<[string, SearchValue]>, mode, limit: pageSize, cursor };
 }

@@ -30,6 +30,8 @@ export interface BlobBackend {
   readonly models?: ModelRegistry;
   /** The generated development secret when the backend shares it between nodes (pg-s3); else a file in the data directory keeps it. */
   readonly devSecret?: DevSecretStore;
+  /** The cursor key where the units do not reach every node (s3: the bucket); else the units keep it (engine/auth/cursor-seal.ts). */
+  readonly cursorKey?: DevSecretStore;
   /** Units of work shared by the cluster's nodes (pg-s3); else the node's LMDB holds them. */
   readonly units?: UnitStore;
   /**

@@ -11,6 +11,7 @@ export type { GcCatalog, Receipt, Tombstone } from './gc-catalog.js';
 export { KeyedCatalog } from './keyed-catalog.js';
 export type { DevSecretStore } from './dev-secret.js';
 export { FileDevSecretStore } from './fs/dev-secret.js';
+export { UnitSecretStore } from './unit-secret.js';
 export type { ModelRegistration, ModelRegistry, RegistryWatch, RemoveOutcome } from './model-registry.js';
 export { type Lease, type PartRecord, type SessionRecord, type SessionState, type TailStaging, type TusFacts, type UploadCatalog, packBlocks } from './upload-catalog.js';
 export { FsTailStaging } from './fs/staging.js';

@@ -23,6 +23,7 @@ import { ObjectIo } from './s3-only/objects.js';
 import { S3OnlyRefused } from './s3-only/refused.js';
 import { S3OnlyUploadCatalog } from './s3-only/upload-catalog.js';
 import { claimDocumentsNode } from './s3-only/documents-node.js';
+import { S3KeptSecret } from './s3-only/kept-secret.js';
 
 
 export async function openS3Only(config: Config, nodeId: string): Promise<BlobBackend> {
@@ -40,6 +41,8 @@ export async function openS3Only(config: Config, nodeId: string): Promise<BlobBa
     return {
       kind: 's3',
       documentsNode,
+      // The documents are one node's, but any node answers the blob inventory: its cursors' key is the bucket's.
+      cursorKey: new S3KeptSecret(io, keys.secret('cursor-key')),
       blocks,
       manifests,
       shared: { blocks, gc },

@@ -94,6 +94,11 @@ export class S3OnlyKeys {
     return `${this.prefix}documents-node`;
   }
 
+  /** A secret every node reads (kept-secret.ts), e.g. the cursor key. */
+  secret(name: string): string {
+    return `${this.prefix}secrets/${name}`;
+  }
+
   /** A resumable session's record (upload-catalog.ts): changed only by compare-and-swap. */
   uploadSession(id: string): string {
     return `${this.uploadSessionsPrefix()}${encodeURIComponent(id)}`;
