@@ -33,6 +33,15 @@ export class MetadataRejection extends SvcError {
   }
 }
 
+/** The bytes of a metadata entry as stored (its JSON, UTF-8): what SVC_MAX_METADATA_ENTRY_BYTES bounds and the tenant's quota counts. */
+export function storedEntryBytes(entry: MetadataEntry): number {
+  return Buffer.byteLength(JSON.stringify(entry));
+}
+
+/** 413: an entry of `namespaceUrn` over SVC_MAX_METADATA_ENTRY_BYTES. */
+export const metadataEntryTooLarge = (namespaceUrn: string, bytes: number, limit: number) =>
+  new MetadataRejection('too_large', 'metadata_entry_too_large', `The ${namespaceUrn} entry would be ${bytes} bytes as stored; an entry is at most ${limit} bytes (SVC_MAX_METADATA_ENTRY_BYTES)`);
+
 const reject = (message: string) => new MetadataRejection('invalid', 'invalid_request', message);
 
 /** `{ namespaces: { <urn:svc:ns>: { schema, data } } }` → entries (ids are minted by the caller). */
