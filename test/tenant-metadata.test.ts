@@ -9,8 +9,11 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { CatalogEnv, LmdbUnitStore, PgUnitStore, type UnitStore, table } from '../dist/engine/store/index.js';
+import { openPool } from '../dist/engine/store/pg/pool.js';
+import { TEST_BACKEND, backendEnv } from './helpers/backends.js';
 import { Api, devToken, expectError, expectRejected } from './helpers/docs-client.js';
-import { startServer, type TestServer } from './helpers/server.js';
+import { startServer, tempRoot, type TestServer } from './helpers/server.js';
 
 const QUOTA = 2_500_000;
 const ENTRY_LIMIT = 1_048_576;
@@ -31,20 +34,41 @@ const textSchema = (schemaUrn: string, namespaceUrn: string, strict?: 'text' | '
 });
 
 let server: TestServer;
+let env: Record<string, string>;
 
 beforeAll(async () => {
   const dir = fs.mkdtempSync(path.join(process.env.TMPDIR ?? '/tmp', 'svc-tenant-meta-'));
   const policyFile = path.join(dir, 'policy.json');
   fs.writeFileSync(policyFile, JSON.stringify({ tenants: { 'mq-quota': { quotaBytes: QUOTA } } }));
   // Bodies up to 4 MiB: the entry limit (1 MiB, the default) is met before the body's.
-  server = await startServer({
+  env = {
     SVC_SECURITY_ENABLED: 'true', SVC_DEV_SHARED_SECRET: randomBytes(32).toString('base64url'), SVC_TENANT_POLICY_FILE: policyFile,
     SVC_DOC_MAX_JSON_BYTES: '4MiB', SVC_DURABILITY: 'relaxed',
-  });
+  };
+  // A root of the test's own: the server is stopped and started again on it.
+  server = await startServer(env, tempRoot('svc-tenant-meta-'));
 }, 60_000);
+
+/** The server's unit store, opened while it is stopped. */
+async function withUnits(root: string, step: (store: UnitStore) => Promise<void>): Promise<void> {
+  if (TEST_BACKEND === 'fs') {
+    const catalog = CatalogEnv.open(root, 'relaxed');
+    const store = new LmdbUnitStore(catalog);
+    await step(store);
+    await store.close();
+    await catalog.close();
+    return;
+  }
+  const sql = openPool((await backendEnv(root)).SVC_PG_URL!, 1);
+  const store = new PgUnitStore(sql);
+  await step(store);
+  await store.close();
+  await sql.end();
+}
 
 afterAll(async () => {
   await server?.stop();
+  if (server) fs.rmSync(server.root, { recursive: true, force: true });
 });
 
 async function retained(api: Api): Promise<number> {
@@ -129,6 +153,33 @@ describe('metadata counts against the tenant\'s quota', () => {
     const current = await api.get(`/v1/documents/${doc.documentId}/metadata/${encodeURIComponent(BIG)}`);
     expect(current.status).toBe(200);
     expect(current.text).toContain(p1.json.newMetadataId);
+  }, 60_000);
+
+  test('a store from before the count: its entries are counted once at start, and a start again counts nothing twice', async () => {
+    const api = new Api(server.url, await devToken(server.url, { org_id: 'mq-quota', sub: 'alice', scope: SCOPE }));
+    const before = await retained(api);
+    const { root } = server;
+    await server.stop();
+    // Back to a catalog whose entries were never counted: no entry records, the totals without them, no build mark.
+    await withUnits(root, async (store) => {
+      const contents = table<number, [string, string]>('doc_tenant_content');
+      const totals = table<number, string>('doc_tenant_bytes');
+      const entries: Array<{ key: [string, string]; bytes: number }> = [];
+      for await (const { key, value } of store.scan(contents)) if (key[1].startsWith('meta:')) entries.push({ key, bytes: value });
+      expect(entries.length).toBeGreaterThan(3);
+      await store.run(async (unit) => {
+        for (const e of entries) {
+          unit.remove(contents, e.key);
+          unit.add(totals, e.key[0], -e.bytes);
+        }
+        unit.remove(table<number, string>('doc_ledger_builds'), 'metadata-entries');
+      });
+    });
+    for (let start = 0; start < 2; start++) {
+      server = await startServer(env, root);
+      expect(await retained(new Api(server.url, api.token))).toBe(before);
+      if (start === 0) await server.stop();
+    }
   }, 60_000);
 });
 
