@@ -155,6 +155,22 @@ describe('metadata counts against the tenant\'s quota', () => {
     expect(current.text).toContain(p1.json.newMetadataId);
   }, 60_000);
 
+  test('a patch that grows its entry past the limit (copies doubling it) is 413 as soon as it passes, nothing written', async () => {
+    const api = new Api(server.url, await devToken(server.url, { org_id: 'mq-free', sub: 'alice', scope: SCOPE }));
+    const doc = await api.newDocument(randomBytes(100));
+    const w = await api.writeCanonical(doc.documentId, { [BIG]: { schema: BIG_1, data: { text: 'x'.repeat(1000) } } });
+    expect(w.status, w.text).toBe(201);
+    const before = await retained(api);
+    // 2^40 copies of 1000 bytes if applied whole.
+    const patch = Array.from({ length: 40 }, (_, i) => ({ op: 'copy', from: '/data', path: `/data/k${i}` }));
+    const started = Date.now();
+    const p = await api.patch(doc.documentId, BIG, { baseMetadataId: w.json.metadataIds[BIG], patch });
+    expectRejected(p, 413, 'metadata_entry_too_large');
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(await retained(api)).toBe(before);
+    expect(await versions(api, doc.documentId)).toBe(2);
+  });
+
   test('a store from before the count: its entries are counted once at start, and a start again counts nothing twice', async () => {
     const api = new Api(server.url, await devToken(server.url, { org_id: 'mq-quota', sub: 'alice', scope: SCOPE }));
     const before = await retained(api);

@@ -664,7 +664,7 @@ export class DocumentService {
       if (entry.id !== patchRequest.baseMetadataId) {
         throw new MetadataRejection('conflict', 'metadata_conflict', `baseMetadataId ${patchRequest.baseMetadataId} is not the current entry`, { currentMetadataId: entry.id });
       }
-      const data = applyEntryPatch(entry, patchRequest.patch);
+      const data = applyEntryPatch(entry, namespaceUrn, patchRequest.patch, this.storage.maxMetadataEntryBytes);
       const issues = await this.schemas.validate(entry.schema, data);
       if (issues.length) throw MetadataRejection.invalid(issues.map((i) => ({ ...i, path: `/data${i.path === '/' ? '' : i.path}` })));
       const metadataId = newMetadataId();
