@@ -157,6 +157,7 @@ describe('metadata counts against the tenant\'s quota', () => {
 
   test('a patch that grows its entry past the limit (copies doubling it) is 413 as soon as it passes, nothing written', async () => {
     const api = new Api(server.url, await devToken(server.url, { org_id: 'mq-free', sub: 'alice', scope: SCOPE }));
+    expect([200, 201]).toContain((await api.post('/v1/schemas', textSchema(BIG_1, BIG))).status);
     const doc = await api.newDocument(randomBytes(100));
     const w = await api.writeCanonical(doc.documentId, { [BIG]: { schema: BIG_1, data: { text: 'x'.repeat(1000) } } });
     expect(w.status, w.text).toBe(201);
