@@ -67,6 +67,7 @@ export const VARIABLES: ReadonlyArray<{ name: string; default: string; help: str
   { name: 'SVC_VIEW_WAIT', default: '30s', help: 'How long a content request for a view that is not stored yet waits for its materialization before answering 202 with the job (0: answer at once).' },
   { name: 'SVC_VIEW_MAX_INPUT_BYTES', default: '256MiB', help: 'Largest content views and workflows read (the PDF, image or text is held whole by the engines): larger content is 422 view_unsupported.' },
   { name: 'SVC_DOC_MAX_JSON_BYTES', default: '1MiB', help: 'Largest JSON request body of the document platform (413 beyond); metadata patches are bounded at 64 KiB.' },
+  { name: 'SVC_MAX_METADATA_ENTRY_BYTES', default: '1MiB', help: 'Largest metadata entry as stored (its JSON: schema, id, data, receipt; 413 metadata_entry_too_large beyond). Each stored entry counts against its tenant\'s quota.' },
   { name: 'SVC_LEGACY_REPOS', default: '', help: 'Legacy repositories served read-through at GET /legacy/{repo}/{docId}: comma-separated `name=/path` entries (name: a letter or digit, then letters, digits, `.`, `_`, `-`, at most 64; path: the repository root holding metadata/ and binaries/, relative paths resolved from the working directory; no commas in paths). Each root must be an existing directory at start. Empty: none.' },
   { name: 'HTTP_PORT', default: '8080', help: 'Port of the model runtime listener (0 = pick a free port).' },
   { name: 'MODEL_EXECUTION_STRATEGY', default: 'par', help: 'Default execution mode of transform and rank: `seq`, `par` (every pool thread) or `par-N` (at most N tasks in flight).' },
@@ -135,6 +136,8 @@ export interface Config {
   /** SVC_TENANT_POLICY_FILE ('' = no limits). */
   tenantPolicyFile: string;
   docMaxJsonBytes: number;
+  /** SVC_MAX_METADATA_ENTRY_BYTES: the largest metadata entry as stored (its JSON). */
+  maxMetadataEntryBytes: number;
   /** Read again by engine/documents/validator.ts in every thread; parsed here so a bad value stops the start. */
   validation: ValidationDeadlines;
   /** SVC_LEGACY_REPOS: configured legacy repositories, in the order given (roots absolute, not yet checked on disk). */
@@ -436,6 +439,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     securityEnabled: oneOf('SVC_SECURITY_ENABLED', get('SVC_SECURITY_ENABLED'), ['true', 'false'] as const) === 'true',
     tenantPolicyFile: get('SVC_TENANT_POLICY_FILE'),
     docMaxJsonBytes: inRange('SVC_DOC_MAX_JSON_BYTES', parseSize('SVC_DOC_MAX_JSON_BYTES', get('SVC_DOC_MAX_JSON_BYTES')), 1024, 64 * MiB),
+    maxMetadataEntryBytes: inRange('SVC_MAX_METADATA_ENTRY_BYTES', parseSize('SVC_MAX_METADATA_ENTRY_BYTES', get('SVC_MAX_METADATA_ENTRY_BYTES')), 1024, 64 * MiB),
     validation: validationDeadlines(env),
     legacyRepos: parseLegacyRepos(get('SVC_LEGACY_REPOS')),
     views: {

@@ -176,6 +176,7 @@ export class Engine {
     const schemas = new SchemaRegistry(new KeyedCatalog(units, 'schemas'), units, this.cursors);
     this.documents = new DocumentService(units, schemas, new MigrationRegistry(new KeyedCatalog(units, 'migrations'), schemas), this.jobs, (options) => this.startIngest(options), {
       limits: (tenant) => this.tenantLimits(tenant),
+      maxMetadataEntryBytes: config.maxMetadataEntryBytes,
       blobBytes: (tenant) => manifests.retainedBytes(tenant),
       isViewOf: (tenant, key, contents) => this.views.isViewOf(tenant, key, contents),
     }, this.cursors);

@@ -192,7 +192,7 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
   router.on('POST', '/v1/migrations', async (call: JsonCall) => {
     const { ex } = call;
     const body = await bodyOf(call);
-    const { record, created } = await docs.migrations.register(body);
+    const { record, created } = await docs.migrations.register(caller(call), body);
     ex.json(created ? 201 : 200, {
       fromSchemaUrn: record.fromSchemaUrn, toSchemaUrn: record.toSchemaUrn, namespaceUrn: record.namespaceUrn,
       forward: record.forward, inverse: record.inverse, probedInstances: record.probedInstances, createdAt: new Date(record.createdAt).toISOString(),
@@ -261,14 +261,14 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
   router.on('POST', '/v1/schemas', async (call: JsonCall) => {
     const { ex } = call;
     const body = await bodyOf(call);
-    const { record, created } = await docs.registerSchema(body);
+    const { record, created } = await docs.registerSchema(caller(call).tenant, body);
     ex.json(created ? 201 : 200, schemaJson(record), { Location: `/v1/schemas/${encodeURIComponent(record.schemaUrn)}` });
   }, { capability: 'schema.write', body: json });
 
   router.on('PATCH', '/v1/schemas/:schemaUrn', async (call: JsonCall) => {
     const { ex } = call;
     const body = await bodyOf(call);
-    ex.json(200, schemaJson(await docs.schemas.moveLifecycle(param(call, 0), body)));
+    ex.json(200, schemaJson(await docs.schemas.moveLifecycle(caller(call), param(call, 0), body)));
   }, { capability: 'schema.write', body: json });
 
   router.on('GET', '/v1/schemas/:schemaUrn', async (call) => {
@@ -294,7 +294,10 @@ function decodeSegment(raw: string): string {
 /** Any failure of a metadata write in its rejected form (internal errors keep their generic text). */
 function asRejection(err: unknown): unknown {
   if (err instanceof MetadataRejection || !(err instanceof SvcError)) return err;
-  return new MetadataRejection(err.kind, err.code, err.message, {}, undefined, err.details);
+  // A quota refusal carries its numbers beside `error`, as the other 507s carry them.
+  const { quotaBytes, retainedBytes } = err.details;
+  const numbers = err.code === 'tenant_storage_quota_exceeded' && quotaBytes !== undefined ? { quotaBytes, retainedBytes } : {};
+  return new MetadataRejection(err.kind, err.code, err.message, numbers, undefined, err.details);
 }
 
 /** Streams the body into the document's ingest (and BLAKE3); 204 once the bytes are durable. */

@@ -1,8 +1,10 @@
-// Each tenant's retained document content: the distinct contents (`b3:<hex>`) its uploads and
-// legacy imports stored, each counted once, as the blob catalog counts a tenant's distinct blobs.
-// The two counts together are the retained bytes its quota (SVC_TENANT_POLICY_FILE) bounds. Owner
-// of `doc_tenant_content` ([tenant, key] → size) and `doc_tenant_bytes` (tenant → bytes), written
-// in the unit of work that records the content, so a crash cannot leave the count wrong. Nothing is
+// Each tenant's retained document bytes: the distinct contents (`b3:<hex>`) its uploads and
+// legacy imports stored, each counted once, as the blob catalog counts a tenant's distinct blobs,
+// and the metadata entries its documents store (`meta:<metadataId>`: an entry's JSON bytes, once,
+// however many versions carry it unchanged). With the blobs' count, the retained bytes its quota
+// (SVC_TENANT_POLICY_FILE) bounds. Owner of `doc_tenant_content` ([tenant, key] → size),
+// `doc_tenant_bytes` (tenant → bytes) and `doc_ledger_builds`, written in the unit of work that
+// records the content or the entry, so a crash cannot leave the count wrong. Nothing is
 // subtracted: documents and versions are never deleted, and stored content stays recorded (GC
 // keeps it), the content of an upload whose bytes were sent again included.
 
@@ -13,6 +15,8 @@ import { type Unit, type UnitStore, table } from '../store/index.js';
 export interface TenantStorage {
   /** The tenant's limits; a field not set is no limit. */
   limits(tenant: string): { maxObjectBytes?: number; quotaBytes?: number };
+  /** The largest metadata entry as stored, in bytes (SVC_MAX_METADATA_ENTRY_BYTES). */
+  readonly maxMetadataEntryBytes: number;
   /** The bytes of the distinct blobs the tenant holds (the blob catalog's count). */
   blobBytes(tenant: string): Promise<number>;
   /** Whether `key` is a view of the tenant made from one of `contents` (the view service's records; a derived write's provenance). */
@@ -30,6 +34,18 @@ const BUILT = '';
 
 const CONTENTS = table<number, [string, string]>('doc_tenant_content');
 const TOTALS = table<number, string>('doc_tenant_bytes');
+/** Once-only passes over a catalog from before a count existed (the metadata entries'). */
+const BUILDS = table<number, string>('doc_ledger_builds');
+const ENTRIES_BUILT = 'metadata-entries';
+
+/** The ledger's key of a metadata entry (content keys are `b3:<hex>`). */
+const entryKey = (metadataId: string) => `meta:${metadataId}`;
+
+/** A metadata entry a document stores: its id and its bytes (metadata.ts, storedEntryBytes). */
+export interface StoredEntry {
+  id: string;
+  bytes: number;
+}
 
 export class ContentLedger {
   constructor(
@@ -44,7 +60,41 @@ export class ContentLedger {
     await this.store.run((unit) => unit.put(TOTALS, BUILT, 0));
   }
 
-  /** The bytes of the distinct contents the tenant's documents and uploads stored. */
+  /**
+   * Counts, once, the metadata entries of a catalog from before they were counted: each
+   * document's distinct entries, a unit per document; an entry held already (counted when
+   * written, or by an earlier pass that stopped) is skipped, so a pass run again counts nothing twice.
+   */
+  async buildEntries(documents: AsyncIterable<{ tenant: string; entries: StoredEntry[] }>): Promise<void> {
+    if (await this.store.has(BUILDS, ENTRIES_BUILT)) return;
+    for await (const d of documents) {
+      if (d.entries.length === 0) continue;
+      await this.store.run(async (unit) => {
+        for (const e of d.entries) await this.hold(unit, d.tenant, entryKey(e.id), e.bytes, undefined);
+      });
+    }
+    await this.store.run((unit) => unit.put(BUILDS, ENTRIES_BUILT, Date.now()));
+  }
+
+  /**
+   * In the caller's unit, before any of its writes: metadata entries new to the catalog (ids just
+   * minted, so never held: no read for them) are the tenant's, their bytes counted. With `room`,
+   * checked against the quota here: 507 and nothing written.
+   */
+  async holdEntries(unit: Unit, tenant: string, entries: readonly StoredEntry[], room: Room | undefined): Promise<void> {
+    let size = 0;
+    for (const e of entries) size += e.bytes;
+    if (room) {
+      const held = (await unit.get(TOTALS, tenant)) ?? 0;
+      if (room.blobBytes + held + size > room.quotaBytes) throw tenantQuotaExceeded({ quotaBytes: room.quotaBytes, retainedBytes: room.blobBytes + held, size }, 'Storing this metadata');
+      unit.put(TOTALS, tenant, held + size);
+    } else {
+      unit.add(TOTALS, tenant, size);
+    }
+    for (const e of entries) unit.put(CONTENTS, [tenant, entryKey(e.id)], e.bytes);
+  }
+
+  /** The bytes of the distinct contents and metadata entries the tenant's documents and uploads stored. */
   async bytes(tenant: string): Promise<number> {
     return (await this.store.get(TOTALS, tenant)) ?? 0;
   }

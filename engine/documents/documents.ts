@@ -1,7 +1,7 @@
 // Documents, their upload, immutable versions (a DAG through `parents`), labels, content
 // references and canonical metadata. Owner of the `documents`, `doc_uploads`, `doc_versions`,
 // `doc_labels`, `doc_content_keys` and `doc_patches` tables; derived metadata is ./derived.ts's,
-// each tenant's retained content ./content-ledger.ts's. No HTTP here: the capability a request
+// each tenant's retained content and metadata bytes ./content-ledger.ts's. No HTTP here: the capability a request
 // needs whatever it names (doc.create, doc.read, meta.read, job.read) is the caller's to check;
 // those that depend on what it names (meta.write:<ns>, meta.patch:<ns>) and the documents'
 // permission rules are checked here. Above 400 lines: every write path checks its preconditions
@@ -23,8 +23,8 @@ import { type DocumentFilter, DocumentIndex } from './document-index.js';
 import { type CurrentEntry, MetadataIndex } from './metadata-index.js';
 import { parseSearchRequest } from './search-request.js';
 import { Blake3Stream } from './blake3-stream.js';
-import { ContentLedger, type TenantStorage } from './content-ledger.js';
-import { MetadataRejection, applyEntryPatch, checkPatchBody, readBundle, readProvenance } from './metadata.js';
+import { ContentLedger, type StoredEntry, type TenantStorage } from './content-ledger.js';
+import { MetadataRejection, applyEntryPatch, checkPatchBody, metadataEntryTooLarge, readBundle, readProvenance, storedEntryBytes } from './metadata.js';
 import type { Provenance } from './doc-jobs.js';
 import { type MetadataReading, type NamespaceEntries, bundleAnswer, namespaceAnswer } from './envelope.js';
 import {
@@ -33,7 +33,7 @@ import {
 } from './model.js';
 import { requireCapability, requireRule, ruleAllows } from './permissions.js';
 import { MAINTENANCE_TENANT, type DeprecatedSchema, checkLifecycles, lifecycleRules } from './schema-lifecycle.js';
-import type { SchemaRegistry } from './schemas.js';
+import { type SchemaRecord, type SchemaRegistry, requireSchemaOwner } from './schemas.js';
 
 interface ContentRecord {
   blobId: string;
@@ -159,9 +159,23 @@ export class DocumentService {
         for await (const { value } of store.scan(UPLOADS)) if (value.content) yield { tenant: value.tenant, key: value.content.key, size: value.content.size };
       })(),
     );
+    await this.ledger.buildEntries(
+      (async function* () {
+        for await (const { value: doc } of store.scan(DOCUMENTS)) {
+          // Each distinct entry once: its first stored form (the initial metadata's, else the first version's that has it).
+          const entries = new Map<string, number>();
+          const note = (bundle: Bundle) => {
+            for (const e of Object.values(bundle)) if (!entries.has(e.id)) entries.set(e.id, storedEntryBytes(e));
+          };
+          note(doc.initialMetadata);
+          for await (const { value } of store.scan(VERSIONS, { start: [doc.tenant, doc.documentId, ''], end: [doc.tenant, doc.documentId, '\uffff'] })) note(value.metadata);
+          yield { tenant: doc.tenant, entries: [...entries].map(([id, bytes]) => ({ id, bytes })) };
+        }
+      })(),
+    );
   }
 
-  /** The bytes of the distinct contents the tenant's documents and uploads stored (its quota counts them with its blobs). */
+  /** The bytes of the distinct contents and metadata entries the tenant's documents and uploads stored (its quota counts them with its blobs). */
   retainedBytes(tenant: string): Promise<number> {
     return this.ledger.bytes(tenant);
   }
@@ -185,8 +199,8 @@ export class DocumentService {
    * POST /v1/schemas: registers a schema; entries written before it existed (unverified) are
    * re-checked by a job enqueued in the registering unit.
    */
-  registerSchema(body: unknown) {
-    return this.schemas.register(body, async (unit, urn) => {
+  registerSchema(owner: string | undefined, body: unknown) {
+    return this.schemas.register(body, owner, async (unit, urn) => {
       if (await this.derived.waitingFor(unit, urn)) this.jobs.enqueueIn(unit, MAINTENANCE_TENANT, 'metadata.recheck', { schemaUrn: urn });
     });
   }
@@ -205,6 +219,7 @@ export class DocumentService {
     const { record, created } = await this.store.run(async (unit) => {
       const existing = await unit.get(DOCUMENTS, [principal.tenant, documentId]);
       if (existing) return { record: existing, created: false };
+      await this.holdNewEntries(unit, principal.tenant, initialMetadata, []);
       const uploadId = newId();
       const fresh: DocumentRecord = {
         documentId, tenant: principal.tenant, currentVersionId: null, externalRefs, permissions, initialMetadata,
@@ -465,13 +480,20 @@ export class DocumentService {
     const outcome = await m.step(entry.data);
     if (outcome === undefined) return 'skipped';
     if (!('data' in outcome)) return outcome;
-    await this.addVersion(unit, doc, { subject: m.receipt.sub }, {
-      contentRef: base.contentRef,
-      contentType: base.contentType,
-      metadata: { ...base.metadata, [namespaceUrn]: { schema: m.toSchemaUrn, id: newMetadataId(), data: outcome.data, receipt: m.receipt } },
-      reason: m.reason,
-      labels: [],
-    });
+    try {
+      await this.addVersion(unit, doc, { subject: m.receipt.sub }, {
+        contentRef: base.contentRef,
+        contentType: base.contentType,
+        metadata: { ...base.metadata, [namespaceUrn]: { schema: m.toSchemaUrn, id: newMetadataId(), data: outcome.data, receipt: m.receipt } },
+        reason: m.reason,
+        labels: [],
+      });
+    } catch (err) {
+      // Refused before addVersion wrote anything: this document fails, the batch goes on.
+      const refusal = storageRefusal(err);
+      if (!refusal) throw err;
+      return refusal;
+    }
     return 'migrated';
   }
 
@@ -498,6 +520,11 @@ export class DocumentService {
     for (const ns of Object.keys(entries)) requireCapability(principal, `meta.write:${ns}`);
     requireRule(doc.permissions, principal, 'meta.write');
     const provenance = readProvenance(body.provenance);
+    const limit = this.storage.maxMetadataEntryBytes;
+    for (const [ns, e] of Object.entries(entries)) {
+      const bytes = Buffer.byteLength(JSON.stringify({ schema: e.schema, data: e.data, provenance }));
+      if (bytes > limit) throw metadataEntryTooLarge(ns, bytes, limit);
+    }
     // A schema not registered yet has no lifecycle: its entries are stored unverified.
     const deprecated = await checkLifecycles(this.schemas, principal, Object.values(entries).map((e) => e.schema), true);
     await this.checkProvenanceInput(doc, provenance);
@@ -536,7 +563,10 @@ export class DocumentService {
     if (!entry) throw new SvcError('not_found', 'metadata_not_found', `The current version has no ${namespaceUrn} metadata`);
     const migration = await this.migrations.get(entry.schema, toSchemaUrn);
     if (!migration) throw new SvcError('not_found', 'migration_not_found', `No migration from ${entry.schema} to ${toSchemaUrn} is registered`);
-    const target = (await this.schemas.get(toSchemaUrn))!;
+    // A registered migration's schemas are registered.
+    const [source, target] = (await Promise.all([this.schemas.get(entry.schema), this.schemas.get(toSchemaUrn)])) as [SchemaRecord, SchemaRecord];
+    requireSchemaOwner(principal, source, 'migrating from it');
+    requireSchemaOwner(principal, target, 'migrating to it');
     const deprecated = await checkLifecycles(this.schemas, principal, [toSchemaUrn]);
     const input: MigrateInput = {
       documentId, namespaceUrn, baseMetadataId: entry.id, data: entry.data, fromSchemaUrn: entry.schema, toSchemaUrn,
@@ -579,14 +609,19 @@ export class DocumentService {
     if (current?.id !== input.baseMetadataId) {
       throw new JobError('metadata_conflict', `The ${input.namespaceUrn} entry changed after the migration was requested (now ${current?.id ?? 'absent'}); request it again`, false);
     }
-    await this.addVersion(unit, doc, { subject: input.actor }, {
-      contentRef: base.contentRef,
-      contentType: base.contentType,
-      metadata: { ...base.metadata, [input.namespaceUrn]: { schema: input.toSchemaUrn, id: newMetadataId(), data, ...(input.receipt ? { receipt: input.receipt } : {}) } },
-      baseMetadata: base.metadata,
-      reason: input.reason,
-      labels: [],
-    });
+    try {
+      await this.addVersion(unit, doc, { subject: input.actor }, {
+        contentRef: base.contentRef,
+        contentType: base.contentType,
+        metadata: { ...base.metadata, [input.namespaceUrn]: { schema: input.toSchemaUrn, id: newMetadataId(), data, ...(input.receipt ? { receipt: input.receipt } : {}) } },
+        baseMetadata: base.metadata,
+        reason: input.reason,
+        labels: [],
+      });
+    } catch (err) {
+      const refusal = storageRefusal(err);
+      throw refusal ? new JobError(refusal.code, refusal.message, false) : err;
+    }
     return { derivedNamespaces: [], viewKeys: [] };
   }
 
@@ -644,7 +679,7 @@ export class DocumentService {
       if (entry.id !== patchRequest.baseMetadataId) {
         throw new MetadataRejection('conflict', 'metadata_conflict', `baseMetadataId ${patchRequest.baseMetadataId} is not the current entry`, { currentMetadataId: entry.id });
       }
-      const data = applyEntryPatch(entry, patchRequest.patch);
+      const data = applyEntryPatch(entry, namespaceUrn, patchRequest.patch, this.storage.maxMetadataEntryBytes);
       const issues = await this.schemas.validate(entry.schema, data);
       if (issues.length) throw MetadataRejection.invalid(issues.map((i) => ({ ...i, path: `/data${i.path === '/' ? '' : i.path}` })));
       const metadataId = newMetadataId();
@@ -716,6 +751,8 @@ export class DocumentService {
     }
     // The search index follows each namespace whose entry changed (the caller's base version, else read here).
     const before = v.baseMetadata ?? (doc.currentVersionId ? (await this.version(unit, doc, doc.currentVersionId)).metadata : {});
+    // Before any write: entries new to the document (a first version's initial ones were counted at its creation).
+    await this.holdNewEntries(unit, doc.tenant, metadata, doc.currentVersionId ? [before] : [before, doc.initialMetadata]);
     for (const ns of new Set([...Object.keys(before), ...Object.keys(v.metadata)])) {
       if (before[ns]?.id !== v.metadata[ns]?.id) this.metaIndex.changed(unit, doc.tenant, doc.documentId, ns, 'c', before[ns], v.metadata[ns]);
     }
@@ -737,6 +774,24 @@ export class DocumentService {
     }
     unit.put(DOCUMENTS, [doc.tenant, doc.documentId], { ...doc, currentVersionId: version.versionId, updatedAt: now });
     return version;
+  }
+
+  /**
+   * In `unit`, before its writes: the entries of `metadata` that none of `stored` holds are new:
+   * each at most SVC_MAX_METADATA_ENTRY_BYTES as stored (413), together within the tenant's
+   * quota (507), and counted (./content-ledger.ts). Without a quota no read is added to the unit.
+   */
+  private async holdNewEntries(unit: Unit, tenant: string, metadata: Bundle, stored: readonly Bundle[]): Promise<void> {
+    const known = new Set<string>();
+    for (const bundle of stored) for (const e of Object.values(bundle)) known.add(e.id);
+    const fresh: StoredEntry[] = [];
+    for (const [ns, entry] of Object.entries(metadata)) {
+      if (known.has(entry.id)) continue;
+      const bytes = storedEntryBytes(entry);
+      if (bytes > this.storage.maxMetadataEntryBytes) throw metadataEntryTooLarge(ns, bytes, this.storage.maxMetadataEntryBytes);
+      fresh.push({ id: entry.id, bytes });
+    }
+    if (fresh.length > 0) await this.ledger.holdEntries(unit, tenant, fresh, await this.ledger.room(tenant));
   }
 
   private async upload(principal: Principal, uploadId: string): Promise<UploadRecord> {
@@ -817,4 +872,10 @@ export class DocumentService {
     });
     return { created: true, externalRefs: doc.externalRefs };
   }
+}
+
+/** A refusal of stored bytes (an entry too large, the quota) that a migration reports as its failure. */
+function storageRefusal(err: unknown): { code: string; message: string } | undefined {
+  if (err instanceof SvcError && (err.code === 'metadata_entry_too_large' || err.code === 'tenant_storage_quota_exceeded')) return { code: err.code, message: err.message };
+  return undefined;
 }

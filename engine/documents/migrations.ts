@@ -7,7 +7,8 @@ import fastJsonPatch, { type Operation } from 'fast-json-patch';
 import { SvcError } from '../errors.js';
 import type { KeyedCatalog } from '../store/index.js';
 import { badRequest, canonicalJson, isPlainObject, isSchemaUrn, onlyKeys } from './model.js';
-import { schemaNotFound, type SchemaRegistry } from './schemas.js';
+import type { Principal } from '../auth/index.js';
+import { requireSchemaOwner, schemaNotFound, type SchemaRegistry } from './schemas.js';
 import { compileRegisteredSchema } from './validator.js';
 
 const { applyPatch, validate: validatePatch, deepClone } = fastJsonPatch;
@@ -48,7 +49,8 @@ export class MigrationRegistry {
     return this.migrations.get(`${fromSchemaUrn} ${toSchemaUrn}`);
   }
 
-  async register(body: unknown): Promise<{ record: MigrationRecord; created: boolean }> {
+  /** POST /v1/migrations: both schemas must be the principal's tenant's (or it holds schema.admin). */
+  async register(principal: Principal, body: unknown): Promise<{ record: MigrationRecord; created: boolean }> {
     if (!isPlainObject(body)) throw badRequest('The body must be { fromSchemaUrn, toSchemaUrn, forward, inverse }');
     onlyKeys(body, ['fromSchemaUrn', 'toSchemaUrn', 'forward', 'inverse'], 'migration');
     const { fromSchemaUrn, toSchemaUrn } = body;
@@ -59,6 +61,8 @@ export class MigrationRegistry {
     const [from, to] = await Promise.all([this.schemas.get(fromSchemaUrn), this.schemas.get(toSchemaUrn)]);
     if (!from) throw schemaNotFound(fromSchemaUrn);
     if (!to) throw schemaNotFound(toSchemaUrn);
+    requireSchemaOwner(principal, from, 'registering a migration from it');
+    requireSchemaOwner(principal, to, 'registering a migration to it');
     if (from.namespaceUrn !== to.namespaceUrn) throw badRequest(`Both schemas must belong to one namespace (${from.namespaceUrn} ≠ ${to.namespaceUrn})`);
     const probed = probe(from.jsonSchema, to.jsonSchema, forward.ops, inverse.ops);
     const fresh: MigrationRecord = { fromSchemaUrn, toSchemaUrn, namespaceUrn: from.namespaceUrn, forward, inverse, probedInstances: probed, createdAt: Date.now() };

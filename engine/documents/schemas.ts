@@ -3,10 +3,10 @@
 // (registrations, never changed) and `schema_lifecycle` (where each has moved since).
 
 import { createHash } from 'node:crypto';
-import type { CursorSeal, Principal } from '../auth/index.js';
+import { type CursorSeal, type Principal, holds } from '../auth/index.js';
 import { SvcError } from '../errors.js';
 import { type KeyedCatalog, type Unit, type UnitStore, table } from '../store/index.js';
-import { badRequest, canonicalJson, isNamespaceUrn, isPlainObject, isSchemaUrn, onlyKeys } from './model.js';
+import { badRequest, forbidden, canonicalJson, isNamespaceUrn, isPlainObject, isSchemaUrn, onlyKeys } from './model.js';
 import { compileRegisteredSchema, compileSchema, SchemaPatternError, SchemaTooCostly, type ValidationIssue } from './validator.js';
 
 export type { ValidationIssue };
@@ -22,6 +22,12 @@ export interface SchemaRecord {
   createdAt: number;
   /** When it became deprecated (current records only). */
   deprecatedAt?: number;
+  /**
+   * The tenant that registered it, which alone (or schema.admin) changes its lifecycle and
+   * migrates from or to it; absent on the platform's own schemas and on those registered before
+   * schemas had owners (schema.admin only).
+   */
+  tenant?: string;
 }
 
 /** Forward only, in this order (decisions, "Schema lifecycle"). */
@@ -35,6 +41,19 @@ interface LifecycleChange {
 }
 
 const LIFECYCLE = table<LifecycleChange, string>('schema_lifecycle');
+
+/**
+ * A schema belongs to the tenant that registered it: its lifecycle changes, and migrations from or
+ * to it (registered or run), need that tenant or the operator capability `schema.admin` (403
+ * otherwise). A schema without an owner (the platform's own, or registered before schemas had
+ * owners) is changed by schema.admin alone.
+ */
+export function requireSchemaOwner(principal: Principal, record: SchemaRecord, doing: string): void {
+  if (record.tenant !== undefined && record.tenant === principal.tenant) return;
+  if (holds(principal, 'schema.admin')) return;
+  const whose = record.tenant === undefined ? 'has no owning tenant (the platform\'s, or registered before schemas had owners)' : 'belongs to another tenant';
+  throw forbidden(`${record.schemaUrn} ${whose}: ${doing} needs ${record.tenant === undefined ? '' : 'its tenant or '}schema.admin`);
+}
 
 export const schemaNotFound = (urn: string) => new SvcError('not_found', 'schema_not_found', `No schema ${urn}`);
 
@@ -72,15 +91,16 @@ export class SchemaRegistry {
 
   /**
    * PATCH /v1/schemas/{urn}: moves the schema forward to `lifecycle` (the same one again changes
-   * nothing); backwards is 409 `lifecycle_backwards`.
+   * nothing); backwards is 409 `lifecycle_backwards`. Only its tenant or schema.admin (403).
    */
-  async moveLifecycle(urn: string, body: unknown): Promise<SchemaRecord> {
+  async moveLifecycle(principal: Principal, urn: string, body: unknown): Promise<SchemaRecord> {
     if (!isPlainObject(body)) throw badRequest('The body must be { lifecycle }');
     onlyKeys(body, ['lifecycle'], 'lifecycle change');
     const lifecycle = body.lifecycle as Lifecycle;
     if (!LIFECYCLES.includes(lifecycle)) throw badRequest(`lifecycle must be one of ${LIFECYCLES.join(', ')}`);
     const record = await this.schemas.get(urn);
     if (!record) throw schemaNotFound(urn);
+    requireSchemaOwner(principal, record, 'changing its lifecycle');
     await this.store.run(async (unit) => {
       const change = await unit.get(LIFECYCLE, urn);
       const from = change?.lifecycle ?? record.lifecycle;
@@ -95,8 +115,12 @@ export class SchemaRegistry {
     return (await this.get(urn))!;
   }
 
-  /** Registers a schema: `created` false for an identical re-registration; 409 for a different body. `alsoWhenCreated` joins the registering unit. */
-  async register(body: unknown, alsoWhenCreated?: (unit: Unit, urn: string) => Promise<void>): Promise<{ record: SchemaRecord; created: boolean }> {
+  /**
+   * Registers a schema as `owner`'s (undefined: the platform's): `created` false for an identical
+   * re-registration (whoever asks: the owner stays the first registrant); 409 for a different
+   * body. `alsoWhenCreated` joins the registering unit.
+   */
+  async register(body: unknown, owner: string | undefined, alsoWhenCreated?: (unit: Unit, urn: string) => Promise<void>): Promise<{ record: SchemaRecord; created: boolean }> {
     if (!isPlainObject(body)) throw badRequest('The body must be a schema registration object');
     onlyKeys(body, ['schemaUrn', 'namespaceUrn', 'lifecycle', 'jsonSchema'], 'schema registration');
     const { schemaUrn, namespaceUrn, lifecycle, jsonSchema } = body;
@@ -118,7 +142,7 @@ export class SchemaRegistry {
     }
     const canonical = { schemaUrn, namespaceUrn, lifecycle, jsonSchema };
     const hash = createHash('sha256').update(canonicalJson(canonical)).digest('hex');
-    const fresh: SchemaRecord = { schemaUrn, namespaceUrn, lifecycle: lifecycle as Lifecycle, jsonSchema, hash, createdAt: Date.now() };
+    const fresh: SchemaRecord = { schemaUrn, namespaceUrn, lifecycle: lifecycle as Lifecycle, jsonSchema, hash, createdAt: Date.now(), ...(owner === undefined ? {} : { tenant: owner }) };
     const { record, created } = await this.schemas.putIfAbsent(schemaUrn, fresh, alsoWhenCreated && ((unit) => alsoWhenCreated(unit, schemaUrn)));
     if (record.hash !== hash) throw new SvcError('conflict', 'schema_conflict', `${schemaUrn} is registered with a different body; register a new version`);
     this.compiled.set(schemaUrn, validate);

@@ -92,7 +92,7 @@ export class WorkflowService {
   async registerSchemas(): Promise<string[]> {
     const kept: string[] = [];
     for (const schema of BUILT_IN_SCHEMAS) {
-      await this.documents.registerSchema(schema).catch((err: unknown) => {
+      await this.documents.registerSchema(undefined, schema).catch((err: unknown) => {
         if (!(err instanceof SvcError && err.code === 'schema_conflict')) throw err;
         kept.push(schema.schemaUrn);
       });
