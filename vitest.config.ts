@@ -5,7 +5,29 @@ import { configDefaults, defineConfig } from 'vitest/config';
  * test/helpers/backends.ts): one suite, parameterized by SVC_TEST_BACKEND, not copies. Views and
  * legacy imports are there too: their bytes go through the CAS into the bucket.
  */
-const PG_S3_SUITES = ['test/blob-api.test.ts', 'test/uploads-api.test.ts', 'test/security.test.ts', 'test/tenant-policy.test.ts', 'test/gc.test.ts', 'test/locality.test.ts', 'test/shared-sessions.test.ts', 'test/gc-nodes.test.ts', 'test/robustness.test.ts', 'test/workflows.test.ts', 'test/legacy-import.test.ts', 'test/pg-outage.test.ts', 'test/metadata-envelope.test.ts', 'test/metadata-search.test.ts', 'test/bulk-migration.test.ts', 'test/cursors.test.ts', 'test/tus.test.ts', 'test/tus-clients.test.ts', 'test/usage.test.ts', 'test/tenant-metadata.test.ts'];
+const PG_S3_SUITES = [
+  'test/blob-api.test.ts',
+  'test/uploads-api.test.ts',
+  'test/security.test.ts',
+  'test/tenant-policy.test.ts',
+  'test/gc.test.ts',
+  'test/locality.test.ts',
+  'test/shared-sessions.test.ts',
+  'test/gc-nodes.test.ts',
+  'test/robustness.test.ts',
+  'test/workflows.test.ts',
+  'test/legacy-import.test.ts',
+  'test/pg-outage.test.ts',
+  'test/metadata-envelope.test.ts',
+  'test/metadata-search.test.ts',
+  'test/bulk-migration.test.ts',
+  'test/cursors.test.ts',
+  'test/tus.test.ts',
+  'test/tus-clients.test.ts',
+  'test/usage.test.ts',
+  'test/tenant-metadata.test.ts',
+  'test/byte-gate.test.ts',
+];
 
 /**
  * Three pg-s3 nodes on a PostgreSQL cluster and a Ceph radosgw of each file's own (issue 19; issue
@@ -18,7 +40,19 @@ const MULTI_NODE = ['test/multi-node.test.ts', 'test/multi-node-models.test.ts',
  * shared through PostgreSQL (gc-nodes) is pg-s3's alone. Sessions shared through the bucket by two
  * S3-only nodes on radosgw: s3-shared-sessions.
  */
-const S3_SUITES = ['test/blob-api.test.ts', 'test/uploads-api.test.ts', 'test/security.test.ts', 'test/tenant-policy.test.ts', 'test/gc.test.ts', 'test/locality.test.ts', 'test/s3-shared-sessions.test.ts', 'test/tus.test.ts', 'test/usage.test.ts', 'test/tenant-metadata.test.ts'];
+const S3_SUITES = [
+  'test/blob-api.test.ts',
+  'test/uploads-api.test.ts',
+  'test/security.test.ts',
+  'test/tenant-policy.test.ts',
+  'test/gc.test.ts',
+  'test/locality.test.ts',
+  'test/s3-shared-sessions.test.ts',
+  'test/tus.test.ts',
+  'test/usage.test.ts',
+  'test/tenant-metadata.test.ts',
+  'test/byte-gate.test.ts',
+];
 
 export default defineConfig({
   test: {

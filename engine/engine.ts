@@ -13,7 +13,7 @@ import { TransferMemory } from './cas/index.js';
 import { loadSha256Pair, sha256PairUnavailableReason } from './cas/index.js';
 import { StreamScanner } from './cas/index.js';
 import type { Config, LegacyRepoConfig } from './config.js';
-import { blobNotFound, invalidPagination, tenantObjectLimit, tenantQuotaExceeded, verificationFailure } from './errors.js';
+import { blobNotFound, invalidPagination, verificationFailure } from './errors.js';
 import { type Collector, GarbageCollector, SharedCollector } from './gc/index.js';
 import { JobQueue } from './jobs/index.js';
 import type { Logger } from './log.js';
@@ -32,7 +32,7 @@ import type { BlockRoots } from './cas/index.js';
 import { BufferPool } from './uploads/index.js';
 import { Uploads } from './uploads/index.js';
 import { createWorkerPool } from './worker-pool.js';
-import { type BudgetUsage, Budgets, ClusterShareTracker, TenantPolicies } from './tenancy/index.js';
+import { type BudgetUsage, Budgets, ByteGate, ClusterShareTracker, TenantPolicies } from './tenancy/index.js';
 import { LegacyImports, LegacyRepositories } from './legacy/index.js';
 
 const WORKER_MODULE = fileURLToPath(new URL('../workers/ingest.js', import.meta.url));
@@ -49,6 +49,8 @@ export type { HealthCheck };
 export interface TenantUsage {
   tenant: string;
   retainedBytes: number;
+  /** What the tenant's open uploads reserve in its quota (declared lengths, else bytes received). */
+  stagedBytes: number;
   objects: number;
   quotaBytes: number | null;
   maxObjectBytes: number | null;
@@ -99,6 +101,8 @@ export class Engine {
   /** Tenant policies (SVC_TENANT_POLICY_FILE) and the budgets that enforce them, with security on. */
   readonly policies: TenantPolicies;
   readonly budgets: Budgets;
+  /** Where every protocol's bytes meet the tenant's object limit, quota (with reservations) and the byte budget. */
+  readonly gate: ByteGate;
   /** This node's share of the tenants' cluster-wide limits (engine/tenancy/cluster-share.ts). */
   private readonly clusterShare: ClusterShareTracker;
   /** Legacy repositories read through (SVC_LEGACY_REPOS). */
@@ -177,9 +181,15 @@ export class Engine {
     this.documents = new DocumentService(units, schemas, new MigrationRegistry(new KeyedCatalog(units, 'migrations'), schemas), this.jobs, (options) => this.startIngest(options), {
       limits: (tenant) => this.tenantLimits(tenant),
       maxMetadataEntryBytes: config.maxMetadataEntryBytes,
-      blobBytes: (tenant) => manifests.retainedBytes(tenant),
+      // What the quota counts beside document content: the tenant's blobs and its open uploads' reservations.
+      blobBytes: async (tenant) => (await manifests.retainedBytes(tenant)) + (await this.uploads.stagedBytes(tenant)),
       isViewOf: (tenant, key, contents) => this.views.isViewOf(tenant, key, contents),
     }, this.cursors);
+    this.gate = new ByteGate(config.securityEnabled, this.policies, this.budgets, {
+      blobs: (tenant) => manifests.retainedBytes(tenant),
+      documents: (tenant) => this.documents.retainedBytes(tenant),
+      staged: (tenant, except) => this.uploads.stagedBytes(tenant, except),
+    });
     this.legacyImports = new LegacyImports(units, this.legacy, this.documents, this.jobs, log);
     this.tokens = tokens;
     this.models = new ModelService(config.model, backend.models ?? new LmdbModelRegistry(catalog), config.fsRoot, modelRoots, pool, log);
@@ -253,43 +263,7 @@ export class Engine {
 
   /** The tenant's storage limits (SVC_TENANT_POLICY_FILE), applied with security on; none with it off. */
   tenantLimits(tenant: string): { maxObjectBytes?: number; quotaBytes?: number } {
-    if (!this.config.securityEnabled) return {};
-    const { maxObjectBytes, quotaBytes } = this.policies.for(tenant);
-    return { maxObjectBytes, quotaBytes };
-  }
-
-  /**
-   * The tenant's limits for a blob: its object limit, and the room its quota leaves beside its
-   * documents' retained content (the catalog checks the blobs' bytes against it as it publishes).
-   */
-  async blobLimits(tenant: string, declaredLength?: number): Promise<{ maxObjectBytes?: number; quotaBytes?: number; documentBytes?: number }> {
-    const { maxObjectBytes, quotaBytes } = this.tenantLimits(tenant);
-    if (declaredLength !== undefined && maxObjectBytes !== undefined && declaredLength > maxObjectBytes) throw tenantObjectLimit(maxObjectBytes);
-    if (quotaBytes === undefined) return { maxObjectBytes };
-    const documentBytes = await this.documents.retainedBytes(tenant);
-    if (declaredLength !== undefined) await this.refuseBeyondQuota(tenant, declaredLength, quotaBytes, documentBytes);
-    return { maxObjectBytes, quotaBytes: quotaBytes - documentBytes, documentBytes };
-  }
-
-  /**
-   * 413 at once for a declared length past the tenant's object limit, else
-   * 507 at once, before any byte of the body is read, when a declared length (Content-Length,
-   * Upload-Length) cannot fit under the tenant's quota: more than the quota less what the tenant
-   * retains. Such an object would be refused at its publication unless it were a repeat of one the
-   * tenant holds (free); the declaration is judged as new bytes, so that repeat is refused too.
-   * Nothing when the tenant has no quota (or security is off).
-   */
-  async assertRoom(tenant: string, declaredLength: number): Promise<void> {
-    const { maxObjectBytes, quotaBytes } = this.tenantLimits(tenant);
-    // Past the object limit it would never fit: that limit's 413 first.
-    if (maxObjectBytes !== undefined && declaredLength > maxObjectBytes) throw tenantObjectLimit(maxObjectBytes);
-    if (quotaBytes === undefined) return;
-    await this.refuseBeyondQuota(tenant, declaredLength, quotaBytes, await this.documents.retainedBytes(tenant));
-  }
-
-  private async refuseBeyondQuota(tenant: string, declaredLength: number, quotaBytes: number, documentBytes: number): Promise<void> {
-    const retainedBytes = documentBytes + (await this.manifests.retainedBytes(tenant));
-    if (declaredLength > quotaBytes - retainedBytes) throw tenantQuotaExceeded({ quotaBytes, retainedBytes, size: declaredLength }, 'The declared length');
+    return this.gate.limits(tenant);
   }
 
   /**
@@ -298,12 +272,13 @@ export class Engine {
    * caller), the budgets left. With security off no policy applies: every limit is null.
    */
   async usage(tenant: string, subject?: string): Promise<TenantUsage> {
-    const [blobs, documentBytes] = await Promise.all([this.manifests.tenantUsage(tenant), this.documents.retainedBytes(tenant)]);
+    const [blobs, documentBytes, stagedBytes] = await Promise.all([this.manifests.tenantUsage(tenant), this.documents.retainedBytes(tenant), this.uploads.stagedBytes(tenant)]);
     const { maxObjectBytes, quotaBytes } = this.tenantLimits(tenant);
     const budgets = this.config.securityEnabled && subject !== undefined ? this.budgets.usage(tenant, subject) : NO_BUDGETS;
     return {
       tenant,
       retainedBytes: blobs.bytes + documentBytes,
+      stagedBytes,
       objects: blobs.objects,
       quotaBytes: quotaBytes ?? null,
       maxObjectBytes: maxObjectBytes ?? null,

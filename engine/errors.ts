@@ -35,6 +35,8 @@ export interface FailureDetails {
   /** A tenant's limits as a refusal met them (the error envelope's fields of the same names). */
   quotaBytes?: number;
   retainedBytes?: number;
+  /** What the tenant's open uploads reserve (their declared lengths, else the bytes they received). */
+  stagedBytes?: number;
   maxObjectBytes?: number;
 }
 
@@ -69,25 +71,28 @@ export const tenantObjectLimit = (limit: number) =>
   new SvcError('too_large', 'tenant_object_limit_exceeded', `The object exceeds the tenant's limit of ${limit} bytes (maxObjectBytes ${limit})`, { maxObjectBytes: limit });
 /**
  * 507: storing `size` more bytes (when known) would take the tenant's retained bytes past its
- * quota. The numbers are the whole tenant's: blobs and document content together.
+ * quota. The numbers are the whole tenant's: blobs and document content together, and the bytes
+ * its open uploads reserve (`stagedBytes`, told only when there are some).
  */
-export const tenantQuotaExceeded = (facts: { quotaBytes: number; retainedBytes: number; size?: number }, what = 'Publishing this blob') => {
+export const tenantQuotaExceeded = (facts: { quotaBytes: number; retainedBytes: number; stagedBytes?: number; size?: number }, what = 'Publishing this blob') => {
   const { quotaBytes, retainedBytes, size } = facts;
+  const staged = facts.stagedBytes ?? 0;
   const more = size === undefined ? '' : ` ${size} more bytes`;
+  const held = staged > 0 ? `${retainedBytes} retained and ${staged} reserved by open uploads` : `${retainedBytes} retained`;
   return new SvcError(
     'insufficient_storage',
     'tenant_storage_quota_exceeded',
-    `${what} would take the tenant past its retained-byte quota:${more} on ${retainedBytes} retained of a quota of ${quotaBytes} bytes (${Math.max(0, quotaBytes - retainedBytes)} left)`,
-    { quotaBytes, retainedBytes },
+    `${what} would take the tenant past its retained-byte quota:${more} on ${held} of a quota of ${quotaBytes} bytes (${Math.max(0, quotaBytes - retainedBytes - staged)} left)`,
+    staged > 0 ? { quotaBytes, retainedBytes, stagedBytes: staged } : { quotaBytes, retainedBytes },
   );
 };
 /**
  * The refusal of a blob publication, told the tenant's blob bytes by the catalog: `room` is the
- * quota less `documentBytes` (what the catalog checks against), so the whole tenant's numbers
- * are put back together here.
+ * quota less `documentBytes` and `stagedBytes` (what the catalog checks against), so the whole
+ * tenant's numbers are put back together here.
  */
-export const blobQuotaExceeded = (room: number, documentBytes: number, size: number) => (blobBytes: number) =>
-  tenantQuotaExceeded({ quotaBytes: room + documentBytes, retainedBytes: blobBytes + documentBytes, size });
+export const blobQuotaExceeded = (room: number, documentBytes: number, size: number, stagedBytes = 0) => (blobBytes: number) =>
+  tenantQuotaExceeded({ quotaBytes: room + documentBytes + stagedBytes, retainedBytes: blobBytes + documentBytes, stagedBytes, size });
 export const storageFailure = (message = 'Storage operation failed') => new SvcError('internal', 'storage_failure', message);
 export const verificationFailure = () =>
   new SvcError('internal', 'verification_failure', 'The persisted bytes of this blob could not be read and hashed');

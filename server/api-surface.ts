@@ -48,12 +48,12 @@ export function apiSurface({ engine, metrics }: Pick<ServerContext, 'engine' | '
 }
 
 /** The codes whose envelope carries the tenant's numbers beside the message. */
-const LIMIT_FIELDS: Record<string, ReadonlyArray<'quotaBytes' | 'retainedBytes' | 'maxObjectBytes'>> = {
-  tenant_storage_quota_exceeded: ['quotaBytes', 'retainedBytes'],
+const LIMIT_FIELDS: Record<string, ReadonlyArray<'quotaBytes' | 'retainedBytes' | 'stagedBytes' | 'maxObjectBytes'>> = {
+  tenant_storage_quota_exceeded: ['quotaBytes', 'retainedBytes', 'stagedBytes'],
   tenant_object_limit_exceeded: ['maxObjectBytes'],
 };
 
-/** `{ error, message }`; a tenant's limit refusal adds its numbers (`quotaBytes`, `retainedBytes`, `maxObjectBytes`). */
+/** `{ error, message }`; a tenant's limit refusal adds its numbers (`quotaBytes`, `retainedBytes`, `stagedBytes` when open uploads reserve some, `maxObjectBytes`). */
 function envelope(err: SvcError): Record<string, unknown> {
   const body: Record<string, unknown> = { error: err.code, message: err.message };
   for (const field of LIMIT_FIELDS[err.code] ?? []) {

@@ -15,13 +15,14 @@ import { UUID, parseContentType } from './request-parsing.js';
 import { type Router, forbidden } from './router.js';
 import type { Principal } from '../engine/auth/index.js';
 import type { Manifest } from '../engine/store/index.js';
+import type { BlobRoom } from '../engine/tenancy/index.js';
 
 const ONE_TIB = 2 ** 40;
 const READ = { capability: 'blob.read' };
 
 export function mountBlobApi(router: Router, { engine }: ServerContext): void {
   // With security on the caller's tenant is the token's org_id; with it off, every blob is the default tenant's.
-  router.on('POST', '/api/v1/blobs', ({ ex, req, principal, chargeBytes }) => upload(engine, ex, req, principal, chargeBytes), { fallbackCode: 'ingest_failed', capability: 'blob.write', operation: true });
+  router.on('POST', '/api/v1/blobs', ({ ex, req, principal }) => upload(engine, ex, req, principal), { fallbackCode: 'ingest_failed', capability: 'blob.write', operation: true });
 
   router.on('GET', '/api/v1/blobs', async ({ ex, query, principal }) => {
     ex.json(200, await engine.list(parseLimit(query.get('limit') ?? undefined), query.get('cursor') ?? undefined, principal));
@@ -77,17 +78,17 @@ function localityHeaders(req: RequestHead, principal: Principal | undefined): { 
 /** Request headers a forwarded upload carries to its owner. */
 const FORWARDED = ['authorization', 'content-type', 'content-length', 'x-svc-tenant-id', 'x-svc-upload-session-id'];
 
-function upload(engine: Engine, ex: Exchange, req: RequestHead, principal: Principal | undefined, chargeBytes: (bytes: number) => void): void | Promise<void> {
+function upload(engine: Engine, ex: Exchange, req: RequestHead, principal: Principal | undefined): void | Promise<void> {
   const locality = localityHeaders(req, principal);
   if (locality === undefined) {
-    const limits = principal ? engine.tenantLimits(principal.tenant) : undefined;
-    if (limits?.quotaBytes === undefined) return ingest(engine, ex, req, principal, chargeBytes, new SocketBody(ex), limits);
-    // A quota: the room it leaves is read first (the tenant's document content counts), the body
-    // held meanwhile; a declared length that cannot fit is refused then, before the body is read.
+    const limits = principal ? engine.gate.limits(principal.tenant) : undefined;
+    if (limits?.quotaBytes === undefined) return ingest(engine, ex, req, principal, new SocketBody(ex), limits);
+    // A quota: the room it leaves is read first (the tenant's document content and open uploads
+    // count), the body held meanwhile; a declared length that cannot fit is refused then, before the body is read.
     const declaredLength = parseContentLength(header(req, 'content-length'));
     const head = snapshotHead(req);
     const body = new HeldBody(ex.body);
-    return engine.blobLimits(principal!.tenant, declaredLength).then((room) => ingest(engine, ex, head, principal, chargeBytes, body, room));
+    return engine.gate.room(principal!.tenant, { declaredLength }).then((room) => ingest(engine, ex, head, principal, body, room));
   }
   if (!engine.config.locality) throw new SvcError('unavailable', 'locality_unavailable', 'Session-localized upload needs the locality runtime, which this server does not run');
   // Placement reads the nodes from the catalog: the head is read and the body held first.
@@ -104,34 +105,40 @@ function upload(engine: Engine, ex: Exchange, req: RequestHead, principal: Princ
       throw new SvcError('unavailable', 'locality_failed', `No owner could be placed: ${String((err as Error)?.message ?? err)}`);
     });
     if (owner && !owner.self) return forwardUpload(ex, body, owner, headers, engine.nodeId);
-    const room = principal ? await engine.blobLimits(principal.tenant, parseContentLength(head.getHeader('content-length') || undefined)) : undefined;
-    ingest(engine, ex, head, principal, chargeBytes, body, room, { [SERVED_BY]: engine.nodeId });
+    const room = principal ? await engine.gate.room(principal.tenant, { declaredLength: parseContentLength(head.getHeader('content-length') || undefined) }) : undefined;
+    ingest(engine, ex, head, principal, body, room, { [SERVED_BY]: engine.nodeId });
   })();
 }
 
-/** With security on, `limits` are the tenant's (object size, the room its quota leaves); the principal's byte budget is charged here. */
-function ingest(
-  engine: Engine, ex: Exchange, req: RequestHead, principal: Principal | undefined, chargeBytes: (bytes: number) => void, body: BodySource,
-  limits: { maxObjectBytes?: number; quotaBytes?: number; documentBytes?: number } | undefined, extraHeaders: Record<string, string> = {},
-): void {
+/**
+ * With security on, `limits` are the tenant's (object size, the room its quota leaves); the
+ * principal's byte budget is charged through the gate: a declared length now, else as the body streams.
+ */
+function ingest(engine: Engine, ex: Exchange, req: RequestHead, principal: Principal | undefined, body: BodySource, limits: BlobRoom | undefined, extraHeaders: Record<string, string> = {}): void {
   const declaredLength = parseContentLength(header(req, 'content-length'));
-  if (declaredLength !== undefined) chargeBytes(declaredLength);
+  const meter = engine.gate.body(principal, declaredLength);
   const ingest = engine.startIngest({
     tenant: principal?.tenant,
     tenantBlocks: principal !== undefined,
     maxObjectBytes: limits?.maxObjectBytes,
     quotaBytes: limits?.quotaBytes,
     documentBytes: limits?.documentBytes,
+    stagedBytes: limits?.stagedBytes,
     contentType: parseContentType(header(req, 'content-type')),
     declaredLength,
   });
   feedIngest(ex, body, ingest, engine.stats, {
+    // A body without a declared length: charged as it comes; once the budget is spent, nothing is published.
+    chunk: meter && ((chunk) => meter(chunk.length)),
     last: () =>
       ingest.end().then(
         (result) => ex.json(201, result, { Location: `/api/v1/blobs/${result.blob.id}`, ETag: `"${result.blob.id}"`, ...extraHeaders }),
         (err) => ex.error(err, 'ingest_failed'),
       ),
-    fail: (err) => ex.error(err, 'ingest_failed'),
+    fail: (err) => {
+      ingest.abort();
+      ex.error(err, 'ingest_failed');
+    },
     abort: () => ingest.abort(),
   });
 }

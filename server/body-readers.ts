@@ -10,13 +10,20 @@ import type { BodyReader } from './router.js';
 type TooLarge = (max: number) => Error;
 
 /** A route's JSON body (`Call.body`): at most `max` bytes, else 413 `payload_too_large`. */
-export const jsonBody = (max: number): BodyReader<{ value: unknown; bytes: number }> => (ex) => readJson(ex, max, payloadTooLarge);
+export const jsonBody = (max: number): BodyReader<{ value: unknown; bytes: number }> => (ex, _req, charge) => readJson(ex, max, payloadTooLarge, charge);
 
 /** A route's body in one shared buffer (`Call.body`), at most `max` bytes, else `tooLarge`. */
-export const sharedBody = (max: number, tooLarge: TooLarge): BodyReader<FrameBody> => (ex, req) => readShared(ex, max, header(req, 'content-length'), tooLarge);
+export const sharedBody = (max: number, tooLarge: TooLarge): BodyReader<FrameBody> => (ex, req, charge) => readShared(ex, max, header(req, 'content-length'), tooLarge, charge);
 
-/** The whole JSON body (at most `max` bytes, else `tooLarge`); 400 `invalid_json` when it does not parse. */
-export function readJson(ex: Exchange, max: number, tooLarge: TooLarge): Promise<{ value: unknown; bytes: number }> {
+/** Takes a chunk's bytes from the caller's budget; throws once it is spent (router.ts Call.chargeBytes). */
+type Charge = (bytes: number) => void;
+const FREE: Charge = () => {};
+
+/**
+ * The whole JSON body (at most `max` bytes, else `tooLarge`), each chunk charged as it arrives
+ * (a refusal rejects at once); 400 `invalid_json` when it does not parse.
+ */
+export function readJson(ex: Exchange, max: number, tooLarge: TooLarge, charge: Charge = FREE): Promise<{ value: unknown; bytes: number }> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -28,6 +35,13 @@ export function readJson(ex: Exchange, max: number, tooLarge: TooLarge): Promise
       if (size > max) {
         failed = true;
         reject(tooLarge(max));
+        return;
+      }
+      try {
+        charge(chunk.byteLength);
+      } catch (err) {
+        failed = true;
+        reject(err);
         return;
       }
       chunks.push(Buffer.from(chunk.slice(0)));
@@ -44,9 +58,9 @@ export function readJson(ex: Exchange, max: number, tooLarge: TooLarge): Promise
 
 /**
  * The body (at most `max` bytes, else `tooLarge`) in one shared buffer, sized by Content-Length
- * when there is one.
+ * when there is one; each chunk charged as it arrives.
  */
-export function readShared(ex: Exchange, max: number, declaredLength: string | undefined, tooLarge: TooLarge): Promise<FrameBody> {
+export function readShared(ex: Exchange, max: number, declaredLength: string | undefined, tooLarge: TooLarge, charge: Charge = FREE): Promise<FrameBody> {
   return new Promise((resolve, reject) => {
     const declared = declaredLength === undefined ? undefined : Number(declaredLength);
     if (declared !== undefined && declared > max) {
@@ -63,6 +77,13 @@ export function readShared(ex: Exchange, max: number, declaredLength: string | u
       if (length + chunk.byteLength > max) {
         failed = true;
         reject(tooLarge(max));
+        return;
+      }
+      try {
+        charge(chunk.byteLength);
+      } catch (err) {
+        failed = true;
+        reject(err);
         return;
       }
       if (length + chunk.byteLength > bytes.byteLength) {

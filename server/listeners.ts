@@ -49,7 +49,8 @@ export function mountListeners(app: TemplatedApp, modelApp: TemplatedApp, engine
     ? {
         request: (p) => engine.budgets.chargeRequest(p.tenant, p.subject),
         admit: (p) => engine.budgets.admit(p.tenant),
-        bytes: (p, bytes) => engine.budgets.chargeBytes(p.tenant, p.subject, bytes),
+        // Through the engine's byte gate (engine/tenancy/byte-gate.ts), where every protocol's bytes meet the budget.
+        bytes: (p, bytes) => engine.gate.charge(p, bytes),
       }
     : undefined;
   const service: RouterPlan[] = [

@@ -35,8 +35,12 @@ export interface Call<B = undefined> {
 
 export type Handler<B = undefined> = (call: Call<B>) => void | Promise<void>;
 
-/** Reads a whole body its handler needs at once (a JSON document, a model frame), bounded; rejects with the surface's error. */
-export type BodyReader<B> = (ex: Exchange, req: RequestHead) => Promise<B>;
+/**
+ * Reads a whole body its handler needs at once (a JSON document, a model frame), bounded; rejects
+ * with the surface's error. `charge` takes each chunk's bytes as it arrives (the caller's byte
+ * budget: it throws once the budget is spent, and the reader rejects with that).
+ */
+export type BodyReader<B> = (ex: Exchange, req: RequestHead, charge: (bytes: number) => void) => Promise<B>;
 
 interface RouteOptions<B> {
   /** The metrics label (default: the pattern). */
@@ -108,9 +112,9 @@ const UNMETERED = () => {};
 const NO_BODY = Promise.resolve(undefined);
 
 /** Starts reading the body; a rejection the handler never awaits (it failed earlier) is not unhandled. */
-function startBody<B>(reader: BodyReader<B> | undefined, ex: Exchange, req: RequestHead): Promise<B> {
+function startBody<B>(reader: BodyReader<B> | undefined, ex: Exchange, req: RequestHead, charge: (bytes: number) => void = UNMETERED): Promise<B> {
   if (!reader) return NO_BODY as Promise<B>;
-  const body = reader(ex, req);
+  const body = reader(ex, req, charge);
   body.catch(() => {});
   return body;
 }
@@ -173,7 +177,8 @@ export class Router {
           meter?.request(principal);
           const admitted = meter && options.operation ? meter.admit(principal) : undefined;
           const chargeBytes = meter ? (bytes: number) => meter.bytes(principal, bytes) : UNMETERED;
-          const call = () => handler({ ex, req: head, params, query, principal, chargeBytes, body: startBody(options.body, ex, head) });
+          // A whole body read for the handler (JSON) is charged as it arrives, like an upload's.
+          const call = () => handler({ ex, req: head, params, query, principal, chargeBytes, body: startBody(options.body, ex, head, chargeBytes) });
           if (admitted === undefined) return void run(call, fail);
           if (typeof admitted === 'function') {
             ex.onFinish(admitted);

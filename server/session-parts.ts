@@ -7,7 +7,7 @@
 
 import type { Principal } from '../engine/auth/index.js';
 import type { Engine } from '../engine/engine.js';
-import { type SvcError, invalidUpload, tenantObjectLimit } from '../engine/errors.js';
+import { type SvcError, invalidUpload } from '../engine/errors.js';
 import { DEFAULT_TENANT, type SessionRecord } from '../engine/store/index.js';
 import { type BodySource, HeldBody, SocketBody } from './body-sources.js';
 import { feedIngest } from './body-feed.js';
@@ -24,9 +24,8 @@ export interface BodyCheck {
 }
 
 interface PartHandlers {
-  /** The caller, with security on: its tenant's limits and its byte budget apply. */
+  /** The caller, with security on: its tenant's limits and its byte budget apply (engine.gate). */
   principal?: Principal;
-  chargeBytes: (bytes: number) => void;
   /** The part is durable (or was already applied): the answer. */
   answer(record: SessionRecord): void | Promise<void>;
   check?: BodyCheck;
@@ -42,7 +41,7 @@ export function receivePart(ex: Exchange, engine: Engine, declared: string | und
   let request: PartRequest;
   try {
     request = parse();
-    if (h.principal) limitPart(engine, h.principal, request, h.chargeBytes);
+    if (h.principal) limitPart(engine, h.principal, request);
   } catch (err) {
     afterBody(ex, held ?? new SocketBody(ex), declared, maxPart, () => ex.error(err, 'ingest_failed'));
     return;
@@ -80,9 +79,9 @@ export function receivePart(ex: Exchange, engine: Engine, declared: string | und
     );
   };
   if (!h.principal) return begin();
-  // A part that would end past what the tenant's quota leaves is refused by what it declares:
-  // answered now, not after its body (the exchange settles the socket).
-  engine.assertRoom(h.principal.tenant, request.offset + request.length).then(begin, (err: unknown) => ex.error(err, 'ingest_failed'));
+  // A part that would end past what the tenant's quota leaves beside its other open uploads is
+  // refused by what it declares: answered now, not after its body (the exchange settles the socket).
+  engine.gate.room(h.principal.tenant, { declaredLength: request.offset + request.length, session: request.id }).then(begin, (err: unknown) => ex.error(err, 'ingest_failed'));
 }
 
 /**
@@ -104,11 +103,10 @@ function afterBody(ex: Exchange, body: BodySource, declared: string | undefined,
   body.resume();
 }
 
-/** The tenant's object limit against the part's end, then the principal's byte budget, before any byte is taken. */
-function limitPart(engine: Engine, principal: Principal, request: PartRequest, chargeBytes: (bytes: number) => void): void {
-  const max = engine.policies.for(principal.tenant).maxObjectBytes;
-  if (max !== undefined && request.offset + request.length > max) throw tenantObjectLimit(max);
-  chargeBytes(request.length);
+/** The tenant's object limit against the part's end, then the principal's byte budget (its declared length), before any byte is taken. */
+function limitPart(engine: Engine, principal: Principal, request: PartRequest): void {
+  engine.gate.checkObject(principal.tenant, request.offset + request.length);
+  engine.gate.charge(principal, request.length);
 }
 
 export function sessionId(raw: string | undefined, name = 'The upload session id'): string {

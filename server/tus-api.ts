@@ -76,7 +76,7 @@ export function mountTusApi(router: Router, { engine }: ServerContext): void {
 
   /** Bytes for an upload (a PATCH, or a creation's): the part, then the commit once every byte is in. */
   const receive = (call: Call, head: TusHead, body: HeldBody, record: SessionRecord, created: boolean) => {
-    const { ex, principal, chargeBytes } = call;
+    const { ex, principal } = call;
     receivePart(ex, engine, head.contentLength, () => {
       if (head.contentType !== OFFSET_STREAM) throw wrongContentType();
       const offset = created ? 0 : byteCount(head.uploadOffset, 'Upload-Offset', true);
@@ -89,7 +89,6 @@ export function mountTusApi(router: Router, { engine }: ServerContext): void {
       return { tenant: record.tenant, id: record.id, partId: randomUUID(), offset, length, maxPartBytes: maxBytes };
     }, {
       principal,
-      chargeBytes,
       check: checksumOf(head.checksum),
       answer: async (after) => {
         const done = await completeIfWhole(engine, after, principal);
@@ -107,8 +106,8 @@ export function mountTusApi(router: Router, { engine }: ServerContext): void {
     // creation-defer-length: the length, once, with a PATCH.
     if (head.uploadLength !== undefined) {
       const length = uploadLength(head.uploadLength, maxBytes);
-      // A deferred length that cannot fit under the tenant's quota: 507 now, as at creation.
-      if (call.principal) await engine.assertRoom(call.principal.tenant, length);
+      // A deferred length reserves its room when it is declared: 413 or 507 now, as at creation.
+      if (call.principal) await engine.gate.reserve(call.principal.tenant, length, record.id);
       record = await uploads.declareLength(record.tenant, record.id, length);
     }
     receive(call, head, body, record, false);
@@ -128,14 +127,15 @@ export function mountTusApi(router: Router, { engine }: ServerContext): void {
       if (Array.isArray(tus.concat)) {
         // A final upload: assembled now from its finished partial uploads, complete at creation.
         if (head.carriesBytes) throw new SvcError('forbidden', 'upload_final', 'A final upload takes no bytes of its own');
-        const room = principal ? await engine.blobLimits(principal.tenant) : undefined;
-        const final = await uploads.concatenate({ tenant: head.tenant, id: randomUUID(), partials: tus.concat, contentType, tus, maxBytes }, room);
+        // A new object all the same: the tenant's object limit, quota and the caller's byte budget apply to its length.
+        const final = await uploads.concatenate({ tenant: head.tenant, id: randomUUID(), partials: tus.concat, contentType, tus, maxBytes }, (length) => engine.gate.assembled(principal, length));
         return ex.send(201, { ...uploadHeaders(final), Location: `/files/${final.id}` });
       }
       if (head.carriesBytes && head.contentType !== OFFSET_STREAM) throw wrongContentType();
       const body = head.carriesBytes ? new HeldBody(ex.body) : undefined;
-      // An Upload-Length past the tenant's object limit (413) or what its quota leaves (507): now, before any byte.
-      if (principal && declaredLength !== undefined) await engine.assertRoom(principal.tenant, declaredLength);
+      // An Upload-Length past the tenant's object limit (413) or what its quota leaves beside its
+      // other open uploads (507): now, before any byte; else its room is reserved until the upload ends.
+      if (principal && declaredLength !== undefined) await engine.gate.reserve(principal.tenant, declaredLength);
       const record = await uploads.create({ tenant: head.tenant, id: randomUUID(), declaredLength, contentType, tus });
       if (!body) return ex.send(201, { ...uploadHeaders(record), Location: `/files/${record.id}` });
       // creation-with-upload: the body is the upload's first bytes.
@@ -162,7 +162,7 @@ export function mountTusApi(router: Router, { engine }: ServerContext): void {
 /** Commits an upload whose every byte is in (the contract's commit); else the record as it is. */
 async function completeIfWhole(engine: Engine, record: SessionRecord, principal: Principal | undefined): Promise<SessionRecord> {
   if (record.state === 'Committed' || record.declaredLength === undefined || record.offset !== record.declaredLength) return record;
-  const room = principal ? await engine.blobLimits(principal.tenant) : undefined;
+  const room = principal ? await engine.gate.room(principal.tenant, { session: record.id }) : undefined;
   return engine.uploads.commit(record.tenant, record.id, room);
 }
 

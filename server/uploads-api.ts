@@ -1,6 +1,6 @@
 // Resumable upload sessions over HTTP (`/api/v1/uploads`): a thin layer over engine/uploads.
 
-import { SvcError, invalidUpload, tenantObjectLimit } from '../engine/errors.js';
+import { SvcError, invalidUpload } from '../engine/errors.js';
 import type { SessionRecord } from '../engine/store/index.js';
 import type { ServerContext } from './server-context.js';
 import { header, type RequestHead } from './exchange.js';
@@ -21,10 +21,9 @@ export function mountUploadsApi(router: Router, { engine }: ServerContext): void
   router.on('POST', COLLECTION, async ({ ex, req, principal }) => {
     const id = sessionId(header(req, 'x-svc-upload-session-id'), 'X-Svc-Upload-Session-Id');
     const request = { tenant: tenantOf(req, principal), id, declaredLength: uploadLength(header(req, 'upload-length')), contentType: contentTypeOf(req) };
-    const max = principal ? engine.policies.for(principal.tenant).maxObjectBytes : undefined;
-    if (max !== undefined && request.declaredLength !== undefined && request.declaredLength > max) throw tenantObjectLimit(max);
-    // An Upload-Length that cannot fit under the tenant's quota: 507 now, not at the commit.
-    if (principal && request.declaredLength !== undefined) await engine.assertRoom(principal.tenant, request.declaredLength);
+    // An Upload-Length past the object limit (413) or the room the quota leaves beside the
+    // tenant's other open uploads (507): refused now; else its room is reserved until commit, DELETE or expiry.
+    if (principal && request.declaredLength !== undefined) await engine.gate.reserve(principal.tenant, request.declaredLength);
     const record = await uploads.create(request);
     ex.json(201, statusJson(record), { ...sessionHeaders(record), Location: `${COLLECTION}/${record.id}` });
   }, write);
@@ -34,7 +33,7 @@ export function mountUploadsApi(router: Router, { engine }: ServerContext): void
     ex.json(200, statusJson(record), sessionHeaders(record));
   }, read);
 
-  router.on('PATCH', SESSION, ({ ex, req, params, principal, chargeBytes }) => {
+  router.on('PATCH', SESSION, ({ ex, req, params, principal }) => {
     const declared = header(req, 'content-length');
     receivePart(ex, engine, declared, () => ({
       tenant: tenantOf(req, principal),
@@ -42,11 +41,13 @@ export function mountUploadsApi(router: Router, { engine }: ServerContext): void
       partId: sessionId(header(req, 'upload-part-id'), 'Upload-Part-Id'),
       offset: byteCount(header(req, 'upload-offset'), 'Upload-Offset', true),
       length: byteCount(declared, 'Content-Length', true),
-    }), { principal, chargeBytes, answer: (record) => ex.send(204, sessionHeaders(record)) });
+    }), { principal, answer: (record) => ex.send(204, sessionHeaders(record)) });
   }, operation);
 
   router.on('POST', COMMIT, async ({ ex, req, params, principal }) => {
-    const record = await uploads.commit(tenantOf(req, principal), sessionId(params[0]), principal ? await engine.blobLimits(principal.tenant) : undefined);
+    const id = sessionId(params[0]);
+    // The room for the object: the quota less what the tenant's other open uploads reserve (this one's reservation becomes the blob).
+    const record = await uploads.commit(tenantOf(req, principal), id, principal ? await engine.gate.room(principal.tenant, { session: id }) : undefined);
     ex.json(200, statusJson(record), { ...sessionHeaders(record), Location: `/api/v1/blobs/${record.committedBlob}` });
   }, operation);
 

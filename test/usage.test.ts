@@ -141,7 +141,7 @@ describe('GET /api/v1/usage', () => {
   it('without limits every limit is null: no quota, no object limit, no concurrency limit, no byte budget', async () => {
     const free = await usage(await token('u-none'));
     expect(free).toEqual({
-      tenant: 'u-none', retainedBytes: 0, objects: 0, quotaBytes: null, maxObjectBytes: null,
+      tenant: 'u-none', retainedBytes: 0, stagedBytes: 0, objects: 0, quotaBytes: null, maxObjectBytes: null,
       concurrency: { inUse: null, limit: null },
       budgets: { requests: { remaining: expect.any(Number), limit: 1000, resetsAt: expect.any(String) }, bytes: { remaining: null, limit: null, resetsAt: null } },
     });
@@ -202,8 +202,9 @@ describe('the numbers of a limit refusal', () => {
     } });
     const tooLarge = await upload(t, randomBytes(100_001));
     expect(tooLarge).toEqual({ status: 413, json: { error: 'tenant_object_limit_exceeded', message: "The object exceeds the tenant's limit of 100000 bytes (maxObjectBytes 100000)", maxObjectBytes: 100_000 } });
-    // Resumable sessions: a part whose end cannot fit is refused at once; two that each fit, the
-    // second commit finds the room taken by the first: the same numbers.
+    // Resumable sessions: a part whose end cannot fit is refused at once. Without a declared
+    // length a session holds what it received: a second session's part finds the room the first
+    // holds taken (stagedBytes), and once the first is committed, its blob.
     const session = async () => {
       const id = randomUUID();
       expect((await checkedFetch(`${server.url}/api/v1/uploads`, { method: 'POST', headers: { ...bearer(t), 'X-Svc-Upload-Session-Id': id } })).status).toBe(201);
@@ -215,13 +216,21 @@ describe('the numbers of a limit refusal', () => {
     expect(await refused.json()).toMatchObject({ error: 'tenant_storage_quota_exceeded', quotaBytes: 150_000, retainedBytes: 90_000 });
     const [first, second] = [await session(), await session()];
     expect((await sendPart(first, 40_000)).status).toBe(204);
-    expect((await sendPart(second, 40_000)).status).toBe(204);
+    const held = await sendPart(second, 40_000);
+    expect(held.status).toBe(507);
+    expect(await held.json()).toEqual({
+      error: 'tenant_storage_quota_exceeded',
+      message: 'The declared length would take the tenant past its retained-byte quota: 40000 more bytes on 90000 retained and 40000 reserved by open uploads of a quota of 150000 bytes (20000 left)',
+      quotaBytes: 150_000,
+      retainedBytes: 90_000,
+      stagedBytes: 40_000,
+    });
     expect((await checkedFetch(`${server.url}/api/v1/uploads/${first}/commit`, { method: 'POST', headers: bearer(t) })).status).toBe(200);
-    const commit = await checkedFetch(`${server.url}/api/v1/uploads/${second}/commit`, { method: 'POST', headers: bearer(t) });
-    expect(commit.status).toBe(507);
-    expect(await commit.json()).toMatchObject({ error: 'tenant_storage_quota_exceeded', quotaBytes: 150_000, retainedBytes: 130_000 });
+    const after = await sendPart(second, 40_000);
+    expect(after.status).toBe(507);
+    expect(await after.json()).toMatchObject({ error: 'tenant_storage_quota_exceeded', quotaBytes: 150_000, retainedBytes: 130_000 });
     // Nothing of the refused ones was kept.
-    expect(await usage(t)).toMatchObject({ retainedBytes: 130_000, objects: 2 });
+    expect(await usage(t)).toMatchObject({ retainedBytes: 130_000, stagedBytes: 0, objects: 2 });
   });
 
   it('a declared length that cannot fit under the quota is answered before the body is sent: blob API, sessions and their parts, tus creations, PATCHes and deferred lengths, a document\'s bytes', async () => {

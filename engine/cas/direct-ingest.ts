@@ -27,10 +27,12 @@ export interface IngestOptions {
   tenantBlocks?: boolean;
   /** The tenant's policy: its largest object (413 tenant_object_limit_exceeded) and retained-byte quota (507 at publication). */
   maxObjectBytes?: number;
-  /** The room the quota leaves the tenant's blobs (its quota less `documentBytes`). */
+  /** The room the quota leaves the tenant's blobs (its quota less `documentBytes` and `stagedBytes`). */
   quotaBytes?: number;
   /** The tenant's document content, which its quota counts beside its blobs (a refusal's numbers). */
   documentBytes?: number;
+  /** What the tenant's open uploads reserve, also outside `quotaBytes` (a refusal's numbers). */
+  stagedBytes?: number;
   /** The Content-Type header as sent, if any. */
   contentType?: string;
   /** The Content-Length header, if any: an exact contract. */
@@ -141,7 +143,7 @@ export class DirectIngest extends Ingest {
           tenant: this.options.tenant,
           tenantBlocks: this.options.tenantBlocks,
           quotaBytes: this.options.quotaBytes,
-          quotaExceeded: blobQuotaExceeded(this.options.quotaBytes ?? Infinity, this.options.documentBytes ?? 0, this.received),
+          quotaExceeded: blobQuotaExceeded(this.options.quotaBytes ?? Infinity, this.options.documentBytes ?? 0, this.received, this.options.stagedBytes ?? 0),
         });
         const counted = newToTenant ? blocks.map((b, i) => ({ size: b.size, fresh: newToTenant[i]! && !existed })) : blocks;
         const fresh = this.deps.stats.recordPublication(counted, inline !== undefined && existed);

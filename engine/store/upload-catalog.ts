@@ -81,9 +81,26 @@ export function unpackBlocks(packed: Buffer, into: StoredBlock[]): void {
   }
 }
 
+/**
+ * The bytes an open session holds in its tenant's quota: its declared length (reserved at
+ * creation, or when a deferred length is declared), else the bytes it received. Nothing once it
+ * is committed, cancelled or expired (an open session past its expiry is expired, cleaned up or not).
+ */
+export function stagedOf(record: SessionRecord, now: number): number {
+  if (record.state === 'Committing') return record.declaredLength ?? record.offset;
+  if (record.state !== 'Open' || now >= record.expiresAt) return 0;
+  return record.declaredLength ?? record.offset;
+}
+
 export interface UploadCatalog {
   /** Other processes share the catalog: a lease of another owner is alive until it expires. */
   readonly shared: boolean;
+  /**
+   * What the tenant's open sessions hold (stagedOf, summed) at `now`, the session `except` left
+   * out (a part or commit of that session is judged against the others'). Read from the records
+   * every node shares, so a reservation holds whichever node answers.
+   */
+  stagedBytes(tenant: string, now: number, except?: string): Promise<number>;
   get(id: string): Promise<SessionRecord | undefined>;
   /** Whether `partId` was acknowledged in the session. */
   hasPart(id: string, partId: string): Promise<boolean>;

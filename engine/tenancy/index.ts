@@ -2,3 +2,4 @@
 export { type BudgetUsage, Budgets, type RateUsage } from './budgets.js';
 export { type Policy, PolicyError, TenantPolicies } from './policy.js';
 export { type ClusterShare, ClusterShareTracker, shareOf } from './cluster-share.js';
+export { type BlobRoom, type BodyMeter, ByteGate, type ByteCaller, type HeldBytes } from './byte-gate.js';

@@ -23,6 +23,7 @@ import {
 } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Stats } from '../ops/index.js';
+import type { BlobRoom } from '../tenancy/index.js';
 
 import type { BufferPool } from './buffer-pool.js';
 import { type SessionEvent, moveSession } from './session-machine.js';
@@ -156,6 +157,11 @@ export class Uploads {
       if (current) throw uploadExists(request.id);
       return record;
     });
+  }
+
+  /** What the tenant's open sessions hold in its quota (their declared lengths, else what they received), `except` left out. */
+  stagedBytes(tenant: string, except?: string): Promise<number> {
+    return this.deps.ledger.stagedBytes(tenant, Date.now(), except);
   }
 
   /** The session as its tenant sees it; an expired open session is 410. */
@@ -322,8 +328,15 @@ export class Uploads {
    * blob is published before the session's record is written, Committed: a crash between leaves
    * a blob that a retried creation finds again.
    */
-  async concatenate(request: { tenant: string; id: string; partials: string[]; contentType?: string; tus: TusFacts; maxBytes: number }, quota: BlobRoom = {}): Promise<SessionRecord> {
+  async concatenate(
+    request: { tenant: string; id: string; partials: string[]; contentType?: string; tus: TusFacts; maxBytes: number },
+    /** The tenant's limits on the whole object (engine/tenancy ByteGate.assembled): judged before any byte is read. */
+    admit: (length: number) => Promise<BlobRoom> = async () => ({}),
+  ): Promise<SessionRecord> {
     const { tenant, partials } = request;
+    // Each partial once: a partial listed again would make the server read its bytes again for nothing.
+    const repeated = partials.find((id, i) => partials.indexOf(id) !== i);
+    if (repeated !== undefined) throw invalidUpload(`Upload-Concat: partial upload ${repeated} is listed more than once`);
     const manifests: Manifest[] = [];
     for (const id of partials) {
       const partial = await this.status(tenant, id);
@@ -336,6 +349,7 @@ export class Uploads {
     }
     const length = manifests.reduce((sum, m) => sum + m.record.size, 0);
     if (length > request.maxBytes) throw payloadTooLarge(request.maxBytes);
+    const quota = await admit(length);
     const hash = createHash('sha256');
     for (const manifest of manifests) for await (const bytes of this.deps.readBlob(manifest)) hash.update(bytes);
     const hex = hash.digest('hex');
@@ -746,14 +760,8 @@ export class Uploads {
   }
 }
 
-/** The room a tenant's quota leaves its blobs (engine.blobLimits): the quota less its document content. */
-export interface BlobRoom {
-  quotaBytes?: number;
-  documentBytes?: number;
-}
-
 /** A publication's quota options: the room, and the refusal that tells the tenant's whole numbers. */
 function quotaOf(room: BlobRoom, size: number): { quotaBytes?: number; quotaExceeded?: (blobBytes: number) => Error } {
   if (room.quotaBytes === undefined) return {};
-  return { quotaBytes: room.quotaBytes, quotaExceeded: blobQuotaExceeded(room.quotaBytes, room.documentBytes ?? 0, size) };
+  return { quotaBytes: room.quotaBytes, quotaExceeded: blobQuotaExceeded(room.quotaBytes, room.documentBytes ?? 0, size, room.stagedBytes ?? 0) };
 }

@@ -1,19 +1,48 @@
 import type { Database } from 'lmdb';
 import type { StoredBlock } from '../block-store.js';
-import { PART_BLOCK_BYTES, type PartRecord, type SessionRecord, type UploadCatalog, unpackBlocks } from '../upload-catalog.js';
+import { PART_BLOCK_BYTES, type PartRecord, type SessionRecord, type UploadCatalog, stagedOf, unpackBlocks } from '../upload-catalog.js';
 import type { CatalogEnv } from './env.js';
 
-/** Sessions in the `uploads` database, their parts in `upload_parts` and `upload_part_ids`. */
+/** What `upload_staged` keeps of an open session: what stagedOf reads. */
+type StagedEntry = Pick<SessionRecord, 'state' | 'declaredLength' | 'offset' | 'expiresAt'>;
+
+/**
+ * Sessions in the `uploads` database, their parts in `upload_parts` and `upload_part_ids`; the
+ * open sessions by tenant in `upload_staged` (written in the transaction that writes the record,
+ * rebuilt at open), so a tenant's staged bytes are a short range, not a walk of every session.
+ */
 export class LmdbUploadCatalog implements UploadCatalog {
   readonly shared = false;
   private readonly sessions: Database<SessionRecord, string>;
   private readonly parts: Database<PartRecord, [string, number]>;
   private readonly partIds: Database<number, [string, string]>;
+  private readonly staged: Database<StagedEntry, [string, string]>;
 
   constructor(env: CatalogEnv) {
     this.sessions = env.database<SessionRecord, string>('uploads');
     this.parts = env.database<PartRecord, [string, number]>('upload_parts') as unknown as Database<PartRecord, [string, number]>;
     this.partIds = env.database<number, [string, string]>('upload_part_ids') as unknown as Database<number, [string, string]>;
+    this.staged = env.database<StagedEntry, [string, string]>('upload_staged') as unknown as Database<StagedEntry, [string, string]>;
+    // Sessions written by a version without the index (or an index a crash left behind): rebuilt from the records.
+    this.staged.transactionSync(() => {
+      for (const key of this.staged.getKeys()) this.staged.remove(key);
+      for (const { value } of this.sessions.getRange()) this.index(value);
+    });
+  }
+
+  async stagedBytes(tenant: string, now: number, except?: string): Promise<number> {
+    let sum = 0;
+    for (const { key, value } of this.staged.getRange({ start: [tenant, ''], end: [tenant, '\uffff'] })) if (key[1] !== except) sum += stagedOf(value as SessionRecord, now);
+    return sum;
+  }
+
+  /** The session's entry in `upload_staged`, inside the transaction that writes its record. */
+  private index(record: SessionRecord): void {
+    if (record.state === 'Open' || record.state === 'Committing') {
+      this.staged.put([record.tenant, record.id], { state: record.state, declaredLength: record.declaredLength, offset: record.offset, expiresAt: record.expiresAt });
+    } else {
+      this.staged.remove([record.tenant, record.id]);
+    }
   }
 
   async get(id: string): Promise<SessionRecord | undefined> {
@@ -30,6 +59,7 @@ export class LmdbUploadCatalog implements UploadCatalog {
     return this.sessions.transaction(() => {
       const next = change(this.sessions.get(id));
       this.sessions.put(id, next);
+      this.index(next);
       return next;
     });
   }
@@ -38,6 +68,7 @@ export class LmdbUploadCatalog implements UploadCatalog {
     return this.sessions.transactionSync(() => {
       const next = change(this.sessions.get(id));
       this.sessions.putSync(id, next);
+      this.index(next);
       return next;
     });
   }
@@ -49,6 +80,7 @@ export class LmdbUploadCatalog implements UploadCatalog {
       this.parts.put([session.id, index], part);
       this.partIds.put([session.id, part.partId], index);
       this.sessions.put(session.id, session);
+      this.index(session);
     });
   }
 
@@ -78,7 +110,13 @@ export class LmdbUploadCatalog implements UploadCatalog {
   }
 
   remove(id: string): Promise<boolean> {
-    return this.sessions.remove(id);
+    return this.sessions.transaction(() => {
+      const record = this.sessions.get(id);
+      if (!record) return false;
+      this.staged.remove([record.tenant, record.id]);
+      this.sessions.remove(id);
+      return true;
+    });
   }
 
   async *all(): AsyncGenerator<SessionRecord> {

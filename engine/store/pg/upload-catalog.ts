@@ -18,6 +18,16 @@ export class PgUploadCatalog implements UploadCatalog {
     return row?.record;
   }
 
+  /** A sum over the live sessions (the partial index upload_sessions_live), of this tenant. */
+  async stagedBytes(tenant: string, now: number, except?: string): Promise<number> {
+    const [row] = await this.sql<{ staged: string | null }[]>`
+      SELECT sum(COALESCE((record->>'declaredLength')::bigint, (record->>'offset')::bigint)) AS staged
+      FROM upload_sessions
+      WHERE state IN ('Open', 'Committing') AND tenant = ${tenant} AND id::text <> ${except ?? ''}
+        AND (state = 'Committing' OR (record->>'expiresAt')::bigint > ${now})`;
+    return Number(row?.staged ?? 0);
+  }
+
   async hasPart(id: string, partId: string): Promise<boolean> {
     const rows = await this.sql`SELECT 1 FROM upload_parts WHERE session_id = ${id} AND part_id = ${partId}`;
     return rows.length > 0;

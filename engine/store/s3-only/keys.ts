@@ -108,6 +108,18 @@ export class S3OnlyKeys {
     return `${this.prefix}upload-sessions/`;
   }
 
+  /**
+   * An empty object naming one of the tenant's sessions (upload-catalog.ts): the tenant's
+   * sessions listed without reading every tenant's; the record says what the session holds.
+   */
+  uploadTenantSession(tenant: string, id: string): string {
+    return `${this.uploadTenantSessionsPrefix(tenant)}${encodeURIComponent(id)}`;
+  }
+
+  uploadTenantSessionsPrefix(tenant: string): string {
+    return `${this.prefix}upload-tenant-sessions/${this.tenantSegment(tenant)}/`;
+  }
+
   /** Every object of a session's parts: its part objects and its part-id markers. */
   uploadParts(id: string): string {
     return `${this.uploadPartsRoot()}${encodeURIComponent(id)}/`;

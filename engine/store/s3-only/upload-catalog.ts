@@ -23,11 +23,16 @@
 // there carries that id (a marker of a lost race points at an uncounted index, or at one whose
 // counted part is another's). One listing of a short prefix, usually empty.
 //
+// A session's tenant is in its record only: an empty marker upload-tenant-sessions/<tenant>/<id>,
+// written before the first record and removed once the session is no longer open, lets a tenant's
+// staged bytes be read from its own sessions' records (a marker whose record is missing or
+// terminal counts nothing, and is removed when seen).
+//
 // Without conditional writes (a server that ignores them runs one node: refused.ts) the
 // conditions are not sent; a queue per session in this process keeps its changes in order.
 import type { StoredBlock } from '../block-store.js';
 import { KeyQueue } from '../key-queue.js';
-import { PART_BLOCK_BYTES, type PartRecord, type SessionRecord, type UploadCatalog, unpackBlocks } from '../upload-catalog.js';
+import { PART_BLOCK_BYTES, type PartRecord, type SessionRecord, type UploadCatalog, stagedOf, unpackBlocks } from '../upload-catalog.js';
 import type { S3OnlyKeys } from './keys.js';
 import { type ObjectIo, mapLimited } from './objects.js';
 
@@ -45,6 +50,8 @@ interface PartHeaderV1 {
 }
 
 const READ_CONCURRENCY = 16;
+/** A tenant marker without its record this long is a creation that never happened (the marker comes first). */
+const ORPHAN_MARKER_MS = 60 * 60_000;
 /** A compare-and-swap lost this long in a row gives up (the session is changed that hard elsewhere). */
 const CAS_GIVE_UP_MS = 30_000;
 
@@ -60,6 +67,24 @@ export class S3OnlyUploadCatalog implements UploadCatalog {
 
   async get(id: string): Promise<SessionRecord | undefined> {
     return (await this.read(id))?.record;
+  }
+
+  async stagedBytes(tenant: string, now: number, except?: string): Promise<number> {
+    const prefix = this.keys.uploadTenantSessionsPrefix(tenant);
+    const markers: Array<{ key: string; id: string; lastModifiedMs: number }> = [];
+    for await (const page of this.io.pages(prefix)) {
+      for (const o of page) {
+        const id = decodeURIComponent(o.key.slice(prefix.length));
+        if (id !== except) markers.push({ key: o.key, id, lastModifiedMs: o.lastModifiedMs });
+      }
+    }
+    const staged = await mapLimited(markers, READ_CONCURRENCY, async (m) => {
+      const record = await this.get(m.id);
+      const settled = record ? record.state !== 'Open' && record.state !== 'Committing' : now - m.lastModifiedMs > ORPHAN_MARKER_MS;
+      if (settled) await this.io.delete(m.key);
+      return record && record.tenant === tenant ? stagedOf(record, now) : 0;
+    });
+    return staged.reduce((sum, n) => sum + n, 0);
   }
 
   async hasPart(id: string, partId: string): Promise<boolean> {
@@ -84,7 +109,11 @@ export class S3OnlyUploadCatalog implements UploadCatalog {
         // On the latest record: a refused swap reads again and asks `change` again.
         const next = change(read?.record);
         if (read && JSON.stringify(next) === JSON.stringify(read.record)) return next;
-        if ((await this.writeRecord(next, read?.etag)) !== 'refused') return next;
+        if (!read) await this.io.put(this.keys.uploadTenantSession(next.tenant, id), Buffer.alloc(0), undefined, 'application/octet-stream');
+        if ((await this.writeRecord(next, read?.etag)) !== 'refused') {
+          if (next.state !== 'Open' && next.state !== 'Committing') await this.io.delete(this.keys.uploadTenantSession(next.tenant, id));
+          return next;
+        }
         await backoff(id, attempt, started);
       }
     });
@@ -150,7 +179,9 @@ export class S3OnlyUploadCatalog implements UploadCatalog {
 
   remove(id: string): Promise<boolean> {
     return this.local.run(id, async () => {
-      const existed = await this.io.exists(this.keys.uploadSession(id));
+      const record = await this.get(id);
+      const existed = record !== undefined;
+      if (record) await this.io.delete(this.keys.uploadTenantSession(record.tenant, id));
       if (existed) await this.io.delete(this.keys.uploadSession(id));
       // A part a stale writer left after the parts were dropped goes with the record.
       await this.deleteParts(id);
