@@ -24,13 +24,18 @@ import type { RequestInfo } from '../engine/documents/model.js';
 import { parseContentType } from './request-parsing.js';
 import { ANY_TOKEN, type Call, type Router, caller } from './router.js';
 import { DEV_TOKEN_BODY_BYTES, JOB_WAIT_MAX_S } from '../engine/base/limits.js';
+import { checkUrn } from '../engine/base/urn.js';
 
 type JsonCall = Call<{ value: unknown; bytes: number }>;
 
 /** A path parameter, percent-decoded (as sent when it is not valid percent-encoding). */
 const param = (call: Call<unknown>, i: number) => decodeSegment(call.params[i]!);
+/** A path parameter that names a URN: 400 unless it is one (RFC 8141, at most 256 characters). */
+const urnParam = (call: Call<unknown>, i: number, field: string) => checkUrn(param(call, i), field);
 /** The JSON body's value. */
 const bodyOf = async (call: JsonCall) => (await call.body).value;
+/** The JSON body's value, each of `fields` it holds a URN (else 400 before the engine sees the body). */
+const bodyNaming = async (call: JsonCall, fields: readonly string[]) => bodyUrns(await bodyOf(call), fields);
 
 export function mountDocsApi(router: Router, ctx: ServerContext): void {
   const { engine, config } = ctx;
@@ -53,6 +58,7 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
     const { ex } = call;
     const principal = caller(call);
     const body = await bodyOf(call);
+    if (isPlainObject(body)) bundleUrns(body.initialMetadata);
     const r = await docs.create(principal, body, requestOf(ex));
     ex.json(r.created ? 201 : 200, { documentId: r.documentId, uploadId: r.uploadId }, { Location: `/v1/documents/${r.documentId}`, ...deprecation(r.deprecated) });
   }, { capability: 'doc.create', body: json });
@@ -98,14 +104,15 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
   router.on('POST', '/v1/documents/search', async (call: JsonCall) => {
     const { ex } = call;
     const principal = caller(call);
-    const body = await bodyOf(call);
+    const body = await bodyNaming(call, ['namespaceUrn']);
     ex.json(200, await docs.search(principal, body));
   }, { capability: 'doc.read', body: json });
   router.on('GET', '/v1/schemas', async (call) => {
     const { ex, query } = call;
     only(query, ['limit', 'cursor', 'namespaceUrn']);
     const cursor = query.get('cursor');
-    const page = await docs.schemas.list(query.get('namespaceUrn') ?? undefined, parseLimit(query.get('limit') ?? undefined), cursor === null ? undefined : decodeCursor('sch1', cursor));
+    const namespaceUrn = query.get('namespaceUrn');
+    const page = await docs.schemas.list(namespaceUrn === null ? undefined : checkUrn(namespaceUrn, 'namespaceUrn'), parseLimit(query.get('limit') ?? undefined), cursor === null ? undefined : decodeCursor('sch1', cursor));
     ex.json(200, page.next ? { schemas: page.schemas.map(schemaJson), nextCursor: encodeCursor('sch1', page.next) } : { schemas: page.schemas.map(schemaJson) });
   }, { capability: ANY_TOKEN });
   router.on('GET', '/v1/jobs', async (call) => {
@@ -168,8 +175,10 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
   router.on('POST', '/v1/documents/:documentId/workflows/:workflowUrn/run', async (call: JsonCall) => {
     const { ex } = call;
     const principal = caller(call);
+    const workflowUrn = urnParam(call, 1, 'the workflow URN');
     const body = await bodyOf(call);
-    const r = await workflows.run(principal, param(call, 0), param(call, 1), body, requestOf(ex));
+    if (isPlainObject(body)) bodyUrns(body.inputs, ['targetNamespace']);
+    const r = await workflows.run(principal, param(call, 0), workflowUrn, body, requestOf(ex));
     ex.json(202, { jobId: r.jobId }, { Location: `/v1/jobs/${r.jobId}` });
   }, { capability: ANY_TOKEN, body: json });
 
@@ -185,14 +194,14 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
   router.on('POST', '/v1/documents/:documentId/migrate', async (call: JsonCall) => {
     const { ex } = call;
     const principal = caller(call);
-    const body = await bodyOf(call);
+    const body = await bodyNaming(call, ['namespaceUrn', 'toSchemaUrn']);
     const r = await docs.migrate(principal, param(call, 0), body, requestOf(ex));
     ex.json(202, { jobId: r.jobId }, { Location: `/v1/jobs/${r.jobId}`, ...deprecation(r.deprecated) });
   }, { capability: ANY_TOKEN, body: json });
 
   router.on('POST', '/v1/migrations', async (call: JsonCall) => {
     const { ex } = call;
-    const body = await bodyOf(call);
+    const body = await bodyNaming(call, ['fromSchemaUrn', 'toSchemaUrn']);
     const { record, created } = await docs.migrations.register(body);
     ex.json(created ? 201 : 200, {
       fromSchemaUrn: record.fromSchemaUrn, toSchemaUrn: record.toSchemaUrn, namespaceUrn: record.namespaceUrn,
@@ -204,7 +213,7 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
   router.on('POST', '/v1/migrations/apply', async (call: JsonCall) => {
     const { ex } = call;
     const principal = caller(call);
-    const body = await bodyOf(call);
+    const body = await bodyNaming(call, ['fromSchemaUrn', 'toSchemaUrn']);
     const r = await bulkMigrations.request(principal, body, requestOf(ex));
     ex.json(202, { jobId: r.jobId }, { Location: `/v1/jobs/${r.jobId}`, ...deprecation(r.deprecated) });
   }, { capability: 'migration.write', body: json });
@@ -222,12 +231,12 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
     const principal = caller(call);
     only(query, READING_PARAMS);
     const reading = metadataReading(header(req, 'accept'), query);
-    ex.json(200, await docs.namespace(principal, param(call, 0), param(call, 1), reading), readingHeaders(reading.envelope));
+    ex.json(200, await docs.namespace(principal, param(call, 0), urnParam(call, 1, 'namespaceUrn'), reading), readingHeaders(reading.envelope));
   }, { capability: 'meta.read' });
   router.on('GET', '/v1/documents/:documentId/metadata/:namespaceUrn/patches', async (call) => {
     const { ex } = call;
     const principal = caller(call);
-    ex.json(200, await docs.patchHistory(principal, param(call, 0), param(call, 1)));
+    ex.json(200, await docs.patchHistory(principal, param(call, 0), urnParam(call, 1, 'namespaceUrn')));
   }, { capability: 'meta.read' });
 
   // meta.write:<ns> of each namespace of the bundle: the engine checks it.
@@ -237,6 +246,7 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
     const body = await bodyOf(call);
     if (!isPlainObject(body)) throw new MetadataRejection('invalid', 'invalid_request', 'The body must be { mode, bundle, provenance?, reason? }');
     for (const key of Object.keys(body)) if (!['mode', 'bundle', 'provenance', 'reason'].includes(key)) throw new MetadataRejection('invalid', 'invalid_request', `unknown field "${key}"`);
+    bundleUrns(body.bundle);
     if (body.mode === 'canonical') {
       const r = await docs.writeCanonical(principal, param(call, 0), body, requestOf(ex));
       ex.json(201, { status: 'accepted', versionId: r.versionId, metadataIds: r.metadataIds }, deprecation(r.deprecated));
@@ -254,28 +264,31 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
   router.on('POST', '/v1/documents/:documentId/metadata/:namespaceUrn/patch', async (call: JsonCall) => {
     const { ex } = call;
     const principal = caller(call);
+    const namespaceUrn = urnParam(call, 1, 'namespaceUrn');
     const { value: body, bytes } = await call.body;
-    const r = await docs.patch(principal, param(call, 0), param(call, 1), body, bytes, requestOf(ex));
+    const r = await docs.patch(principal, param(call, 0), namespaceUrn, body, bytes, requestOf(ex));
     ex.json(200, { status: 'accepted', versionId: r.versionId, newMetadataId: r.newMetadataId }, deprecation(r.deprecated));
   }, { capability: ANY_TOKEN, body: json, errorForm: rejectedForm });
 
   router.on('POST', '/v1/schemas', async (call: JsonCall) => {
     const { ex } = call;
-    const body = await bodyOf(call);
+    const body = await bodyNaming(call, ['schemaUrn', 'namespaceUrn']);
     const { record, created } = await docs.registerSchema(body);
     ex.json(created ? 201 : 200, schemaJson(record), { Location: `/v1/schemas/${encodeURIComponent(record.schemaUrn)}` });
   }, { capability: 'schema.write', body: json });
 
   router.on('PATCH', '/v1/schemas/:schemaUrn', async (call: JsonCall) => {
     const { ex } = call;
+    const schemaUrn = urnParam(call, 0, 'schemaUrn');
     const body = await bodyOf(call);
-    ex.json(200, schemaJson(await docs.schemas.moveLifecycle(param(call, 0), body)));
+    ex.json(200, schemaJson(await docs.schemas.moveLifecycle(schemaUrn, body)));
   }, { capability: 'schema.write', body: json });
 
   router.on('GET', '/v1/schemas/:schemaUrn', async (call) => {
     const { ex } = call;
-    const record = await docs.schemas.get(param(call, 0));
-    if (!record) throw new SvcError('not_found', 'schema_not_found', `No schema ${param(call, 0)}`);
+    const schemaUrn = urnParam(call, 0, 'schemaUrn');
+    const record = await docs.schemas.get(schemaUrn);
+    if (!record) throw new SvcError('not_found', 'schema_not_found', `No schema ${schemaUrn}`);
     ex.json(200, schemaJson(record));
   }, { capability: ANY_TOKEN });
 
@@ -290,6 +303,18 @@ function decodeSegment(raw: string): string {
   } catch {
     return raw;
   }
+}
+
+/** `body` when each of `fields` it holds (a plain object) is a URN; 400 otherwise. Absent fields and other bodies are the engine's to refuse. */
+function bodyUrns(body: unknown, fields: readonly string[]): unknown {
+  if (isPlainObject(body)) for (const field of fields) if (body[field] !== undefined) checkUrn(body[field], field);
+  return body;
+}
+
+/** The namespace keys of a metadata bundle (`{ namespaces: { <URN>: ... } }`), each a URN; 400 otherwise. */
+function bundleUrns(bundle: unknown): void {
+  if (!isPlainObject(bundle) || !isPlainObject(bundle.namespaces)) return;
+  for (const ns of Object.keys(bundle.namespaces)) checkUrn(ns, 'a namespace of the bundle');
 }
 
 /** Any failure of a metadata write in its rejected form (internal errors keep their generic text). */

@@ -59,3 +59,11 @@ export const FORWARDED_ANSWER_MAX_BYTES = 1 * MiB;
  * HTTP parser's header limit anyway, and clients split an upload into a handful.
  */
 export const TUS_MAX_PARTIALS = 64;
+
+// ---- names a request carries ----
+/**
+ * A URN a request names (a namespace, a schema, a workflow): RFC 8141 syntax and at most this
+ * many characters, checked at the edge before it reaches any check or cache (engine/base/urn.ts).
+ * The longest URN svc itself accepts is 150 characters (urn:svc:schema:<128>@<semver>).
+ */
+export const URN_MAX_CHARS = 256;
