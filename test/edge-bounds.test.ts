@@ -3,6 +3,7 @@
 // characters) before they meet a capability check or a cache, and a principal's capability
 // answers are bounded. Security on, a development token, the server's own RSS from /proc.
 import { randomBytes } from 'node:crypto';
+import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { isUrn } from '../dist/engine/base/urn.js';
 import { startServer, type TestServer } from './helpers/server.js';
@@ -109,6 +110,23 @@ describe('names a request carries are bounded at the edge', () => {
       expect(message).toMatch(/must be a URN \(RFC 8141: urn:<NID>:<NSS>\) of at most 256 characters/);
       expect(res.text).not.toContain('a'.repeat(300));
     }
+  });
+
+  test('a method the client invents is counted as OTHER: metric labels do not grow with requests', async () => {
+    const raw = (method: string) => new Promise<string>((resolve, reject) => {
+      const socket = net.connect(server.port, '127.0.0.1');
+      let out = '';
+      socket.on('data', (d) => (out += d));
+      socket.on('close', () => resolve(out.split('\r\n')[0]!));
+      socket.on('error', reject);
+      socket.write(`${method} /v1/nowhere HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+    });
+    for (let i = 0; i < 20; i++) expect(await raw(`INVENTED${i}`)).toBe('HTTP/1.1 404 Not Found');
+    const minted = await fetch(`${server.url}/dev/token`, { method: 'POST', body: JSON.stringify({ scope: 'observability.read' }) });
+    const metrics = await fetch(`${server.url}/metrics`, { headers: { Authorization: `Bearer ${((await minted.json()) as { access_token: string }).access_token}` } });
+    const text = await metrics.text();
+    expect(text).not.toContain('INVENTED');
+    expect(text).toMatch(/svc_http_requests_total\{route="OTHER \/v1\/\*",status="404"\} 20/);
   });
 
   test('URN syntax is RFC 8141\'s', () => {

@@ -3,6 +3,7 @@
 
 import { createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
 import fs from 'node:fs';
+import { LRUCache } from 'lru-cache';
 import { SignJWT, createLocalJWKSet, createRemoteJWKSet, decodeProtectedHeader, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import type { AuthConfig } from '../config.js';
 import { SvcError } from '../errors.js';
@@ -32,6 +33,30 @@ const BEARER = /^Bearer\s+([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*)\s*$/i
 
 /** Verified tokens kept for reuse (a client sends the same token with every request). */
 const CACHED_TOKENS = 10_000;
+/**
+ * And the characters they hold together (tokens, headers and principals): a token is bounded
+ * only by the HTTP parser's header limit, and its scopes and roles ride in it.
+ */
+const CACHED_TOKEN_CHARS = 8 * 1024 * 1024;
+
+interface Verified {
+  principal: Principal;
+  /** ms */
+  expiresAt: number;
+}
+
+/** A cache of verified tokens by `key` (the token, or the whole header), least recently used dropped first. */
+function tokenCache(): LRUCache<string, Verified> {
+  return new LRUCache<string, Verified>({ max: CACHED_TOKENS, maxSize: CACHED_TOKEN_CHARS, sizeCalculation: (v, key) => key.length + principalChars(v.principal) });
+}
+
+/** What a principal holds, in characters (its strings; a few dozen for the object itself). */
+function principalChars(p: Principal): number {
+  let n = 64 + p.subject.length + p.tenant.length;
+  for (const s of p.scopes) n += s.length + 8;
+  for (const r of p.roles) n += r.length + 8;
+  return n;
+}
 
 export class TokenVerifier {
   private readonly secret?: Uint8Array;
@@ -40,8 +65,8 @@ export class TokenVerifier {
   private jwks?: JWTVerifyGetKey;
   /** The JWKS of the issuer's discovery document, found at the first token that needs it. */
   private discovered?: Promise<JWTVerifyGetKey>;
-  /** token → its principal and expiry (ms); least recently used first. */
-  private readonly verified = new Map<string, { principal: Principal; expiresAt: number }>();
+  /** token → its principal and expiry. */
+  private readonly verified = tokenCache();
 
   private constructor(
     private readonly config: AuthConfig,
@@ -82,7 +107,7 @@ export class TokenVerifier {
   }
 
   /** The verified tokens by the Authorization header that carried them. */
-  private readonly byHeader = new Map<string, { principal: Principal; expiresAt: number }>();
+  private readonly byHeader = tokenCache();
 
   /** The principal of an `Authorization` header value; 401 `unauthenticated` otherwise. */
   async verify(authorization: string | undefined): Promise<Principal> {
@@ -91,11 +116,7 @@ export class TokenVerifier {
     if (!m) throw unauthenticated('The Authorization header is not a Bearer JWT');
     const token = m[1]!;
     const cached = this.verified.get(token);
-    if (cached && cached.expiresAt > Date.now()) {
-      this.verified.delete(token);
-      this.verified.set(token, cached);
-      return cached.principal;
-    }
+    if (cached && cached.expiresAt > Date.now()) return cached.principal;
     let payload: JWTPayload;
     try {
       payload = await this.check(token);
@@ -104,12 +125,9 @@ export class TokenVerifier {
       throw unauthenticated(`The bearer token is not valid: ${describe(err)}`);
     }
     const principal = principalOf(payload);
-    const entry = { principal, expiresAt: payload.exp! * 1000 };
-    this.verified.delete(token);
+    const entry: Verified = { principal, expiresAt: payload.exp! * 1000 };
     this.verified.set(token, entry);
-    if (this.verified.size > CACHED_TOKENS) this.verified.delete(this.verified.keys().next().value!);
     this.byHeader.set(authorization, entry);
-    if (this.byHeader.size > CACHED_TOKENS) this.byHeader.delete(this.byHeader.keys().next().value!);
     return principal;
   }
 

@@ -3,6 +3,7 @@
 // (registrations, never changed) and `schema_lifecycle` (where each has moved since).
 
 import { createHash } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 import { SvcError } from '../errors.js';
 import { type KeyedCatalog, type Unit, type UnitStore, table } from '../store/index.js';
 import { badRequest, canonicalJson, isNamespaceUrn, isPlainObject, isSchemaUrn, onlyKeys } from './model.js';
@@ -35,10 +36,14 @@ interface LifecycleChange {
 
 const LIFECYCLE = table<LifecycleChange, string>('schema_lifecycle');
 
+/** Compiled validators kept: a schema used less often is compiled again when next used. */
+const COMPILED_SCHEMAS = 1000;
+
 export const schemaNotFound = (urn: string) => new SvcError('not_found', 'schema_not_found', `No schema ${urn}`);
 
 export class SchemaRegistry {
-  private readonly compiled = new Map<string, (data: unknown) => ValidationIssue[]>();
+  /** Compiled validators of the schemas used most recently (each holds its schema's structure and patterns). */
+  private readonly compiled = new LRUCache<string, (data: unknown) => ValidationIssue[]>({ max: COMPILED_SCHEMAS });
 
   constructor(
     private readonly schemas: KeyedCatalog<SchemaRecord>,
