@@ -4,7 +4,7 @@
 // engine checks those that depend on the request: `meta.write:<ns>`, `meta.patch:<ns>`,
 // `workflow.run:<urn>`, and a document's permission rules); its meter charges the budgets.
 
-import { parseDevTokenRequest } from '../engine/auth/index.js';
+import { mayMintFor, parseDevTokenRequest } from '../engine/auth/index.js';
 import type { DocumentService } from '../engine/documents/index.js';
 import { checkApplicable, viewOfQuery } from '../engine/views/index.js';
 import { MetadataRejection } from '../engine/documents/index.js';
@@ -47,9 +47,10 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
   /** Metadata writes answer every error in the rejected form. */
   const rejectedForm = asRejection;
 
-  router.on('POST', '/dev/token', async ({ ex, body }) => {
-    const loopback = isLoopback(Buffer.from(ex.res.getRemoteAddressAsText()).toString());
-    if (!tokens.devTokensEnabled || !loopback) throw new SvcError('not_found', 'not_found', 'No route POST /dev/token');
+  // Only for a direct request from this host (no proxy's header): any other is told the route does not exist.
+  router.on('POST', '/dev/token', async ({ ex, req, body }) => {
+    const direct = mayMintFor(Buffer.from(ex.res.getRemoteAddressAsText()).toString(), (name) => header(req, name));
+    if (!tokens.devTokensEnabled || !direct) throw new SvcError('not_found', 'not_found', 'No route POST /dev/token');
     const { value } = await body;
     ex.json(200, await tokens.mint(parseDevTokenRequest(value)), { 'Cache-Control': 'no-store' });
   }, { body: jsonBody(DEV_TOKEN_BODY_BYTES) });
@@ -392,9 +393,6 @@ function deprecation(deprecated: DeprecatedSchema[]): Record<string, string> {
   };
 }
 
-function isLoopback(address: string): boolean {
-  return address === '127.0.0.1' || address === '::1' || address === '::ffff:127.0.0.1' || address === '0000:0000:0000:0000:0000:0000:0000:0001';
-}
 
 
 

@@ -1,3 +1,3 @@
 // Bearer tokens and the principal they name.
 export { holds, type Principal } from './principal.js';
-export { parseDevTokenRequest, TokenVerifier } from './tokens.js';
+export { mayMintFor, parseDevTokenRequest, TokenVerifier } from './tokens.js';

@@ -10,7 +10,8 @@ import { SvcError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { DevSecretStore } from '../store/index.js';
 import type { Principal } from './principal.js';
-import { DEV_TOKEN_MAX_TTL_S } from '../base/limits.js';
+import { DEV_SECRET_MIN_BYTES, DEV_TOKEN_MAX_TTL_S } from '../base/limits.js';
+import { StartRefused } from '../store/dependency-failure.js';
 
 export const unauthenticated = (message: string) => new SvcError('unauthenticated', 'unauthenticated', message);
 
@@ -86,7 +87,17 @@ export class TokenVerifier {
    */
   static async open(config: AuthConfig, secrets: DevSecretStore, log: Logger, securityEnabled = false): Promise<TokenVerifier> {
     if (config.devSharedSecret === 'off' || (securityEnabled && config.devSharedSecret === '')) return new TokenVerifier(config, undefined, log);
-    if (config.devSharedSecret) return new TokenVerifier(config, new TextEncoder().encode(config.devSharedSecret), log);
+    if (config.devSharedSecret) {
+      const secret = new TextEncoder().encode(config.devSharedSecret);
+      if (securityEnabled && secret.byteLength < DEV_SECRET_MIN_BYTES) {
+        throw new StartRefused('SVC_DEV_SHARED_SECRET', `with SVC_SECURITY_ENABLED=true the development secret must be at least ${DEV_SECRET_MIN_BYTES} bytes (it has ${secret.byteLength}): generate one (openssl rand -hex 32), or set it to off`);
+      }
+      const verifier = new TokenVerifier(config, secret, log);
+      if (securityEnabled && verifier.devTokensEnabled) {
+        log.warn('development tokens are enabled: POST /dev/token mints a token of any tenant and capability for a direct loopback request (SVC_DEV_SHARED_SECRET; SVC_DEV_TOKEN_ENDPOINT=off disables the endpoint)');
+      }
+      return verifier;
+    }
     const { secret, created } = await secrets.keep(randomBytes(32).toString('base64url'));
     if (created) log.info('generated the development token secret (SVC_DEV_SHARED_SECRET); mint tokens with POST /dev/token from this host', { keptIn: secrets.location });
     return new TokenVerifier(config, new TextEncoder().encode(secret), log);
@@ -192,6 +203,22 @@ export class TokenVerifier {
 /** A provider's key set, fetched when a token names a key it does not hold (at most once per `cooldownMs`). */
 function remoteKeys(uri: string, cooldownMs: number): JWTVerifyGetKey {
   return createRemoteJWKSet(new URL(uri), { cooldownDuration: cooldownMs, timeoutDuration: 5000 });
+}
+
+/** Headers a proxy adds: a request that carries one came through a proxy, whatever its socket's peer. */
+const PROXY_HEADERS = ['forwarded', 'x-forwarded-for', 'x-real-ip'];
+
+/**
+ * Whether POST /dev/token answers a request: from a loopback address, and not relayed (a proxy on
+ * the same host makes every client's socket local, so a header a proxy adds refuses it).
+ * `headerOf` reads a request header by its lower-case name.
+ */
+export function mayMintFor(peer: string, headerOf: (name: string) => string | undefined): boolean {
+  return isLoopback(peer) && PROXY_HEADERS.every((name) => headerOf(name) === undefined);
+}
+
+function isLoopback(address: string): boolean {
+  return address === '127.0.0.1' || address === '::1' || address === '::ffff:127.0.0.1' || address === '0000:0000:0000:0000:0000:0000:0000:0001';
 }
 
 /** Checks a POST /dev/token body. */

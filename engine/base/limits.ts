@@ -34,6 +34,11 @@ export const BULK_FAILURES_LISTED = 100;
 export const JOB_WAIT_MAX_S = 30;
 /** POST /dev/token's body: a handful of claims. */
 export const DEV_TOKEN_BODY_BYTES = 64 * KiB;
+/**
+ * The development secret with security on: at least 32 bytes (HS256's key is the hash's size; a
+ * shorter secret can be guessed offline from one token). Shorter refuses the start.
+ */
+export const DEV_SECRET_MIN_BYTES = 32;
 /** A development token lives at most a week (`ttl_seconds`). */
 export const DEV_TOKEN_MAX_TTL_S = 7 * 24 * 3600;
 
