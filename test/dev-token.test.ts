@@ -43,7 +43,9 @@ describe('POST /dev/token with security on', () => {
     expect(res.status).toBe(404);
   });
 
-  test('the start logged one warning line that development tokens are enabled', () => {
+  test('the start logged one warning line that development tokens are enabled', async () => {
+    // Logged before the listening line, but stderr may arrive after stdout's.
+    for (let i = 0; i < 50 && !server.stderr().includes('development tokens are enabled'); i++) await new Promise((r) => setTimeout(r, 100));
     const lines = server.stderr().split('\n').filter((l) => l.includes('development tokens are enabled'));
     expect(lines).toHaveLength(1);
     expect(JSON.parse(lines[0]!).level).toBe('warn');
