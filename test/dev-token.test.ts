@@ -29,7 +29,7 @@ describe('POST /dev/token with security on', () => {
   });
 
   test('a loopback request that came through a proxy is 404, as if the route did not exist', async () => {
-    for (const headers of [{ Forwarded: 'for=203.0.113.7' }, { 'X-Forwarded-For': '203.0.113.7' }, { 'X-Real-IP': '203.0.113.7' }, { Forwarded: 'for=127.0.0.1', 'X-Forwarded-For': '127.0.0.1' }]) {
+    for (const headers of <Array<Record<string, string>>>[{ Forwarded: 'for=203.0.113.7' }, { 'X-Forwarded-For': '203.0.113.7' }, { 'X-Real-IP': '203.0.113.7' }, { Forwarded: 'for=127.0.0.1', 'X-Forwarded-For': '127.0.0.1' }]) {
       const res = await mint(server.url, headers);
       expect([headers, res.status]).toEqual([headers, 404]);
       expect(await res.json()).toEqual({ error: 'not_found', message: 'No route POST /dev/token' });
@@ -75,7 +75,7 @@ describe('POST /dev/token with security on', () => {
   });
 
   test('32 bytes start, and so does a short secret with security off', async () => {
-    for (const env of [{ SVC_SECURITY_ENABLED: 'true', SVC_DEV_SHARED_SECRET: 'y'.repeat(32) }, { SVC_DEV_SHARED_SECRET: 'short' }]) {
+    for (const env of <Array<Record<string, string>>>[{ SVC_SECURITY_ENABLED: 'true', SVC_DEV_SHARED_SECRET: 'y'.repeat(32) }, { SVC_DEV_SHARED_SECRET: 'short' }]) {
       const s = await startServer({ ...env, SVC_DURABILITY: 'relaxed' });
       try {
         expect((await mint(s.url)).status).toBe(200);
