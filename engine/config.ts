@@ -52,11 +52,12 @@ export const VARIABLES: ReadonlyArray<{ name: string; default: string; help: str
   { name: 'SVC_BLOCK_CACHE_BYTES', default: '64MiB', help: 'Memory for caching small blocks (64 KiB or less) on the read path; 0 disables.' },
   { name: 'SVC_HEALTH_TIMEOUT', default: '5s', help: 'Timeout of each readiness check.' },
   { name: 'SVC_OPS_REFRESH_MS', default: '1000', help: 'Milliseconds between two reads of the operator snapshot while anyone follows /api/ops/v1/events (also the most a GET of the snapshot is out of date).' },
+  { name: 'SVC_OPS_MAX_STREAMS', default: '4', help: 'With SVC_SECURITY_ENABLED=true, most /api/ops/v1/events streams one principal (a token\'s org_id and sub) may hold open at once: one more is 429 too_many_streams with Retry-After until one closes.' },
   { name: 'SVC_SECURITY_ENABLED', default: 'false', help: '`true`: every /api/v1 and /api/ops route, and every route of the model listener (HTTP_PORT) but /health and /docs, needs a bearer token (RS256/ES256 against SVC_OIDC_*; HS256 only with an explicit SVC_DEV_SHARED_SECRET) and the capability of the route; health stays public. file:// bundles are then read only inside SVC_MODEL_ROOTS.' },
   { name: 'SVC_TENANT_POLICY_FILE', default: '', help: 'JSON file of tenant policies (`{ "default": Policy, "tenants": { "<org_id>": Policy } }`, Policy = { maxObjectBytes?, quotaBytes?, maxConcurrent?, maxQueued?, bytesPerMinute?, requestsPerMinute? }), applied with security on; re-read on SIGHUP. Empty: no limits.' },
   { name: 'SVC_SECURITY_CORS_ALLOWED_ORIGINS', default: '', help: 'Comma-separated exact browser origins (used when security is enabled; unsecured servers allow any origin).' },
-  { name: 'SVC_DEV_SHARED_SECRET', default: '', help: 'HS256 secret of development tokens; empty: one is generated at first start and kept in <SVC_FS_ROOT>/secrets/dev-shared-secret, or with SVC_BLOB_BACKEND=pg-s3 in the database, where every node reads the same one (never with SVC_SECURITY_ENABLED=true: then HS256 needs an explicit secret). `off` disables HS256 tokens and POST /dev/token.' },
-  { name: 'SVC_DEV_TOKEN_ENDPOINT', default: 'loopback', help: '`loopback`: POST /dev/token answers requests from 127.0.0.1/::1 only; `off`: disabled.' },
+  { name: 'SVC_DEV_SHARED_SECRET', default: '', help: 'HS256 secret of development tokens; empty: one is generated at first start and kept in <SVC_FS_ROOT>/secrets/dev-shared-secret, or with SVC_BLOB_BACKEND=pg-s3 in the database, where every node reads the same one (never with SVC_SECURITY_ENABLED=true: then HS256 needs an explicit secret of at least 32 bytes, else the start is refused). `off` disables HS256 tokens and POST /dev/token.' },
+  { name: 'SVC_DEV_TOKEN_ENDPOINT', default: 'loopback', help: '`loopback`: POST /dev/token answers requests from 127.0.0.1/::1 only, and none that carries Forwarded, X-Forwarded-For or X-Real-IP (a proxy\'s); `off`: disabled.' },
   { name: 'SVC_OIDC_ISSUER', default: '', help: 'Required `iss` of RS256/ES256 tokens (checked when a JWKS is configured).' },
   { name: 'SVC_OIDC_AUDIENCE', default: '', help: 'Required `aud` of RS256/ES256 tokens.' },
   { name: 'SVC_OIDC_JWKS_URI', default: '', help: 'URL of the JWKS that verifies RS256/ES256 tokens; empty with SVC_OIDC_ISSUER set: the `jwks_uri` of the issuer\'s discovery document.' },
@@ -127,6 +128,8 @@ export interface Config {
   minFreeSpace: FreeSpaceFloor;
   /** SVC_OPS_REFRESH_MS: period of the shared operator snapshot refresher. */
   opsRefreshMs: number;
+  /** SVC_OPS_MAX_STREAMS: open event streams per principal (security on). */
+  opsMaxStreams: number;
   uploads: UploadConfig;
   jobs: JobConfig;
   gc: GcConfig;
@@ -427,6 +430,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     healthTimeoutMs: parseDuration('SVC_HEALTH_TIMEOUT', get('SVC_HEALTH_TIMEOUT')),
     minFreeSpace: parseFloor('SVC_MIN_FREE_SPACE', get('SVC_MIN_FREE_SPACE')),
     opsRefreshMs: parseInteger('SVC_OPS_REFRESH_MS', get('SVC_OPS_REFRESH_MS'), 10, 3_600_000),
+    opsMaxStreams: parseInteger('SVC_OPS_MAX_STREAMS', get('SVC_OPS_MAX_STREAMS'), 1, 10_000),
     auth: {
       devSharedSecret: env.SVC_DEV_SHARED_SECRET ?? '',
       devTokenEndpoint: oneOf('SVC_DEV_TOKEN_ENDPOINT', get('SVC_DEV_TOKEN_ENDPOINT'), ['loopback', 'off'] as const),

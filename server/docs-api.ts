@@ -4,7 +4,7 @@
 // engine checks those that depend on the request: `meta.write:<ns>`, `meta.patch:<ns>`,
 // `workflow.run:<urn>`, and a document's permission rules); its meter charges the budgets.
 
-import { parseDevTokenRequest } from '../engine/auth/index.js';
+import { mayMintFor, parseDevTokenRequest } from '../engine/auth/index.js';
 import type { DocumentService } from '../engine/documents/index.js';
 import { checkApplicable, viewOfQuery } from '../engine/views/index.js';
 import { MetadataRejection } from '../engine/documents/index.js';
@@ -25,13 +25,18 @@ import type { RequestInfo } from '../engine/documents/model.js';
 import { parseContentType } from './request-parsing.js';
 import { ANY_TOKEN, type Call, type Router, caller } from './router.js';
 import { DEV_TOKEN_BODY_BYTES, JOB_WAIT_MAX_S } from '../engine/base/limits.js';
+import { checkUrn } from '../engine/base/urn.js';
 
 type JsonCall = Call<{ value: unknown; bytes: number }>;
 
 /** A path parameter, percent-decoded (as sent when it is not valid percent-encoding). */
 const param = (call: Call<unknown>, i: number) => decodeSegment(call.params[i]!);
+/** A path parameter that names a URN: 400 unless it is one (RFC 8141, at most 256 characters). */
+const urnParam = (call: Call<unknown>, i: number, field: string) => checkUrn(param(call, i), field);
 /** The JSON body's value. */
 const bodyOf = async (call: JsonCall) => (await call.body).value;
+/** The JSON body's value, each of `fields` it holds a URN (else 400 before the engine sees the body). */
+const bodyNaming = async (call: JsonCall, fields: readonly string[]) => bodyUrns(await bodyOf(call), fields);
 
 export function mountDocsApi(router: Router, ctx: ServerContext): void {
   const { engine, config } = ctx;
@@ -43,9 +48,10 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
   /** Metadata writes answer every error in the rejected form. */
   const rejectedForm = asRejection;
 
-  router.on('POST', '/dev/token', async ({ ex, body }) => {
-    const loopback = isLoopback(Buffer.from(ex.res.getRemoteAddressAsText()).toString());
-    if (!tokens.devTokensEnabled || !loopback) throw new SvcError('not_found', 'not_found', 'No route POST /dev/token');
+  // Only for a direct request from this host (no proxy's header): any other is told the route does not exist.
+  router.on('POST', '/dev/token', async ({ ex, req, body }) => {
+    const direct = mayMintFor(Buffer.from(ex.res.getRemoteAddressAsText()).toString(), (name) => header(req, name));
+    if (!tokens.devTokensEnabled || !direct) throw new SvcError('not_found', 'not_found', 'No route POST /dev/token');
     const { value } = await body;
     ex.json(200, await tokens.mint(parseDevTokenRequest(value)), { 'Cache-Control': 'no-store' });
   }, { body: jsonBody(DEV_TOKEN_BODY_BYTES) });
@@ -54,6 +60,7 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
     const { ex } = call;
     const principal = caller(call);
     const body = await bodyOf(call);
+    if (isPlainObject(body)) bundleUrns(body.initialMetadata);
     const r = await docs.create(principal, body, requestOf(ex));
     ex.json(r.created ? 201 : 200, { documentId: r.documentId, uploadId: r.uploadId }, { Location: `/v1/documents/${r.documentId}`, ...deprecation(r.deprecated) });
   }, { capability: 'doc.create', body: json });
@@ -100,13 +107,14 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
   router.on('POST', '/v1/documents/search', async (call: JsonCall) => {
     const { ex } = call;
     const principal = caller(call);
-    const body = await bodyOf(call);
+    const body = await bodyNaming(call, ['namespaceUrn']);
     ex.json(200, await docs.search(principal, body));
   }, { capability: 'doc.read', body: json });
   router.on('GET', '/v1/schemas', async (call) => {
     const { ex, query } = call;
     only(query, ['limit', 'cursor', 'namespaceUrn']);
-    const page = await docs.schemas.list(caller(call), query.get('namespaceUrn') ?? undefined, parseLimit(query.get('limit') ?? undefined), query.get('cursor') ?? undefined);
+    const namespaceUrn = query.get('namespaceUrn');
+    const page = await docs.schemas.list(caller(call), namespaceUrn === null ? undefined : checkUrn(namespaceUrn, 'namespaceUrn'), parseLimit(query.get('limit') ?? undefined), query.get('cursor') ?? undefined);
     ex.json(200, page.nextCursor ? { schemas: page.schemas.map(schemaJson), nextCursor: page.nextCursor } : { schemas: page.schemas.map(schemaJson) });
   }, { capability: ANY_TOKEN });
   router.on('GET', '/v1/jobs', async (call) => {
@@ -169,8 +177,10 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
   router.on('POST', '/v1/documents/:documentId/workflows/:workflowUrn/run', async (call: JsonCall) => {
     const { ex } = call;
     const principal = caller(call);
+    const workflowUrn = urnParam(call, 1, 'the workflow URN');
     const body = await bodyOf(call);
-    const r = await workflows.run(principal, param(call, 0), param(call, 1), body, requestOf(ex));
+    if (isPlainObject(body)) bodyUrns(body.inputs, ['targetNamespace']);
+    const r = await workflows.run(principal, param(call, 0), workflowUrn, body, requestOf(ex));
     ex.json(202, { jobId: r.jobId }, { Location: `/v1/jobs/${r.jobId}` });
   }, { capability: ANY_TOKEN, body: json });
 
@@ -186,14 +196,14 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
   router.on('POST', '/v1/documents/:documentId/migrate', async (call: JsonCall) => {
     const { ex } = call;
     const principal = caller(call);
-    const body = await bodyOf(call);
+    const body = await bodyNaming(call, ['namespaceUrn', 'toSchemaUrn']);
     const r = await docs.migrate(principal, param(call, 0), body, requestOf(ex));
     ex.json(202, { jobId: r.jobId }, { Location: `/v1/jobs/${r.jobId}`, ...deprecation(r.deprecated) });
   }, { capability: ANY_TOKEN, body: json });
 
   router.on('POST', '/v1/migrations', async (call: JsonCall) => {
     const { ex } = call;
-    const body = await bodyOf(call);
+    const body = await bodyNaming(call, ['fromSchemaUrn', 'toSchemaUrn']);
     const { record, created } = await docs.migrations.register(caller(call), body);
     ex.json(created ? 201 : 200, {
       fromSchemaUrn: record.fromSchemaUrn, toSchemaUrn: record.toSchemaUrn, namespaceUrn: record.namespaceUrn,
@@ -205,7 +215,7 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
   router.on('POST', '/v1/migrations/apply', async (call: JsonCall) => {
     const { ex } = call;
     const principal = caller(call);
-    const body = await bodyOf(call);
+    const body = await bodyNaming(call, ['fromSchemaUrn', 'toSchemaUrn']);
     const r = await bulkMigrations.request(principal, body, requestOf(ex));
     ex.json(202, { jobId: r.jobId }, { Location: `/v1/jobs/${r.jobId}`, ...deprecation(r.deprecated) });
   }, { capability: 'migration.write', body: json });
@@ -223,12 +233,12 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
     const principal = caller(call);
     only(query, READING_PARAMS);
     const reading = metadataReading(header(req, 'accept'), query);
-    ex.json(200, await docs.namespace(principal, param(call, 0), param(call, 1), reading), readingHeaders(reading.envelope));
+    ex.json(200, await docs.namespace(principal, param(call, 0), urnParam(call, 1, 'namespaceUrn'), reading), readingHeaders(reading.envelope));
   }, { capability: 'meta.read' });
   router.on('GET', '/v1/documents/:documentId/metadata/:namespaceUrn/patches', async (call) => {
     const { ex } = call;
     const principal = caller(call);
-    ex.json(200, await docs.patchHistory(principal, param(call, 0), param(call, 1)));
+    ex.json(200, await docs.patchHistory(principal, param(call, 0), urnParam(call, 1, 'namespaceUrn')));
   }, { capability: 'meta.read' });
 
   // meta.write:<ns> of each namespace of the bundle: the engine checks it.
@@ -238,6 +248,7 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
     const body = await bodyOf(call);
     if (!isPlainObject(body)) throw new MetadataRejection('invalid', 'invalid_request', 'The body must be { mode, bundle, provenance?, reason? }');
     for (const key of Object.keys(body)) if (!['mode', 'bundle', 'provenance', 'reason'].includes(key)) throw new MetadataRejection('invalid', 'invalid_request', `unknown field "${key}"`);
+    bundleUrns(body.bundle);
     if (body.mode === 'canonical') {
       const r = await docs.writeCanonical(principal, param(call, 0), body, requestOf(ex));
       ex.json(201, { status: 'accepted', versionId: r.versionId, metadataIds: r.metadataIds }, deprecation(r.deprecated));
@@ -255,28 +266,31 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
   router.on('POST', '/v1/documents/:documentId/metadata/:namespaceUrn/patch', async (call: JsonCall) => {
     const { ex } = call;
     const principal = caller(call);
+    const namespaceUrn = urnParam(call, 1, 'namespaceUrn');
     const { value: body, bytes } = await call.body;
-    const r = await docs.patch(principal, param(call, 0), param(call, 1), body, bytes, requestOf(ex));
+    const r = await docs.patch(principal, param(call, 0), namespaceUrn, body, bytes, requestOf(ex));
     ex.json(200, { status: 'accepted', versionId: r.versionId, newMetadataId: r.newMetadataId }, deprecation(r.deprecated));
   }, { capability: ANY_TOKEN, body: json, errorForm: rejectedForm });
 
   router.on('POST', '/v1/schemas', async (call: JsonCall) => {
     const { ex } = call;
-    const body = await bodyOf(call);
+    const body = await bodyNaming(call, ['schemaUrn', 'namespaceUrn']);
     const { record, created } = await docs.registerSchema(caller(call).tenant, body);
     ex.json(created ? 201 : 200, schemaJson(record), { Location: `/v1/schemas/${encodeURIComponent(record.schemaUrn)}` });
   }, { capability: 'schema.write', body: json });
 
   router.on('PATCH', '/v1/schemas/:schemaUrn', async (call: JsonCall) => {
     const { ex } = call;
+    const schemaUrn = urnParam(call, 0, 'schemaUrn');
     const body = await bodyOf(call);
-    ex.json(200, schemaJson(await docs.schemas.moveLifecycle(caller(call), param(call, 0), body)));
+    ex.json(200, schemaJson(await docs.schemas.moveLifecycle(caller(call), schemaUrn, body)));
   }, { capability: 'schema.write', body: json });
 
   router.on('GET', '/v1/schemas/:schemaUrn', async (call) => {
     const { ex } = call;
-    const record = await docs.schemas.get(param(call, 0));
-    if (!record) throw new SvcError('not_found', 'schema_not_found', `No schema ${param(call, 0)}`);
+    const schemaUrn = urnParam(call, 0, 'schemaUrn');
+    const record = await docs.schemas.get(schemaUrn);
+    if (!record) throw new SvcError('not_found', 'schema_not_found', `No schema ${schemaUrn}`);
     ex.json(200, schemaJson(record));
   }, { capability: ANY_TOKEN });
 
@@ -291,6 +305,18 @@ function decodeSegment(raw: string): string {
   } catch {
     return raw;
   }
+}
+
+/** `body` when each of `fields` it holds (a plain object) is a URN; 400 otherwise. Absent fields and other bodies are the engine's to refuse. */
+function bodyUrns(body: unknown, fields: readonly string[]): unknown {
+  if (isPlainObject(body)) for (const field of fields) if (body[field] !== undefined) checkUrn(body[field], field);
+  return body;
+}
+
+/** The namespace keys of a metadata bundle (`{ namespaces: { <URN>: ... } }`), each a URN; 400 otherwise. */
+function bundleUrns(bundle: unknown): void {
+  if (!isPlainObject(bundle) || !isPlainObject(bundle.namespaces)) return;
+  for (const ns of Object.keys(bundle.namespaces)) checkUrn(ns, 'a namespace of the bundle');
 }
 
 /** Any failure of a metadata write in its rejected form (internal errors keep their generic text). */
@@ -374,9 +400,6 @@ function deprecation(deprecated: DeprecatedSchema[]): Record<string, string> {
   };
 }
 
-function isLoopback(address: string): boolean {
-  return address === '127.0.0.1' || address === '::1' || address === '::ffff:127.0.0.1' || address === '0000:0000:0000:0000:0000:0000:0000:0001';
-}
 
 
 

@@ -58,7 +58,8 @@ export function mountListeners(app: TemplatedApp, modelApp: TemplatedApp, engine
     { options: { cors, answerOtherMethods: true, guard, meter }, mounts: [mountGcApi, mountNodesApi] },
     { options: { cors, answerOtherMethods: true, guard, meter, headers: TUS_HEADERS, discovery: tusDiscovery(config.maxUploadBytes) }, mounts: [mountTusApi] },
     { options: { guard: engine.tokens, meter }, mounts: [mountDocsApi, mountLegacyApi] },
-    { options: { guard }, mounts: [mountOpsApi, mountServiceDescription, mountNotFound] },
+    // CORS as everywhere (the event stream included): any origin with security off, the listed ones with it on.
+    { options: { cors, guard }, mounts: [mountOpsApi, mountServiceDescription, mountNotFound] },
   ];
   const surface = apiSurface(ctx);
   const modelSurfaceOf = modelSurface(ctx.modelMetrics, log, config.httpLingerBytes);

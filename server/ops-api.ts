@@ -3,26 +3,46 @@
 
 import { Gauge } from 'prom-client';
 import { type EventSink, OpsEvents, type Subscription } from '../engine/ops/index.js';
-import { OpsSnapshots } from '../engine/ops/index.js';
+import { OpsSnapshots, StreamBound } from '../engine/ops/index.js';
 import { VERSION } from '../engine/version.js';
 import type { ServerContext } from './server-context.js';
 import { dashboardAsset } from './dashboard/assets.js';
 import { type Exchange, header, type RequestHead } from './exchange.js';
 import type { Router } from './router.js';
+import { holds } from '../engine/auth/index.js';
 
 /** The operator endpoints' capability (health stays public). */
 const OBSERVE = { capability: 'observability.read' };
 
 export function mountOpsApi(router: Router, { engine, metrics }: ServerContext): void {
-  router.on('GET', '/api/health/live', ({ ex }) => ex.json(200, { status: 'ok', version: VERSION, uptimeSeconds: engine.stats.uptimeSeconds() }));
+  /**
+   * Whether a health answer may carry its details: always with security off; with security on
+   * only to a token that holds observability.read (the checks name dependencies, and their
+   * failures hosts, ports, databases and users). Health stays public: without such a token the
+   * answer is the status alone, never a 401.
+   */
+  const detailsFor = (req: RequestHead): boolean | Promise<boolean> => {
+    if (!engine.config.securityEnabled) return true;
+    const authorization = header(req, 'authorization');
+    if (authorization === undefined) return false;
+    const known = engine.tokens.cached(authorization);
+    if (known) return holds(known, OBSERVE.capability);
+    return engine.tokens.verify(authorization).then((p) => holds(p, OBSERVE.capability), () => false);
+  };
 
-  router.on('GET', '/api/health/ready', async ({ ex }) => {
+  router.on('GET', '/api/health/live', async ({ ex, req }) => {
+    const details = await detailsFor(req);
+    ex.json(200, details ? { status: 'ok', version: VERSION, uptimeSeconds: engine.stats.uptimeSeconds() } : { status: 'ok' });
+  });
+
+  router.on('GET', '/api/health/ready', async ({ ex, req }) => {
+    const details = detailsFor(req);
     const checks = await engine.readiness();
     const ready = checks.every((c) => c.status === 'ok');
     // Below the free-space floor the server still serves reads: degraded, not unready.
     const space = engine.spaceCheck();
     const status = !ready ? 'not_ready' : space.status === 'ok' ? 'ready' : 'degraded';
-    ex.json(ready ? 200 : 503, { status, checks: [...checks, space] });
+    ex.json(ready ? 200 : 503, (await details) ? { status, checks: [...checks, space] } : { status });
   });
 
   router.on('GET', '/api/stats', ({ ex }) => ex.json(200, engine.stats.toJSON()), OBSERVE);
@@ -43,7 +63,12 @@ export function mountOpsApi(router: Router, { engine, metrics }: ServerContext):
   // snapshots only).
   router.on('GET', '/api/ops/v1/history', ({ ex }) => ex.json(200, engine.traffic.recent(), { 'Cache-Control': 'no-store' }), OBSERVE);
 
-  router.on('GET', '/api/ops/v1/events', ({ ex }) => streamEvents(events, ex), OBSERVE);
+  // With security on, each principal holds at most SVC_OPS_MAX_STREAMS streams (429 past it).
+  const streams = new StreamBound(engine.config.opsMaxStreams);
+  router.on('GET', '/api/ops/v1/events', ({ ex, principal }) => {
+    const release = principal ? streams.take(`${principal.tenant}\0${principal.subject}`) : undefined;
+    streamEvents(events, ex, release);
+  }, OBSERVE);
 
   // The dashboard: a page of our own and uPlot's files, all served from this process.
   router.on('GET', '/ops', ({ ex }) => ex.send(308, { Location: '/ops/', 'Content-Type': 'text/plain; charset=utf-8' }, 'see /ops/\n'));
@@ -56,8 +81,11 @@ export function mountOpsApi(router: Router, { engine, metrics }: ServerContext):
   });
 }
 
-/** Writes the event stream to one subscriber: the headers here, the events from engine/ops/events.ts. */
-export function streamEvents(events: OpsEvents, ex: Exchange): void {
+/**
+ * Writes the event stream to one subscriber: the headers here (CORS: the router's grant, as for
+ * every route), the events from engine/ops/events.ts. `closed` runs once the stream ends.
+ */
+export function streamEvents(events: OpsEvents, ex: Exchange, closed?: () => void): void {
   const res = ex.res;
   ex.done = true; // the stream never ends by itself: the exchange must not answer it again
   const sink: EventSink = {
@@ -68,15 +96,21 @@ export function streamEvents(events: OpsEvents, ex: Exchange): void {
       });
       return ok;
     },
-    close: () => res.close(),
+    close: () => {
+      closed?.();
+      res.close();
+    },
   };
   let subscription: Subscription | undefined;
   res.cork(() => {
-    ex.head(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no', 'Access-Control-Allow-Origin': '*' });
+    ex.head(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no' });
     // The first write (the subscription's retry line) sends the headers.
     subscription = events.subscribe(sink);
   });
-  ex.onAbort(() => subscription!.gone());
+  ex.onAbort(() => {
+    closed?.();
+    subscription!.gone();
+  });
   res.onWritable(() => subscription!.drained());
 }
 

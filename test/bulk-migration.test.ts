@@ -9,7 +9,7 @@ import { TEST_BACKEND } from './helpers/backends.js';
 import { Api, ISO_UTC, devToken, expectError } from './helpers/docs-client.js';
 import { startServer, tempRoot, type TestServer } from './helpers/server.js';
 
-const SECRET = 'bulk-migration-test-secret';
+const SECRET = 'bulk-migration-test-secret-0123456789';
 const CASE = 'urn:svc:case';
 const V1 = 'urn:svc:schema:case@1.0.0';
 const V2 = 'urn:svc:schema:case@2.0.0';

@@ -167,7 +167,7 @@ describe.skipIf(!hasChromium)('the /ops/ dashboard with security on', () => {
   beforeAll(async () => {
     const policy = path.join(fs.mkdtempSync(path.join(process.env.TMPDIR ?? '/tmp', 'svc-dashboard-')), 'policy.json');
     fs.writeFileSync(policy, JSON.stringify({ tenants: { acme: { quotaBytes: 1_000_000 }, idle: {} } }));
-    server = await startServer({ SVC_DURABILITY: 'relaxed', SVC_OPS_REFRESH_MS: '200', SVC_SECURITY_ENABLED: 'true', SVC_DEV_SHARED_SECRET: 'dashboard-test-secret-0123456789', SVC_TENANT_POLICY_FILE: policy });
+    server = await startServer({ SVC_DURABILITY: 'relaxed', SVC_OPS_REFRESH_MS: '200', SVC_SECURITY_ENABLED: 'true', SVC_DEV_SHARED_SECRET: 'dashboard-test-secret-0123456789abcdef', SVC_TENANT_POLICY_FILE: policy });
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
   });
   afterAll(async () => {

@@ -734,7 +734,7 @@ describe('schemas', () => {
     expect(plain.json).toEqual(created.json);
     expectError(await api.get(`/v1/schemas/${encodeURIComponent('urn:svc:schema:never@1.0.0')}`), 404, 'schema_not_found');
     expectError(await api.get('/v1/schemas/urn:svc:schema:never@1.0.0'), 404, 'schema_not_found');
-    expectError(await api.get('/v1/schemas/garbage'), 404, 'schema_not_found');
+    expectError(await api.get('/v1/schemas/garbage'), 400, 'invalid_request');
   });
 
   test('bad registrations are 400 invalid_request', async () => {

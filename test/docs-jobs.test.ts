@@ -6,7 +6,7 @@ import { afterAll, describe, expect, test } from 'vitest';
 import { checkedFetch as fetch } from './helpers/http.js';
 import { startServer, tempRoot, type TestServer } from './helpers/server.js';
 
-const SECRET = 'docs-jobs-test-secret';
+const SECRET = 'docs-jobs-test-secret-0123456789abcdef';
 
 class Client {
   constructor(

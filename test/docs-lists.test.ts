@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { checkedFetch as fetch } from './helpers/http.js';
 import { type TestServer, startServer } from './helpers/server.js';
 
-const SECRET = 'docs-lists-test-secret';
+const SECRET = 'docs-lists-test-secret-0123456789abcdef';
 
 interface Reply {
   status: number;

@@ -9,7 +9,7 @@ import { TEST_BACKEND } from './helpers/backends.js';
 import { Api, ISO_UTC, JSON_TYPE, META_ID, devToken, expectError, expectRejected } from './helpers/docs-client.js';
 import { startServer, tempRoot, type TestServer } from './helpers/server.js';
 
-const SECRET = 'metadata-envelope-test-secret';
+const SECRET = 'metadata-envelope-test-secret-0123456789';
 const CASE = 'urn:svc:case';
 const CASE_1 = 'urn:svc:schema:case@1.0.0';
 const NOTES = 'urn:svc:notes';

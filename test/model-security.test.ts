@@ -19,7 +19,7 @@ import { zipBundle, zipBytes } from './helpers/zip.js';
 
 const ISSUER = 'https://issuer.test';
 const AUDIENCE = 'svc-models';
-const DEV_SECRET = 'model-security-test-secret';
+const DEV_SECRET = 'model-security-test-secret-0123456789';
 const AIRBNB = join(FIXTURES, 'combust-mleap/mleap-benchmark/src/main/resources/models/airbnb.model.lr.zip');
 const AIRBNB_FRAME = join(FIXTURES, 'combust-mleap/mleap-benchmark/src/main/resources/leap_frame/frame.airbnb.json');
 if (!HAVE_FIXTURES) console.warn(`model fixtures not found at ${FIXTURES}: the published-bundle case of model-security is skipped`);

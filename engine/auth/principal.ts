@@ -1,5 +1,7 @@
 // Who is calling: the claims of a verified bearer token, and capability checks.
 
+import { LRUCache } from 'lru-cache';
+
 export interface Principal {
   /** `sub` */
   subject: string;
@@ -11,8 +13,17 @@ export interface Principal {
   roles: readonly string[];
 }
 
-/** Answers of `holds` per principal (a cached token's principal is asked on every request). */
-const answers = new WeakMap<Principal, Map<string, boolean>>();
+/**
+ * Answers of `holds` per principal (a cached token's principal is asked on every request). A
+ * capability may carry what the request names (`meta.write:<namespace URN>`), so each principal
+ * keeps only its most recently asked ones: a caller naming a new namespace every request costs a
+ * scan of its scopes, never memory that outlives the request.
+ */
+const answers = new WeakMap<Principal, LRUCache<string, boolean>>();
+/** Capabilities remembered per principal: a route's own plus the few namespaces a client works in. */
+const ANSWERS_PER_PRINCIPAL = 32;
+/** Longer capabilities are answered and not remembered (a URN is at most 256 characters: engine/base/urn.ts). */
+const REMEMBERED_MAX_CHARS = 512;
 
 /** Whether the principal's scopes grant `capability` (exact, or by a `*`-suffixed prefix). */
 export function holds(principal: Principal, capability: string): boolean {
@@ -26,7 +37,8 @@ export function holds(principal: Principal, capability: string): boolean {
       break;
     }
   }
-  if (!known) answers.set(principal, (known = new Map()));
+  if (capability.length > REMEMBERED_MAX_CHARS) return granted;
+  if (!known) answers.set(principal, (known = new LRUCache({ max: ANSWERS_PER_PRINCIPAL })));
   known.set(capability, granted);
   return granted;
 }

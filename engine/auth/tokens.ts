@@ -3,13 +3,15 @@
 
 import { createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
 import fs from 'node:fs';
+import { LRUCache } from 'lru-cache';
 import { SignJWT, createLocalJWKSet, createRemoteJWKSet, decodeProtectedHeader, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import type { AuthConfig } from '../config.js';
 import { SvcError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { DevSecretStore } from '../store/index.js';
 import type { Principal } from './principal.js';
-import { DEV_TOKEN_MAX_TTL_S } from '../base/limits.js';
+import { DEV_SECRET_MIN_BYTES, DEV_TOKEN_MAX_TTL_S } from '../base/limits.js';
+import { StartRefused } from '../store/dependency-failure.js';
 
 export const unauthenticated = (message: string) => new SvcError('unauthenticated', 'unauthenticated', message);
 
@@ -32,6 +34,30 @@ const BEARER = /^Bearer\s+([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*)\s*$/i
 
 /** Verified tokens kept for reuse (a client sends the same token with every request). */
 const CACHED_TOKENS = 10_000;
+/**
+ * And the characters they hold together (tokens, headers and principals): a token is bounded
+ * only by the HTTP parser's header limit, and its scopes and roles ride in it.
+ */
+const CACHED_TOKEN_CHARS = 8 * 1024 * 1024;
+
+interface Verified {
+  principal: Principal;
+  /** ms */
+  expiresAt: number;
+}
+
+/** A cache of verified tokens by `key` (the token, or the whole header), least recently used dropped first. */
+function tokenCache(): LRUCache<string, Verified> {
+  return new LRUCache<string, Verified>({ max: CACHED_TOKENS, maxSize: CACHED_TOKEN_CHARS, sizeCalculation: (v, key) => key.length + principalChars(v.principal) });
+}
+
+/** What a principal holds, in characters (its strings; a few dozen for the object itself). */
+function principalChars(p: Principal): number {
+  let n = 64 + p.subject.length + p.tenant.length;
+  for (const s of p.scopes) n += s.length + 8;
+  for (const r of p.roles) n += r.length + 8;
+  return n;
+}
 
 export class TokenVerifier {
   private readonly secret?: Uint8Array;
@@ -40,8 +66,8 @@ export class TokenVerifier {
   private jwks?: JWTVerifyGetKey;
   /** The JWKS of the issuer's discovery document, found at the first token that needs it. */
   private discovered?: Promise<JWTVerifyGetKey>;
-  /** token → its principal and expiry (ms); least recently used first. */
-  private readonly verified = new Map<string, { principal: Principal; expiresAt: number }>();
+  /** token → its principal and expiry. */
+  private readonly verified = tokenCache();
 
   private constructor(
     private readonly config: AuthConfig,
@@ -61,7 +87,17 @@ export class TokenVerifier {
    */
   static async open(config: AuthConfig, secrets: DevSecretStore, log: Logger, securityEnabled = false): Promise<TokenVerifier> {
     if (config.devSharedSecret === 'off' || (securityEnabled && config.devSharedSecret === '')) return new TokenVerifier(config, undefined, log);
-    if (config.devSharedSecret) return new TokenVerifier(config, new TextEncoder().encode(config.devSharedSecret), log);
+    if (config.devSharedSecret) {
+      const secret = new TextEncoder().encode(config.devSharedSecret);
+      if (securityEnabled && secret.byteLength < DEV_SECRET_MIN_BYTES) {
+        throw new StartRefused('SVC_DEV_SHARED_SECRET', `with SVC_SECURITY_ENABLED=true the development secret must be at least ${DEV_SECRET_MIN_BYTES} bytes (it has ${secret.byteLength}): generate one (openssl rand -hex 32), or set it to off`);
+      }
+      const verifier = new TokenVerifier(config, secret, log);
+      if (securityEnabled && verifier.devTokensEnabled) {
+        log.warn('development tokens are enabled: POST /dev/token mints a token of any tenant and capability for a direct loopback request (SVC_DEV_SHARED_SECRET; SVC_DEV_TOKEN_ENDPOINT=off disables the endpoint)');
+      }
+      return verifier;
+    }
     const { secret, created } = await secrets.keep(randomBytes(32).toString('base64url'));
     if (created) log.info('generated the development token secret (SVC_DEV_SHARED_SECRET); mint tokens with POST /dev/token from this host', { keptIn: secrets.location });
     return new TokenVerifier(config, new TextEncoder().encode(secret), log);
@@ -82,7 +118,7 @@ export class TokenVerifier {
   }
 
   /** The verified tokens by the Authorization header that carried them. */
-  private readonly byHeader = new Map<string, { principal: Principal; expiresAt: number }>();
+  private readonly byHeader = tokenCache();
 
   /** The principal of an `Authorization` header value; 401 `unauthenticated` otherwise. */
   async verify(authorization: string | undefined): Promise<Principal> {
@@ -91,11 +127,7 @@ export class TokenVerifier {
     if (!m) throw unauthenticated('The Authorization header is not a Bearer JWT');
     const token = m[1]!;
     const cached = this.verified.get(token);
-    if (cached && cached.expiresAt > Date.now()) {
-      this.verified.delete(token);
-      this.verified.set(token, cached);
-      return cached.principal;
-    }
+    if (cached && cached.expiresAt > Date.now()) return cached.principal;
     let payload: JWTPayload;
     try {
       payload = await this.check(token);
@@ -104,12 +136,9 @@ export class TokenVerifier {
       throw unauthenticated(`The bearer token is not valid: ${describe(err)}`);
     }
     const principal = principalOf(payload);
-    const entry = { principal, expiresAt: payload.exp! * 1000 };
-    this.verified.delete(token);
+    const entry: Verified = { principal, expiresAt: payload.exp! * 1000 };
     this.verified.set(token, entry);
-    if (this.verified.size > CACHED_TOKENS) this.verified.delete(this.verified.keys().next().value!);
     this.byHeader.set(authorization, entry);
-    if (this.byHeader.size > CACHED_TOKENS) this.byHeader.delete(this.byHeader.keys().next().value!);
     return principal;
   }
 
@@ -174,6 +203,22 @@ export class TokenVerifier {
 /** A provider's key set, fetched when a token names a key it does not hold (at most once per `cooldownMs`). */
 function remoteKeys(uri: string, cooldownMs: number): JWTVerifyGetKey {
   return createRemoteJWKSet(new URL(uri), { cooldownDuration: cooldownMs, timeoutDuration: 5000 });
+}
+
+/** Headers a proxy adds: a request that carries one came through a proxy, whatever its socket's peer. */
+const PROXY_HEADERS = ['forwarded', 'x-forwarded-for', 'x-real-ip'];
+
+/**
+ * Whether POST /dev/token answers a request: from a loopback address, and not relayed (a proxy on
+ * the same host makes every client's socket local, so a header a proxy adds refuses it).
+ * `headerOf` reads a request header by its lower-case name.
+ */
+export function mayMintFor(peer: string, headerOf: (name: string) => string | undefined): boolean {
+  return isLoopback(peer) && PROXY_HEADERS.every((name) => headerOf(name) === undefined);
+}
+
+function isLoopback(address: string): boolean {
+  return address === '127.0.0.1' || address === '::1' || address === '::ffff:127.0.0.1' || address === '0000:0000:0000:0000:0000:0000:0000:0001';
 }
 
 /** Checks a POST /dev/token body. */

@@ -39,6 +39,11 @@ export const BULK_FAILURES_LISTED = 100;
 export const JOB_WAIT_MAX_S = 30;
 /** POST /dev/token's body: a handful of claims. */
 export const DEV_TOKEN_BODY_BYTES = 64 * KiB;
+/**
+ * The development secret with security on: at least 32 bytes (HS256's key is the hash's size; a
+ * shorter secret can be guessed offline from one token). Shorter refuses the start.
+ */
+export const DEV_SECRET_MIN_BYTES = 32;
 /** A development token lives at most a week (`ttl_seconds`). */
 export const DEV_TOKEN_MAX_TTL_S = 7 * 24 * 3600;
 
@@ -64,3 +69,11 @@ export const FORWARDED_ANSWER_MAX_BYTES = 1 * MiB;
  * HTTP parser's header limit anyway, and clients split an upload into a handful.
  */
 export const TUS_MAX_PARTIALS = 64;
+
+// ---- names a request carries ----
+/**
+ * A URN a request names (a namespace, a schema, a workflow): RFC 8141 syntax and at most this
+ * many characters, checked at the edge before it reaches any check or cache (engine/base/urn.ts).
+ * The longest URN svc itself accepts is 150 characters (urn:svc:schema:<128>@<semver>).
+ */
+export const URN_MAX_CHARS = 256;

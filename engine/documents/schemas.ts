@@ -3,6 +3,7 @@
 // (registrations, never changed) and `schema_lifecycle` (where each has moved since).
 
 import { createHash } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 import { type CursorSeal, type Principal, holds } from '../auth/index.js';
 import { SvcError } from '../errors.js';
 import { type KeyedCatalog, type Unit, type UnitStore, table } from '../store/index.js';
@@ -55,10 +56,14 @@ export function requireSchemaOwner(principal: Principal, record: SchemaRecord, d
   throw forbidden(`${record.schemaUrn} ${whose}: ${doing} needs ${record.tenant === undefined ? '' : 'its tenant or '}schema.admin`);
 }
 
+/** Compiled validators kept: a schema used less often is compiled again when next used. */
+const COMPILED_SCHEMAS = 1000;
+
 export const schemaNotFound = (urn: string) => new SvcError('not_found', 'schema_not_found', `No schema ${urn}`);
 
 export class SchemaRegistry {
-  private readonly compiled = new Map<string, (data: unknown) => ValidationIssue[]>();
+  /** Compiled validators of the schemas used most recently (each holds its schema's structure and patterns). */
+  private readonly compiled = new LRUCache<string, (data: unknown) => ValidationIssue[]>({ max: COMPILED_SCHEMAS });
 
   constructor(
     private readonly schemas: KeyedCatalog<SchemaRecord>,

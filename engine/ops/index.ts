@@ -5,5 +5,6 @@ export { ClusterNodes, type Forgotten, type NodeView } from './nodes.js';
 export { formatBytes } from '../base/bytes.js';
 export { type GcState, type NodeSummary, nodeIdOf, nodeSummary, OpsSnapshots } from './snapshot.js';
 export { Stats } from './stats.js';
+export { StreamBound } from './stream-bound.js';
 export { TrafficHistory } from './traffic-history.js';
 export type { HealthCheck, MemoryGauges, OpsSource, TenantUsageRow } from './source.js';

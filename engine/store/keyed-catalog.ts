@@ -1,12 +1,18 @@
 // Records under string keys, read in key order: metadata schemas and migrations. Small tables
 // whose records never change once registered and are read on every metadata write, so each
 // node keeps those it has read in memory (a record registered on another node is read from the
-// store on first use).
+// store on first use). Only the most recently used are kept: any tenant with schema.write may
+// register schemas, and each may carry a large JSON Schema.
 
+import { LRUCache } from 'lru-cache';
 import { type Table, type Unit, type UnitStore, table } from './unit-store.js';
 
-export class KeyedCatalog<R> {
-  private readonly known = new Map<string, R>();
+/** Records kept in memory, and their characters together (as JSON). */
+const KEPT_RECORDS = 10_000;
+const KEPT_CHARS = 64 * 1024 * 1024;
+
+export class KeyedCatalog<R extends object> {
+  private readonly known = new LRUCache<string, R>({ max: KEPT_RECORDS, maxSize: KEPT_CHARS, sizeCalculation: (record, key) => key.length + JSON.stringify(record).length });
   private readonly table: Table<R, string>;
 
   constructor(

@@ -62,16 +62,18 @@ export class TenantPolicies {
     return Object.keys(this.current.tenants);
   }
 
-  /** Merged policies by tenant, made once per file version (asked several times per request). */
+  /**
+   * Merged policies of the tenants the file names, made once per file version (asked several
+   * times per request). Any other tenant gets the default itself: nothing is kept per tenant a
+   * token names, so the map never holds more than the file does.
+   */
   private merged = new Map<string, Policy>();
 
   for(tenant: string): Policy {
+    const own = Object.hasOwn(this.current.tenants, tenant) ? this.current.tenants[tenant] : undefined;
+    if (!own) return this.current.default;
     let policy = this.merged.get(tenant);
-    if (!policy) {
-      const own = this.current.tenants[tenant];
-      policy = own ? { ...this.current.default, ...own } : this.current.default;
-      if (this.merged.size < 100_000) this.merged.set(tenant, policy);
-    }
+    if (!policy) this.merged.set(tenant, (policy = { ...this.current.default, ...own }));
     return policy;
   }
 }
