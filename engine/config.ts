@@ -32,6 +32,7 @@ export const VARIABLES: ReadonlyArray<{ name: string; default: string; help: str
   { name: 'SVC_NATIVE_SHA256', default: 'auto', help: '`auto`: hash each block together with the whole object on the scanning thread with the native SHA-256 pair (native/sha256-pair.c, built by `npm run build`; x86-64 with SHA extensions), when it loaded; `off`: node:crypto only, blocks hashed by the worker threads.' },
   { name: 'SVC_SEGMENT_BYTES', default: '1MiB', help: 'Size of the shared segments an upload is copied into and handed to workers.' },
   { name: 'SVC_INGEST_BUFFER_BYTES', default: '512MiB', help: 'Bytes all uploads together may hold in segments; uploads pause beyond it.' },
+  { name: 'SVC_IDEMPOTENCY_TTL', default: '24h', help: 'How long the answer to a creating POST sent with an `Idempotency-Key` is kept (in the units store: LMDB on fs and s3, PostgreSQL on pg-s3, so any node answers a repeat): a repeat within it gets the first answer again; expired keys are swept every minute, a bounded batch at a time. At least 1 minute.' },
   { name: 'SVC_UPLOAD_TTL', default: '24h', help: 'Lifetime of a resumable upload session (tus uploads included: `Upload-Expires`), fixed when it is created (410 upload_expired after).' },
   { name: 'SVC_UPLOAD_MAX_PART_BYTES', default: '256MiB', help: 'Largest part of a resumable upload (400 invalid_upload beyond); a tus PATCH may carry up to the rest of its upload.' },
   { name: 'SVC_UPLOAD_MAX_PARTS', default: '8192', help: 'Most parts one resumable upload session may have.' },
@@ -139,6 +140,8 @@ export interface Config {
   /** SVC_TENANT_POLICY_FILE ('' = no limits). */
   tenantPolicyFile: string;
   docMaxJsonBytes: number;
+  /** SVC_IDEMPOTENCY_TTL: how long a creating POST's answer is kept under its Idempotency-Key. */
+  idempotencyTtlMs: number;
   /** SVC_MAX_METADATA_ENTRY_BYTES: the largest metadata entry as stored (its JSON). */
   maxMetadataEntryBytes: number;
   /** Read again by engine/documents/validator.ts in every thread; parsed here so a bad value stops the start. */
@@ -442,6 +445,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     securityEnabled: oneOf('SVC_SECURITY_ENABLED', get('SVC_SECURITY_ENABLED'), ['true', 'false'] as const) === 'true',
     tenantPolicyFile: get('SVC_TENANT_POLICY_FILE'),
+    idempotencyTtlMs: inRange('SVC_IDEMPOTENCY_TTL', parseDuration('SVC_IDEMPOTENCY_TTL', get('SVC_IDEMPOTENCY_TTL')), 60_000, 30 * 24 * 3600_000),
     docMaxJsonBytes: inRange('SVC_DOC_MAX_JSON_BYTES', parseSize('SVC_DOC_MAX_JSON_BYTES', get('SVC_DOC_MAX_JSON_BYTES')), 1024, 64 * MiB),
     maxMetadataEntryBytes: inRange('SVC_MAX_METADATA_ENTRY_BYTES', parseSize('SVC_MAX_METADATA_ENTRY_BYTES', get('SVC_MAX_METADATA_ENTRY_BYTES')), 1024, 64 * MiB),
     validation: validationDeadlines(env),

@@ -27,6 +27,7 @@ import { ClusterNodes, TrafficHistory, nodeIdOf, nodeSummary } from './ops/index
 import { type LiveNode, ownerOf } from './locality/index.js';
 import { ViewService } from './views/index.js';
 import { WorkflowService } from './workflows/index.js';
+import { IdempotencyKeys } from './idempotency/index.js';
 import { type BlobBackend, type BlobCatalog, type BlobSummary, type BlockStore, CatalogEnv, type DataDirLock, DiskSpace, FsTailStaging, DEFAULT_TENANT, InvalidCursorError, FileDevSecretStore, UnitSecretStore, KeyedCatalog, LmdbGcCatalog, LmdbModelRegistry, LmdbUnitStore, type UnitStore, LmdbUploadCatalog, type Manifest, lockDataDir, openBlobBackend } from './store/index.js';
 import type { BlockRoots } from './cas/index.js';
 import { BufferPool } from './uploads/index.js';
@@ -80,6 +81,8 @@ export class Engine {
   readonly jobs: JobQueue;
   /** Units of work of the document platform, jobs, views, workflows and legacy mappings (engine/store/unit-store.ts). */
   readonly units: UnitStore;
+  /** Idempotency-Key of creating requests, in the units store (engine/idempotency). */
+  readonly idempotency: IdempotencyKeys;
   /** The document platform: documents, versions, metadata, schemas, migrations. */
   readonly documents: DocumentService;
   readonly views: ViewService;
@@ -174,6 +177,7 @@ export class Engine {
     // cluster's nodes on pg-s3, else in this node's LMDB.
     const units: UnitStore = backend.units ?? new LmdbUnitStore(catalog);
     this.units = units;
+    this.idempotency = new IdempotencyKeys(units, config.idempotencyTtlMs);
     // Kept where every node reads it: a cursor one node gave opens on any other, and after a restart.
     this.cursors = new CursorSeal(backend.cursorKey ?? new UnitSecretStore(units, 'cursor-key'));
     this.jobs = new JobQueue({ store: units, pool, config: config.jobs, log, node: this.nodeId });
@@ -249,6 +253,7 @@ export class Engine {
     await engine.models.start();
     await engine.models.reportRefusedRegistrations();
     engine.jobs.start();
+    engine.idempotency.start((err) => log.warn('idempotency: a sweep of expired keys failed', { err: String(err) }));
     if (backend.shared) {
       engine.clusterShare.start();
       // The health this node tells the others at its heartbeats (NodeSummary): probed every 5 s.
@@ -484,6 +489,7 @@ export class Engine {
     await this.gc.stop();
     this.clusterShare.stop();
     clearInterval(this.healthProbe);
+    this.idempotency.stop();
     await this.jobs.stop();
     this.uploads.stop();
     await this.pool.destroy();

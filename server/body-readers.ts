@@ -5,12 +5,21 @@ import { SvcError, payloadTooLarge } from '../engine/errors.js';
 import type { FrameBody } from '../engine/models/index.js';
 import { type Exchange, header } from './exchange.js';
 import type { BodyReader } from './router.js';
+import { BodyDigest } from './idempotent.js';
 
 /** The error for a body larger than `max` bytes, in the surface's terms. */
 type TooLarge = (max: number) => Error;
 
+/** A JSON body: its value, its size and (for a request with an Idempotency-Key) the SHA-256 of its bytes, taken as they streamed. */
+export interface JsonBody {
+  value: unknown;
+  bytes: number;
+  digest?: string;
+}
+
 /** A route's JSON body (`Call.body`): at most `max` bytes, else 413 `payload_too_large`. */
-export const jsonBody = (max: number): BodyReader<{ value: unknown; bytes: number }> => (ex, _req, charge) => readJson(ex, max, payloadTooLarge, charge);
+export const jsonBody = (max: number): BodyReader<JsonBody> => (ex, req, charge) =>
+  readJson(ex, max, payloadTooLarge, charge, header(req, 'idempotency-key') === undefined ? undefined : new BodyDigest());
 
 /** A route's body in one shared buffer (`Call.body`), at most `max` bytes, else `tooLarge`. */
 export const sharedBody = (max: number, tooLarge: TooLarge): BodyReader<FrameBody> => (ex, req, charge) => readShared(ex, max, header(req, 'content-length'), tooLarge, charge);
@@ -23,7 +32,7 @@ const FREE: Charge = () => {};
  * The whole JSON body (at most `max` bytes, else `tooLarge`), each chunk charged as it arrives
  * (a refusal rejects at once); 400 `invalid_json` when it does not parse.
  */
-export function readJson(ex: Exchange, max: number, tooLarge: TooLarge, charge: Charge = FREE): Promise<{ value: unknown; bytes: number }> {
+export function readJson(ex: Exchange, max: number, tooLarge: TooLarge, charge: Charge = FREE, digest?: BodyDigest): Promise<JsonBody> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -44,11 +53,14 @@ export function readJson(ex: Exchange, max: number, tooLarge: TooLarge, charge: 
         reject(err);
         return;
       }
-      chunks.push(Buffer.from(chunk.slice(0)));
+      const copy = Buffer.from(chunk.slice(0));
+      digest?.update(copy);
+      chunks.push(copy);
       if (!isLast) return;
-      if (size === 0) return resolve({ value: undefined, bytes: 0 });
+      const hex = digest?.hex();
+      if (size === 0) return resolve({ value: undefined, bytes: 0, digest: hex });
       try {
-        resolve({ value: JSON.parse(Buffer.concat(chunks, size).toString('utf8')), bytes: size });
+        resolve({ value: JSON.parse(Buffer.concat(chunks, size).toString('utf8')), bytes: size, digest: hex });
       } catch {
         reject(new SvcError('invalid', 'invalid_json', 'The body is not valid JSON'));
       }

@@ -6,6 +6,7 @@
 
 import { mayMintFor, parseDevTokenRequest } from '../engine/auth/index.js';
 import type { DocumentService } from '../engine/documents/index.js';
+import type { Created, Finalized } from '../engine/documents/index.js';
 import { checkApplicable, viewOfQuery } from '../engine/views/index.js';
 import { MetadataRejection } from '../engine/documents/index.js';
 import type { Stats } from '../engine/ops/index.js';
@@ -14,7 +15,8 @@ import { badRequest, isPlainObject } from '../engine/documents/index.js';
 import { parseLimit } from '../engine/cas/index.js';
 import { SvcError } from '../engine/errors.js';
 import { type ServerContext, servesDocuments } from './server-context.js';
-import { jsonBody } from './body-readers.js';
+import { type JsonBody, jsonBody } from './body-readers.js';
+import { type Answer, type Keep, answerOnce, jsonAnswer, keyedRequest, scopeOf } from './idempotent.js';
 import { type BodySource, HeldBody } from './body-sources.js';
 import { feedIngest } from './body-feed.js';
 import { readConditions, serveBlob } from './blob-serving.js';
@@ -27,7 +29,7 @@ import { ANY_TOKEN, type Call, type Router, caller } from './router.js';
 import { DEV_TOKEN_BODY_BYTES, JOB_WAIT_MAX_S } from '../engine/base/limits.js';
 import { checkUrn } from '../engine/base/urn.js';
 
-type JsonCall = Call<{ value: unknown; bytes: number }>;
+type JsonCall = Call<JsonBody>;
 
 /** A path parameter, percent-decoded (as sent when it is not valid percent-encoding). */
 const param = (call: Call<unknown>, i: number) => decodeSegment(call.params[i]!);
@@ -47,6 +49,12 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
   const json = jsonBody(config.docMaxJsonBytes);
   /** Metadata writes answer every error in the rejected form. */
   const rejectedForm = asRejection;
+  /** A creating request, answered once per Idempotency-Key (server/idempotent.ts); read before the handler's first await. */
+  const once = (call: JsonCall, create: (keep: Keep) => Promise<Answer>) => {
+    const principal = caller(call);
+    const keyed = keyedRequest(call.req, call.ex.method);
+    return answerOnce(call.ex, engine.idempotency, scopeOf(principal.tenant, principal), keyed, async () => (await call.body).digest, create);
+  };
 
   // Only for a direct request from this host (no proxy's header): any other is told the route does not exist.
   router.on('POST', '/dev/token', async ({ ex, req, body }) => {
@@ -56,14 +64,13 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
     ex.json(200, await tokens.mint(parseDevTokenRequest(value)), { 'Cache-Control': 'no-store' });
   }, { body: jsonBody(DEV_TOKEN_BODY_BYTES) });
 
-  router.on('POST', '/v1/documents', async (call: JsonCall) => {
-    const { ex } = call;
+  router.on('POST', '/v1/documents', (call: JsonCall) => once(call, async (keep) => {
     const principal = caller(call);
     const body = await bodyOf(call);
     if (isPlainObject(body)) bundleUrns(body.initialMetadata);
-    const r = await docs.create(principal, body, requestOf(ex));
-    ex.json(r.created ? 201 : 200, { documentId: r.documentId, uploadId: r.uploadId }, { Location: `/v1/documents/${r.documentId}`, ...deprecation(r.deprecated) });
-  }, { capability: 'doc.create', body: json });
+    const answerOf = (r: Created) => jsonAnswer(r.created ? 201 : 200, { documentId: r.documentId, uploadId: r.uploadId }, { Location: `/v1/documents/${r.documentId}`, ...deprecation(r.deprecated) });
+    return answerOf(await docs.create(principal, body, requestOf(call.ex), keep(answerOf)));
+  }), { capability: 'doc.create', body: json });
 
   // The document's bytes: an operation of its tenant (one of its slots), its declared length
   // against the caller's byte budget, the tenant's object limit and quota (engine/documents).
@@ -83,13 +90,13 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
     streamInto(ex, body, upload, stats, meter);
   }, { capability: 'doc.create', operation: true });
 
-  router.on('POST', '/v1/uploads/:uploadId/finalize', async (call: JsonCall) => {
-    const { ex } = call;
+  router.on('POST', '/v1/uploads/:uploadId/finalize', (call: JsonCall) => once(call, async (keep) => {
     const principal = caller(call);
+    const uploadId = param(call, 0);
     const body = await bodyOf(call);
-    const r = await docs.finalize(principal, param(call, 0), body);
-    ex.json(r.created ? 201 : 200, { documentId: r.documentId, versionId: r.versionId, contentRef: r.contentRef });
-  }, { capability: 'doc.create', body: json });
+    const answerOf = (r: Finalized) => jsonAnswer(r.created ? 201 : 200, { documentId: r.documentId, versionId: r.versionId, contentRef: r.contentRef });
+    return answerOf(await docs.finalize(principal, uploadId, body, keep(answerOf)));
+  }), { capability: 'doc.create', body: json });
 
   router.on('GET', '/v1/documents', async (call) => {
     const { ex, query } = call;
@@ -174,15 +181,15 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
   }, { capability: 'doc.read', operation: true });
 
   // workflow.run:<workflowUrn>: the engine checks it.
-  router.on('POST', '/v1/documents/:documentId/workflows/:workflowUrn/run', async (call: JsonCall) => {
-    const { ex } = call;
+  router.on('POST', '/v1/documents/:documentId/workflows/:workflowUrn/run', (call: JsonCall) => once(call, async (keep) => {
     const principal = caller(call);
     const workflowUrn = urnParam(call, 1, 'the workflow URN');
+    const documentId = param(call, 0);
     const body = await bodyOf(call);
     if (isPlainObject(body)) bodyUrns(body.inputs, ['targetNamespace']);
-    const r = await workflows.run(principal, param(call, 0), workflowUrn, body, requestOf(ex));
-    ex.json(202, { jobId: r.jobId }, { Location: `/v1/jobs/${r.jobId}` });
-  }, { capability: ANY_TOKEN, body: json });
+    const answerOf = (r: { jobId: string }) => jsonAnswer(202, { jobId: r.jobId }, { Location: `/v1/jobs/${r.jobId}` });
+    return answerOf(await workflows.run(principal, documentId, workflowUrn, body, requestOf(call.ex), keep(answerOf)));
+  }), { capability: ANY_TOKEN, body: json });
 
   router.on('GET', '/v1/documents/:documentId/metadata', async (call) => {
     const { ex, req, query } = call;
@@ -193,32 +200,29 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
   }, { capability: 'meta.read' });
 
   // meta.write:<namespaceUrn> of the body: the engine checks it.
-  router.on('POST', '/v1/documents/:documentId/migrate', async (call: JsonCall) => {
-    const { ex } = call;
+  router.on('POST', '/v1/documents/:documentId/migrate', (call: JsonCall) => once(call, async (keep) => {
     const principal = caller(call);
+    const documentId = param(call, 0);
     const body = await bodyNaming(call, ['namespaceUrn', 'toSchemaUrn']);
-    const r = await docs.migrate(principal, param(call, 0), body, requestOf(ex));
-    ex.json(202, { jobId: r.jobId }, { Location: `/v1/jobs/${r.jobId}`, ...deprecation(r.deprecated) });
-  }, { capability: ANY_TOKEN, body: json });
+    return jobAnswer(await docs.migrate(principal, documentId, body, requestOf(call.ex), keep(jobAnswer)));
+  }), { capability: ANY_TOKEN, body: json });
 
-  router.on('POST', '/v1/migrations', async (call: JsonCall) => {
-    const { ex } = call;
+  // Registered under its schemas' URNs (a repeat finds it): the key's answer is kept just after.
+  router.on('POST', '/v1/migrations', (call: JsonCall) => once(call, async () => {
     const body = await bodyNaming(call, ['fromSchemaUrn', 'toSchemaUrn']);
     const { record, created } = await docs.migrations.register(caller(call), body);
-    ex.json(created ? 201 : 200, {
+    return jsonAnswer(created ? 201 : 200, {
       fromSchemaUrn: record.fromSchemaUrn, toSchemaUrn: record.toSchemaUrn, namespaceUrn: record.namespaceUrn,
       forward: record.forward, inverse: record.inverse, probedInstances: record.probedInstances, createdAt: new Date(record.createdAt).toISOString(),
     });
-  }, { capability: 'migration.write', body: json });
+  }), { capability: 'migration.write', body: json });
 
   // migration.write here; meta.write:<namespace of fromSchemaUrn> in the engine.
-  router.on('POST', '/v1/migrations/apply', async (call: JsonCall) => {
-    const { ex } = call;
+  router.on('POST', '/v1/migrations/apply', (call: JsonCall) => once(call, async (keep) => {
     const principal = caller(call);
     const body = await bodyNaming(call, ['fromSchemaUrn', 'toSchemaUrn']);
-    const r = await bulkMigrations.request(principal, body, requestOf(ex));
-    ex.json(202, { jobId: r.jobId }, { Location: `/v1/jobs/${r.jobId}`, ...deprecation(r.deprecated) });
-  }, { capability: 'migration.write', body: json });
+    return jobAnswer(await bulkMigrations.request(principal, body, requestOf(call.ex), keep(jobAnswer)));
+  }), { capability: 'migration.write', body: json });
 
   router.on('GET', '/v1/jobs/:jobId', async (call) => {
     const { ex, query } = call;
@@ -272,12 +276,12 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
     ex.json(200, { status: 'accepted', versionId: r.versionId, newMetadataId: r.newMetadataId }, deprecation(r.deprecated));
   }, { capability: ANY_TOKEN, body: json, errorForm: rejectedForm });
 
-  router.on('POST', '/v1/schemas', async (call: JsonCall) => {
-    const { ex } = call;
+  // Registered under its URN (a repeat finds it): the key's answer is kept just after.
+  router.on('POST', '/v1/schemas', (call: JsonCall) => once(call, async () => {
     const body = await bodyNaming(call, ['schemaUrn', 'namespaceUrn']);
     const { record, created } = await docs.registerSchema(caller(call).tenant, body);
-    ex.json(created ? 201 : 200, schemaJson(record), { Location: `/v1/schemas/${encodeURIComponent(record.schemaUrn)}` });
-  }, { capability: 'schema.write', body: json });
+    return jsonAnswer(created ? 201 : 200, schemaJson(record), { Location: `/v1/schemas/${encodeURIComponent(record.schemaUrn)}` });
+  }), { capability: 'schema.write', body: json });
 
   router.on('PATCH', '/v1/schemas/:schemaUrn', async (call: JsonCall) => {
     const { ex } = call;
@@ -383,6 +387,9 @@ const READING_PARAMS = ['envelope', 'status', 'includeQuarantined'];
 function readingHeaders(envelope: '1' | '1.1') {
   return envelope === '1.1' ? { 'Content-Type': METADATA_V11, Vary: 'Accept' } : { Vary: 'Accept' };
 }
+
+/** A request answered by a job: 202 and where to follow it. */
+const jobAnswer = (r: { jobId: string; deprecated: DeprecatedSchema[] }) => jsonAnswer(202, { jobId: r.jobId }, { Location: `/v1/jobs/${r.jobId}`, ...deprecation(r.deprecated) });
 
 /** The request a write arrived in, for the entries' receipts. */
 const requestOf = (ex: Exchange): RequestInfo => ({ requestId: ex.requestId, receivedAt: ex.receivedAt });

@@ -10,6 +10,8 @@ import {
   type LegacyDocument, LegacyError, type LegacyFailure, UNKNOWN_REPO_LABEL, legacyInvalidId, legacyRepoNotFound, parseLegacyDocId,
 } from '../engine/legacy/index.js';
 import { jsonBody } from './body-readers.js';
+import { answerOnce, jsonAnswer, keyedRequest, scopeOf } from './idempotent.js';
+import type { ImportAnswer } from '../engine/legacy/index.js';
 import { type ServerContext, servesDocuments } from './server-context.js';
 import type { Exchange } from './exchange.js';
 import { type Router, caller } from './router.js';
@@ -22,10 +24,15 @@ export function mountLegacyApi(router: Router, { engine, config }: ServerContext
 
   // Import (docs/legacy.md, "Importing"): 202 at once with the document's id and the job. Not
   // on a node that does not serve the document platform (s3): /v1/* answers 503 there.
-  if (servesDocuments(engine)) router.on('POST', '/v1/legacy/import', async (call) => {
-    const { value } = await call.body;
-    const r = await engine.legacyImports.request(caller(call), value);
-    call.ex.json(202, { jobId: r.jobId, documentId: r.documentId, alreadyImported: r.alreadyImported }, { Location: `/v1/jobs/${r.jobId}` });
+  if (servesDocuments(engine)) router.on('POST', '/v1/legacy/import', (call) => {
+    const principal = caller(call);
+    // Answered once per Idempotency-Key (server/idempotent.ts): the answer commits with the mapping and the job.
+    const keyed = keyedRequest(call.req, call.ex.method);
+    return answerOnce(call.ex, engine.idempotency, scopeOf(principal.tenant, principal), keyed, async () => (await call.body).digest, async (keep) => {
+      const { value } = await call.body;
+      const answerOf = (r: ImportAnswer) => jsonAnswer(202, { jobId: r.jobId, documentId: r.documentId, alreadyImported: r.alreadyImported }, { Location: `/v1/jobs/${r.jobId}` });
+      return answerOf(await engine.legacyImports.request(principal, value, keep(answerOf)));
+    });
   }, { name: '/v1/legacy/import', capability: 'legacy.import', body: jsonBody(config.docMaxJsonBytes) });
 
   // A repository's document ids, a page at a time (the walk of `svc legacy import --all`).

@@ -16,6 +16,7 @@ import { type Exchange, type RequestHead, header } from './exchange.js';
 import { parseContentType } from './request-parsing.js';
 import type { Call, Router } from './router.js';
 import type { ServerContext } from './server-context.js';
+import { answerOnce, emptyAnswer, keyedRequest, scopeOf } from './idempotent.js';
 import { type BodyCheck, byteCount, receivePart, tenantOf } from './session-parts.js';
 
 export const TUS_VERSION = '1.0.0';
@@ -24,6 +25,9 @@ const CHECKSUMS: Record<string, string> = { sha1: 'sha1', sha256: 'sha256' };
 const OFFSET_STREAM = 'application/offset+octet-stream';
 const COLLECTION = ['/files', '/files/'];
 const UPLOAD = '/files/:id';
+/** What defines a tus creation beside method and path: the headers an Idempotency-Key's repeat must match. */
+const TUS_DEFINING = ['upload-length', 'upload-defer-length', 'upload-metadata', 'upload-concat', 'content-type'];
+const NO_BODY = async () => undefined;
 
 /** Every tus answer's header. */
 export const TUS_HEADERS: ReadonlyArray<[string, string]> = [['Tus-Resumable', TUS_VERSION]];
@@ -124,20 +128,32 @@ export function mountTusApi(router: Router, { engine }: ServerContext): void {
       const { ex, req, principal } = call;
       const head = readHead(req, principal);
       const { declaredLength, tus, contentType } = creation(req, maxBytes);
+      const keyed = keyedRequest(req, ex.method, TUS_DEFINING);
+      // A creation without bytes is answered once per Idempotency-Key (server/idempotent.ts); with bytes, a key is refused.
+      if (keyed && head.carriesBytes) {
+        throw new SvcError('invalid', 'idempotency_key_unsupported', 'An Idempotency-Key applies to a tus creation without bytes: create the upload with the key, then PATCH its bytes');
+      }
+      const once = (create: () => Promise<SessionRecord>) => answerOnce(ex, engine.idempotency, scopeOf(head.tenant, principal), keyed, NO_BODY, async () => {
+        const record = await create();
+        return emptyAnswer(201, { ...uploadHeaders(record), Location: `/files/${record.id}` });
+      });
       if (Array.isArray(tus.concat)) {
         // A final upload: assembled now from its finished partial uploads, complete at creation.
         if (head.carriesBytes) throw new SvcError('forbidden', 'upload_final', 'A final upload takes no bytes of its own');
         // A new object all the same: the tenant's object limit, quota and the caller's byte budget apply to its length.
-        const final = await uploads.concatenate({ tenant: head.tenant, id: randomUUID(), partials: tus.concat, contentType, tus, maxBytes }, (length) => engine.gate.assembled(principal, length));
-        return ex.send(201, { ...uploadHeaders(final), Location: `/files/${final.id}` });
+        const partials = tus.concat;
+        return once(() => uploads.concatenate({ tenant: head.tenant, id: randomUUID(), partials, contentType, tus, maxBytes }, (length) => engine.gate.assembled(principal, length)));
       }
       if (head.carriesBytes && head.contentType !== OFFSET_STREAM) throw wrongContentType();
       const body = head.carriesBytes ? new HeldBody(ex.body) : undefined;
       // An Upload-Length past the tenant's object limit (413) or what its quota leaves beside its
       // other open uploads (507): now, before any byte; else its room is reserved until the upload ends.
-      if (principal && declaredLength !== undefined) await engine.gate.reserve(principal.tenant, declaredLength);
-      const record = await uploads.create({ tenant: head.tenant, id: randomUUID(), declaredLength, contentType, tus });
-      if (!body) return ex.send(201, { ...uploadHeaders(record), Location: `/files/${record.id}` });
+      const start = async () => {
+        if (principal && declaredLength !== undefined) await engine.gate.reserve(principal.tenant, declaredLength);
+        return uploads.create({ tenant: head.tenant, id: randomUUID(), declaredLength, contentType, tus });
+      };
+      if (!body) return once(start);
+      const record = await start();
       // creation-with-upload: the body is the upload's first bytes.
       receive(call, head, body, record, true);
     }, collection);

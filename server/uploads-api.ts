@@ -6,11 +6,15 @@ import type { ServerContext } from './server-context.js';
 import { header, type RequestHead } from './exchange.js';
 import { parseContentType } from './request-parsing.js';
 import type { Router } from './router.js';
+import { answerOnce, jsonAnswer, keyedRequest, scopeOf } from './idempotent.js';
 import { byteCount, receivePart, sessionId, tenantOf } from './session-parts.js';
 
 const COLLECTION = '/api/v1/uploads';
 const SESSION = '/api/v1/uploads/:id';
 const COMMIT = '/api/v1/uploads/:id/commit';
+/** What defines a session's creation beside method and path (it has no body): the headers an Idempotency-Key's repeat must match. */
+const SESSION_DEFINING = ['x-svc-upload-session-id', 'upload-length', 'content-type'];
+const NO_BODY = async () => undefined;
 
 export function mountUploadsApi(router: Router, { engine }: ServerContext): void {
   const uploads = engine.uploads;
@@ -18,14 +22,18 @@ export function mountUploadsApi(router: Router, { engine }: ServerContext): void
   const read = { fallbackCode: 'ingest_failed', capability: 'blob.read' };
   const operation = { ...write, operation: true };
 
-  router.on('POST', COLLECTION, async ({ ex, req, principal }) => {
+  router.on('POST', COLLECTION, ({ ex, req, principal }) => {
     const id = sessionId(header(req, 'x-svc-upload-session-id'), 'X-Svc-Upload-Session-Id');
     const request = { tenant: tenantOf(req, principal), id, declaredLength: uploadLength(header(req, 'upload-length')), contentType: contentTypeOf(req) };
-    // An Upload-Length past the object limit (413) or the room the quota leaves beside the
-    // tenant's other open uploads (507): refused now; else its room is reserved until commit, DELETE or expiry.
-    if (principal && request.declaredLength !== undefined) await engine.gate.reserve(principal.tenant, request.declaredLength);
-    const record = await uploads.create(request);
-    ex.json(201, statusJson(record), { ...sessionHeaders(record), Location: `${COLLECTION}/${record.id}` });
+    // Answered once per Idempotency-Key (server/idempotent.ts); the session is in the upload catalog, its key's answer kept just after.
+    const keyed = keyedRequest(req, ex.method, SESSION_DEFINING);
+    return answerOnce(ex, engine.idempotency, scopeOf(request.tenant, principal), keyed, NO_BODY, async () => {
+      // An Upload-Length past the object limit (413) or the room the quota leaves beside the
+      // tenant's other open uploads (507): refused now; else its room is reserved until commit, DELETE or expiry.
+      if (principal && request.declaredLength !== undefined) await engine.gate.reserve(principal.tenant, request.declaredLength);
+      const record = await uploads.create(request);
+      return jsonAnswer(201, statusJson(record), { ...sessionHeaders(record), Location: `${COLLECTION}/${record.id}` });
+    });
   }, write);
 
   router.on(['GET', 'HEAD'], SESSION, async ({ ex, req, params, principal }) => {

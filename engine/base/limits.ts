@@ -77,3 +77,20 @@ export const TUS_MAX_PARTIALS = 64;
  * The longest URN svc itself accepts is 150 characters (urn:svc:schema:<128>@<semver>).
  */
 export const URN_MAX_CHARS = 256;
+
+// ---- idempotency keys (engine/idempotency) ----
+/** An Idempotency-Key: 1 to this many printable ASCII characters (the draft's sf-string), else 400. */
+export const IDEMPOTENCY_KEY_MAX_CHARS = 255;
+/**
+ * A kept answer (status, headers, body) is at most this many bytes: a create's answer is a few
+ * hundred bytes; a bigger one is not kept (the creation fails whole, 500, rather than be kept in part).
+ */
+export const IDEMPOTENCY_ANSWER_MAX_BYTES = 64 * KiB;
+/**
+ * How long a request holds its key while it runs (409 idempotency_key_in_progress for a repeat
+ * meanwhile). A JSON create takes milliseconds; a holder that died frees its key after this.
+ */
+export const IDEMPOTENCY_CLAIM_MS = 60_000;
+/** Expired keys removed per unit of a sweep, and units per sweep: bounded work each period. */
+export const IDEMPOTENCY_SWEEP_BATCH = 200;
+export const IDEMPOTENCY_SWEEP_UNITS = 10;

@@ -13,6 +13,7 @@
 
 import type { Principal } from '../auth/index.js';
 import type { JobQueue, JobRecord } from '../jobs/index.js';
+import type { InUnit } from '../idempotency/index.js';
 import { type UnitStore, table } from '../store/index.js';
 import type { DocumentService } from './documents.js';
 import { type MetadataIndex, matchesWhere } from './metadata-index.js';
@@ -63,7 +64,7 @@ export class BulkMigrations {
   }
 
   /** POST /v1/migrations/apply: checks, then the job (202). */
-  async request(principal: Principal, body: unknown, request: RequestInfo): Promise<{ jobId: string; deprecated: DeprecatedSchema[] }> {
+  async request(principal: Principal, body: unknown, request: RequestInfo, keep?: InUnit<{ jobId: string; deprecated: DeprecatedSchema[] }>): Promise<{ jobId: string; deprecated: DeprecatedSchema[] }> {
     if (!isPlainObject(body)) throw badRequest('The body must be { fromSchemaUrn, toSchemaUrn, where?, reason }');
     onlyKeys(body, ['fromSchemaUrn', 'toSchemaUrn', 'where', 'reason'], 'bulk migration');
     const { fromSchemaUrn, toSchemaUrn, reason } = body;
@@ -85,7 +86,7 @@ export class BulkMigrations {
       namespaceUrn, fromSchemaUrn, toSchemaUrn, where, reason,
       principal: { subject: principal.subject, roles: [...principal.roles] }, receipt: receiptOf(principal, request),
     };
-    const job = await this.jobs.enqueue(principal.tenant, 'metadata.migrate-all', input);
+    const job = await this.jobs.enqueue(principal.tenant, 'metadata.migrate-all', input, { within: keep && ((unit, j) => keep(unit, { jobId: j.jobId, deprecated })) });
     return { jobId: job.jobId, deprecated };
   }
 

@@ -32,12 +32,33 @@ import {
   isPlainObject, parsePlacement, type Bundle, type ContentRef, type DocumentRecord, type ExternalRef, type PlacementHint, type Receipt, type RequestInfo, type UploadRecord, type VersionRecord,
 } from './model.js';
 import { requireCapability, requireRule, ruleAllows } from './permissions.js';
+import type { InUnit } from '../idempotency/index.js';
 import { MAINTENANCE_TENANT, type DeprecatedSchema, checkLifecycles, lifecycleRules } from './schema-lifecycle.js';
 import { type SchemaRecord, type SchemaRegistry, requireSchemaOwner } from './schemas.js';
 
 interface ContentRecord {
   blobId: string;
   record: ManifestRecord;
+}
+
+/** POST /v1/documents's outcome. */
+export interface Created {
+  documentId: string;
+  uploadId: string;
+  created: boolean;
+  deprecated: DeprecatedSchema[];
+}
+/** POST /v1/uploads/{id}/finalize's outcome. */
+export interface Finalized {
+  documentId: string;
+  versionId: string;
+  contentRef: ContentRef;
+  created: boolean;
+}
+/** A request answered by a job (migrations). */
+export interface JobAnswer {
+  jobId: string;
+  deprecated: DeprecatedSchema[];
 }
 
 export const uploadNotFound = (id: string) => new SvcError('not_found', 'upload_not_found', `No upload ${id}`);
@@ -206,7 +227,7 @@ export class DocumentService {
   }
 
   /** POST /v1/documents: a new document and its upload, or (same documentId again) the same ones. */
-  async create(principal: Principal, body: unknown, request: RequestInfo): Promise<{ documentId: string; uploadId: string; created: boolean; deprecated: DeprecatedSchema[] }> {
+  async create(principal: Principal, body: unknown, request: RequestInfo, keep?: InUnit<Created>): Promise<Created> {
     if (!isPlainObject(body)) throw badRequest('The body must be a JSON object');
     onlyKeys(body, ['documentId', 'placementHint', 'externalRefs', 'initialMetadata', 'initialPermissions'], 'document');
     if (body.documentId !== undefined && !isUuid(body.documentId)) throw badRequest('documentId must be a UUID');
@@ -216,9 +237,14 @@ export class DocumentService {
     const { bundle: initialMetadata, deprecated } = body.initialMetadata === undefined ? { bundle: {}, deprecated: [] } : await this.canonicalBundle(principal, body.initialMetadata, 'initialMetadata', request);
     const documentId = (body.documentId as string | undefined) ?? newId();
     const now = Date.now();
-    const { record, created } = await this.store.run(async (unit) => {
+    return this.store.run(async (unit) => {
       const existing = await unit.get(DOCUMENTS, [principal.tenant, documentId]);
-      if (existing) return { record: existing, created: false };
+      if (existing) {
+        requireRule(existing.permissions, principal, 'doc.write');
+        const again = { documentId, uploadId: existing.uploadId, created: false, deprecated };
+        await keep?.(unit, again);
+        return again;
+      }
       await this.holdNewEntries(unit, principal.tenant, initialMetadata, []);
       const uploadId = newId();
       const fresh: DocumentRecord = {
@@ -228,10 +254,11 @@ export class DocumentService {
       unit.put(DOCUMENTS, [principal.tenant, documentId], fresh);
       this.index.addDocument(unit, fresh);
       unit.put(UPLOADS, uploadId, { uploadId, tenant: principal.tenant, documentId, state: 'open' });
-      return { record: fresh, created: true };
+      const made = { documentId, uploadId, created: true, deprecated };
+      // An Idempotency-Key's answer commits with the document (engine/idempotency).
+      await keep?.(unit, made);
+      return made;
     });
-    if (!created) requireRule(record.permissions, principal, 'doc.write');
-    return { documentId, uploadId: record.uploadId, created, deprecated };
   }
 
   /**
@@ -286,7 +313,7 @@ export class DocumentService {
   }
 
   /** POST /v1/uploads/{id}/finalize: the document's first version (again: the same answer). */
-  async finalize(principal: Principal, uploadId: string, body: unknown): Promise<{ documentId: string; versionId: string; contentRef: ContentRef; created: boolean }> {
+  async finalize(principal: Principal, uploadId: string, body: unknown, keep?: InUnit<Finalized>): Promise<Finalized> {
     const upload = await this.upload(principal, uploadId);
     const doc = await this.document(principal, upload.documentId);
     requireRule(doc.permissions, principal, 'doc.write');
@@ -299,7 +326,9 @@ export class DocumentService {
       const current = (await unit.get(UPLOADS, uploadId))!;
       if (current.state === 'finalized') {
         const version = await this.version(unit, doc, current.versionId!);
-        return { documentId: current.documentId, versionId: current.versionId!, contentRef: version.contentRef, created: false };
+        const again = { documentId: current.documentId, versionId: current.versionId!, contentRef: version.contentRef, created: false };
+        await keep?.(unit, again);
+        return again;
       }
       if (current.state !== 'received' || !current.content) throw new SvcError('conflict', 'upload_incomplete', 'PUT the bytes of the upload before finalizing it');
       const contentRef: ContentRef = { kind: 'blob', key: current.content.key };
@@ -312,7 +341,9 @@ export class DocumentService {
         labels,
       });
       unit.put(UPLOADS, uploadId, { ...current, state: 'finalized', versionId: version.versionId });
-      return { documentId: doc.documentId, versionId: version.versionId, contentRef, created: true };
+      const made = { documentId: doc.documentId, versionId: version.versionId, contentRef, created: true };
+      await keep?.(unit, made);
+      return made;
     });
   }
 
@@ -550,7 +581,7 @@ export class DocumentService {
   }
 
   /** POST /v1/documents/{id}/migrate: a job moving one namespace's current entry to another schema version. */
-  async migrate(principal: Principal, documentId: string, body: unknown, request: RequestInfo): Promise<{ jobId: string; deprecated: DeprecatedSchema[] }> {
+  async migrate(principal: Principal, documentId: string, body: unknown, request: RequestInfo, keep?: InUnit<JobAnswer>): Promise<JobAnswer> {
     const doc = await this.document(principal, documentId);
     if (!isPlainObject(body)) throw badRequest('The body must be { namespaceUrn, toSchemaUrn, reason }');
     onlyKeys(body, ['namespaceUrn', 'toSchemaUrn', 'reason'], 'migrate');
@@ -572,7 +603,7 @@ export class DocumentService {
       documentId, namespaceUrn, baseMetadataId: entry.id, data: entry.data, fromSchemaUrn: entry.schema, toSchemaUrn,
       ops: migration.forward.ops, targetSchema: target.jsonSchema, actor: principal.subject, reason, receipt: receiptOf(principal, request),
     };
-    const job = await this.jobs.enqueue(principal.tenant, 'metadata.migrate', input);
+    const job = await this.jobs.enqueue(principal.tenant, 'metadata.migrate', input, { within: keep && ((unit, j) => keep(unit, { jobId: j.jobId, deprecated })) });
     return { jobId: job.jobId, deprecated };
   }
 

@@ -159,9 +159,14 @@ export class JobQueue {
   }
 
   /** Records a pending job (or, startNow, a running one) in a unit of its own; committed before it resolves. */
-  async enqueue(tenant: string, kind: string, input: unknown, options: { startNow?: boolean } = {}): Promise<JobRecord> {
+  async enqueue(tenant: string, kind: string, input: unknown, options: { startNow?: boolean; within?: (unit: Unit, job: JobRecord) => Promise<void> } = {}): Promise<JobRecord> {
     this.newRecord(tenant, kind, input); // refuse an unknown kind or tenant before the unit
-    return this.store.run((unit) => this.enqueueIn(unit, tenant, kind, input, options));
+    // `within`: the caller's writes in the job's unit (an Idempotency-Key's answer).
+    return this.store.run(async (unit) => {
+      const job = this.enqueueIn(unit, tenant, kind, input, options);
+      await options.within?.(unit, job);
+      return job;
+    });
   }
 
   /**

@@ -19,11 +19,20 @@ import { JobError, type JobQueue, type JobRecord } from '../jobs/index.js';
 import type { Logger } from '../log.js';
 import { type Unit, type UnitStore, table } from '../store/index.js';
 import { parseLegacyDocId } from './doc-id.js';
+import type { InUnit } from '../idempotency/index.js';
 import { LegacyError, legacyRepoNotFound } from './errors.js';
 import type { LegacyRepositories } from './repositories.js';
 import type { LegacyDocument } from './repository.js';
 
 export const LEGACY_IMPORT_KIND = 'legacy.import';
+
+/** POST /v1/legacy/import's outcome. */
+export interface ImportAnswer {
+  jobId: string;
+  documentId: string;
+  alreadyImported: boolean;
+  created: boolean;
+}
 /** The UUIDv5 namespace of imported documents' ids (fixed: the ids must never change). */
 const ID_NAMESPACE = '6f1c7d3e-2b8a-5e41-9c0d-5a7e3b1f9d24';
 const OCTET_STREAM = 'application/octet-stream';
@@ -87,7 +96,7 @@ export class LegacyImports {
    * document and the job of the first request (completed or still running), or a new job when
    * that one failed.
    */
-  async request(principal: Principal, body: unknown): Promise<{ jobId: string; documentId: string; alreadyImported: boolean; created: boolean }> {
+  async request(principal: Principal, body: unknown, keep?: InUnit<ImportAnswer>): Promise<ImportAnswer> {
     if (!isPlainObject(body)) throw badRequest('The body must be a JSON object { repo, legacyDocId, placementHint? }');
     for (const key of Object.keys(body)) {
       if (!['repo', 'legacyRepo', 'legacyDocId', 'placementHint', 'mode'].includes(key)) throw badRequest(`unknown field "${key}" (an import takes repo, legacyDocId, placementHint, mode)`);
@@ -113,7 +122,9 @@ export class LegacyImports {
       if (row) {
         const job = await this.jobs.get(tenant, row.jobId);
         if (job && job.state !== 'failed' && job.state !== 'dead') {
-          return { jobId: row.jobId, documentId: row.documentId, alreadyImported: job.state === 'completed', created: false };
+          const again = { jobId: row.jobId, documentId: row.documentId, alreadyImported: job.state === 'completed', created: false };
+          await keep?.(unit, again);
+          return again;
         }
       }
       const documentId = row?.documentId ?? legacyDocumentId(tenant, repo.name, legacyDocId);
@@ -121,7 +132,10 @@ export class LegacyImports {
       const job = this.jobs.enqueueIn(unit, tenant, LEGACY_IMPORT_KIND, input, { startNow: true });
       unit.put(BY_LEGACY, key, { documentId, jobId: job.jobId, createdAt: row?.createdAt ?? Date.now() });
       unit.put(BY_DOCUMENT, [tenant, documentId], { repo: repo.name, legacyDocId });
-      return { jobId: job.jobId, documentId, alreadyImported: false, created: true };
+      const made = { jobId: job.jobId, documentId, alreadyImported: false, created: true };
+      // An Idempotency-Key's answer commits with the mapping and the job (engine/idempotency).
+      await keep?.(unit, made);
+      return made;
     });
     // Answered once committed (durable as SVC_DURABILITY says): the same request after a crash finds the row.
     this.legacy.metrics.importRequest(repo.name, answer.created ? 'enqueued' : answer.alreadyImported ? 'already_imported' : 'in_progress');

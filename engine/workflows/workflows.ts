@@ -11,6 +11,7 @@ import { type Receipt, type RequestInfo, canonicalJson, receiptOf } from '../doc
 import { isNamespaceUrn, onlyKeys } from '../documents/model.js';
 import { SvcError } from '../errors.js';
 import { JobError, type JobQueue, type JobRecord } from '../jobs/index.js';
+import type { InUnit } from '../idempotency/index.js';
 import { type Unit, type UnitStore, table } from '../store/index.js';
 import { VIEW_TASKS_MODULE, type MaterializeInput, type ViewBase, type ViewService } from '../views/views.js';
 import { type ViewOp, checkApplicable, checkOcrLanguage, normalizeLanguage, redactionProfile, viewKey } from '../views/view-spec.js';
@@ -101,7 +102,9 @@ export class WorkflowService {
   }
 
   /** POST /v1/documents/{id}/workflows/{urn}/run: the job (202), or 404/403/400/422 before any. */
-  async run(principal: Principal, documentId: string, workflowUrn: string, body: unknown, request: RequestInfo): Promise<{ jobId: string }> {
+  async run(principal: Principal, documentId: string, workflowUrn: string, body: unknown, request: RequestInfo, keep?: InUnit<{ jobId: string }>): Promise<{ jobId: string }> {
+    // An Idempotency-Key's answer commits with the job (engine/idempotency).
+    const within = keep && ((unit: Unit, job: { jobId: string }) => keep(unit, { jobId: job.jobId }));
     if (!WORKFLOWS.includes(workflowUrn)) throw workflowNotFound(workflowUrn);
     requireCapability(principal, `workflow.run:${workflowUrn}`);
     const b = body === undefined ? {} : body;
@@ -127,7 +130,7 @@ export class WorkflowService {
       checkApplicable(ops, base.mediaType);
       checkOcrLanguage(language);
       const input: MaterializeInput = { documentId: source.documentId, base, ops, viewKey: viewKey(base.key, ops) };
-      return { jobId: (await this.jobs.enqueue(principal.tenant, 'workflow.redact', input)).jobId };
+      return { jobId: (await this.jobs.enqueue(principal.tenant, 'workflow.redact', input, { within })).jobId };
     }
 
     onlyKeys(options, ['language'], 'options');
@@ -141,7 +144,7 @@ export class WorkflowService {
     const input: TextWorkflowInput = {
       documentId: source.documentId, versionId: source.versionId, base, language, targetNamespace, textViewKey: viewKey(base.key, textOps), runKey, actor: principal.subject, receipt: receiptOf(principal, request),
     };
-    return { jobId: (await this.jobs.enqueue(principal.tenant, ocr ? 'workflow.ocr' : 'workflow.entities', input)).jobId };
+    return { jobId: (await this.jobs.enqueue(principal.tenant, ocr ? 'workflow.ocr' : 'workflow.entities', input, { within })).jobId };
   }
 
   /**

@@ -7,6 +7,7 @@ import { Packr } from 'msgpackr';
 import { fromBufferKey } from 'ordered-binary';
 import type { Listening, PgPool } from './pool.js';
 import { type BufferedWrite, type PointRead, type RangeRead, type StoredEntry, type UnitBackend, keyBytes, runUnit, sameBytes } from '../unit-runner.js';
+import { SvcError } from '../../errors.js';
 import { type Entry, type Table, type Unit, UNIT_ATTEMPTS, type UnitKey, type UnitRange, type UnitStore, conflictBackoff } from '../unit-store.js';
 
 export const UNITS_CHANNEL = 'svc_units';
@@ -48,6 +49,24 @@ interface Row {
 }
 
 const storedEntry = (row: Row): StoredEntry => ({ key: fromBufferKey(row.key) as UnitKey, value: packr.unpack(row.value), bytes: row.value });
+
+/**
+ * The connection was lost once the commit's statement could have reached PostgreSQL (reset,
+ * closed, timed out mid-statement): it may have committed. Not a refused connection, nor one
+ * that could not be opened: then nothing was sent, and the request is refused whole.
+ */
+function sentThenLost(err: unknown): boolean {
+  const cause = (err instanceof SvcError && err.code === 'catalog_unavailable' ? (err as { cause?: unknown }).cause : err) as { code?: string; message?: string } | undefined;
+  if (['ECONNRESET', 'EPIPE', 'ETIMEDOUT'].includes(cause?.code ?? '')) return true;
+  return /^Connection terminated unexpectedly|^Client has encountered a connection error/.test(cause?.message ?? '');
+}
+
+/** 503 commit_unknown: the commit may have landed; a retry with the same Idempotency-Key is answered once (engine/idempotency). */
+function commitUnknown(err: unknown): SvcError {
+  const unknown = new SvcError('unavailable', 'commit_unknown', 'The connection to PostgreSQL was lost after the commit was sent: it may or may not have landed. Retry with the same Idempotency-Key to be answered once', { retryAfterSeconds: 1 });
+  Object.defineProperty(unknown, 'cause', { value: err, enumerable: false, writable: true, configurable: true });
+  return unknown;
+}
 
 /** A deadlock or serialization failure: the commit did not happen, the unit runs again. */
 const retryable = (err: unknown) => ['40P01', '40001'].includes((err as { code?: string }).code ?? '');
@@ -117,6 +136,7 @@ export class PgUnitStore implements UnitStore, UnitBackend {
       return row!.ok;
     } catch (err) {
       if (retryable(err)) return false;
+      if (sentThenLost(err)) throw commitUnknown(err);
       throw err;
     }
   }
