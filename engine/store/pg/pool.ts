@@ -100,9 +100,10 @@ const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EH
 /**
  * A query that failed because PostgreSQL cannot be reached (refused, reset, shut down, no
  * connection within the timeout) is a 503 `catalog_unavailable`: the request is refused whole
- * (a units-store commit whose connection is lost after it was sent is 503 commit_unknown instead: pg/unit-store.ts)
  * (the statement either ran in its own transaction or not at all) and may be retried once
- * PostgreSQL is back; readiness says the same. Other errors pass through as they are.
+ * PostgreSQL is back; readiness says the same. Other errors pass through as they are. A
+ * units-store commit whose connection is lost after it was sent may have landed: that one is
+ * 503 `commit_unknown` (pg/unit-store.ts), safe to retry with its Idempotency-Key.
  */
 export function asUnavailable(err: unknown): never {
   const e = err as { code?: string; message?: string };
