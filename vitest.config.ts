@@ -18,6 +18,7 @@ const PG_S3_SUITES = [
   'test/workflows.test.ts',
   'test/legacy-import.test.ts',
   'test/pg-outage.test.ts',
+  'test/multi-node-idempotency.test.ts',
   'test/metadata-envelope.test.ts',
   'test/metadata-search.test.ts',
   'test/bulk-migration.test.ts',

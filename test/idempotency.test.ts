@@ -68,7 +68,7 @@ describe('Idempotency-Key on the creating POSTs (fs)', () => {
     fs.rmSync(root, { recursive: true, force: true });
   });
 
-  test('POST /v1/documents: the same answer and one document; another body under the key 422; another caller'''s key is theirs', async () => {
+  test("POST /v1/documents: the same answer and one document; another body under the key 422; another caller's key is theirs", async () => {
     const before = (await api.get('/v1/documents?limit=1000')).json.documents.length;
     const k = newKey();
     const first = await api.post('/v1/documents', { externalRefs: [{ system: 'crm', value: '1' }] }, { 'Idempotency-Key': k });

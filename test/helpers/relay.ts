@@ -2,11 +2,31 @@
 // running node and comes back (test/pg-outage.test.ts, test/catalog-rebuild.test.ts).
 import net from 'node:net';
 
-/** A TCP relay to `target` on a port of its own; `cut` resets every connection and refuses new ones until `restore`. */
+/** What the relay does to the next client bytes that carry a pattern (`Relay.arm`). */
+type Action = { cut: true } | { delayMs: number };
+
+/**
+ * A TCP relay to `target` on a port of its own; `cut` resets every connection and refuses new ones
+ * until `restore`. `arm` acts on one message the client sends: a PostgreSQL statement whose bound
+ * parameters carry a pattern (test/multi-node-idempotency.test.ts).
+ */
 export class Relay {
   private server?: net.Server;
   private readonly sockets = new Set<net.Socket>();
+  private armed?: { pattern: Buffer; action: Action; done: () => void };
   port = 0;
+
+  /**
+   * The next client bytes that carry `pattern` (within one connection's stream): `cut` sends them
+   * on, ends the upstream side after them (the server reads and runs them) and drops the client's
+   * side at once, so the client never hears the reply; `delayMs` holds them (and that connection)
+   * that long. Resolves once the bytes are seen (the hold begins, or the cut is made).
+   */
+  arm(pattern: string, action: Action): Promise<void> {
+    return new Promise((resolve) => {
+      this.armed = { pattern: Buffer.from(pattern), action, done: resolve };
+    });
+  }
 
   constructor(private readonly target: { host: string; port: number }) {}
 
@@ -21,8 +41,41 @@ export class Relay {
           upstream.destroy();
         });
       }
-      client.pipe(upstream);
       upstream.pipe(client);
+      client.on('end', () => upstream.end());
+      let tail: Buffer = Buffer.alloc(0);
+      client.on('data', (chunk: Buffer) => {
+        const armed = this.armed;
+        const seen = armed ? Buffer.concat([tail, chunk]) : chunk;
+        if (armed) tail = seen.subarray(Math.max(0, seen.length - armed.pattern.length));
+        if (!armed || !seen.includes(armed.pattern)) {
+          if (!upstream.write(chunk)) {
+            client.pause();
+            upstream.once('drain', () => client.resume());
+          }
+          return;
+        }
+        this.armed = undefined;
+        if ('cut' in armed.action) {
+          // The server gets the bytes and an orderly end (it runs them); its reply goes nowhere.
+          upstream.unpipe(client);
+          upstream.removeAllListeners('error');
+          upstream.on('error', () => {});
+          upstream.on('data', () => {});
+          client.removeAllListeners('error');
+          client.on('error', () => {});
+          upstream.end(chunk);
+          client.destroy();
+          armed.done();
+          return;
+        }
+        client.pause();
+        armed.done();
+        setTimeout(() => {
+          upstream.write(chunk);
+          client.resume();
+        }, armed.action.delayMs);
+      });
     });
     await new Promise<void>((resolve) => this.server!.listen(this.port, '127.0.0.1', resolve));
     this.port = (this.server.address() as net.AddressInfo).port;
