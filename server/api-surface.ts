@@ -14,6 +14,8 @@ import { headersOf, statusOf } from './failure-status.js';
 const ALLOWED_REQUEST_HEADERS = [
   'authorization', 'content-type', 'if-match', 'if-modified-since', 'if-none-match', 'if-range', 'if-unmodified-since',
   'range', 'upload-length', 'upload-offset', 'upload-part-id', 'x-request-id', 'x-svc-tenant-id', 'x-svc-upload-session-id',
+  // creating POSTs (server/idempotent.ts)
+  'idempotency-key',
   // tus (server/tus-api.ts)
   'tus-resumable', 'upload-checksum', 'upload-concat', 'upload-defer-length', 'upload-metadata', 'x-http-method-override',
 ].join(', ');
