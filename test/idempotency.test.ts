@@ -124,10 +124,14 @@ describe('Idempotency-Key on the creating POSTs (fs)', () => {
     expect((await api.get('/v1/jobs?limit=1000')).json.jobs.length).toBe(jobsBefore + 1);
   });
 
-  test('POST /v1/legacy/import: the first answer again, one job', async () => {
-    const r = await twice('POST', '/v1/legacy/import', { repo: 'main', legacyDocId: 'doc-1' });
-    expect(r.status).toBe(202);
-    expect(await jobsOf(r.json.documentId)).toHaveLength(1);
+  test('POST /v1/legacy/import: the first answer again, one job; another document under the key 422', async () => {
+    const k = newKey();
+    const first = await api.post('/v1/legacy/import', { repo: 'main', legacyDocId: 'doc-1' }, { 'Idempotency-Key': k });
+    expect(first.status, first.text).toBe(202);
+    const again = await api.post('/v1/legacy/import', { repo: 'main', legacyDocId: 'doc-1' }, { 'Idempotency-Key': k });
+    expect(answerOf(again)).toEqual(answerOf(first));
+    expect(await jobsOf(first.json.documentId)).toHaveLength(1);
+    expectError(await api.post('/v1/legacy/import', { repo: 'main', legacyDocId: 'doc-2' }, { 'Idempotency-Key': k }), 422, 'idempotency_key_reused');
   });
 
   test('POST /api/v1/uploads: the first answer again, one session', async () => {
