@@ -33,32 +33,13 @@ import {
 } from './model.js';
 import { requireCapability, requireRule, ruleAllows } from './permissions.js';
 import type { InUnit } from '../idempotency/index.js';
+import type { Created, Finalized, JobAnswer } from './outcomes.js';
 import { MAINTENANCE_TENANT, type DeprecatedSchema, checkLifecycles, lifecycleRules } from './schema-lifecycle.js';
 import { type SchemaRecord, type SchemaRegistry, requireSchemaOwner } from './schemas.js';
 
 interface ContentRecord {
   blobId: string;
   record: ManifestRecord;
-}
-
-/** POST /v1/documents's outcome. */
-export interface Created {
-  documentId: string;
-  uploadId: string;
-  created: boolean;
-  deprecated: DeprecatedSchema[];
-}
-/** POST /v1/uploads/{id}/finalize's outcome. */
-export interface Finalized {
-  documentId: string;
-  versionId: string;
-  contentRef: ContentRef;
-  created: boolean;
-}
-/** A request answered by a job (migrations). */
-export interface JobAnswer {
-  jobId: string;
-  deprecated: DeprecatedSchema[];
 }
 
 export const uploadNotFound = (id: string) => new SvcError('not_found', 'upload_not_found', `No upload ${id}`);

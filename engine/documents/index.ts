@@ -1,5 +1,6 @@
 // The document platform: documents, versions, metadata, schemas, migrations, permissions.
-export { type Created, DocumentService, type Finalized, type JobAnswer } from './documents.js';
+export { DocumentService } from './documents.js';
+export type { Created, Finalized, JobAnswer } from './outcomes.js';
 export { MetadataRejection } from './metadata.js';
 export { MigrationRegistry } from './migrations.js';
 export { type PlacementHint, badRequest, isPlainObject, parsePlacement } from './model.js';
