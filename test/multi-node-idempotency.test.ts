@@ -29,8 +29,8 @@ describe.skipIf(!shared)('Idempotency-Key on two pg-s3 nodes', () => {
   let b: TestServer;
   let relay: Relay;
   /** A tenant of its own per test: its documents are counted. */
-  const apis = async (tenant: string) => {
-    const token = await devToken(a.url, { org_id: tenant, sub: 'alice', scope: 'doc.create doc.read' });
+  const apis = async (name: string) => {
+    const token = await devToken(a.url, { org_id: `${name}-${randomUUID().slice(0, 8)}`, sub: 'alice', scope: 'doc.create doc.read' });
     return [new Api(a.url, token), new Api(b.url, token)] as const;
   };
   const documentsOf = async (api: Api) => (await api.get('/v1/documents?limit=100')).json.documents.length as number;
