@@ -77,3 +77,12 @@ export const TUS_MAX_PARTIALS = 64;
  * The longest URN svc itself accepts is 150 characters (urn:svc:schema:<128>@<semver>).
  */
 export const URN_MAX_CHARS = 256;
+
+// ---- a cluster's clock ----
+/**
+ * How far (ms) a node's own clock may stray from the cluster's reference clock (PostgreSQL's, on
+ * pg-s3) before readiness says `degraded` naming the offset (decisions §5). Leases, retries and
+ * expiry are judged by the reference clock whatever the offset; past this an operator should
+ * repair the node's time sync (its logs' and tokens' times are off).
+ */
+export const CLOCK_SKEW_WARN_MS = 5000;

@@ -290,4 +290,14 @@ export class PgBlobCatalog implements BlobCatalog {
   async probe(): Promise<void> {
     await this.sql`SELECT 1`;
   }
+
+  /**
+   * The database's clock (ms since the epoch, with fractions): the reference every pg-s3 node's
+   * clock follows (engine/base/clock.ts). clock_timestamp(), not the transaction's time: the
+   * moment the server reads it, for the sampler's round-trip midpoint.
+   */
+  async clockMs(): Promise<number> {
+    const [row] = await this.sql<{ ms: number }[]>`SELECT extract(epoch FROM clock_timestamp())::float8 * 1000 AS ms`;
+    return row!.ms;
+  }
 }
