@@ -9,13 +9,14 @@ import { Engine } from '../../dist/engine/engine.js';
 import { Logger } from '../../dist/engine/log.js';
 import { defineKinds } from './job-kinds.mjs';
 
+const print = (value) => process.stdout.write(`${JSON.stringify(value)}\n`);
 const engine = await Engine.open(loadConfig(process.env), new Logger('warn'));
 defineKinds(engine.jobs);
 if (process.argv[2]) {
   const { kind, input } = JSON.parse(process.argv[2]);
   const job = await engine.jobs.enqueue('tenant-a', kind, input);
-  process.stdout.write(`${JSON.stringify({ jobId: job.jobId })}\n`);
+  print({ jobId: job.jobId });
 }
-process.stdout.write(`${JSON.stringify({ ready: engine.jobs.owner, clock: engine.clockCheck?.() })}\n`);
+print({ ready: engine.jobs.owner, clock: engine.clockCheck?.() });
 process.stdin.resume();
 process.stdin.on('end', () => void engine.close().then(() => process.exit(0)));
