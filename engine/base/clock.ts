@@ -11,7 +11,18 @@ export interface Clock {
 
 export const systemClock: Clock = { now: () => Date.now() };
 
-/** One reading of the reference: its value, when (this process's monotonic ms) it stood so, and the round trip it took. */
+/**
+ * One reading of the reference: its value (ms since the epoch, fractions allowed) and when the
+ * request was sent and its answer received (this process's performance.now()). The reader times
+ * the round trip itself, so that waiting for a connection is no part of it.
+ */
+export interface ClockReading {
+  reference: number;
+  sent: number;
+  received: number;
+}
+
+/** A reading as followed: the reference's value, the moment (performance.now()) it stood so, and its round trip. */
 interface Sample {
   reference: number;
   at: number;
@@ -26,25 +37,31 @@ const SAMPLES_KEPT = 4;
  * once and takes the reading to stand at the middle of the round trip (so its error is at most
  * half the round trip); `now()` is the best recent sample moved on by this process's monotonic
  * clock (`performance.now()`), so a step of the system clock changes nothing between samples.
+ * `now()` never goes back: when a better sample puts the reference earlier, it holds still until
+ * the reference catches up (a due time stamped just before then is not pushed into the future).
  * Before the first sample it is the system clock.
  */
 export class ReferenceClock implements Clock {
   private readonly samples: Sample[] = [];
   private best?: Sample;
+  private last = 0;
   private timer?: NodeJS.Timeout;
 
   /**
-   * `read`: the reference's time (ms since the epoch, fractions allowed), one round trip.
-   * `intervalMs`: how often start() samples again; `onError`: a failed periodic sample (the last good one stays).
+   * `read`: one reading of the reference (one round trip). `intervalMs`: how often start()
+   * samples again; `onError`: a failed periodic sample (the last good one stays).
    */
   constructor(
-    private readonly read: () => Promise<number>,
+    private readonly read: () => Promise<ClockReading>,
     private readonly options: { intervalMs: number; onError?: (err: unknown) => void },
   ) {}
 
   now(): number {
     const best = this.best;
-    return best ? Math.floor(best.reference + (performance.now() - best.at)) : Date.now();
+    if (!best) return Date.now();
+    const now = Math.floor(best.reference + (performance.now() - best.at));
+    if (now > this.last) this.last = now;
+    return this.last;
   }
 
   /** This process's system clock minus the reference (ms; positive: ahead); undefined before the first sample. */
@@ -59,10 +76,8 @@ export class ReferenceClock implements Clock {
 
   /** Reads the reference once. */
   async sample(): Promise<void> {
-    const sent = performance.now();
-    const reference = await this.read();
-    const received = performance.now();
-    if (!Number.isFinite(reference)) throw new Error(`the reference clock read ${reference}`);
+    const { reference, sent, received } = await this.read();
+    if (!Number.isFinite(reference) || !(received >= sent)) throw new Error(`the reference clock read ${reference} (sent ${sent}, received ${received})`);
     this.samples.push({ reference, at: (sent + received) / 2, roundTripMs: received - sent });
     if (this.samples.length > SAMPLES_KEPT) this.samples.shift();
     this.best = this.samples.reduce((a, b) => (b.roundTripMs <= a.roundTripMs ? b : a));

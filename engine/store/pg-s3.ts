@@ -40,7 +40,7 @@ export async function openPgS3(config: Config, log: Logger): Promise<BlobBackend
   }
   // Leases, retries, expiry and nodes' TTLs are judged by the database's clock: sampled now and
   // every CLOCK_SAMPLE_MS, never per operation.
-  const clock = new ReferenceClock(() => manifests.clockMs(), {
+  const clock = new ReferenceClock(() => manifests.clockReading(), {
     intervalMs: CLOCK_SAMPLE_MS,
     onError: (err) => log.warn('pg-s3: the database\'s clock was not read; the last reading goes on', { err: String(err) }),
   });
