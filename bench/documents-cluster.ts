@@ -32,6 +32,7 @@
  *   npm run bench:documents-cluster                      4 rounds, 5 s windows, 400 jobs per side
  *   npm run bench:documents-cluster -- --quick           2 rounds, 3 s windows, 200 jobs per side
  *   … -- --before=/work/wt-before                        adds the "fs before" side
+ *   … -- --jobs-only                                     2 and 3 alone (with --before: on both builds, alternating)
  *
  * Prints a Markdown report on stdout and writes bench/results/documents-cluster-<time>.json.
  */
@@ -60,9 +61,10 @@ const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '.
 const ENTRY = path.join(REPO, 'dist', 'server', 'main.js');
 const quick = process.argv.includes('--quick');
 const beforeDir = process.argv.find((a) => a.startsWith('--before='))?.slice('--before='.length);
+const jobsOnly = process.argv.includes('--jobs-only');
 for (const a of process.argv.slice(2)) {
-  if (a !== '--quick' && !a.startsWith('--before=')) {
-    process.stderr.write(`unknown argument ${a}\nusage: node dist/bench/documents-cluster.js [--quick] [--before=DIR]\n`);
+  if (a !== '--quick' && a !== '--jobs-only' && !a.startsWith('--before=')) {
+    process.stderr.write(`unknown argument ${a}\nusage: node dist/bench/documents-cluster.js [--quick] [--before=DIR] [--jobs-only]\n`);
     process.exit(2);
   }
 }
@@ -95,6 +97,7 @@ const list = (xs: number[], d = 0) => `[${xs.map((x) => f(x, d)).join(', ')}]`;
 
 // ---------------------------------------------------------------- clusters
 
+type Build = 'this' | 'before';
 type SideName = 'fs' | 'fs before' | 'pg-s3 ×1' | 'pg-s3 ×3';
 
 interface Infra {
@@ -292,6 +295,8 @@ type Summary = LatencySummary & { count: number };
 const summary = (xs: number[]): Summary => ({ ...summarize(xs), count: xs.length });
 
 interface PickupResult {
+  /** Which build's servers: this one, or --before's (--jobs-only). */
+  build: Build;
   nodes: number;
   jobs: number;
   everyMs: number;
@@ -354,6 +359,7 @@ async function jobPickup(cluster: Cluster, token: string, jobs: number): Promise
     after202.push(started - s.answered);
   }
   return {
+    build: 'this',
     nodes: ports.length,
     jobs,
     everyMs: JOB_EVERY_MS,
@@ -484,6 +490,8 @@ interface Report {
   sides: SideResult[];
   pickup: PickupResult[];
   takeover?: TakeoverResult;
+  /** --jobs-only with --before: the takeover on the build before. */
+  takeoverBefore?: TakeoverResult;
   errors: string[];
 }
 
@@ -535,11 +543,11 @@ function render(r: Report): string {
   L.push(`| (no target) pg-s3 on three nodes / fs documents/s | ${ratioText(pg3)}: ${f(median(docs('pg-s3 ×3')))} documents/s | — |`);
   L.push(`| (no target) canonical writes/s, pg-s3 one node / fs; three nodes / fs | ${ratioText(pg1w)}; ${ratioText(pg3w)}: ${f(median(writes('pg-s3 ×1')))}, ${f(median(writes('pg-s3 ×3')))} against ${f(median(writes('fs')))} writes/s | — |`);
   for (const p of r.pickup) {
-    L.push(`| job pickup on pg-s3, ${p.nodes} node${p.nodes > 1 ? 's' : ''}: p99 ≤ ${PICKUP_P99_TARGET_MS} ms (enqueue → startedAt) | p50 ${f(p.server.p50Ms, 0)} ms, **p99 ${f(p.server.p99Ms, 0)} ms**, max ${f(p.server.maxMs, 0)} ms over ${p.server.count} jobs | ${verdict(p.server.count >= 200 ? p.server.p99Ms <= PICKUP_P99_TARGET_MS : undefined)} |`);
+    L.push(`| job pickup on pg-s3${p.build === 'before' ? ' (build before)' : ''}, ${p.nodes} node${p.nodes > 1 ? 's' : ''}: p99 ≤ ${PICKUP_P99_TARGET_MS} ms (enqueue → startedAt) | p50 ${f(p.server.p50Ms, 0)} ms, **p99 ${f(p.server.p99Ms, 0)} ms**, max ${f(p.server.maxMs, 0)} ms over ${p.server.count} jobs | ${verdict(p.server.count >= 200 ? p.server.p99Ms <= PICKUP_P99_TARGET_MS : undefined)} |`);
   }
-  if (r.takeover) {
-    const t = r.takeover;
-    L.push(`| takeover of a killed node's job ≈ lease + one poll (${f(LEASE_MS / 1000)} s + ${f(POLL_MS / 1000)} s) | ${t.takeoverMs !== undefined ? `**${f(t.takeoverMs / 1000, 2)} s** from kill -9 to the second startedAt` : `not measured: ${t.error}`} | ${verdict(t.takeoverMs === undefined ? undefined : t.takeoverMs <= LEASE_MS + POLL_MS)} |`);
+  for (const [t, label] of [[r.takeover, ''], [r.takeoverBefore, ' (build before)']] as const) {
+    if (!t) continue;
+    L.push(`| takeover of a killed node's job${label} ≈ lease + one poll (${f(LEASE_MS / 1000)} s + ${f(POLL_MS / 1000)} s) | ${t.takeoverMs !== undefined ? `**${f(t.takeoverMs / 1000, 2)} s** from kill -9 to the second startedAt` : `not measured: ${t.error}`} | ${verdict(t.takeoverMs === undefined ? undefined : t.takeoverMs <= LEASE_MS + POLL_MS)} |`);
   }
   if (ab.length) {
     const spread = `min ${f(Math.min(...ab), 3)}, max ${f(Math.max(...ab), 3)}`;
@@ -582,16 +590,16 @@ function render(r: Report): string {
   // Pickup.
   if (r.pickup.length) {
     L.push('## Job pickup on pg-s3', '');
-    L.push(`Derived-metadata jobs (\`POST /v1/documents/{id}/metadata\` mode derived → 202), one every ${JOB_EVERY_MS} ms (open loop, round-robin over the nodes and over ${JOB_DOCUMENTS} documents), after ${'3 per node'} uncounted; then each job read back with \`GET /v1/jobs/{id}\`. Pickup = \`startedAt − createdAt\`: both svc's own Date.now() on this host's clock (createdAt when the enqueue builds the record, before its unit commits to PostgreSQL; startedAt when a dispatcher claims it), millisecond resolution, so the figure covers the enqueue's commit, the wake-up (the committing node's own, or LISTEN/NOTIFY on the others) and the claim's unit; the 202's round trip is beside it.`);
+    L.push(`Derived-metadata jobs (\`POST /v1/documents/{id}/metadata\` mode derived → 202), one every ${JOB_EVERY_MS} ms (open loop, round-robin over the nodes and over ${JOB_DOCUMENTS} documents), after ${'3 per node'} uncounted; then each job read back with \`GET /v1/jobs/{id}\`. Pickup = \`startedAt − createdAt\`: both svc's own clock (since issue 37 PostgreSQL's, which each node follows; before it Date.now(); one host either way) (createdAt when the enqueue builds the record, before its unit commits to PostgreSQL; startedAt when a dispatcher claims it), millisecond resolution, so the figure covers the enqueue's commit, the wake-up (the committing node's own, or LISTEN/NOTIFY on the others) and the claim's unit; the 202's round trip is beside it.`);
     L.push('');
-    L.push('| Nodes | Jobs | Pickup p50 | p90 | p99 | max | startedAt − 202 read (p50 / p99) | 202 round trip (p50 / p99) | Retried | Not completed |');
-    L.push('|---|---|---|---|---|---|---|---|---|---|');
-    for (const p of r.pickup) L.push(`| ${p.nodes} | ${p.server.count} | ${f(p.server.p50Ms, 0)} ms | ${f(p.server.p90Ms, 0)} ms | ${f(p.server.p99Ms, 0)} ms | ${f(p.server.maxMs, 0)} ms | ${f(p.after202.p50Ms, 1)} / ${f(p.after202.p99Ms, 1)} ms | ${f(p.enqueueRoundTrip.p50Ms, 1)} / ${f(p.enqueueRoundTrip.p99Ms, 1)} ms | ${p.retried} | ${p.notCompleted} |`);
+    L.push('| Build | Nodes | Jobs | Pickup p50 | p90 | p99 | max | startedAt − 202 read (p50 / p99) | 202 round trip (p50 / p99) | Retried | Not completed |');
+    L.push('|---|---|---|---|---|---|---|---|---|---|---|');
+    for (const p of r.pickup) L.push(`| ${p.build} | ${p.nodes} | ${p.server.count} | ${f(p.server.p50Ms, 0)} ms | ${f(p.server.p90Ms, 0)} ms | ${f(p.server.p99Ms, 0)} ms | ${f(p.server.maxMs, 0)} ms | ${f(p.after202.p50Ms, 1)} / ${f(p.after202.p99Ms, 1)} ms | ${f(p.enqueueRoundTrip.p50Ms, 1)} / ${f(p.enqueueRoundTrip.p99Ms, 1)} ms | ${p.retried} | ${p.notCompleted} |`);
     L.push('');
   }
-  if (r.takeover) {
-    const t = r.takeover;
-    L.push('## Takeover of a killed node\'s job', '');
+  for (const [t, label] of [[r.takeover, ''], [r.takeoverBefore, ' (build before)']] as const) {
+    if (!t) continue;
+    L.push(`## Takeover of a killed node's job${label}`, '');
     L.push(`Three pg-s3 nodes, SVC_JOB_LEASE=${LEASE_MS / 1000}s (renewed every third of it). Nodes 2 and 3 stopped; an OCR workflow (\`${OCR_WORKFLOW}\`) on a scanned PDF of ${t.ocrPages} image-only pages started on node 1; once it was running nodes 2 and 3 started again on their data directories (${f(t.restartMs, 0)} ms), then node 1 was killed with SIGKILL after running the job for ${f(t.ranBeforeKillMs, 0)} ms.`);
     L.push('');
     if (t.error) L.push(`**Not measured**: ${t.error}`, '');
@@ -658,7 +666,7 @@ async function main(): Promise<void> {
 
     // 1. Documents and writes, the side order reversed every other round.
     const sides: SideName[] = beforeDir ? ['fs before', 'fs', 'pg-s3 ×1', 'pg-s3 ×3'] : ['fs', 'pg-s3 ×1', 'pg-s3 ×3'];
-    for (let round = 1; round <= ROUNDS; round++) {
+    for (let round = 1; round <= (jobsOnly ? 0 : ROUNDS); round++) {
       // Reversed every other round: each pair of neighbours (fs before / fs, fs / pg-s3 ×1) swaps order.
       const order = round % 2 === 0 ? [...sides].reverse() : sides;
       for (const side of order) {
@@ -673,19 +681,24 @@ async function main(): Promise<void> {
       }
     }
 
-    // 2. Job pickup, one node then three; 3. takeover on the three.
-    for (const nodes of [1, 3]) {
+    // 2. Job pickup, one node then three; 3. takeover on the three. With --jobs-only and
+    // --before, on both builds: this one first on one node, the one before first on three.
+    const builds: Build[] = jobsOnly && beforeDir ? ['this', 'before'] : ['this'];
+    for (const [nodes, build] of [1, 3].flatMap((n, i) => (i % 2 === 0 ? builds : [...builds].reverse()).map((b) => [n, b] as const))) {
       let cluster: Cluster | undefined;
       try {
-        cluster = await startCluster(infra, 'pg-s3', nodes, ENTRY, { SVC_JOB_LEASE: `${LEASE_MS / 1000}s` });
+        const entry = build === 'before' ? path.join(path.resolve(beforeDir!), 'dist', 'server', 'main.js') : ENTRY;
+        cluster = await startCluster(infra, 'pg-s3', nodes, entry, { SVC_JOB_LEASE: `${LEASE_MS / 1000}s` });
         live.add(cluster);
         const token = await tokenAndSchema(cluster.nodes[0]!.port);
-        const p = await jobPickup(cluster, token, JOBS);
+        const p = { ...(await jobPickup(cluster, token, JOBS)), build };
         report.pickup.push(p);
-        log(`pickup, ${nodes} node(s): p50 ${f(p.server.p50Ms)} ms, p99 ${f(p.server.p99Ms)} ms, max ${f(p.server.maxMs)} ms (${p.server.count} jobs, ${p.retried} retried)`);
+        log(`pickup, ${build} build, ${nodes} node(s): p50 ${f(p.server.p50Ms)} ms, p99 ${f(p.server.p99Ms)} ms, max ${f(p.server.maxMs)} ms (${p.server.count} jobs, ${p.retried} retried)`);
         if (nodes === 3) {
-          report.takeover = await takeover(cluster, token);
-          log(`takeover: ${report.takeover.takeoverMs === undefined ? report.takeover.error : `${f(report.takeover.takeoverMs)} ms from the kill to the second startedAt`}`);
+          const t = await takeover(cluster, token);
+          if (build === 'before') report.takeoverBefore = t;
+          else report.takeover = t;
+          log(`takeover, ${build} build: ${t.takeoverMs === undefined ? t.error : `${f(t.takeoverMs)} ms from the kill to the second startedAt`}`);
         }
       } catch (err) {
         report.errors.push(`jobs on ${nodes} node(s): ${err instanceof Error ? err.message : String(err)}`);

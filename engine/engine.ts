@@ -30,6 +30,8 @@ import { WorkflowService } from './workflows/index.js';
 import { IdempotencyKeys } from './idempotency/index.js';
 import { type BlobBackend, type BlobCatalog, type BlobSummary, type BlockStore, CatalogEnv, type DataDirLock, DiskSpace, FsTailStaging, DEFAULT_TENANT, InvalidCursorError, FileDevSecretStore, UnitSecretStore, KeyedCatalog, LmdbGcCatalog, LmdbModelRegistry, LmdbUnitStore, type UnitStore, LmdbUploadCatalog, type Manifest, lockDataDir, openBlobBackend } from './store/index.js';
 import type { BlockRoots } from './cas/index.js';
+import { type Clock, systemClock } from './base/clock.js';
+import { CLOCK_SKEW_WARN_MS } from './base/limits.js';
 import { BufferPool } from './uploads/index.js';
 import { Uploads } from './uploads/index.js';
 import { createWorkerPool } from './worker-pool.js';
@@ -127,6 +129,8 @@ export class Engine {
   readonly nodeId: string;
   /** Block bytes: the backend's store. */
   readonly blocks: BlockStore;
+  /** The time leases, retries and expiry are judged by: the database's on pg-s3 (decisions §5), else the system clock. */
+  readonly clock: Clock;
 
   private constructor(
     readonly config: Config,
@@ -144,6 +148,7 @@ export class Engine {
     this.manifests = backend.manifests;
     this.nodeId = config.nodeId || nodeIdOf(config.fsRoot);
     this.blocks = backend.blocks;
+    this.clock = backend.clock ?? systemClock;
     const { manifests, blocks } = this;
     this.traffic = new TrafficHistory(this.stats, config.opsRefreshMs);
     this.metrics = new Metrics(this);
@@ -160,6 +165,7 @@ export class Engine {
       staging: backend.sessions?.staging ?? new FsTailStaging(config.fsRoot, config.durability),
       nodeId: this.nodeId,
       liveNodes: backend.sessions ? () => this.liveNodeIds() : undefined,
+      clock: this.clock,
       tailBuffers: tailBufferPool(config),
       blocks,
       scanner,
@@ -180,7 +186,7 @@ export class Engine {
     this.idempotency = new IdempotencyKeys(units, config.idempotencyTtlMs);
     // Kept where every node reads it: a cursor one node gave opens on any other, and after a restart.
     this.cursors = new CursorSeal(backend.cursorKey ?? new UnitSecretStore(units, 'cursor-key'));
-    this.jobs = new JobQueue({ store: units, pool, config: config.jobs, log, node: this.nodeId });
+    this.jobs = new JobQueue({ store: units, pool, config: config.jobs, log, node: this.nodeId, clock: this.clock });
     const schemas = new SchemaRegistry(new KeyedCatalog(units, 'schemas'), units, this.cursors);
     this.documents = new DocumentService(units, schemas, new MigrationRegistry(new KeyedCatalog(units, 'migrations'), schemas), this.jobs, (options) => this.startIngest(options), {
       limits: (tenant) => this.tenantLimits(tenant),
@@ -465,6 +471,23 @@ export class Engine {
     const shortage = this.space.shortage();
     const latencyMs = round(performance.now() - started);
     return shortage ? { name: 'diskSpace', status: 'warn', latencyMs, detail: `${shortage}: uploads are refused (507)` } : { name: 'diskSpace', status: 'ok', latencyMs };
+  }
+
+  /**
+   * On pg-s3, this node's clock against the database's, which judges leases, retries and expiry:
+   * `warn` (readiness: degraded) past CLOCK_SKEW_WARN_MS, naming the offset; undefined elsewhere.
+   */
+  clockCheck(): (Omit<HealthCheck, 'status'> & { status: 'ok' | 'warn'; offsetMs: number }) | undefined {
+    const offset = this.backend.clock?.offsetMs();
+    if (offset === undefined) return undefined;
+    const offsetMs = Math.round(offset);
+    const seconds = `${(Math.abs(offset) / 1000).toFixed(1)} s`;
+    const uncertainty = `±${((this.backend.clock!.roundTripMs() ?? 0) / 2).toFixed(1)} ms`;
+    if (Math.abs(offset) <= CLOCK_SKEW_WARN_MS) return { name: 'clock', status: 'ok', latencyMs: 0, offsetMs, detail: `this node's clock is within ${seconds} of PostgreSQL's (${uncertainty})` };
+    return {
+      name: 'clock', status: 'warn', latencyMs: 0, offsetMs,
+      detail: `this node's clock is ${seconds} ${offset > 0 ? 'ahead of' : 'behind'} PostgreSQL's (more than ${CLOCK_SKEW_WARN_MS / 1000} s): leases, retries and expiry follow PostgreSQL's clock, but this node's logs and tokens do not; repair its time synchronization`,
+    };
   }
 
   private async check(name: string, probe: () => Promise<void>): Promise<HealthCheck> {

@@ -39,10 +39,11 @@ export function mountOpsApi(router: Router, { engine, metrics }: ServerContext):
     const details = detailsFor(req);
     const checks = await engine.readiness();
     const ready = checks.every((c) => c.status === 'ok');
-    // Below the free-space floor the server still serves reads: degraded, not unready.
-    const space = engine.spaceCheck();
-    const status = !ready ? 'not_ready' : space.status === 'ok' ? 'ready' : 'degraded';
-    ex.json(ready ? 200 : 503, (await details) ? { status, checks: [...checks, space] } : { status });
+    // Below the free-space floor the server still serves reads, and a node whose clock strays
+    // from PostgreSQL's still judges leases by PostgreSQL's: degraded, not unready.
+    const warnings = [engine.spaceCheck(), engine.clockCheck()].filter((c) => c !== undefined);
+    const status = !ready ? 'not_ready' : warnings.every((c) => c.status === 'ok') ? 'ready' : 'degraded';
+    ex.json(ready ? 200 : 503, (await details) ? { status, checks: [...checks, ...warnings] } : { status });
   });
 
   router.on('GET', '/api/stats', ({ ex }) => ex.json(200, engine.stats.toJSON()), OBSERVE);

@@ -433,7 +433,9 @@ describe('CORS, health, stats, metrics, unknown routes', () => {
     expect(ready.status).toBe(200);
     const body = (await ready.json()) as any;
     expect(body.status).toBe('ready');
-    expect(body.checks.map((c: any) => c.name).sort()).toEqual([...BACKEND_DEPENDENCIES, 'diskSpace'].sort());
+    // pg-s3: this node's clock against PostgreSQL's (engine/base/clock.ts), within a second here.
+    expect(body.checks.map((c: any) => c.name).sort()).toEqual([...BACKEND_DEPENDENCIES, 'diskSpace', ...(TEST_BACKEND === 'pg-s3' ? ['clock'] : [])].sort());
+    if (TEST_BACKEND === 'pg-s3') expect(Math.abs(body.checks.find((c: any) => c.name === 'clock').offsetMs)).toBeLessThan(1000);
     for (const c of body.checks) expect(c).toMatchObject({ status: 'ok', latencyMs: expect.any(Number) });
   });
 

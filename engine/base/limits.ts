@@ -94,3 +94,12 @@ export const IDEMPOTENCY_CLAIM_MS = 60_000;
 /** Expired keys removed per unit of a sweep, and units per sweep: bounded work each period. */
 export const IDEMPOTENCY_SWEEP_BATCH = 200;
 export const IDEMPOTENCY_SWEEP_UNITS = 10;
+
+// ---- a cluster's clock ----
+/**
+ * How far (ms) a node's own clock may stray from the cluster's reference clock (PostgreSQL's, on
+ * pg-s3) before readiness says `degraded` naming the offset (decisions §5). Leases, retries and
+ * expiry are judged by the reference clock whatever the offset; past this an operator should
+ * repair the node's time sync (its logs' and tokens' times are off).
+ */
+export const CLOCK_SKEW_WARN_MS = 5000;

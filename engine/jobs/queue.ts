@@ -22,6 +22,7 @@
 // - Completion: the unit reads the record (precondition) and commits apply's writes only if
 //   this attempt still holds the lease (owner and attempt): an attempt that ran twice commits
 //   its effects once.
+// - Time: lease ends, due times and stamps are the injected Clock's (the database's on pg-s3).
 // - Waking: `store.watch` on `jobs_due` wakes the dispatcher (on PostgreSQL on every node) and
 //   on `jobs` the settled() waiters; a poll every IDLE_POLL_MS is the fallback.
 // One file above 400 lines: claim, renewal, completion and takeover share the lease rules and
@@ -31,6 +32,7 @@ import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import type { Piscina } from 'piscina';
 import { v7 as uuidv7 } from 'uuid';
+import { type Clock, systemClock } from '../base/clock.js';
 import type { JobConfig } from '../config.js';
 import type { Logger } from '../log.js';
 import type { Unit, UnitStore } from '../store/unit-store.js';
@@ -90,6 +92,8 @@ export interface JobQueueDeps {
    * taken over at once instead of after they expire (a restart of a single `fs` node).
    */
   node?: string;
+  /** The time leases and due times are judged by (the database's on pg-s3); default the system clock. */
+  clock?: Clock;
 }
 
 /**
@@ -124,6 +128,7 @@ export class JobQueue {
   /** Names this queue's leases; unique per process. */
   readonly owner: string;
   private readonly store: UnitStore;
+  private readonly clock: Clock;
   private readonly kinds = new Map<string, JobKind>();
   private readonly active = new Map<string, Run>();
   private readonly waiters = new Map<string, Set<(record: JobRecord | Error) => void>>();
@@ -144,6 +149,7 @@ export class JobQueue {
 
   constructor(private readonly deps: JobQueueDeps) {
     this.store = deps.store;
+    this.clock = deps.clock ?? systemClock;
     this.owner = deps.node === undefined ? randomUUID() : `${deps.node}/${randomUUID()}`;
     this.bounds = { pool: deps.config.concurrency >= 1 ? deps.config.concurrency : deps.pool.maxThreads, io: deps.config.ioConcurrency };
   }
@@ -179,7 +185,7 @@ export class JobQueue {
   enqueueIn(unit: Unit, tenant: string, kind: string, input: unknown, options: { startNow?: boolean } = {}): JobRecord {
     const record = this.newRecord(tenant, kind, input);
     if (options.startNow && this.started && !this.stopping && this.freeSlots(this.laneOf(kind)) > 0) {
-      const running = this.running(record, Date.now());
+      const running = this.running(record, this.clock.now());
       writeJob(unit, undefined, running);
       // Unconditionally once committed: the record is this queue's to run (a few concurrent
       // startNow requests may briefly exceed the lane's bound).
@@ -296,7 +302,7 @@ export class JobQueue {
     if (typeof tenant !== 'string' || tenant === '') throw new Error('a job needs a tenant');
     const definition = this.kinds.get(kind);
     if (!definition) throw new Error(`unknown job kind ${kind}`);
-    const now = Date.now();
+    const now = this.clock.now();
     return {
       jobId: uuidv7(),
       tenant,
@@ -389,7 +395,7 @@ export class JobQueue {
   /** One pass: expired leases taken over, then due jobs claimed up to the lanes' free slots. */
   private async pass(): Promise<void> {
     clearTimeout(this.timer);
-    const now = Date.now();
+    const now = this.clock.now();
     const own = this.recoverOwn;
     this.recoverOwn = false;
     const leases = await this.store.range(JOBS_DUE, { start: ['lease', 0], end: ['lease', own ? Number.MAX_SAFE_INTEGER : now], ...(own ? {} : { limit: 256 + this.active.size }) });
@@ -405,7 +411,7 @@ export class JobQueue {
   private schedule(): void {
     if (!this.started || this.stopping) return;
     clearTimeout(this.timer);
-    const now = Date.now();
+    const now = this.clock.now();
     let delay = IDLE_POLL_MS;
     const arm = () => {
       if (this.stopping || this.pumping) return;
@@ -424,7 +430,7 @@ export class JobQueue {
         break;
       }
       if (at - now < delay) {
-        delay = at - Date.now();
+        delay = at - this.clock.now();
         arm();
       }
     })().catch(() => {});
@@ -447,7 +453,7 @@ export class JobQueue {
             unit.remove(JOBS_DUE, key); // stale: the record has moved on (and has its own entry)
             return undefined;
           }
-          const now = Date.now();
+          const now = this.clock.now();
           const expired = current.lease.until < now;
           const earlierSelf = own && current.lease.owner !== this.owner && current.lease.owner.startsWith(mine);
           if (!expired && !earlierSelf) return undefined; // a live node's
@@ -472,7 +478,7 @@ export class JobQueue {
    */
   private claim(slots: Record<Lane, number>): Promise<Leased[]> {
     return this.store.run(async (unit) => {
-      const now = Date.now();
+      const now = this.clock.now();
       const free = { ...slots };
       const candidates = await unit.range(JOBS_DUE, { start: ['due', 0], end: ['due', now + 1], limit: free.pool + free.io + SCAN_SLACK, precondition: false });
       const claimed: Leased[] = [];
@@ -558,7 +564,7 @@ export class JobQueue {
         if (!this.holds(current, run)) return undefined;
         const outputs = checkOutputs(await kind.apply(unit, current, output));
         const { lease: _lease, ...rest } = current;
-        const next: JobRecord = { ...rest, state: 'completed', finishedAt: Date.now(), error: null, outputs };
+        const next: JobRecord = { ...rest, state: 'completed', finishedAt: this.clock.now(), error: null, outputs };
         writeJob(unit, current, next);
         return next;
       });
@@ -577,7 +583,7 @@ export class JobQueue {
     const next = await this.store.run(async (unit) => {
       const current = await unit.get(JOBS, record.jobId);
       if (!this.holds(current, run)) return undefined;
-      const now = Date.now();
+      const now = this.clock.now();
       const { lease: _lease, ...rest } = current;
       const error = { code: failure.code, message: failure.message };
       const next: JobRecord = failure.retryable && current.attempts < current.maxAttempts
@@ -594,7 +600,7 @@ export class JobQueue {
   /** Extends the lease of a running attempt (and moves its due-index entry). */
   private async renew(jobId: string, run: Run): Promise<void> {
     if (this.closed) return;
-    const until = Date.now() + this.deps.config.leaseMs;
+    const until = this.clock.now() + this.deps.config.leaseMs;
     try {
       await this.store.run(async (unit) => {
         const current = await unit.get(JOBS, jobId);

@@ -186,6 +186,8 @@ export class OpsSnapshots {
 
     const checks: OpsCheck[] = [];
     for (const p of probes) checks.push(probeCheck(p));
+    const clock = engine.clockCheck();
+    if (clock) checks.push({ id: 'clock', status: clock.status, detail: clock.detail ?? '' });
     const minFreeBytes = engine.config.minFreeSpace ? floorInBytes(engine.config.minFreeSpace, space.totalBytes) : 0;
     if (space.error) checks.push({ id: 'diskSpace', status: 'warn', detail: `file system not readable: ${space.error}` });
     else {

@@ -46,6 +46,8 @@ export interface OpsSource {
   /** The outcome of the latest readiness checks. */
   readonly lastReadiness?: { at: number; failed: string[] };
   readiness(): Promise<HealthCheck[]>;
+  /** pg-s3: this node's clock against the database's (warn past CLOCK_SKEW_WARN_MS); undefined elsewhere. */
+  clockCheck(): { status: 'ok' | 'warn'; detail?: string } | undefined;
   /** The usage of the tenants the operator knows by name (the policy's; the default tenant with security off). */
   tenantsUsage(): Promise<TenantUsageRow[]>;
   nodes(): Promise<Array<{ nodeId: string; lastSeenAt: string; address: string }>>;

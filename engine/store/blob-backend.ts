@@ -1,6 +1,7 @@
 // What a blob backend is: where manifests and block bytes live, and the shared views a backend of
 // several nodes adds. The engine depends on this and on the interfaces it names, never on an
 // implementation (./backend.ts opens the configured one).
+import type { ReferenceClock } from '../base/clock.js';
 import type { BlobBackendKind } from '../config.js';
 import type { BlobCatalog, EmbeddedBlobCatalog } from './blob-catalog.js';
 import type { BlockStore, EmbeddedBlockStore, MovableBlockStore } from './block-store.js';
@@ -39,6 +40,11 @@ export interface BlobBackend {
    * node's LMDB); the others answer 503 documents_single_node. Undefined: every node serves it.
    */
   readonly documentsNode?: string;
+  /**
+   * The clock the cluster's records are judged by where it is not this node's (pg-s3: the
+   * database's, followed by sampling; decisions §5); undefined: the system clock.
+   */
+  readonly clock?: ReferenceClock;
   readonly dependencies: readonly Dependency[];
   /** Interrupted block writes cleaned up at open (fs). */
   readonly removedTempFiles: number;

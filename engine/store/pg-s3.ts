@@ -4,6 +4,7 @@
 // a scratch directory of this node.
 import fs from 'node:fs';
 import path from 'node:path';
+import { ReferenceClock } from '../base/clock.js';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import type { BlobBackend } from './blob-backend.js';
@@ -12,6 +13,9 @@ import { PgBlobCatalog } from './pg/blob-catalog.js';
 import { S3BlockStore } from './s3/block-store.js';
 import { S3Journal } from './s3/journal.js';
 import { S3TailStaging } from './s3/staging.js';
+
+/** How often a node reads the database's clock again (its offset drifts by milliseconds per hour at most). */
+const CLOCK_SAMPLE_MS = 5000;
 
 export async function openPgS3(config: Config, log: Logger): Promise<BlobBackend> {
   // This process holds the data directory's lock: a spill left by an earlier run is nobody's.
@@ -34,6 +38,19 @@ export async function openPgS3(config: Config, log: Logger): Promise<BlobBackend
     blocks.client.destroy();
     throw err;
   }
+  // Leases, retries, expiry and nodes' TTLs are judged by the database's clock: sampled now and
+  // every CLOCK_SAMPLE_MS, never per operation.
+  const clock = new ReferenceClock(() => manifests.clockReading(), {
+    intervalMs: CLOCK_SAMPLE_MS,
+    onError: (err) => log.warn('pg-s3: the database\'s clock was not read; the last reading goes on', { err: String(err) }),
+  });
+  try {
+    await clock.start();
+  } catch (err) {
+    await manifests.close();
+    blocks.client.destroy();
+    throw err;
+  }
   const units = manifests.unitStore({ onWatchLost: (err) => log.warn('units: the connection that listens for other nodes\' commits was lost; reconnecting (every watcher is called once it is back)', { err: String(err) }) });
   return {
     kind: 'pg-s3',
@@ -47,12 +64,14 @@ export async function openPgS3(config: Config, log: Logger): Promise<BlobBackend
     // And units of work (documents, jobs, views, workflow runs...): every node commits on the same rows.
     units,
     models: manifests.modelRegistry({ onWatchLost: (err) => log.warn('models: the connection that listens for registry changes was lost; reconnecting (the registry is read every few seconds meanwhile)', { err: String(err) }) }),
+    clock,
     dependencies: [
       { name: 'postgres', probe: () => manifests.probe().catch((err: unknown) => Promise.reject(new Error(describePgFailure(err, config.pg.url), { cause: err }))) },
       { name: 's3', probe: () => blocks.probe() },
     ],
     removedTempFiles: 0,
     close: async () => {
+      clock.stop();
       await units.close();
       await manifests.close();
       blocks.client.destroy();

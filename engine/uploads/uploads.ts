@@ -11,6 +11,7 @@
 // state, changed by every step here (the part protocol itself is ./part-ingest.ts).
 
 import { createHash, randomUUID } from 'node:crypto';
+import { type Clock, systemClock } from '../base/clock.js';
 import type { BlockRoots } from '../cas/index.js';
 import { chunkerName } from '../cas/index.js';
 import { formatContentId } from '../cas/index.js';
@@ -39,6 +40,8 @@ interface UploadsDeps {
    * node that died is not waited for until it expires.
    */
   liveNodes?: () => Promise<ReadonlySet<string>>;
+  /** The time leases and expiry are judged by (the database's on pg-s3); default the system clock. */
+  clock?: Clock;
   blocks: BlockStore;
   scanner: StreamScanner;
   manifests: BlobCatalog;
@@ -145,14 +148,16 @@ export class Uploads {
   private readonly live = new Map<string, LiveIngest>();
   /** By session id: what closed live ingests stored after their last answer (lost with the process). */
   private readonly storedOfTails = new Map<string, StoredOfTail>();
+  private readonly clock: Clock;
 
   constructor(private readonly deps: UploadsDeps) {
+    this.clock = deps.clock ?? systemClock;
     this.nodePrefix = `${deps.nodeId ?? ''}/`;
     this.owner = this.nodePrefix + randomUUID();
   }
 
   async create(request: CreateRequest): Promise<SessionRecord> {
-    const record = moveSession(undefined, { type: 'create', ...request, now: Date.now(), ttlMs: this.deps.config.ttlMs });
+    const record = moveSession(undefined, { type: 'create', ...request, now: this.clock.now(), ttlMs: this.deps.config.ttlMs });
     return this.deps.ledger.update(request.id, (current) => {
       if (current) throw uploadExists(request.id);
       return record;
@@ -161,14 +166,14 @@ export class Uploads {
 
   /** What the tenant's open sessions hold in its quota (their declared lengths, else what they received), `except` left out. */
   stagedBytes(tenant: string, except?: string): Promise<number> {
-    return this.deps.ledger.stagedBytes(tenant, Date.now(), except);
+    return this.deps.ledger.stagedBytes(tenant, this.clock.now(), except);
   }
 
   /** The session as its tenant sees it; an expired open session is 410. */
   async status(tenant: string, id: string): Promise<SessionRecord> {
     const record = await this.deps.ledger.get(id);
     if (!record || record.tenant !== tenant) throw uploadNotFound(id);
-    if (record.state === 'Expired' || (record.state === 'Open' && Date.now() >= record.expiresAt)) throw uploadExpired(id);
+    if (record.state === 'Expired' || (record.state === 'Open' && this.clock.now() >= record.expiresAt)) throw uploadExpired(id);
     return record;
   }
 
@@ -366,7 +371,7 @@ export class Uploads {
     const publication = this.deps.tenantBlobs ? { tenant, tenantBlocks: true, ...quotaOf(quota, length) } : {};
     const { manifest, existed } = await this.deps.manifests.publish(hex, length, mediaType, chunker, blocks, undefined, publication);
     this.deps.stats.recordPublication(blocks, existed);
-    const record = moveSession(undefined, { type: 'concatenated', id: request.id, tenant, length, blob: manifest.id, contentType: request.contentType, tus: request.tus, now: Date.now(), ttlMs: this.deps.config.ttlMs });
+    const record = moveSession(undefined, { type: 'concatenated', id: request.id, tenant, length, blob: manifest.id, contentType: request.contentType, tus: request.tus, now: this.clock.now(), ttlMs: this.deps.config.ttlMs });
     return this.deps.ledger.update(request.id, (current) => {
       if (current) throw uploadExists(request.id);
       return record;
@@ -393,7 +398,7 @@ export class Uploads {
    * Committed; not: Open again), removes staged files nobody refers to, and forgets terminal
    * sessions a day past their expiry. Runs at start and every SVC_UPLOAD_CLEANUP_INTERVAL.
    */
-  async cleanup(now = Date.now()): Promise<{ expired: number; recovered: number; removed: number }> {
+  async cleanup(now = this.clock.now()): Promise<{ expired: number; recovered: number; removed: number }> {
     const { ledger, staging, manifests } = this.deps;
     let expired = 0;
     let recovered = 0;
@@ -569,7 +574,7 @@ export class Uploads {
    * also another node's, while that node is alive (`alive`: the nodes seen within their TTL).
    * A lease of an earlier process of this node is dead, as every lease is on an embedded catalog.
    */
-  private liveLease(record: SessionRecord, alive: ReadonlySet<string> | undefined, now = Date.now()): boolean {
+  private liveLease(record: SessionRecord, alive: ReadonlySet<string> | undefined, now = this.clock.now()): boolean {
     const lease = record.lease;
     if (lease === undefined || lease.until <= now) return false;
     if (lease.owner === this.owner) return true;
@@ -586,7 +591,7 @@ export class Uploads {
 
   /** Takes the lease in one transaction (synchronous where the catalog can), checking again against the current record. */
   private async takeLease(seen: SessionRecord, kind: 'part' | 'commit', offset: number, alive: ReadonlySet<string> | undefined): Promise<SessionRecord> {
-    const until = Date.now() + (kind === 'part' ? this.deps.config.partLeaseMs : this.deps.config.commitLeaseMs);
+    const until = this.clock.now() + (kind === 'part' ? this.deps.config.partLeaseMs : this.deps.config.commitLeaseMs);
     const { ledger } = this.deps;
     return (ledger.updateSync ? ledger.updateSync.bind(ledger) : ledger.update.bind(ledger))(seen.id, (r) => {
       if (!r || r.state !== 'Open') throw uploadState(r?.state ?? 'gone', kind === 'part' ? 'add a part' : 'commit');
@@ -597,7 +602,7 @@ export class Uploads {
   }
 
   private async renewLease(leased: SessionRecord): Promise<void> {
-    const until = Date.now() + this.deps.config.partLeaseMs;
+    const until = this.clock.now() + this.deps.config.partLeaseMs;
     await this.deps.ledger.update(leased.id, (r) => {
       if (!r || r.lease?.token !== leased.lease!.token) throw uploadBusy('part upload');
       return moveSession(r, { type: 'renew', until });

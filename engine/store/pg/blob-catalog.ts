@@ -1,5 +1,6 @@
 import { type BlobCatalog, type Publication, type PublishOptions, seqOfCursor } from '../blob-catalog.js';
 import type { StoredBlock } from '../block-store.js';
+import type { ClockReading } from '../../base/clock.js';
 import type { CatalogJournal } from '../catalog-journal.js';
 import { contentIdOf, formatContentId } from '../../base/content-id.js';
 import { type BlobSummary, Manifest, type ManifestRecord, pack } from '../manifest.js';
@@ -289,5 +290,22 @@ export class PgBlobCatalog implements BlobCatalog {
 
   async probe(): Promise<void> {
     await this.sql`SELECT 1`;
+  }
+
+  /**
+   * The database's clock (ms since the epoch, with fractions) and when (this process's
+   * performance.now()) the query was sent and answered: the reference every pg-s3 node's clock
+   * follows (engine/base/clock.ts). Timed on a connection already taken from the pool, so waiting
+   * for one is no part of the round trip; clock_timestamp(), not the transaction's time.
+   */
+  async clockReading(): Promise<ClockReading> {
+    const conn = await this.sql.reserve();
+    try {
+      const sent = performance.now();
+      const [row] = await conn<{ ms: number }[]>`SELECT extract(epoch FROM clock_timestamp())::float8 * 1000 AS ms`;
+      return { reference: row!.ms, sent, received: performance.now() };
+    } finally {
+      conn.release();
+    }
   }
 }
