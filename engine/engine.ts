@@ -183,7 +183,7 @@ export class Engine {
     // cluster's nodes on pg-s3, else in this node's LMDB.
     const units: UnitStore = backend.units ?? new LmdbUnitStore(catalog);
     this.units = units;
-    this.idempotency = new IdempotencyKeys(units, config.idempotencyTtlMs);
+    this.idempotency = new IdempotencyKeys(units, config.idempotencyTtlMs, () => this.clock.now());
     // Kept where every node reads it: a cursor one node gave opens on any other, and after a restart.
     this.cursors = new CursorSeal(backend.cursorKey ?? new UnitSecretStore(units, 'cursor-key'));
     this.jobs = new JobQueue({ store: units, pool, config: config.jobs, log, node: this.nodeId, clock: this.clock });
