@@ -27,6 +27,7 @@ const PG_S3_SUITES = [
   'test/usage.test.ts',
   'test/tenant-metadata.test.ts',
   'test/byte-gate.test.ts',
+  'test/pg-connections.test.ts',
 ];
 
 /**

@@ -13,7 +13,7 @@ import { S3BlockStore } from './s3/block-store.js';
 import { S3Journal } from './s3/journal.js';
 import { S3TailStaging } from './s3/staging.js';
 
-export async function openPgS3(config: Config, log: Logger): Promise<BlobBackend> {
+export async function openPgS3(config: Config, log: Logger, nodeId?: string): Promise<BlobBackend> {
   // This process holds the data directory's lock: a spill left by an earlier run is nobody's.
   const scratchDir = path.join(config.fsRoot, 'scratch');
   fs.rmSync(scratchDir, { recursive: true, force: true });
@@ -25,7 +25,7 @@ export async function openPgS3(config: Config, log: Logger): Promise<BlobBackend
     // reached, stops the start naming the variable (StartRefused); later, readiness says it.
     await blocks.checkAtStart();
     // The catalog journals every tenant's holdings to the bucket: it alone suffices to rebuild the catalog.
-    manifests = await PgBlobCatalog.open(config.pg.url, { poolSize: config.pg.pool, journal: new S3Journal(blocks.client, blocks.location),
+    manifests = await PgBlobCatalog.open(config.pg.url, { poolSize: config.pg.pool, statementTimeoutMs: config.pg.statementTimeoutMs, nodeId, journal: new S3Journal(blocks.client, blocks.location),
       onJournalError: (err) => log.warn('pg-s3: journal segment not written; its entries wait in the catalog', { err: String(err) }),
     }).catch((err: unknown) => {
       throw isPgConnectionFailure(err) ? new StartRefused('SVC_PG_URL', describePgFailure(err, config.pg.url)) : err;

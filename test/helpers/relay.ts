@@ -2,10 +2,16 @@
 // running node and comes back (test/pg-outage.test.ts, test/catalog-rebuild.test.ts).
 import net from 'node:net';
 
-/** A TCP relay to `target` on a port of its own; `cut` resets every connection and refuses new ones until `restore`. */
+/**
+ * A TCP relay to `target` on a port of its own; `cut` resets every connection and refuses new ones
+ * until `restore`; `pause` stops forwarding in both directions without closing anything (a
+ * paused server, a network that drops packets) until `resume`.
+ */
 export class Relay {
   private server?: net.Server;
   private readonly sockets = new Set<net.Socket>();
+  private readonly pairs = new Set<[net.Socket, net.Socket]>();
+  private paused = false;
   port = 0;
 
   constructor(private readonly target: { host: string; port: number }) {}
@@ -21,8 +27,10 @@ export class Relay {
           upstream.destroy();
         });
       }
-      client.pipe(upstream);
-      upstream.pipe(client);
+      const pair: [net.Socket, net.Socket] = [client, upstream];
+      this.pairs.add(pair);
+      client.on('close', () => this.pairs.delete(pair));
+      if (!this.paused) this.forward(pair);
     });
     await new Promise<void>((resolve) => this.server!.listen(this.port, '127.0.0.1', resolve));
     this.port = (this.server.address() as net.AddressInfo).port;
@@ -36,5 +44,26 @@ export class Relay {
 
   restore(): Promise<void> {
     return this.open();
+  }
+
+  /** Nothing is forwarded any more, either way; connections stay open and new ones are accepted. */
+  pause(): void {
+    this.paused = true;
+    for (const [client, upstream] of this.pairs) {
+      client.unpipe(upstream);
+      upstream.unpipe(client);
+      client.pause();
+      upstream.pause();
+    }
+  }
+
+  resume(): void {
+    this.paused = false;
+    for (const pair of this.pairs) this.forward(pair);
+  }
+
+  private forward([client, upstream]: [net.Socket, net.Socket]): void {
+    client.pipe(upstream);
+    upstream.pipe(client);
   }
 }
