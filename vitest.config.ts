@@ -28,6 +28,7 @@ const PG_S3_SUITES = [
   'test/tenant-metadata.test.ts',
   'test/byte-gate.test.ts',
   'test/pg-connections.test.ts',
+  'test/catalog-schema.test.ts',
 ];
 
 /**

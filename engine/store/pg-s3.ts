@@ -9,6 +9,7 @@ import type { Logger } from '../log.js';
 import type { BlobBackend } from './blob-backend.js';
 import { StartRefused, describePgFailure, isPgConnectionFailure } from './dependency-failure.js';
 import { PgBlobCatalog } from './pg/blob-catalog.js';
+import { SchemaTooNew } from './pg/schema.js';
 import { S3BlockStore } from './s3/block-store.js';
 import { S3Journal } from './s3/journal.js';
 import { S3TailStaging } from './s3/staging.js';
@@ -28,6 +29,7 @@ export async function openPgS3(config: Config, log: Logger, nodeId?: string): Pr
     manifests = await PgBlobCatalog.open(config.pg.url, { poolSize: config.pg.pool, statementTimeoutMs: config.pg.statementTimeoutMs, nodeId, journal: new S3Journal(blocks.client, blocks.location),
       onJournalError: (err) => log.warn('pg-s3: journal segment not written; its entries wait in the catalog', { err: String(err) }),
     }).catch((err: unknown) => {
+      if (err instanceof SchemaTooNew) throw new StartRefused('SVC_PG_URL', err.message);
       throw isPgConnectionFailure(err) ? new StartRefused('SVC_PG_URL', describePgFailure(err, config.pg.url)) : err;
     });
   } catch (err) {
@@ -48,7 +50,14 @@ export async function openPgS3(config: Config, log: Logger, nodeId?: string): Pr
     units,
     models: manifests.modelRegistry({ onWatchLost: (err) => log.warn('models: the connection that listens for registry changes was lost; reconnecting (the registry is read every few seconds meanwhile)', { err: String(err) }) }),
     dependencies: [
-      { name: 'postgres', probe: () => manifests.probe().catch((err: unknown) => Promise.reject(new Error(describePgFailure(err, config.pg.url), { cause: err }))) },
+      {
+        name: 'postgres',
+        probe: async () => {
+          await manifests.probe().catch((err: unknown) => Promise.reject(new Error(describePgFailure(err, config.pg.url), { cause: err })));
+          // A newer node upgraded the catalog: this one no longer writes, and says so.
+          await units.checkCatalogSchema();
+        },
+      },
       { name: 's3', probe: () => blocks.probe() },
     ],
     removedTempFiles: 0,
