@@ -69,10 +69,11 @@ describe.skipIf(!shared)('connections to PostgreSQL', () => {
     relay.pause();
     // The server's statement timeout cannot act (nothing reaches it): the client's, 1 s + 5 s, does.
     const started = Date.now();
-    const read = await within(20_000, 'GET /v1/documents/{id} with PostgreSQL paused', api.get(`/v1/documents/${doc.documentId}`));
+    const read = await within(30_000, 'GET /v1/documents/{id} with PostgreSQL paused', api.get(`/v1/documents/${doc.documentId}`));
     expect([read.status, read.json?.error]).toEqual([503, 'catalog_unavailable']);
-    expect(Date.now() - started).toBeLessThan(12_000);
-    const blob = await within(20_000, 'POST /api/v1/blobs with PostgreSQL paused', fetch(`${server.url}/api/v1/blobs`, { method: 'POST', body: seededBytes(4000, 3) as Uint8Array<ArrayBuffer> }));
+    // 1 s + 5 s, and slack for a loaded machine; unbounded before.
+    expect(Date.now() - started).toBeLessThan(16_000);
+    const blob = await within(30_000, 'POST /api/v1/blobs with PostgreSQL paused', fetch(`${server.url}/api/v1/blobs`, { method: 'POST', body: seededBytes(4000, 3) as Uint8Array<ArrayBuffer> }));
     expect([blob.status, ((await blob.json()) as { error: string }).error]).toEqual([503, 'catalog_unavailable']);
 
     relay.resume();
@@ -110,13 +111,13 @@ describe.skipIf(!shared)('connections to PostgreSQL', () => {
     const api = new Api(a.url, await devToken(a.url, { scope: 'doc.create doc.read' }));
     await api.newDocument(seededBytes(3000, 5), { contentType: 'application/octet-stream' });
     let usage = 1;
-    await until(20_000, "node B's LISTEN connections ended and the notification queue back below 1e-4", async () => {
+    await until(30_000, "node B's LISTEN connections ended and the notification queue back below 1e-4", async () => {
       const live = new Set(await listeners());
       [{ usage }] = await admin<{ usage: number }[]>`SELECT pg_notification_queue_usage() AS usage`;
       return ofB.every((pid) => !live.has(pid)) && usage < 1e-4;
     });
-    // The TTL (3 s), a heartbeat (1 s) and the poll's slack.
-    expect(Date.now() - stopped).toBeLessThan(12_000);
+    // The TTL (3 s), a heartbeat (1 s), and slack for a loaded machine; never before.
+    expect(Date.now() - stopped).toBeLessThan(16_000);
     // A stays served throughout.
     expect(await ready(a)).toBe(true);
 
