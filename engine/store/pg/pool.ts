@@ -189,6 +189,10 @@ export function openPool(url: string, poolSize: number, options: PoolOptions = {
     async begin<T>(work: (tx: PgSql) => Promise<T>, txOptions: { unbounded?: boolean } = {}): Promise<T> {
       const client = await pool.connect().catch(asUnavailable);
       let broken: Error | undefined;
+      // As in reserve: a connection that dies while the work awaits something else (the server
+      // ends a transaction idle past its timeout) must not end the process; it is closed at release.
+      const onError = (err: Error) => (broken ??= err);
+      client.on('error', onError);
       try {
         await sqlOn(client).unsafe(txOptions.unbounded ? 'BEGIN; SET LOCAL statement_timeout = 0; SET LOCAL idle_in_transaction_session_timeout = 0' : 'BEGIN');
         const result = await work(sqlOn(client, txOptions.unbounded ? UNBOUNDED_MS : undefined));
@@ -197,7 +201,7 @@ export function openPool(url: string, poolSize: number, options: PoolOptions = {
       } catch (err) {
         // A connection whose ROLLBACK fails is in an unknown state, and one with a statement still
         // in flight (the client gave up on it) would only queue the ROLLBACK behind it: closed, not reused.
-        if (timedOut.has(client)) broken = err as Error;
+        if (timedOut.has(client) || broken) broken ??= err as Error;
         else {
           await client.query('ROLLBACK').catch((rollbackErr: Error) => {
             broken = rollbackErr;
@@ -205,6 +209,7 @@ export function openPool(url: string, poolSize: number, options: PoolOptions = {
         }
         throw err;
       } finally {
+        client.removeListener('error', onError);
         client.release(broken);
       }
     },
