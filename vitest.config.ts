@@ -29,6 +29,8 @@ const PG_S3_SUITES = [
   'test/tenant-metadata.test.ts',
   'test/byte-gate.test.ts',
   'test/pg-clock.test.ts',
+  'test/pg-connections.test.ts',
+  'test/catalog-schema.test.ts',
 ];
 
 /**

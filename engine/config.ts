@@ -13,6 +13,7 @@ export const VARIABLES: ReadonlyArray<{ name: string; default: string; help: str
   { name: 'SVC_BLOB_BACKEND', default: 'fs', help: 'Where blobs live: `fs` (block files and LMDB under SVC_FS_ROOT), `pg-s3` (the blob catalog in PostgreSQL at SVC_PG_URL, block bytes in the S3 bucket SVC_S3_BUCKET) or `s3` (everything in the bucket SVC_S3_BUCKET: manifests, inventory, per-tenant ledgers and block bytes; several nodes only on a server that honours If-None-Match and If-Match). Every way SVC_FS_ROOT keeps what is local to the node (upload spills; with fs resumable sessions, with fs and s3 documents and jobs).' },
   { name: 'SVC_PG_URL', default: '', help: 'PostgreSQL of the pg-s3 backend: `postgres://user:pass@host:port/db`. svc creates and migrates its tables itself.' },
   { name: 'SVC_PG_POOL', default: '10', help: 'Connections to PostgreSQL per svc process.' },
+  { name: 'SVC_PG_STATEMENT_TIMEOUT', default: '30s', help: 'PostgreSQL cancels a statement of svc that runs longer, and ends a transaction left idle as long; svc gives up 5 s later on a server that does not answer at all (a paused PostgreSQL, a connection cut without a reset). The request is then answered 503 `catalog_unavailable`. Migrations and `svc catalog rebuild` are not bounded. Every connection also has TCP keepalive (10 s).' },
   { name: 'SVC_S3_ENDPOINT', default: '', help: 'S3 endpoint of the pg-s3 and s3 backends (empty: AWS). Credentials from the AWS SDK\'s standard chain (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, profiles, instance roles).' },
   { name: 'SVC_S3_REGION', default: 'us-east-1', help: 'S3 region.' },
   { name: 'SVC_S3_BUCKET', default: '', help: 'S3 bucket of the block bytes (pg-s3), or of everything (s3); it must exist.' },
@@ -103,7 +104,7 @@ export interface Config {
   httpLingerBytes: number;
   blobBackend: BlobBackendKind;
   /** The pg-s3 backend's PostgreSQL (url '' with fs). */
-  pg: { url: string; pool: number };
+  pg: { url: string; pool: number; statementTimeoutMs: number };
   /** The pg-s3 backend's bucket (bucket '' with fs). */
   s3: { endpoint: string; region: string; bucket: string; prefix: string; forcePathStyle: boolean };
   fsRoot: string;
@@ -406,7 +407,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     httpPort: parseInteger('SVC_HTTP_PORT', get('SVC_HTTP_PORT'), 0, 65535),
     httpLingerBytes: inRange('SVC_HTTP_LINGER_BYTES', parseSize('SVC_HTTP_LINGER_BYTES', get('SVC_HTTP_LINGER_BYTES')), 0, 2 ** 40),
     blobBackend: oneOf('SVC_BLOB_BACKEND', get('SVC_BLOB_BACKEND'), ['fs', 'pg-s3', 's3'] as const),
-    pg: { url: get('SVC_PG_URL'), pool: parseInteger('SVC_PG_POOL', get('SVC_PG_POOL'), 1, 1000) },
+    pg: { url: get('SVC_PG_URL'), pool: parseInteger('SVC_PG_POOL', get('SVC_PG_POOL'), 1, 1000), statementTimeoutMs: inRange('SVC_PG_STATEMENT_TIMEOUT', parseDuration('SVC_PG_STATEMENT_TIMEOUT', get('SVC_PG_STATEMENT_TIMEOUT')), 100, 60 * 60_000) },
     s3: {
       endpoint: get('SVC_S3_ENDPOINT'),
       region: get('SVC_S3_REGION'),

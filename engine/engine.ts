@@ -28,7 +28,7 @@ import { type LiveNode, ownerOf } from './locality/index.js';
 import { ViewService } from './views/index.js';
 import { WorkflowService } from './workflows/index.js';
 import { IdempotencyKeys } from './idempotency/index.js';
-import { type BlobBackend, type BlobCatalog, type BlobSummary, type BlockStore, CatalogEnv, type DataDirLock, DiskSpace, FsTailStaging, DEFAULT_TENANT, InvalidCursorError, FileDevSecretStore, UnitSecretStore, KeyedCatalog, LmdbGcCatalog, LmdbModelRegistry, LmdbUnitStore, type UnitStore, LmdbUploadCatalog, type Manifest, lockDataDir, openBlobBackend } from './store/index.js';
+import { type BlobBackend, type BlobCatalog, type BlobSummary, type BlockStore, CatalogEnv, type DataDirLock, DiskSpace, FsTailStaging, DEFAULT_TENANT, InvalidCursorError, FileDevSecretStore, UnitSecretStore, KeyedCatalog, LmdbGcCatalog, LmdbModelRegistry, LmdbUnitStore, type UnitStore, LmdbUploadCatalog, type Manifest, lockDataDir, openBlobBackend, CatalogSchemaTooNew, StartRefused, openCatalogSchema } from './store/index.js';
 import type { BlockRoots } from './cas/index.js';
 import { type Clock, systemClock } from './base/clock.js';
 import { CLOCK_SKEW_WARN_MS } from './base/limits.js';
@@ -241,6 +241,11 @@ export class Engine {
     if (config.nativeSha256 === 'auto' && !pairHashing) log.info('native SHA-256 pair unavailable: blocks are hashed by the worker threads', { reason: sha256PairUnavailableReason() });
     const scanner = new StreamScanner(SCANNER_MODULE, memory.arena, pairHashing);
     const engine = new Engine(config, log, catalog, backend, pool, memory, scanner, lock, legacyRoots, modelRoots, tokens);
+    // Before any unit is written: a catalog of a newer schema stops the start (exit 2, one line).
+    const schema = await openCatalogSchema(engine.units).catch((err: unknown) => {
+      throw err instanceof CatalogSchemaTooNew ? new StartRefused(backend.kind === 'pg-s3' ? 'SVC_PG_URL' : 'SVC_FS_ROOT', err.message) : err;
+    });
+    if (schema.from !== schema.to) log.info('catalog: schema version raised', schema);
     // Shared sessions (pg-s3, s3) are any node's to clean up, on every interval. The backend's open
     // refused a bucket or a PostgreSQL that cannot be reached (StartRefused); one that stops
     // answering after that does not stop the start (readiness says so).

@@ -46,6 +46,24 @@ describe('PostgreSQL catalog', () => {
     await expect(migrate(nodes[2])).rejects.toBeInstanceOf(SchemaTooNew);
   });
 
+  it('statement timeouts: a statement past it and a transaction left idle past it fail as catalog_unavailable, the process goes on and the pool serves again', async ({ skip }) => {
+    if ('skip' in server) return skip(server.skip);
+    const pool = openPool(await server.createDatabase('timeouts'), 2, { statementTimeoutMs: 1000 });
+    pools.push(pool);
+    await expect(pool`SELECT pg_sleep(3)`).rejects.toMatchObject({ code: 'catalog_unavailable' });
+    // The server ends the session while the work awaits something else (a journal flush's S3 write):
+    // the connection's error must not end the process (an 'error' event without a listener).
+    const idle = pool.begin(async (tx) => {
+      await tx`SELECT 1`;
+      await new Promise((resolve) => setTimeout(resolve, 2500));
+      await tx`SELECT 2`;
+    });
+    await expect(idle).rejects.toMatchObject({ code: 'catalog_unavailable' });
+    expect(await pool`SELECT 3 AS n`).toEqual([{ n: 3 }]);
+    // Migrations are not bounded.
+    await pool.begin(async (tx) => tx`SELECT pg_sleep(1.5)`, { unbounded: true });
+  });
+
   it('records blocks with their times, touches a reused one at most once a minute, and brings a quarantined one back', async ({ skip }) => {
     if ('skip' in server) return skip(server.skip);
     const url = await server.createDatabase('block_records');

@@ -103,3 +103,24 @@ export const IDEMPOTENCY_SWEEP_UNITS = 10;
  * repair the node's time sync (its logs' and tokens' times are off).
  */
 export const CLOCK_SKEW_WARN_MS = 5000;
+
+// ---- PostgreSQL connections (engine/store/pg/pool.ts) ----
+/** TCP keepalive of every connection to PostgreSQL: the first probe after this long idle. */
+export const PG_KEEPALIVE_IDLE_MS = 10_000;
+/** A connection to PostgreSQL that is not open within this is given up (503 catalog_unavailable). */
+export const PG_CONNECT_TIMEOUT_MS = 10_000;
+/**
+ * The client gives up on a statement this long after the server's statement timeout
+ * (SVC_PG_STATEMENT_TIMEOUT) would have cancelled it: a paused or unreachable server, whose
+ * cancellation never comes. The connection is then closed, not reused.
+ */
+export const PG_QUERY_TIMEOUT_MARGIN_MS = 5_000;
+/**
+ * A LISTEN connection sends itself a ping notification this often (through the pool) and must hear
+ * it within PG_LISTEN_PING_BOUND_MS: one that does not is half-open or falling behind, and is
+ * closed and opened again.
+ */
+export const PG_LISTEN_PING_MS = 5_000;
+export const PG_LISTEN_PING_BOUND_MS = 15_000;
+/** Readiness fails when PostgreSQL's notification queue is fuller than this (its commits that notify fail once it is full). */
+export const PG_NOTIFY_QUEUE_MAX_USAGE = 0.5;

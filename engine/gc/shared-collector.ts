@@ -159,9 +159,19 @@ export class SharedCollector implements Collector {
         if (markEpoch !== undefined) this.markOwnRoots(markEpoch).catch((err) => this.deps.log.warn('gc: marking this node\'s roots failed (the next heartbeat retries)', { err: String(err) }));
         return this.keepHoldingRoots().catch((err) => this.deps.log.warn('gc: recording this node as a root holder failed (the next heartbeat retries)', { err: String(err) }));
       })
+      .then(() => this.endListenersOfDownNodes())
       .then(() => this.deps.catalog.quarantinedCount())
       .then((n) => (this.quarantined = n))
       .catch((err) => this.deps.log.warn('gc: heartbeat failed', { err: String(err) }));
+  }
+
+  /** At each heartbeat: the LISTEN connections of nodes that went down, which would hold the notification queue (pg-s3). */
+  private async endListenersOfDownNodes(): Promise<void> {
+    const ended = await this.deps.catalog.endListenersOfDownNodes?.(this.deps.nodeTtlMs).catch((err: unknown) => {
+      this.deps.log.warn('nodes: ending the LISTEN connections of down nodes failed (the next heartbeat retries)', { err: String(err) });
+      return 0;
+    });
+    if (ended) this.deps.log.warn('nodes: ended the LISTEN connections of nodes whose heartbeat expired (they would hold PostgreSQL\'s notification queue)', { connections: ended });
   }
 
   /** Heartbeats (the fence other nodes' runs read) and the schedule (SVC_GC_INTERVAL). */

@@ -39,5 +39,5 @@ export async function openBlobBackend(config: Config, env: CatalogEnv, nodeId: s
     return openS3Only(config, nodeId);
   }
   const { openPgS3 } = await import('./pg-s3.js');
-  return openPgS3(config, log);
+  return openPgS3(config, log, nodeId);
 }

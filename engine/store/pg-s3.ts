@@ -10,6 +10,7 @@ import type { Logger } from '../log.js';
 import type { BlobBackend } from './blob-backend.js';
 import { StartRefused, describePgFailure, isPgConnectionFailure } from './dependency-failure.js';
 import { PgBlobCatalog } from './pg/blob-catalog.js';
+import { SchemaTooNew } from './pg/schema.js';
 import { S3BlockStore } from './s3/block-store.js';
 import { S3Journal } from './s3/journal.js';
 import { S3TailStaging } from './s3/staging.js';
@@ -17,7 +18,7 @@ import { S3TailStaging } from './s3/staging.js';
 /** How often a node reads the database's clock again (its offset drifts by milliseconds per hour at most). */
 const CLOCK_SAMPLE_MS = 5000;
 
-export async function openPgS3(config: Config, log: Logger): Promise<BlobBackend> {
+export async function openPgS3(config: Config, log: Logger, nodeId?: string): Promise<BlobBackend> {
   // This process holds the data directory's lock: a spill left by an earlier run is nobody's.
   const scratchDir = path.join(config.fsRoot, 'scratch');
   fs.rmSync(scratchDir, { recursive: true, force: true });
@@ -29,9 +30,10 @@ export async function openPgS3(config: Config, log: Logger): Promise<BlobBackend
     // reached, stops the start naming the variable (StartRefused); later, readiness says it.
     await blocks.checkAtStart();
     // The catalog journals every tenant's holdings to the bucket: it alone suffices to rebuild the catalog.
-    manifests = await PgBlobCatalog.open(config.pg.url, { poolSize: config.pg.pool, journal: new S3Journal(blocks.client, blocks.location),
+    manifests = await PgBlobCatalog.open(config.pg.url, { poolSize: config.pg.pool, statementTimeoutMs: config.pg.statementTimeoutMs, nodeId, journal: new S3Journal(blocks.client, blocks.location),
       onJournalError: (err) => log.warn('pg-s3: journal segment not written; its entries wait in the catalog', { err: String(err) }),
     }).catch((err: unknown) => {
+      if (err instanceof SchemaTooNew) throw new StartRefused('SVC_PG_URL', err.message);
       throw isPgConnectionFailure(err) ? new StartRefused('SVC_PG_URL', describePgFailure(err, config.pg.url)) : err;
     });
   } catch (err) {
@@ -66,7 +68,14 @@ export async function openPgS3(config: Config, log: Logger): Promise<BlobBackend
     models: manifests.modelRegistry({ onWatchLost: (err) => log.warn('models: the connection that listens for registry changes was lost; reconnecting (the registry is read every few seconds meanwhile)', { err: String(err) }) }),
     clock,
     dependencies: [
-      { name: 'postgres', probe: () => manifests.probe().catch((err: unknown) => Promise.reject(new Error(describePgFailure(err, config.pg.url), { cause: err }))) },
+      {
+        name: 'postgres',
+        probe: async () => {
+          await manifests.probe().catch((err: unknown) => Promise.reject(new Error(describePgFailure(err, config.pg.url), { cause: err })));
+          // A newer node upgraded the catalog: this one no longer writes, and says so.
+          await units.checkCatalogSchema();
+        },
+      },
       { name: 's3', probe: () => blocks.probe() },
     ],
     removedTempFiles: 0,

@@ -80,6 +80,12 @@ export interface SharedGcCatalog {
    * run whose marking is open and that this node has not marked for yet (its roots are wanted).
    */
   heartbeat(nodeId: string, address: string, oldestIngestAgeMs: number | null, summary?: Record<string, unknown>): Promise<{ markEpoch?: number }>;
+  /**
+   * Ends the LISTEN connections of nodes whose heartbeat is older than `ttlMs` (pg-s3): a stopped
+   * node's connection stops reading and would hold PostgreSQL's notification queue until it
+   * fills, and with it every commit of the cluster. Returns how many were ended.
+   */
+  endListenersOfDownNodes?(ttlMs: number): Promise<number>;
   /** A run's marking opens (after the manifests are marked): nodes add their roots for the new epoch. */
   openMarking(): Promise<number>;
   /** The marking of `epoch` is over: nodes stop being asked. */

@@ -78,6 +78,12 @@ export interface UnitStore {
   watch(tableName: string, listener: () => void): () => void;
   /** A cheap read and write round trip for readiness checks. */
   probe(): Promise<void>;
+  /**
+   * Shared stores (pg-s3): every later commit also checks that the catalog's schema version
+   * (engine/store/catalog-schema.ts) is still the one read now, and refuses to write (503
+   * `catalog_schema_newer`) once a newer node raised it past `known`.
+   */
+  pinCatalogSchema?(known: number): Promise<void>;
   close(): Promise<void>;
 }
 

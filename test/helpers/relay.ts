@@ -8,12 +8,16 @@ type Action = { cut: true } | { delayMs: number };
 /**
  * A TCP relay to `target` on a port of its own; `cut` resets every connection and refuses new ones
  * until `restore`. `arm` acts on one message the client sends: a PostgreSQL statement whose bound
- * parameters carry a pattern (test/multi-node-idempotency.test.ts).
+ * parameters carry a pattern (test/multi-node-idempotency.test.ts). `pause` stops forwarding in
+ * both directions without closing anything (a paused server, a network that drops packets) until
+ * `resume`.
  */
 export class Relay {
   private server?: net.Server;
   private readonly sockets = new Set<net.Socket>();
   private armed?: { pattern: Buffer; action: Action; done: () => void };
+  private readonly pairs = new Set<[net.Socket, net.Socket]>();
+  private paused = false;
   port = 0;
 
   /**
@@ -41,7 +45,13 @@ export class Relay {
           upstream.destroy();
         });
       }
-      upstream.pipe(client);
+      const pair: [net.Socket, net.Socket] = [client, upstream];
+      this.pairs.add(pair);
+      client.on('close', () => this.pairs.delete(pair));
+      if (this.paused) {
+        client.pause();
+        upstream.pause();
+      } else upstream.pipe(client);
       client.on('end', () => upstream.end());
       let tail: Buffer = Buffer.alloc(0);
       client.on('data', (chunk: Buffer) => {
@@ -51,7 +61,9 @@ export class Relay {
         if (!armed || !seen.includes(armed.pattern)) {
           if (!upstream.write(chunk)) {
             client.pause();
-            upstream.once('drain', () => client.resume());
+            upstream.once('drain', () => {
+              if (!this.paused) client.resume();
+            });
           }
           return;
         }
@@ -89,5 +101,23 @@ export class Relay {
 
   restore(): Promise<void> {
     return this.open();
+  }
+
+  /** Nothing is forwarded any more, either way; connections stay open and new ones are accepted. */
+  pause(): void {
+    this.paused = true;
+    for (const [client, upstream] of this.pairs) {
+      upstream.unpipe(client);
+      client.pause();
+      upstream.pause();
+    }
+  }
+
+  resume(): void {
+    this.paused = false;
+    for (const [client, upstream] of this.pairs) {
+      upstream.pipe(client);
+      client.resume();
+    }
   }
 }

@@ -9,6 +9,7 @@ import { blockArrays } from './block-arrays.js';
 import { JournalFlusher } from './journal-flusher.js';
 import { ManifestRecordCache } from './manifest-cache.js';
 import { type PgPool, openPool } from './pool.js';
+import { PG_NOTIFY_QUEUE_MAX_USAGE } from '../../base/limits.js';
 import { migrate } from './schema.js';
 import { PgUploadCatalog } from './upload-catalog.js';
 import { PgGcCatalog } from './gc-catalog.js';
@@ -26,6 +27,10 @@ export interface PgCatalogOptions {
   journal?: CatalogJournal;
   /** A flush of the journal failed (its entries wait in the catalog for the next). */
   onJournalError?: (err: unknown) => void;
+  /** SVC_PG_STATEMENT_TIMEOUT (default DEFAULT_STATEMENT_TIMEOUT_MS). */
+  statementTimeoutMs?: number;
+  /** This node's id: its LISTEN connections are named after it (pool.ts). */
+  nodeId?: string;
 }
 
 /** A manifest's primary key: the id's digest as 32 bytes, and its size. */
@@ -96,7 +101,7 @@ export class PgBlobCatalog implements BlobCatalog {
 
   /** Opens a pool on `url` and brings the schema to the current version. */
   static async open(url: string, options: PgCatalogOptions): Promise<PgBlobCatalog> {
-    const sql = openPool(url, options.poolSize);
+    const sql = openPool(url, options.poolSize, { statementTimeoutMs: options.statementTimeoutMs, nodeId: options.nodeId });
     try {
       await migrate(sql);
     } catch (err) {
@@ -288,8 +293,15 @@ export class PgBlobCatalog implements BlobCatalog {
     return row;
   }
 
+  /**
+   * PostgreSQL answers, and its notification queue is not filling up (a listener that stopped
+   * reading holds it; once full, every commit that notifies fails).
+   */
   async probe(): Promise<void> {
-    await this.sql`SELECT 1`;
+    const [row] = await this.sql<{ usage: number }[]>`SELECT pg_notification_queue_usage() AS usage`;
+    if (row!.usage > PG_NOTIFY_QUEUE_MAX_USAGE) {
+      throw new Error(`PostgreSQL's notification queue is ${Math.round(row!.usage * 100)}% full: a LISTEN connection is not reading (commits fail once it is full)`);
+    }
   }
 
   /**

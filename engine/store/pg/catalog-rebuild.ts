@@ -68,7 +68,7 @@ export async function rebuildPgCatalog(url: string, sources: RebuildSources, opt
         SELECT (SELECT count(*) FROM manifests) AS blobs, (SELECT count(*) FROM blocks) AS blocks,
           (SELECT coalesce(sum(size), 0) FROM blocks)::int8 AS bytes, (SELECT count(*) FROM tenant_bytes) AS tenants`;
       return { ...totals, holdings, entries, restoredBlocks, missingBlocks };
-    });
+    }, { unbounded: true });
   } finally {
     await sql.end({ timeout: 5 });
   }

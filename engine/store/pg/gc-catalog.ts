@@ -4,6 +4,8 @@
 // (svc_record_blocks), and so does a run that finds it marked.
 import type { ClusterNode, ForgetOutcome, KeyedBlock, NodeRecord, SharedGcCatalog } from '../shared-gc-catalog.js';
 import type { PgPool } from './pool.js';
+import { MODELS_CHANNEL } from './model-registry.js';
+import { UNITS_CHANNEL } from './unit-store.js';
 
 /** The advisory lock key of a GC run (one at a time across nodes). */
 const GC_LOCK = 'svc_gc';
@@ -188,6 +190,19 @@ export class PgGcCatalog implements SharedGcCatalog {
         RETURNING marked_epoch)
       SELECT g.epoch FROM gc_marking g, beat WHERE g.open AND beat.marked_epoch < g.epoch`;
     return row ? { markEpoch: row.epoch } : {};
+  }
+
+  async endListenersOfDownNodes(ttlMs: number): Promise<number> {
+    // A LISTEN connection is named svc-listen:<channel>:<nodeId> (pool.ts), cut at PostgreSQL's 63
+    // bytes. Only the LISTEN ones: a down node's pool connections hold nothing (a transaction
+    // left open ends at the idle-in-transaction timeout), and one whose heartbeat merely
+    // lagged keeps its requests; its LISTEN connection is opened again at once.
+    const [row] = await this.sql<{ n: number }[]>`
+      SELECT count(*) FILTER (WHERE pg_terminate_backend(a.pid))::int8 AS n
+      FROM pg_stat_activity a JOIN nodes n
+        ON a.application_name IN (left('svc-listen:' || ${UNITS_CHANNEL}::text || ':' || n.node_id, 63), left('svc-listen:' || ${MODELS_CHANNEL}::text || ':' || n.node_id, 63))
+      WHERE a.datname = current_database() AND n.last_seen_at <= svc_now_ms() - ${ttlMs}::int8 AND a.pid <> pg_backend_pid()`;
+    return row?.n ?? 0;
   }
 
   async openMarking(): Promise<number> {

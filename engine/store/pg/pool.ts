@@ -1,7 +1,9 @@
 // The connection pool to the PostgreSQL catalog, on `pg` (node-postgres; chosen by
 // bench/pg-catalog.ts, docs/performance.md). Nothing outside this file imports the driver: the
 // catalog writes its statements as tagged templates, sent as named prepared statements.
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
+import { PG_CONNECT_TIMEOUT_MS, PG_KEEPALIVE_IDLE_MS, PG_LISTEN_PING_BOUND_MS, PG_LISTEN_PING_MS, PG_QUERY_TIMEOUT_MARGIN_MS } from '../../base/limits.js';
 import { SvcError } from '../../errors.js';
 
 const INT8 = 20;
@@ -48,14 +50,22 @@ export interface ListenHandlers {
 }
 
 export interface PgPool extends PgSql {
-  /** Runs `work` in one transaction on one connection: committed if it resolves, rolled back if it throws. */
-  begin<T>(work: (tx: PgSql) => Promise<T>): Promise<T>;
+  /**
+   * Runs `work` in one transaction on one connection: committed if it resolves, rolled back if it
+   * throws. `unbounded`: no statement timeout and no idle-in-transaction timeout (migrations and
+   * `svc catalog rebuild`, whose statements may run long and which read the bucket between them).
+   */
+  begin<T>(work: (tx: PgSql) => Promise<T>, options?: { unbounded?: boolean }): Promise<T>;
   /** One connection of the pool for the caller alone (session state: advisory locks) until it releases it. */
   reserve(): Promise<Reserved>;
   /**
    * LISTENs on `channel` on a connection of its own (a pooled one would be handed to others and its
    * notifications lost), reopened `retryMs` after every loss until `close`. The connection's
-   * application_name is `svc-listen:<channel>`.
+   * application_name is `svc-listen:<channel>`, with `:<nodeId>` when the pool has a node id
+   * (live nodes end the LISTEN connections of a node whose heartbeat expired: PgGcCatalog).
+   * Every PG_LISTEN_PING_MS the pool sends the channel a ping that this connection must hear
+   * within PG_LISTEN_PING_BOUND_MS, or it is closed and opened again: a half-open connection, or
+   * one that falls behind, is replaced rather than left holding PostgreSQL's notification queue.
    */
   listen(channel: string, handlers: ListenHandlers, retryMs?: number): Listening;
   /** Closes the pool; connections still busy after `timeout` seconds are cut. */
@@ -83,23 +93,41 @@ function statementOf(strings: TemplateStringsArray): { name: string; text: strin
  * Values are sent as pg prepares them: Buffers as bytea, numbers as text the server casts to the
  * parameter's type, arrays (of Buffers, of numbers) as array literals for bytea[] and int8[].
  */
-function sqlOn(target: pg.Pool | pg.PoolClient): PgSql {
+function sqlOn(target: pg.Pool | pg.PoolClient, queryTimeoutMs?: number): PgSql {
+  // A checked-out client whose statement the client gave up on still has it in flight: it must be
+  // closed at its release, not handed to the next caller behind the unanswered statement.
+  const failed = (err: unknown): never => {
+    if (target instanceof pg.Pool || !isReadTimeout(err)) return asUnavailable(err);
+    timedOut.add(target);
+    return asUnavailable(err);
+  };
   const sql = async <T extends readonly object[]>(strings: TemplateStringsArray, ...values: unknown[]): Promise<T> => {
-    const result = await target.query({ ...statementOf(strings), values }).catch(asUnavailable);
+    const result = await target.query({ ...statementOf(strings), values, ...(queryTimeoutMs ? { query_timeout: queryTimeoutMs } : {}) } as pg.QueryConfig).catch(failed);
     return result.rows as unknown as T;
   };
   return Object.assign(sql, {
     async unsafe(text: string): Promise<void> {
-      await target.query(text).catch(asUnavailable); // no values: the simple protocol, which takes several statements
+      // No values: the simple protocol, which takes several statements.
+      await target.query({ text, ...(queryTimeoutMs ? { query_timeout: queryTimeoutMs } : {}) } as pg.QueryConfig).catch(failed);
     },
   });
 }
 
-const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE', '57P01', '57P02', '57P03', '53300']);
+/** Clients whose statement the client side gave up on (pg's query_timeout): closed at release. */
+const timedOut = new WeakSet<pg.PoolClient>();
+
+const isReadTimeout = (err: unknown) => (err as Error | undefined)?.message === 'Query read timeout';
+
+/** The client-side bound of an unbounded transaction's statements (pg cannot turn query_timeout off per query): about 24 days. */
+const UNBOUNDED_MS = 2 ** 31 - 1;
+
+// 57014: a statement cancelled (SVC_PG_STATEMENT_TIMEOUT); 25P03: a transaction idle past its timeout.
+const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE', '57P01', '57P02', '57P03', '53300', '57014', '25P03']);
 
 /**
  * A query that failed because PostgreSQL cannot be reached (refused, reset, shut down, no
- * connection within the timeout) is a 503 `catalog_unavailable`: the request is refused whole
+ * connection within the timeout, no answer within the statement timeout) is a 503
+ * `catalog_unavailable`: the request is refused whole
  * (the statement either ran in its own transaction or not at all) and may be retried once
  * PostgreSQL is back; readiness says the same. Other errors pass through as they are. A
  * units-store commit whose connection is lost after it was sent may have landed: that one is
@@ -109,7 +137,7 @@ export function asUnavailable(err: unknown): never {
   const e = err as { code?: string; message?: string };
   const connection =
     (e?.code !== undefined && (CONNECTION_CODES.has(e.code) || e.code.startsWith('08'))) ||
-    /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error)/.test(e?.message ?? '');
+    /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Query read timeout)/.test(e?.message ?? '');
   if (!connection) throw err;
   // The original stays as the cause: readiness and start-up put it in words (dependency-failure.ts).
   const unavailable = new SvcError('unavailable', 'catalog_unavailable', 'PostgreSQL (the catalog) is not answering; retry once it is back', { retryAfterSeconds: 5 });
@@ -118,10 +146,36 @@ export function asUnavailable(err: unknown): never {
   throw unavailable;
 }
 
-export function openPool(url: string, poolSize: number): PgPool {
+export interface PoolOptions {
+  /**
+   * SVC_PG_STATEMENT_TIMEOUT: the server cancels a statement that runs longer (and ends a
+   * transaction left idle as long); the client gives up PG_QUERY_TIMEOUT_MARGIN_MS later.
+   */
+  statementTimeoutMs?: number;
+  /** This node's id, in the application_name of its LISTEN connections. */
+  nodeId?: string;
+}
+
+/** The default of SVC_PG_STATEMENT_TIMEOUT (engine/config.ts), for pools opened by tools and tests. */
+export const DEFAULT_STATEMENT_TIMEOUT_MS = 30_000;
+
+/** Keepalive and timeouts every connection to PostgreSQL has, the LISTEN ones included. */
+function connectionSettings(statementTimeoutMs: number): pg.ClientConfig {
+  return {
+    keepAlive: true,
+    keepAliveInitialDelayMillis: PG_KEEPALIVE_IDLE_MS,
+    connectionTimeoutMillis: PG_CONNECT_TIMEOUT_MS,
+    statement_timeout: statementTimeoutMs,
+    idle_in_transaction_session_timeout: statementTimeoutMs,
+    query_timeout: statementTimeoutMs + PG_QUERY_TIMEOUT_MARGIN_MS,
+  };
+}
+
+export function openPool(url: string, poolSize: number, options: PoolOptions = {}): PgPool {
+  const settings = connectionSettings(options.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS);
   // pg's pipeline mode is off: every catalog operation is one statement on the connection it
   // checks out, so there is never a second query to write before the first one's answer.
-  const pool = new pg.Pool({ connectionString: url, max: poolSize, types, connectionTimeoutMillis: 10_000 });
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, types, ...settings });
   // A connection that fails while idle is dropped from the pool (the next query opens another);
   // without a listener the error event would end the process. pg drops notices (the migration's
   // IF NOT EXISTS ones) unless a 'notice' listener is added: none is.
@@ -131,23 +185,33 @@ export function openPool(url: string, poolSize: number): PgPool {
     clients.add(client);
     client.once('end', () => clients.delete(client));
   });
+  const sql = sqlOn(pool);
 
-  return Object.assign(sqlOn(pool), {
-    async begin<T>(work: (tx: PgSql) => Promise<T>): Promise<T> {
+  return Object.assign(sql, {
+    async begin<T>(work: (tx: PgSql) => Promise<T>, txOptions: { unbounded?: boolean } = {}): Promise<T> {
       const client = await pool.connect().catch(asUnavailable);
       let broken: Error | undefined;
+      // As in reserve: a connection that dies while the work awaits something else (the server
+      // ends a transaction idle past its timeout) must not end the process; it is closed at release.
+      const onError = (err: Error) => (broken ??= err);
+      client.on('error', onError);
       try {
-        await client.query('BEGIN');
-        const result = await work(sqlOn(client));
-        await client.query('COMMIT');
+        await sqlOn(client).unsafe(txOptions.unbounded ? 'BEGIN; SET LOCAL statement_timeout = 0; SET LOCAL idle_in_transaction_session_timeout = 0' : 'BEGIN');
+        const result = await work(sqlOn(client, txOptions.unbounded ? UNBOUNDED_MS : undefined));
+        await sqlOn(client).unsafe('COMMIT');
         return result;
       } catch (err) {
-        // A connection whose ROLLBACK fails is in an unknown state: it is closed, not reused.
-        await client.query('ROLLBACK').catch((rollbackErr: Error) => {
-          broken = rollbackErr;
-        });
+        // A connection whose ROLLBACK fails is in an unknown state, and one with a statement still
+        // in flight (the client gave up on it) would only queue the ROLLBACK behind it: closed, not reused.
+        if (timedOut.has(client) || broken) broken ??= err as Error;
+        else {
+          await client.query('ROLLBACK').catch((rollbackErr: Error) => {
+            broken = rollbackErr;
+          });
+        }
         throw err;
       } finally {
+        client.removeListener('error', onError);
         client.release(broken);
       }
     },
@@ -161,18 +225,19 @@ export function openPool(url: string, poolSize: number): PgPool {
       return Object.assign(sqlOn(client), {
         release: () => {
           client.removeListener('error', onError);
-          client.release(failed);
+          client.release(failed ?? (timedOut.has(client) ? new Error('Query read timeout') : undefined));
         },
       });
     },
     listen(channel: string, handlers: ListenHandlers, retryMs = 1000): Listening {
-      return listenOn(url, channel, handlers, retryMs);
+      const name = options.nodeId ? `svc-listen:${channel}:${options.nodeId}` : `svc-listen:${channel}`;
+      return listenOn({ connectionString: url, application_name: name, ...settings }, channel, handlers, retryMs, sql);
     },
-    async end(options: { timeout?: number } = {}): Promise<void> {
+    async end(endOptions: { timeout?: number } = {}): Promise<void> {
       const ended = pool.end();
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<'late'>((resolve) => {
-        timer = setTimeout(() => resolve('late'), (options.timeout ?? 5) * 1000);
+        timer = setTimeout(() => resolve('late'), (endOptions.timeout ?? 5) * 1000);
       });
       // pool.end() waits for every checked-out connection to come back; cut the ones that do not.
       if ((await Promise.race([ended, late])) === 'late') {
@@ -184,20 +249,34 @@ export function openPool(url: string, poolSize: number): PgPool {
   });
 }
 
-/** PgPool.listen: one client at a time, replaced after each loss. */
-function listenOn(url: string, channel: string, handlers: ListenHandlers, retryMs: number): Listening {
+/** The payloads of pings (PgPool.listen): every listener of the channel hears them and passes them over. */
+const PING_PREFIX = 'svc-listen-ping:';
+
+/**
+ * PgPool.listen: one client at a time, replaced after each loss, and when it does not hear its
+ * own ping in time (sent through `pool`, so that a stalled LISTEN connection cannot hide it).
+ */
+function listenOn(config: pg.ClientConfig, channel: string, handlers: ListenHandlers, retryMs: number, pool: PgSql): Listening {
   let closed = false;
   let client: pg.Client | undefined;
   let retry: NodeJS.Timeout | undefined;
   let reported = false;
+  const me = `${PING_PREFIX}${randomUUID()}`;
+  // The pings sent and not heard yet (at most a few: one each PG_LISTEN_PING_MS), by payload.
+  const unheard = new Map<string, number>();
+  let pings = 0;
+  let drop: ((err: Error) => void) | undefined;
   const connect = async () => {
     retry = undefined;
-    const attempt = new pg.Client({ connectionString: url, application_name: `svc-listen:${channel}`, connectionTimeoutMillis: 10_000 });
+    const attempt = new pg.Client(config);
     let lost = false;
     const onLost = (err: Error) => {
       if (lost) return;
       lost = true;
-      if (client === attempt) client = undefined;
+      if (client === attempt) {
+        client = undefined;
+        drop = undefined;
+      }
       attempt.end().catch(() => {});
       if (closed) return;
       if (!reported) handlers.onLost(err);
@@ -209,7 +288,10 @@ function listenOn(url: string, channel: string, handlers: ListenHandlers, retryM
     attempt.on('error', onLost);
     attempt.on('end', () => onLost(new Error('the connection was closed')));
     attempt.on('notification', (message) => {
-      if (message.channel === channel) handlers.onNotify(message.payload ?? '');
+      if (message.channel !== channel) return;
+      const payload = message.payload ?? '';
+      if (!payload.startsWith(PING_PREFIX)) handlers.onNotify(payload);
+      else if (payload.startsWith(me)) unheard.delete(payload);
     });
     try {
       await attempt.connect();
@@ -223,13 +305,37 @@ function listenOn(url: string, channel: string, handlers: ListenHandlers, retryM
       return;
     }
     client = attempt;
+    drop = onLost;
+    unheard.clear();
     reported = false;
     handlers.onListening();
   };
+  const ping = async () => {
+    if (!client || !drop) return;
+    const now = Date.now();
+    // A ping still being sent counts from Infinity: never late.
+    for (const sentAt of unheard.values()) {
+      if (now - sentAt < PG_LISTEN_PING_BOUND_MS) continue;
+      drop(new Error(`the LISTEN connection did not hear its own notification within ${PG_LISTEN_PING_BOUND_MS} ms: replaced`));
+      return;
+    }
+    const payload = `${me}:${++pings}`;
+    const listening = client;
+    // Waited for before the answer comes (the notification may arrive first). A ping the pool
+    // could not send, or sent while the connection was replaced, says nothing of the one listening.
+    // The bound counts from when PostgreSQL took the ping (a slow send is the pool's trouble).
+    unheard.set(payload, Infinity);
+    const sent = await pool`SELECT pg_notify(${channel}, ${payload})`.then(() => true, () => false);
+    if (!sent || client !== listening) unheard.delete(payload);
+    else if (unheard.has(payload)) unheard.set(payload, Date.now());
+  };
+  const pinging = setInterval(() => void ping(), PG_LISTEN_PING_MS);
+  pinging.unref();
   void connect();
   return {
     async close() {
       closed = true;
+      clearInterval(pinging);
       clearTimeout(retry);
       const open = client;
       client = undefined;

@@ -58,5 +58,5 @@ export async function migrate(sql: PgPool): Promise<{ from: number; to: number }
     await tx`INSERT INTO svc_schema (version) VALUES (${MIGRATIONS.length})
       ON CONFLICT (only_row) DO UPDATE SET version = excluded.version`;
     return { from, to: MIGRATIONS.length };
-  });
+  }, { unbounded: true });
 }

@@ -9,6 +9,7 @@ import type { Listening, PgPool } from './pool.js';
 import { type BufferedWrite, type PointRead, type RangeRead, type StoredEntry, type UnitBackend, keyBytes, runUnit, sameBytes } from '../unit-runner.js';
 import { SvcError } from '../../errors.js';
 import { type Entry, type Table, type Unit, UNIT_ATTEMPTS, type UnitKey, type UnitRange, type UnitStore, conflictBackoff } from '../unit-store.js';
+import { CATALOG_SCHEMA, CATALOG_SCHEMA_KEY, catalogTooNew, tooNewWords, versionOf } from '../catalog-schema.js';
 
 export const UNITS_CHANNEL = 'svc_units';
 
@@ -81,6 +82,8 @@ export class PgUnitStore implements UnitStore, UnitBackend {
   private readonly listeners = new Map<string, Set<() => void>>();
   private listening: Listening | undefined;
   private closed = false;
+  /** The catalog's schema version this node knows, the row's bytes it pinned, and a newer version once seen. */
+  private schema?: { known: number; bytes: Buffer | undefined; newer?: number };
 
   constructor(
     private readonly sql: PgPool,
@@ -123,6 +126,46 @@ export class PgUnitStore implements UnitStore, UnitBackend {
   }
 
   private async commitOnce(points: PointRead[], ranges: RangeRead[], writes: BufferedWrite[]): Promise<boolean> {
+    const { schema } = this;
+    if (schema?.newer !== undefined) throw catalogTooNew(schema.newer);
+    // The pinned schema row is one more precondition: a newer node's raise of the version takes
+    // that key's lock exclusively, so no commit of this node lands after it.
+    if (schema) points = [...points, { table: CATALOG_SCHEMA.name, key: CATALOG_SCHEMA_KEY, bytes: schema.bytes }];
+    const ok = await this.commitChecked(points, ranges, writes);
+    if (!ok && schema) await this.catalogSchemaMoved(schema);
+    return ok;
+  }
+
+  /** After a failed commit: a newer version stops this node's writes; one it knows (a node like it raised it) is pinned anew. */
+  private async catalogSchemaMoved(schema: NonNullable<PgUnitStore['schema']>): Promise<void> {
+    const { value, bytes } = await this.readPoint(CATALOG_SCHEMA.name, CATALOG_SCHEMA_KEY);
+    if (sameBytes(bytes, schema.bytes)) return;
+    const version = versionOf(value);
+    if (version > schema.known) {
+      schema.newer = version;
+      throw catalogTooNew(version);
+    }
+    schema.bytes = bytes;
+  }
+
+  async pinCatalogSchema(known: number): Promise<void> {
+    const { value, bytes } = await this.readPoint(CATALOG_SCHEMA.name, CATALOG_SCHEMA_KEY);
+    this.schema = { known, bytes };
+    if (versionOf(value) > known) this.schema.newer = versionOf(value);
+  }
+
+  /** For readiness (every 5 s on pg-s3): fails once the catalog's schema is newer than this node knows, which then writes nothing more. */
+  async checkCatalogSchema(): Promise<void> {
+    const { schema } = this;
+    if (!schema) return;
+    if (schema.newer === undefined) {
+      const { value } = await this.readPoint(CATALOG_SCHEMA.name, CATALOG_SCHEMA_KEY);
+      if (versionOf(value) > schema.known) schema.newer = versionOf(value);
+    }
+    if (schema.newer !== undefined) throw new Error(`${tooNewWords(schema.newer)}: this node writes nothing more`);
+  }
+
+  private async commitChecked(points: PointRead[], ranges: RangeRead[], writes: BufferedWrite[]): Promise<boolean> {
     const spans = ranges.map((r) => bounds(r.options));
     const entries = ranges.flatMap((r) => r.entries);
     try {
