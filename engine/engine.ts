@@ -66,7 +66,7 @@ const OPS_TENANTS_MS = 5000;
 const BLOB_CURSORS = { malformed: invalidPagination };
 
 const NO_RATE = { remaining: null, limit: null, resetsAt: null };
-const NO_BUDGETS: BudgetUsage = { concurrency: { inUse: null, limit: null }, requests: NO_RATE, bytes: NO_RATE };
+const NO_BUDGETS: BudgetUsage = { concurrency: { inUse: null, queued: null, limit: null }, requests: NO_RATE, bytes: NO_RATE };
 
 export class Engine {
   readonly stats = new Stats();

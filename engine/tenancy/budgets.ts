@@ -86,7 +86,8 @@ export interface RateUsage {
 }
 
 export interface BudgetUsage {
-  concurrency: { inUse: number | null; limit: number | null };
+  /** This node's operations of the tenant in flight and waiting in its queue; the policy's maxConcurrent. */
+  concurrency: { inUse: number | null; queued: number | null; limit: number | null };
   requests: RateUsage;
   bytes: RateUsage;
 }
@@ -192,7 +193,7 @@ export class Budgets {
    * What `principal` of `tenant` has left of its budgets, and its tenant's operations (GET
    * /api/v1/usage). Limits are the policy's figures (the cluster's); on several nodes `remaining`
    * is this node's share scaled to the cluster (what is left if the balancer spreads requests
-   * evenly) and `inUse` is this node's operations. A figure not configured is null; without a
+   * evenly) and `inUse` and `queued` are this node's operations. A figure not configured is null; without a
    * concurrency limit operations are not counted (`inUse` null).
    */
   usage(tenant: string, principal: string): BudgetUsage {
@@ -205,7 +206,7 @@ export class Budgets {
     };
     const limit = policy.maxConcurrent ?? null;
     return {
-      concurrency: { inUse: limit === null ? null : (this.inFlight.get(tenant) ?? 0), limit },
+      concurrency: { inUse: limit === null ? null : (this.inFlight.get(tenant) ?? 0), queued: limit === null ? null : this.waiting(tenant), limit },
       requests: rate(this.requests, policy.requestsPerMinute),
       bytes: rate(this.bytes, policy.bytesPerMinute),
     };
