@@ -112,18 +112,27 @@ async function blobOf(s: TestServer, t: string): Promise<string> {
   return ((await res.json()) as { blob: { id: string } }).blob.id;
 }
 
-/** A download of an idle tenant through every node: each answers 200 well within the queue wait. */
+/**
+ * Requests until the first 429 (at most 100): how many passed, and the most a bucket of
+ * `perMinute` (this node's share) lets through in the time they took (it refills while they run).
+ */
+async function spend(send: () => Promise<number>, perMinute: number): Promise<{ allowed: number; most: number }> {
+  const started = Date.now();
+  let allowed = 0;
+  while (allowed < 100 && (await send()) !== 429) allowed++;
+  return { allowed, most: perMinute + Math.ceil(((Date.now() - started) / 60_000) * perMinute) + 1 };
+}
+
+/** A download of an idle tenant through every node: each answers 200 (admitted at once: a node without a slot held it for nothing). */
 async function idleDownloads(nodes: TestServer[], tenant: string): Promise<void> {
   const t = await token(nodes[0]!, tenant);
   const id = await blobOf(nodes[0]!, t);
   for (const s of nodes) {
-    const started = Date.now();
     const status = await fetch(`${s.url}/api/v1/blobs/${id}`, { headers: bearer(t), signal: AbortSignal.timeout((QUEUE_WAIT_S + 5) * 1000) }).then(
       async (res) => (await res.arrayBuffer(), res.status),
       (err: Error) => err.name,
     );
     expect({ node: s.url, status }).toEqual({ node: s.url, status: 200 });
-    expect(Date.now() - started).toBeLessThan(QUEUE_WAIT_S * 1000);
   }
 }
 
@@ -152,6 +161,7 @@ describe('a tenant\'s share on two and three pg-s3 nodes (maxConcurrent 1, maxQu
   const nodes: TestServer[] = [];
   const skipReason = () => ('skip' in pg ? pg.skip : undefined);
   let rateToken: string;
+  let spentAt: number;
 
   beforeAll(async () => {
     [pg, s3] = await Promise.all([startPostgres(), startS3rver()]);
@@ -222,21 +232,21 @@ describe('a tenant\'s share on two and three pg-s3 nodes (maxConcurrent 1, maxQu
   it('two nodes: a principal spends its share of requests per minute on one node (30 of 60)', async ({ skip }) => {
     if (skipReason()) return skip(skipReason());
     rateToken = await token(nodes[0]!, 'rate');
-    let allowed = 0;
-    for (let i = 0; i < 40; i++) if ((await usage(nodes[0]!, rateToken)).status === 200) allowed++;
-    // A bucket refills a whole one a minute: a few more may pass while the loop runs.
+    const { allowed, most } = await spend(async () => (await usage(nodes[0]!, rateToken)).status, 30);
     expect(allowed).toBeGreaterThanOrEqual(30);
-    expect(allowed).toBeLessThan(34);
+    expect(allowed).toBeLessThanOrEqual(most);
+    spentAt = Date.now();
   });
 
   it('a third node joins: no budget is refilled; an idle tenant\'s download answers on every node; the queue wait holds', async ({ skip }) => {
     if (skipReason()) return skip(skipReason());
     nodes.push(await startServer({ ...env, SVC_NODE_ID: 'node-c' }));
     await settled(nodes, 3);
-    // node-a's bucket keeps its level (spent, refilled by the seconds since, never whole again).
+    // node-a's bucket keeps its level: spent, refilled by the seconds since (a whole bucket a
+    // minute), less this request (1 of its 20); a bucket made anew would say 57.
     const after = await usage(nodes[0]!, rateToken);
     expect(after.status).toBe(200);
-    expect(after.body.budgets.requests.remaining).toBeLessThan(40);
+    expect(after.body.budgets.requests.remaining).toBeLessThanOrEqual(Math.ceil(((Date.now() - spentAt) / 60_000) * 60));
     await idleDownloads(nodes, 'idle-3');
     await queueTimeout(nodes[2]!, 'wait-3');
   });
@@ -279,18 +289,18 @@ describe('two s3 nodes: the documents node enforces the whole figures for /v1', 
     const [a] = nodes as [TestServer];
     // /api/v1 on s3-a: its share, 3 of 6 requests a minute (the share is settled at two nodes).
     const x = await token(a, 'docs', 'x');
-    const api: number[] = [];
-    for (let i = 0; i < 4; i++) api.push((await usage(a, x)).status);
-    expect(api).toEqual([200, 200, 200, 429]);
+    const api = await spend(async () => (await usage(a, x)).status, 3);
+    expect(api.allowed).toBeGreaterThanOrEqual(3);
+    expect(api.allowed).toBeLessThanOrEqual(api.most);
     // /v1 on s3-a: the whole figure, 6 requests a minute.
     const y = await token(a, 'docs', 'y');
-    const v1: number[] = [];
-    for (let i = 0; i < 7; i++) {
+    const v1 = await spend(async () => {
       const res = await fetch(`${a.url}/v1/schemas`, { headers: bearer(y) });
       await res.arrayBuffer();
-      v1.push(res.status);
-    }
-    expect(v1).toEqual([200, 200, 200, 200, 200, 200, 429]);
+      return res.status;
+    }, 6);
+    expect(v1.allowed).toBeGreaterThanOrEqual(6);
+    expect(v1.allowed).toBeLessThanOrEqual(v1.most);
     // Two document uploads at once: the whole maxConcurrent of 2, not s3-a's share of 1.
     const z = await token(a, 'docs-slots', 'z');
     const uploads = [];
