@@ -37,7 +37,13 @@ const PG_S3_SUITES = [
  * Three pg-s3 nodes on a PostgreSQL cluster and a Ceph radosgw of each file's own (issue 19; issue
  * 26: models, the development secret, documents and jobs): not a backend parameterization, so a project of its own.
  */
-const MULTI_NODE = ['test/multi-node.test.ts', 'test/multi-node-models.test.ts', 'test/multi-node-documents.test.ts'];
+const MULTI_NODE = [
+  'test/multi-node.test.ts',
+  'test/multi-node-models.test.ts',
+  'test/multi-node-documents.test.ts',
+  // Issue 37: tenant shares on two and three pg-s3 nodes and on two s3 nodes.
+  'test/tenancy-cluster.test.ts',
+];
 
 /**
  * The S3-only backend runs the same blob suites (one run per backend, not copies); GC marking

@@ -57,6 +57,7 @@ export const VARIABLES: ReadonlyArray<{ name: string; default: string; help: str
   { name: 'SVC_OPS_MAX_STREAMS', default: '4', help: 'With SVC_SECURITY_ENABLED=true, most /api/ops/v1/events streams one principal (a token\'s org_id and sub) may hold open at once: one more is 429 too_many_streams with Retry-After until one closes.' },
   { name: 'SVC_SECURITY_ENABLED', default: 'false', help: '`true`: every /api/v1 and /api/ops route, and every route of the model listener (HTTP_PORT) but /health and /docs, needs a bearer token (RS256/ES256 against SVC_OIDC_*; HS256 only with an explicit SVC_DEV_SHARED_SECRET) and the capability of the route; health stays public. file:// bundles are then read only inside SVC_MODEL_ROOTS.' },
   { name: 'SVC_TENANT_POLICY_FILE', default: '', help: 'JSON file of tenant policies (`{ "default": Policy, "tenants": { "<org_id>": Policy } }`, Policy = { maxObjectBytes?, quotaBytes?, maxConcurrent?, maxQueued?, bytesPerMinute?, requestsPerMinute? }), applied with security on; re-read on SIGHUP. Empty: no limits.' },
+  { name: 'SVC_TENANT_QUEUE_WAIT', default: '30s', help: 'With a tenant policy, the longest an operation waits in its tenant\'s queue (maxQueued) for a slot (maxConcurrent): then 503 tenant_queue_timeout with Retry-After. A request whose client goes away leaves the queue at once.' },
   { name: 'SVC_SECURITY_CORS_ALLOWED_ORIGINS', default: '', help: 'Comma-separated exact browser origins (used when security is enabled; unsecured servers allow any origin).' },
   { name: 'SVC_DEV_SHARED_SECRET', default: '', help: 'HS256 secret of development tokens; empty: one is generated at first start and kept in <SVC_FS_ROOT>/secrets/dev-shared-secret, or with SVC_BLOB_BACKEND=pg-s3 in the database, where every node reads the same one (never with SVC_SECURITY_ENABLED=true: then HS256 needs an explicit secret of at least 32 bytes, else the start is refused). `off` disables HS256 tokens and POST /dev/token.' },
   { name: 'SVC_DEV_TOKEN_ENDPOINT', default: 'loopback', help: '`loopback`: POST /dev/token answers requests from 127.0.0.1/::1 only, and none that carries Forwarded, X-Forwarded-For or X-Real-IP (a proxy\'s); `off`: disabled.' },
@@ -140,6 +141,8 @@ export interface Config {
   securityEnabled: boolean;
   /** SVC_TENANT_POLICY_FILE ('' = no limits). */
   tenantPolicyFile: string;
+  /** SVC_TENANT_QUEUE_WAIT: the longest wait of a queued operation for its tenant's slot. */
+  tenantQueueWaitMs: number;
   docMaxJsonBytes: number;
   /** SVC_IDEMPOTENCY_TTL: how long a creating POST's answer is kept under its Idempotency-Key. */
   idempotencyTtlMs: number;
@@ -447,6 +450,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     securityEnabled: oneOf('SVC_SECURITY_ENABLED', get('SVC_SECURITY_ENABLED'), ['true', 'false'] as const) === 'true',
     tenantPolicyFile: get('SVC_TENANT_POLICY_FILE'),
     idempotencyTtlMs: inRange('SVC_IDEMPOTENCY_TTL', parseDuration('SVC_IDEMPOTENCY_TTL', get('SVC_IDEMPOTENCY_TTL')), 60_000, 30 * 24 * 3600_000),
+    tenantQueueWaitMs: inRange('SVC_TENANT_QUEUE_WAIT', parseDuration('SVC_TENANT_QUEUE_WAIT', get('SVC_TENANT_QUEUE_WAIT')), 10, 60 * 60_000),
     docMaxJsonBytes: inRange('SVC_DOC_MAX_JSON_BYTES', parseSize('SVC_DOC_MAX_JSON_BYTES', get('SVC_DOC_MAX_JSON_BYTES')), 1024, 64 * MiB),
     maxMetadataEntryBytes: inRange('SVC_MAX_METADATA_ENTRY_BYTES', parseSize('SVC_MAX_METADATA_ENTRY_BYTES', get('SVC_MAX_METADATA_ENTRY_BYTES')), 1024, 64 * MiB),
     validation: validationDeadlines(env),

@@ -35,7 +35,7 @@ import { CLOCK_SKEW_WARN_MS } from './base/limits.js';
 import { BufferPool } from './uploads/index.js';
 import { Uploads } from './uploads/index.js';
 import { createWorkerPool } from './worker-pool.js';
-import { type BudgetUsage, Budgets, ByteGate, ClusterShareTracker, TenantPolicies } from './tenancy/index.js';
+import { type BudgetUsage, Budgets, ByteGate, ClusterShareTracker, SINGLE_NODE, type ShareScope, TenantPolicies } from './tenancy/index.js';
 import { LegacyImports, LegacyRepositories } from './legacy/index.js';
 
 const WORKER_MODULE = fileURLToPath(new URL('../workers/ingest.js', import.meta.url));
@@ -69,7 +69,7 @@ const OPS_TENANTS_MS = 5000;
 const BLOB_CURSORS = { malformed: invalidPagination };
 
 const NO_RATE = { remaining: null, limit: null, resetsAt: null };
-const NO_BUDGETS: BudgetUsage = { concurrency: { inUse: null, limit: null }, requests: NO_RATE, bytes: NO_RATE };
+const NO_BUDGETS: BudgetUsage = { concurrency: { inUse: null, queued: null, limit: null }, requests: NO_RATE, bytes: NO_RATE };
 
 export class Engine {
   readonly stats = new Stats();
@@ -158,7 +158,9 @@ export class Engine {
     this.policies = TenantPolicies.open(config.tenantPolicyFile, log);
     // A tenant policy's figures hold for the cluster: this node enforces its share of them.
     this.clusterShare = new ClusterShareTracker(this.nodeId, () => this.liveNodeIds());
-    this.budgets = new Budgets(this.policies, () => this.memory.queued === 0, () => this.clusterShare.get());
+    // On s3 one node serves the document platform (backend.documentsNode): it enforces the whole figures for /v1.
+    const share = (scope: ShareScope) => (scope === 'documents' && this.backend.documentsNode !== undefined ? SINGLE_NODE : this.clusterShare.get());
+    this.budgets = new Budgets(this.policies, () => this.memory.queued === 0, share, config.tenantQueueWaitMs);
     this.uploads = new Uploads({
       config: config.uploads,
       ledger: backend.sessions?.catalog ?? new LmdbUploadCatalog(catalog),

@@ -80,7 +80,7 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
     const length = declared === undefined ? undefined : /^[0-9]{1,16}$/.test(declared) ? Number(declared) : NaN;
     if (Number.isNaN(length)) throw badRequest('Content-Length must be a decimal byte count');
     // The byte budget: a declared length now, else each chunk as it streams (429 once spent, nothing recorded).
-    const meter = engine.gate.body(caller(call), length);
+    const meter = engine.gate.body(caller(call), length, 'documents');
     const contentType = parseContentType(header(req, 'content-type'));
     // Held from its first byte while the upload's records are read.
     const body = new HeldBody(ex.body);

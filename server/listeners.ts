@@ -47,10 +47,10 @@ export function mountListeners(app: TemplatedApp, modelApp: TemplatedApp, engine
   // With security on, the tenant policy's budgets: requests and bytes per principal, operations per tenant.
   const meter: Meter | undefined = config.securityEnabled
     ? {
-        request: (p) => engine.budgets.chargeRequest(p.tenant, p.subject),
-        admit: (p) => engine.budgets.admit(p.tenant),
+        request: (p, scope) => engine.budgets.chargeRequest(p.tenant, p.subject, scope),
+        admit: (p, scope, signal) => engine.budgets.admit(p.tenant, { scope, signal }),
         // Through the engine's byte gate (engine/tenancy/byte-gate.ts), where every protocol's bytes meet the budget.
-        bytes: (p, bytes) => engine.gate.charge(p, bytes),
+        bytes: (p, bytes, scope) => engine.gate.charge(p, bytes, scope),
       }
     : undefined;
   const service: RouterPlan[] = [

@@ -8,6 +8,7 @@
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import { type Principal, holds } from '../engine/auth/index.js';
 import { SvcError } from '../engine/errors.js';
+import type { Release, ShareScope } from '../engine/tenancy/index.js';
 import { Exchange, type RequestHead, header } from './exchange.js';
 import type { Surface } from './surface.js';
 
@@ -84,15 +85,25 @@ export interface CorsPolicy {
   exposeHeaders: string;
 }
 
-/** What a guarded request costs its caller (budgets; throws to refuse). */
+/**
+ * What a guarded request costs its caller (budgets; throws to refuse). `scope`: whose share of
+ * the tenant's figures the route takes (engine/tenancy/cluster-share.ts): `documents` for the
+ * document platform's routes (/v1), `cluster` for every other.
+ */
 export interface Meter {
   /** A request of `principal`, before the handler runs (429 when its budget is spent). */
-  request(principal: Principal): void;
-  /** One of the tenant's operation slots: at once (a release), later (a promise of one), or none needed (undefined). */
-  admit(principal: Principal): (() => void) | Promise<() => void> | undefined;
+  request(principal: Principal, scope: ShareScope): void;
+  /**
+   * One of the tenant's operation slots: at once (a release), later (a promise of one, rejected
+   * when the wait is too long or `signal` aborts: the client went away), or none needed (undefined).
+   */
+  admit(principal: Principal, scope: ShareScope, signal: AbortSignal): Release | Promise<Release> | undefined;
   /** Body bytes to or from `principal`, as the handler learns them (429 when its budget is spent). */
-  bytes(principal: Principal, bytes: number): void;
+  bytes(principal: Principal, bytes: number, scope: ShareScope): void;
 }
+
+/** The share a route's requests take of their tenant's figures: the document platform's (/v1) may be a node's alone. */
+const scopeOf = (pattern: string): ShareScope => (pattern.startsWith('/v1/') ? 'documents' : 'cluster');
 
 export interface RouterOptions {
   /** Budgets of the callers of guarded routes. */
@@ -159,6 +170,7 @@ export class Router {
     const guard = options.capability === undefined ? undefined : this.options.guard;
     const { fallbackCode, errorForm } = options;
     const capability = typeof options.capability === 'string' ? options.capability : undefined;
+    const scope = scopeOf(pattern);
     for (const method of typeof methods === 'string' ? [methods] : methods) {
       this.app[REGISTER[method]](pattern, (res, req) => {
         const ex = this.exchange(res, req, name);
@@ -174,9 +186,9 @@ export class Router {
         const proceed = (principal: Principal): void => {
           if (capability !== undefined) allowed(principal, capability);
           const meter = this.options.meter;
-          meter?.request(principal);
-          const admitted = meter && options.operation ? meter.admit(principal) : undefined;
-          const chargeBytes = meter ? (bytes: number) => meter.bytes(principal, bytes) : UNMETERED;
+          meter?.request(principal, scope);
+          const admitted = meter && options.operation ? meter.admit(principal, scope, abortSignal(ex)) : undefined;
+          const chargeBytes = meter ? (bytes: number) => meter.bytes(principal, bytes, scope) : UNMETERED;
           // A whole body read for the handler (JSON) is charged as it arrives, like an upload's.
           const call = () => handler({ ex, req: head, params, query, principal, chargeBytes, body: startBody(options.body, ex, head, chargeBytes) });
           if (admitted === undefined) return void run(call, fail);
@@ -187,11 +199,12 @@ export class Router {
           // Waits for a slot in the tenant's queue: the request must outlive this callback.
           if (head === req) head = snapshot(req, paramCount);
           ex.body.hold();
+          // Past the queue wait: 503 tenant_queue_timeout; the client gone: it left the queue (no answer).
           admitted.then((release) => {
             ex.onFinish(release);
             if (!ex.live) return release();
             run(call, fail);
-          });
+          }, fail);
         };
         if (known) return run(() => proceed(known), fail);
         // The token's first check waits for its keys: the request must outlive this callback.
@@ -267,6 +280,13 @@ export class Router {
 
   /** The grant of each listed origin, made once. */
   private readonly grants = new Map<string, ReadonlyArray<[string, string]>>();
+}
+
+/** Aborted when the client of `ex` goes away (a queued operation then leaves its tenant's queue). */
+function abortSignal(ex: Exchange): AbortSignal {
+  const controller = new AbortController();
+  ex.onAbort(() => controller.abort());
+  return controller.signal;
 }
 
 /** The caller of a guarded route on a router that always has a guard (the document platform's). */

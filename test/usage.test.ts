@@ -31,7 +31,7 @@ interface Usage {
   objects: number;
   quotaBytes: number | null;
   maxObjectBytes: number | null;
-  concurrency: { inUse: number | null; limit: number | null };
+  concurrency: { inUse: number | null; queued: number | null; limit: number | null };
   budgets: Record<'requests' | 'bytes', { remaining: number | null; limit: number | null; resetsAt: string | null }>;
 }
 
@@ -110,7 +110,7 @@ describe('GET /api/v1/usage', () => {
     const limited = await token('u-limited');
     const free = await token('u-free');
     const before = await usage(limited);
-    expect(before).toMatchObject({ tenant: 'u-limited', retainedBytes: 0, objects: 0, quotaBytes: 250_000, maxObjectBytes: 100_000, concurrency: { inUse: 0, limit: 4 } });
+    expect(before).toMatchObject({ tenant: 'u-limited', retainedBytes: 0, objects: 0, quotaBytes: 250_000, maxObjectBytes: 100_000, concurrency: { inUse: 0, queued: 0, limit: 4 } });
     expect(before.budgets.requests.limit).toBe(1000);
     expect(before.budgets.bytes).toMatchObject({ limit: 1_000_000, remaining: 1_000_000 });
     const [a, b] = [randomBytes(60_000), randomBytes(40_000)];
@@ -142,7 +142,7 @@ describe('GET /api/v1/usage', () => {
     const free = await usage(await token('u-none'));
     expect(free).toEqual({
       tenant: 'u-none', retainedBytes: 0, stagedBytes: 0, objects: 0, quotaBytes: null, maxObjectBytes: null,
-      concurrency: { inUse: null, limit: null },
+      concurrency: { inUse: null, queued: null, limit: null },
       budgets: { requests: { remaining: expect.any(Number), limit: 1000, resetsAt: expect.any(String) }, bytes: { remaining: null, limit: null, resetsAt: null } },
     });
   });
@@ -168,7 +168,7 @@ describe('GET /api/v1/usage', () => {
 
   it('with security off: the default tenant, no token, no limits', async () => {
     const before = await usage(undefined, open.url);
-    expect(before).toMatchObject({ tenant: DEFAULT_TENANT, quotaBytes: null, maxObjectBytes: null, concurrency: { inUse: null, limit: null } });
+    expect(before).toMatchObject({ tenant: DEFAULT_TENANT, quotaBytes: null, maxObjectBytes: null, concurrency: { inUse: null, queued: null, limit: null } });
     expect(before.budgets).toEqual({ requests: { remaining: null, limit: null, resetsAt: null }, bytes: { remaining: null, limit: null, resetsAt: null } });
     const res = await checkedFetch(`${open.url}/api/v1/blobs`, { method: 'POST', body: new Uint8Array(randomBytes(5000)) });
     expect(res.status).toBe(201);

@@ -17,6 +17,7 @@
 
 import { tenantObjectLimit, tenantQuotaExceeded } from '../errors.js';
 import type { Budgets } from './budgets.js';
+import type { ShareScope } from './cluster-share.js';
 import type { TenantPolicies } from './policy.js';
 
 /** Whose bytes they are: the tenant (limits) and the principal (budget). */
@@ -105,9 +106,9 @@ export class ByteGate {
     await this.room(tenant, { declaredLength, session });
   }
 
-  /** `bytes` of body to or from the caller, against its byte budget (429 rate_limited when spent). */
-  charge(caller: ByteCaller, bytes: number): void {
-    if (this.enabled) this.budgets.chargeBytes(caller.tenant, caller.subject, bytes);
+  /** `bytes` of body to or from the caller, against its byte budget (429 rate_limited when spent); `scope`: whose share of it (cluster-share.ts). */
+  charge(caller: ByteCaller, bytes: number, scope: ShareScope = 'cluster'): void {
+    if (this.enabled) this.budgets.chargeBytes(caller.tenant, caller.subject, bytes, scope);
   }
 
   /**
@@ -115,14 +116,14 @@ export class ByteGate {
    * without one, as it streams: the meter to call with each chunk. Undefined when nothing is left
    * to charge (a declared length, no caller, no byte budget).
    */
-  body(caller: ByteCaller | undefined, declaredLength: number | undefined): BodyMeter | undefined {
+  body(caller: ByteCaller | undefined, declaredLength: number | undefined, scope: ShareScope = 'cluster'): BodyMeter | undefined {
     if (!caller || !this.enabled) return undefined;
     if (declaredLength !== undefined) {
-      this.charge(caller, declaredLength);
+      this.charge(caller, declaredLength, scope);
       return undefined;
     }
     if (this.policies.for(caller.tenant).bytesPerMinute === undefined) return undefined;
-    return (bytes) => this.charge(caller, bytes);
+    return (bytes) => this.charge(caller, bytes, scope);
   }
 
   /**
