@@ -10,7 +10,7 @@ import {
   type LegacyDocument, LegacyError, type LegacyFailure, UNKNOWN_REPO_LABEL, legacyInvalidId, legacyRepoNotFound, parseLegacyDocId,
 } from '../engine/legacy/index.js';
 import { jsonBody } from './body-readers.js';
-import { type ServerContext, servesDocuments } from './server-context.js';
+import type { ServerContext } from './server-context.js';
 import type { Exchange } from './exchange.js';
 import { type Router, caller } from './router.js';
 
@@ -20,9 +20,9 @@ export function mountLegacyApi(router: Router, { engine, config }: ServerContext
   const legacy = engine.legacy;
   const metrics = legacy.metrics;
 
-  // Import (docs/legacy.md, "Importing"): 202 at once with the document's id and the job. Not
-  // on a node that does not serve the document platform (s3): /v1/* answers 503 there.
-  if (servesDocuments(engine)) router.on('POST', '/v1/legacy/import', async (call) => {
+  // Import (docs/legacy.md, "Importing"): 202 at once with the document's id and the job. On a
+  // node that does not serve the document platform now (s3) the router's gate answers 503.
+  router.on('POST', '/v1/legacy/import', async (call) => {
     const { value } = await call.body;
     const r = await engine.legacyImports.request(caller(call), value);
     call.ex.json(202, { jobId: r.jobId, documentId: r.documentId, alreadyImported: r.alreadyImported }, { Location: `/v1/jobs/${r.jobId}` });
