@@ -44,6 +44,8 @@ async function cluster(extra: Record<string, string>): Promise<{ a: TestServer; 
     SVC_DEV_SHARED_SECRET: SECRET,
     ...extra,
   };
+  // Minted per case: a run of many repeats outlasts a token's 10 minutes.
+  token = await hsToken(SECRET, { scope: 'doc.create doc.read' });
   const a = await startServer(env);
   running.push(a);
   const b = await startServer(env);
@@ -100,7 +102,6 @@ describe.skipIf(!run)('the s3 documents node\'s claim: a lease, taken over, hand
     }
     radosgw = started;
     client = s3ClientFor(started);
-    token = await hsToken(SECRET, { scope: 'doc.create doc.read' });
   }, 150_000);
   afterEach(async () => {
     for (const s of running.splice(0)) {
