@@ -8,6 +8,8 @@ import { SvcError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { ClusterNode, DocumentsClaim, DocumentsClaimRead } from '../store/index.js';
 
+/** Takes of a live holder's claim a forced release tries again after the holder renewed it. */
+const FORCED_ATTEMPTS = 3;
 /** How long a probe of the holder's address waits for a connection. */
 const PROBE_MS = 1000;
 
@@ -35,7 +37,10 @@ export async function releaseDocuments(deps: ReleaseDeps, force: boolean): Promi
   const { claim, nodeId, log } = deps;
   if (!claim) throw new SvcError('conflict', 'documents_not_claimed', 'Every node of this backend serves the document platform: there is no claim to release (only the s3 backend has one)');
   const read = await claim.read();
-  if (!read) return taken(deps, read, undefined, 'No node held it before');
+  if (!read) {
+    if (!(await claim.takeFrom(undefined))) throw new SvcError('conflict', 'documents_claim_changed', 'Another node took the claim to the document platform while it was being released; look again (svc nodes)');
+    return { nodeId, message: moved(nodeId, 'No node held it before') };
+  }
   // Already here (a retry whose first answer was lost, or the wrong node asked): nothing to do.
   if (read.nodeId === nodeId && read.stoppedAt === undefined) {
     return { nodeId, message: `The document platform (/v1) is served by node ${nodeId}, the node that answered, already: nothing was handed on (send this to the node that should take it over).` };
@@ -45,21 +50,23 @@ export async function releaseDocuments(deps: ReleaseDeps, force: boolean): Promi
     throw new SvcError('conflict', 'documents_holder_live', `Node ${read.nodeId} holds the document platform and is live (${why}): only the claim of a node that is gone is released; stop it first, or force it (svc nodes release-documents --force)`);
   }
   const previous = `node ${read.nodeId} (${state === 'live' ? `live, forced: it stops serving /v1 at its next renewal, within ${Math.ceil(deps.renewMs / 1000)} s` : why})`;
-  const done = await taken(deps, read, state, `It was held by ${previous}, whose documents stay in its data directory`);
+  // A live holder renews meanwhile (every few seconds): a forced release takes its renewed claim,
+  // as long as it is still that holder's. Any other change (the holder came back, another node
+  // took it over) is the operator's to look at again.
+  let current: DocumentsClaimRead | undefined = read;
+  for (let attempt = 0; ; attempt++) {
+    if (await claim.takeFrom(current)) break;
+    const forced = state === 'live' && force;
+    current = forced && attempt < FORCED_ATTEMPTS ? await claim.read() : undefined;
+    if (current?.nodeId !== read.nodeId || current.boot !== read.boot) {
+      throw new SvcError('conflict', 'documents_claim_changed', 'The claim to the document platform changed while it was being released (another node took or renewed it); look again (svc nodes) and retry');
+    }
+  }
   log.warn('documents: claim to the document platform released to this node', { previous: read.nodeId, previousState: state, forced: force && state === 'live' });
-  return done;
+  return { nodeId, previous: read.nodeId, previousState: state, message: moved(nodeId, `It was held by ${previous}, whose documents stay in its data directory`) };
 }
 
-async function taken(deps: ReleaseDeps, read: DocumentsClaimRead | undefined, state: DocumentsReleased['previousState'], before: string): Promise<DocumentsReleased> {
-  if (!(await deps.claim!.takeFrom(read))) {
-    throw new SvcError('conflict', 'documents_claim_changed', 'The claim to the document platform changed while it was being released (another node took or renewed it); look again (svc nodes) and retry');
-  }
-  return {
-    nodeId: deps.nodeId,
-    ...(read ? { previous: read.nodeId, previousState: state } : {}),
-    message: `The document platform (/v1) is now served by node ${deps.nodeId}, from its own data directory. ${before}.`,
-  };
-}
+const moved = (nodeId: string, before: string) => `The document platform (/v1) is now served by node ${nodeId}, from its own data directory. ${before}.`;
 
 /** Whether the holder may still serve: a fresh heartbeat and something answering at its address. */
 async function holderState(read: DocumentsClaimRead, nodes: ClusterNode[]): Promise<{ state: NonNullable<DocumentsReleased['previousState']>; why: string }> {
