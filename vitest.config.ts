@@ -48,7 +48,7 @@ const MULTI_NODE = [
 /**
  * The S3-only backend runs the same blob suites (one run per backend, not copies); GC marking
  * shared through PostgreSQL (gc-nodes) is pg-s3's alone. Sessions shared through the bucket by two
- * S3-only nodes on radosgw: s3-shared-sessions.
+ * S3-only nodes on radosgw: s3-shared-sessions; the documents node's lease: s3-documents-lease.
  */
 const S3_SUITES = [
   'test/blob-api.test.ts',
@@ -58,6 +58,7 @@ const S3_SUITES = [
   'test/gc.test.ts',
   'test/locality.test.ts',
   'test/s3-shared-sessions.test.ts',
+  'test/s3-documents-lease.test.ts',
   'test/tus.test.ts',
   'test/usage.test.ts',
   'test/tenant-metadata.test.ts',

@@ -20,6 +20,7 @@ export const VARIABLES: ReadonlyArray<{ name: string; default: string; help: str
   { name: 'SVC_S3_PREFIX', default: '', help: 'Prefix of every key svc writes in the bucket (e.g. `svc/`).' },
   { name: 'SVC_NODE_ID', default: '', help: 'This node\'s stable name among the nodes of one catalog; empty: a UUID made at the first start and kept in <SVC_FS_ROOT>/node-id. Keep it with its data directory: garbage collection knows a root holder (a node whose data directory holds document content) by this name, and waits for it while it is down (svc nodes).' },
   { name: 'SVC_NODE_TTL', default: '15s', help: 'A node whose heartbeat (in the shared catalog, every 5 s or a third of this, whichever is shorter) is older than this is down: its uploads no longer hold back garbage collection (the roots of a root holder still do, until it is back or forgotten: svc nodes). With `s3` on a server that ignores conditional writes, a node refuses to start while another node\'s heartbeat is younger than this; a node stopped cleanly removes its heartbeat at once.' },
+  { name: 'SVC_DOCUMENTS_LEASE_TTL', default: '30s', help: 'With `s3`: the node serving the document platform (/v1) holds it by a lease in the bucket, renewed every 5 s or a third of this, whichever is shorter; a claim not renewed for this long (its node killed or cut off; judged by the bucket\'s clock) is taken over by another node, which then serves /v1 from its own data directory (the documents of the node before it stay in that node\'s). A node stopped cleanly keeps its claim until it starts again or `svc nodes release-documents` hands it on. At least 3s.' },
   { name: 'SVC_LOCALITY', default: 'off', help: '`on`: a POST /api/v1/blobs with X-Svc-Tenant-Id and X-Svc-Upload-Session-Id is ingested by one live owner among the nodes sharing the catalog (another node forwards the body to it once, unbuffered); `off`: such a request is 503 locality_unavailable.' },
   { name: 'SVC_S3_FORCE_PATH_STYLE', default: '', help: '`true` to address the bucket by path (most S3-compatible servers); empty: `true` when SVC_S3_ENDPOINT is set, else `false`.' },
   { name: 'SVC_FS_ROOT', default: './data', help: 'Data directory: blocks/ (block files), catalog/ (LMDB) and svc.lock (one svc process per directory).' },
@@ -112,6 +113,8 @@ export interface Config {
   /** SVC_NODE_ID; '' = the one kept in the data directory. */
   nodeId: string;
   nodeTtlMs: number;
+  /** SVC_DOCUMENTS_LEASE_TTL: how long the s3 documents node's claim outlives its last renewal. */
+  documentsLeaseMs: number;
   /** SVC_LOCALITY=on. */
   locality: boolean;
   durability: Durability;
@@ -290,6 +293,12 @@ function oneOf<T extends string>(name: string, raw: string, allowed: readonly T[
   return raw as T;
 }
 
+/** A duration of at least `min` ms (`shown`: the same in the variable's unit). */
+function atLeast(name: string, ms: number, min: number, shown: string): number {
+  if (ms < min) throw new ConfigError(`${name}: must be at least ${shown}`);
+  return ms;
+}
+
 function inRange(name: string, value: number, min: number, max: number): number {
   if (value < min || value > max) throw new ConfigError(`${name}: ${value} is outside ${min}..${max}`);
   return value;
@@ -421,6 +430,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     fsRoot: path.resolve(get('SVC_FS_ROOT')),
     nodeId: get('SVC_NODE_ID'),
     nodeTtlMs: parseDuration('SVC_NODE_TTL', get('SVC_NODE_TTL')),
+    documentsLeaseMs: atLeast('SVC_DOCUMENTS_LEASE_TTL', parseDuration('SVC_DOCUMENTS_LEASE_TTL', get('SVC_DOCUMENTS_LEASE_TTL')), 3000, '3s'),
     locality: oneOf('SVC_LOCALITY', get('SVC_LOCALITY'), ['off', 'on'] as const) === 'on',
     durability: oneOf('SVC_DURABILITY', get('SVC_DURABILITY'), ['strict', 'relaxed'] as const),
     chunker: oneOf('SVC_CHUNKER', get('SVC_CHUNKER'), ['fastcdc', 'fixed'] as const),

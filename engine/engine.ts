@@ -99,7 +99,7 @@ export class Engine {
   readonly models: ModelService;
   /** Garbage collection of block files (mark, quarantine, purge): on demand or on SVC_GC_INTERVAL. */
   readonly gc: Collector;
-  /** The nodes sharing the catalog, live or down, and the operator's `forget` (svc nodes). */
+  /** The nodes sharing the catalog, live or down, and the operator's `forget` and `releaseDocuments` (svc nodes). */
   readonly cluster: ClusterNodes;
   /** Free space of the data directory against SVC_MIN_FREE_SPACE (uploads are refused below it). */
   readonly space: DiskSpace;
@@ -222,7 +222,10 @@ export class Engine {
     } else {
       throw new Error(`the ${backend.kind} backend has no garbage collector`);
     }
-    this.cluster = new ClusterNodes({ catalog: backend.shared?.gc, nodeId: this.nodeId, address: () => this.address, nodeTtlMs: config.nodeTtlMs, log });
+    this.cluster = new ClusterNodes({
+      catalog: backend.shared?.gc, nodeId: this.nodeId, address: () => this.address, nodeTtlMs: config.nodeTtlMs, log,
+      documents: backend.documents, documentsLeaseMs: config.documentsLeaseMs,
+    });
   }
 
   static async open(config: Config, log: Logger): Promise<Engine> {

@@ -14,7 +14,8 @@ import type { BodyMeter } from '../engine/tenancy/index.js';
 import { badRequest, isPlainObject } from '../engine/documents/index.js';
 import { parseLimit } from '../engine/cas/index.js';
 import { SvcError } from '../engine/errors.js';
-import { type ServerContext, servesDocuments } from './server-context.js';
+import type { ServerContext } from './server-context.js';
+import { notServedHere } from './documents-gate.js';
 import { type JsonBody, jsonBody } from './body-readers.js';
 import { type Answer, type Keep, answerOnce, jsonAnswer, keyedRequest, scopeOf } from './idempotent.js';
 import { type BodySource, HeldBody } from './body-sources.js';
@@ -42,7 +43,8 @@ const bodyNaming = async (call: JsonCall, fields: readonly string[]) => bodyUrns
 
 export function mountDocsApi(router: Router, ctx: ServerContext): void {
   const { engine, config } = ctx;
-  if (!servesDocuments(engine)) return mountDocumentsElsewhere(router, engine.backend.documentsNode!);
+  // On s3 every node mounts /v1; the router's `before` (documents-gate.ts) refuses each request while another node serves it.
+  if (engine.backend.documents) mountDocumentsElsewhere(router, engine);
   const { documents: docs, bulkMigrations, views, workflows, tokens, stats } = engine;
   /** SVC_VIEW_WAIT: how long a view request waits for its materialization before 202. */
   const viewWaitMs = config.views.waitMs;
@@ -411,11 +413,13 @@ function deprecation(deprecated: DeprecatedSchema[]): Record<string, string> {
 
 
 /**
- * A node that does not serve the document platform (s3: it lives in `owner`'s LMDB): every /v1
- * route answers 503 documents_single_node, so a cluster never splits documents between nodes.
+ * A /v1 path no route takes, on s3: 503 documents_single_node like every /v1 route while another
+ * node serves the document platform, else listener 1's 404.
  */
-function mountDocumentsElsewhere(router: Router, owner: string): void {
-  router.fallback('/v1/*', () => {
-    throw new SvcError('unavailable', 'documents_single_node', `On the s3 backend the document platform is served by one node, ${owner}; send /v1 requests to it (docs/backends.md, "s3")`);
+function mountDocumentsElsewhere(router: Router, engine: ServerContext['engine']): void {
+  router.fallback('/v1/*', ({ ex, req }) => {
+    const claim = engine.backend.documents!;
+    if (!claim.serving()) throw notServedHere(claim);
+    ex.json(404, { error: 'not_found', message: `No route for ${ex.method} ${req.getUrl()}` });
   });
 }

@@ -12,7 +12,7 @@ import {
 import { jsonBody } from './body-readers.js';
 import { answerOnce, jsonAnswer, keyedRequest, scopeOf } from './idempotent.js';
 import type { ImportAnswer } from '../engine/legacy/index.js';
-import { type ServerContext, servesDocuments } from './server-context.js';
+import type { ServerContext } from './server-context.js';
 import type { Exchange } from './exchange.js';
 import { type Router, caller } from './router.js';
 
@@ -22,9 +22,9 @@ export function mountLegacyApi(router: Router, { engine, config }: ServerContext
   const legacy = engine.legacy;
   const metrics = legacy.metrics;
 
-  // Import (docs/legacy.md, "Importing"): 202 at once with the document's id and the job. Not
-  // on a node that does not serve the document platform (s3): /v1/* answers 503 there.
-  if (servesDocuments(engine)) router.on('POST', '/v1/legacy/import', (call) => {
+  // Import (docs/legacy.md, "Importing"): 202 at once with the document's id and the job. On a
+  // node that does not serve the document platform now (s3) the router's gate answers 503.
+  router.on('POST', '/v1/legacy/import', (call) => {
     const principal = caller(call);
     // Answered once per Idempotency-Key (server/idempotent.ts): the answer commits with the mapping and the job.
     const keyed = keyedRequest(call.req, call.ex.method);

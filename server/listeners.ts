@@ -13,6 +13,7 @@ import { apiSurface, corsPolicy } from './api-surface.js';
 import type { MountRoutes, ServerContext } from './server-context.js';
 import { mountBlobApi } from './blob-api.js';
 import { mountDocsApi } from './docs-api.js';
+import { documentsGate } from './documents-gate.js';
 import { mountGcApi } from './gc-api.js';
 import { mountLegacyApi } from './legacy-api.js';
 import { modelSurface, mountModelApi } from './model-api.js';
@@ -57,7 +58,7 @@ export function mountListeners(app: TemplatedApp, modelApp: TemplatedApp, engine
     { options: { cors, answerOtherMethods: true, guard, meter }, mounts: [mountBlobApi, mountUploadsApi, mountUsageApi] },
     { options: { cors, answerOtherMethods: true, guard, meter }, mounts: [mountGcApi, mountNodesApi] },
     { options: { cors, answerOtherMethods: true, guard, meter, headers: TUS_HEADERS, discovery: tusDiscovery(config.maxUploadBytes) }, mounts: [mountTusApi] },
-    { options: { guard: engine.tokens, meter }, mounts: [mountDocsApi, mountLegacyApi] },
+    { options: { guard: engine.tokens, meter, before: documentsGate(engine) }, mounts: [mountDocsApi, mountLegacyApi] },
     // CORS as everywhere (the event stream included): any origin with security off, the listed ones with it on.
     { options: { cors, guard }, mounts: [mountOpsApi, mountServiceDescription, mountNotFound] },
   ];

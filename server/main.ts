@@ -22,8 +22,9 @@ Usage:
   svc stat ID      a blob's headers and summary as JSON
   svc ls           the inventory (--limit N, --all)
   svc gc [PHASE]   garbage collection: mark, quarantine, purge or run (default), --apply to act
-  svc nodes [forget ID]
-                   the nodes sharing the server's catalog; forget a node that is gone for good
+  svc nodes [forget ID | release-documents [--force]]
+                   the nodes sharing the server's catalog; forget a node that is gone for good;
+                   take the document platform over from a holder that is gone (s3)
   svc legacy import REPO (--all | DOCID...) [--concurrency N] [--placement HINT]
                    import legacy documents as documents (docs/legacy.md)
   svc catalog rebuild [--force]

@@ -113,6 +113,11 @@ export interface RouterOptions {
   answerOtherMethods?: boolean;
   /** Bearer tokens: set, every route that names a capability (or ANY_TOKEN) needs one; unset, every route is open. */
   guard?: Guard;
+  /**
+   * Run first for every route, before its token is checked: throws to refuse the request (s3: a
+   * node that does not serve the document platform now, server/documents-gate.ts).
+   */
+  before?: (pattern: string) => void;
   /** Headers every answer of the router carries (tus: Tus-Resumable). */
   headers?: ReadonlyArray<[string, string]>;
   /** Headers the OPTIONS answers carry besides Allow and CORS (tus: what the server supports). */
@@ -169,12 +174,20 @@ export class Router {
     const name = options.name ?? pattern;
     const guard = options.capability === undefined ? undefined : this.options.guard;
     const { fallbackCode, errorForm } = options;
+    const before = this.options.before;
     const capability = typeof options.capability === 'string' ? options.capability : undefined;
     const scope = scopeOf(pattern);
     for (const method of typeof methods === 'string' ? [methods] : methods) {
       this.app[REGISTER[method]](pattern, (res, req) => {
         const ex = this.exchange(res, req, name);
         const fail = (err: unknown) => ex.error(errorForm ? errorForm(err) : err, fallbackCode);
+        if (before) {
+          try {
+            before(pattern);
+          } catch (err) {
+            return fail(err);
+          }
+        }
         const params: string[] = [];
         for (let i = 0; i < paramCount; i++) params.push(req.getParameter(i) ?? '');
         const query = new URLSearchParams(req.getQuery() ?? '');

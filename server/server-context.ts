@@ -20,9 +20,3 @@ export interface ServerContext {
 }
 
 export type MountRoutes = (router: Router, ctx: ServerContext) => void;
-
-/** Whether this node serves the document platform: on s3 one node does (engine/store/s3-only/documents-node.ts). */
-export function servesDocuments(engine: Engine): boolean {
-  const owner = engine.backend.documentsNode;
-  return owner === undefined || owner === engine.nodeId;
-}

@@ -34,6 +34,9 @@ beforeAll(async () => {
     // Long enough for a node's start on a busy machine (seen at 3.7 s) to read a killed node's
     // last heartbeat (beats every TTL / 3) as live: at 2 s a slow start found it expired.
     SVC_NODE_TTL: '8s',
+    // The documents node's claim must not lapse while a killed holder waits to be started again
+    // here (a busy machine's restarts took longer than the default 30 s): s3-documents-lease.test.ts tests lapses.
+    SVC_DOCUMENTS_LEASE_TTL: '10m',
   };
 });
 afterAll(async () => {

@@ -2,6 +2,7 @@
 export { type EventSink, OpsEvents, type Subscription } from './events.js';
 export { Metrics } from './metrics.js';
 export { ClusterNodes, type Forgotten, type NodeView } from './nodes.js';
+export type { DocumentsReleased } from './documents-release.js';
 export { formatBytes } from '../base/bytes.js';
 export { type GcState, type NodeSummary, nodeIdOf, nodeSummary, OpsSnapshots } from './snapshot.js';
 export { Stats } from './stats.js';

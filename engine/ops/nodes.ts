@@ -5,7 +5,8 @@
 // and root-holder records); this module reads them and words the answers. No HTTP here.
 import { SvcError } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { ClusterNode, SharedGcCatalog } from '../store/index.js';
+import { type ClusterNode, type DocumentsClaim, type SharedGcCatalog, claimRenewalMs } from '../store/index.js';
+import { type DocumentsReleased, releaseDocuments } from './documents-release.js';
 
 export interface NodeView {
   nodeId: string;
@@ -38,6 +39,9 @@ interface Deps {
   address: () => string;
   nodeTtlMs: number;
   log: Logger;
+  /** Where one node serves the document platform (s3): its claim, and SVC_DOCUMENTS_LEASE_TTL. */
+  documents?: DocumentsClaim;
+  documentsLeaseMs?: number;
 }
 
 export class ClusterNodes {
@@ -72,6 +76,19 @@ export class ClusterNodes {
       ? `Node ${id} is forgotten: garbage collection no longer waits for it. The references its data directory held (documents, versions, views, legacy imports) are lost with that directory, and later runs collect the blocks only they referenced.`
       : `Node ${id} is forgotten. It held no references of its own: nothing is lost.`;
     return { nodeId: id, forgotten: true, rootHolder, message };
+  }
+
+  /**
+   * This node takes the document platform's claim from a holder that is gone (svc nodes
+   * release-documents): 409 `documents_holder_live` while it is live unless `force`.
+   */
+  releaseDocuments(force: boolean): Promise<DocumentsReleased> {
+    const { catalog, nodeId, nodeTtlMs, log, documents, documentsLeaseMs } = this.deps;
+    return releaseDocuments({
+      claim: documents, nodeId, log,
+      knownNodes: async () => (catalog ? catalog.knownNodes(nodeTtlMs) : []),
+      renewMs: claimRenewalMs(documentsLeaseMs ?? 0),
+    }, force);
   }
 }
 

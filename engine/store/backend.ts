@@ -36,7 +36,7 @@ export async function openBlobBackend(config: Config, env: CatalogEnv, nodeId: s
   }
   if (config.blobBackend === 's3') {
     const { openS3Only } = await import('./s3-only.js');
-    return openS3Only(config, nodeId);
+    return openS3Only(config, nodeId, log);
   }
   const { openPgS3 } = await import('./pg-s3.js');
   return openPgS3(config, log, nodeId);

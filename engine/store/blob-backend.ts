@@ -10,6 +10,7 @@ import type { TailStaging, UploadCatalog } from './upload-catalog.js';
 import type { ModelRegistry } from './model-registry.js';
 import type { DevSecretStore } from './dev-secret.js';
 import type { UnitStore } from './unit-store.js';
+import type { DocumentsClaim } from './documents-claim.js';
 
 /** A dependency readiness probes, named as the ops snapshot names it. */
 export interface Dependency {
@@ -36,9 +37,12 @@ export interface BlobBackend {
   /** Units of work shared by the cluster's nodes (pg-s3); else the node's LMDB holds them. */
   readonly units?: UnitStore;
   /**
-   * The node that serves the document platform where only one may (s3: its records are in that
-   * node's LMDB); the others answer 503 documents_single_node. Undefined: every node serves it.
+   * Where only one node may serve the document platform (s3: its records are in that node's
+   * LMDB), the claim that says which: a lease (documents-claim.ts); the others answer /v1 503
+   * documents_single_node. Undefined: every node serves it.
    */
+  readonly documents?: DocumentsClaim;
+  /** The node last known to hold `documents` (undefined where every node serves the document platform). */
   readonly documentsNode?: string;
   /**
    * The clock the cluster's records are judged by where it is not this node's (pg-s3: the

@@ -5,6 +5,7 @@
 export type { BlockStore, BlockStoreLocation, BlockWriter, EmbeddedBlockStore, FsLocation, ListedBlock, ListedObject, MovableBlockStore, PutOutcome, RestoreOutcome, S3Location, StoredBlock } from './block-store.js';
 export type { ClusterNode, ForgetOutcome, KeyedBlock, NodeRecord, SharedGcCatalog } from './shared-gc-catalog.js';
 export { type BlobBackend, type Dependency, openBlobBackend } from './backend.js';
+export { type DocumentsClaim, type DocumentsClaimRead, type DocumentsElsewhere, claimRenewalMs } from './documents-claim.js';
 export { type BlobCatalog, type BlockRecord, type EmbeddedBlobCatalog, InvalidCursorError, type Publication, type PublicationGuard, type PublishOptions } from './blob-catalog.js';
 export { DEFAULT_TENANT } from './tenants.js';
 export type { GcCatalog, Receipt, Tombstone } from './gc-catalog.js';

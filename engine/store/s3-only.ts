@@ -1,7 +1,8 @@
 // The S3-only backend (SVC_BLOB_BACKEND=s3): manifests, inventory, ledgers, heartbeats and GC's
 // lease as objects beside the block objects in one bucket (engine/store/s3-only). Resumable
 // sessions too (s3-only/upload-catalog.ts; staged tails under staging/, as pg-s3's): a part, a
-// commit or a cancel may reach any node. Documents stay in one node's embedded LMDB (documents-node.ts).
+// commit or a cancel may reach any node. Documents stay in one node's embedded LMDB: the holder of
+// a lease in the bucket serves them (documents-node.ts).
 //
 // At start svc probes whether the server honours conditional writes (s3/preconditions.ts).
 // Several nodes rely on them (publish once, compare-and-swap of the ledgers, the GC lease); on a
@@ -22,11 +23,12 @@ import { NodeRegistry } from './s3-only/nodes.js';
 import { ObjectIo } from './s3-only/objects.js';
 import { S3OnlyRefused } from './s3-only/refused.js';
 import { S3OnlyUploadCatalog } from './s3-only/upload-catalog.js';
-import { claimDocumentsNode } from './s3-only/documents-node.js';
+import { S3DocumentsClaim } from './s3-only/documents-node.js';
+import type { Logger } from '../log.js';
 import { S3KeptSecret } from './s3-only/kept-secret.js';
 
 
-export async function openS3Only(config: Config, nodeId: string): Promise<BlobBackend> {
+export async function openS3Only(config: Config, nodeId: string, log?: Logger): Promise<BlobBackend> {
   // This process holds the data directory's lock: a spill left by an earlier run is nobody's.
   const scratchDir = path.join(config.fsRoot, 'scratch');
   fs.rmSync(scratchDir, { recursive: true, force: true });
@@ -37,10 +39,17 @@ export async function openS3Only(config: Config, nodeId: string): Promise<BlobBa
     await blocks.checkAtStart();
     const { manifests, gc, nodes, conditions, io, keys, sessions } = await openS3OnlyCatalog(blocks, nodeId, config.nodeTtlMs).catch(refusedAtStart(blocks));
     await admit(nodes, conditions, config).catch(refusedAtStart(blocks));
-    const documentsNode = await claimDocumentsNode(io, keys, nodeId).catch(refusedAtStart(blocks));
+    const documents = new S3DocumentsClaim({
+      io, keys, nodeId, boot: nodes.boot, leaseMs: config.documentsLeaseMs, log,
+      nodeLive: async (id) => (await nodes.nodes()).some((n) => n.nodeId === id),
+    });
+    await documents.start().catch(refusedAtStart(blocks));
     return {
       kind: 's3',
-      documentsNode,
+      documents,
+      get documentsNode() {
+        return documents.holderId();
+      },
       // The documents are one node's, but any node answers the blob inventory: its cursors' key is the bucket's.
       cursorKey: new S3KeptSecret(io, keys.secret('cursor-key')),
       blocks,
@@ -51,6 +60,7 @@ export async function openS3Only(config: Config, nodeId: string): Promise<BlobBa
       dependencies: [{ name: 's3', probe: () => blocks.probe() }],
       removedTempFiles: 0,
       close: async () => {
+        await documents.stop();
         await nodes.leave().catch(() => {});
         blocks.client.destroy();
       },

@@ -61,6 +61,38 @@ export class ObjectIo {
     });
   }
 
+  /**
+   * The object (undefined: absent) and the server's clock when it answered (its Date header;
+   * this node's clock where it sends none): a lease is judged by the bucket's clock, not a node's.
+   * Both Date and Last-Modified are whole seconds.
+   */
+  getWithClock(Key: string): Promise<{ object?: StoredObject; serverNowMs: number }> {
+    return this.turn(Key, async () => {
+      let date: string | undefined;
+      const command = new GetObjectCommand({ Bucket: this.bucket, Key });
+      command.middlewareStack.add((next) => async (args) => {
+        const out = await next(args);
+        date = headerOf(out.response, 'date');
+        return out;
+      }, { step: 'deserialize', name: 'svcServerDate' });
+      const serverNow = () => {
+        const at = date === undefined ? NaN : Date.parse(date);
+        return Number.isNaN(at) ? Date.now() : at;
+      };
+      try {
+        const out = await this.client.send(command);
+        const body = Buffer.from(await out.Body!.transformToByteArray());
+        return { object: { body, etag: out.ETag ?? '', lastModifiedMs: out.LastModified?.getTime() ?? 0 }, serverNowMs: serverNow() };
+      } catch (err) {
+        if (isNotFound(err)) {
+          date ??= headerOf((err as { $response?: unknown }).$response, 'date');
+          return { serverNowMs: serverNow() };
+        }
+        throw err;
+      }
+    });
+  }
+
   exists(Key: string): Promise<boolean> {
     return this.turn(Key, async () => {
       try {
@@ -120,6 +152,12 @@ export class ObjectIo {
       after = page.next;
     } while (after);
   }
+}
+
+/** A header of an HTTP response the SDK hands its middleware (lower-case names). */
+function headerOf(response: unknown, name: string): string | undefined {
+  const headers = (response as { headers?: Record<string, string | undefined> } | undefined)?.headers;
+  return headers?.[name];
 }
 
 /** Runs `work` over `items`, `concurrency` at a time, keeping the order of the results. */
