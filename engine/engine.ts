@@ -158,8 +158,8 @@ export class Engine {
     this.policies = TenantPolicies.open(config.tenantPolicyFile, log);
     // A tenant policy's figures hold for the cluster: this node enforces its share of them.
     this.clusterShare = new ClusterShareTracker(this.nodeId, () => this.liveNodeIds());
-    // On s3 one node serves the document platform (backend.documentsNode): it enforces the whole figures for /v1.
-    const share = (scope: ShareScope) => (scope === 'documents' && this.backend.documentsNode !== undefined ? SINGLE_NODE : this.clusterShare.get());
+    // On s3 one node serves the document platform (the holder of the documents lease): it enforces the whole figures for /v1.
+    const share = (scope: ShareScope) => (scope === 'documents' && this.backend.kind === 's3' ? SINGLE_NODE : this.clusterShare.get());
     this.budgets = new Budgets(this.policies, () => this.memory.queued === 0, share, config.tenantQueueWaitMs);
     this.uploads = new Uploads({
       config: config.uploads,
