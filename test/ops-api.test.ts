@@ -161,6 +161,7 @@ describe('OpsSnapshots (no HTTP)', () => {
       backend: {},
       nodeId: nodeIdOf(root),
       nodes: async () => [],
+      clockCheck: () => undefined,
       tenantsUsage: async () => [{ tenant: '00000000-0000-4000-8000-000000000000', retainedBytes: 0, objects: 0, quotaBytes: null }],
       stats,
       log: new Logger('silent'),

@@ -51,7 +51,8 @@ beforeAll(async () => {
 
 /** The server's unit store, opened while it is stopped. */
 async function withUnits(root: string, step: (store: UnitStore) => Promise<void>): Promise<void> {
-  if (TEST_BACKEND === 'fs') {
+  // The units are LMDB under the data directory on fs and s3 (the documents node's), PostgreSQL on pg-s3.
+  if (TEST_BACKEND !== 'pg-s3') {
     const catalog = CatalogEnv.open(root, 'relaxed');
     const store = new LmdbUnitStore(catalog);
     await step(store);
