@@ -85,12 +85,14 @@ export class ContentLedger {
     let size = 0;
     for (const e of entries) size += e.bytes;
     if (room) {
-      const held = (await unit.get(TOTALS, tenant)) ?? 0;
+      // The total is read outside the unit's preconditions and added to, not rewritten: a unit that
+      // read it would conflict with every other write of the tenant and run again (canonical writes
+      // of one tenant would go one at a time). Writes in flight together may pass the quota by what
+      // they add, as a blob and a content stored at the same instant may.
+      const held = (await this.store.get(TOTALS, tenant)) ?? 0;
       if (room.blobBytes + held + size > room.quotaBytes) throw tenantQuotaExceeded({ quotaBytes: room.quotaBytes, retainedBytes: room.blobBytes + held, size }, 'Storing this metadata');
-      unit.put(TOTALS, tenant, held + size);
-    } else {
-      unit.add(TOTALS, tenant, size);
     }
+    unit.add(TOTALS, tenant, size);
     for (const e of entries) unit.put(CONTENTS, [tenant, entryKey(e.id)], e.bytes);
   }
 
