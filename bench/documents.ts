@@ -624,3 +624,28 @@ export function renderDocumentsReport(r: Results, m: DocumentsResult): string {
   L.push(...renderErrors(r), renderDocumentsSection(m), ...renderServer(r));
   return L.join('\n');
 }
+
+/**
+ * Canonical metadata writes over a pool of POOL_SIZE documents made first on `port` (create, PUT,
+ * finalize): the iteration of a closed loop, each a `POST …/metadata` of writeBody(n) answered 201.
+ */
+export async function canonicalWrites(port: number, auth: string): Promise<(conn: RawConnection) => Promise<Outcome>> {
+  const pool: string[] = [];
+  let seq = 0;
+  const conn = await RawConnection.connect(port);
+  try {
+    const make = makeDocumentIteration(auth, () => seq++, (id) => pool.push(id));
+    while (pool.length < POOL_SIZE) {
+      const o = await make(conn);
+      if (!o.ok) throw new Error(`creating the pool: ${o.step}: ${o.detail}`);
+    }
+  } finally {
+    conn.close();
+  }
+  let w = 0;
+  return async (c) => {
+    const n = w++;
+    const res = await c.request(jsonRequest('POST', `/v1/documents/${pool[n % pool.length]}/metadata`, auth, writeBody(n)), true, REQUEST_TIMEOUT_MS);
+    return res.status === 201 ? { ok: true, steps: [] } : { ok: false, step: 'POST …/metadata', detail: describe(res) };
+  };
+}

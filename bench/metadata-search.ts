@@ -28,7 +28,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { POOL_SIZE, REQUEST_TIMEOUT_MS, SCHEMA, type LoopResult, type Outcome, closedLoop, describe, jsonRequest, makeDocumentIteration, writeBody } from './documents.js';
+import { SCHEMA, type LoopResult, REQUEST_TIMEOUT_MS, canonicalWrites, closedLoop, describe, jsonRequest } from './documents.js';
 import { type LatencySummary, summarize } from './load.js';
 import { call, expectStatus } from './json-call.js';
 import { RawConnection } from './raw-http.js';
@@ -238,24 +238,7 @@ async function writeSide(side: WriteSide, round: number): Promise<WriteRun> {
     const port = s.server.port;
     const token = await tokenAndSchemas(port, [SCHEMA]);
     const auth = `Authorization: Bearer ${token}\r\n`;
-    const pool: string[] = [];
-    let seq = 0;
-    const conn = await RawConnection.connect(port);
-    try {
-      const iteration = makeDocumentIteration(auth, () => seq++, (id) => pool.push(id));
-      while (pool.length < POOL_SIZE) {
-        const o = await iteration(conn);
-        if (!o.ok) throw new Error(`creating the pool: ${o.step}: ${o.detail}`);
-      }
-    } finally {
-      conn.close();
-    }
-    let w = 0;
-    const writeIteration = async (c: RawConnection): Promise<Outcome> => {
-      const n = w++;
-      const res = await c.request(jsonRequest('POST', `/v1/documents/${pool[n % pool.length]}/metadata`, auth, writeBody(n)), true, REQUEST_TIMEOUT_MS);
-      return res.status === 201 ? { ok: true, steps: [] } : { ok: false, step: 'POST …/metadata', detail: describe(res) };
-    };
+    const writeIteration = await canonicalWrites(port, auth);
     const writes = await closedLoop({ port, server: s.server, connections: WRITE_CLIENTS, warmupMs: WRITE_WARMUP_MS, durationMs: WRITE_MS, stepNames: [], iteration: writeIteration });
     log(`writes, ${side}, round ${round}: ${f(writes.perSecond)}/s, ${f(writes.serverCpuMsPerItem, 3)} CPU-ms each, p99 ${f(writes.latency.p99Ms, 2)} ms, ${writes.errors} errors`);
     return { side, round, writes, problems: [] };

@@ -24,7 +24,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { POOL_SIZE, REQUEST_TIMEOUT_MS, SCHEMA, type LoopResult, type Outcome, closedLoop, describe, jsonRequest, makeDocumentIteration, randomBodyRequest, writeBody } from './documents.js';
+import { SCHEMA, type LoopResult, type Outcome, REQUEST_TIMEOUT_MS, canonicalWrites, closedLoop, describe, randomBodyRequest } from './documents.js';
 import { call, expectStatus } from './json-call.js';
 import { RawConnection } from './raw-http.js';
 import { f, machineEnvironment, median } from './report.js';
@@ -90,24 +90,7 @@ async function cell(side: Side, round: number, which: Cell): Promise<Run> {
     let iteration: (c: RawConnection) => Promise<Outcome>;
     if (which === 'canonical writes') {
       expectStatus(await call(port, 'POST', '/v1/schemas', token, SCHEMA), 'POST /v1/schemas', 200, 201);
-      const pool: string[] = [];
-      let seq = 0;
-      const conn = await RawConnection.connect(port);
-      try {
-        const make = makeDocumentIteration(auth, () => seq++, (id) => pool.push(id));
-        while (pool.length < POOL_SIZE) {
-          const o = await make(conn);
-          if (!o.ok) throw new Error(`creating the pool: ${o.step}: ${o.detail}`);
-        }
-      } finally {
-        conn.close();
-      }
-      let w = 0;
-      iteration = async (c) => {
-        const n = w++;
-        const res = await c.request(jsonRequest('POST', `/v1/documents/${pool[n % pool.length]}/metadata`, auth, writeBody(n)), true, REQUEST_TIMEOUT_MS);
-        return res.status === 201 ? { ok: true, steps: [] } : { ok: false, step: 'POST …/metadata', detail: describe(res) };
-      };
+      iteration = await canonicalWrites(port, auth);
     } else {
       iteration = async (c) => {
         const res = await c.request(randomBodyRequest('POST', '/api/v1/blobs', auth, 'application/octet-stream', UPLOAD_BYTES), true, REQUEST_TIMEOUT_MS);
