@@ -344,7 +344,14 @@ export class Engine {
     return this.gc.track(new PartIngest(this.ingestDeps(), options));
   }
 
+  /** What every ingest is given: made once (an upload of a few KiB should not pay for it). */
+  private ingestDepsMade?: IngestDeps;
+
   private ingestDeps(): IngestDeps {
+    return (this.ingestDepsMade ??= this.makeIngestDeps());
+  }
+
+  private makeIngestDeps(): IngestDeps {
     const { config, pool, scanner, memory, manifests, stats, log } = this;
     return {
       config, spillDir: this.blocks.scratchDir, blockStore: this.blocks.location, pool, scanner, memory, manifests, stats, log, reclaim: (blocks) => this.gc.reclaim(blocks),

@@ -33,8 +33,10 @@ export class SocketBody implements BodySource {
 
 /**
  * A body taken from its first byte (uWS drops data that arrives before onData is set) while the
- * handler still awaits something: the socket is paused at once and what already arrived is kept,
- * then handed over in order to whoever reads it.
+ * handler still awaits something: what arrives is kept, then handed over in order to whoever
+ * reads it. The socket is paused at the first chunk that is not the body's last, so a body that
+ * came whole with its head (a small upload) never pauses and resumes its socket, and what is held
+ * stays what uWS had read already, as it would be after a pause at once.
  */
 export class HeldBody implements BodySource {
   private held: Uint8Array[] = [];
@@ -46,8 +48,8 @@ export class HeldBody implements BodySource {
       if (this.sink) return this.sink(new Uint8Array(chunk), isLast);
       this.held.push(new Uint8Array(chunk.slice(0)));
       if (isLast) this.ended = true;
+      else body.pause();
     });
-    body.pause();
   }
 
   /** Replays what was held, then passes live chunks once `resume` lets the socket read again. */

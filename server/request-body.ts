@@ -64,8 +64,9 @@ export class RequestBody {
 
   /**
    * Takes the body from its first byte while the handler cannot run yet (a token being
-   * verified): uWS drops data that arrives before onData is set. The socket is paused at once;
-   * what already arrived is kept and handed over in order when the handler reads.
+   * verified): uWS drops data that arrives before onData is set. What arrives is kept and handed
+   * over in order when the handler reads; the socket is paused at the first chunk that is not the
+   * last (a body that came whole with its head never pauses its socket, nor starts the keep-alive timer).
    */
   hold(): void {
     if (this.held || this.complete) return;
@@ -81,8 +82,8 @@ export class RequestBody {
       if (held.sink) return held.sink(chunk, isLast);
       held.chunks.push(chunk.slice(0));
       if (isLast) held.ended = true;
+      else this.setPaused(true);
     });
-    this.setPaused(true);
   }
 
   private replay(handler: (chunk: ArrayBuffer, isLast: boolean) => void): void {

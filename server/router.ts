@@ -95,9 +95,9 @@ export interface Meter {
   request(principal: Principal, scope: ShareScope): void;
   /**
    * One of the tenant's operation slots: at once (a release), later (a promise of one, rejected
-   * when the wait is too long or `signal` aborts: the client went away), or none needed (undefined).
+   * when the wait is too long or `signal`'s signal aborts: the client went away), or none needed (undefined).
    */
-  admit(principal: Principal, scope: ShareScope, signal: AbortSignal): Release | Promise<Release> | undefined;
+  admit(principal: Principal, scope: ShareScope, signal: () => AbortSignal): Release | Promise<Release> | undefined;
   /** Body bytes to or from `principal`, as the handler learns them (429 when its budget is spent). */
   bytes(principal: Principal, bytes: number, scope: ShareScope): void;
 }
@@ -200,7 +200,7 @@ export class Router {
           if (capability !== undefined) allowed(principal, capability);
           const meter = this.options.meter;
           meter?.request(principal, scope);
-          const admitted = meter && options.operation ? meter.admit(principal, scope, abortSignal(ex)) : undefined;
+          const admitted = meter && options.operation ? meter.admit(principal, scope, () => abortSignal(ex)) : undefined;
           const chargeBytes = meter ? (bytes: number) => meter.bytes(principal, bytes, scope) : UNMETERED;
           // A whole body read for the handler (JSON) is charged as it arrives, like an upload's.
           const call = () => handler({ ex, req: head, params, query, principal, chargeBytes, body: startBody(options.body, ex, head, chargeBytes) });

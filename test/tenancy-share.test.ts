@@ -98,7 +98,7 @@ describe('tenant limits shared by the live nodes', () => {
     const node = new Budgets(p);
     const running = node.admit('t') as () => void;
     const gone = new AbortController();
-    const first = node.admit('t', { signal: gone.signal }) as Promise<() => void>;
+    const first = node.admit('t', { signal: () => gone.signal }) as Promise<() => void>;
     const second = node.admit('t') as Promise<() => void>;
     const left = first.then(() => 'admitted', (err: { code: string }) => err.code);
     gone.abort();
@@ -114,7 +114,7 @@ describe('tenant limits shared by the live nodes', () => {
     expect(node.usage('t', 'alice').concurrency.inUse).toBe(0);
     // An aborted signal is refused before it queues.
     const blocker = node.admit('t') as () => void;
-    expect(refusals(() => node.admit('t', { signal: AbortSignal.abort() }))).toBe('tenant_queue_left');
+    expect(refusals(() => node.admit('t', { signal: () => AbortSignal.abort() }))).toBe('tenant_queue_left');
     blocker();
   });
 

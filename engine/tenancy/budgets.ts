@@ -60,8 +60,11 @@ class Bucket {
 
 /** How one operation is admitted. */
 export interface AdmitOptions {
-  /** Aborted when the client goes away: a queued operation then leaves the queue at once. */
-  signal?: AbortSignal;
+  /**
+   * Aborted when the client goes away: a queued operation then leaves the queue at once. A
+   * getter, called only when the operation must queue (most are admitted or need no slot).
+   */
+  signal?: () => AbortSignal;
   /** Whose share of the figures applies (./cluster-share.ts); `cluster` by default. */
   scope?: ShareScope;
 }
@@ -150,7 +153,7 @@ export class Budgets {
     if (!queue && (this.inFlight.get(tenant) ?? 0) < slots) return this.start(tenant);
     if ((queue?.length ?? 0) >= shareOf(policy.maxQueued ?? 0, share)) throw concurrencyExceeded();
     if (this.queued >= MAX_QUEUED_IN_ALL || !this.canQueue()) throw admissionUnavailable();
-    const { signal } = options;
+    const signal = options.signal?.();
     if (signal?.aborted) throw clientGone();
     return new Promise<Release>((resolve, reject) => {
       const waiting = queue ?? [];
