@@ -87,7 +87,7 @@ async function eventually(done: () => boolean | Promise<boolean>, ms = 10_000): 
  * commit made before that is heard too, since a store calls every listener once it listens.
  */
 async function listening(store: UnitStore, other: UnitStore): Promise<void> {
-  const t = fresh<number, string>();
+  const t = watchedTable<number, string>();
   let heard = 0;
   const stop = store.watch(t.name, () => heard++);
   try {
@@ -100,6 +100,8 @@ async function listening(store: UnitStore, other: UnitStore): Promise<void> {
 
 /** A table no other case uses. */
 const fresh = <V, K extends UnitKey = UnitKey>() => table<V, K>(`t-${randomUUID()}`);
+/** A table no other case uses, whose commits are announced (UnitStore.watch follows it). */
+const watchedTable = <V, K extends UnitKey = UnitKey>() => table<V, K>(`w-${randomUUID()}`, { watched: true });
 
 /** Resolves once `parties` callers have arrived: steps that must all read before any commits. */
 function barrier(parties: number): () => Promise<void> {
@@ -317,6 +319,56 @@ describe.each(backends)('UnitStore conformance: $name', (backend) => {
     }
   });
 
+  it('insertIfAbsent: written with what goes with it only where the key is absent; 20 at once on two nodes write once', async ({ skip }) => {
+    const [a, b] = nodes(skip);
+    const t = fresh<{ by: string }, [string, string]>();
+    const beside = fresh<number, [number, string]>();
+    const also = (n: number, by: string) => [{ table: beside as never, key: [n, by], value: 1 }];
+    expect(await a.insertIfAbsent(t, ['x', 'k'], { by: 'first' }, also(1, 'first'))).toBe(true);
+    expect(await b.get(t, ['x', 'k'])).toEqual({ by: 'first' });
+    expect(await b.insertIfAbsent(t, ['x', 'k'], { by: 'second' }, also(2, 'second'))).toBe(false);
+    expect(await a.get(t, ['x', 'k'])).toEqual({ by: 'first' });
+    expect(keysOf(await a.range(beside))).toEqual([[1, 'first']]);
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).insertIfAbsent(t, ['y', 'k'], { by: `n${i}` }, also(10 + i, `n${i}`))));
+    expect(results.filter(Boolean)).toHaveLength(1);
+    const winner = results.indexOf(true);
+    expect(await b.get(t, ['y', 'k'])).toEqual({ by: `n${winner}` });
+    expect(keysOf(await b.range(beside, { start: [10], end: [100] }))).toEqual([[10 + winner, `n${winner}`]]);
+  });
+
+  it('insertIfAbsent against a unit that read the key absent: one of them writes it, the unit runs again and sees it if it lost', async ({ skip }) => {
+    const [a, b] = nodes(skip);
+    for (let round = 0; round < 10; round++) {
+      const t = fresh<string, string>();
+      const read = barrier(1);
+      let runs = 0;
+      let inserted: Promise<boolean> | undefined;
+      const seen = await a.run(async (u) => {
+        runs++;
+        const found = await u.get(t, 'only');
+        if (runs === 1) {
+          await read();
+          // Written between the unit's read and its commit.
+          inserted = b.insertIfAbsent(t, 'only', 'outside');
+          if (round % 2 === 0) await inserted;
+        }
+        if (found === undefined) u.put(t, 'only', 'unit');
+        return found;
+      });
+      const outside = await inserted!;
+      const stored = await b.get(t, 'only');
+      if (outside) {
+        // The insert landed first: the unit ran again and saw it.
+        expect(stored).toBe('outside');
+        expect(seen).toBe('outside');
+        expect(runs).toBeGreaterThanOrEqual(2);
+      } else {
+        expect(stored).toBe('unit');
+        expect(seen).toBeUndefined();
+      }
+    }
+  });
+
   it('no write skew: two units that each read two keys and write one of them cannot both commit on what they read', async ({ skip }) => {
     const [a, b] = nodes(skip);
     for (let round = 0; round < 5; round++) {
@@ -424,8 +476,8 @@ describe.each(backends)('UnitStore conformance: $name', (backend) => {
 
   it('watch: a listener runs after a commit that wrote its table, on this node and on another', async ({ skip }) => {
     const [a, b] = nodes(skip);
-    const t = fresh<number, string>();
-    const other = fresh<number, string>();
+    const t = watchedTable<number, string>();
+    const other = watchedTable<number, string>();
     const calls = { a: 0, b: 0 };
     const stopA = a.watch(t.name, () => calls.a++);
     const stopB = b.watch(t.name, () => calls.b++);
@@ -452,7 +504,7 @@ describe.each(backends)('UnitStore conformance: $name', (backend) => {
       if (a !== b) {
         // The notifications of one connection arrive in commit order: once a hears of a later
         // commit, it has heard of the one above (and called nobody for it).
-        const sentinel = fresh<number, string>();
+        const sentinel = watchedTable<number, string>();
         let arrived = 0;
         const stopSentinel = a.watch(sentinel.name, () => arrived++);
         await b.run((u) => u.put(sentinel, 'k', 1));
@@ -466,10 +518,28 @@ describe.each(backends)('UnitStore conformance: $name', (backend) => {
     }
   });
 
+  it('watch: only a table declared watched can be watched (the others are not announced); insertIfAbsent announces a watched one', async ({ skip }) => {
+    const [a, b] = nodes(skip);
+    const quiet = fresh<number, string>();
+    expect(() => a.watch(quiet.name, () => {})).toThrow(/not declared watched/);
+    expect(() => b.watch(quiet.name, () => {})).toThrow(/not declared watched/);
+    const t = watchedTable<number, string>();
+    let heard = 0;
+    const stop = b.watch(t.name, () => heard++);
+    try {
+      if (a.shared) await listening(b, a);
+      const before = heard;
+      expect(await a.insertIfAbsent(t, 'k', 1)).toBe(true);
+      expect(await eventually(() => heard > before)).toBe(true);
+    } finally {
+      stop();
+    }
+  });
+
   it('watch: after its connection was lost and is back, a shared store calls every listener (a commit may have been missed)', async ({ skip }) => {
     const [a, b] = nodes(skip);
     if ('skip' in opened || !opened.cutListeners) return skip('an embedded store has no connection to lose: every commit is its own');
-    const t = fresh<number, string>();
+    const t = watchedTable<number, string>();
     let calls = 0;
     const stop = b.watch(t.name, () => calls++);
     try {

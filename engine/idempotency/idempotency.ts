@@ -4,7 +4,9 @@
 // the body's digest) gets the first answer again, on any node, for SVC_IDEMPOTENCY_TTL. The keys
 // live in the units store (LMDB on fs and s3, PostgreSQL shared by every pg-s3 node).
 //
-// A request first claims its key (a record `running` for IDEMPOTENCY_CLAIM_MS), then creates,
+// A request first claims its key, in one write without a unit where it is new (a record `running`
+// for IDEMPOTENCY_CLAIM_MS, swept SVC_IDEMPOTENCY_TTL after the claim; on a store no other process
+// writes, in this process's memory, with no record until the answer), then creates,
 // and its answer is kept (`done`) in the creation's own unit of work when the service offers one
 // (`InUnit`), else in a unit just after. So when a commit's outcome is unknown (its reply lost),
 // the key is either `done` with the first answer or still the claim, which the request gives back:
@@ -30,9 +32,15 @@ type KeyOf = [string, string, string];
 interface KeyRecord {
   /** The request the key was first used for (the edge's digest of it). */
   fingerprint: string;
-  /** running: a request holds the key until `until`; done: its answer is kept until `until`. */
+  /** running: a request holds the key until `claimedUntil`; done: its answer is kept. */
   state: 'running' | 'done';
+  /**
+   * When the key is swept (its EXPIRY entry's time): set once, by the claim, to the claim's time
+   * plus SVC_IDEMPOTENCY_TTL, and kept by the answer, so the creation's unit writes only this record.
+   */
   until: number;
+  /** A running claim's end (a key claimed by a version before this field: `until`). */
+  claimedUntil?: number;
   /** The holder of a running claim (each claim its own). */
   token: string;
   answer?: Uint8Array;
@@ -48,6 +56,8 @@ export interface Claim {
   readonly key: string;
   readonly fingerprint: string;
   readonly token: string;
+  /** Held in this process only (a store no other process writes): no record until the answer. */
+  readonly local?: boolean;
 }
 
 /** What `begin` found: the first answer to replay, or the key now held by this request. */
@@ -72,6 +82,12 @@ export function checkIdempotencyKey(key: string): string {
 }
 
 export class IdempotencyKeys {
+  /**
+   * Running claims, when the store is this process's alone (LMDB: fs, and s3's documents node):
+   * a claim no other process can see needs no record, and a crash ends its request with it.
+   */
+  private readonly running = new Map<string, Claim>();
+
   constructor(
     private readonly store: UnitStore,
     private readonly ttlMs: number,
@@ -82,19 +98,53 @@ export class IdempotencyKeys {
   async begin(scope: IdempotencyScope, key: string, fingerprint: string): Promise<Begun> {
     checkIdempotencyKey(key);
     const at: KeyOf = [scope.tenant, scope.principal, key];
+    if (!this.store.shared) return this.beginLocal(scope, key, fingerprint, at);
+    // A key not used before (most are): claimed in one write, no unit and no read first.
+    const now = this.now();
+    const until = now + this.ttlMs;
+    const fresh: KeyRecord = { fingerprint, state: 'running', until, claimedUntil: now + IDEMPOTENCY_CLAIM_MS, token: randomUUID() };
+    if (await this.store.insertIfAbsent(KEYS, at, fresh, [{ table: EXPIRY, key: [until, ...at], value: 1 }])) {
+      return { claim: { scope, key, fingerprint, token: fresh.token } };
+    }
+    // Taken: the first answer, 422, 409, or an expired key not yet swept, taken over.
     return this.store.run(async (unit) => {
       const now = this.now();
       const found = await unit.get(KEYS, at);
-      if (found && found.until > now) {
+      if (found && live(found, now)) {
         if (found.fingerprint !== fingerprint) throw idempotencyKeyReused();
         if (found.state === 'done') return { replay: found.answer! };
         throw idempotencyKeyInProgress();
       }
-      // Absent, or expired and not yet swept: this request holds it now.
+      // Absent, or expired (an answer past its TTL, a claim its request left) and not yet swept: this request holds it now.
       const token = randomUUID();
-      this.write(unit, at, found, { fingerprint, state: 'running', until: now + IDEMPOTENCY_CLAIM_MS, token });
+      this.write(unit, at, found, { fingerprint, state: 'running', until: now + this.ttlMs, claimedUntil: now + IDEMPOTENCY_CLAIM_MS, token });
       return { claim: { scope, key, fingerprint, token } };
     });
+  }
+
+  /** `begin` on a store of this process alone: the claim is held in memory, taken before any await. */
+  private async beginLocal(scope: IdempotencyScope, key: string, fingerprint: string, at: KeyOf): Promise<Begun> {
+    const id = runningId(at);
+    const held = this.running.get(id);
+    if (held) throw held.fingerprint === fingerprint ? idempotencyKeyInProgress() : idempotencyKeyReused();
+    const claim: Claim = { scope, key, fingerprint, token: randomUUID(), local: true };
+    this.running.set(id, claim);
+    try {
+      const found = await this.store.get(KEYS, at);
+      if (found && live(found, this.now())) {
+        if (found.fingerprint !== fingerprint) throw idempotencyKeyReused();
+        if (found.state === 'done') {
+          this.running.delete(id);
+          return { replay: found.answer! };
+        }
+        // A running record (written by a version that kept claims as records) stands until it expires.
+        throw idempotencyKeyInProgress();
+      }
+      return { claim };
+    } catch (err) {
+      this.running.delete(id);
+      throw err;
+    }
   }
 
   /**
@@ -107,13 +157,36 @@ export class IdempotencyKeys {
     }
     const at: KeyOf = [claim.scope.tenant, claim.scope.principal, claim.key];
     const found = await unit.get(KEYS, at);
+    if (claim.local) {
+      // Only this process writes the store, and it held the key since it found no live record.
+      if (found && live(found, this.now())) throw claimLost();
+      const now = this.now();
+      this.write(unit, at, found, { fingerprint: claim.fingerprint, state: 'done', until: now + this.ttlMs, token: claim.token, answer });
+      unit.afterCommit(() => this.let(claim));
+      return;
+    }
     if (!found || found.state !== 'running' || found.token !== claim.token) throw claimLost();
-    this.write(unit, at, found, { fingerprint: claim.fingerprint, state: 'done', until: this.now() + this.ttlMs, token: claim.token, answer });
+    const done: KeyRecord = { fingerprint: claim.fingerprint, state: 'done', until: found.until, token: claim.token, answer };
+    // The claim's sweep time stands (its EXPIRY entry is already written): one record written. A
+    // claim of a version before `claimedUntil` ends with its running time: its answer's TTL starts now.
+    if (found.claimedUntil !== undefined) unit.put(KEYS, at, done);
+    else this.write(unit, at, found, { ...done, until: this.now() + this.ttlMs });
   }
 
   /** `complete` in a unit of its own: for creations whose store is not the units store (sessions). */
   async completeAlone(claim: Claim, answer: Uint8Array): Promise<void> {
-    await this.store.run((unit) => this.complete(unit, claim, answer));
+    try {
+      await this.store.run((unit) => this.complete(unit, claim, answer));
+    } finally {
+      this.let(claim);
+    }
+  }
+
+  /** A local claim's end: its key is free in memory (its answer, if any, is on record). */
+  private let(claim: Claim): void {
+    if (!claim.local) return;
+    const id = runningId([claim.scope.tenant, claim.scope.principal, claim.key]);
+    if (this.running.get(id) === claim) this.running.delete(id);
   }
 
   /**
@@ -121,6 +194,7 @@ export class IdempotencyKeys {
    * A creation whose commit landed although its reply was lost left the key `done`: kept.
    */
   async release(claim: Claim): Promise<void> {
+    if (claim.local) return this.let(claim);
     const at: KeyOf = [claim.scope.tenant, claim.scope.principal, claim.key];
     await this.store.run(async (unit) => {
       const found = await unit.get(KEYS, at);
@@ -171,9 +245,18 @@ export class IdempotencyKeys {
     return this.store.count(KEYS);
   }
 
+  /** A record that replaces `before` (none: a new key), with its EXPIRY entry moved to its sweep time. */
   private write(unit: Unit, at: KeyOf, before: KeyRecord | undefined, record: KeyRecord): void {
     if (before && before.until !== record.until) unit.remove(EXPIRY, [before.until, ...at]);
     unit.put(KEYS, at, record);
     unit.put(EXPIRY, [record.until, ...at], 1);
   }
 }
+
+/** Whether a key still stands: an answer within its TTL, a claim within its running time. */
+function live(record: KeyRecord, now: number): boolean {
+  if (record.until <= now) return false;
+  return record.state === 'done' || (record.claimedUntil ?? record.until) > now;
+}
+
+const runningId = (at: KeyOf): string => JSON.stringify(at);

@@ -55,9 +55,9 @@ export interface JobProgress {
 export type DueKey = ['due', number, string] | ['lease', number, string];
 
 // The names and shapes `jobs` and `jobs_due` have always had (old data directories read as before).
-export const JOBS = table<JobRecord, string>('jobs');
+export const JOBS = table<JobRecord, string>('jobs', { watched: true });
 /** Value: the job's kind (the dispatcher skips kinds this node does not define without reading the record). */
-export const JOBS_DUE = table<string, DueKey>('jobs_due');
+export const JOBS_DUE = table<string, DueKey>('jobs_due', { watched: true });
 // List indexes (values unused): newest first within a prefix, since job ids are UUIDv7.
 export const JOBS_BY_TENANT = table<1, [string, string]>('jobs_by_tenant');
 export const JOBS_BY_DOCUMENT = table<1, [string, string, string]>('jobs_by_document');

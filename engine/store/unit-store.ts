@@ -9,6 +9,18 @@
 /** Keys sort by type, then value; arrays element by element. */
 export type UnitKey = string | number | Array<string | number>;
 
+/**
+ * Tables whose commits are announced to every node (`UnitStore.watch`). Only these: on
+ * PostgreSQL an announcement is a NOTIFY, and every transaction that notifies takes one lock of
+ * the whole database at its commit, so commits that announce go one at a time.
+ */
+const WATCHED = new Set<string>();
+
+/** Whether commits of the table are announced (declared with `table(name, { watched: true })`). */
+export const isWatched = (tableName: string): boolean => WATCHED.has(tableName);
+
+export const unwatchedTable = (tableName: string) => `table ${tableName} is not declared watched (table(name, { watched: true })): its commits are not announced`;
+
 /** A named table of records `V` under keys `K`: a typed handle, nothing is opened. */
 export class Table<V, K extends UnitKey = UnitKey> {
   /** Type-only: the record and key types travel with the handle. */
@@ -17,7 +29,9 @@ export class Table<V, K extends UnitKey = UnitKey> {
   constructor(readonly name: string) {}
 }
 
-export function table<V, K extends UnitKey = UnitKey>(name: string): Table<V, K> {
+/** `watched`: commits that write the table are announced, so `watch` may follow it (else `watch` refuses it). */
+export function table<V, K extends UnitKey = UnitKey>(name: string, options: { watched?: boolean } = {}): Table<V, K> {
+  if (options.watched) WATCHED.add(name);
   return new Table<V, K>(name);
 }
 
@@ -32,6 +46,13 @@ export interface UnitRange {
 export interface Entry<V, K> {
   key: K;
   value: V;
+}
+
+/** A record written beside another, with it or not at all (UnitStore.insertIfAbsent). */
+export interface AlsoWrite {
+  table: Table<unknown, UnitKey>;
+  key: UnitKey;
+  value: unknown;
 }
 
 /** What a step of a unit of work sees and does. */
@@ -66,6 +87,14 @@ export interface UnitStore {
    * (so a step has no effects outside the unit but through `afterCommit`).
    */
   run<T>(step: (unit: Unit) => Promise<T> | T): Promise<T>;
+  /**
+   * Writes `value` under `key` only if the key holds no record, with `also` (written only then),
+   * in one commit of its own: no unit runs, no read comes first (on PostgreSQL, one statement).
+   * True if written; false, nothing written, if the key was taken. It conflicts with units as a
+   * unit's write of the key would (a unit that read the key absent runs again), and wakes the
+   * watchers of the tables it wrote.
+   */
+  insertIfAbsent<V, K extends UnitKey>(table: Table<V, K>, key: K, value: V, also?: ReadonlyArray<AlsoWrite>): Promise<boolean>;
   /** The latest committed record. */
   get<V, K extends UnitKey>(table: Table<V, K>, key: K): Promise<V | undefined>;
   has<V, K extends UnitKey>(table: Table<V, K>, key: K): Promise<boolean>;
@@ -74,7 +103,10 @@ export interface UnitStore {
   /** Every entry of the range in pages: no snapshot, writes made meanwhile may or may not be seen. */
   scan<V, K extends UnitKey>(table: Table<V, K>, options?: Omit<UnitRange, 'limit'>): AsyncIterable<Entry<V, K>>;
   count<V, K extends UnitKey>(table: Table<V, K>, options?: Omit<UnitRange, 'limit'>): Promise<number>;
-  /** `listener` runs after any unit that wrote `tableName` commits, on this node or (shared) another. */
+  /**
+   * `listener` runs after any unit that wrote `tableName` commits, on this node or (shared) another.
+   * Only for a table declared watched (`table(name, { watched: true })`); any other throws.
+   */
   watch(tableName: string, listener: () => void): () => void;
   /** A cheap read and write round trip for readiness checks. */
   probe(): Promise<void>;

@@ -1,7 +1,7 @@
 import type { Database, Key } from 'lmdb';
 import type { CatalogEnv } from './env.js';
 import { type BufferedWrite, type PointRead, type RangeRead, type StoredEntry, type UnitBackend, runUnit, sameBytes, sameEntries } from '../unit-runner.js';
-import type { Entry, Table, Unit, UnitKey, UnitRange, UnitStore } from '../unit-store.js';
+import { type AlsoWrite, type Entry, type Table, type Unit, type UnitKey, type UnitRange, type UnitStore, isWatched, unwatchedTable } from '../unit-store.js';
 
 const rangeOptions = (options: UnitRange) => ({
   ...(options.start === undefined ? {} : { start: options.start as Key }),
@@ -74,6 +74,18 @@ export class LmdbUnitStore implements UnitStore, UnitBackend {
     return result;
   }
 
+  async insertIfAbsent<V, K extends UnitKey>(table: Table<V, K>, key: K, value: V, also: ReadonlyArray<AlsoWrite> = []): Promise<boolean> {
+    const written = await this.env.root.transaction(() => {
+      const db = this.db(table.name);
+      if (db.doesExist(key as Key)) return false;
+      void db.put(key as Key, value);
+      for (const w of also) void this.db(w.table.name).put(w.key as Key, w.value);
+      return true;
+    });
+    if (written) for (const name of new Set([table.name, ...also.map((w) => w.table.name)])) for (const listener of this.listeners.get(name) ?? []) listener();
+    return written;
+  }
+
   async get<V, K extends UnitKey>(table: Table<V, K>, key: K): Promise<V | undefined> {
     return this.db(table.name).get(key as Key) as V | undefined;
   }
@@ -96,6 +108,8 @@ export class LmdbUnitStore implements UnitStore, UnitBackend {
   }
 
   watch(tableName: string, listener: () => void): () => void {
+    // As on PostgreSQL, where only watched tables are announced: a watch that works here works there.
+    if (!isWatched(tableName)) throw new Error(unwatchedTable(tableName));
     let set = this.listeners.get(tableName);
     if (!set) this.listeners.set(tableName, (set = new Set()));
     set.add(listener);

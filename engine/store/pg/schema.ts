@@ -13,6 +13,7 @@ import { V7_DEV_SECRET } from './schema-v7-dev-secret.js';
 import { V8_ROOT_HOLDERS } from './schema-v8-root-holders.js';
 import { V9_UNITS } from './schema-v9-units.js';
 import { V10_NODE_SUMMARY } from './schema-v10-node-summary.js';
+import { V11_UNIT_INSERT } from './schema-v11-unit-insert.js';
 
 /**
  * Applied in order; the schema's version is the number applied. Never edit one that shipped:
@@ -30,6 +31,7 @@ export const MIGRATIONS: readonly string[] = inVersionOrder([
   [8, V8_ROOT_HOLDERS],
   [9, V9_UNITS],
   [10, V10_NODE_SUMMARY],
+  [11, V11_UNIT_INSERT],
 ]);
 
 function inVersionOrder(numbered: ReadonlyArray<readonly [number, string]>): string[] {

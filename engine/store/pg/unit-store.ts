@@ -8,7 +8,7 @@ import { fromBufferKey } from 'ordered-binary';
 import type { Listening, PgPool } from './pool.js';
 import { type BufferedWrite, type PointRead, type RangeRead, type StoredEntry, type UnitBackend, keyBytes, runUnit, sameBytes } from '../unit-runner.js';
 import { SvcError } from '../../errors.js';
-import { type Entry, type Table, type Unit, UNIT_ATTEMPTS, type UnitKey, type UnitRange, type UnitStore, conflictBackoff } from '../unit-store.js';
+import { type AlsoWrite, type Entry, type Table, type Unit, UNIT_ATTEMPTS, type UnitKey, type UnitRange, type UnitStore, conflictBackoff, isWatched, unwatchedTable } from '../unit-store.js';
 import { CATALOG_SCHEMA, CATALOG_SCHEMA_KEY, catalogTooNew, tooNewWords, versionOf } from '../catalog-schema.js';
 
 export const UNITS_CHANNEL = 'svc_units';
@@ -21,6 +21,9 @@ const SCAN_PAGE = 500;
 
 // No shared structures: a row's bytes must decode alone, on any node, forever.
 const packr = new Packr({ useRecords: false });
+
+/** The written tables other nodes hear of (each once): the watched ones (engine/store/unit-store.ts). */
+const announced = (tables: string[]): string[] => [...new Set(tables.filter(isWatched))];
 
 // Below and above every key: ordered-binary never begins a key with 0xff (strings begin with a
 // character byte or 27, numbers with 0x08-0x1f), and the empty key is below all others.
@@ -175,7 +178,8 @@ export class PgUnitStore implements UnitStore, UnitBackend {
         ${spans.map((s) => s.reverse)}::boolean[], ${spans.map((s) => s.limit)}::bigint[], ${ranges.map((r) => r.entries.length)}::integer[],
         ${entries.map((e) => keyBytes(e.key))}::bytea[], ${entries.map((e) => e.bytes)}::bytea[],
         ${writes.map((w) => w.table)}::text[], ${writes.map((w) => keyBytes(w.key))}::bytea[],
-        ${writes.map((w) => (w.value === undefined ? null : packr.pack(w.value)))}::bytea[]) AS ok`;
+        ${writes.map((w) => (w.value === undefined ? null : packr.pack(w.value)))}::bytea[],
+        ${announced(writes.map((w) => w.table))}::text[]) AS ok`;
       return row!.ok;
     } catch (err) {
       if (retryable(err)) return false;
@@ -189,6 +193,24 @@ export class PgUnitStore implements UnitStore, UnitBackend {
     // This node's watchers now, not after the notification's round trip (they hear that too).
     for (const name of written) for (const listener of this.listeners.get(name) ?? []) listener();
     return result;
+  }
+
+  async insertIfAbsent<V, K extends UnitKey>(table: Table<V, K>, key: K, value: V, also: ReadonlyArray<AlsoWrite> = []): Promise<boolean> {
+    const newer = this.schema?.newer;
+    if (newer !== undefined) throw catalogTooNew(newer);
+    let written: boolean;
+    try {
+      const [row] = await this.sql<Array<{ ok: boolean }>>`SELECT svc_unit_insert_absent(
+        ${table.name}, ${keyBytes(key)}, ${packr.pack(value)},
+        ${also.map((w) => w.table.name)}::text[], ${also.map((w) => keyBytes(w.key))}::bytea[], ${also.map((w) => packr.pack(w.value))}::bytea[],
+        ${announced([table.name, ...also.map((w) => w.table.name)])}::text[]) AS ok`;
+      written = row!.ok;
+    } catch (err) {
+      if (sentThenLost(err)) throw commitUnknown(err);
+      throw err;
+    }
+    if (written) for (const name of new Set([table.name, ...also.map((w) => w.table.name)])) for (const listener of this.listeners.get(name) ?? []) listener();
+    return written;
   }
 
   async get<V, K extends UnitKey>(table: Table<V, K>, key: K): Promise<V | undefined> {
@@ -233,6 +255,7 @@ export class PgUnitStore implements UnitStore, UnitBackend {
   }
 
   watch(tableName: string, listener: () => void): () => void {
+    if (!isWatched(tableName)) throw new Error(unwatchedTable(tableName));
     let set = this.listeners.get(tableName);
     if (!set) this.listeners.set(tableName, (set = new Set()));
     set.add(listener);

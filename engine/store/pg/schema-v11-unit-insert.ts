@@ -1,0 +1,125 @@
+// Version 11: commits that announce only the tables someone may watch, and a record written
+// where its key holds none.
+//
+// svc_unit_commit gains `notify_tbls` (an overload; version 9's stays for nodes of that version):
+// the written tables that are declared watched (engine/store/unit-store.ts), not every written
+// table. A transaction that NOTIFYs takes one lock of the whole database at its commit, so every
+// commit that announced went one at a time: the creates of one pg-s3 node were bounded by it.
+//
+// svc_unit_insert_absent (engine/store/pg/unit-store.ts insertIfAbsent) writes a record
+// written only where its key holds none, with the records that go with it, in one round trip and
+// no unit (an Idempotency-Key's claim: engine/idempotency). It takes the advisory locks a unit's
+// commit of the same writes would take (schema-v9-units.ts): exclusive on each key written,
+// shared on each table written, in ascending id order. So a unit that read the key absent and is
+// committing either holds its lock first (this then finds its row and writes nothing) or waits,
+// then fails its check on the row written here and runs again.
+export const V11_UNIT_INSERT = `
+CREATE FUNCTION svc_unit_commit(
+  point_tbls text[], point_keys bytea[], point_vals bytea[],
+  range_tbls text[], range_starts bytea[], range_ends bytea[], range_reverse boolean[], range_limits bigint[], range_counts integer[],
+  entry_keys bytea[], entry_vals bytea[],
+  write_tbls text[], write_keys bytea[], write_vals bytea[],
+  notify_tbls text[]
+) RETURNS boolean LANGUAGE plpgsql AS $fn$
+DECLARE
+  wanted record;
+  i integer;
+  n integer;
+  seen integer := 0;
+  now_keys bytea[];
+  now_vals bytea[];
+BEGIN
+  FOR wanted IN
+    SELECT id, bool_or(exclusive) AS exclusive FROM (
+      SELECT hashtextextended(t || ':' || encode(k, 'hex'), 0) AS id, false AS exclusive FROM unnest(point_tbls, point_keys) AS p(t, k)
+      UNION ALL SELECT hashtextextended(t || ':' || encode(k, 'hex'), 0), true FROM unnest(write_tbls, write_keys) AS w(t, k)
+      UNION ALL SELECT hashtextextended(t, 9), true FROM unnest(range_tbls) AS r(t)
+      UNION ALL SELECT hashtextextended(t, 9), false FROM unnest(write_tbls) AS w(t)
+    ) asked GROUP BY id ORDER BY id
+  LOOP
+    IF wanted.exclusive THEN
+      PERFORM pg_advisory_xact_lock(wanted.id);
+    ELSE
+      PERFORM pg_advisory_xact_lock_shared(wanted.id);
+    END IF;
+  END LOOP;
+
+  IF EXISTS (
+    SELECT 1 FROM unnest(point_tbls, point_keys, point_vals) AS p(t, k, v)
+    LEFT JOIN svc_unit_rows r ON r.tbl = p.t AND r.key = p.k
+    WHERE r.value IS DISTINCT FROM p.v
+  ) THEN
+    RETURN false;
+  END IF;
+
+  FOR i IN 1 .. coalesce(array_length(range_tbls, 1), 0) LOOP
+    n := range_counts[i];
+    IF range_reverse[i] THEN
+      SELECT coalesce(array_agg(s.key ORDER BY s.key DESC), '{}'), coalesce(array_agg(s.value ORDER BY s.key DESC), '{}')
+        INTO now_keys, now_vals
+        FROM (SELECT r.key, r.value FROM svc_unit_rows r
+              WHERE r.tbl = range_tbls[i] AND r.key <= range_starts[i] AND r.key > range_ends[i]
+              ORDER BY r.key DESC LIMIT range_limits[i]) s;
+    ELSE
+      SELECT coalesce(array_agg(s.key ORDER BY s.key), '{}'), coalesce(array_agg(s.value ORDER BY s.key), '{}')
+        INTO now_keys, now_vals
+        FROM (SELECT r.key, r.value FROM svc_unit_rows r
+              WHERE r.tbl = range_tbls[i] AND r.key >= range_starts[i] AND r.key < range_ends[i]
+              ORDER BY r.key LIMIT range_limits[i]) s;
+    END IF;
+    IF now_keys IS DISTINCT FROM coalesce(entry_keys[seen + 1 : seen + n], '{}')
+       OR now_vals IS DISTINCT FROM coalesce(entry_vals[seen + 1 : seen + n], '{}') THEN
+      RETURN false;
+    END IF;
+    seen := seen + n;
+  END LOOP;
+
+  DELETE FROM svc_unit_rows r USING unnest(write_tbls, write_keys, write_vals) AS w(t, k, v)
+    WHERE w.v IS NULL AND r.tbl = w.t AND r.key = w.k;
+  INSERT INTO svc_unit_rows (tbl, key, value)
+    SELECT w.t, w.k, w.v FROM unnest(write_tbls, write_keys, write_vals) AS w(t, k, v) WHERE w.v IS NOT NULL
+    ON CONFLICT (tbl, key) DO UPDATE SET value = excluded.value;
+
+  PERFORM pg_notify('svc_units', d.t) FROM (SELECT DISTINCT t FROM unnest(notify_tbls) AS w(t)) d;
+  RETURN true;
+END
+$fn$;
+
+CREATE FUNCTION svc_unit_insert_absent(
+  p_tbl text, p_key bytea, p_val bytea,
+  also_tbls text[], also_keys bytea[], also_vals bytea[],
+  notify_tbls text[]
+) RETURNS boolean LANGUAGE plpgsql AS $fn$
+DECLARE
+  wanted record;
+  inserted integer;
+BEGIN
+  FOR wanted IN
+    SELECT id, bool_or(exclusive) AS exclusive FROM (
+      SELECT hashtextextended(p_tbl || ':' || encode(p_key, 'hex'), 0) AS id, true AS exclusive
+      UNION ALL SELECT hashtextextended(t || ':' || encode(k, 'hex'), 0), true FROM unnest(also_tbls, also_keys) AS a(t, k)
+      UNION ALL SELECT hashtextextended(p_tbl, 9), false
+      UNION ALL SELECT hashtextextended(t, 9), false FROM unnest(also_tbls) AS a(t)
+    ) asked GROUP BY id ORDER BY id
+  LOOP
+    IF wanted.exclusive THEN
+      PERFORM pg_advisory_xact_lock(wanted.id);
+    ELSE
+      PERFORM pg_advisory_xact_lock_shared(wanted.id);
+    END IF;
+  END LOOP;
+
+  INSERT INTO svc_unit_rows (tbl, key, value) VALUES (p_tbl, p_key, p_val) ON CONFLICT (tbl, key) DO NOTHING;
+  GET DIAGNOSTICS inserted = ROW_COUNT;
+  IF inserted = 0 THEN
+    RETURN false;
+  END IF;
+  INSERT INTO svc_unit_rows (tbl, key, value)
+    SELECT a.t, a.k, a.v FROM unnest(also_tbls, also_keys, also_vals) AS a(t, k, v)
+    ON CONFLICT (tbl, key) DO UPDATE SET value = excluded.value;
+
+  PERFORM pg_notify('svc_units', d.t) FROM (SELECT DISTINCT t FROM unnest(notify_tbls) AS n(t)) d;
+  RETURN true;
+END
+$fn$;
+`;
