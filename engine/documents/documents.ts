@@ -219,7 +219,8 @@ export class DocumentService {
     const documentId = (body.documentId as string | undefined) ?? newId();
     const now = Date.now();
     return this.store.run(async (unit) => {
-      const existing = await unit.get(DOCUMENTS, [principal.tenant, documentId]);
+      // An id minted here is new: only one the caller chose can name a document already (a read, on pg-s3 a statement).
+      const existing = body.documentId === undefined ? undefined : await unit.get(DOCUMENTS, [principal.tenant, documentId]);
       if (existing) {
         requireRule(existing.permissions, principal, 'doc.write');
         const again = { documentId, uploadId: existing.uploadId, created: false, deprecated };
