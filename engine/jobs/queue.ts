@@ -26,75 +26,24 @@
 // - Waking: `store.watch` on `jobs_due` wakes the dispatcher (on PostgreSQL on every node) and
 //   on `jobs` the settled() waiters; a poll every IDLE_POLL_MS is the fallback.
 // One file above 400 lines: claim, renewal, completion and takeover share the lease rules and
-// are read together; records and lists are in records.ts and listing.ts.
+// are read together; records and lists are in records.ts and listing.ts, what a kind is in kinds.ts.
 
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import type { Piscina } from 'piscina';
 import { v7 as uuidv7 } from 'uuid';
 import { type Clock, systemClock } from '../base/clock.js';
-import type { JobConfig } from '../config.js';
-import type { Logger } from '../log.js';
 import type { Unit, UnitStore } from '../store/unit-store.js';
 import { JobError, asJobFailure, type JobFailure } from './errors.js';
+import type { JobKind, JobQueueDeps } from './kinds.js';
 import { backfillIndexes, type JobFilter, listJobs } from './listing.js';
-import { type DueKey, JOBS, JOBS_DUE, type JobOutputs, type JobProgress, type JobRecord, TERMINAL, checkOutputs, writeJob } from './records.js';
+import { type DueKey, JOBS, JOBS_DUE, type JobProgress, type JobRecord, TERMINAL, checkOutputs, writeJob } from './records.js';
 import { moduleUrl, type TaskCall, type TaskOutcome } from './task-runner.js';
 
 export { JobError, type JobFailure } from './errors.js';
 export type { JobTaskPayload } from './task-runner.js';
 export type { JobFilter } from './listing.js';
 export type { JobOutputs, JobProgress, JobRecord, JobState } from './records.js';
-
-export interface JobKind<O = unknown> {
-  kind: string;
-  /**
-   * Pure computation run on the worker pool: a module (file URL or absolute path) and the name
-   * of its export, called with `{ input, jobId, attempt }` (JobTaskPayload); returns O
-   * (structured-cloneable). Must be idempotent: an attempt may run again after a crash or on
-   * another node. None for a kind whose `prepare` always completes the attempt.
-   */
-  task?: { filename: string; name: string };
-  /**
-   * Runs on the main thread in the unit that marks the job completed: its reads and writes join
-   * that unit, so they and the completion commit together or not at all, and only while this
-   * attempt holds the job's lease. The unit may run it again (a conflict): no effects outside
-   * `unit` (use `unit.afterCommit`). Returns the job's outputs. A JobError with retryable=false
-   * fails the job; any other error discards the unit and the attempt is retried.
-   */
-  apply(unit: Unit, job: JobRecord, output: O): Promise<JobOutputs>;
-  /**
-   * Main-thread step before the task (it may read stored content): what the task gets beside
-   * the input (`prepared`, with buffers to transfer), or the attempt's output at once (`done`).
-   * May throw a JobError.
-   */
-  prepare?(job: JobRecord): Promise<{ prepared: unknown; transfer?: ArrayBuffer[] } | { done: O }>;
-  /**
-   * Main-thread step after the task, before apply (it may store bytes the task made); what it
-   * returns is what apply gets. Anything it stores must be safe to leave behind if the attempt
-   * is lost (unreferenced blocks are collected).
-   */
-  store?(job: JobRecord, output: O): Promise<O>;
-  /** Attempts of this kind's jobs (default SVC_JOB_MAX_ATTEMPTS). */
-  maxAttempts?: number;
-  /** An attempt whose task runs longer is aborted (its worker thread is replaced) and retried. */
-  timeoutMs?: number;
-}
-
-export interface JobQueueDeps {
-  store: UnitStore;
-  pool: Piscina;
-  config: JobConfig;
-  log: Logger;
-  /**
-   * Optional: this node's stable id (SVC_NODE_ID or the data directory's). Leases are then named
-   * `<node>/<uuid>`, and at start() the unexpired leases of this node's earlier process are
-   * taken over at once instead of after they expire (a restart of a single `fs` node).
-   */
-  node?: string;
-  /** The time leases and due times are judged by (the database's on pg-s3); default the system clock. */
-  clock?: Clock;
-}
+export type { JobKind, JobQueueDeps } from './kinds.js';
 
 /**
  * Jobs with a worker task share the pool (SVC_JOB_CONCURRENCY); kinds whose work is the main
