@@ -319,6 +319,31 @@ describe.each(backends)('UnitStore conformance: $name', (backend) => {
     }
   });
 
+  it('getKnown: the known record is a precondition; a record that changed makes the unit run again and read it', async ({ skip }) => {
+    const [a, b] = nodes(skip);
+    const t = fresh<{ v: number; tag: string }, string>();
+    const out = fresh<number, string>();
+    const first = { v: 1, tag: 'claim' };
+    expect(await a.insertIfAbsent(t, 'k', first)).toBe(true);
+    // Unchanged: what it knew is what it gets, and the unit commits on it.
+    expect(await b.run(async (u) => {
+      const seen = await u.getKnown(t, 'k', first);
+      u.put(out, 'k', seen!.v);
+      return seen;
+    })).toEqual(first);
+    expect(await a.get(out, 'k')).toBe(1);
+    // Changed by another unit since: the step runs again (where it was not read) and sees the change.
+    await a.run((u) => u.put(t, 'k', { v: 2, tag: 'moved' }));
+    const seen: Array<{ v: number } | undefined> = [];
+    await b.run(async (u) => {
+      const now = await u.getKnown(t, 'k', first);
+      seen.push(now);
+      u.put(out, 'k', now!.v);
+    });
+    expect(seen.at(-1)).toEqual({ v: 2, tag: 'moved' });
+    expect(await a.get(out, 'k')).toBe(2);
+  });
+
   it('insertIfAbsent: written with what goes with it only where the key is absent; 20 at once on two nodes write once', async ({ skip }) => {
     const [a, b] = nodes(skip);
     const t = fresh<{ by: string }, [string, string]>();

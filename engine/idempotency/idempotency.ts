@@ -58,6 +58,8 @@ export interface Claim {
   readonly token: string;
   /** Held in this process only (a store no other process writes): no record until the answer. */
   readonly local?: boolean;
+  /** The claim's record as written (a shared store): the creation's unit takes it as known, without a read. */
+  readonly record?: KeyRecord;
 }
 
 /** What `begin` found: the first answer to replay, or the key now held by this request. */
@@ -104,7 +106,7 @@ export class IdempotencyKeys {
     const until = now + this.ttlMs;
     const fresh: KeyRecord = { fingerprint, state: 'running', until, claimedUntil: now + IDEMPOTENCY_CLAIM_MS, token: randomUUID() };
     if (await this.store.insertIfAbsent(KEYS, at, fresh, [{ table: EXPIRY, key: [until, ...at], value: 1 }])) {
-      return { claim: { scope, key, fingerprint, token: fresh.token } };
+      return { claim: { scope, key, fingerprint, token: fresh.token, record: fresh } };
     }
     // Taken: the first answer, 422, 409, or an expired key not yet swept, taken over.
     return this.store.run(async (unit) => {
@@ -116,9 +118,9 @@ export class IdempotencyKeys {
         throw idempotencyKeyInProgress();
       }
       // Absent, or expired (an answer past its TTL, a claim its request left) and not yet swept: this request holds it now.
-      const token = randomUUID();
-      this.write(unit, at, found, { fingerprint, state: 'running', until: now + this.ttlMs, claimedUntil: now + IDEMPOTENCY_CLAIM_MS, token });
-      return { claim: { scope, key, fingerprint, token } };
+      const record: KeyRecord = { fingerprint, state: 'running', until: now + this.ttlMs, claimedUntil: now + IDEMPOTENCY_CLAIM_MS, token: randomUUID() };
+      this.write(unit, at, found, record);
+      return { claim: { scope, key, fingerprint, token: record.token, record } };
     });
   }
 
@@ -156,7 +158,8 @@ export class IdempotencyKeys {
       throw new SvcError('internal', 'idempotency_answer_too_large', `The answer is larger than ${IDEMPOTENCY_ANSWER_MAX_BYTES} bytes and cannot be kept`);
     }
     const at: KeyOf = [claim.scope.tenant, claim.scope.principal, claim.key];
-    const found = await unit.get(KEYS, at);
+    // The claim as this request wrote it, unless it changed since (the unit then runs again and reads it).
+    const found = claim.record ? await unit.getKnown(KEYS, at, claim.record) : await unit.get(KEYS, at);
     if (claim.local) {
       // Only this process writes the store, and it held the key since it found no live record.
       if (found && live(found, this.now())) throw claimLost();

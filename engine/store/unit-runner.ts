@@ -43,6 +43,8 @@ export interface UnitBackend {
   readRange(table: string, options: UnitRange): Promise<StoredEntry[]>;
   /** Atomically: if every read still holds (same bytes, same range entries), apply the writes; false when one does not. */
   commit(points: PointRead[], ranges: RangeRead[], writes: BufferedWrite[]): Promise<boolean>;
+  /** A record's bytes as the store keeps them, when they follow from the value alone (Unit.getKnown without a read). */
+  encoded?(value: unknown): Buffer;
 }
 
 export const keyBytes = (key: UnitKey): Buffer => toBufferKey(key as never);
@@ -63,7 +65,18 @@ class RecordingUnit implements Unit {
   readonly writes = new Map<string, BufferedWrite>();
   readonly callbacks: Array<() => void> = [];
 
-  constructor(private readonly backend: UnitBackend) {}
+  constructor(
+    private readonly backend: UnitBackend,
+    /** 1 for the step's first run. */
+    private readonly attempt: number,
+  ) {}
+
+  async getKnown<V, K extends UnitKey>(table: Table<V, K>, key: K, known: V): Promise<V | undefined> {
+    const at = slot(table.name, key);
+    if (this.attempt > 1 || !this.backend.encoded || this.writes.has(at) || this.points.has(at)) return this.get(table, key);
+    this.points.set(at, { table: table.name, key, bytes: this.backend.encoded(known) });
+    return known;
+  }
 
   async get<V, K extends UnitKey>(table: Table<V, K>, key: K): Promise<V | undefined> {
     const at = slot(table.name, key);
@@ -131,7 +144,7 @@ export async function runUnit<T>(backend: UnitBackend, step: (unit: Unit) => Pro
   for (let attempt = 1; attempt <= UNIT_ATTEMPTS; attempt++) {
     const pause = conflictBackoff(attempt);
     if (pause > 0) await new Promise((resolve) => setTimeout(resolve, pause));
-    const unit = new RecordingUnit(backend);
+    const unit = new RecordingUnit(backend, attempt);
     let result: T;
     try {
       result = await step(unit);

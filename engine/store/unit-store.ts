@@ -61,6 +61,13 @@ export interface Unit {
   get<V, K extends UnitKey>(table: Table<V, K>, key: K): Promise<V | undefined>;
   has<V, K extends UnitKey>(table: Table<V, K>, key: K): Promise<boolean>;
   /**
+   * The record, taken to be `known` without reading it on the unit's first attempt (what this
+   * request itself committed under the key, such as a claim): a precondition that it is still
+   * exactly that value. An attempt run again reads it as `get` does. A store whose reads cost
+   * nothing (LMDB) reads it every time.
+   */
+  getKnown<V, K extends UnitKey>(table: Table<V, K>, key: K, known: V): Promise<V | undefined>;
+  /**
    * The committed entries in the range (this unit's own writes are not merged in). By default a
    * precondition: the unit commits only if the range holds the same entries. `precondition:
    * false` reads without one (a scan for candidates whose records are then read with `get`).

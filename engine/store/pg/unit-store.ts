@@ -93,6 +93,10 @@ export class PgUnitStore implements UnitStore, UnitBackend {
     private readonly options: PgUnitStoreOptions = {},
   ) {}
 
+  encoded(value: unknown): Buffer {
+    return packr.pack(value);
+  }
+
   async readPoint(tableName: string, key: UnitKey): Promise<{ value: unknown; bytes: Buffer | undefined }> {
     const [row] = await this.sql<Array<{ value: Buffer }>>`SELECT value FROM svc_unit_rows WHERE tbl = ${tableName} AND key = ${keyBytes(key)}`;
     return row ? { value: packr.unpack(row.value), bytes: row.value } : { value: undefined, bytes: undefined };
