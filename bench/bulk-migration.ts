@@ -32,6 +32,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { benchArgs } from './args.js';
 import { CpuWindow } from './cpu.js';
 import { REQUEST_TIMEOUT_MS, describe, jsonRequest } from './documents.js';
 import { type LatencySummary, summarize } from './load.js';
@@ -42,27 +43,17 @@ import { ServerProcess } from './server-process.js';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const ENTRY = path.join(REPO, 'dist', 'server', 'main.js');
-const USAGE = 'usage: node dist/bench/bulk-migration.js [--quick] [--documents=N] [--rounds=R]';
-
-function intArg(name: string): number | undefined {
-  const a = process.argv.find((x) => x.startsWith(`--${name}=`));
-  if (!a) return undefined;
-  const n = Number(a.slice(name.length + 3));
-  if (!Number.isInteger(n) || n < 1) {
-    process.stderr.write(`--${name} must be a positive integer\n${USAGE}\n`);
-    process.exit(2);
-  }
-  return n;
-}
-for (const a of process.argv.slice(2)) {
-  if (a !== '--quick' && !a.startsWith('--documents=') && !a.startsWith('--rounds=')) {
-    process.stderr.write(`unknown argument ${a}\n${USAGE}\n`);
-    process.exit(2);
-  }
-}
-const quick = process.argv.includes('--quick');
-const DOCUMENTS = intArg('documents') ?? (quick ? 300 : 2000);
-const ROUNDS = intArg('rounds') ?? 3;
+const args = benchArgs({
+  usage: 'usage: node dist/bench/bulk-migration.js [--quick] [--documents=N] [--rounds=R]',
+  options: {
+    quick: { type: 'boolean', help: '300 documents per cell instead of 2,000' },
+    documents: { type: 'string', value: 'N', help: 'documents per cell (default 2,000; 300 with --quick)' },
+    rounds: { type: 'string', value: 'R', default: '3', help: 'rounds' },
+  },
+});
+const quick = args.values.quick;
+const DOCUMENTS = args.number('documents') ?? (quick ? 300 : 2000);
+const ROUNDS = args.number('rounds');
 const SEED_CLIENTS = 16;
 const SINGLE_CLIENTS = [8, 1] as const;
 const WARMUP_DOCUMENTS = 64;

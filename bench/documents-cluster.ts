@@ -41,6 +41,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { benchArgs } from './args.js';
 import { CreateBucketCommand, type S3Client } from '@aws-sdk/client-s3';
 import { createCanvas } from '@napi-rs/canvas';
 import { PDFDocument } from 'pdf-lib';
@@ -59,15 +60,15 @@ import { ServerProcess } from './server-process.js';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const ENTRY = path.join(REPO, 'dist', 'server', 'main.js');
-const quick = process.argv.includes('--quick');
-const beforeDir = process.argv.find((a) => a.startsWith('--before='))?.slice('--before='.length);
-const jobsOnly = process.argv.includes('--jobs-only');
-for (const a of process.argv.slice(2)) {
-  if (a !== '--quick' && a !== '--jobs-only' && !a.startsWith('--before=')) {
-    process.stderr.write(`unknown argument ${a}\nusage: node dist/bench/documents-cluster.js [--quick] [--before=DIR] [--jobs-only]\n`);
-    process.exit(2);
-  }
-}
+const args = benchArgs({
+  usage: 'usage: node dist/bench/documents-cluster.js [--quick] [--before=DIR] [--jobs-only]',
+  options: {
+    quick: { type: 'boolean', help: '2 rounds, 3 s windows, 200 jobs per side (default: 4 rounds, 5 s windows, 400 jobs)' },
+    before: { type: 'string', value: 'DIR', help: 'adds the "fs before" side: the build in DIR (a worktree of the code before, built)' },
+    'jobs-only': { type: 'boolean', help: 'job pickup and takeover alone (with --before: on both builds, alternating)' },
+  },
+});
+const { quick, before: beforeDir, 'jobs-only': jobsOnly } = args.values;
 const CLIENTS = 16;
 const ROUNDS = quick ? 2 : 4;
 const WARMUP_MS = quick ? 500 : 1000;

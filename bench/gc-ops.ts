@@ -33,6 +33,7 @@ import { xxh64 } from '@node-rs/xxhash';
 import type { StoredBlock } from '../engine/store/index.js';
 
 import { CatalogEnv, LmdbBlobCatalog } from '../engine/store/index.js';
+import { benchArgs } from './args.js';
 import { processCpuSeconds } from './cpu.js';
 import { type LoadResult, runLoad, summarize } from './load.js';
 import { RawConnection, bodyRequest, getRequest, postRequest } from './raw-http.js';
@@ -923,36 +924,22 @@ export function renderGcOpsSection(r: GcOpsResult): string {
 // ---------------------------------------------------------------------------------------------
 // Standalone
 
-const USAGE = `usage: node dist/bench/gc-ops.js [--quick] [--strict] [--gc-only | --sse-only] [--blocks N]
-  --quick      100,000 blocks, 2 s load windows, 2 rounds
-  --strict     SVC_DURABILITY=strict (default: relaxed)
-  --gc-only    only GC at scale; --sse-only: only the SSE subscribers
-  --blocks N   block files for the GC part (default 1,000,000; 100,000 with --quick)
-`;
-
 async function main(): Promise<void> {
-  const argv = process.argv.slice(2);
-  let quick = false;
-  let strict = false;
-  let gc = true;
-  let sse = true;
-  let blocks: number | undefined;
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    if (a === '--quick') quick = true;
-    else if (a === '--strict') strict = true;
-    else if (a === '--gc-only') sse = false;
-    else if (a === '--sse-only') gc = false;
-    else if (a === '--blocks' && /^[1-9][0-9]*$/.test(argv[i + 1] ?? '')) blocks = Number(argv[++i]);
-    else {
-      process.stderr.write(`${a === '--help' || a === '-h' ? '' : `gc-ops: unknown argument "${a}"\n`}${USAGE}`);
-      process.exit(a === '--help' || a === '-h' ? 0 : 2);
-    }
-  }
-  if (!gc && !sse) {
-    process.stderr.write(`gc-ops: --gc-only and --sse-only exclude each other\n${USAGE}`);
-    process.exit(2);
-  }
+  const args = benchArgs({
+    usage: 'usage: node dist/bench/gc-ops.js [--quick] [--strict] [--gc-only | --sse-only] [--blocks=N]',
+    options: {
+      quick: { type: 'boolean', help: '100,000 blocks, 2 s load windows, 2 rounds' },
+      strict: { type: 'boolean', help: 'SVC_DURABILITY=strict (default: relaxed)' },
+      'gc-only': { type: 'boolean', help: 'only GC at scale' },
+      'sse-only': { type: 'boolean', help: 'only the SSE subscribers' },
+      blocks: { type: 'string', value: 'N', help: 'block files for the GC part (default 1,000,000; 100,000 with --quick)' },
+    },
+  });
+  const { quick, strict, 'gc-only': gcOnly, 'sse-only': sseOnly } = args.values;
+  if (gcOnly && sseOnly) args.fail('--gc-only and --sse-only exclude each other');
+  const blocks = args.number('blocks');
+  const gc = !sseOnly;
+  const sse = !gcOnly;
   const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
   const progress = (msg: string) => process.stderr.write(`[gc-ops ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
   const emergency = () => {

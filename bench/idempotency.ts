@@ -18,6 +18,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomUUID } from 'node:crypto';
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
+import { benchArgs } from './args.js';
 import { BUCKET, REGION, client as s3ClientOf, postgresCpu, procCpu, startS3 } from './pg-s3.js';
 import { requirePostgres } from './postgres-server.js';
 import { ServerProcess } from './server-process.js';
@@ -91,8 +92,12 @@ async function side(name: string, env: NodeJS.ProcessEnv, postmaster?: number): 
 }
 
 async function main(): Promise<void> {
+  const args = benchArgs({
+    usage: 'usage: node dist/bench/idempotency.js [--pg-s3]',
+    options: { 'pg-s3': { type: 'boolean', help: 'fs, then one pg-s3 node (PostgreSQL of its own + S3: radosgw, else s3rver)' } },
+  });
   const rows = [await side('fs', { SVC_BLOB_BACKEND: 'fs' })];
-  if (process.argv.includes('--pg-s3')) {
+  if (args.values['pg-s3']) {
     const pg = await requirePostgres();
     const s3 = await startS3(512 * 1024 * 1024);
     try {

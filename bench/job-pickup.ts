@@ -18,6 +18,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import type { Piscina } from 'piscina';
 import type { Durability, JobConfig } from '../engine/config.js';
+import { benchArgs } from './args.js';
 import { JobQueue } from '../engine/jobs/index.js';
 import { Logger } from '../engine/log.js';
 import { CatalogEnv } from '../engine/store/index.js';
@@ -25,12 +26,17 @@ import { LmdbUnitStore } from '../engine/store/lmdb/unit-store.js';
 import type { UnitStore } from '../engine/store/unit-store.js';
 import { createWorkerPool } from '../engine/worker-pool.js';
 
-const args = new Map(process.argv.slice(2).map((a) => {
-  const [k, ...v] = a.replace(/^--/, '').split('=');
-  return [k!, v.join('=')] as const;
-}));
-const JOBS = Number(args.get('jobs') ?? 500);
-const DURABILITIES: Durability[] = args.has('durability') ? [args.get('durability') as Durability] : ['strict', 'relaxed'];
+const args = benchArgs({
+  usage: 'usage: node dist/bench/job-pickup.js [--jobs=500] [--durability=strict|relaxed]',
+  options: {
+    jobs: { type: 'string', value: 'N', default: '500', help: 'jobs per scenario' },
+    durability: { type: 'string', value: 'strict|relaxed', help: 'one SVC_DURABILITY only (default: both, strict then relaxed)' },
+  },
+});
+const JOBS = args.number('jobs');
+const durability = args.values.durability;
+if (durability !== undefined && durability !== 'strict' && durability !== 'relaxed') args.fail(`--durability must be strict or relaxed, not "${durability}"`);
+const DURABILITIES: Durability[] = durability ? [durability as Durability] : ['strict', 'relaxed'];
 const NOOP = fileURLToPath(new URL('./job-noop.js', import.meta.url));
 const CONFIG: JobConfig = { concurrency: 4, ioConcurrency: 4, maxAttempts: 3, backoffMs: 100, backoffMaxMs: 1000, leaseMs: 30_000 };
 const log = new Logger('silent');

@@ -18,18 +18,24 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { benchArgs } from './args.js';
 
 const MAIN = fileURLToPath(new URL('../server/main.js', import.meta.url));
 const MiB = 1024 * 1024;
 
-function arg(name: string, fallback: number): number {
-  const i = process.argv.indexOf(`--${name}`);
-  return i < 0 ? fallback : Number(process.argv[i + 1]);
-}
-const DOCS = arg('docs', 2000);
-const DOC_BYTES = arg('doc-kib', 16) * 1024;
-const BIG_BYTES = arg('big-mib', 1024) * MiB;
-const CLIENTS = arg('clients', 16);
+const args = benchArgs({
+  usage: 'usage: node dist/bench/legacy-import.js [--docs N] [--doc-kib K] [--big-mib M] [--clients C]',
+  options: {
+    docs: { type: 'string', value: 'N', default: '2000', help: 'small legacy documents imported' },
+    'doc-kib': { type: 'string', value: 'K', default: '16', help: 'KiB per small document' },
+    'big-mib': { type: 'string', value: 'M', default: '1024', help: 'MiB of the large legacy binary' },
+    clients: { type: 'string', value: 'C', default: '16', help: 'clients for the documents part' },
+  },
+});
+const DOCS = args.number('docs');
+const DOC_BYTES = args.number('doc-kib') * 1024;
+const BIG_BYTES = args.number('big-mib') * MiB;
+const CLIENTS = args.number('clients');
 
 function place(root: string, id: string, file: string, mime: string): void {
   const h = createHash('sha256');

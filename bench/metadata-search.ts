@@ -28,6 +28,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { benchArgs } from './args.js';
 import { SCHEMA, type LoopResult, REQUEST_TIMEOUT_MS, canonicalWrites, closedLoop, describe, jsonRequest } from './documents.js';
 import { type LatencySummary, summarize } from './load.js';
 import { call, expectStatus } from './json-call.js';
@@ -37,14 +38,14 @@ import { ServerProcess } from './server-process.js';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const ENTRY = path.join(REPO, 'dist', 'server', 'main.js');
-const quick = process.argv.includes('--quick');
-const beforeDir = process.argv.find((a) => a.startsWith('--before='))?.slice('--before='.length);
-for (const a of process.argv.slice(2)) {
-  if (a !== '--quick' && !a.startsWith('--before=')) {
-    process.stderr.write(`unknown argument ${a}\nusage: node dist/bench/metadata-search.js [--quick] [--before=DIR]\n`);
-    process.exit(2);
-  }
-}
+const args = benchArgs({
+  usage: 'usage: node dist/bench/metadata-search.js [--quick] [--before=DIR]',
+  options: {
+    quick: { type: 'boolean', help: '2 rounds, shorter windows' },
+    before: { type: 'string', value: 'DIR', help: 'compare the canonical writes with the build in DIR (a worktree of the commit before the index, built)' },
+  },
+});
+const { quick, before: beforeDir } = args.values;
 
 const SIZES = [10_000, 100_000];
 const SEED_CLIENTS = 32;

@@ -16,6 +16,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { benchArgs } from './args.js';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const RUN = path.join(REPO, 'dist', 'bench', 'run.js');
@@ -28,20 +29,18 @@ interface Options {
   tabulate?: string[];
 }
 
-function parseArgs(argv: string[]): Options {
-  const opts: Options = { before: '/usr/bin/node', after: process.execPath, rounds: 2 };
-  for (const a of argv) {
-    const [k, v] = a.split('=', 2);
-    if (k === '--before' && v) opts.before = v;
-    else if (k === '--after' && v) opts.after = v;
-    else if (k === '--rounds' && v && Number(v) >= 1) opts.rounds = Number(v);
-    else if (k === '--tabulate' && v) opts.tabulate = v.split(',');
-    else {
-      process.stderr.write(`node-versions: unknown argument "${a}" (expected --before=NODE, --after=NODE, --rounds=N, --tabulate=RESULTS.json,...)\n`);
-      process.exit(2);
-    }
-  }
-  return opts;
+function parseOptions(): Options {
+  const args = benchArgs({
+    usage: 'usage: node dist/bench/node-versions.js [--before=NODE] [--after=NODE] [--rounds=N] [--tabulate=RESULTS.json,...]',
+    options: {
+      before: { type: 'string', value: 'NODE', default: '/usr/bin/node', help: 'the first Node runtime' },
+      after: { type: 'string', value: 'NODE', help: 'the second Node runtime (default: the Node running this script; under npm, the packaged Node 22)' },
+      rounds: { type: 'string', value: 'N', default: '2', help: 'rounds, each runtime once per round' },
+      tabulate: { type: 'string', value: 'RESULTS.json,...', help: 'print the table of earlier runs\' results instead of running' },
+    },
+  });
+  const { before, after, tabulate } = args.values;
+  return { before, after: after ?? process.execPath, rounds: args.number('rounds'), tabulate: tabulate?.split(',') };
 }
 
 /** What one run reports, as the figures of the table. */
@@ -118,7 +117,7 @@ function cell(xs: number[], digits: number): string {
 }
 
 async function main(): Promise<void> {
-  const opts = parseArgs(process.argv.slice(2));
+  const opts = parseOptions();
   let versions: string[];
   const runs: Figures[][] = [[], []];
   if (opts.tabulate) {

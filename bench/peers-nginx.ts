@@ -33,7 +33,7 @@
  * generator's keep-alive sockets are not closed after 1,000 requests. When nginx is not
  * installed the scenario is skipped with a message saying how to install it.
  *
- *   node dist/bench/peers-nginx.js [--quick]
+ *   node dist/bench/peers-nginx.js [--quick] [--no-wrk]
  *
  * Writes bench/results/peers-nginx-<timestamp>.json and prints Markdown. `runNginxPeers` and
  * `renderNginxPeersSection` are for bench/run.ts.
@@ -45,6 +45,7 @@ import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { benchArgs } from './args.js';
 import { processCpuSeconds } from './cpu.js';
 import { writeRandomFile } from './large.js';
 import { type LoadResult, runLoad } from './load.js';
@@ -1046,22 +1047,15 @@ export function renderNginxPeersSection(r: NginxPeersResult): string {
 // ---------------------------------------------------------------------------------------------
 // Standalone
 
-const USAGE = `usage: node dist/bench/peers-nginx.js [--quick] [--no-wrk]
-  --quick   256 MiB instead of 1 GiB, a smaller matrix, 1 round instead of 3
-  --no-wrk  the Node generator for the 4 KiB cells even when wrk is installed
-`;
-
 async function main(): Promise<void> {
-  let quick = false;
-  let noWrk = false;
-  for (const a of process.argv.slice(2)) {
-    if (a === '--quick') quick = true;
-    else if (a === '--no-wrk') noWrk = true;
-    else {
-      process.stderr.write(`${a === '--help' || a === '-h' ? '' : `peers-nginx: unknown argument "${a}"\n`}${USAGE}`);
-      process.exit(a === '--help' || a === '-h' ? 0 : 2);
-    }
-  }
+  const args = benchArgs({
+    usage: 'usage: node dist/bench/peers-nginx.js [--quick] [--no-wrk]',
+    options: {
+      quick: { type: 'boolean', help: '256 MiB instead of 1 GiB, a smaller matrix, 1 round instead of 3' },
+      'no-wrk': { type: 'boolean', help: 'the Node generator for the 4 KiB cells even when wrk is installed' },
+    },
+  });
+  const { quick, 'no-wrk': noWrk } = args.values;
   const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
   const progress = (msg: string) => process.stderr.write(`[peers-nginx ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
   for (const sig of ['SIGINT', 'SIGTERM'] as const) {

@@ -24,13 +24,20 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { StoredBlock } from '../engine/store/block-store.js';
 import { PgBlobCatalog } from '../engine/store/pg/blob-catalog.js';
+import { benchArgs } from './args.js';
 import { requirePostgres } from './postgres-server.js';
 
-const args = new Map(process.argv.slice(2).map((a) => {
-  const [k, ...v] = a.replace(/^--/, '').split('=');
-  return [k!, v.join('=')] as const;
-}));
-const quick = args.has('quick');
+const args = benchArgs({
+  usage: 'usage: node dist/bench/pg-catalog.js --baseline=<dir>/dist/engine/store/pg/blob-catalog.js [--baseline-label=postgres] [--label=pg] [--quick]',
+  options: {
+    baseline: { type: 'string', value: 'PATH', help: "required: another build's dist/engine/store/pg/blob-catalog.js" },
+    'baseline-label': { type: 'string', value: 'LABEL', default: 'baseline', help: "the baseline's name in the report" },
+    label: { type: 'string', value: 'LABEL', default: 'this tree', help: "this tree's name in the report" },
+    quick: { type: 'boolean', help: '3 counted rounds of 300 ms windows (default: 12 of 500 ms)' },
+  },
+});
+const quick = args.values.quick;
+const baselinePath = args.values.baseline ?? args.fail("--baseline=<path of another build's dist/engine/store/pg/blob-catalog.js> is required");
 const ROUNDS = quick ? 3 : 12;
 const WINDOW_MS = quick ? 300 : 500;
 const POOL = 10;
@@ -140,16 +147,14 @@ async function preload(impl: Impl): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const baselinePath = args.get('baseline');
-  if (!baselinePath) throw new Error('--baseline=<path of another build\'s dist/engine/store/pg/blob-catalog.js> is required');
   const baseline = (await import(pathToFileURL(path.resolve(baselinePath)).href)) as { PgBlobCatalog: typeof PgBlobCatalog };
   const server = await requirePostgres();
   const started = new Date().toISOString();
   const impls: Impl[] = [];
   try {
     const candidates = [
-      { label: args.get('baseline-label') || 'baseline', open: baseline.PgBlobCatalog.open },
-      { label: args.get('label') || 'this tree', open: PgBlobCatalog.open },
+      { label: args.values['baseline-label'], open: baseline.PgBlobCatalog.open },
+      { label: args.values.label, open: PgBlobCatalog.open },
     ];
     for (const [i, c] of candidates.entries()) {
       const url = await server.createDatabase(`catalog_${i}`);

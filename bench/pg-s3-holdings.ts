@@ -20,11 +20,16 @@ import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import { PgBlobCatalog } from '../engine/store/pg/blob-catalog.js';
 import { s3Client } from '../engine/store/s3/block-store.js';
 import { S3Journal } from '../engine/store/s3/journal.js';
+import { benchArgs } from './args.js';
 import { requirePostgres } from './postgres-server.js';
 
 const run = promisify(execFile);
 const CEPH_SCRIPTS = fileURLToPath(new URL('../../scripts/ceph/', import.meta.url));
-const seconds = Number(process.argv[process.argv.indexOf('--seconds') + 1]) || 5;
+const args = benchArgs({
+  usage: 'usage: node dist/bench/pg-s3-holdings.js [--seconds N]',
+  options: { seconds: { type: 'string', value: 'N', default: '5', help: 'seconds per measured window' } },
+});
+const seconds = args.number('seconds');
 const IN_FLIGHT = 16;
 const SIZE = 4096;
 const log = (line: string) => process.stderr.write(`[bench:holdings] ${line}\n`);

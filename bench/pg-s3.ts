@@ -32,6 +32,7 @@ import { promisify } from 'node:util';
 import { CreateBucketCommand, DeleteObjectsCommand, GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { s3Client } from '../engine/store/s3/block-store.js';
+import { benchArgs } from './args.js';
 import { ticksPerSecond } from './cpu.js';
 import { downloadBlob, uploadFile, writeRandomFile } from './large.js';
 import { runLoad } from './load.js';
@@ -41,11 +42,7 @@ import { ServerProcess } from './server-process.js';
 const run = promisify(execFile);
 const ENTRY = fileURLToPath(new URL('../server/main.js', import.meta.url));
 const CEPH_SCRIPTS = fileURLToPath(new URL('../../scripts/ceph/', import.meta.url));
-const quick = process.argv.includes('--quick');
 const MiB = 1024 * 1024;
-const BYTES = (quick ? 256 : 1024) * MiB;
-const ROUNDS = quick ? 2 : 5;
-const WINDOW_MS = quick ? 1500 : 3000;
 const PART_SIZE = Number(process.env.SVC_BENCH_PART_MIB ?? 16) * MiB;
 const QUEUE_SIZE = Number(process.env.SVC_BENCH_QUEUE ?? 4);
 const RANGE_SIZE = 8 * MiB;
@@ -262,6 +259,10 @@ interface Ctx {
   file: string;
   warm: string;
   dbs: number;
+  /** The body's size: 1 GiB, 256 MiB with --quick. */
+  bytes: number;
+  /** The 4 KiB uploads' measured window: 3 s, 1.5 s with --quick. */
+  windowMs: number;
 }
 
 async function startSvc(ctx: Ctx, backend: 'pg-s3' | 'fs'): Promise<{ server: ServerProcess; root: string; prefix: string }> {
@@ -314,13 +315,13 @@ async function svcTransfer(ctx: Ctx): Promise<Transfer> {
     const warm = await uploadFile(s.server, ctx.warm, statSync(ctx.warm).size, 'application/octet-stream', 300_000);
     await downloadBlob(s.server, warm.response.blob.id, 300_000);
     let c0 = ctx.meter.sample(s.server);
-    const up = await uploadFile(s.server, ctx.file, BYTES, 'application/octet-stream', 600_000);
+    const up = await uploadFile(s.server, ctx.file, ctx.bytes, 'application/octet-stream', 600_000);
     const ingestCpu = Meter.diff(c0, ctx.meter.sample(s.server));
-    if (up.response.blob.size !== BYTES || up.response.freshBlocks === 0) throw new Error(`svc ingest: ${JSON.stringify(up.response)}`);
+    if (up.response.blob.size !== ctx.bytes || up.response.freshBlocks === 0) throw new Error(`svc ingest: ${JSON.stringify(up.response)}`);
     c0 = ctx.meter.sample(s.server);
     const down = await downloadBlob(s.server, up.response.blob.id, 600_000);
     const downloadCpu = Meter.diff(c0, ctx.meter.sample(s.server));
-    if (down.bytes !== BYTES) throw new Error(`svc download: ${down.bytes} bytes`);
+    if (down.bytes !== ctx.bytes) throw new Error(`svc download: ${down.bytes} bytes`);
     return { ingestMBps: up.mbPerSecond, downloadMBps: down.mbPerSecond, ingestCpu, downloadCpu };
   } finally {
     await stopSvc(ctx, s, 'pg-s3');
@@ -335,9 +336,9 @@ async function plainTransfer(ctx: Ctx): Promise<Transfer> {
     const upSeconds = await libStorageUpload(ctx.c, ctx.file, key);
     const ingestCpu = Meter.diff(c0, ctx.meter.sample());
     c0 = ctx.meter.sample();
-    const downSeconds = await rangedDownload(ctx.c, key, BYTES);
+    const downSeconds = await rangedDownload(ctx.c, key, ctx.bytes);
     const downloadCpu = Meter.diff(c0, ctx.meter.sample());
-    return { ingestMBps: BYTES / 1e6 / upSeconds, downloadMBps: BYTES / 1e6 / downSeconds, ingestCpu, downloadCpu };
+    return { ingestMBps: ctx.bytes / 1e6 / upSeconds, downloadMBps: ctx.bytes / 1e6 / downSeconds, ingestCpu, downloadCpu };
   } finally {
     await deletePrefix(ctx.c, 'plain/');
     await ctx.s3.reclaim();
@@ -362,7 +363,7 @@ async function smallUploads(ctx: Ctx, backend: 'pg-s3' | 'fs'): Promise<{ rps: n
     await runLoad({ port: s.server.port, connections: CONNECTIONS, pipeline: 1, warmupMs: 200, durationMs: 500, next, expectStatus: 201 });
     const c0 = ctx.meter.sample(s.server);
     const seq0 = seq;
-    const load = await runLoad({ port: s.server.port, connections: CONNECTIONS, pipeline: 1, warmupMs: 300, durationMs: WINDOW_MS, next, expectStatus: 201, server: s.server });
+    const load = await runLoad({ port: s.server.port, connections: CONNECTIONS, pipeline: 1, warmupMs: 300, durationMs: ctx.windowMs, next, expectStatus: 201, server: s.server });
     const cpu = Meter.diff(c0, ctx.meter.sample(s.server));
     if (load.errors) throw new Error(`4 KiB uploads (${backend}): ${load.errors} errors, first: ${load.firstError}`);
     // CPU per request over the whole load call (warm-up and drain included): a share, not a window.
@@ -385,6 +386,13 @@ function cpuCell(samples: Cpu[], d = 2): string {
 }
 
 async function main(): Promise<void> {
+  const args = benchArgs({
+    usage: 'usage: node dist/bench/pg-s3.js [--quick]',
+    options: { quick: { type: 'boolean', help: '256 MiB, 2 counted rounds, shorter 4 KiB windows (default: 1 GiB, 5 rounds)' } },
+  });
+  const quick = args.values.quick;
+  const bytes = (quick ? 256 : 1024) * MiB;
+  const rounds = quick ? 2 : 5;
   const t0 = performance.now();
   const dataDir = mkdtempSync(path.join(SCRATCH, 'svc-bench-pgs3-body-'));
   let pg: PgServer | undefined;
@@ -400,13 +408,13 @@ async function main(): Promise<void> {
   try {
     const file = path.join(dataDir, 'body.bin');
     const warm = path.join(dataDir, 'warm.bin');
-    writeRandomFile(file, BYTES, 'pg-s3');
+    writeRandomFile(file, bytes, 'pg-s3');
     writeRandomFile(warm, 64 * MiB, 'pg-s3-warm-up');
     [pg, s3] = await Promise.all([requirePostgres(), startS3()]);
     log(`PostgreSQL pid ${pg.pid} on ${pg.port}; ${s3.kind} at ${s3.endpoint}`);
     const c = client(s3);
     await c.send(new CreateBucketCommand({ Bucket: BUCKET }));
-    const ctx: Ctx = { s3, pg, c, meter: new Meter(s3, pg), file, warm, dbs: 0 };
+    const ctx: Ctx = { s3, pg, c, meter: new Meter(s3, pg), file, warm, dbs: 0, bytes, windowMs: quick ? 1500 : 3000 };
 
     const r = {
       svc: [] as Transfer[],
@@ -414,7 +422,7 @@ async function main(): Promise<void> {
       small: { 'pg-s3': [] as number[], fs: [] as number[] },
       smallCpu: { 'pg-s3': [] as Cpu[], fs: [] as Cpu[] },
     };
-    for (let round = 0; round <= ROUNDS; round++) {
+    for (let round = 0; round <= rounds; round++) {
       const counted = round > 0;
       const svcFirst = round % 2 === 0;
       for (const side of svcFirst ? (['svc', 'plain'] as const) : (['plain', 'svc'] as const)) {
@@ -437,9 +445,9 @@ async function main(): Promise<void> {
     const download = ratio(r.svc.map((t) => t.downloadMBps), r.plain.map((t) => t.downloadMBps));
     const small = ratio(r.small['pg-s3'], r.small.fs);
     const verdict = (x: number, target: number) => `${fmt(x, 3)}x | >= ${target}x | ${x >= target ? 'PASS' : `FAIL (${fmt((1 - x / target) * 100, 0)}% short)`}`;
-    const mb = BYTES / MiB;
+    const mb = bytes / MiB;
     const out = [
-      `## pg-s3 against plain S3 and fs (${new Date().toISOString()}, ${s3.kind}${s3.kind === 's3rver' ? ' -- FALLBACK, NOT radosgw' : ''}, ${ROUNDS} rounds after one uncounted, ${mb} MiB, data in ${SCRATCH}, ${fmt((performance.now() - t0) / 60000, 1)} min)`,
+      `## pg-s3 against plain S3 and fs (${new Date().toISOString()}, ${s3.kind}${s3.kind === 's3rver' ? ' -- FALLBACK, NOT radosgw' : ''}, ${rounds} rounds after one uncounted, ${mb} MiB, data in ${SCRATCH}, ${fmt((performance.now() - t0) / 60000, 1)} min)`,
       '',
       '| Measurement | svc pg-s3, median [rounds] | Peer, median [rounds] | Ratio | Target | Verdict |',
       '|---|---|---|---|---|---|',

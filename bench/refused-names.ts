@@ -14,11 +14,15 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { benchArgs } from './args.js';
 import { ServerProcess } from './server-process.js';
 
 const ENTRY = fileURLToPath(new URL('../server/main.js', import.meta.url));
-const at = process.argv.indexOf('--count');
-const COUNT = at > 0 ? Number(process.argv[at + 1]) : 2000;
+const args = benchArgs({
+  usage: 'usage: node dist/bench/refused-names.js [--count N]',
+  options: { count: { type: 'string', value: 'N', default: '2000', help: 'refused requests sent' } },
+});
+const COUNT = args.number('count');
 const NAME_BYTES = 1_000_000;
 const PARALLEL = 4;
 const MiB = 1024 * 1024;

@@ -52,6 +52,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { benchArgs } from './args.js';
 import { runDedup } from './dedup.js';
 import { type DocumentsResult, documentsFailure, renderDocumentsReport, renderDocumentsSection, runDocuments } from './documents.js';
 import { type LargeUploadResult, downloadBlob, measureSha256, uploadFile, writeRandomFile } from './large.js';
@@ -90,41 +91,30 @@ interface Options {
   docs: 'auto' | 'yes' | 'no';
 }
 
-const USAGE = `usage: node dist/bench/run.js [--quick] [--strict] [--models-only | --resumable-only | --documents-only | --peers-only] [--no-wrk] [--docs | --no-docs]
-  --quick           256 MiB bodies, shorter load phases and document cells, 1 round of each comparison, a smaller nginx matrix
-  --strict          SVC_DURABILITY=strict (default: relaxed)
-  --models-only     only the model runtime scenario (bench/models.ts)
-  --resumable-only  only the resumable-upload scenario, svc vs tus (bench/resumable.ts)
-  --documents-only  only the document platform scenario: documents/s, metadata writes and reads (bench/documents.ts)
-  --peers-only      only svc against nginx: 4 KiB / 1 MiB / 1 GiB downloads and uploads (bench/peers-nginx.ts; skipped when nginx is absent)
-  --no-wrk          the built-in Node generator for the nginx scenario's 4 KiB cells even when wrk is installed
-  --docs, --no-docs write (or not) docs/performance.md's generated block and docs/perf/*.svg (default: only a full relaxed run does)
-`;
-
-function parseArgs(argv: string[]): Options {
-  const opts: Options = { quick: false, strict: false, modelsOnly: false, resumableOnly: false, documentsOnly: false, peersOnly: false, noWrk: false, docs: 'auto' };
-  for (const a of argv) {
-    if (a === '--quick') opts.quick = true;
-    else if (a === '--strict') opts.strict = true;
-    else if (a === '--models-only') opts.modelsOnly = true;
-    else if (a === '--resumable-only') opts.resumableOnly = true;
-    else if (a === '--documents-only') opts.documentsOnly = true;
-    else if (a === '--peers-only') opts.peersOnly = true;
-    else if (a === '--no-wrk') opts.noWrk = true;
-    else if (a === '--docs') opts.docs = 'yes';
-    else if (a === '--no-docs') opts.docs = 'no';
-    else if (a === '--help' || a === '-h') {
-      process.stdout.write(USAGE);
-      process.exit(0);
-    } else {
-      process.stderr.write(`bench: unknown argument "${a}" (expected --quick, --strict, --models-only, --resumable-only, --documents-only, --peers-only, --no-wrk, --docs or --no-docs)\n${USAGE}`);
-      process.exit(2);
-    }
-  }
+function parseOptions(): Options {
+  const args = benchArgs({
+    usage: 'usage: node dist/bench/run.js [--quick] [--strict] [--models-only | --resumable-only | --documents-only | --peers-only] [--no-wrk] [--docs | --no-docs]',
+    options: {
+      quick: { type: 'boolean', help: '256 MiB bodies, shorter load phases and document cells, 1 round of each comparison, a smaller nginx matrix' },
+      strict: { type: 'boolean', help: 'SVC_DURABILITY=strict (default: relaxed)' },
+      'models-only': { type: 'boolean', help: 'only the model runtime scenario (bench/models.ts)' },
+      'resumable-only': { type: 'boolean', help: 'only the resumable-upload scenario, svc vs tus (bench/resumable.ts)' },
+      'documents-only': { type: 'boolean', help: 'only the document platform scenario: documents/s, metadata writes and reads (bench/documents.ts)' },
+      'peers-only': { type: 'boolean', help: 'only svc against nginx: 4 KiB / 1 MiB / 1 GiB downloads and uploads (bench/peers-nginx.ts; skipped when nginx is absent)' },
+      'no-wrk': { type: 'boolean', help: "the built-in Node generator for the nginx scenario's 4 KiB cells even when wrk is installed" },
+      docs: { type: 'boolean', help: "write docs/performance.md's generated block and docs/perf/*.svg (default: only a full relaxed run does)" },
+      'no-docs': { type: 'boolean', help: 'do not write them' },
+    },
+  });
+  const v = args.values;
+  const opts: Options = {
+    quick: v.quick, strict: v.strict, modelsOnly: v['models-only'], resumableOnly: v['resumable-only'], documentsOnly: v['documents-only'],
+    peersOnly: v['peers-only'], noWrk: v['no-wrk'], docs: v.docs ? 'yes' : v['no-docs'] ? 'no' : 'auto',
+  };
   if ([opts.modelsOnly, opts.resumableOnly, opts.documentsOnly, opts.peersOnly].filter(Boolean).length > 1) {
-    process.stderr.write(`bench: --models-only, --resumable-only, --documents-only and --peers-only exclude each other (a full run has them all)\n${USAGE}`);
-    process.exit(2);
+    args.fail('--models-only, --resumable-only, --documents-only and --peers-only exclude each other (a full run has them all)');
   }
+  if (v.docs && v['no-docs']) args.fail('--docs and --no-docs exclude each other');
   return opts;
 }
 
@@ -172,7 +162,7 @@ function renderPeersReport(r: Results, p: NginxPeersResult): string {
 const progress = (msg: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 
 async function main(): Promise<void> {
-  const opts = parseArgs(process.argv.slice(2));
+  const opts = parseOptions();
   const bodyBytes = opts.quick ? 256 * MiB : GiB;
   const uploadMs = opts.quick ? 2000 : 5000;
   const downloadMs = opts.quick ? 2000 : 10_000;

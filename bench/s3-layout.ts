@@ -25,10 +25,21 @@ import {
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { type S3Endpoint, s3ClientFor, startRadosgw, startS3rver } from '../test/helpers/s3-servers.js';
+import { benchArgs } from './args.js';
 import { f, median } from './report.js';
 
 const MiB = 1024 * 1024;
-const quick = process.argv.includes('--quick');
+const args = benchArgs({
+  usage: 'usage: node dist/bench/s3-layout.js [--quick] [--radosgw-only | --s3rver-only]',
+  options: {
+    quick: { type: 'boolean', help: '256 MiB, 1 round, no warm-up (default: 1 GiB, 2 rounds)' },
+    'radosgw-only': { type: 'boolean', help: 'only radosgw' },
+    's3rver-only': { type: 'boolean', help: 'only s3rver' },
+    's3rver-child': { type: 'string', value: 'DIR', help: 'internal: serve s3rver from DIR (the bench starts itself so)' },
+  },
+});
+const quick = args.values.quick;
+if (args.values['radosgw-only'] && args.values['s3rver-only']) args.fail('--radosgw-only and --s3rver-only exclude each other');
 const TOTAL_BYTES = (quick ? 256 : 1024) * MiB;
 // No uncounted round: preparing the read objects (2x the bytes) warms both servers up first.
 const COUNTED_ROUNDS = quick ? 1 : 2;
@@ -288,7 +299,7 @@ function renderTable(run: ServerRun): string[] {
 }
 
 async function main(): Promise<void> {
-  const wanted = (kind: S3Endpoint['kind']) => !process.argv.includes(kind === 'radosgw' ? '--s3rver-only' : '--radosgw-only');
+  const wanted = (kind: S3Endpoint['kind']) => !args.values[kind === 'radosgw' ? 's3rver-only' : 'radosgw-only'];
   const data = Buffer.allocUnsafe(TOTAL_BYTES);
   for (let at = 0; at < data.length; at += 64 * MiB) randomFillSync(data, at, Math.min(64 * MiB, data.length - at));
   const servers: S3Endpoint[] = [];
@@ -323,5 +334,6 @@ async function main(): Promise<void> {
   }
 }
 
-if (process.argv[2] === '--s3rver-child') await serveS3rverChild(process.argv[3]!);
+const childDirectory = args.values['s3rver-child'];
+if (childDirectory !== undefined) await serveS3rverChild(childDirectory);
 else await main();

@@ -20,12 +20,17 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
+import { benchArgs } from './args.js';
 import { writeRandomFile } from './large.js';
 import { runLoad } from './load.js';
 import { ServerProcess } from './server-process.js';
 
 const ENTRY = fileURLToPath(new URL('../server/main.js', import.meta.url));
-const quick = process.argv.includes('--quick');
+const args = benchArgs({
+  usage: 'usage: node dist/bench/security.js [--quick]',
+  options: { quick: { type: 'boolean', help: '256 MiB uploads, 2 counted rounds, shorter windows (default: 1 GiB, 5 rounds)' } },
+});
+const quick = args.values.quick;
 const UPLOAD_BYTES = (quick ? 256 : 1024) * 1024 * 1024;
 const ROUNDS = quick ? 2 : 5;
 const WINDOW_MS = quick ? 1500 : 3000;

@@ -24,6 +24,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { benchArgs } from './args.js';
 import { SCHEMA, type LoopResult, type Outcome, REQUEST_TIMEOUT_MS, canonicalWrites, closedLoop, describe, randomBodyRequest } from './documents.js';
 import { call, expectStatus } from './json-call.js';
 import { RawConnection } from './raw-http.js';
@@ -32,18 +33,15 @@ import { ServerProcess } from './server-process.js';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const ENTRY = path.join(REPO, 'dist', 'server', 'main.js');
-const quick = process.argv.includes('--quick');
-const beforeDir = process.argv.find((a) => a.startsWith('--before='))?.slice('--before='.length);
-for (const a of process.argv.slice(2)) {
-  if (a !== '--quick' && !a.startsWith('--before=')) {
-    process.stderr.write(`unknown argument ${a}\nusage: node dist/bench/tenant-accounting.js --before=DIR [--quick]\n`);
-    process.exit(2);
-  }
-}
-if (!beforeDir) {
-  process.stderr.write('usage: node dist/bench/tenant-accounting.js --before=DIR [--quick]  (DIR: a built worktree of the commit to compare with)\n');
-  process.exit(2);
-}
+const args = benchArgs({
+  usage: 'usage: node dist/bench/tenant-accounting.js --before=DIR [--quick]',
+  options: {
+    before: { type: 'string', value: 'DIR', help: 'required: a built worktree of the commit to compare with' },
+    quick: { type: 'boolean', help: '2 rounds, shorter windows (default: 6 rounds)' },
+  },
+});
+const quick = args.values.quick;
+const beforeDir = args.values.before ?? args.fail('--before=DIR is required');
 
 const ROUNDS = quick ? 2 : 6;
 const CLIENTS = 16;
@@ -72,7 +70,7 @@ async function startServer(side: Side): Promise<{ server: ServerProcess; root: s
   const root = mkdtempSync(path.join(os.tmpdir(), 'svc-bench-accounting-'));
   const policy = path.join(root, 'policy.json');
   writeFileSync(policy, JSON.stringify(POLICY));
-  const entry = side === 'before' ? path.join(path.resolve(beforeDir!), 'dist', 'server', 'main.js') : ENTRY;
+  const entry = side === 'before' ? path.join(path.resolve(beforeDir), 'dist', 'server', 'main.js') : ENTRY;
   const server = await ServerProcess.start({
     entry, fsRoot: path.join(root, 'data'), durability: 'relaxed',
     env: { SVC_BLOB_BACKEND: 'fs', SVC_LOG_LEVEL: 'error', SVC_SECURITY_ENABLED: 'true', SVC_DEV_SHARED_SECRET: SECRET, SVC_TENANT_POLICY_FILE: policy },
@@ -123,7 +121,7 @@ function render(runs: Run[], environment: Record<string, unknown>): string {
 }
 
 async function main(): Promise<void> {
-  const environment: Record<string, unknown> = { ...machineEnvironment(REPO), before: path.resolve(beforeDir!) };
+  const environment: Record<string, unknown> = { ...machineEnvironment(REPO), before: path.resolve(beforeDir) };
   try {
     environment.beforeCommit = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: beforeDir, encoding: 'utf8' }).trim();
   } catch {

@@ -16,6 +16,7 @@ import { execFileSync } from 'node:child_process';
 import { createReadStream, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import * as tus from 'tus-js-client';
+import { benchArgs } from './args.js';
 import { CpuWindow } from './cpu.js';
 import { writeRandomFile } from './large.js';
 import { f, median } from './report.js';
@@ -25,11 +26,18 @@ import { tmpParentFor } from './host.js';
 
 const MiB = 1024 * 1024;
 const TARGET = 1.5;
-const args = new Map(process.argv.slice(2).map((a): [string, string | undefined] => { const [k, v] = a.replace(/^--/, '').split('='); return [k!, v]; }));
-const quick = args.has('quick');
-const sizeMiB = Number(args.get('size') ?? (quick ? 256 : 1024));
-const rounds = Number(args.get('rounds') ?? (quick ? 2 : 3));
-const pgS3 = args.has('pg-s3');
+const args = benchArgs({
+  usage: 'usage: node dist/bench/tus-clients.js [--quick] [--pg-s3] [--size=MiB] [--rounds=N]',
+  options: {
+    quick: { type: 'boolean', help: '256 MiB, 2 rounds (default: 1,024 MiB, 3 rounds)' },
+    'pg-s3': { type: 'boolean', help: 'svc on pg-s3 (its own PostgreSQL, Ceph radosgw) against @tus/s3-store on the same radosgw' },
+    size: { type: 'string', value: 'MiB', help: 'the file uploaded, MiB (default 1,024; 256 with --quick)' },
+    rounds: { type: 'string', value: 'N', help: 'rounds (default 3; 2 with --quick)' },
+  },
+});
+const { quick, 'pg-s3': pgS3 } = args.values;
+const sizeMiB = args.number('size') ?? (quick ? 256 : 1024);
+const rounds = args.number('rounds') ?? (quick ? 2 : 3);
 const repo = path.resolve(import.meta.dirname, '..', '..');
 
 interface Run { server: 'svc' | 'tus'; round: number; seconds: number; mbs: number; serverCpu: number; clientCpu: number; blobId?: string }

@@ -15,13 +15,20 @@ import http from 'node:http';
 import { FileStore } from '@tus/file-store';
 import { S3Store } from '@tus/s3-store';
 import { Server } from '@tus/server';
+import { benchArgs } from './args.js';
 
-const directory = process.argv[2];
-const port = Number(process.argv[3] ?? 0);
-if (!directory || !Number.isInteger(port) || port < 0 || port > 65535) {
-  process.stderr.write('usage: node dist/bench/tus-server.js <directory> [port]\n');
-  process.exit(2);
-}
+const args = benchArgs({
+  usage: 'usage: node dist/bench/tus-server.js <directory> [port]',
+  options: {},
+  positionals: [
+    { name: '<directory>', help: 'where the file store keeps the uploads' },
+    { name: 'port', help: 'the port on 127.0.0.1 (default 0: the kernel picks a free one)', optional: true },
+  ],
+});
+const [directory, portText] = args.positionals as [string, string?];
+const port = Number(portText ?? 0);
+if (!directory) args.fail('<directory> must not be empty');
+if (!Number.isInteger(port) || port < 0 || port > 65535) args.fail(`port must be an integer from 0 to 65535, not "${portText}"`);
 
 // With TUS_S3_ENDPOINT (and TUS_S3_BUCKET, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY): @tus/s3-store
 // on that S3 server instead of the file store (bench/tus-clients.ts --pg-s3).
