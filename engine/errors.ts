@@ -11,6 +11,7 @@ export type FailureKind =
   | 'not_acceptable'
   | 'conflict'
   | 'gone'
+  | 'timed_out'
   | 'precondition_failed'
   | 'too_large'
   | 'unsupported_media_type'

@@ -12,6 +12,8 @@ const STATUS: Record<FailureKind, number> = {
   not_acceptable: 406,
   conflict: 409,
   gone: 410,
+  // The model runtime's load, warm-up or request past its limit (MLeap answers 408 too).
+  timed_out: 408,
   precondition_failed: 412,
   too_large: 413,
   unsupported_media_type: 415,

@@ -5,7 +5,7 @@
 import { parseExecutionMode, type ExecutionMode } from '../engine/config.js';
 import { SvcError } from '../engine/errors.js';
 import type { Logger } from '../engine/log.js';
-import { ModelError, queryError } from '../engine/models/index.js';
+import { bodyTooLarge, isModelError, modelNameError, queryError, type ModelErrorCode } from '../engine/models/index.js';
 import { decodeFrame } from '../engine/models/index.js';
 import { encodeRow, encodeSchema, encodeFieldType } from '../engine/models/index.js';
 import { renderGraphSvg } from '../engine/models/index.js';
@@ -29,14 +29,37 @@ const MAX_URI_BYTES = MODEL_URI_MAX_BYTES;
 const READ = 'model.read';
 const WRITE = 'model.write';
 
+/** The name MLeap's runtime gives each failure of the model runtime (the body's `error`). */
+const MLEAP_NAMES: Record<ModelErrorCode, string> = {
+  model_bundle_invalid: 'BundleException',
+  model_frame_invalid: 'FrameException',
+  model_transform_failed: 'TransformException',
+  model_query_invalid: 'QueryException',
+  model_uri_invalid: 'URIError',
+  model_name_invalid: 'DecodeFailure',
+  model_body_too_large: 'PayloadTooLarge',
+  model_location_forbidden: 'ForbiddenLocation',
+  model_not_found: 'ModelNotFound',
+  no_models_loaded: 'NoModelsLoaded',
+  model_timeout: 'ModelTimeout',
+};
+
 /** The guard's refusals (401, 403) in the runtime's envelope, under the runtime's kind of name. */
 const GUARD_ERRORS: Record<string, string> = { unauthenticated: 'Unauthenticated', forbidden: 'Forbidden' };
 
-function guardAnswer(err: unknown) {
-  if (!(err instanceof SvcError) || GUARD_ERRORS[err.code] === undefined) return undefined;
-  const error = GUARD_ERRORS[err.code]!;
-  const status = statusOf(err);
-  return { status, body: { error, message: err.message, code: status }, headers: headersOf(err), errorName: error };
+/** The runtime's name of a failure it answers; undefined for any other error (a 500 InternalError). */
+function runtimeName(err: unknown): string | undefined {
+  if (isModelError(err)) return MLEAP_NAMES[err.code];
+  return err instanceof SvcError ? GUARD_ERRORS[err.code] : undefined;
+}
+
+/** A model failure or a guard's refusal as `{ error, message, code }`, `code` the status the kind maps to. */
+function knownAnswer(err: unknown) {
+  const error = runtimeName(err);
+  if (error === undefined) return undefined;
+  const failure = err as SvcError;
+  const status = statusOf(failure);
+  return { status, body: { error, message: failure.message, code: status }, headers: headersOf(failure), errorName: error };
 }
 
 /** The model runtime's surface: errors as `{ error, message, code }`, its operations measured with the reference's metric names. */
@@ -44,15 +67,15 @@ export function modelSurface(metrics: ModelMetrics, log: Logger, lingerBytes: nu
   return {
     log,
     lingerBytes,
-    known: (err) => (err instanceof ModelError ? { status: err.code, body: { error: err.error, message: err.message, code: err.code }, errorName: err.error } : guardAnswer(err)),
+    known: knownAnswer,
     internal: (requestId) => ({ status: 500, body: { error: 'InternalError', message: `Internal service error (request ${requestId})`, code: 500 }, errorName: 'unchecked' }),
     begin() {},
     observe: (route, _method, status, seconds, errorName) => metrics.observe(route, status, seconds * 1000, errorName),
   };
 }
 
-const frameTooLarge = (max: number) => new ModelError('PayloadTooLarge', `request body is larger than ${max} bytes (MODEL_MAX_FRAME_BYTES)`, 413);
-const uriTooLarge = (max: number) => new ModelError('PayloadTooLarge', `request body is larger than ${max} bytes (a bundle URI)`, 413);
+const frameTooLarge = (max: number) => bodyTooLarge(`request body is larger than ${max} bytes (MODEL_MAX_FRAME_BYTES)`);
+const uriTooLarge = (max: number) => bodyTooLarge(`request body is larger than ${max} bytes (a bundle URI)`);
 
 export function mountModelApi(router: Router, ctx: ServerContext): void {
   const { engine, modelMetrics: metrics } = ctx;
@@ -188,10 +211,10 @@ function modelName(raw: string): string {
   try {
     name = decodeURIComponent(raw);
   } catch {
-    throw new ModelError('DecodeFailure', `model name "${raw}" is not valid percent-encoding`, 400);
+    throw modelNameError(`model name "${raw}" is not valid percent-encoding`);
   }
   if (name === '' || name.length > MAX_MODEL_NAME || /[\u0000-\u001f/]/.test(name)) {
-    throw new ModelError('DecodeFailure', `model name must be 1..${MAX_MODEL_NAME} characters without "/" or control characters`, 400);
+    throw modelNameError(`model name must be 1..${MAX_MODEL_NAME} characters without "/" or control characters`);
   }
   return name;
 }

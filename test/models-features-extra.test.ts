@@ -8,8 +8,8 @@ import { attr, pipelineBundle, type Stage } from './helpers/bundles.js';
 import { applyStage, runRow } from './helpers/models.js';
 
 
-const transformFailure = expect.objectContaining({ error: 'TransformException' });
-const bundleFailure = expect.objectContaining({ error: 'BundleException' });
+const transformFailure = expect.objectContaining({ kind: 'invalid', code: 'model_transform_failed' });
+const bundleFailure = expect.objectContaining({ kind: 'invalid', code: 'model_bundle_invalid' });
 
 describe('polynomial_expansion', () => {
   const degree2 = { degree: attr.long(2), input_size: attr.long(2) };

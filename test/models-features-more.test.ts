@@ -9,8 +9,8 @@ import { attr, pipelineBundle, type Stage } from './helpers/bundles.js';
 import { applyStage, runRow } from './helpers/models.js';
 
 
-const transformFailure = expect.objectContaining({ error: 'TransformException' });
-const bundleFailure = expect.objectContaining({ error: 'BundleException' });
+const transformFailure = expect.objectContaining({ kind: 'invalid', code: 'model_transform_failed' });
+const bundleFailure = expect.objectContaining({ kind: 'invalid', code: 'model_bundle_invalid' });
 const compileStage = (stage: Stage) => compileBundle(pipelineBundle([stage]));
 
 describe('reverse_string_indexer', () => {

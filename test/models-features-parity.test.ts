@@ -57,7 +57,7 @@ describe.skipIf(!haveFixtures)('spark-parity bundles with feature ops', () => {
     const oneHot = bundle('spark.ml.parity.feature.OneHotEncoderParitySpec');
     expect(runRow(oneHot, { state: 'NY' }).state_oh).toEqual(sparse(50, [3], [1]));
     expect(runRow(oneHot, { state: 'ND' }).state_oh).toEqual(sparse(50, [], []));
-    expect(() => runRow(oneHot, { state: 'XX' })).toThrowError(expect.objectContaining({ error: 'TransformException' }));
+    expect(() => runRow(oneHot, { state: 'XX' })).toThrowError(expect.objectContaining({ kind: 'invalid', code: 'model_transform_failed' }));
   });
 
   it('min_max_scaler, bucketizer, imputer, reverse_string_indexer, ngram, stopwords_remover', () => {

@@ -11,8 +11,8 @@ import { attr, pipelineBundle, type Stage } from './helpers/bundles.js';
 import { BUNDLE_LIMITS, FIXTURES, HAVE_FIXTURES, runRow } from './helpers/models.js';
 
 const run = (stages: Stage[], row: Record<string, Value>) => runRow(pipelineBundle(stages), row);
-const transformFailure = expect.objectContaining({ error: 'TransformException' });
-const bundleFailure = expect.objectContaining({ error: 'BundleException' });
+const transformFailure = expect.objectContaining({ kind: 'invalid', code: 'model_transform_failed' });
+const bundleFailure = expect.objectContaining({ kind: 'invalid', code: 'model_bundle_invalid' });
 
 function stage(op: string, attributes: Record<string, unknown>, inputs: [string, string][], outputs: [string, string][] = [['output', 'out']]): Stage {
   return { name: `${op}_stage`, op, attributes, inputs, outputs };

@@ -312,7 +312,7 @@ describe('renderGraphSvg', () => {
   });
 
   it('rejects densities and spacings that make no drawing', () => {
-    const queryFailure = expect.objectContaining({ error: 'QueryException', code: 400 });
+    const queryFailure = expect.objectContaining({ kind: 'invalid', code: 'model_query_invalid' });
     expect(() => renderGraphSvg(model, { density: 0 })).toThrowError(queryFailure);
     expect(() => renderGraphSvg(model, { density: Number.NaN })).toThrowError(queryFailure);
     expect(() => renderGraphSvg(model, { verticalSpacing: -1 })).toThrowError(queryFailure);

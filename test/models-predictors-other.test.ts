@@ -59,7 +59,7 @@ describe('naive_bayes', () => {
   });
 
   it('bernoulli: a feature other than 0 or 1 is a transform error', () => {
-    expect(() => bernoulli().run(dense([0.5, 0]))).toThrowError(expect.objectContaining({ error: 'TransformException' }));
+    expect(() => bernoulli().run(dense([0.5, 0]))).toThrowError(expect.objectContaining({ kind: 'invalid', code: 'model_transform_failed' }));
   });
 
   it('rejects an unknown model type', () => {
@@ -69,7 +69,7 @@ describe('naive_bayes', () => {
         attributes: { num_features: attr.long(1), num_classes: attr.long(1), model_type: attr.string('gaussian'), pi: attr.tensor([0]), theta: attr.matrix([[0]]) },
         outputs: [['prediction', 'p']],
       }),
-    ).toThrowError(expect.objectContaining({ error: 'BundleException' }));
+    ).toThrowError(expect.objectContaining({ kind: 'invalid', code: 'model_bundle_invalid' }));
   });
 });
 
@@ -103,7 +103,7 @@ describe('support vector machines', () => {
   });
 
   it('linear_svc has no probability port', () => {
-    expect(() => svc([['probability', 'p']])).toThrowError(expect.objectContaining({ error: 'BundleException' }));
+    expect(() => svc([['probability', 'p']])).toThrowError(expect.objectContaining({ kind: 'invalid', code: 'model_bundle_invalid' }));
   });
 });
 
@@ -168,7 +168,7 @@ describe('multi_layer_perceptron_classifier', () => {
   it('rejects weights that do not fit the layers', () => {
     expect(() =>
       predictor({ op: 'multi_layer_perceptron_classifier', attributes: { layers: attr.longs([2, 2]), weights: attr.doubles([1, 2, 3]) }, outputs: [['prediction', 'p']] }),
-    ).toThrowError(expect.objectContaining({ error: 'BundleException' }));
+    ).toThrowError(expect.objectContaining({ kind: 'invalid', code: 'model_bundle_invalid' }));
   });
 });
 

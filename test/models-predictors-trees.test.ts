@@ -61,7 +61,7 @@ describe('decision_tree_regression', () => {
   it('rejects malformed trees', () => {
     const bad = (tree: string, numFeatures = 2) => () =>
       predictor({ op: 'decision_tree_regression', attributes: { num_features: attr.long(numFeatures) }, files: { 'tree.json': tree }, outputs: [['prediction', 'y']] });
-    const bundleError = expect.objectContaining({ error: 'BundleException' });
+    const bundleError = expect.objectContaining({ kind: 'invalid', code: 'model_bundle_invalid' });
     expect(bad(treeFile([{ type: 'internal', split: { type: 'continuous', featureIndex: 0, threshold: 1 } }, { type: 'leaf', values: [1] }]))).toThrowError(bundleError);
     expect(bad(leafTree([1]) + leafTree([2]))).toThrowError(bundleError);
     expect(bad(sampleTree([1], [2], [3]), 1)).toThrowError(bundleError);
@@ -174,7 +174,7 @@ describe('random forests', () => {
         children: { tree0: regressionTree(leafTree([5])) },
         outputs: [['prediction', 'y']],
       }),
-    ).toThrowError(expect.objectContaining({ error: 'BundleException' }));
+    ).toThrowError(expect.objectContaining({ kind: 'invalid', code: 'model_bundle_invalid' }));
   });
 
   const gbtClassifier = (outputs: Stage['outputs'], thresholds?: number[]) =>

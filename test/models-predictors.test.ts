@@ -30,7 +30,7 @@ describe('linear_regression', () => {
   });
 
   it('rejects a feature vector of the wrong size', () => {
-    expect(() => lr.run(dense([1, 2]))).toThrowError(expect.objectContaining({ error: 'TransformException' }));
+    expect(() => lr.run(dense([1, 2]))).toThrowError(expect.objectContaining({ kind: 'invalid', code: 'model_transform_failed' }));
   });
 
   it('reads an intercept written as {} as 0', () => {
@@ -118,7 +118,7 @@ describe('logistic_regression', () => {
   });
 
   it('rejects a port the op does not have', () => {
-    expect(() => binary([['link_prediction', 'x']])).toThrowError(expect.objectContaining({ error: 'BundleException' }));
+    expect(() => binary([['link_prediction', 'x']])).toThrowError(expect.objectContaining({ kind: 'invalid', code: 'model_bundle_invalid' }));
   });
 });
 
@@ -154,7 +154,7 @@ describe('generalized_linear_regression', () => {
   });
 
   it('rejects an unknown family', () => {
-    expect(() => glm('tweedie', 'log')).toThrowError(expect.objectContaining({ error: 'BundleException' }));
+    expect(() => glm('tweedie', 'log')).toThrowError(expect.objectContaining({ kind: 'invalid', code: 'model_bundle_invalid' }));
   });
 });
 

@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { compileBundle, type CompiledModel } from '../engine/models/compile.js';
 import type { BundleDoc } from '../engine/models/bundle/spec.js';
-import { ModelError, frameError } from '../engine/models/errors.js';
+import { frameError, isModelError } from '../engine/models/errors.js';
 import { decodeFramePart, decodeSplitPart, type FrameSlice } from '../engine/models/frame.js';
 import { type FrameSplit, scanLeapFrame, splitFrame } from '../engine/models/frame-split.js';
 import type { FrameTask, ModelTask, SplitTask, TaskResult } from '../engine/models/protocol.js';
@@ -25,19 +25,14 @@ function model(task: ModelTask): CompiledModel {
   return m;
 }
 
-/** The body is not JSON: whichever part finds it, it is the request's answer (ModelService). */
-class NotJson extends ModelError {
-  constructor() {
-    super(frameError('the body is not valid JSON').error, 'the body is not valid JSON', 400);
-  }
-}
+/** Failures saying the body is not JSON: whichever part finds one, it is the request's answer (ModelService). */
+const notJson = new WeakSet<Error>();
 
 function settle<T>(work: () => T): TaskResult<T> {
   try {
     return { ok: true, value: work() };
   } catch (err) {
-    if (err instanceof NotJson) return { ok: false, error: err.error, message: err.message, code: err.code, syntax: true };
-    if (err instanceof ModelError) return { ok: false, error: err.error, message: err.message, code: err.code };
+    if (isModelError(err)) return { ok: false, kind: err.kind, code: err.code, message: err.message, ...(notJson.has(err) ? { syntax: true as const } : {}) };
     throw err;
   }
 }
@@ -46,7 +41,9 @@ function parse(text: string): unknown {
   try {
     return JSON.parse(text);
   } catch {
-    throw new NotJson();
+    const err = frameError('the body is not valid JSON');
+    notJson.add(err);
+    throw err;
   }
 }
 

@@ -1,7 +1,7 @@
 // The model runtime: the service (registrations, loading, frames run in parts) and what the
 // HTTP surface needs to parse queries and write answers. workers/model.ts imports its task
 // files directly.
-export { ModelError, queryError } from './errors.js';
+export { bodyTooLarge, isModelError, type ModelErrorCode, modelNameError, queryError } from './errors.js';
 export { decodeFrame } from './frame.js';
 export { encodeFieldType, encodeRow, encodeSchema } from './frame-json.js';
 export { renderGraphSvg } from './graph-svg.js';

@@ -1,5 +1,7 @@
 // The messages between the model service and its worker task module (workers/model.ts): the
 // engine owns them, the worker imports them.
+import type { FailureKind } from '../errors.js';
+import type { ModelErrorCode } from './errors.js';
 import type { FrameLimits, FramePart } from './frame.js';
 import type { FrameSplit } from './frame-split.js';
 
@@ -22,7 +24,7 @@ export interface FrameTask<Q> extends ModelTask {
 }
 
 /** A task's value, or the model's error as data (errors lose their fields when cloned). */
-export type TaskResult<T> = { ok: true; value: T } | { ok: false; error: string; message: string; code: number; syntax?: true };
+export type TaskResult<T> = { ok: true; value: T } | { ok: false; kind: FailureKind; code: ModelErrorCode; message: string; syntax?: true };
 
 /** The split task: a frame body scanned once into its parts' shares, or undefined when it is not split. */
 export interface SplitTask {

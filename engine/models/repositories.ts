@@ -15,7 +15,7 @@ import { randomUUID } from 'node:crypto';
 import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { type ModelConfig, S3_BUCKET_NAME } from '../config.js';
 import type { Logger } from '../log.js';
-import { ModelError, bundleError } from './errors.js';
+import { type ModelFailure, bundleError, isModelError, uriError } from './errors.js';
 import type { BundleRoots } from './roots.js';
 
 interface AcquiredBundle {
@@ -80,7 +80,7 @@ export class Repositories {
       await pipeline(body, this.limit(uri), createWriteStream(target), { signal });
     } catch (err) {
       await release();
-      if (err instanceof ModelError) throw err;
+      if (isModelError(err)) throw err;
       if (signal.aborted) throw signal.reason instanceof Error ? signal.reason : err;
       this.log.warn('model bundle fetch failed', { uri, err: String((err as Error)?.stack ?? err) });
       throw uriError(uri, storeFailure(err));
@@ -187,10 +187,6 @@ function filePath(uri: string, url: URL): string {
   return path;
 }
 
-function uriError(uri: string, reason: string): ModelError {
-  return new ModelError('URIError', `URI error for '${uri}': ${reason}`, 400);
-}
-
-function tooLarge(uri: string, max: number): ModelError {
+function tooLarge(uri: string, max: number): ModelFailure {
   return bundleError(`bundle at ${uri} is larger than ${max} bytes (MODEL_MAX_BUNDLE_BYTES)`);
 }

@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import { realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { ConfigError, type ModelConfig, type ObjectRoot } from '../config.js';
-import { ModelError, bundleError } from './errors.js';
+import { type ModelFailure, bundleError, forbiddenLocation } from './errors.js';
 
 export class BundleRoots {
   private constructor(
@@ -68,14 +68,14 @@ export class BundleRoots {
    */
   async locate(file: string, uri: string): Promise<string> {
     const named = path.resolve(file);
-    if (this.names && !this.names.some((root) => isInside(root, named))) throw forbiddenLocation(uri);
+    if (this.names && !this.names.some((root) => isInside(root, named))) throw forbiddenFile(uri);
     let real: string;
     try {
       real = await realpath(named);
     } catch (err) {
       throw unreadable(uri, named, err);
     }
-    if (this.real && !this.real.some((root) => isInside(root, real))) throw forbiddenLocation(uri);
+    if (this.real && !this.real.some((root) => isInside(root, real))) throw forbiddenFile(uri);
     const info = await stat(real).catch((err: unknown) => {
       throw unreadable(uri, named, err);
     });
@@ -90,17 +90,17 @@ function isInside(root: string, file: string): boolean {
   return rel === '' || (rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
 }
 
-function forbiddenLocation(uri: string): ModelError {
-  return new ModelError('ForbiddenLocation', `bundle ${uri} is outside the directories bundles may be read from (SVC_MODEL_ROOTS)`, 403);
+function forbiddenFile(uri: string): ModelFailure {
+  return forbiddenLocation(`bundle ${uri} is outside the directories bundles may be read from (SVC_MODEL_ROOTS)`);
 }
 
 /** The same answer for a bucket no root names and for the blob store's own: nothing tells the store's bucket apart. */
-function forbiddenObject(uri: string, scheme: 's3' | 'gs'): ModelError {
-  return new ModelError('ForbiddenLocation', `bundle ${uri} is outside the ${scheme}:// prefixes bundles may be read from (SVC_MODEL_ROOTS)`, 403);
+function forbiddenObject(uri: string, scheme: 's3' | 'gs'): ModelFailure {
+  return forbiddenLocation(`bundle ${uri} is outside the ${scheme}:// prefixes bundles may be read from (SVC_MODEL_ROOTS)`);
 }
 
-function unreadable(uri: string, file: string, err: unknown): ModelError {
+function unreadable(uri: string, file: string, err: unknown): ModelFailure {
   const code = (err as NodeJS.ErrnoException).code;
-  if (code === 'ENOENT' || code === 'ENOTDIR') return new ModelError('BundleException', `file does not exist: ${file} (${uri})`, 400);
+  if (code === 'ENOENT' || code === 'ENOTDIR') return bundleError(`file does not exist: ${file} (${uri})`);
   return bundleError(`bundle ${uri} cannot be read (${code ?? 'unknown error'})`);
 }

@@ -12,7 +12,7 @@ import type { Logger } from '../log.js';
 import type { ModelRegistration, ModelRegistry, RegistryWatch } from '../store/index.js';
 import { readBundle } from './bundle/read.js';
 import { compileBundle, type CompiledModel } from './compile.js';
-import { ModelError } from './errors.js';
+import { isModelError, modelError, modelNotFound, modelTimeout } from './errors.js';
 import { Repositories } from './repositories.js';
 import type { BundleRoots } from './roots.js';
 import { sampleFrame } from './sample.js';
@@ -164,12 +164,12 @@ export class ModelService {
     for (;;) {
       const all = await this.store.list();
       const registration = all.find((r) => r.modelName === name);
-      if (!registration) throw notFound(name, all.map((r) => r.modelName));
+      if (!registration) throw modelNotFound(name, all.map((r) => r.modelName));
       let answer: LoadedModel | ModelRegistration;
       try {
         answer = await this.loadedOf(registration);
       } catch (err) {
-        if (!(err instanceof ModelError) || err.code === 404) throw err;
+        if (!isModelError(err) || err.kind === 'not_found') throw err;
         answer = registration;
       }
       if ('removed' in (await this.store.remove(name, registration.generation))) {
@@ -242,7 +242,7 @@ export class ModelService {
     for (const { modelName, uri } of this.registrations.values()) {
       const refused = await this.repositories.checkLocation(uri).then(
         () => false,
-        (err: unknown) => err instanceof ModelError && err.error === 'ForbiddenLocation',
+        (err: unknown) => isModelError(err) && err.code === 'model_location_forbidden',
       );
       if (refused) this.log.warn('model registration outside SVC_MODEL_ROOTS: its uses answer 403 ForbiddenLocation until it is registered again', { model: modelName, uri });
     }
@@ -251,7 +251,7 @@ export class ModelService {
   /** The loaded model registered under `name`, loaded on this node at its first use. */
   async get(name: string): Promise<LoadedModel> {
     const registration = this.registrations.get(name);
-    if (!registration) throw notFound(name, [...this.registrations.keys()]);
+    if (!registration) throw modelNotFound(name, [...this.registrations.keys()]);
     return this.loadedOf(registration);
   }
 
@@ -362,11 +362,11 @@ export class ModelService {
     );
     // A body that is not JSON is the answer whichever part found it (a split part sees only its rows).
     for (const s of settled) {
-      if (s.status === 'fulfilled' && !s.value.ok && s.value.syntax) throw new ModelError(s.value.error, s.value.message, s.value.code as 400);
+      if (s.status === 'fulfilled' && !s.value.ok && s.value.syntax) throw modelError(s.value.kind, s.value.code, s.value.message);
     }
     return settled.map((s) => {
       if (s.status === 'rejected') throw s.reason;
-      if (!s.value.ok) throw new ModelError(s.value.error, s.value.message, s.value.code as 400);
+      if (!s.value.ok) throw modelError(s.value.kind, s.value.code, s.value.message);
       return s.value.value;
     });
   }
@@ -392,7 +392,7 @@ export class ModelService {
     })();
     const timeout = new Promise<never>((_, reject) =>
       signal.addEventListener('abort', () =>
-        reject(new ModelError('ModelTimeout', `Timeout error within ${this.config.loadTimeoutMs}ms for model [${modelName}]: bundle load timed out`, 408)),
+        reject(modelTimeout(`Timeout error within ${this.config.loadTimeoutMs}ms for model [${modelName}]: bundle load timed out`)),
       ),
     );
     const loaded = await Promise.race([work, timeout]);
@@ -406,11 +406,6 @@ export class ModelService {
   }
 }
 
-function notFound(name: string, names: readonly string[]): ModelError {
-  if (names.length === 0) return new ModelError('NoModelsLoaded', 'No models loaded', 404);
-  return new ModelError('ModelNotFound', `${name} not found in [${names.join(',')}]`, 404);
-}
-
 export function timeoutOr(err: unknown, signal: AbortSignal, message: string): unknown {
-  return signal.aborted ? new ModelError('ModelTimeout', message, 408) : err;
+  return signal.aborted ? modelTimeout(message) : err;
 }

@@ -8,7 +8,7 @@
 import { opendir, readFile, stat } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import yauzl from 'yauzl';
-import { ModelError, bundleError } from '../errors.js';
+import { bundleError, isModelError } from '../errors.js';
 import type { BundleDoc, BundleInfo } from './spec.js';
 
 interface BundleLimits {
@@ -90,7 +90,7 @@ async function readDirectory(root: string, limits: BundleLimits, signal?: AbortS
       }
     }
   } catch (err) {
-    if (err instanceof ModelError || signal?.aborted) throw err;
+    if (isModelError(err) || signal?.aborted) throw err;
     throw bundleError(`bundle directory cannot be read (${(err as NodeJS.ErrnoException).code ?? 'unknown error'})`);
   }
   return files;
