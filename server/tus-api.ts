@@ -184,6 +184,7 @@ async function completeIfWhole(engine: Engine, record: SessionRecord, principal:
 
 /** An upload's headers: where it stands, until when, and (complete) its blob. */
 function uploadHeaders(r: SessionRecord): Record<string, string | undefined> {
+  const blob = r.state === 'Committed' ? r.committedBlob : undefined;
   return {
     'Upload-Offset': String(r.offset),
     'Upload-Length': r.declaredLength === undefined ? undefined : String(r.declaredLength),
@@ -191,8 +192,8 @@ function uploadHeaders(r: SessionRecord): Record<string, string | undefined> {
     'Upload-Metadata': r.tus?.metadata,
     'Upload-Concat': r.tus?.concat === undefined ? undefined : r.tus.concat === 'partial' ? 'partial' : `final;${r.tus.concat.map((id) => `/files/${id}`).join(' ')}`,
     'Upload-Expires': r.state === 'Open' ? new Date(r.expiresAt).toUTCString() : undefined,
-    'X-Svc-Blob-Id': r.committedBlob,
-    'X-Svc-Blob-Location': r.committedBlob === undefined ? undefined : `/api/v1/blobs/${r.committedBlob}`,
+    'X-Svc-Blob-Id': blob,
+    'X-Svc-Blob-Location': blob === undefined ? undefined : `/api/v1/blobs/${blob}`,
     'Cache-Control': 'no-store',
   };
 }

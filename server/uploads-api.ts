@@ -75,7 +75,7 @@ function statusJson(r: SessionRecord) {
     contentType: r.contentType ?? 'application/octet-stream',
     createdAt: new Date(r.createdAt).toISOString(),
     expiresAt: new Date(r.expiresAt).toISOString(),
-    committedBlob: r.committedBlob,
+    committedBlob: r.state === 'Committed' ? r.committedBlob : undefined,
   };
 }
 

@@ -2,15 +2,15 @@
 // move throws (engine/uploads/session-machine.ts, engine/cas/ingest-lifecycle.ts).
 import { describe, expect, it } from 'vitest';
 import { IllegalIngestMove, type IngestStage, moveIngest } from '../dist/engine/cas/ingest-lifecycle.js';
-import type { Lease, SessionRecord, SessionState } from '../dist/engine/store/upload-catalog.js';
+import type { LeaseKind, LeaseOf, SessionRecord, SessionState } from '../dist/engine/store/upload-catalog.js';
 import { IllegalSessionMove, type SessionEvent, moveSession } from '../dist/engine/uploads/session-machine.js';
 
 const NOW = 1_700_000_000_000;
-const lease = (kind: Lease['kind']): Lease => ({ kind, owner: 'node/process', token: `${kind}-token`, until: NOW + 60_000 });
+const lease = <K extends LeaseKind>(kind: K): LeaseOf<K> => ({ kind, owner: 'node/process', token: `${kind}-token`, until: NOW + 60_000 });
 
 /** A session in `state`, as the service leaves one there. */
 function session(state: SessionState): SessionRecord {
-  const base: SessionRecord = { id: 's1', tenant: 't', state: 'Open', offset: 10, partCount: 1, createdAt: NOW, expiresAt: NOW + 1000, tailStart: 4, tail: 'tail-a' };
+  const base = { id: 's1', tenant: 't', state: 'Open' as const, offset: 10, partCount: 1, createdAt: NOW, expiresAt: NOW + 1000, tailStart: 4, tail: 'tail-a' };
   switch (state) {
     case 'Open': return base;
     case 'Committing': return { ...base, state, lease: lease('commit'), pendingBlob: 'blob-x' };

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, test } from 'vitest';
 import { loadConfig } from '../dist/engine/config.js';
 import { Engine } from '../dist/engine/engine.js';
 import { Logger } from '../dist/engine/log.js';
-import { LmdbUploadCatalog as UploadLedger } from '../dist/engine/store/index.js';
+import { LmdbUploadCatalog as UploadLedger, type OpenSession, type SessionRecord } from '../dist/engine/store/index.js';
 import { contentId, seededBytes } from './helpers/http.js';
 import { tempRoot } from './helpers/server.js';
 
@@ -20,6 +20,12 @@ async function open(): Promise<Engine> {
   root ??= tempRoot();
   engine = await Engine.open(loadConfig({ SVC_FS_ROOT: root, SVC_DURABILITY: 'relaxed', SVC_WORKERS: '2' }), new Logger('silent'));
   return engine;
+}
+
+/** The record of a session the test left Open, to write over it as a crash would have left it. */
+function openRecord(r: SessionRecord | undefined): OpenSession {
+  if (r?.state !== 'Open') throw new Error(`the session is ${r?.state ?? 'gone'}, not Open`);
+  return r;
 }
 
 /** One part through the engine, as the HTTP layer drives it. */
@@ -317,7 +323,7 @@ describe('cleanup after a crash', () => {
     ingest.push(data);
     await ingest.end();
     const ledger = new UploadLedger(e.catalog);
-    await ledger.update(id, (r) => ({ ...r!, state: 'Committing', pendingBlob: contentId(data), lease: { kind: 'commit', owner: 'the-dead-process', token: 't', until: Date.now() + 60_000 } }));
+    await ledger.update(id, (r) => ({ ...openRecord(r), state: 'Committing', pendingBlob: contentId(data), lease: { kind: 'commit', owner: 'the-dead-process', token: 't', until: Date.now() + 60_000 } }));
     await e.close();
     e = await open(); // the cleanup runs at start
     const s = (await e.uploads.status(TENANT, id));
@@ -333,7 +339,7 @@ describe('cleanup after a crash', () => {
     await e.uploads.create({ tenant: TENANT, id });
     await part(e, id, 0, data);
     const ledger = new UploadLedger(e.catalog);
-    await ledger.update(id, (r) => ({ ...r!, state: 'Committing', pendingBlob: contentId(data), lease: { kind: 'commit', owner: 'the-dead-process', token: 't', until: Date.now() + 60_000 } }));
+    await ledger.update(id, (r) => ({ ...openRecord(r), state: 'Committing', pendingBlob: contentId(data), lease: { kind: 'commit', owner: 'the-dead-process', token: 't', until: Date.now() + 60_000 } }));
     await e.close();
     e = await open();
     expect((await e.uploads.status(TENANT, id)).state).toBe('Open');
@@ -350,7 +356,7 @@ describe('cleanup after a crash', () => {
     await e.uploads.commit(TENANT, committed);
     await e.uploads.create({ tenant: TENANT, id: expired });
     const ledger = new UploadLedger(e.catalog);
-    await ledger.update(expired, (r) => ({ ...r!, state: 'Expired', expiresAt: Date.now() - 1 }));
+    await ledger.update(expired, (r) => ({ ...openRecord(r), state: 'Expired', lease: undefined, expiresAt: Date.now() - 1 }));
     // What the cleanup listed a moment earlier: a commit of a dead process, an open session past its expiry.
     const dead = { kind: 'commit' as const, owner: 'the-dead-process', token: 't', until: Date.now() + 60_000 };
     const listed = [
@@ -372,7 +378,7 @@ describe('cleanup after a crash', () => {
     await e.uploads.create({ tenant: TENANT, id });
     await part(e, id, 0, seededBytes(5000, 7));
     const ledger = new UploadLedger(e.catalog);
-    await ledger.update(id, (r) => ({ ...r!, lease: { kind: 'part', owner: 'the-dead-process', token: 't', until: Date.now() + 60_000 } }));
+    await ledger.update(id, (r) => ({ ...openRecord(r), lease: { kind: 'part', owner: 'the-dead-process', token: 't', until: Date.now() + 60_000 } }));
     const staging = path.join(root!, 'blocks', '.staging');
     fs.writeFileSync(path.join(staging, id, 'tail-b'), 'a part that crashed before it was recorded');
     fs.mkdirSync(path.join(staging, randomUUID()));

@@ -116,6 +116,7 @@ export abstract class Ingest {
   protected scan: ScanStream | null = null;
   /** Bytes handed to the scanning thread, and bytes it is done with (segments before stay). */
   private posted = 0;
+  /** The scanning thread has the stream's end (a continued part's next body starts it again). */
   protected finalPosted = false;
   protected scannedUpTo = 0;
   protected readonly ring: SegmentRing;
@@ -136,12 +137,21 @@ export abstract class Ingest {
   private cancelAdmission: () => void = () => {};
   /** The current body has ended (a continued part's next body starts it again). */
   protected ended = false;
+  /** The socket should be paused: the ring is full or bytes wait in the backlog. */
   protected paused = false;
   /**
-   * Where the ingest's life stands (./ingest-lifecycle.ts), changed only through moveIngest. The
-   * flags beside it are not stages of it: `ended` and `paused` are the current body's flow;
-   * `released` and `letGo` follow whichever end it had, and `endReported` may even precede it
-   * (an abort while a manifest is published).
+   * Where the ingest's life stands (./ingest-lifecycle.ts), changed only through moveIngest.
+   * None of the flags beside it is a stage of it: the stage does not fix any one's value, so
+   * folding one in would take a stage per combination.
+   * - `ended`, `paused` and `finalPosted` follow the bytes: they change within one stage (a
+   *   continued part's next body sets `ended` and `finalPosted` back), and a body may end, and
+   *   pause its socket, while its ingest still waits for admission.
+   * - `reserved` tells whether the admission took the memory reservation: `failed` and `aborted`
+   *   are reached both before admission (nothing reserved) and after (the reservation to return).
+   * - `released` trails the end: a failed ingest keeps its segments while a store task still
+   *   reads them, and the end (succeeded, failed or aborted) must stay known after the release.
+   * - `endReported` and `letGo` record that garbage collection was told (onEnded, onLetGo, each
+   *   once); `endReported` may even precede the end (an abort while a manifest is published).
    */
   protected stage: IngestStage = 'admitting';
   /**
@@ -150,6 +160,7 @@ export abstract class Ingest {
    * failed block write, when the body ended before the failure's own answer went out).
    */
   protected failure?: SvcError;
+  /** Segments, backlog, scan and reservation are returned (release(), once). */
   private released = false;
   /** Bytes of the replayed tail at the start of the stream. */
   protected readonly replayed: number;
@@ -165,7 +176,9 @@ export abstract class Ingest {
   onEnded: () => void = () => {};
   /** Called once nothing this ingest stored can become referenced through it any more. */
   onLetGo: () => void = () => {};
+  /** onLetGo was called. */
   private letGo = false;
+  /** onEnded was called. */
   private endReported = false;
   /** Blocks handed to the caller that it has not freed yet: still on their way to a record. */
   protected readonly handedOver = new Set<readonly StoredBlock[]>();

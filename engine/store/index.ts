@@ -14,7 +14,10 @@ export type { DevSecretStore } from './dev-secret.js';
 export { FileDevSecretStore } from './fs/dev-secret.js';
 export { UnitSecretStore } from './unit-secret.js';
 export type { ModelRegistration, ModelRegistry, RegistryWatch, RemoveOutcome } from './model-registry.js';
-export { type Lease, type PartRecord, type SessionRecord, type SessionState, type TailStaging, type TusFacts, type UploadCatalog, packBlocks } from './upload-catalog.js';
+export {
+  type CommittedSession, type CommittingSession, type EndedSession, type Lease, type LeaseKind, type LeaseOf, type LeasedSession, type OpenSession, type PartLeasedSession,
+  type PartRecord, type SessionRecord, type SessionState, type TailStaging, type TusFacts, type UploadCatalog, packBlocks,
+} from './upload-catalog.js';
 export { FsTailStaging } from './fs/staging.js';
 export { type BlobSummary, type BlockRef, Manifest, type ManifestRecord, summarize } from './manifest.js';
 export { CatalogEnv } from './lmdb/env.js';

@@ -3,10 +3,11 @@
 import type { ChunkerSpec } from '../base/chunker-spec.js';
 import type { StoredBlock } from './block-store.js';
 
-export type SessionState = 'Open' | 'Committing' | 'Committed' | 'Cancelled' | 'Expired';
+export type LeaseKind = 'part' | 'commit';
 
-export interface Lease {
-  kind: 'part' | 'commit';
+/** A lease on a session: a part's (the session stays Open) or a commit's (the session is Committing). */
+export interface LeaseOf<K extends LeaseKind> {
+  kind: K;
   /** The process that holds it (a lease of an earlier process is dead). */
   owner: string;
   /** This lease among those of the same process. */
@@ -14,10 +15,19 @@ export interface Lease {
   until: number;
 }
 
-export interface SessionRecord {
+/** Either lease, told apart by `kind`; `Lease<'part'>` is a part's alone. */
+export type Lease<K extends LeaseKind = LeaseKind> = K extends LeaseKind ? LeaseOf<K> : never;
+
+/**
+ * Fields of other states that a state does not hold. A move that ends one leaves its key
+ * undefined (`{ ...record, lease: undefined }`), so a record may carry the key, never a value.
+ */
+type Unset<K extends PropertyKey> = { [P in K]?: undefined };
+
+/** What a session holds in every state. */
+interface SessionFacts {
   id: string;
   tenant: string;
-  state: SessionState;
   /** Bytes acknowledged. */
   offset: number;
   declaredLength?: number;
@@ -25,19 +35,57 @@ export interface SessionRecord {
   contentType?: string;
   createdAt: number;
   expiresAt: number;
-  committedBlob?: string;
-  lease?: Lease;
   /** Object offset where the staged tail (bytes after the last cut) begins. */
   tailStart: number;
-  /** The staged file holding the tail; absent while the tail is empty. */
+  /**
+   * The staged file holding the tail; absent while the tail is empty. A session that ended keeps
+   * the name its last part wrote, though its staged files are removed.
+   */
   tail?: string;
   /** Chunker and media type, once the object's first 4 KiB decided them. */
   decided?: { spec: ChunkerSpec; mediaType: string };
-  /** The blob id a commit is publishing (recovery after a crash during commit). */
-  pendingBlob?: string;
   /** A session created through tus (server/tus-api.ts): what the protocol shows of it again. */
   tus?: TusFacts;
 }
+
+/** Taking parts; a part running holds a part's lease (one that expired or whose holder died stays until replaced). */
+export interface OpenSession extends SessionFacts, Unset<'pendingBlob' | 'committedBlob'> {
+  state: 'Open';
+  lease?: Lease<'part'>;
+}
+
+/** Open with a part's lease: the session a part is being received into. */
+export type PartLeasedSession = OpenSession & { lease: Lease<'part'> };
+
+/** A commit is cutting the tail and publishing, under its lease (the cleanup settles one whose holder died). */
+export interface CommittingSession extends SessionFacts, Unset<'committedBlob'> {
+  state: 'Committing';
+  lease: Lease<'commit'>;
+  /** The blob id the commit is publishing (recovery after a crash during commit). */
+  pendingBlob?: string;
+}
+
+/** Published: final. */
+export interface CommittedSession extends SessionFacts, Unset<'lease' | 'pendingBlob'> {
+  state: 'Committed';
+  committedBlob: string;
+}
+
+/** Cancelled by its client, or expired unfinished: final, its staged bytes gone. */
+export interface EndedSession<S extends 'Cancelled' | 'Expired' = 'Cancelled' | 'Expired'> extends SessionFacts, Unset<'lease' | 'pendingBlob' | 'committedBlob'> {
+  state: S;
+}
+
+/**
+ * A resumable session's record, one type per state (`state` tells them apart; every change is a
+ * move of engine/uploads/session-machine.ts). The stored form is these objects as they are.
+ */
+export type SessionRecord = OpenSession | CommittingSession | CommittedSession | EndedSession;
+
+export type SessionState = SessionRecord['state'];
+
+/** A session under a lease: a part's (Open) or a commit's (Committing). */
+export type LeasedSession = PartLeasedSession | CommittingSession;
 
 /** What a tus creation said of its upload. */
 export interface TusFacts {
@@ -86,7 +134,7 @@ export function unpackBlocks(packed: Buffer, into: StoredBlock[]): void {
  * creation, or when a deferred length is declared), else the bytes it received. Nothing once it
  * is committed, cancelled or expired (an open session past its expiry is expired, cleaned up or not).
  */
-export function stagedOf(record: SessionRecord, now: number): number {
+export function stagedOf(record: Pick<SessionRecord, 'state' | 'declaredLength' | 'offset' | 'expiresAt'>, now: number): number {
   if (record.state === 'Committing') return record.declaredLength ?? record.offset;
   if (record.state !== 'Open' || now >= record.expiresAt) return 0;
   return record.declaredLength ?? record.offset;
@@ -105,12 +153,12 @@ export interface UploadCatalog {
   /** Whether `partId` was acknowledged in the session. */
   hasPart(id: string, partId: string): Promise<boolean>;
   /** Runs `change` on the current record atomically (the record locked meanwhile); it returns the new record or throws. */
-  update(id: string, change: (current: SessionRecord | undefined) => SessionRecord): Promise<SessionRecord>;
+  update<R extends SessionRecord>(id: string, change: (current: SessionRecord | undefined) => R): Promise<R>;
   /**
    * `update` committed before it returns, where the catalog can (embedded): a lease taken this
    * way costs no wait for an asynchronous commit while the part's body is held.
    */
-  updateSync?(id: string, change: (current: SessionRecord | undefined) => SessionRecord): SessionRecord;
+  updateSync?<R extends SessionRecord>(id: string, change: (current: SessionRecord | undefined) => R): R;
   /** Records an acknowledged part and the session's new state together, once `check` accepts the current record. */
   addPart(session: SessionRecord, index: number, part: PartRecord, check: (current: SessionRecord | undefined) => void): Promise<void>;
   /** Every block the session's acknowledged parts cut, in order. */

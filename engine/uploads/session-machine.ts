@@ -18,7 +18,9 @@
 //   Committed, Cancelled, Expired: final.
 
 import { SvcError } from '../errors.js';
-import type { Lease, SessionRecord, SessionState, TusFacts } from '../store/index.js';
+import type {
+  CommittedSession, CommittingSession, EndedSession, Lease, LeasedSession, OpenSession, PartLeasedSession, SessionRecord, SessionState, TusFacts,
+} from '../store/index.js';
 
 export type SessionEvent =
   | { type: 'create'; id: string; tenant: string; declaredLength?: number; contentType?: string; tus?: TusFacts; now: number; ttlMs: number }
@@ -31,7 +33,7 @@ export type SessionEvent =
   /** The holder keeps its lease longer. */
   | { type: 'renew'; until: number }
   /** A part recorded: `length` bytes acknowledged, the last `tailBytes` of them staged as `tail`; the lease ends. */
-  | { type: 'part'; length: number; tailBytes: number; tail: string | undefined; decided?: SessionRecord['decided'] }
+  | { type: 'part'; length: number; tailBytes: number; tail: string | undefined; decided?: OpenSession['decided'] }
   /** The lease's holder gives the session back: a part's, or a commit's that gave up (its pendingBlob forgotten). */
   | { type: 'release' }
   /** A commit is about to publish `blob` (kept so that a crash after the publication is recovered as Committed). */
@@ -41,6 +43,25 @@ export type SessionEvent =
   | { type: 'expire' }
   /** A commit a crash interrupted, settled by the cleanup: `blob` when its pendingBlob was published (Committed), else Open. */
   | { type: 'recover'; blob?: string };
+
+/** The record an event leaves, by the event (a `take` by its lease's kind, when the caller's type knows it). */
+export type SessionAfter<E extends SessionEvent> = E extends { type: 'create' | 'declare' | 'part' | 'release' }
+  ? OpenSession
+  : E extends { type: 'concatenated' | 'published' }
+    ? CommittedSession
+    : E extends { type: 'publishing' }
+      ? CommittingSession
+      : E extends { type: 'take' }
+        ? E['lease'] extends Lease<'part'> ? PartLeasedSession : E['lease'] extends Lease<'commit'> ? CommittingSession : LeasedSession
+        : E extends { type: 'renew' }
+          ? OpenSession | CommittingSession
+          : E extends { type: 'cancel' }
+            ? EndedSession<'Cancelled'>
+            : E extends { type: 'expire' }
+              ? EndedSession<'Expired'>
+              : E extends { type: 'recover' }
+                ? OpenSession | CommittedSession
+                : SessionRecord;
 
 /** What an event tries, as a refusal names it (the words of the refusals Uploads gives before it). */
 function attempt(event: SessionEvent): string {
@@ -76,12 +97,13 @@ export class IllegalSessionMove extends SvcError {
 }
 
 /** The record after `event`, or IllegalSessionMove when the record's state (undefined: no session) does not allow it. */
+export function moveSession<E extends SessionEvent>(record: SessionRecord | undefined, event: E): SessionAfter<E>;
 export function moveSession(record: SessionRecord | undefined, event: SessionEvent): SessionRecord {
   switch (event.type) {
     case 'create': {
       if (record) break;
       const { id, tenant, declaredLength, contentType, tus, now, ttlMs } = event;
-      const created: SessionRecord = { id, tenant, state: 'Open', offset: 0, declaredLength, partCount: 0, contentType, createdAt: now, expiresAt: now + ttlMs, tailStart: 0 };
+      const created: OpenSession = { id, tenant, state: 'Open', offset: 0, declaredLength, partCount: 0, contentType, createdAt: now, expiresAt: now + ttlMs, tailStart: 0 };
       return tus ? { ...created, tus } : created;
     }
     case 'concatenated': {
@@ -92,11 +114,14 @@ export function moveSession(record: SessionRecord | undefined, event: SessionEve
     case 'declare':
       if (record?.state !== 'Open' || record.declaredLength !== undefined || event.length < record.offset) break;
       return { ...record, declaredLength: event.length };
-    case 'take':
+    case 'take': {
       if (record?.state !== 'Open') break;
-      return { ...record, state: event.lease.kind === 'commit' ? 'Committing' : 'Open', lease: event.lease };
+      const lease = event.lease;
+      return lease.kind === 'commit' ? { ...record, state: 'Committing', lease } : { ...record, state: 'Open', lease };
+    }
     case 'renew':
-      if (record?.state !== 'Open' && record?.state !== 'Committing') break;
+      if (record?.state === 'Committing') return { ...record, lease: { ...record.lease, until: event.until } };
+      if (record?.state !== 'Open') break;
       return { ...record, lease: record.lease && { ...record.lease, until: event.until } };
     case 'part': {
       if (record?.state !== 'Open') break;
@@ -121,7 +146,9 @@ export function moveSession(record: SessionRecord | undefined, event: SessionEve
       return { ...record, state: 'Expired', lease: undefined };
     case 'recover':
       if (record?.state !== 'Committing') break;
-      return { ...record, state: event.blob ? 'Committed' : 'Open', committedBlob: event.blob, pendingBlob: undefined, lease: undefined };
+      return event.blob
+        ? { ...record, state: 'Committed', committedBlob: event.blob, pendingBlob: undefined, lease: undefined }
+        : { ...record, state: 'Open', committedBlob: undefined, pendingBlob: undefined, lease: undefined };
   }
   throw new IllegalSessionMove(record?.state, event.type, attempt(event));
 }

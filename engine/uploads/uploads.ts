@@ -16,7 +16,7 @@ import type { BlockRoots } from '../cas/index.js';
 import { chunkerName } from '../cas/index.js';
 import { formatContentId } from '../cas/index.js';
 import type { PartIngest, PartOptions, PartResult } from './part-ingest.js';
-import { type BlobCatalog, type BlockStore, type Manifest, type SessionRecord, type StoredBlock, type TailStaging, type TusFacts, type UploadCatalog, packBlocks } from '../store/index.js';
+import { type BlobCatalog, type BlockStore, type CommittedSession, type CommittingSession, type LeasedSession, type Manifest, type OpenSession, type PartLeasedSession, type SessionRecord, type StoredBlock, type TailStaging, type TusFacts, type UploadCatalog, packBlocks } from '../store/index.js';
 import type { StreamScanner } from '../cas/index.js';
 import type { UploadConfig } from '../config.js';
 import {
@@ -87,7 +87,7 @@ export interface PartUpload {
   /** The object's hash is ready to continue (rebuilt after a restart, else at once). */
   ready: Promise<void>;
   /** After the body ended: stages the tail and records the part. */
-  finish(): Promise<SessionRecord>;
+  finish(): Promise<OpenSession>;
   /** The request failed or the client went away: the session is left as it was. */
   abort(): void;
   /** `abort`, resolved once the lease is released (answer a failure after it: a retry then finds the session free). */
@@ -156,7 +156,7 @@ export class Uploads {
     this.owner = this.nodePrefix + randomUUID();
   }
 
-  async create(request: CreateRequest): Promise<SessionRecord> {
+  async create(request: CreateRequest): Promise<OpenSession> {
     const record = moveSession(undefined, { type: 'create', ...request, now: this.clock.now(), ttlMs: this.deps.config.ttlMs });
     return this.deps.ledger.update(request.id, (current) => {
       if (current) throw uploadExists(request.id);
@@ -181,13 +181,14 @@ export class Uploads {
    * Starts a part (its body held meanwhile): the answer for a part id already applied, else a
    * lease on the session and an ingest continuing its object.
    */
-  async beginPart(request: PartRequest): Promise<{ replayed: SessionRecord } | { part: PartUpload }> {
+  async beginPart(request: PartRequest): Promise<{ replayed: OpenSession } | { part: PartUpload }> {
     const { config, ledger } = this.deps;
     const current = await this.status(request.tenant, request.id);
     const alive = await this.aliveNodes();
     if (current.state !== 'Open') this.refuse(current, 'add a part', alive);
     if (await ledger.hasPart(request.id, request.partId)) return { replayed: current };
-    if (this.liveLease(current, alive)) throw uploadBusy(current.lease!.kind === 'part' ? 'part upload' : 'commit');
+    // An Open session's lease is a part's (a commit's makes it Committing).
+    if (this.liveLease(current, alive)) throw uploadBusy('part upload');
     if (request.offset !== current.offset) throw uploadOffsetMismatch(current.offset);
     const maxPart = request.maxPartBytes ?? config.maxPartBytes;
     if (request.length < 1 || request.length > maxPart) throw invalidUpload(`A part must carry 1 to ${maxPart} bytes${request.maxPartBytes === undefined ? ' (SVC_UPLOAD_MAX_PART_BYTES)' : ''}`);
@@ -237,7 +238,7 @@ export class Uploads {
       await this.releaseLease(leased).catch((err: unknown) => this.deps.log.warn('uploads: lease not released', { session: leased.id, err: String(err) }));
     };
     const abort = () => void release();
-    const finish = async (): Promise<SessionRecord> => {
+    const finish = async (): Promise<OpenSession> => {
       // A part that may be continued is answered before its pipeline drains (ackPart).
       const early = ingest.continuable;
       let result: PartResult;
@@ -249,7 +250,7 @@ export class Uploads {
       } finally {
         giveReplay();
       }
-      let record: SessionRecord;
+      let record: OpenSession;
       try {
         record = await this.recordPart(leased, request, stored ? [...stored.blocks, ...result.blocks] : result.blocks, result);
       } catch (err) {
@@ -269,12 +270,12 @@ export class Uploads {
   }
 
   /** Publishes the object; a committed session answers with the same blob again. */
-  async commit(tenant: string, id: string, quota: BlobRoom = {}): Promise<SessionRecord> {
+  async commit(tenant: string, id: string, quota: BlobRoom = {}): Promise<CommittedSession> {
     const current = await this.status(tenant, id);
     if (current.state === 'Committed') return current;
     const alive = await this.aliveNodes();
     if (current.state !== 'Open') this.refuse(current, 'commit', alive);
-    if (this.liveLease(current, alive)) throw uploadBusy(current.lease!.kind === 'part' ? 'part upload' : 'commit');
+    if (this.liveLease(current, alive)) throw uploadBusy('part upload');
     if (current.offset === 0) throw invalidBlob('Empty blobs are not supported');
     if (current.declaredLength !== undefined && current.offset !== current.declaredLength) {
       throw invalidUpload(`${current.offset} bytes staged but Upload-Length declared ${current.declaredLength}`);
@@ -337,7 +338,7 @@ export class Uploads {
     request: { tenant: string; id: string; partials: string[]; contentType?: string; tus: TusFacts; maxBytes: number },
     /** The tenant's limits on the whole object (engine/tenancy ByteGate.assembled): judged before any byte is read. */
     admit: (length: number) => Promise<BlobRoom> = async () => ({}),
-  ): Promise<SessionRecord> {
+  ): Promise<CommittedSession> {
     const { tenant, partials } = request;
     // Each partial once: a partial listed again would make the server read its bytes again for nothing.
     const repeated = partials.find((id, i) => partials.indexOf(id) !== i);
@@ -347,7 +348,7 @@ export class Uploads {
       const partial = await this.status(tenant, id);
       if (partial.tus?.concat !== 'partial') throw invalidUpload(`Upload ${id} is not a partial upload (Upload-Concat: partial)`);
       if (partial.state !== 'Committed') throw invalidUpload(`Partial upload ${id} is not finished (${partial.offset} of ${partial.declaredLength ?? 'an undeclared number of'} bytes)`);
-      const manifest = await this.deps.manifests.get(partial.committedBlob!, this.deps.tenantBlobs ? tenant : undefined);
+      const manifest = await this.deps.manifests.get(partial.committedBlob, this.deps.tenantBlobs ? tenant : undefined);
       if (!manifest) throw uploadNotFound(id);
       if (manifest.record.inline) throw ingestFailed(`Partial upload ${id}'s blob is kept inline`);
       manifests.push(manifest);
@@ -384,7 +385,7 @@ export class Uploads {
     if (current.state === 'Cancelled') return;
     const alive = await this.aliveNodes();
     if (current.state !== 'Open') this.refuse(current, 'cancel', alive);
-    if (this.liveLease(current, alive)) throw uploadBusy(current.lease!.kind === 'part' ? 'part upload' : 'commit');
+    if (this.liveLease(current, alive)) throw uploadBusy('part upload');
     await this.deps.ledger.update(id, (r) => {
       if (!r || r.state !== 'Open' || this.liveLease(r, alive)) throw uploadBusy('request');
       return moveSession(r, { type: 'cancel' });
@@ -485,7 +486,7 @@ export class Uploads {
    * The session's live ingest, continued with this part, when it ends at the part's offset and
    * can go on; otherwise none (one that cannot continue is closed).
    */
-  private continueLive(leased: SessionRecord, length: number): PartIngest | undefined {
+  private continueLive(leased: OpenSession, length: number): PartIngest | undefined {
     const live = this.detachLive(leased.id);
     if (!live) return undefined;
     if (live.offset === leased.offset && live.ingest.canContinue && length <= live.ingest.bodyLimit) {
@@ -590,47 +591,49 @@ export class Uploads {
   }
 
   /** Takes the lease in one transaction (synchronous where the catalog can), checking again against the current record. */
-  private async takeLease(seen: SessionRecord, kind: 'part' | 'commit', offset: number, alive: ReadonlySet<string> | undefined): Promise<SessionRecord> {
+  private takeLease(seen: OpenSession, kind: 'part', offset: number, alive: ReadonlySet<string> | undefined): Promise<PartLeasedSession>;
+  private takeLease(seen: OpenSession, kind: 'commit', offset: number, alive: ReadonlySet<string> | undefined): Promise<CommittingSession>;
+  private async takeLease(seen: OpenSession, kind: 'part' | 'commit', offset: number, alive: ReadonlySet<string> | undefined): Promise<LeasedSession> {
     const until = this.clock.now() + (kind === 'part' ? this.deps.config.partLeaseMs : this.deps.config.commitLeaseMs);
     const { ledger } = this.deps;
     return (ledger.updateSync ? ledger.updateSync.bind(ledger) : ledger.update.bind(ledger))(seen.id, (r) => {
       if (!r || r.state !== 'Open') throw uploadState(r?.state ?? 'gone', kind === 'part' ? 'add a part' : 'commit');
-      if (this.liveLease(r, alive)) throw uploadBusy(r.lease!.kind === 'part' ? 'part upload' : 'commit');
+      if (this.liveLease(r, alive)) throw uploadBusy('part upload');
       if (r.offset !== offset) throw uploadOffsetMismatch(r.offset);
       return moveSession(r, { type: 'take', lease: { kind, owner: this.owner, token: randomUUID(), until } });
     });
   }
 
-  private async renewLease(leased: SessionRecord): Promise<void> {
+  private async renewLease(leased: PartLeasedSession): Promise<void> {
     const until = this.clock.now() + this.deps.config.partLeaseMs;
     await this.deps.ledger.update(leased.id, (r) => {
-      if (!r || r.lease?.token !== leased.lease!.token) throw uploadBusy('part upload');
+      if (!r || r.lease?.token !== leased.lease.token) throw uploadBusy('part upload');
       return moveSession(r, { type: 'renew', until });
     });
   }
 
   /** Gives the lease back, if it is still this one. */
-  private async releaseLease(leased: SessionRecord): Promise<void> {
+  private async releaseLease(leased: LeasedSession): Promise<void> {
     await this.deps.ledger.update(leased.id, (r) => {
       if (!r) throw uploadNotFound(leased.id);
-      return r.lease?.token === leased.lease!.token ? moveSession(r, { type: 'release' }) : r;
+      return r.lease?.token === leased.lease.token ? moveSession(r, { type: 'release' }) : r;
     });
   }
 
   /** Stages the part's tail and records `blocks` (the part's, after any a closed ingest stored) with the new offset. */
-  private async recordPart(leased: SessionRecord, request: PartRequest, blocks: StoredBlock[], result: PartResult): Promise<SessionRecord> {
+  private async recordPart(leased: PartLeasedSession, request: PartRequest, blocks: StoredBlock[], result: PartResult): Promise<OpenSession> {
     const { ledger, staging } = this.deps;
     const index = leased.partCount;
     // Shared sessions: a name of the lease's own, so a part whose lease was taken over (its node
     // was thought dead) can never write over the tail its successor recorded.
-    const tail = result.tailBytes > 0 ? (ledger.shared ? `tail-${leased.lease!.token}` : otherTail(leased.tail)) : undefined;
+    const tail = result.tailBytes > 0 ? (ledger.shared ? `tail-${leased.lease.token}` : otherTail(leased.tail)) : undefined;
     if (tail) await staging.overwrite(leased.id, tail, result.tail);
     // A ledger in this node's data directory is a root only this node can mark.
     if (!ledger.shared) await this.deps.holdRoots?.();
     const next = moveSession(leased, { type: 'part', length: request.length, tailBytes: result.tailBytes, tail, decided: result.decided });
     await ledger.addPart(next, index, { partId: request.partId, offset: leased.offset, length: request.length, blocks: packBlocks(blocks) }, (current) => {
       // Only the holder of this very lease may move the offset.
-      if (current?.lease?.token !== leased.lease!.token || current.offset !== leased.offset) throw uploadBusy('part upload');
+      if (current?.lease?.token !== leased.lease.token || current.offset !== leased.offset) throw uploadBusy('part upload');
     });
     // What a closed ingest stored of the tail is in the record now.
     this.storedOfTails.delete(leased.id);
@@ -676,7 +679,7 @@ export class Uploads {
    * Cuts the tail (a drained live ingest's, else the staged one after what a closed ingest
    * stored of it) to the object's end and stores its blocks.
    */
-  private async cutTail(leased: SessionRecord, drained?: PartResult, stored?: StoredOfTail): Promise<PartResult> {
+  private async cutTail(leased: CommittingSession, drained?: PartResult, stored?: StoredOfTail): Promise<PartResult> {
     let replay: Uint8Array;
     if (drained) replay = drained.tail.length === 1 ? drained.tail[0] : Buffer.concat(drained.tail);
     else {

@@ -1,10 +1,10 @@
 import type { Database } from 'lmdb';
 import type { StoredBlock } from '../block-store.js';
-import { PART_BLOCK_BYTES, type PartRecord, type SessionRecord, type UploadCatalog, stagedOf, unpackBlocks } from '../upload-catalog.js';
+import { type CommittingSession, type OpenSession, PART_BLOCK_BYTES, type PartRecord, type SessionRecord, type UploadCatalog, stagedOf, unpackBlocks } from '../upload-catalog.js';
 import type { CatalogEnv } from './env.js';
 
-/** What `upload_staged` keeps of an open session: what stagedOf reads. */
-type StagedEntry = Pick<SessionRecord, 'state' | 'declaredLength' | 'offset' | 'expiresAt'>;
+/** What `upload_staged` keeps of an open or committing session: what stagedOf reads. */
+type StagedEntry = Pick<OpenSession | CommittingSession, 'state' | 'declaredLength' | 'offset' | 'expiresAt'>;
 
 /**
  * Sessions in the `uploads` database, their parts in `upload_parts` and `upload_part_ids`; the
@@ -32,7 +32,7 @@ export class LmdbUploadCatalog implements UploadCatalog {
 
   async stagedBytes(tenant: string, now: number, except?: string): Promise<number> {
     let sum = 0;
-    for (const { key, value } of this.staged.getRange({ start: [tenant, ''], end: [tenant, '\uffff'] })) if (key[1] !== except) sum += stagedOf(value as SessionRecord, now);
+    for (const { key, value } of this.staged.getRange({ start: [tenant, ''], end: [tenant, '\uffff'] })) if (key[1] !== except) sum += stagedOf(value, now);
     return sum;
   }
 
@@ -55,7 +55,7 @@ export class LmdbUploadCatalog implements UploadCatalog {
   }
 
   /** Runs `change` on the current record in one transaction; it returns the new record or throws. */
-  update(id: string, change: (current: SessionRecord | undefined) => SessionRecord): Promise<SessionRecord> {
+  update<R extends SessionRecord>(id: string, change: (current: SessionRecord | undefined) => R): Promise<R> {
     return this.sessions.transaction(() => {
       const next = change(this.sessions.get(id));
       this.sessions.put(id, next);
@@ -64,7 +64,7 @@ export class LmdbUploadCatalog implements UploadCatalog {
     });
   }
 
-  updateSync(id: string, change: (current: SessionRecord | undefined) => SessionRecord): SessionRecord {
+  updateSync<R extends SessionRecord>(id: string, change: (current: SessionRecord | undefined) => R): R {
     return this.sessions.transactionSync(() => {
       const next = change(this.sessions.get(id));
       this.sessions.putSync(id, next);

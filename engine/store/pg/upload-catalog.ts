@@ -33,7 +33,7 @@ export class PgUploadCatalog implements UploadCatalog {
     return rows.length > 0;
   }
 
-  update(id: string, change: (current: SessionRecord | undefined) => SessionRecord): Promise<SessionRecord> {
+  update<R extends SessionRecord>(id: string, change: (current: SessionRecord | undefined) => R): Promise<R> {
     return this.sql.begin(async (tx) => {
       const current = await this.locked(tx, id);
       const next = change(current);

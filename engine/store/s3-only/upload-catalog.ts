@@ -101,7 +101,7 @@ export class S3OnlyUploadCatalog implements UploadCatalog {
     return false;
   }
 
-  update(id: string, change: (current: SessionRecord | undefined) => SessionRecord): Promise<SessionRecord> {
+  update<R extends SessionRecord>(id: string, change: (current: SessionRecord | undefined) => R): Promise<R> {
     return this.local.run(id, async () => {
       const started = Date.now();
       for (let attempt = 0; ; attempt++) {
