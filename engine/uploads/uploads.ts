@@ -7,8 +7,8 @@
 // before its pipeline drains: its tail is then what the pipeline has not stored yet, and the
 // ingest goes on with the session's next part (a "live" ingest) or, if none comes soon, drains
 // and closes. A commit cuts the tail, takes the digest and publishes: its cost does not grow
-// with the object. Above 400 lines: leases, live ingests and staged tails are one session's
-// state, changed by every step here (the part protocol itself is ./part-ingest.ts).
+// with the object. Above 400 lines: leases and staged tails are one session's state, changed by
+// every step here (the part protocol itself is ./part-ingest.ts, live ingests ./live-parts.ts).
 
 import { createHash, randomUUID } from 'node:crypto';
 import { type Clock, systemClock } from '../base/clock.js';
@@ -27,6 +27,9 @@ import type { Stats } from '../ops/index.js';
 import type { BlobRoom } from '../tenancy/index.js';
 
 import type { BufferPool } from './buffer-pool.js';
+import { KeptHashes } from './kept-hashes.js';
+import type { CreateRequest, PartRequest, PartUpload } from './requests.js';
+import { LiveParts, type StoredOfTail } from './live-parts.js';
 import { type SessionEvent, moveSession } from './session-machine.js';
 
 interface UploadsDeps {
@@ -60,40 +63,6 @@ interface UploadsDeps {
   holdRoots?: () => Promise<void>;
 }
 
-interface CreateRequest {
-  tenant: string;
-  id: string;
-  declaredLength?: number;
-  contentType?: string;
-  tus?: TusFacts;
-}
-
-interface PartRequest {
-  tenant: string;
-  id: string;
-  partId: string;
-  offset: number;
-  length: number;
-  /**
-   * The largest part this request may be (default SVC_UPLOAD_MAX_PART_BYTES): tus has no parts,
-   * so its PATCH may carry the rest of the object in one body (server/tus-api.ts).
-   */
-  maxPartBytes?: number;
-}
-
-/** A part being received: push its body into `ingest` once `ready`, then `finish`. */
-export interface PartUpload {
-  ingest: PartIngest;
-  /** The object's hash is ready to continue (rebuilt after a restart, else at once). */
-  ready: Promise<void>;
-  /** After the body ended: stages the tail and records the part. */
-  finish(): Promise<OpenSession>;
-  /** The request failed or the client went away: the session is left as it was. */
-  abort(): void;
-  /** `abort`, resolved once the lease is released (answer a failure after it: a retry then finds the session free). */
-  release(): Promise<void>;
-}
-
 /**
  * The staged file a part writes its tail to: of two names, the one the session's record does not
  * name (a crash while it is written leaves the acknowledged tail intact).
@@ -108,52 +77,23 @@ const NO_REPLAY = Buffer.alloc(0);
 const MOVED_ON = Symbol('moved on');
 /** Terminal sessions are kept this long past their expiry, then forgotten. */
 const TOMBSTONE_MS = 24 * 60 * 60 * 1000;
-/**
- * How long an acknowledged part's ingest waits for the session's next part before it drains and
- * closes (it holds its memory reservation meanwhile). A client sending parts back to back asks
- * for the next one within a round trip.
- */
-const LIVE_IDLE_MS = 100;
-
-/** An ingest that goes on after its part was acknowledged, for the session's next part. */
-interface LiveIngest {
-  ingest: PartIngest;
-  /** The session offset its bytes end at: the acknowledged offset. */
-  offset: number;
-  idle: NodeJS.Timeout;
-}
-
-/**
- * The blocks a live ingest stored after its last answer, from the session's tailStart on, when
- * it drained and closed: not recorded, but stored, so the next part (or the commit) replays the
- * staged tail after them and records them with its own.
- */
-interface StoredOfTail {
-  /** The session offset the ingest ended at: the entry holds while the record is still there. */
-  offset: number;
-  blocks: StoredBlock[];
-  bytes: number;
-}
-
 export class Uploads {
   /** Leases taken by this process: `<node id>/<process uuid>`; an earlier process's are dead. */
   readonly owner: string;
   private readonly nodePrefix: string;
-  /** By session id: the offset the hash kept on this node's scanning thread covers (a shared session may have moved on elsewhere). */
-  private readonly keptAt = new Map<string, number>();
   private cleanupTimer?: NodeJS.Timeout;
-  /** Kept hashes being rebuilt: a retried part waits for the same rebuild. */
-  private readonly rebuilding = new Map<string, Promise<void>>();
-  /** Ingests of acknowledged parts waiting for their session's next part, by session id. */
-  private readonly live = new Map<string, LiveIngest>();
-  /** By session id: what closed live ingests stored after their last answer (lost with the process). */
-  private readonly storedOfTails = new Map<string, StoredOfTail>();
+  /** Ingests of acknowledged parts kept for their session's next part, and what closed ones stored (./live-parts.ts). */
+  private readonly live: LiveParts;
+  /** The object's hash kept on this node's scanning thread between parts, rebuilt when missing (./kept-hashes.ts). */
+  private readonly hashes: KeptHashes;
   private readonly clock: Clock;
 
   constructor(private readonly deps: UploadsDeps) {
     this.clock = deps.clock ?? systemClock;
     this.nodePrefix = `${deps.nodeId ?? ''}/`;
     this.owner = this.nodePrefix + randomUUID();
+    this.live = new LiveParts(deps.log);
+    this.hashes = new KeptHashes(deps);
   }
 
   async create(request: CreateRequest): Promise<OpenSession> {
@@ -199,8 +139,8 @@ export class Uploads {
     this.deps.assertRoom?.();
     const leased = await this.takeLease(current, 'part', request.offset, alive);
     const { tailBuffers } = this.deps;
-    const continued = this.continueLive(leased, request.length);
-    const stored = continued ? undefined : this.storedOfTail(leased);
+    const continued = this.live.continue(leased, request.length);
+    const stored = continued ? undefined : this.live.storedOfTail(leased);
     let replay: Buffer = NO_REPLAY;
     if (!continued) {
       try {
@@ -234,7 +174,7 @@ export class Uploads {
       giveReplay();
       // The kept hash may have taken some of this part's bytes: it is rebuilt on the next part.
       // A part that never got that far leaves it (a rebuild it waited for is not wasted).
-      if (hashed) this.dropKept(leased.id);
+      if (hashed) this.hashes.drop(leased.id);
       await this.releaseLease(leased).catch((err: unknown) => this.deps.log.warn('uploads: lease not released', { session: leased.id, err: String(err) }));
     };
     const abort = () => void release();
@@ -262,11 +202,11 @@ export class Uploads {
         result.free();
       }
       // The kept hash covers the part once its bytes are scanned: the next part here continues it.
-      this.keptAt.set(leased.id, record.offset);
-      if (early) this.keepLive(leased.id, ingest, record.offset);
+      this.hashes.keptAt(leased.id, record.offset);
+      if (early) this.live.keep(leased.id, ingest, record.offset);
       return record;
     };
-    return { part: { ingest, ready: continued ? Promise.resolve() : this.ensureHash(leased), finish, abort, release } };
+    return { part: { ingest, ready: continued ? Promise.resolve() : this.hashes.ensure(leased), finish, abort, release } };
   }
 
   /** Publishes the object; a committed session answers with the same blob again. */
@@ -286,9 +226,9 @@ export class Uploads {
     let drained: PartResult | undefined;
     let result: PartResult | undefined;
     try {
-      drained = await this.takeLive(id);
-      const stored = drained ? undefined : this.storedOfTail(leased);
-      await this.ensureHash(leased);
+      drained = await this.live.take(id);
+      const stored = drained ? undefined : this.live.storedOfTail(leased);
+      await this.hashes.ensure(leased);
       result = await this.cutTail(leased, drained, stored);
       const hex = await this.deps.scanner.keptDigest(id);
       const blocks = [...(await this.deps.ledger.blocks(id)), ...((drained ?? stored)?.blocks ?? []), ...result.blocks];
@@ -301,7 +241,7 @@ export class Uploads {
       await this.forgetStaged(id);
       return committed;
     } catch (err) {
-      this.dropKept(id);
+      this.hashes.drop(id);
       // Back to Open, unless the session moved on without this commit (its lease lost, then
       // recovered, taken or committed elsewhere): that is not this commit's to undo.
       await this.releaseLease(leased);
@@ -390,7 +330,7 @@ export class Uploads {
       if (!r || r.state !== 'Open' || this.liveLease(r, alive)) throw uploadBusy('request');
       return moveSession(r, { type: 'cancel' });
     });
-    this.discardLive(id);
+    this.live.discard(id);
     await this.forgetStaged(id);
   }
 
@@ -409,7 +349,7 @@ export class Uploads {
       const leaseDead = !this.liveLease(record, alive, now);
       if (record.state === 'Open' && now >= record.expiresAt && leaseDead) {
         if (!(await this.moveListed(record, { type: 'expire' }))) continue;
-        this.discardLive(record.id);
+        this.live.discard(record.id);
         await this.forgetStaged(record.id);
         expired++;
       } else if (record.state === 'Committing' && leaseDead) {
@@ -454,7 +394,7 @@ export class Uploads {
   /** Blocks of open sessions, recorded or stored of their staged tails: garbage collection keeps them. */
   blockRoots(): BlockRoots {
     const { ledger } = this.deps;
-    const storedOfTails = this.storedOfTails;
+    const live = this.live;
     return {
       name: 'upload sessions',
       // Sessions in this node's LMDB outlive it; the stored blocks of staged tails are memory only.
@@ -462,7 +402,7 @@ export class Uploads {
       *digests() {
         // A shared catalog's sessions are marked by its collector in the catalog itself.
         if (ledger.liveBlockDigests) yield* ledger.liveBlockDigests();
-        for (const { blocks } of storedOfTails.values()) for (const b of blocks) yield Buffer.from(b.hex, 'hex');
+        yield* live.storedDigests();
       },
     };
   }
@@ -477,92 +417,17 @@ export class Uploads {
     this.cleanupTimer.unref();
   }
 
-  stop(): void {
-    clearInterval(this.cleanupTimer);
-    for (const id of [...this.live.keys()]) this.discardLive(id);
-  }
-
-  /**
-   * The session's live ingest, continued with this part, when it ends at the part's offset and
-   * can go on; otherwise none (one that cannot continue is closed).
-   */
-  private continueLive(leased: OpenSession, length: number): PartIngest | undefined {
-    const live = this.detachLive(leased.id);
-    if (!live) return undefined;
-    if (live.offset === leased.offset && live.ingest.canContinue && length <= live.ingest.bodyLimit) {
-      live.ingest.continuePart(length);
-      return live.ingest;
-    }
-    void this.closeIngest(leased.id, live);
-    return undefined;
-  }
-
-  /** Keeps an acknowledged part's ingest for the session's next part, for a while. */
-  private keepLive(id: string, ingest: PartIngest, offset: number): void {
-    ingest.onResume = () => {};
-    ingest.onError = (err) => {
-      // Everything before the failure was acknowledged and staged; the next part starts afresh.
-      if (this.live.get(id)?.ingest === ingest) this.discardLive(id);
-      this.deps.log.warn('uploads: ingest failed after its part was acknowledged', { session: id, err: String(err) });
-    };
-    const idle = setTimeout(() => void this.closeLive(id), LIVE_IDLE_MS);
-    idle.unref();
-    this.live.set(id, { ingest, offset, idle });
-  }
-
   /**
    * Lets the session's live ingest drain and close, if it has one (its kept hash then covers the
    * acknowledged bytes, and the next part starts from the staged tail).
    */
-  async closeLive(id: string): Promise<void> {
-    const live = this.detachLive(id);
-    if (live) await this.closeIngest(id, live);
+  closeLive(id: string): Promise<void> {
+    return this.live.close(id);
   }
 
-  /** Drains a live ingest and keeps what it stored after its last answer (storedOfTail). */
-  private async closeIngest(id: string, live: LiveIngest): Promise<void> {
-    const drained = await this.drain(live);
-    if (!drained) return;
-    const bytes = drained.blocks.reduce((n, b) => n + b.size, 0);
-    if (bytes > 0) this.storedOfTails.set(id, { offset: live.offset, blocks: drained.blocks, bytes });
-    drained.free();
-  }
-
-  /** The blocks a closed live ingest stored at the start of the session's staged tail, while they fit its record. */
-  private storedOfTail(record: SessionRecord): StoredOfTail | undefined {
-    const stored = this.storedOfTails.get(record.id);
-    if (stored && stored.offset === record.offset && stored.bytes <= record.offset - record.tailStart) return stored;
-    this.storedOfTails.delete(record.id);
-    return undefined;
-  }
-
-  /** The session's live ingest, drained and closed: what it stored since its last answer, and the bytes after. */
-  private async takeLive(id: string): Promise<PartResult | undefined> {
-    const live = this.detachLive(id);
-    return live && this.drain(live);
-  }
-
-  /** Takes the session's live ingest out of `live`, its idle timer stopped. */
-  private detachLive(id: string): LiveIngest | undefined {
-    const live = this.live.get(id);
-    if (!live) return undefined;
-    this.live.delete(id);
-    clearTimeout(live.idle);
-    return live;
-  }
-
-  private async drain(live: LiveIngest): Promise<PartResult | undefined> {
-    try {
-      return await live.ingest.endPart();
-    } catch {
-      // Failed after its part was recorded: the record has everything, the next part starts afresh.
-      return undefined;
-    }
-  }
-
-  /** Drops the session's live ingest at once (the session ends). */
-  private discardLive(id: string): void {
-    this.detachLive(id)?.ingest.abort();
+  stop(): void {
+    clearInterval(this.cleanupTimer);
+    this.live.discardAll();
   }
 
   private refuse(record: SessionRecord, action: string, alive: ReadonlySet<string> | undefined): never {
@@ -636,7 +501,7 @@ export class Uploads {
       if (current?.lease?.token !== leased.lease.token || current.offset !== leased.offset) throw uploadBusy('part upload');
     });
     // What a closed ingest stored of the tail is in the record now.
-    this.storedOfTails.delete(leased.id);
+    this.live.forgetStored(leased.id);
     // The previous tail stays for the next part to write over. It goes when this part left no
     // tail (rare: a cut at its very end), when names are the leases' own (shared sessions) or of
     // an earlier layout (one new file per part); before the answer, since the next part may write
@@ -702,67 +567,9 @@ export class Uploads {
    * the scanning thread; after a restart (or a failed part) it is rebuilt from the stored blocks
    * and the staged tail: the one case whose cost grows with the object.
    */
-  private ensureHash(session: SessionRecord): Promise<void> {
-    const running = this.rebuilding.get(session.id);
-    if (running) return running;
-    if (session.offset === 0) return Promise.resolve();
-    if (this.deps.scanner.hasKept(session.id)) {
-      // A shared session's parts may have gone to other nodes since this one kept its hash.
-      if (!this.deps.ledger.shared || this.keptAt.get(session.id) === session.offset) return Promise.resolve();
-      this.dropKept(session.id);
-    }
-    const rebuild = this.rebuildHash(session)
-      .then(() => void this.keptAt.set(session.id, session.offset))
-      .finally(() => this.rebuilding.delete(session.id));
-    this.rebuilding.set(session.id, rebuild);
-    return rebuild;
-  }
-
-  private async rebuildHash(session: SessionRecord): Promise<void> {
-    const { scanner, blocks: store, ledger, staging } = this.deps;
-    const started = performance.now();
-    const total = session.offset;
-    let scanned = 0;
-    let failure: Error | undefined;
-    let done: () => void = () => {};
-    const finished = new Promise<void>((resolve) => (done = resolve));
-    const stream = scanner.open(true, null, 1, (n) => {
-      scanned = n;
-      if (scanned === total) done();
-    }, (err) => {
-      failure = err;
-      done();
-    }, { key: session.id, skip: 0 });
-    const pieces: Array<() => Promise<Uint8Array>> = (await ledger.blocks(session.id)).map((b: StoredBlock) => () => store.read(b.hex, b.size));
-    pieces.push(() => staging.read(session.id, session.tail));
-    try {
-      let fed = 0;
-      for (const read of pieces) {
-        const bytes = await read();
-        fed += bytes.length;
-        if (bytes.length) stream.update(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length), 0, bytes.length, false);
-      }
-      // Stored or staged bytes that do not add up to the offset would never finish the rebuild.
-      if (fed !== total) throw new Error(`the session's blocks and staged tail hold ${fed} bytes, its offset is ${total}`);
-      await finished;
-      if (failure) throw failure;
-    } catch (err) {
-      this.dropKept(session.id);
-      throw err;
-    } finally {
-      stream.discard();
-    }
-    this.deps.log.info('uploads: object hash rebuilt', { session: session.id, bytes: total, ms: Math.round(performance.now() - started) });
-  }
-
-  private dropKept(id: string): void {
-    this.deps.scanner.dropKept(id);
-    this.keptAt.delete(id);
-  }
-
   private async forgetStaged(id: string): Promise<void> {
-    this.dropKept(id);
-    this.storedOfTails.delete(id);
+    this.hashes.drop(id);
+    this.live.forgetStored(id);
     await this.deps.staging.remove(id);
     await this.deps.ledger.dropParts(id);
   }
