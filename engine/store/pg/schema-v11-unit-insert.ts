@@ -17,28 +17,19 @@
 // committing either holds its lock first (this then finds its row and writes nothing) or waits,
 // then fails its check on the row written here and runs again.
 export const V11_UNIT_INSERT = `
-CREATE FUNCTION svc_unit_commit(
-  point_tbls text[], point_keys bytea[], point_vals bytea[],
-  range_tbls text[], range_starts bytea[], range_ends bytea[], range_reverse boolean[], range_limits bigint[], range_counts integer[],
-  entry_keys bytea[], entry_vals bytea[],
-  write_tbls text[], write_keys bytea[], write_vals bytea[],
-  notify_tbls text[]
-) RETURNS boolean LANGUAGE plpgsql AS $fn$
+-- The advisory locks of a commit (schema-v9-units.ts): on keys (table and key, each exclusive or
+-- shared) and on tables (each exclusive or shared), all taken in ascending id order, a lock asked
+-- in both modes once, exclusive. One function, so every writer of svc_unit_rows locks alike.
+CREATE FUNCTION svc_unit_lock(
+  key_tbls text[], key_keys bytea[], key_exclusive boolean[], tbls text[], tbl_exclusive boolean[]
+) RETURNS void LANGUAGE plpgsql AS $fn$
 DECLARE
   wanted record;
-  i integer;
-  n integer;
-  seen integer := 0;
-  now_keys bytea[];
-  now_vals bytea[];
-  now_val bytea;
 BEGIN
   FOR wanted IN
     SELECT id, bool_or(exclusive) AS exclusive FROM (
-      SELECT hashtextextended(t || ':' || encode(k, 'hex'), 0) AS id, false AS exclusive FROM unnest(point_tbls, point_keys) AS p(t, k)
-      UNION ALL SELECT hashtextextended(t || ':' || encode(k, 'hex'), 0), true FROM unnest(write_tbls, write_keys) AS w(t, k)
-      UNION ALL SELECT hashtextextended(t, 9), true FROM unnest(range_tbls) AS r(t)
-      UNION ALL SELECT hashtextextended(t, 9), false FROM unnest(write_tbls) AS w(t)
+      SELECT hashtextextended(t || ':' || encode(k, 'hex'), 0) AS id, x AS exclusive FROM unnest(key_tbls, key_keys, key_exclusive) AS l(t, k, x)
+      UNION ALL SELECT hashtextextended(t, 9), x FROM unnest(tbls, tbl_exclusive) AS l(t, x)
     ) asked GROUP BY id ORDER BY id
   LOOP
     IF wanted.exclusive THEN
@@ -47,6 +38,29 @@ BEGIN
       PERFORM pg_advisory_xact_lock_shared(wanted.id);
     END IF;
   END LOOP;
+END
+$fn$;
+
+CREATE FUNCTION svc_unit_commit(
+  point_tbls text[], point_keys bytea[], point_vals bytea[],
+  range_tbls text[], range_starts bytea[], range_ends bytea[], range_reverse boolean[], range_limits bigint[], range_counts integer[],
+  entry_keys bytea[], entry_vals bytea[],
+  write_tbls text[], write_keys bytea[], write_vals bytea[],
+  notify_tbls text[]
+) RETURNS boolean LANGUAGE plpgsql AS $fn$
+DECLARE
+  i integer;
+  n integer;
+  seen integer := 0;
+  now_keys bytea[];
+  now_vals bytea[];
+  now_val bytea;
+BEGIN
+  PERFORM svc_unit_lock(
+    point_tbls || write_tbls, point_keys || write_keys,
+    array_fill(false, ARRAY[cardinality(point_tbls)]) || array_fill(true, ARRAY[cardinality(write_tbls)]),
+    range_tbls || write_tbls,
+    array_fill(true, ARRAY[cardinality(range_tbls)]) || array_fill(false, ARRAY[cardinality(write_tbls)]));
 
   -- A key at a time: a join of the arrays with the table is planned once per session, and a plan
   -- made while the table was small scans it whole (version 9's check grew with every row).
@@ -96,23 +110,11 @@ CREATE FUNCTION svc_unit_insert_absent(
   notify_tbls text[]
 ) RETURNS boolean LANGUAGE plpgsql AS $fn$
 DECLARE
-  wanted record;
   inserted integer;
 BEGIN
-  FOR wanted IN
-    SELECT id, bool_or(exclusive) AS exclusive FROM (
-      SELECT hashtextextended(p_tbl || ':' || encode(p_key, 'hex'), 0) AS id, true AS exclusive
-      UNION ALL SELECT hashtextextended(t || ':' || encode(k, 'hex'), 0), true FROM unnest(also_tbls, also_keys) AS a(t, k)
-      UNION ALL SELECT hashtextextended(p_tbl, 9), false
-      UNION ALL SELECT hashtextextended(t, 9), false FROM unnest(also_tbls) AS a(t)
-    ) asked GROUP BY id ORDER BY id
-  LOOP
-    IF wanted.exclusive THEN
-      PERFORM pg_advisory_xact_lock(wanted.id);
-    ELSE
-      PERFORM pg_advisory_xact_lock_shared(wanted.id);
-    END IF;
-  END LOOP;
+  PERFORM svc_unit_lock(
+    array_prepend(p_tbl, also_tbls), array_prepend(p_key, also_keys), array_fill(true, ARRAY[1 + cardinality(also_tbls)]),
+    array_prepend(p_tbl, also_tbls), array_fill(false, ARRAY[1 + cardinality(also_tbls)]));
 
   INSERT INTO svc_unit_rows (tbl, key, value) VALUES (p_tbl, p_key, p_val) ON CONFLICT (tbl, key) DO NOTHING;
   GET DIAGNOSTICS inserted = ROW_COUNT;
