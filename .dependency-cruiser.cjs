@@ -42,6 +42,13 @@ const PROGRAMS = [
   'bench/job-pickup.ts',
 ];
 
+/** Modules written ahead of what imports them: the roots of what they import. */
+const NOT_YET_WIRED = [
+  'server/s3/sigv4.ts', // S3 listener, wired in issue 39
+  'server/s3/aws-chunked.ts', // S3 listener, wired in issue 39
+  'server/s3/xml-requests.ts', // S3 listener, wired in issue 39
+];
+
 /** Every `node dist/<file>.js` of package.json's scripts (the benchmarks) is a program too. */
 function scriptPrograms(repo) {
   const { scripts } = JSON.parse(fs.readFileSync(path.join(repo, 'package.json'), 'utf8'));
@@ -56,7 +63,7 @@ const escape = (file) => `^${file.replace(/[.]/g, '\\.')}$`;
 
 /** The rules and options for the tree at `repo`; entry points are read from its package.json. */
 function layering(repo = __dirname) {
-  const entries = [...new Set([...LOADED_BY_PATH, ...PROGRAMS, ...scriptPrograms(repo)])];
+  const entries = [...new Set([...LOADED_BY_PATH, ...PROGRAMS, ...NOT_YET_WIRED, ...scriptPrograms(repo)])];
   return {
     forbidden: [
       {

@@ -92,6 +92,11 @@ export const VARIABLES: ReadonlyArray<{ name: string; default: string; help: str
   { name: 'MODEL_S3_FORCE_PATH_STYLE', default: 'false', help: '`true` to address buckets by path (most S3-compatible servers).' },
   { name: 'MODEL_GCS_ENDPOINT', default: 'https://storage.googleapis.com', help: 'Endpoint of Google Cloud Storage for gs:// bundle URIs (an emulator for tests).' },
   { name: 'SVC_LOG_LEVEL', default: 'info', help: '`debug`, `info`, `warn`, `error` or `silent`. Logs are JSON lines on stderr.' },
+  // The S3-compatible API (issue 39; decisions §5 "S3-compatible API").
+  { name: 'SVC_S3_API_PORT', default: '9000', help: 'Port of the S3-compatible API listener (host SVC_HOST; 0 = pick a free port; `off` disables it).' },
+  { name: 'SVC_S3_API_DOMAIN', default: '', help: 'Domain of virtual-hosted-style S3 requests (`<bucket>.<domain>`); empty: path-style requests only (`/<bucket>/<key>`).' },
+  { name: 'SVC_S3_API_REGION', default: 'us-east-1', help: 'The region of the S3 API: the one a SigV4 credential scope must name, and GetBucketLocation\'s answer.' },
+  { name: 'SVC_S3_KEYS_FILE', default: '', help: 'JSON file of the S3 API\'s access keys (`{ "keys": [ { "accessKeyId", "secretAccessKey", "tenant", "sub", "displayName"?, "scope" } ] }`; a secret of 32 to 256 visible ASCII characters, `scope` like a token\'s: `blob.read blob.write blob.delete`); re-read on SIGHUP. With SVC_SECURITY_ENABLED=true every S3 request is SigV4-verified against these keys.' },
 ];
 
 export type Durability = 'strict' | 'relaxed';
@@ -159,6 +164,8 @@ export interface Config {
   corsAllowedOrigins: string[];
   logLevel: LogLevel;
   model: ModelConfig;
+  /** The S3-compatible API: port (null: `off`), virtual-host domain ('' : path style only), region, keys file ('' : none). */
+  s3Api: { port: number | null; domain: string; region: string; keysFile: string };
 }
 
 export interface LegacyRepoConfig {
@@ -515,6 +522,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       s3ForcePathStyle: oneOf('MODEL_S3_FORCE_PATH_STYLE', get('MODEL_S3_FORCE_PATH_STYLE'), ['true', 'false'] as const) === 'true',
       gcsEndpoint: get('MODEL_GCS_ENDPOINT').replace(/(?<!\/)\/+$/, ''),
     },
+    s3Api: {
+      port: get('SVC_S3_API_PORT') === 'off' ? null : parseInteger('SVC_S3_API_PORT', get('SVC_S3_API_PORT'), 0, 65535),
+      domain: s3ApiDomain(get('SVC_S3_API_DOMAIN')),
+      region: s3ApiRegion(get('SVC_S3_API_REGION')),
+      keysFile: get('SVC_S3_KEYS_FILE'),
+    },
   };
   // Named roots are the only places, of each kind (only s3:// roots named: no file:// bundle at all).
   const roots = parseModelRoots(get('SVC_MODEL_ROOTS'));
@@ -534,4 +547,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     if (config.s3.prefix && !config.s3.prefix.endsWith('/')) throw new ConfigError(`SVC_S3_PREFIX: "${config.s3.prefix}" must end with "/"`);
   }
   return config;
+}
+
+/** SVC_S3_API_DOMAIN: '' or a host name (lower-case labels of letters, digits and hyphens). */
+function s3ApiDomain(raw: string): string {
+  const domain = raw.trim().toLowerCase().replace(/\.$/, '');
+  if (domain !== '' && !/^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/.test(domain)) {
+    throw new ConfigError(`SVC_S3_API_DOMAIN: "${raw}" is not a host name (e.g. s3.example.com)`);
+  }
+  return domain;
+}
+
+/** SVC_S3_API_REGION: an AWS-style region name (e.g. us-east-1, eu-west-3, or a name of one's own: letters, digits, hyphens). */
+function s3ApiRegion(raw: string): string {
+  if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(raw)) throw new ConfigError(`SVC_S3_API_REGION: "${raw}" is not a region name (lower-case letters, digits and hyphens, e.g. us-east-1)`);
+  return raw;
 }
