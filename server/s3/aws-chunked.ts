@@ -13,7 +13,7 @@
 
 import crypto from 'node:crypto';
 import { Transform, type TransformCallback } from 'node:stream';
-import { S3_CHUNK_LINE_MAX_BYTES, S3_MAX_TRAILERS } from '../../engine/base/s3-limits.js';
+import { S3_CHUNK_LINE_MAX_BYTES, S3_MAX_TRAILERS } from '../../engine/base/limits.js';
 import { CHECKSUM_HEADER, isChecksumValue, type Checksum } from '../../engine/s3/checksums.js';
 import { S3Error } from './s3-error.js';
 import { EMPTY_SHA256, sha256Hex } from './sigv4-canonical.js';

@@ -5,7 +5,7 @@
 
 import crypto from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import { S3_SIGNING_KEYS_CACHED } from '../../engine/base/s3-limits.js';
+import { S3_SIGNING_KEYS_CACHED } from '../../engine/base/limits.js';
 
 export const hmac = (key: crypto.BinaryLike, data: string | Uint8Array): Buffer => crypto.createHmac('sha256', key).update(data).digest();
 

@@ -3,7 +3,7 @@
 // trimmed, and the string to sign. Pure functions of the request; server/s3/sigv4.ts verifies.
 
 import crypto from 'node:crypto';
-import { S3_MAX_QUERY_PARAMS } from '../../engine/base/s3-limits.js';
+import { S3_MAX_QUERY_PARAMS } from '../../engine/base/limits.js';
 import { S3Error } from './s3-error.js';
 
 export const ALGORITHM = 'AWS4-HMAC-SHA256';

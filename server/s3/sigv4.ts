@@ -9,7 +9,7 @@
 // RequestTimeTooSkewed, an expired presigned URL 403 AccessDenied; a malformed header or query is
 // 400 AuthorizationHeaderMalformed / AuthorizationQueryParametersError.
 
-import { S3_MAX_CLOCK_SKEW_MS, S3_MAX_SIGNED_HEADERS, S3_PRESIGN_MAX_EXPIRES_S } from '../../engine/base/s3-limits.js';
+import { S3_MAX_CLOCK_SKEW_MS, S3_MAX_SIGNED_HEADERS, S3_PRESIGN_MAX_EXPIRES_S } from '../../engine/base/limits.js';
 import type { S3Key, S3KeyLookup } from '../../engine/s3/keys.js';
 import { S3Error } from './s3-error.js';
 import { ALGORITHM, canonicalHeaders, canonicalPath, canonicalQuery, canonicalRequest, credentialScope, parseQuery, stringToSign } from './sigv4-canonical.js';

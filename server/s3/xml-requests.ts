@@ -4,7 +4,7 @@
 // S3's shape is 400 MalformedXML, parts out of order 400 InvalidPartOrder.
 
 import { XMLParser, XMLValidator } from 'fast-xml-parser';
-import { S3_KEY_MAX_BYTES, S3_MAX_DELETE_KEYS, S3_MAX_PARTS, S3_XML_BODY_MAX_BYTES } from '../../engine/base/s3-limits.js';
+import { S3_KEY_MAX_BYTES, S3_MAX_DELETE_KEYS, S3_MAX_PARTS, S3_XML_BODY_MAX_BYTES } from '../../engine/base/limits.js';
 import { CHECKSUM_ALGORITHMS, isChecksumValue, type ChecksumAlgorithm } from '../../engine/s3/checksums.js';
 import { S3Error } from './s3-error.js';
 import type { Checksums } from './xml.js';
