@@ -415,12 +415,20 @@ export function validationDeadlines(env: NodeJS.ProcessEnv = process.env): Valid
   };
 }
 
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const get = (name: string) => {
+const MiB = 1024 ** 2;
+
+/** A variable's value, or its default when unset or empty. */
+type Getter = (name: string) => string;
+
+function getterOf(env: NodeJS.ProcessEnv): Getter {
+  return (name) => {
     const v = env[name];
     return v === undefined || v === '' ? VARIABLES.find((x) => x.name === name)!.default : v;
   };
-  const MiB = 1024 ** 2;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const get = getterOf(env);
   const config: Config = {
     host: get('SVC_HOST'),
     httpPort: parseInteger('SVC_HTTP_PORT', get('SVC_HTTP_PORT'), 0, 65535),
@@ -455,15 +463,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     minFreeSpace: parseFloor('SVC_MIN_FREE_SPACE', get('SVC_MIN_FREE_SPACE')),
     opsRefreshMs: parseInteger('SVC_OPS_REFRESH_MS', get('SVC_OPS_REFRESH_MS'), 10, 3_600_000),
     opsMaxStreams: parseInteger('SVC_OPS_MAX_STREAMS', get('SVC_OPS_MAX_STREAMS'), 1, 10_000),
-    auth: {
-      devSharedSecret: env.SVC_DEV_SHARED_SECRET ?? '',
-      devTokenEndpoint: oneOf('SVC_DEV_TOKEN_ENDPOINT', get('SVC_DEV_TOKEN_ENDPOINT'), ['loopback', 'off'] as const),
-      oidcIssuer: get('SVC_OIDC_ISSUER'),
-      oidcAudience: get('SVC_OIDC_AUDIENCE'),
-      jwksUri: get('SVC_OIDC_JWKS_URI'),
-      jwksFile: get('SVC_OIDC_JWKS_FILE'),
-      jwksRefreshMs: parseDuration('SVC_OIDC_JWKS_REFRESH', get('SVC_OIDC_JWKS_REFRESH')),
-    },
+    auth: authConfig(get, env),
     securityEnabled: oneOf('SVC_SECURITY_ENABLED', get('SVC_SECURITY_ENABLED'), ['true', 'false'] as const) === 'true',
     tenantPolicyFile: get('SVC_TENANT_POLICY_FILE'),
     idempotencyTtlMs: inRange('SVC_IDEMPOTENCY_TTL', parseDuration('SVC_IDEMPOTENCY_TTL', get('SVC_IDEMPOTENCY_TTL')), 60_000, 30 * 24 * 3600_000),
@@ -476,52 +476,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       waitMs: get('SVC_VIEW_WAIT') === '0' ? 0 : inRange('SVC_VIEW_WAIT', parseDuration('SVC_VIEW_WAIT', get('SVC_VIEW_WAIT')), 0, 10 * 60_000),
       maxInputBytes: inRange('SVC_VIEW_MAX_INPUT_BYTES', parseSize('SVC_VIEW_MAX_INPUT_BYTES', get('SVC_VIEW_MAX_INPUT_BYTES')), 1024, 4096 * MiB),
     },
-    uploads: {
-      ttlMs: parseDuration('SVC_UPLOAD_TTL', get('SVC_UPLOAD_TTL')),
-      maxPartBytes: inRange('SVC_UPLOAD_MAX_PART_BYTES', parseSize('SVC_UPLOAD_MAX_PART_BYTES', get('SVC_UPLOAD_MAX_PART_BYTES')), 1, 4 * 1024 * MiB),
-      maxParts: parseInteger('SVC_UPLOAD_MAX_PARTS', get('SVC_UPLOAD_MAX_PARTS'), 1, 1_000_000),
-      partLeaseMs: parseDuration('SVC_UPLOAD_PART_LEASE', get('SVC_UPLOAD_PART_LEASE')),
-      commitLeaseMs: parseDuration('SVC_UPLOAD_COMMIT_LEASE', get('SVC_UPLOAD_COMMIT_LEASE')),
-      cleanupIntervalMs: parseDuration('SVC_UPLOAD_CLEANUP_INTERVAL', get('SVC_UPLOAD_CLEANUP_INTERVAL')),
-    },
-    jobs: {
-      // Empty: one job per pool thread.
-      concurrency: get('SVC_JOB_CONCURRENCY') === '' ? parseInteger('SVC_WORKERS', get('SVC_WORKERS'), 1, 256) : parseInteger('SVC_JOB_CONCURRENCY', get('SVC_JOB_CONCURRENCY'), 1, 1024),
-      ioConcurrency: parseInteger('SVC_JOB_IO_CONCURRENCY', get('SVC_JOB_IO_CONCURRENCY'), 1, 1024),
-      maxAttempts: parseInteger('SVC_JOB_MAX_ATTEMPTS', get('SVC_JOB_MAX_ATTEMPTS'), 1, 1000),
-      backoffMs: parseDuration('SVC_JOB_BACKOFF', get('SVC_JOB_BACKOFF')),
-      backoffMaxMs: parseDuration('SVC_JOB_BACKOFF_MAX', get('SVC_JOB_BACKOFF_MAX')),
-      leaseMs: inRange('SVC_JOB_LEASE', parseDuration('SVC_JOB_LEASE', get('SVC_JOB_LEASE')), 100, 2 ** 31 - 1),
-    },
-    gc: {
-      intervalMs: ['', '0'].includes(get('SVC_GC_INTERVAL')) ? 0 : inRange('SVC_GC_INTERVAL', parseDuration('SVC_GC_INTERVAL', get('SVC_GC_INTERVAL')), 0, 2 ** 31 - 1),
-      minAgeMs: parseDuration('SVC_GC_MIN_AGE', get('SVC_GC_MIN_AGE')),
-      quarantineAgeMs: parseDuration('SVC_GC_QUARANTINE_AGE', get('SVC_GC_QUARANTINE_AGE')),
-    },
+    uploads: uploadsConfig(get),
+    jobs: jobsConfig(get),
+    gc: gcConfig(get),
     corsAllowedOrigins: get('SVC_SECURITY_CORS_ALLOWED_ORIGINS').split(',').map((s) => s.trim()).filter(Boolean),
     logLevel: oneOf('SVC_LOG_LEVEL', get('SVC_LOG_LEVEL'), ['debug', 'info', 'warn', 'error', 'silent'] as const),
-    model: {
-      httpPort: parseInteger('HTTP_PORT', get('HTTP_PORT'), 0, 65535),
-      executionStrategy: executionMode(get('MODEL_EXECUTION_STRATEGY')),
-      cacheSize: parseInteger('MODEL_CACHE_SIZE', get('MODEL_CACHE_SIZE'), 1, 10_000),
-      cacheTtlMs: parseDuration('MODEL_CACHE_TTL', get('MODEL_CACHE_TTL')),
-      loadTimeoutMs: parseDuration('MODEL_LOAD_TIMEOUT', get('MODEL_LOAD_TIMEOUT')),
-      requestTimeoutMs: parseDuration('MODEL_REQUEST_TIMEOUT', get('MODEL_REQUEST_TIMEOUT')),
-      maxBundleBytes: parseSize('MODEL_MAX_BUNDLE_BYTES', get('MODEL_MAX_BUNDLE_BYTES')),
-      maxBundleFiles: parseInteger('MODEL_MAX_BUNDLE_FILES', get('MODEL_MAX_BUNDLE_FILES'), 1, 10_000_000),
-      maxZipEntries: parseInteger('MODEL_MAX_ZIP_ENTRIES', get('MODEL_MAX_ZIP_ENTRIES'), 1, 10_000_000),
-      maxDirectoryEntries: parseInteger('MODEL_MAX_DIRECTORY_ENTRIES', get('MODEL_MAX_DIRECTORY_ENTRIES'), 1, 10_000_000),
-      roots: null,
-      objectRoots: null,
-      storeLocation: null,
-      defaultRoots: false,
-      maxFrameBytes: parseSize('MODEL_MAX_FRAME_BYTES', get('MODEL_MAX_FRAME_BYTES')),
-      maxFrameRows: parseInteger('MODEL_MAX_FRAME_ROWS', get('MODEL_MAX_FRAME_ROWS'), 1, 100_000_000),
-      warmupRows: parseInteger('MODEL_WARMUP_ROWS', get('MODEL_WARMUP_ROWS'), 0, 1_000_000),
-      s3Endpoint: get('MODEL_S3_ENDPOINT'),
-      s3ForcePathStyle: oneOf('MODEL_S3_FORCE_PATH_STYLE', get('MODEL_S3_FORCE_PATH_STYLE'), ['true', 'false'] as const) === 'true',
-      gcsEndpoint: get('MODEL_GCS_ENDPOINT').replace(/(?<!\/)\/+$/, ''),
-    },
+    model: modelConfig(get),
     s3Api: {
       port: get('SVC_S3_API_PORT') === 'off' ? null : parseInteger('SVC_S3_API_PORT', get('SVC_S3_API_PORT'), 0, 65535),
       domain: s3ApiDomain(get('SVC_S3_API_DOMAIN')),
@@ -534,6 +494,80 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (roots.directories.length + roots.objects.length > 0) Object.assign(config.model, { roots: roots.directories, objectRoots: roots.objects });
   else if (config.securityEnabled) Object.assign(config.model, { roots: [path.join(config.fsRoot, 'models')], objectRoots: [], defaultRoots: true });
   if (config.s3.bucket) config.model.storeLocation = { bucket: config.s3.bucket, prefix: config.s3.prefix };
+  checkBackend(config);
+  return config;
+}
+
+function uploadsConfig(get: Getter): Config['uploads'] {
+  return {
+    ttlMs: parseDuration('SVC_UPLOAD_TTL', get('SVC_UPLOAD_TTL')),
+    maxPartBytes: inRange('SVC_UPLOAD_MAX_PART_BYTES', parseSize('SVC_UPLOAD_MAX_PART_BYTES', get('SVC_UPLOAD_MAX_PART_BYTES')), 1, 4 * 1024 * MiB),
+    maxParts: parseInteger('SVC_UPLOAD_MAX_PARTS', get('SVC_UPLOAD_MAX_PARTS'), 1, 1_000_000),
+    partLeaseMs: parseDuration('SVC_UPLOAD_PART_LEASE', get('SVC_UPLOAD_PART_LEASE')),
+    commitLeaseMs: parseDuration('SVC_UPLOAD_COMMIT_LEASE', get('SVC_UPLOAD_COMMIT_LEASE')),
+    cleanupIntervalMs: parseDuration('SVC_UPLOAD_CLEANUP_INTERVAL', get('SVC_UPLOAD_CLEANUP_INTERVAL')),
+  };
+}
+
+function jobsConfig(get: Getter): Config['jobs'] {
+  return {
+    // Empty: one job per pool thread.
+    concurrency: get('SVC_JOB_CONCURRENCY') === '' ? parseInteger('SVC_WORKERS', get('SVC_WORKERS'), 1, 256) : parseInteger('SVC_JOB_CONCURRENCY', get('SVC_JOB_CONCURRENCY'), 1, 1024),
+    ioConcurrency: parseInteger('SVC_JOB_IO_CONCURRENCY', get('SVC_JOB_IO_CONCURRENCY'), 1, 1024),
+    maxAttempts: parseInteger('SVC_JOB_MAX_ATTEMPTS', get('SVC_JOB_MAX_ATTEMPTS'), 1, 1000),
+    backoffMs: parseDuration('SVC_JOB_BACKOFF', get('SVC_JOB_BACKOFF')),
+    backoffMaxMs: parseDuration('SVC_JOB_BACKOFF_MAX', get('SVC_JOB_BACKOFF_MAX')),
+    leaseMs: inRange('SVC_JOB_LEASE', parseDuration('SVC_JOB_LEASE', get('SVC_JOB_LEASE')), 100, 2 ** 31 - 1),
+  };
+}
+
+function gcConfig(get: Getter): Config['gc'] {
+  return {
+    intervalMs: ['', '0'].includes(get('SVC_GC_INTERVAL')) ? 0 : inRange('SVC_GC_INTERVAL', parseDuration('SVC_GC_INTERVAL', get('SVC_GC_INTERVAL')), 0, 2 ** 31 - 1),
+    minAgeMs: parseDuration('SVC_GC_MIN_AGE', get('SVC_GC_MIN_AGE')),
+    quarantineAgeMs: parseDuration('SVC_GC_QUARANTINE_AGE', get('SVC_GC_QUARANTINE_AGE')),
+  };
+}
+
+function modelConfig(get: Getter): Config['model'] {
+  return {
+    httpPort: parseInteger('HTTP_PORT', get('HTTP_PORT'), 0, 65535),
+    executionStrategy: executionMode(get('MODEL_EXECUTION_STRATEGY')),
+    cacheSize: parseInteger('MODEL_CACHE_SIZE', get('MODEL_CACHE_SIZE'), 1, 10_000),
+    cacheTtlMs: parseDuration('MODEL_CACHE_TTL', get('MODEL_CACHE_TTL')),
+    loadTimeoutMs: parseDuration('MODEL_LOAD_TIMEOUT', get('MODEL_LOAD_TIMEOUT')),
+    requestTimeoutMs: parseDuration('MODEL_REQUEST_TIMEOUT', get('MODEL_REQUEST_TIMEOUT')),
+    maxBundleBytes: parseSize('MODEL_MAX_BUNDLE_BYTES', get('MODEL_MAX_BUNDLE_BYTES')),
+    maxBundleFiles: parseInteger('MODEL_MAX_BUNDLE_FILES', get('MODEL_MAX_BUNDLE_FILES'), 1, 10_000_000),
+    maxZipEntries: parseInteger('MODEL_MAX_ZIP_ENTRIES', get('MODEL_MAX_ZIP_ENTRIES'), 1, 10_000_000),
+    maxDirectoryEntries: parseInteger('MODEL_MAX_DIRECTORY_ENTRIES', get('MODEL_MAX_DIRECTORY_ENTRIES'), 1, 10_000_000),
+    roots: null,
+    objectRoots: null,
+    storeLocation: null,
+    defaultRoots: false,
+    maxFrameBytes: parseSize('MODEL_MAX_FRAME_BYTES', get('MODEL_MAX_FRAME_BYTES')),
+    maxFrameRows: parseInteger('MODEL_MAX_FRAME_ROWS', get('MODEL_MAX_FRAME_ROWS'), 1, 100_000_000),
+    warmupRows: parseInteger('MODEL_WARMUP_ROWS', get('MODEL_WARMUP_ROWS'), 0, 1_000_000),
+    s3Endpoint: get('MODEL_S3_ENDPOINT'),
+    s3ForcePathStyle: oneOf('MODEL_S3_FORCE_PATH_STYLE', get('MODEL_S3_FORCE_PATH_STYLE'), ['true', 'false'] as const) === 'true',
+    gcsEndpoint: get('MODEL_GCS_ENDPOINT').replace(/(?<!\/)\/+$/, ''),
+  };
+}
+
+function authConfig(get: Getter, env: NodeJS.ProcessEnv): Config['auth'] {
+  return {
+    devSharedSecret: env.SVC_DEV_SHARED_SECRET ?? '',
+    devTokenEndpoint: oneOf('SVC_DEV_TOKEN_ENDPOINT', get('SVC_DEV_TOKEN_ENDPOINT'), ['loopback', 'off'] as const),
+    oidcIssuer: get('SVC_OIDC_ISSUER'),
+    oidcAudience: get('SVC_OIDC_AUDIENCE'),
+    jwksUri: get('SVC_OIDC_JWKS_URI'),
+    jwksFile: get('SVC_OIDC_JWKS_FILE'),
+    jwksRefreshMs: parseDuration('SVC_OIDC_JWKS_REFRESH', get('SVC_OIDC_JWKS_REFRESH')),
+  };
+}
+
+/** What the backend needs and the chunk sizes' order: refused at start, naming the variable. */
+function checkBackend(config: Config): void {
   if (!(config.chunkMin <= config.chunkAvg && config.chunkAvg <= config.chunkMax)) {
     throw new ConfigError(`SVC_CHUNK_MIN <= SVC_CHUNK_AVG <= SVC_CHUNK_MAX must hold (got ${config.chunkMin}, ${config.chunkAvg}, ${config.chunkMax})`);
   }
@@ -546,7 +580,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     if (!config.s3.bucket) throw new ConfigError('SVC_S3_BUCKET: the s3 backend needs the bucket that holds everything');
     if (config.s3.prefix && !config.s3.prefix.endsWith('/')) throw new ConfigError(`SVC_S3_PREFIX: "${config.s3.prefix}" must end with "/"`);
   }
-  return config;
 }
 
 /** SVC_S3_API_DOMAIN: '' or a host name (lower-case labels of letters, digits and hyphens). */
