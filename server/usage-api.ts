@@ -9,6 +9,6 @@ import type { ServerContext } from './server-context.js';
 
 export function mountUsageApi(router: Router, { engine }: ServerContext): void {
   router.on('GET', '/api/v1/usage', async ({ ex, principal }) => {
-    ex.json(200, await engine.usage(principal?.tenant ?? DEFAULT_TENANT, principal?.subject), { 'Cache-Control': 'no-store' });
+    ex.json(200, await engine.tenantUsage.usage(principal?.tenant ?? DEFAULT_TENANT, principal?.subject), { 'Cache-Control': 'no-store' });
   }, { fallbackCode: 'usage_failure', capability: ANY_TOKEN });
 }
