@@ -5,31 +5,25 @@ import { DirectIngest, type IngestOptions } from './cas/index.js';
 import { type IngestDeps, largestBlockBytes } from './cas/index.js';
 import { PartIngest, type PartOptions } from './uploads/index.js';
 
-import { BlobReader } from './cas/index.js';
-import { TransferMemory } from './cas/index.js';
-import { loadSha256Pair, sha256PairUnavailableReason } from './cas/index.js';
-import { StreamScanner } from './cas/index.js';
+import { BlobReader, type BlockRoots, StreamScanner, TransferMemory, loadSha256Pair, sha256PairUnavailableReason } from './cas/index.js';
 import { Blobs } from './blobs/index.js';
 import type { Config, LegacyRepoConfig } from './config.js';
-import { type Collector, GarbageCollector, SharedCollector } from './gc/index.js';
+import { type Collector, collectorFor } from './gc/index.js';
 import { JobQueue } from './jobs/index.js';
 import type { Logger } from './log.js';
-import { Health, Metrics, Stats } from './ops/index.js';
 import { CursorSeal, TokenVerifier } from './auth/index.js';
 import { BulkMigrations, DocumentService } from './documents/index.js';
 import { MigrationRegistry } from './documents/index.js';
 import { SchemaRegistry } from './documents/index.js';
 import { BundleRoots, ModelService } from './models/index.js';
-import { ClusterNodes, TrafficHistory, nodeIdOf, nodeSummary } from './ops/index.js';
+import { ClusterNodes, Health, Metrics, Stats, TrafficHistory, nodeIdOf, nodeSummary } from './ops/index.js';
 import { LiveNodes } from './locality/index.js';
 import { ViewService } from './views/index.js';
 import { WorkflowService } from './workflows/index.js';
 import { IdempotencyKeys } from './idempotency/index.js';
-import { type BlobBackend, type BlobCatalog, type BlockStore, CatalogEnv, type DataDirLock, DiskSpace, KeyedCatalog, LmdbGcCatalog, type UnitStore, lockDataDir, openBlobBackend, CatalogSchemaTooNew, StartRefused, openCatalogSchema } from './store/index.js';
-import type { BlockRoots } from './cas/index.js';
+import { type BlobBackend, type BlobCatalog, type BlockStore, CatalogEnv, type DataDirLock, DiskSpace, KeyedCatalog, type UnitStore, lockDataDir, openBlobBackend, CatalogSchemaTooNew, StartRefused, openCatalogSchema } from './store/index.js';
 import type { Clock } from './base/clock.js';
-import { BufferPool } from './uploads/index.js';
-import { Uploads } from './uploads/index.js';
+import { Uploads, tailBufferPool } from './uploads/index.js';
 import { createWorkerPool } from './worker-pool.js';
 import { Budgets, ByteGate, ClusterShareTracker, SINGLE_NODE, type ShareScope, TenantPolicies, TenantUsage } from './tenancy/index.js';
 import { LegacyImports, LegacyRepositories } from './legacy/index.js';
@@ -142,7 +136,7 @@ export class Engine {
       // Asked only where the sessions are shared (the ledger's `shared`).
       liveNodes: () => this.liveNodes.liveNodeIds(),
       clock: this.clock,
-      tailBuffers: tailBufferPool(config),
+      tailBuffers: tailBufferPool(largestBlockBytes(config)),
       blocks,
       scanner,
       manifests,
@@ -196,13 +190,9 @@ export class Engine {
     this.workflows = new WorkflowService(units, this.jobs, this.documents, this.views);
     this.bulkMigrations = new BulkMigrations(units, this.jobs, this.documents, this.documents.metaIndex);
     const roots: BlockRoots[] = [this.uploads.blockRoots(), this.documents.blockRoots(), this.views.blockRoots()];
-    if (backend.embedded) {
-      this.gc = new GarbageCollector({ config: config.gc, catalog: new LmdbGcCatalog(catalog), manifests: backend.embedded.manifests, blocks: backend.embedded.blocks, roots, log });
-    } else if (backend.shared) {
-      this.gc = new SharedCollector({ config: config.gc, catalog: backend.shared.gc, blocks: backend.shared.blocks, roots, log, nodeId: this.nodeId, address: () => this.liveNodes.address, nodeTtlMs: config.nodeTtlMs, summary: () => ({ ...nodeSummary(this) }) });
-    } else {
-      throw new Error(`the ${backend.kind} backend has no garbage collector`);
-    }
+    this.gc = collectorFor(backend, {
+      config: config.gc, roots, log, nodeId: this.nodeId, address: () => this.liveNodes.address, nodeTtlMs: config.nodeTtlMs, summary: () => ({ ...nodeSummary(this) }),
+    });
     this.cluster = new ClusterNodes({
       catalog: backend.shared?.gc, nodeId: this.nodeId, address: () => this.liveNodes.address, nodeTtlMs: config.nodeTtlMs, log,
       documents: backend.documents, documentsLeaseMs: config.documentsLeaseMs,
@@ -232,16 +222,8 @@ export class Engine {
       throw err instanceof CatalogSchemaTooNew ? new StartRefused(backend.kind === 'pg-s3' ? 'SVC_PG_URL' : 'SVC_FS_ROOT', err.message) : err;
     });
     if (schema.from !== schema.to) log.info('catalog: schema version raised', schema);
-    // Shared sessions (pg-s3, s3) are any node's to clean up, on every interval. The backend's open
-    // refused a bucket or a PostgreSQL that cannot be reached (StartRefused); one that stops
-    // answering after that does not stop the start (readiness says so).
-    const cleaned = await engine.uploads.cleanup().catch((err: unknown) => {
-      if (!backend.sessions.catalog.shared) throw err;
-      log.warn('uploads: cleanup at start failed; the next interval tries again', { err: String(err) });
-      return { expired: 0, recovered: 0, removed: 0 };
-    });
-    if (cleaned.expired || cleaned.recovered || cleaned.removed) log.info('uploads: cleanup at start', cleaned);
-    engine.uploads.startCleanup();
+    // Expired and interrupted sessions: cleaned up now, then every interval.
+    await engine.uploads.start();
     const cursorKey = await engine.cursors.load();
     if (cursorKey.created) log.info('generated the key that seals list and search cursors', { keptIn: cursorKey.location });
     await engine.documents.open();
@@ -308,13 +290,4 @@ export class Engine {
     await this.catalog.close();
     this.lock.release();
   }
-}
-
-/**
- * Buffers of a maximal block (a drained part's tail, the one read most); larger tails, which parts
- * answered early leave, get buffers of their own. About 16 MiB stay pooled (at least two).
- */
-function tailBufferPool(config: Config): BufferPool {
-  const capacity = largestBlockBytes(config);
-  return new BufferPool(capacity, Math.max(2, Math.floor((16 * 1024 * 1024) / capacity)));
 }

@@ -10,6 +10,7 @@ import { FileDevSecretStore } from './fs/dev-secret.js';
 import { FsTailStaging } from './fs/staging.js';
 import { LmdbBlobCatalog } from './lmdb/blob-catalog.js';
 import type { CatalogEnv } from './lmdb/env.js';
+import { LmdbGcCatalog } from './lmdb/gc-catalog.js';
 import { LmdbModelRegistry } from './lmdb/model-registry.js';
 import { LmdbUnitStore } from './lmdb/unit-store.js';
 import { LmdbUploadCatalog } from './lmdb/upload-catalog.js';
@@ -34,7 +35,7 @@ export async function openBlobBackend(config: Config, env: CatalogEnv, nodeId: s
       kind: 'fs',
       blocks,
       manifests,
-      embedded: { blocks, manifests },
+      embedded: { blocks, manifests, gc: new LmdbGcCatalog(env) },
       sessions: { catalog: new LmdbUploadCatalog(env), staging: new FsTailStaging(config.fsRoot, config.durability) },
       models: new LmdbModelRegistry(env),
       devSecret: new FileDevSecretStore(config.fsRoot),

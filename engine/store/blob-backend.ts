@@ -5,6 +5,7 @@ import type { Clock, ReferenceClock } from '../base/clock.js';
 import type { BlobBackendKind } from '../config.js';
 import type { BlobCatalog, EmbeddedBlobCatalog } from './blob-catalog.js';
 import type { BlockStore, EmbeddedBlockStore, MovableBlockStore } from './block-store.js';
+import type { GcCatalog } from './gc-catalog.js';
 import type { SharedGcCatalog } from './shared-gc-catalog.js';
 import type { TailStaging, UploadCatalog } from './upload-catalog.js';
 import type { ModelRegistry } from './model-registry.js';
@@ -22,8 +23,8 @@ export interface BlobBackend {
   readonly kind: BlobBackendKind;
   readonly blocks: BlockStore;
   readonly manifests: BlobCatalog;
-  /** The embedded backend's synchronous views, for the embedded garbage collector (fs only). */
-  readonly embedded?: { blocks: EmbeddedBlockStore; manifests: EmbeddedBlobCatalog };
+  /** The embedded backend's synchronous views and its GC records, for the embedded garbage collector (fs only). */
+  readonly embedded?: { blocks: EmbeddedBlockStore; manifests: EmbeddedBlobCatalog; gc: GcCatalog };
   /** A shared backend's views, for the collector of a shared catalog (pg-s3, s3). */
   readonly shared?: { blocks: MovableBlockStore; gc: SharedGcCatalog };
   // Every store below is present for every backend: shared by the nodes where the backend shares
