@@ -25,7 +25,7 @@ export function mountBlobApi(router: Router, { engine }: ServerContext): void {
   router.on('POST', '/api/v1/blobs', ({ ex, req, principal }) => upload(engine, ex, req, principal), { fallbackCode: 'ingest_failed', capability: 'blob.write', operation: true });
 
   router.on('GET', '/api/v1/blobs', async ({ ex, query, principal }) => {
-    ex.json(200, await engine.list(parseLimit(query.get('limit') ?? undefined), query.get('cursor') ?? undefined, principal));
+    ex.json(200, await engine.blobs.list(parseLimit(query.get('limit') ?? undefined), query.get('cursor') ?? undefined, principal));
   }, { fallbackCode: 'inventory_failure', capability: 'blob.read' });
 
   router.on(['GET', 'HEAD'], '/api/v1/blobs/:id', ({ ex, req, params, principal, chargeBytes }) => {
@@ -33,21 +33,21 @@ export function mountBlobApi(router: Router, { engine }: ServerContext): void {
     const conditions = readConditions(req);
     const serve = (manifest: Manifest) => serveBlob(engine, ex, conditions, manifest, ex.method === 'HEAD', {}, chargeBytes);
     // An embedded catalog answers at once: the 4 KiB GET path has no promise to wait for.
-    const manifest = engine.manifest(parseContentIdSegment(params[0]!), principal?.tenant);
+    const manifest = engine.blobs.manifest(parseContentIdSegment(params[0]!), principal?.tenant);
     return manifest instanceof Promise ? manifest.then(serve) : serve(manifest);
   }, { capability: 'blob.read', operation: true });
 
   router.on('DELETE', '/api/v1/blobs/:id', async ({ ex, params, principal }) => {
-    await engine.delete(parseContentIdSegment(params[0]!), principal?.tenant);
+    await engine.blobs.delete(parseContentIdSegment(params[0]!), principal?.tenant);
     ex.send(204, {});
   }, { capability: 'blob.delete' });
 
   router.on('GET', '/api/v1/blobs/:id/metadata', async ({ ex, params, query, principal }) => {
-    ex.json(200, await engine.metadata(parseContentIdSegment(params[0]!), parseLimit(query.get('limit') ?? undefined), query.get('cursor') ?? undefined, principal));
+    ex.json(200, await engine.blobs.metadata(parseContentIdSegment(params[0]!), parseLimit(query.get('limit') ?? undefined), query.get('cursor') ?? undefined, principal));
   }, READ);
 
   router.on('POST', '/api/v1/blobs/:id/verify', async ({ ex, params, principal }) => {
-    ex.json(200, await engine.verify(parseContentIdSegment(params[0]!), principal?.tenant));
+    ex.json(200, await engine.blobs.verify(parseContentIdSegment(params[0]!), principal?.tenant));
   }, { fallbackCode: 'verification_failure', capability: 'blob.read' });
 }
 
@@ -101,7 +101,7 @@ function upload(engine: Engine, ex: Exchange, req: RequestHead, principal: Princ
   const head = snapshotHead(req);
   const body = new HeldBody(ex.body);
   return (async () => {
-    const owner = forwarded ? undefined : await engine.localityOwner(locality.tenant, locality.session).catch((err: unknown) => {
+    const owner = forwarded ? undefined : await engine.liveNodes.localityOwner(locality.tenant, locality.session).catch((err: unknown) => {
       throw new SvcError('unavailable', 'locality_failed', `No owner could be placed: ${String((err as Error)?.message ?? err)}`);
     });
     if (owner && !owner.self) return forwardUpload(ex, body, owner, headers, engine.nodeId);

@@ -39,7 +39,10 @@ interface RouterPlan {
 }
 
 export function mountListeners(app: TemplatedApp, modelApp: TemplatedApp, engine: Engine, config: Config, log: Logger): ListenerRouters {
-  const ctx: ServerContext = { engine, config, log, metrics: engine.metrics, modelMetrics: new ModelMetrics(engine.models, engine.metrics.registry) };
+  const ctx: ServerContext = {
+    engine, config, log, metrics: engine.metrics, modelMetrics: new ModelMetrics(engine.models, engine.metrics.registry),
+    health: engine.health, tenantUsage: engine.tenantUsage,
+  };
   // The one guard of every router: the engine's token verifier. With security on, every route
   // that names a capability needs a bearer token that holds it; the document platform and legacy
   // repositories need one with security on or off (docs/documents.md).

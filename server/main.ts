@@ -80,7 +80,7 @@ export async function serve(config: Config, log = new Logger(config.logLevel)): 
     throw err;
   }
   const [port, modelPort] = sockets.map((socket) => uws.us_socket_local_port(socket)) as [number, number];
-  engine.listening(`${config.host}:${port}`);
+  engine.liveNodes.listening(`${config.host}:${port}`);
   const blockHashing = engine.scanner.pairHashing ? 'scanning thread (native SHA-256 pair)' : 'worker threads (node:crypto)';
   log.info('listening', { host: config.host, port, modelPort, fsRoot: config.fsRoot, durability: config.durability, workers: config.workers, blockHashing, bodyCopy: nativeSharedCopy ? 'native memcpy' : 'TypedArray.set' });
   return { port, modelPort, close, reloadPolicies: () => void engine.policies.reload() };

@@ -14,7 +14,7 @@ import { holds } from '../engine/auth/index.js';
 /** The operator endpoints' capability (health stays public). */
 const OBSERVE = { capability: 'observability.read' };
 
-export function mountOpsApi(router: Router, { engine, metrics }: ServerContext): void {
+export function mountOpsApi(router: Router, { engine, metrics, health }: ServerContext): void {
   /**
    * Whether a health answer may carry its details: always with security off; with security on
    * only to a token that holds observability.read (the checks name dependencies, and their
@@ -37,11 +37,11 @@ export function mountOpsApi(router: Router, { engine, metrics }: ServerContext):
 
   router.on('GET', '/api/health/ready', async ({ ex, req }) => {
     const details = detailsFor(req);
-    const checks = await engine.readiness();
+    const checks = await health.readiness();
     const ready = checks.every((c) => c.status === 'ok');
     // Below the free-space floor the server still serves reads, and a node whose clock strays
     // from PostgreSQL's still judges leases by PostgreSQL's: degraded, not unready.
-    const warnings = [engine.spaceCheck(), engine.clockCheck()].filter((c) => c !== undefined);
+    const warnings = [health.spaceCheck(), health.clockCheck()].filter((c) => c !== undefined);
     const status = !ready ? 'not_ready' : warnings.every((c) => c.status === 'ok') ? 'ready' : 'degraded';
     ex.json(ready ? 200 : 503, (await details) ? { status, checks: [...checks, ...warnings] } : { status });
   });

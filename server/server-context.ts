@@ -5,7 +5,8 @@
 import type { Config } from '../engine/config.js';
 import type { Engine } from '../engine/engine.js';
 import type { Logger } from '../engine/log.js';
-import type { Metrics } from '../engine/ops/index.js';
+import type { Health, Metrics } from '../engine/ops/index.js';
+import type { TenantUsage } from '../engine/tenancy/index.js';
 import type { ModelMetrics } from './model-metrics.js';
 import type { Router } from './router.js';
 
@@ -17,6 +18,9 @@ export interface ServerContext {
   metrics: Metrics;
   /** The model runtime's metrics, under the reference runtime's names, in the same registry. */
   modelMetrics: ModelMetrics;
+  /** The engine's services a route file may be handed alone (engine.health, engine.tenantUsage). */
+  health: Health;
+  tenantUsage: TenantUsage;
 }
 
 export type MountRoutes = (router: Router, ctx: ServerContext) => void;

@@ -7,8 +7,8 @@ import { DEFAULT_TENANT } from '../engine/store/index.js';
 import { ANY_TOKEN, type Router } from './router.js';
 import type { ServerContext } from './server-context.js';
 
-export function mountUsageApi(router: Router, { engine }: ServerContext): void {
+export function mountUsageApi(router: Router, { tenantUsage }: ServerContext): void {
   router.on('GET', '/api/v1/usage', async ({ ex, principal }) => {
-    ex.json(200, await engine.usage(principal?.tenant ?? DEFAULT_TENANT, principal?.subject), { 'Cache-Control': 'no-store' });
+    ex.json(200, await tenantUsage.usage(principal?.tenant ?? DEFAULT_TENANT, principal?.subject), { 'Cache-Control': 'no-store' });
   }, { fallbackCode: 'usage_failure', capability: ANY_TOKEN });
 }

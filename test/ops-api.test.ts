@@ -160,18 +160,21 @@ describe('OpsSnapshots (no HTTP)', () => {
       config: { fsRoot: root, blobBackend: 'fs', durability: 'relaxed' },
       backend: {},
       nodeId: nodeIdOf(root),
-      nodes: async () => [],
-      clockCheck: () => undefined,
-      tenantsUsage: async () => [{ tenant: '00000000-0000-4000-8000-000000000000', retainedBytes: 0, objects: 0, quotaBytes: null }],
+      liveNodes: { nodes: async (): Promise<Array<{ nodeId: string; lastSeenAt: string; address: string }>> => [] },
+      tenantUsage: { tenantsUsage: async () => [{ tenant: '00000000-0000-4000-8000-000000000000', retainedBytes: 0, objects: 0, quotaBytes: null }] },
       stats,
       log: new Logger('silent'),
       manifests: { totals: async () => ({ blobs: 3, blocks: 7, storedBytes: 7 * 1024 * 1024 }) },
       pool: { threads: [{}, {}], queueSize: 0, idleThreads: 2 },
       memory: { transfers: 0, queued: 0, bufferedBytes: 0, limitBytes: 1 << 30 },
-      readiness: async () => [
-        { name: 'catalog', status: 'ok', latencyMs: 0.5 },
-        { name: 'blockStore', status: 'ok', latencyMs: 0.25 },
-      ],
+      health: {
+        lastReadiness: undefined as { at: number; failed: string[] } | undefined,
+        clockCheck: () => undefined,
+        readiness: async () => [
+          { name: 'catalog', status: 'ok', latencyMs: 0.5 },
+          { name: 'blockStore', status: 'ok', latencyMs: 0.25 },
+        ],
+      },
     };
     return engine;
   }
@@ -222,7 +225,7 @@ describe('OpsSnapshots (no HTTP)', () => {
       const degraded = await snaps.build();
       expect(degraded.status).toBe('Degraded');
       expect(degraded.summary).toContain('integrity');
-      engine.readiness = async () => [
+      engine.health.readiness = async () => [
         { name: 'catalog', status: 'failed', latencyMs: 5000, detail: 'timed out after 5000 ms' } as any,
         { name: 'blockStore', status: 'ok', latencyMs: 0.25 },
       ];
@@ -249,8 +252,8 @@ describe('OpsSnapshots (no HTTP)', () => {
         capacity: { workerThreads: 2, running: 0, queued: 0, transfersInFlight: 1, bufferedBytes: 0, limitBytes: 1024 },
       });
       engine.backend = { shared: {} };
-      engine.lastReadiness = { at: Date.now(), failed: [] };
-      engine.nodes = async () => [{ nodeId: engine.nodeId, lastSeenAt: at, address: '127.0.0.1:1' }, { nodeId: 'node-b', lastSeenAt: at, address: '127.0.0.1:2' }];
+      engine.health.lastReadiness = { at: Date.now(), failed: [] };
+      engine.liveNodes.nodes = async () => [{ nodeId: engine.nodeId, lastSeenAt: at, address: '127.0.0.1:1' }, { nodeId: 'node-b', lastSeenAt: at, address: '127.0.0.1:2' }];
       engine.cluster = {
         list: async () => [
           { nodeId: engine.nodeId, address: '127.0.0.1:1', state: 'live', lastSeenAt: at, rootHolder: false, self: true },

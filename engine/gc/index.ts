@@ -3,5 +3,6 @@
 export { GarbageCollector } from './gc.js';
 export { GC_PHASES, type GcAgeOverrides, type GcPhase, type GcReport, type GcState } from './report.js';
 export type { Collector } from './collector.js';
+export { type CollectorOptions, collectorFor } from './collector-for.js';
 export type { FencedIngest } from './ingest-fence.js';
 export { SharedCollector } from './shared-collector.js';

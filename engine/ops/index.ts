@@ -1,5 +1,6 @@
 // Operations: counters, Prometheus metrics, the ops snapshot, its event stream, traffic history.
 export { type EventSink, OpsEvents, type Subscription } from './events.js';
+export { Health, type HealthDeps, type WarningCheck } from './health.js';
 export { Metrics } from './metrics.js';
 export { ClusterNodes, type Forgotten, type NodeView } from './nodes.js';
 export type { DocumentsReleased } from './documents-release.js';

@@ -77,7 +77,8 @@ export interface NodeSummary {
 }
 
 export function nodeSummary(engine: OpsSource): NodeSummary {
-  const { stats, pool, memory, lastReadiness } = engine;
+  const { stats, pool, memory } = engine;
+  const { lastReadiness } = engine.health;
   const threads = pool.threads.length;
   return {
     at: new Date().toISOString(),
@@ -168,12 +169,12 @@ export class OpsSnapshots {
     const { engine } = this;
     const observedAt = new Date().toISOString();
     const [probes, space, counts, nodes, known, tenants] = await Promise.all([
-      engine.readiness(),
+      engine.health.readiness(),
       this.diskSpace(),
       this.counts(),
-      engine.nodes().catch(() => []),
+      engine.liveNodes.nodes().catch(() => []),
       engine.backend.shared ? engine.cluster.list().catch(() => undefined) : Promise.resolve(undefined),
-      engine.tenantsUsage().catch(() => []),
+      engine.tenantUsage.tenantsUsage().catch(() => []),
     ]);
     const stats = engine.stats;
     const pool = engine.pool;
@@ -186,7 +187,7 @@ export class OpsSnapshots {
 
     const checks: OpsCheck[] = [];
     for (const p of probes) checks.push(probeCheck(p));
-    const clock = engine.clockCheck();
+    const clock = engine.health.clockCheck();
     if (clock) checks.push({ id: 'clock', status: clock.status, detail: clock.detail ?? '' });
     const minFreeBytes = engine.config.minFreeSpace ? floorInBytes(engine.config.minFreeSpace, space.totalBytes) : 0;
     if (space.error) checks.push({ id: 'diskSpace', status: 'warn', detail: `file system not readable: ${space.error}` });

@@ -1,20 +1,16 @@
 // What the operator views (snapshot, node summary, metrics) read of the engine: a narrow view
-// that engine.ts satisfies, so ops/ never depends on the composition root.
+// that engine.ts satisfies, so ops/ never depends on the composition root (nor on the services
+// of engine/tenancy and engine/locality, named here by the shapes it reads).
 
 import type { Piscina } from 'piscina';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import type { BlobCatalog } from '../store/index.js';
+import type { Health, HealthCheck } from './health.js';
 import type { ClusterNodes } from './nodes.js';
 import type { Stats } from './stats.js';
 
-/** One dependency probe of readiness (catalog, block store, PostgreSQL, S3). */
-export interface HealthCheck {
-  name: string;
-  status: 'ok' | 'failed';
-  latencyMs: number;
-  detail?: string;
-}
+export type { HealthCheck };
 
 /** The memory every transfer shares (engine/cas/transfer-memory.ts), as the views read it. */
 export interface MemoryGauges {
@@ -43,12 +39,10 @@ export interface OpsSource {
   readonly backend: { readonly shared?: unknown };
   readonly cluster: Pick<ClusterNodes, 'list'>;
   readonly manifests: Pick<BlobCatalog, 'totals'>;
-  /** The outcome of the latest readiness checks. */
-  readonly lastReadiness?: { at: number; failed: string[] };
-  readiness(): Promise<HealthCheck[]>;
-  /** pg-s3: this node's clock against the database's (warn past CLOCK_SKEW_WARN_MS); undefined elsewhere. */
-  clockCheck(): { status: 'ok' | 'warn'; detail?: string } | undefined;
-  /** The usage of the tenants the operator knows by name (the policy's; the default tenant with security off). */
-  tenantsUsage(): Promise<TenantUsageRow[]>;
-  nodes(): Promise<Array<{ nodeId: string; lastSeenAt: string; address: string }>>;
+  /** Readiness, its latest outcome, and on pg-s3 this node's clock against the database's (engine/ops/health.ts). */
+  readonly health: Pick<Health, 'lastReadiness' | 'readiness' | 'clockCheck'>;
+  /** The usage of the tenants the operator knows by name (the policy's; the default tenant with security off): engine/tenancy/tenant-usage.ts. */
+  readonly tenantUsage: { tenantsUsage(): Promise<TenantUsageRow[]> };
+  /** The live nodes sharing the catalog (engine/locality/live-nodes.ts). */
+  readonly liveNodes: { nodes(): Promise<Array<{ nodeId: string; lastSeenAt: string; address: string }>> };
 }

@@ -14,6 +14,7 @@ import { SchemaTooNew } from './pg/schema.js';
 import { S3BlockStore } from './s3/block-store.js';
 import { S3Journal } from './s3/journal.js';
 import { S3TailStaging } from './s3/staging.js';
+import { UnitSecretStore } from './unit-secret.js';
 
 /** How often a node reads the database's clock again (its offset drifts by milliseconds per hour at most). */
 const CLOCK_SAMPLE_MS = 5000;
@@ -65,6 +66,8 @@ export async function openPgS3(config: Config, log: Logger, nodeId?: string): Pr
     devSecret: manifests.devSecret(),
     // And units of work (documents, jobs, views, workflow runs...): every node commits on the same rows.
     units,
+    // Kept where every node reads it: a cursor one node gave opens on any other, and after a restart.
+    cursorKey: new UnitSecretStore(units, 'cursor-key'),
     models: manifests.modelRegistry({ onWatchLost: (err) => log.warn('models: the connection that listens for registry changes was lost; reconnecting (the registry is read every few seconds meanwhile)', { err: String(err) }) }),
     clock,
     dependencies: [

@@ -11,7 +11,12 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config.js';
+import { systemClock } from '../base/clock.js';
 import type { BlobBackend } from './blob-backend.js';
+import { FileDevSecretStore } from './fs/dev-secret.js';
+import type { CatalogEnv } from './lmdb/env.js';
+import { LmdbModelRegistry } from './lmdb/model-registry.js';
+import { LmdbUnitStore } from './lmdb/unit-store.js';
 import { isS3Failure, s3StartRefused } from './dependency-failure.js';
 import { S3BlockStore } from './s3/block-store.js';
 import { S3TailStaging } from './s3/staging.js';
@@ -28,7 +33,8 @@ import type { Logger } from '../log.js';
 import { S3KeptSecret } from './s3-only/kept-secret.js';
 
 
-export async function openS3Only(config: Config, nodeId: string, log?: Logger): Promise<BlobBackend> {
+/** `env`: this node's LMDB, which keeps what the bucket does not share (units of work, models, the development secret). */
+export async function openS3Only(config: Config, env: CatalogEnv, nodeId: string, log?: Logger): Promise<BlobBackend> {
   // This process holds the data directory's lock: a spill left by an earlier run is nobody's.
   const scratchDir = path.join(config.fsRoot, 'scratch');
   fs.rmSync(scratchDir, { recursive: true, force: true });
@@ -57,6 +63,11 @@ export async function openS3Only(config: Config, nodeId: string, log?: Logger): 
       shared: { blocks, gc },
       // Shared through the bucket by compare-and-swap: any node takes a session's next step.
       sessions: { catalog: sessions, staging: new S3TailStaging(blocks.client, blocks.location) },
+      // The documents' units of work, the model registry and the development secret are this node's.
+      units: new LmdbUnitStore(env),
+      models: new LmdbModelRegistry(env),
+      devSecret: new FileDevSecretStore(config.fsRoot),
+      clock: systemClock,
       dependencies: [{ name: 's3', probe: () => blocks.probe() }],
       removedTempFiles: 0,
       close: async () => {

@@ -3,3 +3,4 @@ export { type AdmitOptions, type BudgetUsage, Budgets, type RateUsage, type Rele
 export { type Policy, PolicyError, TenantPolicies } from './policy.js';
 export { type ClusterShare, ClusterShareTracker, SINGLE_NODE, type ShareScope, shareOf, slotsOf } from './cluster-share.js';
 export { type BlobRoom, type BodyMeter, ByteGate, type ByteCaller, type HeldBytes } from './byte-gate.js';
+export { TenantUsage, type TenantUsageDeps, type TenantUsageReport } from './tenant-usage.js';

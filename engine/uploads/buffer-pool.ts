@@ -36,3 +36,11 @@ export class BufferPool {
     this.free.push(whole);
   }
 }
+
+/**
+ * Buffers of a maximal block (a drained part's tail, the one read most); larger tails, which parts
+ * answered early leave, get buffers of their own. About 16 MiB stay pooled (at least two).
+ */
+export function tailBufferPool(largestBlockBytes: number): BufferPool {
+  return new BufferPool(largestBlockBytes, Math.max(2, Math.floor((16 * 1024 * 1024) / largestBlockBytes)));
+}

@@ -407,7 +407,18 @@ export class Uploads {
     };
   }
 
-  startCleanup(): void {
+  /**
+   * A cleanup now, then every SVC_UPLOAD_CLEANUP_INTERVAL. Shared sessions (pg-s3, s3) are any
+   * node's to clean up: the backend's open refused a store it cannot reach, and one that stops
+   * answering after that does not stop the start (readiness says so; the next interval tries again).
+   */
+  async start(): Promise<void> {
+    const cleaned = await this.cleanup().catch((err: unknown) => {
+      if (!this.deps.ledger.shared) throw err;
+      this.deps.log.warn('uploads: cleanup at start failed; the next interval tries again', { err: String(err) });
+      return { expired: 0, recovered: 0, removed: 0 };
+    });
+    if (cleaned.expired || cleaned.recovered || cleaned.removed) this.deps.log.info('uploads: cleanup at start', cleaned);
     const run = () =>
       this.cleanup().then(
         (r) => (r.expired || r.recovered || r.removed) && this.deps.log.info('uploads: cleanup', r),

@@ -17,6 +17,6 @@ if (process.argv[2]) {
   const job = await engine.jobs.enqueue('tenant-a', kind, input);
   print({ jobId: job.jobId });
 }
-print({ ready: engine.jobs.owner, clock: engine.clockCheck?.() });
+print({ ready: engine.jobs.owner, clock: engine.health.clockCheck() });
 process.stdin.resume();
 process.stdin.on('end', () => void engine.close().then(() => process.exit(0)));
