@@ -6,8 +6,11 @@
 import type { Operation } from 'fast-json-patch';
 import type { Provenance } from './doc-jobs.js';
 import type { ExternalRef, PermissionRule, PlacementHint } from './model.js';
-import type { Lifecycle } from './schemas.js';
 import type { SearchValue } from './search-request.js';
+
+/** A schema's lifecycles: forward only, in this order (decisions, "Schema lifecycle"). */
+export const LIFECYCLES = ['draft', 'published', 'deprecated', 'retired'] as const;
+export type Lifecycle = (typeof LIFECYCLES)[number];
 
 /** A metadata bundle as sent (`{ namespaces: { <ns>: { schema, data } } }`): entries by namespace, ids not minted yet. */
 export type BundleRequest = Record<string, { schema: string; data: Record<string, unknown> }>;

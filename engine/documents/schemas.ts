@@ -7,7 +7,9 @@ import { LRUCache } from 'lru-cache';
 import { type CursorSeal, type Principal, holds } from '../auth/index.js';
 import { SvcError } from '../errors.js';
 import { type KeyedCatalog, type Unit, type UnitStore, table } from '../store/index.js';
-import type { LifecycleMove, SchemaRegistration } from './commands.js';
+import { LIFECYCLES, type Lifecycle, type LifecycleMove, type SchemaRegistration } from './commands.js';
+
+export type { Lifecycle };
 import { badRequest, forbidden, canonicalJson } from './model.js';
 import { compileRegisteredSchema, compileSchema, SchemaPatternError, SchemaTooCostly, type ValidationIssue } from './validator.js';
 
@@ -32,9 +34,6 @@ export interface SchemaRecord {
   tenant?: string;
 }
 
-/** Forward only, in this order (decisions, "Schema lifecycle"). */
-export const LIFECYCLES = ['draft', 'published', 'deprecated', 'retired'] as const;
-export type Lifecycle = (typeof LIFECYCLES)[number];
 
 interface LifecycleChange {
   lifecycle: Lifecycle;

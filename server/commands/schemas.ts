@@ -3,9 +3,8 @@
 // compiles, who owns a schema and whether a migration is invertible are the engine's to check.
 
 import fastJsonPatch, { type Operation } from 'fast-json-patch';
-import type { LifecycleMove, MigrationRegistration, PatchSpec, SchemaRegistration } from '../../engine/documents/commands.js';
+import { LIFECYCLES, type Lifecycle, type LifecycleMove, type MigrationRegistration, type PatchSpec, type SchemaRegistration } from '../../engine/documents/commands.js';
 import { badRequest, isNamespaceUrn, isPlainObject, isSchemaUrn, onlyKeys } from '../../engine/documents/model.js';
-import { LIFECYCLES, type Lifecycle } from '../../engine/documents/schemas.js';
 import { MIGRATION_MAX_OPS } from '../../engine/base/limits.js';
 import { bodyUrns } from './urns.js';
 
