@@ -12,7 +12,8 @@ import { MetadataRejection } from '../engine/documents/index.js';
 import { parseBulkMigration, parseCreateDocument, parseFinalize, parseMigrateDocument, parseSearchRequest } from './commands/documents.js';
 import { parseMetadataWrite, parsePatch } from './commands/metadata.js';
 import { parseLifecycleMove, parseMigrationRegistration, parseSchemaRegistration } from './commands/schemas.js';
-import { parseWorkflowRun } from './commands/workflows.js';
+import { parseWorkflowRun, workflowRunUrns } from './commands/workflows.js';
+import { bodyUrns } from './commands/urns.js';
 import type { Stats } from '../engine/ops/index.js';
 import type { BodyMeter } from '../engine/tenancy/index.js';
 import { badRequest } from '../engine/documents/index.js';
@@ -96,9 +97,9 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
   router.on('POST', '/v1/uploads/:uploadId/finalize', (call: JsonCall) => once(call, async (keep) => {
     const principal = caller(call);
     const uploadId = param(call, 0);
-    const command = parseFinalize(await bodyOf(call));
+    const body = await bodyOf(call);
     const answerOf = (r: Finalized) => jsonAnswer(r.created ? 201 : 200, { documentId: r.documentId, versionId: r.versionId, contentRef: r.contentRef });
-    return answerOf(await docs.finalize(principal, uploadId, command, keep(answerOf)));
+    return answerOf(await docs.finalize(principal, uploadId, () => parseFinalize(body), keep(answerOf)));
   }), { capability: 'doc.create', body: json });
 
   router.on('GET', '/v1/documents', async (call) => {
@@ -117,8 +118,8 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
   router.on('POST', '/v1/documents/search', async (call: JsonCall) => {
     const { ex } = call;
     const principal = caller(call);
-    const query = parseSearchRequest(await bodyOf(call));
-    ex.json(200, await metadata.search(principal, query));
+    const body = bodyUrns(await bodyOf(call), ['namespaceUrn']);
+    ex.json(200, await metadata.search(principal, () => parseSearchRequest(body)));
   }, { capability: 'doc.read', body: json });
   router.on('GET', '/v1/schemas', async (call) => {
     const { ex, query } = call;
@@ -188,9 +189,10 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
     const principal = caller(call);
     const workflowUrn = urnParam(call, 1, 'the workflow URN');
     const documentId = param(call, 0);
-    const command = parseWorkflowRun(workflowUrn, await bodyOf(call));
+    const body = await bodyOf(call);
+    workflowRunUrns(body);
     const answerOf = (r: { jobId: string }) => jsonAnswer(202, { jobId: r.jobId }, { Location: `/v1/jobs/${r.jobId}` });
-    return answerOf(await workflows.run(principal, documentId, workflowUrn, command, requestOf(call.ex), keep(answerOf)));
+    return answerOf(await workflows.run(principal, documentId, workflowUrn, () => parseWorkflowRun(workflowUrn, body), requestOf(call.ex), keep(answerOf)));
   }), { capability: ANY_TOKEN, body: json });
 
   router.on('GET', '/v1/documents/:documentId/metadata', async (call) => {
@@ -205,8 +207,8 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
   router.on('POST', '/v1/documents/:documentId/migrate', (call: JsonCall) => once(call, async (keep) => {
     const principal = caller(call);
     const documentId = param(call, 0);
-    const command = parseMigrateDocument(await bodyOf(call));
-    return jobAnswer(await documentJobs.migrate(principal, documentId, command, requestOf(call.ex), keep(jobAnswer)));
+    const body = bodyUrns(await bodyOf(call), ['namespaceUrn', 'toSchemaUrn']);
+    return jobAnswer(await documentJobs.migrate(principal, documentId, () => parseMigrateDocument(body), requestOf(call.ex), keep(jobAnswer)));
   }), { capability: ANY_TOKEN, body: json });
 
   // Registered under its schemas' URNs (a repeat finds it): the key's answer is kept just after.
@@ -251,13 +253,13 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
   router.on('POST', '/v1/documents/:documentId/metadata', async (call: JsonCall) => {
     const { ex } = call;
     const principal = caller(call);
-    const command = parseMetadataWrite(await bodyOf(call));
-    if (command.mode === 'canonical') {
-      const r = await metadata.writeCanonical(principal, param(call, 0), command, requestOf(ex));
+    const write = parseMetadataWrite(await bodyOf(call));
+    if (write.mode === 'canonical') {
+      const r = await metadata.writeCanonical(principal, param(call, 0), write.parse, requestOf(ex));
       ex.json(201, { status: 'accepted', versionId: r.versionId, metadataIds: r.metadataIds }, deprecation(r.deprecated));
       return;
     }
-    const r = await metadata.writeDerived(principal, param(call, 0), command, requestOf(ex));
+    const r = await metadata.writeDerived(principal, param(call, 0), write.parse, requestOf(ex));
     ex.json(202, { status: 'accepted', jobId: r.jobId }, { Location: `/v1/jobs/${r.jobId}`, ...deprecation(r.deprecated) });
   }, { capability: ANY_TOKEN, body: json, errorForm: rejectedForm });
 
@@ -267,7 +269,7 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
     const principal = caller(call);
     const namespaceUrn = urnParam(call, 1, 'namespaceUrn');
     const { value: body, bytes } = await call.body;
-    const r = await metadata.patch(principal, param(call, 0), namespaceUrn, parsePatch(body, bytes), requestOf(ex));
+    const r = await metadata.patch(principal, param(call, 0), namespaceUrn, () => parsePatch(body, bytes), requestOf(ex));
     ex.json(200, { status: 'accepted', versionId: r.versionId, newMetadataId: r.newMetadataId }, deprecation(r.deprecated));
   }, { capability: ANY_TOKEN, body: json, errorForm: rejectedForm });
 

@@ -8,6 +8,14 @@ import type { Provenance } from './doc-jobs.js';
 import type { ExternalRef, PermissionRule, PlacementHint } from './model.js';
 import type { SearchValue } from './search-request.js';
 
+/**
+ * A command parsed when the operation asks for it, at the point where it read the body before
+ * bodies were parsed at the edge: after what the request names is checked (the document exists,
+ * the caller's capability and the document's rules), so a request the caller may not make, or for
+ * a document it cannot reach, is refused as such whatever its body.
+ */
+export type Parse<T> = () => T;
+
 /** A schema's lifecycles: forward only, in this order (decisions, "Schema lifecycle"). */
 export const LIFECYCLES = ['draft', 'published', 'deprecated', 'retired'] as const;
 export type Lifecycle = (typeof LIFECYCLES)[number];

@@ -9,7 +9,7 @@ import { JobError, type JobQueue, type JobRecord } from '../jobs/index.js';
 import { SvcError, invalidCursor } from '../errors.js';
 import type { Unit } from '../store/index.js';
 import type { InUnit } from '../idempotency/index.js';
-import type { MigrateDocument } from './commands.js';
+import type { MigrateDocument, Parse } from './commands.js';
 import { DOC_JOBS_MODULE, type MigrateInput } from './doc-jobs.js';
 import type { MigrationRegistry } from './migrations.js';
 import { type Receipt, type RequestInfo, badRequest, isUuid, newMetadataId, receiptOf } from './model.js';
@@ -48,9 +48,9 @@ export class DocumentJobs {
   }
 
   /** POST /v1/documents/{id}/migrate: a job moving one namespace's current entry to another schema version. */
-  async migrate(principal: Principal, documentId: string, cmd: MigrateDocument, request: RequestInfo, keep?: InUnit<JobAnswer>): Promise<JobAnswer> {
+  async migrate(principal: Principal, documentId: string, parse: Parse<MigrateDocument>, request: RequestInfo, keep?: InUnit<JobAnswer>): Promise<JobAnswer> {
     const doc = await this.records.document(principal, documentId);
-    const { namespaceUrn, toSchemaUrn, reason } = cmd;
+    const { namespaceUrn, toSchemaUrn, reason } = parse();
     requireCapability(principal, `meta.write:${namespaceUrn}`);
     requireRule(doc.permissions, principal, 'meta.write');
     const entry = doc.currentVersionId ? (await this.records.version(this.records.store, doc, doc.currentVersionId)).metadata[namespaceUrn] : undefined;

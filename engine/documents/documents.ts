@@ -15,7 +15,7 @@ import type { InUnit } from '../idempotency/index.js';
 import type { DocumentFilter } from './document-index.js';
 import { Blake3Stream } from './blake3-stream.js';
 import { canonicalBundle } from './canonical-bundle.js';
-import type { CreateDocument, FinalizeUpload } from './commands.js';
+import type { CreateDocument, FinalizeUpload, Parse } from './commands.js';
 import { type ContentRef, type DocumentRecord, type ExternalRef, type PlacementHint, type RequestInfo, badRequest, isUuid, newId } from './model.js';
 import type { Created, Finalized } from './outcomes.js';
 import { requireRule } from './permissions.js';
@@ -145,11 +145,12 @@ export class Documents {
   }
 
   /** POST /v1/uploads/{id}/finalize: the document's first version (again: the same answer). */
-  async finalize(principal: Principal, uploadId: string, cmd: FinalizeUpload, keep?: InUnit<Finalized>): Promise<Finalized> {
+  async finalize(principal: Principal, uploadId: string, parse: Parse<FinalizeUpload>, keep?: InUnit<Finalized>): Promise<Finalized> {
     const { records } = this;
     const upload = await records.upload(principal, uploadId);
     const doc = await records.document(principal, upload.documentId);
     requireRule(doc.permissions, principal, 'doc.write');
+    const cmd = parse();
     return records.store.run(async (unit) => {
       const current = (await unit.get(UPLOADS, uploadId))!;
       if (current.state === 'finalized') {

@@ -13,7 +13,7 @@ import { table } from '../store/index.js';
 import type { DerivedMetadata } from './derived.js';
 import type { Provenance } from './doc-jobs.js';
 import { canonicalBundle } from './canonical-bundle.js';
-import type { CanonicalWrite, DerivedWriteRequest, PatchEntry, SchemaRegistration } from './commands.js';
+import type { CanonicalWrite, DerivedWriteRequest, Parse, PatchEntry, SchemaRegistration } from './commands.js';
 import { type MetadataReading, type NamespaceEntries, bundleAnswer, namespaceAnswer } from './envelope.js';
 import { MetadataRejection, applyEntryPatch, metadataEntryTooLarge } from './metadata.js';
 import type { MigrationRegistry } from './migrations.js';
@@ -66,8 +66,9 @@ export class Metadata {
    * (canonical, or the valid derived one) has every pointer of `where` equal to its value, in
    * documentId order, those the principal may not read (doc.read and meta.read) left out.
    */
-  async search(principal: Principal, query: SearchQuery) {
+  async search(principal: Principal, parse: Parse<SearchQuery>) {
     requireCapability(principal, 'meta.read');
+    const query = parse();
     const page = await this.records.metaIndex.search(principal.tenant, query, async (documentId) => {
       const doc = await this.records.store.get(DOCUMENTS, [principal.tenant, documentId]);
       if (!doc) return undefined;
@@ -104,9 +105,9 @@ export class Metadata {
   }
 
   /** Derived write: provenance required; validated by a job that stores each entry as valid or quarantined. */
-  async writeDerived(principal: Principal, documentId: string, cmd: DerivedWriteRequest, request: RequestInfo): Promise<{ jobId: string; deprecated: DeprecatedSchema[] }> {
+  async writeDerived(principal: Principal, documentId: string, parse: Parse<DerivedWriteRequest>, request: RequestInfo): Promise<{ jobId: string; deprecated: DeprecatedSchema[] }> {
     const doc = await this.records.document(principal, documentId);
-    const { bundle: entries, provenance } = cmd;
+    const { bundle: entries, provenance } = parse();
     for (const ns of Object.keys(entries)) requireCapability(principal, `meta.write:${ns}`);
     requireRule(doc.permissions, principal, 'meta.write');
     const limit = this.records.storage.maxMetadataEntryBytes;
@@ -154,8 +155,9 @@ export class Metadata {
   }
 
   /** Canonical write (replace semantics per namespace): a new version. */
-  async writeCanonical(principal: Principal, documentId: string, cmd: CanonicalWrite, request: RequestInfo): Promise<{ versionId: string; metadataIds: Record<string, string>; deprecated: DeprecatedSchema[] }> {
+  async writeCanonical(principal: Principal, documentId: string, parse: Parse<CanonicalWrite>, request: RequestInfo): Promise<{ versionId: string; metadataIds: Record<string, string>; deprecated: DeprecatedSchema[] }> {
     const doc = await this.records.document(principal, documentId);
+    const cmd = parse();
     const { bundle, deprecated } = await canonicalBundle(this.schemas, principal, cmd.bundle, request);
     requireRule(doc.permissions, principal, 'meta.write');
     return this.records.store.run(async (unit) => {
@@ -175,10 +177,11 @@ export class Metadata {
   }
 
   /** RFC 6902 patch of one namespace entry's data, on top of `baseMetadataId`: a new version and an audit record. */
-  async patch(principal: Principal, documentId: string, namespaceUrn: string, patchRequest: PatchEntry, request: RequestInfo): Promise<{ versionId: string; newMetadataId: string; deprecated: DeprecatedSchema[] }> {
+  async patch(principal: Principal, documentId: string, namespaceUrn: string, parse: Parse<PatchEntry>, request: RequestInfo): Promise<{ versionId: string; newMetadataId: string; deprecated: DeprecatedSchema[] }> {
     const doc = await this.records.document(principal, documentId);
     requireCapability(principal, `meta.patch:${namespaceUrn}`);
     requireRule(doc.permissions, principal, 'meta.patch');
+    const patchRequest = parse();
     const current = doc.currentVersionId ? (await this.records.version(this.records.store, doc, doc.currentVersionId)).metadata[namespaceUrn] : undefined;
     const deprecated = current ? await checkLifecycles(this.schemas, principal, [current.schema]) : [];
     const receipt = receiptOf(principal, request);

@@ -6,7 +6,7 @@
 
 import { createHash } from 'node:crypto';
 import type { Principal } from '../auth/index.js';
-import { type Documents, type Metadata, requireCapability } from '../documents/index.js';
+import { type Documents, type Metadata, type Parse, requireCapability } from '../documents/index.js';
 import { type Receipt, type RequestInfo, canonicalJson, receiptOf } from '../documents/model.js';
 import { SvcError } from '../errors.js';
 import { JobError, type JobQueue, type JobRecord } from '../jobs/index.js';
@@ -117,11 +117,12 @@ export class WorkflowService {
   }
 
   /** POST /v1/documents/{id}/workflows/{urn}/run: the job (202), or 404/403/400/422 before any. */
-  async run(principal: Principal, documentId: string, workflowUrn: string, cmd: WorkflowRun, request: RequestInfo, keep?: InUnit<{ jobId: string }>): Promise<{ jobId: string }> {
+  async run(principal: Principal, documentId: string, workflowUrn: string, parse: Parse<WorkflowRun>, request: RequestInfo, keep?: InUnit<{ jobId: string }>): Promise<{ jobId: string }> {
     // An Idempotency-Key's answer commits with the job (engine/idempotency).
     const within = keep && ((unit: Unit, job: { jobId: string }) => keep(unit, { jobId: job.jobId }));
     if (!isWorkflow(workflowUrn)) throw workflowNotFound(workflowUrn);
     requireCapability(principal, `workflow.run:${workflowUrn}`);
+    const cmd = parse();
     const source = await this.documents.sourceContent(principal, documentId, cmd.sourceVersion, 'workflow.run');
     const base: ViewBase = { key: source.contentRef.key, mediaType: source.contentType, size: source.size };
     this.views.checkSize(base);

@@ -41,7 +41,6 @@ export function parseFinalize(body: unknown): FinalizeUpload {
 
 /** POST /v1/documents/{id}/migrate: `{ namespaceUrn, toSchemaUrn, reason }`. */
 export function parseMigrateDocument(body: unknown): MigrateDocument {
-  bodyUrns(body, ['namespaceUrn', 'toSchemaUrn']);
   if (!isPlainObject(body)) throw badRequest('The body must be { namespaceUrn, toSchemaUrn, reason }');
   onlyKeys(body, ['namespaceUrn', 'toSchemaUrn', 'reason'], 'migrate');
   const { namespaceUrn, toSchemaUrn, reason } = body;
@@ -70,7 +69,6 @@ const POINTER = /^(?:\/(?:[^~/]|~[01])*)*$/;
  * lists' invalid_pagination, a bad cursor invalid_cursor.
  */
 export function parseSearchRequest(body: unknown): SearchQuery {
-  bodyUrns(body, ['namespaceUrn']);
   if (!isPlainObject(body)) throw badRequest('The body must be a JSON object { namespaceUrn, where, mode?, limit?, cursor? }');
   onlyKeys(body, ['namespaceUrn', 'where', 'mode', 'limit', 'cursor'], 'search');
   const { namespaceUrn, where, mode = 'canonical', limit, cursor } = body;

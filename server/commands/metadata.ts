@@ -3,7 +3,7 @@
 // of metadata writes), as the engine answered them before they were parsed here.
 
 import fastJsonPatch, { type Operation } from 'fast-json-patch';
-import type { BundleRequest, CanonicalWrite, DerivedWriteRequest, PatchEntry } from '../../engine/documents/commands.js';
+import type { BundleRequest, CanonicalWrite, DerivedWriteRequest, Parse, PatchEntry } from '../../engine/documents/commands.js';
 import type { Provenance } from '../../engine/documents/doc-jobs.js';
 import { MetadataRejection } from '../../engine/documents/index.js';
 import { isNamespaceUrn, isPlainObject, isSchemaUrn } from '../../engine/documents/model.js';
@@ -14,18 +14,23 @@ const { validate: validatePatch } = fastJsonPatch;
 
 const reject = (message: string) => new MetadataRejection('invalid', 'invalid_request', message);
 
-/** POST /v1/documents/{id}/metadata: `{ mode, bundle, provenance?, reason? }`, canonical or derived. */
-export function parseMetadataWrite(body: unknown): ({ mode: 'canonical' } & CanonicalWrite) | ({ mode: 'derived' } & DerivedWriteRequest) {
+/**
+ * POST /v1/documents/{id}/metadata: `{ mode, bundle, provenance?, reason? }`. Its shape, the
+ * bundle's URNs and the mode now; the write's command when the engine asks for it (Parse).
+ */
+export function parseMetadataWrite(body: unknown): { mode: 'canonical'; parse: Parse<CanonicalWrite> } | { mode: 'derived'; parse: Parse<DerivedWriteRequest> } {
   if (!isPlainObject(body)) throw reject('The body must be { mode, bundle, provenance?, reason? }');
   for (const key of Object.keys(body)) if (!['mode', 'bundle', 'provenance', 'reason'].includes(key)) throw reject(`unknown field "${key}"`);
   bundleUrns(body.bundle);
-  if (body.mode === 'canonical') {
-    const bundle = readBundle(body.bundle, 'bundle');
-    if (body.reason !== undefined && typeof body.reason !== 'string') throw reject('reason must be a string');
-    return { mode: 'canonical', bundle, ...(body.reason === undefined ? {} : { reason: body.reason }) };
-  }
-  if (body.mode === 'derived') return { mode: 'derived', bundle: readBundle(body.bundle, 'bundle'), provenance: readProvenance(body.provenance) };
+  if (body.mode === 'canonical') return { mode: 'canonical', parse: () => canonicalWrite(body) };
+  if (body.mode === 'derived') return { mode: 'derived', parse: () => ({ bundle: readBundle(body.bundle, 'bundle'), provenance: readProvenance(body.provenance) }) };
   throw reject('mode must be "canonical" or "derived"');
+}
+
+function canonicalWrite(body: Record<string, unknown>): CanonicalWrite {
+  const bundle = readBundle(body.bundle, 'bundle');
+  if (body.reason !== undefined && typeof body.reason !== 'string') throw reject('reason must be a string');
+  return { bundle, ...(body.reason === undefined ? {} : { reason: body.reason }) };
 }
 
 /** `{ namespaces: { <urn:svc:ns>: { schema, data } } }` → entries (ids are minted by the engine). */

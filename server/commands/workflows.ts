@@ -4,13 +4,16 @@
 
 import { badRequest, isNamespaceUrn, isPlainObject, onlyKeys } from '../../engine/documents/model.js';
 import { normalizeLanguage, redactionProfile } from '../../engine/views/view-spec.js';
-import { REDACT_WORKFLOW, type WorkflowRun, isWorkflow, workflowNotFound } from '../../engine/workflows/workflows.js';
+import { REDACT_WORKFLOW, type WorkflowRun } from '../../engine/workflows/workflows.js';
 import { bodyUrns } from './urns.js';
 
-/** POST /v1/documents/{id}/workflows/{workflowUrn}/run: 404 for a workflow this service does not run, else the run's command. */
-export function parseWorkflowRun(workflowUrn: string, body: unknown): WorkflowRun {
+/** The URN the body names (inputs.targetNamespace), checked before the engine sees the request. */
+export function workflowRunUrns(body: unknown): void {
   if (isPlainObject(body)) bodyUrns(body.inputs, ['targetNamespace']);
-  if (!isWorkflow(workflowUrn)) throw workflowNotFound(workflowUrn);
+}
+
+/** POST /v1/documents/{id}/workflows/{workflowUrn}/run (a workflow this service runs): the run's command. */
+export function parseWorkflowRun(workflowUrn: string, body: unknown): WorkflowRun {
   const b = body === undefined ? {} : body;
   if (!isPlainObject(b)) throw badRequest('The body must be { inputs: { sourceVersion?, targetNamespace?, options? } }');
   onlyKeys(b, ['inputs'], 'workflow run');
