@@ -12,7 +12,7 @@ import { type Collector, collectorFor } from './gc/index.js';
 import { JobQueue } from './jobs/index.js';
 import type { Logger } from './log.js';
 import { CursorSeal, TokenVerifier } from './auth/index.js';
-import { BulkMigrations, DocumentService } from './documents/index.js';
+import { BulkMigrations, DocumentJobs, DocumentRecords, Documents, Metadata } from './documents/index.js';
 import { MigrationRegistry } from './documents/index.js';
 import { SchemaRegistry } from './documents/index.js';
 import { BundleRoots, ModelService } from './models/index.js';
@@ -51,8 +51,12 @@ export class Engine {
   readonly units: UnitStore;
   /** Idempotency-Key of creating requests, in the units store (engine/idempotency). */
   readonly idempotency: IdempotencyKeys;
-  /** The document platform: documents, versions, metadata, schemas, migrations. */
-  readonly documents: DocumentService;
+  /** The document platform's documents: creation, bytes, versions, labels, content (engine/documents/documents.ts). */
+  readonly documents: Documents;
+  /** The document platform's metadata: writes, patches, reads, search, schemas and migrations (engine/documents/metadata-service.ts). */
+  readonly documentMetadata: Metadata;
+  /** The document platform's jobs as the API shows them, and migrations of documents (engine/documents/document-jobs.ts). */
+  readonly documentJobs: DocumentJobs;
   readonly views: ViewService;
   readonly workflows: WorkflowService;
   /** POST /v1/migrations/apply (engine/documents/bulk-migration.ts). */
@@ -158,13 +162,17 @@ export class Engine {
     this.cursors = new CursorSeal(backend.cursorKey);
     this.jobs = new JobQueue({ store: units, pool, config: config.jobs, log, node: this.nodeId, clock: this.clock });
     const schemas = new SchemaRegistry(new KeyedCatalog(units, 'schemas'), units, this.cursors);
-    this.documents = new DocumentService(units, schemas, new MigrationRegistry(new KeyedCatalog(units, 'migrations'), schemas), this.jobs, (options) => this.startIngest(options), {
+    const migrations = new MigrationRegistry(new KeyedCatalog(units, 'migrations'), schemas);
+    const documentRecords = new DocumentRecords(units, this.jobs, schemas, {
       limits: (tenant) => this.tenantUsage.limits(tenant),
       maxMetadataEntryBytes: config.maxMetadataEntryBytes,
       // What the quota counts beside document content: the tenant's blobs and its open uploads' reservations.
       blobBytes: async (tenant) => (await manifests.retainedBytes(tenant)) + (await this.uploads.stagedBytes(tenant)),
       isViewOf: (tenant, key, contents) => this.views.isViewOf(tenant, key, contents),
-    }, this.cursors);
+    });
+    this.documents = new Documents(documentRecords, schemas, (options) => this.startIngest(options), this.cursors);
+    this.documentMetadata = new Metadata(documentRecords, schemas, migrations, this.jobs, this.cursors);
+    this.documentJobs = new DocumentJobs(documentRecords, schemas, migrations, this.jobs, this.cursors);
     this.gate = new ByteGate(config.securityEnabled, this.policies, this.budgets, {
       blobs: (tenant) => manifests.retainedBytes(tenant),
       documents: (tenant) => this.documents.retainedBytes(tenant),
@@ -187,8 +195,8 @@ export class Engine {
       startIngest: (options) => this.startIngest(options),
       maxInputBytes: config.views.maxInputBytes,
     });
-    this.workflows = new WorkflowService(units, this.jobs, this.documents, this.views);
-    this.bulkMigrations = new BulkMigrations(units, this.jobs, this.documents, this.documents.metaIndex);
+    this.workflows = new WorkflowService(units, this.jobs, this.documents, this.documentMetadata, this.views);
+    this.bulkMigrations = new BulkMigrations(units, this.jobs, this.documentJobs, documentRecords.metaIndex);
     const roots: BlockRoots[] = [this.uploads.blockRoots(), this.documents.blockRoots(), this.views.blockRoots()];
     this.gc = collectorFor(backend, {
       config: config.gc, roots, log, nodeId: this.nodeId, address: () => this.liveNodes.address, nodeTtlMs: config.nodeTtlMs, summary: () => ({ ...nodeSummary(this) }),

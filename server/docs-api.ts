@@ -5,13 +5,18 @@
 // `workflow.run:<urn>`, and a document's permission rules); its meter charges the budgets.
 
 import { mayMintFor, parseDevTokenRequest } from '../engine/auth/index.js';
-import type { DocumentService } from '../engine/documents/index.js';
+import type { BytesUpload } from '../engine/documents/index.js';
 import type { Created, Finalized } from '../engine/documents/index.js';
 import { checkApplicable, viewOfQuery } from '../engine/views/index.js';
 import { MetadataRejection } from '../engine/documents/index.js';
+import { parseBulkMigration, parseCreateDocument, parseFinalize, parseMigrateDocument, parseSearchRequest } from './commands/documents.js';
+import { parseMetadataWrite, parsePatch } from './commands/metadata.js';
+import { parseLifecycleMove, parseMigrationRegistration, parseSchemaRegistration } from './commands/schemas.js';
+import { parseWorkflowRun, workflowRunUrns } from './commands/workflows.js';
+import { bodyUrns } from './commands/urns.js';
 import type { Stats } from '../engine/ops/index.js';
 import type { BodyMeter } from '../engine/tenancy/index.js';
-import { badRequest, isPlainObject } from '../engine/documents/index.js';
+import { badRequest } from '../engine/documents/index.js';
 import { parseLimit } from '../engine/cas/index.js';
 import { SvcError } from '../engine/errors.js';
 import type { ServerContext } from './server-context.js';
@@ -36,16 +41,14 @@ type JsonCall = Call<JsonBody>;
 const param = (call: Call<unknown>, i: number) => decodeSegment(call.params[i]!);
 /** A path parameter that names a URN: 400 unless it is one (RFC 8141, at most 256 characters). */
 const urnParam = (call: Call<unknown>, i: number, field: string) => checkUrn(param(call, i), field);
-/** The JSON body's value. */
+/** The JSON body's value (server/commands/ parses it into the engine's typed command). */
 const bodyOf = async (call: JsonCall) => (await call.body).value;
-/** The JSON body's value, each of `fields` it holds a URN (else 400 before the engine sees the body). */
-const bodyNaming = async (call: JsonCall, fields: readonly string[]) => bodyUrns(await bodyOf(call), fields);
 
 export function mountDocsApi(router: Router, ctx: ServerContext): void {
   const { engine, config } = ctx;
   // On s3 every node mounts /v1; the router's `before` (documents-gate.ts) refuses each request while another node serves it.
   if (engine.backend.documents) mountDocumentsElsewhere(router, engine);
-  const { documents: docs, bulkMigrations, views, workflows, tokens, stats } = engine;
+  const { documents: docs, documentMetadata: metadata, documentJobs, bulkMigrations, views, workflows, tokens, stats } = engine;
   /** SVC_VIEW_WAIT: how long a view request waits for its materialization before 202. */
   const viewWaitMs = config.views.waitMs;
   const json = jsonBody(config.docMaxJsonBytes);
@@ -68,10 +71,9 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
 
   router.on('POST', '/v1/documents', (call: JsonCall) => once(call, async (keep) => {
     const principal = caller(call);
-    const body = await bodyOf(call);
-    if (isPlainObject(body)) bundleUrns(body.initialMetadata);
+    const command = parseCreateDocument(await bodyOf(call));
     const answerOf = (r: Created) => jsonAnswer(r.created ? 201 : 200, { documentId: r.documentId, uploadId: r.uploadId }, { Location: `/v1/documents/${r.documentId}`, ...deprecation(r.deprecated) });
-    return answerOf(await docs.create(principal, body, requestOf(call.ex), keep(answerOf)));
+    return answerOf(await docs.create(principal, command, requestOf(call.ex), keep(answerOf)));
   }), { capability: 'doc.create', body: json });
 
   // The document's bytes: an operation of its tenant (one of its slots), its declared length
@@ -97,7 +99,7 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
     const uploadId = param(call, 0);
     const body = await bodyOf(call);
     const answerOf = (r: Finalized) => jsonAnswer(r.created ? 201 : 200, { documentId: r.documentId, versionId: r.versionId, contentRef: r.contentRef });
-    return answerOf(await docs.finalize(principal, uploadId, body, keep(answerOf)));
+    return answerOf(await docs.finalize(principal, uploadId, () => parseFinalize(body), keep(answerOf)));
   }), { capability: 'doc.create', body: json });
 
   router.on('GET', '/v1/documents', async (call) => {
@@ -116,14 +118,14 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
   router.on('POST', '/v1/documents/search', async (call: JsonCall) => {
     const { ex } = call;
     const principal = caller(call);
-    const body = await bodyNaming(call, ['namespaceUrn']);
-    ex.json(200, await docs.search(principal, body));
+    const body = bodyUrns(await bodyOf(call), ['namespaceUrn']);
+    ex.json(200, await metadata.search(principal, () => parseSearchRequest(body)));
   }, { capability: 'doc.read', body: json });
   router.on('GET', '/v1/schemas', async (call) => {
     const { ex, query } = call;
     only(query, ['limit', 'cursor', 'namespaceUrn']);
     const namespaceUrn = query.get('namespaceUrn');
-    const page = await docs.schemas.list(caller(call), namespaceUrn === null ? undefined : checkUrn(namespaceUrn, 'namespaceUrn'), parseLimit(query.get('limit') ?? undefined), query.get('cursor') ?? undefined);
+    const page = await metadata.schemas.list(caller(call), namespaceUrn === null ? undefined : checkUrn(namespaceUrn, 'namespaceUrn'), parseLimit(query.get('limit') ?? undefined), query.get('cursor') ?? undefined);
     ex.json(200, page.nextCursor ? { schemas: page.schemas.map(schemaJson), nextCursor: page.nextCursor } : { schemas: page.schemas.map(schemaJson) });
   }, { capability: ANY_TOKEN });
   router.on('GET', '/v1/jobs', async (call) => {
@@ -134,7 +136,7 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
     if (state !== undefined && !JOB_STATES.includes(state)) throw badRequest(`state must be one of ${JOB_STATES.join(', ')}`);
     const documentId = query.get('documentId') ?? undefined;
     if (documentId !== undefined && !UUID_ANY.test(documentId)) throw badRequest('documentId must be a UUID');
-    ex.json(200, await docs.listJobs(principal, { documentId, state }, parseLimit(query.get('limit') ?? undefined), query.get('cursor') ?? undefined));
+    ex.json(200, await documentJobs.listJobs(principal, { documentId, state }, parseLimit(query.get('limit') ?? undefined), query.get('cursor') ?? undefined));
   }, { capability: 'job.read' });
 
   router.on('GET', '/v1/documents/:documentId', async (call) => {
@@ -188,9 +190,9 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
     const workflowUrn = urnParam(call, 1, 'the workflow URN');
     const documentId = param(call, 0);
     const body = await bodyOf(call);
-    if (isPlainObject(body)) bodyUrns(body.inputs, ['targetNamespace']);
+    workflowRunUrns(body);
     const answerOf = (r: { jobId: string }) => jsonAnswer(202, { jobId: r.jobId }, { Location: `/v1/jobs/${r.jobId}` });
-    return answerOf(await workflows.run(principal, documentId, workflowUrn, body, requestOf(call.ex), keep(answerOf)));
+    return answerOf(await workflows.run(principal, documentId, workflowUrn, () => parseWorkflowRun(workflowUrn, body), requestOf(call.ex), keep(answerOf)));
   }), { capability: ANY_TOKEN, body: json });
 
   router.on('GET', '/v1/documents/:documentId/metadata', async (call) => {
@@ -198,21 +200,21 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
     const principal = caller(call);
     only(query, READING_PARAMS);
     const reading = metadataReading(header(req, 'accept'), query);
-    ex.json(200, await docs.metadata(principal, param(call, 0), reading), readingHeaders(reading.envelope));
+    ex.json(200, await metadata.metadata(principal, param(call, 0), reading), readingHeaders(reading.envelope));
   }, { capability: 'meta.read' });
 
   // meta.write:<namespaceUrn> of the body: the engine checks it.
   router.on('POST', '/v1/documents/:documentId/migrate', (call: JsonCall) => once(call, async (keep) => {
     const principal = caller(call);
     const documentId = param(call, 0);
-    const body = await bodyNaming(call, ['namespaceUrn', 'toSchemaUrn']);
-    return jobAnswer(await docs.migrate(principal, documentId, body, requestOf(call.ex), keep(jobAnswer)));
+    const body = bodyUrns(await bodyOf(call), ['namespaceUrn', 'toSchemaUrn']);
+    return jobAnswer(await documentJobs.migrate(principal, documentId, () => parseMigrateDocument(body), requestOf(call.ex), keep(jobAnswer)));
   }), { capability: ANY_TOKEN, body: json });
 
   // Registered under its schemas' URNs (a repeat finds it): the key's answer is kept just after.
   router.on('POST', '/v1/migrations', (call: JsonCall) => once(call, async () => {
-    const body = await bodyNaming(call, ['fromSchemaUrn', 'toSchemaUrn']);
-    const { record, created } = await docs.migrations.register(caller(call), body);
+    const command = parseMigrationRegistration(await bodyOf(call));
+    const { record, created } = await metadata.migrations.register(caller(call), command);
     return jsonAnswer(created ? 201 : 200, {
       fromSchemaUrn: record.fromSchemaUrn, toSchemaUrn: record.toSchemaUrn, namespaceUrn: record.namespaceUrn,
       forward: record.forward, inverse: record.inverse, probedInstances: record.probedInstances, createdAt: new Date(record.createdAt).toISOString(),
@@ -222,8 +224,8 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
   // migration.write here; meta.write:<namespace of fromSchemaUrn> in the engine.
   router.on('POST', '/v1/migrations/apply', (call: JsonCall) => once(call, async (keep) => {
     const principal = caller(call);
-    const body = await bodyNaming(call, ['fromSchemaUrn', 'toSchemaUrn']);
-    return jobAnswer(await bulkMigrations.request(principal, body, requestOf(call.ex), keep(jobAnswer)));
+    const command = parseBulkMigration(await bodyOf(call));
+    return jobAnswer(await bulkMigrations.request(principal, command, requestOf(call.ex), keep(jobAnswer)));
   }), { capability: 'migration.write', body: json });
 
   router.on('GET', '/v1/jobs/:jobId', async (call) => {
@@ -232,40 +234,33 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
     only(query, ['wait']);
     const wait = query.get('wait');
     if (wait !== null && !(/^(0|[1-9][0-9]?)$/.test(wait) && Number(wait) <= JOB_WAIT_MAX_S)) throw badRequest(`wait must be whole seconds from 0 to ${JOB_WAIT_MAX_S}`);
-    ex.json(200, await docs.job(principal, param(call, 0), Number(wait ?? 0) * 1000));
+    ex.json(200, await documentJobs.job(principal, param(call, 0), Number(wait ?? 0) * 1000));
   }, { capability: 'job.read' });
   router.on('GET', '/v1/documents/:documentId/metadata/:namespaceUrn', async (call) => {
     const { ex, req, query } = call;
     const principal = caller(call);
     only(query, READING_PARAMS);
     const reading = metadataReading(header(req, 'accept'), query);
-    ex.json(200, await docs.namespace(principal, param(call, 0), urnParam(call, 1, 'namespaceUrn'), reading), readingHeaders(reading.envelope));
+    ex.json(200, await metadata.namespace(principal, param(call, 0), urnParam(call, 1, 'namespaceUrn'), reading), readingHeaders(reading.envelope));
   }, { capability: 'meta.read' });
   router.on('GET', '/v1/documents/:documentId/metadata/:namespaceUrn/patches', async (call) => {
     const { ex } = call;
     const principal = caller(call);
-    ex.json(200, await docs.patchHistory(principal, param(call, 0), urnParam(call, 1, 'namespaceUrn')));
+    ex.json(200, await metadata.patchHistory(principal, param(call, 0), urnParam(call, 1, 'namespaceUrn')));
   }, { capability: 'meta.read' });
 
   // meta.write:<ns> of each namespace of the bundle: the engine checks it.
   router.on('POST', '/v1/documents/:documentId/metadata', async (call: JsonCall) => {
     const { ex } = call;
     const principal = caller(call);
-    const body = await bodyOf(call);
-    if (!isPlainObject(body)) throw new MetadataRejection('invalid', 'invalid_request', 'The body must be { mode, bundle, provenance?, reason? }');
-    for (const key of Object.keys(body)) if (!['mode', 'bundle', 'provenance', 'reason'].includes(key)) throw new MetadataRejection('invalid', 'invalid_request', `unknown field "${key}"`);
-    bundleUrns(body.bundle);
-    if (body.mode === 'canonical') {
-      const r = await docs.writeCanonical(principal, param(call, 0), body, requestOf(ex));
+    const write = parseMetadataWrite(await bodyOf(call));
+    if (write.mode === 'canonical') {
+      const r = await metadata.writeCanonical(principal, param(call, 0), write.parse, requestOf(ex));
       ex.json(201, { status: 'accepted', versionId: r.versionId, metadataIds: r.metadataIds }, deprecation(r.deprecated));
       return;
     }
-    if (body.mode === 'derived') {
-      const r = await docs.writeDerived(principal, param(call, 0), body, requestOf(ex));
-      ex.json(202, { status: 'accepted', jobId: r.jobId }, { Location: `/v1/jobs/${r.jobId}`, ...deprecation(r.deprecated) });
-      return;
-    }
-    throw new MetadataRejection('invalid', 'invalid_request', 'mode must be "canonical" or "derived"');
+    const r = await metadata.writeDerived(principal, param(call, 0), write.parse, requestOf(ex));
+    ex.json(202, { status: 'accepted', jobId: r.jobId }, { Location: `/v1/jobs/${r.jobId}`, ...deprecation(r.deprecated) });
   }, { capability: ANY_TOKEN, body: json, errorForm: rejectedForm });
 
   // meta.patch:<namespaceUrn>: the engine checks it.
@@ -274,28 +269,28 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
     const principal = caller(call);
     const namespaceUrn = urnParam(call, 1, 'namespaceUrn');
     const { value: body, bytes } = await call.body;
-    const r = await docs.patch(principal, param(call, 0), namespaceUrn, body, bytes, requestOf(ex));
+    const r = await metadata.patch(principal, param(call, 0), namespaceUrn, () => parsePatch(body, bytes), requestOf(ex));
     ex.json(200, { status: 'accepted', versionId: r.versionId, newMetadataId: r.newMetadataId }, deprecation(r.deprecated));
   }, { capability: ANY_TOKEN, body: json, errorForm: rejectedForm });
 
   // Registered under its URN (a repeat finds it): the key's answer is kept just after.
   router.on('POST', '/v1/schemas', (call: JsonCall) => once(call, async () => {
-    const body = await bodyNaming(call, ['schemaUrn', 'namespaceUrn']);
-    const { record, created } = await docs.registerSchema(caller(call).tenant, body);
+    const command = parseSchemaRegistration(await bodyOf(call));
+    const { record, created } = await metadata.registerSchema(caller(call).tenant, command);
     return jsonAnswer(created ? 201 : 200, schemaJson(record), { Location: `/v1/schemas/${encodeURIComponent(record.schemaUrn)}` });
   }), { capability: 'schema.write', body: json });
 
   router.on('PATCH', '/v1/schemas/:schemaUrn', async (call: JsonCall) => {
     const { ex } = call;
     const schemaUrn = urnParam(call, 0, 'schemaUrn');
-    const body = await bodyOf(call);
-    ex.json(200, schemaJson(await docs.schemas.moveLifecycle(caller(call), schemaUrn, body)));
+    const command = parseLifecycleMove(await bodyOf(call));
+    ex.json(200, schemaJson(await metadata.schemas.moveLifecycle(caller(call), schemaUrn, command)));
   }, { capability: 'schema.write', body: json });
 
   router.on('GET', '/v1/schemas/:schemaUrn', async (call) => {
     const { ex } = call;
     const schemaUrn = urnParam(call, 0, 'schemaUrn');
-    const record = await docs.schemas.get(schemaUrn);
+    const record = await metadata.schemas.get(schemaUrn);
     if (!record) throw new SvcError('not_found', 'schema_not_found', `No schema ${schemaUrn}`);
     ex.json(200, schemaJson(record));
   }, { capability: ANY_TOKEN });
@@ -313,18 +308,6 @@ function decodeSegment(raw: string): string {
   }
 }
 
-/** `body` when each of `fields` it holds (a plain object) is a URN; 400 otherwise. Absent fields and other bodies are the engine's to refuse. */
-function bodyUrns(body: unknown, fields: readonly string[]): unknown {
-  if (isPlainObject(body)) for (const field of fields) if (body[field] !== undefined) checkUrn(body[field], field);
-  return body;
-}
-
-/** The namespace keys of a metadata bundle (`{ namespaces: { <URN>: ... } }`), each a URN; 400 otherwise. */
-function bundleUrns(bundle: unknown): void {
-  if (!isPlainObject(bundle) || !isPlainObject(bundle.namespaces)) return;
-  for (const ns of Object.keys(bundle.namespaces)) checkUrn(ns, 'a namespace of the bundle');
-}
-
 /** Any failure of a metadata write in its rejected form (internal errors keep their generic text). */
 function asRejection(err: unknown): unknown {
   if (err instanceof MetadataRejection || !(err instanceof SvcError)) return err;
@@ -335,7 +318,7 @@ function asRejection(err: unknown): unknown {
 }
 
 /** Streams the body into the document's ingest (and BLAKE3), each chunk charged by `meter` if any; 204 once the bytes are durable. */
-function streamInto(ex: Exchange, body: BodySource, upload: Awaited<ReturnType<DocumentService['beginBytes']>>, stats: Stats, meter?: BodyMeter): void {
+function streamInto(ex: Exchange, body: BodySource, upload: BytesUpload, stats: Stats, meter?: BodyMeter): void {
   const { ingest, hash } = upload;
   feedIngest(ex, body, ingest, stats, {
     chunk: (chunk) => {

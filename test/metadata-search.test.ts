@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { CatalogEnv, LmdbUnitStore, type Unit, table } from '../dist/engine/store/index.js';
 import { openPool } from '../dist/engine/store/pg/pool.js';
 import { MAX_LEAVES, MetadataIndex, leaves } from '../dist/engine/documents/metadata-index.js';
-import { parseSearchRequest } from '../dist/engine/documents/search-request.js';
+import { parseSearchRequest } from '../dist/server/commands/documents.js';
 import { CursorSeal } from '../dist/engine/auth/cursor-seal.js';
 import { Api, expectError, hsToken } from './helpers/docs-client.js';
 import { TEST_BACKEND, backendEnv } from './helpers/backends.js';

@@ -19,7 +19,7 @@ import { describe, expect, test } from 'vitest';
 import { parseContentId } from '../dist/engine/base/content-id.js';
 import { parseSize } from '../dist/engine/config.js';
 import { compileLinear } from '../dist/engine/documents/linear-regexp.js';
-import { checkPatchBody } from '../dist/engine/documents/metadata.js';
+import { parsePatch as checkPatchBody } from '../dist/server/commands/metadata.js';
 import { isNamespaceUrn, isSchemaUrn } from '../dist/engine/documents/model.js';
 import { compileSchema } from '../dist/engine/documents/validator.js';
 import { parseDescriptor } from '../dist/engine/legacy/descriptor.js';

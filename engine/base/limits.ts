@@ -20,6 +20,8 @@ export const CURSOR_MAX_CHARS = 16384;
 /** A patch request: at most 100 operations and 64 KiB of body (contract: 413 patch_too_large). */
 export const PATCH_MAX_OPS = 100;
 export const PATCH_MAX_BYTES = 64 * KiB;
+/** Operations of one transform (forward or inverse) of a registered migration. */
+export const MIGRATION_MAX_OPS = 1000;
 /** Namespaces in one metadata bundle: a write names a few; 64 keeps one request's validation short. */
 export const BUNDLE_MAX_NAMESPACES = 64;
 /** externalRefs of a document, labels of a version (each 1-64 of [A-Za-z0-9._:-]): keys of list indexes, kept small. */

@@ -15,14 +15,16 @@ import type { Principal } from '../auth/index.js';
 import type { JobQueue, JobRecord } from '../jobs/index.js';
 import type { InUnit } from '../idempotency/index.js';
 import { type UnitStore, table } from '../store/index.js';
-import type { DocumentService } from './documents.js';
+import type { BulkMigrationRequest } from './commands.js';
+import type { DocumentJobs } from './document-jobs.js';
 import { type MetadataIndex, matchesWhere } from './metadata-index.js';
 import { transform } from './migrations.js';
-import { type Receipt, type RequestInfo, badRequest, isPlainObject, isSchemaUrn, onlyKeys, receiptOf } from './model.js';
+import { type Receipt, type RequestInfo, isPlainObject, receiptOf } from './model.js';
+import type { JobAnswer } from './outcomes.js';
 import { requireCapability } from './permissions.js';
-import { type DeprecatedSchema, checkLifecycles } from './schema-lifecycle.js';
+import { checkLifecycles } from './schema-lifecycle.js';
 import { requireSchemaOwner, schemaNotFound } from './schemas.js';
-import { parseSearchRequest, type SearchValue } from './search-request.js';
+import type { SearchValue } from './search-request.js';
 import { SvcError } from '../errors.js';
 import { BULK_FAILURES_LISTED } from '../base/limits.js';
 
@@ -53,7 +55,7 @@ export class BulkMigrations {
   constructor(
     private readonly store: UnitStore,
     private readonly jobs: JobQueue,
-    private readonly docs: DocumentService,
+    private readonly docs: DocumentJobs,
     private readonly index: MetadataIndex,
   ) {
     jobs.define<Tally>({
@@ -64,19 +66,14 @@ export class BulkMigrations {
   }
 
   /** POST /v1/migrations/apply: checks, then the job (202). */
-  async request(principal: Principal, body: unknown, request: RequestInfo, keep?: InUnit<{ jobId: string; deprecated: DeprecatedSchema[] }>): Promise<{ jobId: string; deprecated: DeprecatedSchema[] }> {
-    if (!isPlainObject(body)) throw badRequest('The body must be { fromSchemaUrn, toSchemaUrn, where?, reason }');
-    onlyKeys(body, ['fromSchemaUrn', 'toSchemaUrn', 'where', 'reason'], 'bulk migration');
-    const { fromSchemaUrn, toSchemaUrn, reason } = body;
-    if (!isSchemaUrn(fromSchemaUrn) || !isSchemaUrn(toSchemaUrn)) throw badRequest('fromSchemaUrn and toSchemaUrn must be urn:svc:schema:<name>@<semver>');
-    if (typeof reason !== 'string' || reason.trim() === '') throw badRequest('reason is required');
+  async request(principal: Principal, cmd: BulkMigrationRequest, request: RequestInfo, keep?: InUnit<JobAnswer>): Promise<JobAnswer> {
+    const { fromSchemaUrn, toSchemaUrn, where, reason } = cmd;
     const [from, to] = await Promise.all([this.docs.schemas.get(fromSchemaUrn), this.docs.schemas.get(toSchemaUrn)]);
     if (!from) throw schemaNotFound(fromSchemaUrn);
     if (!to) throw schemaNotFound(toSchemaUrn);
     requireSchemaOwner(principal, from, 'migrating from it');
     requireSchemaOwner(principal, to, 'migrating to it');
     const namespaceUrn = from.namespaceUrn;
-    const { where } = parseSearchRequest({ namespaceUrn, where: body.where ?? {} });
     requireCapability(principal, `meta.write:${namespaceUrn}`);
     if (!(await this.docs.migrations.get(fromSchemaUrn, toSchemaUrn))) {
       throw new SvcError('not_found', 'migration_not_found', `No migration from ${fromSchemaUrn} to ${toSchemaUrn} is registered`);

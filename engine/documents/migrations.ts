@@ -4,26 +4,26 @@
 // and inverse(forward(x)) equals x. Owner of the `migrations` database.
 
 import fastJsonPatch, { type Operation } from 'fast-json-patch';
+import type { MigrationRegistration, PatchSpec } from './commands.js';
 import { SvcError } from '../errors.js';
 import type { KeyedCatalog } from '../store/index.js';
-import { badRequest, canonicalJson, isPlainObject, isSchemaUrn, onlyKeys } from './model.js';
+import { badRequest, canonicalJson, isPlainObject } from './model.js';
 import type { Principal } from '../auth/index.js';
 import { requireSchemaOwner, schemaNotFound, type SchemaRegistry } from './schemas.js';
 import { compileRegisteredSchema } from './validator.js';
 
-const { applyPatch, validate: validatePatch, deepClone } = fastJsonPatch;
+const { applyPatch, deepClone } = fastJsonPatch;
 
 interface MigrationRecord {
   fromSchemaUrn: string;
   toSchemaUrn: string;
   namespaceUrn: string;
-  forward: { type: 'jsonpatch'; ops: Operation[] };
-  inverse: { type: 'jsonpatch'; ops: Operation[] };
+  forward: PatchSpec;
+  inverse: PatchSpec;
   probedInstances: number;
   createdAt: number;
 }
 
-const MAX_OPS = 1000;
 const notInvertible = (message: string) => new SvcError('unprocessable', 'migration_not_invertible', message);
 
 /** `data` after the JSON Patch `ops` (paths relative to the data object); throws when an op cannot apply. */
@@ -50,14 +50,8 @@ export class MigrationRegistry {
   }
 
   /** POST /v1/migrations: both schemas must be the principal's tenant's (or it holds schema.admin). */
-  async register(principal: Principal, body: unknown): Promise<{ record: MigrationRecord; created: boolean }> {
-    if (!isPlainObject(body)) throw badRequest('The body must be { fromSchemaUrn, toSchemaUrn, forward, inverse }');
-    onlyKeys(body, ['fromSchemaUrn', 'toSchemaUrn', 'forward', 'inverse'], 'migration');
-    const { fromSchemaUrn, toSchemaUrn } = body;
-    if (!isSchemaUrn(fromSchemaUrn) || !isSchemaUrn(toSchemaUrn)) throw badRequest('fromSchemaUrn and toSchemaUrn must be urn:svc:schema:<name>@<semver>');
-    if (fromSchemaUrn === toSchemaUrn) throw badRequest('A migration goes from one schema to another');
-    const forward = patchSpec(body.forward, 'forward');
-    const inverse = patchSpec(body.inverse, 'inverse');
+  async register(principal: Principal, registration: MigrationRegistration): Promise<{ record: MigrationRecord; created: boolean }> {
+    const { fromSchemaUrn, toSchemaUrn, forward, inverse } = registration;
     const [from, to] = await Promise.all([this.schemas.get(fromSchemaUrn), this.schemas.get(toSchemaUrn)]);
     if (!from) throw schemaNotFound(fromSchemaUrn);
     if (!to) throw schemaNotFound(toSchemaUrn);
@@ -72,15 +66,6 @@ export class MigrationRegistry {
     }
     return { record, created };
   }
-}
-
-function patchSpec(v: unknown, name: string): { type: 'jsonpatch'; ops: Operation[] } {
-  if (!isPlainObject(v) || v.type !== 'jsonpatch' || !Array.isArray(v.ops)) throw badRequest(`${name} must be { type: "jsonpatch", ops: [RFC 6902 operations] }`);
-  onlyKeys(v, ['type', 'ops'], name);
-  if (v.ops.length > MAX_OPS) throw badRequest(`${name} has more than ${MAX_OPS} operations`);
-  const error = validatePatch(v.ops as Operation[]);
-  if (error) throw badRequest(`${name}.ops[${error.index}] is not a valid RFC 6902 operation: ${error.name}`);
-  return { type: 'jsonpatch', ops: v.ops as Operation[] };
 }
 
 /** Runs the invertibility probe; the number of instances checked. */

@@ -7,7 +7,10 @@ import { LRUCache } from 'lru-cache';
 import { type CursorSeal, type Principal, holds } from '../auth/index.js';
 import { SvcError } from '../errors.js';
 import { type KeyedCatalog, type Unit, type UnitStore, table } from '../store/index.js';
-import { badRequest, forbidden, canonicalJson, isNamespaceUrn, isPlainObject, isSchemaUrn, onlyKeys } from './model.js';
+import { LIFECYCLES, type Lifecycle, type LifecycleMove, type SchemaRegistration } from './commands.js';
+
+export type { Lifecycle };
+import { badRequest, forbidden, canonicalJson } from './model.js';
 import { compileRegisteredSchema, compileSchema, SchemaPatternError, SchemaTooCostly, type ValidationIssue } from './validator.js';
 
 export type { ValidationIssue };
@@ -31,9 +34,6 @@ export interface SchemaRecord {
   tenant?: string;
 }
 
-/** Forward only, in this order (decisions, "Schema lifecycle"). */
-const LIFECYCLES = ['draft', 'published', 'deprecated', 'retired'] as const;
-export type Lifecycle = (typeof LIFECYCLES)[number];
 
 interface LifecycleChange {
   lifecycle: Lifecycle;
@@ -98,11 +98,7 @@ export class SchemaRegistry {
    * PATCH /v1/schemas/{urn}: moves the schema forward to `lifecycle` (the same one again changes
    * nothing); backwards is 409 `lifecycle_backwards`. Only its tenant or schema.admin (403).
    */
-  async moveLifecycle(principal: Principal, urn: string, body: unknown): Promise<SchemaRecord> {
-    if (!isPlainObject(body)) throw badRequest('The body must be { lifecycle }');
-    onlyKeys(body, ['lifecycle'], 'lifecycle change');
-    const lifecycle = body.lifecycle as Lifecycle;
-    if (!LIFECYCLES.includes(lifecycle)) throw badRequest(`lifecycle must be one of ${LIFECYCLES.join(', ')}`);
+  async moveLifecycle(principal: Principal, urn: string, { lifecycle }: LifecycleMove): Promise<SchemaRecord> {
     const record = await this.schemas.get(urn);
     if (!record) throw schemaNotFound(urn);
     requireSchemaOwner(principal, record, 'changing its lifecycle');
@@ -125,17 +121,8 @@ export class SchemaRegistry {
    * re-registration (whoever asks: the owner stays the first registrant); 409 for a different
    * body. `alsoWhenCreated` joins the registering unit.
    */
-  async register(body: unknown, owner: string | undefined, alsoWhenCreated?: (unit: Unit, urn: string) => Promise<void>): Promise<{ record: SchemaRecord; created: boolean }> {
-    if (!isPlainObject(body)) throw badRequest('The body must be a schema registration object');
-    onlyKeys(body, ['schemaUrn', 'namespaceUrn', 'lifecycle', 'jsonSchema'], 'schema registration');
-    const { schemaUrn, namespaceUrn, lifecycle, jsonSchema } = body;
-    if (!isSchemaUrn(schemaUrn)) throw badRequest('schemaUrn must be urn:svc:schema:<name>@<semver>');
-    if (!isNamespaceUrn(namespaceUrn)) throw badRequest('namespaceUrn must be urn:svc:<name>');
-    if (typeof lifecycle !== 'string' || !LIFECYCLES.includes(lifecycle as Lifecycle)) throw badRequest(`lifecycle must be one of ${LIFECYCLES.join(', ')}`);
-    if (!isPlainObject(jsonSchema) || jsonSchema.type !== 'object') throw badRequest('jsonSchema must be a JSON Schema object with "type": "object"');
-    if (jsonSchema.$schema !== undefined && jsonSchema.$schema !== 'https://json-schema.org/draft/2020-12/schema') {
-      throw badRequest('jsonSchema must use the JSON Schema 2020-12 dialect ($schema absent or https://json-schema.org/draft/2020-12/schema)');
-    }
+  async register(registration: SchemaRegistration, owner: string | undefined, alsoWhenCreated?: (unit: Unit, urn: string) => Promise<void>): Promise<{ record: SchemaRecord; created: boolean }> {
+    const { schemaUrn, namespaceUrn, lifecycle, jsonSchema } = registration;
     let validate: (data: unknown) => ValidationIssue[];
     try {
       validate = compileSchema(jsonSchema);
@@ -147,7 +134,7 @@ export class SchemaRegistry {
     }
     const canonical = { schemaUrn, namespaceUrn, lifecycle, jsonSchema };
     const hash = createHash('sha256').update(canonicalJson(canonical)).digest('hex');
-    const fresh: SchemaRecord = { schemaUrn, namespaceUrn, lifecycle: lifecycle as Lifecycle, jsonSchema, hash, createdAt: Date.now(), ...(owner === undefined ? {} : { tenant: owner }) };
+    const fresh: SchemaRecord = { schemaUrn, namespaceUrn, lifecycle, jsonSchema, hash, createdAt: Date.now(), ...(owner === undefined ? {} : { tenant: owner }) };
     const { record, created } = await this.schemas.putIfAbsent(schemaUrn, fresh, alsoWhenCreated && ((unit) => alsoWhenCreated(unit, schemaUrn)));
     if (record.hash !== hash) throw new SvcError('conflict', 'schema_conflict', `${schemaUrn} is registered with a different body; register a new version`);
     this.compiled.set(schemaUrn, validate);

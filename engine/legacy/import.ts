@@ -12,7 +12,7 @@
 
 import { v5 as uuidv5 } from 'uuid';
 import type { Principal } from '../auth/index.js';
-import type { DocumentService } from '../documents/index.js';
+import type { Documents } from '../documents/index.js';
 import { type PlacementHint, badRequest, isPlainObject, parsePlacement } from '../documents/index.js';
 import { SvcError } from '../errors.js';
 import { JobError, type JobQueue, type JobRecord } from '../jobs/index.js';
@@ -79,7 +79,7 @@ export class LegacyImports {
   constructor(
     private readonly units: UnitStore,
     private readonly legacy: LegacyRepositories,
-    private readonly docs: DocumentService,
+    private readonly docs: Documents,
     private readonly jobs: JobQueue,
     private readonly log: Logger,
   ) {

@@ -1,11 +1,13 @@
 // The schemas of the workflows' derived entries (decisions.md, "Workflows"), registered at start.
 
+import type { SchemaRegistration } from '../documents/commands.js';
+
 export const OCR_SCHEMA = 'urn:svc:schema:ocr@1.0.0';
 export const ENTITIES_SCHEMA = 'urn:svc:schema:entities@1.0.0';
 
 const strings = { type: 'array', items: { type: 'string' } };
 
-export const BUILT_IN_SCHEMAS = [
+export const BUILT_IN_SCHEMAS: SchemaRegistration[] = [
   {
     schemaUrn: OCR_SCHEMA,
     namespaceUrn: 'urn:svc:ocr',

@@ -1,20 +1,19 @@
 // Workflows on the durable job queue (decisions.md, "Workflows"): OCR, entities and redaction of a
 // document version's content. Owner of `doc_workflow_runs`: a run's result per (document, content,
 // workflow, normalized options), so a repeat completes without computing again. Derived entries go
-// through DocumentService (valid or quarantined, never hiding the last valid one); views through
+// through Metadata's derived entries (valid or quarantined, never hiding the last valid one); views through
 // ViewService. The engines run on the worker pool (workers/views.ts).
 
 import { createHash } from 'node:crypto';
 import type { Principal } from '../auth/index.js';
-import { type DocumentService, badRequest, isPlainObject, requireCapability } from '../documents/index.js';
+import { type Documents, type Metadata, type Parse, requireCapability } from '../documents/index.js';
 import { type Receipt, type RequestInfo, canonicalJson, receiptOf } from '../documents/model.js';
-import { isNamespaceUrn, onlyKeys } from '../documents/model.js';
 import { SvcError } from '../errors.js';
 import { JobError, type JobQueue, type JobRecord } from '../jobs/index.js';
 import type { InUnit } from '../idempotency/index.js';
 import { type Unit, type UnitStore, table } from '../store/index.js';
 import { VIEW_TASKS_MODULE, type MaterializeInput, type ViewBase, type ViewService } from '../views/views.js';
-import { type ViewOp, checkApplicable, checkOcrLanguage, normalizeLanguage, redactionProfile, viewKey } from '../views/view-spec.js';
+import { type ViewOp, checkApplicable, checkOcrLanguage, viewKey } from '../views/view-spec.js';
 import type { StoredBytes } from '../views/content-io.js';
 import { BUILT_IN_SCHEMAS, ENTITIES_SCHEMA, OCR_SCHEMA } from './schemas.js';
 
@@ -22,7 +21,22 @@ export const OCR_WORKFLOW = 'urn:svc:workflow:ocr@1';
 export const ENTITIES_WORKFLOW = 'urn:svc:workflow:entities@1';
 export const REDACT_WORKFLOW = 'urn:svc:workflow:redact@1';
 const WORKFLOWS = [OCR_WORKFLOW, ENTITIES_WORKFLOW, REDACT_WORKFLOW];
+/** Whether this service runs workflow `urn`. */
+export const isWorkflow = (urn: string) => WORKFLOWS.includes(urn);
 const TIMEOUT_MS = 30 * 60_000;
+
+/**
+ * A run as POST /v1/documents/{id}/workflows/{urn}/run asks it, parsed at the edge
+ * (server/commands/workflows.ts): the source version ("current" or a versionId), where a text
+ * workflow's entry goes, the OCR language (ISO 639-2, lower case) and the redaction profile.
+ */
+export interface WorkflowRun {
+  sourceVersion: string;
+  targetNamespace?: string;
+  language: string;
+  /** The redact workflow's (a known profile). */
+  profile?: string;
+}
 
 interface EngineInfo {
   name: string;
@@ -77,7 +91,8 @@ export class WorkflowService {
   constructor(
     private readonly units: UnitStore,
     private readonly jobs: JobQueue,
-    private readonly documents: DocumentService,
+    private readonly documents: Documents,
+    private readonly metadata: Metadata,
     private readonly views: ViewService,
   ) {
     this.defineTextWorkflow('workflow.ocr', 'ocr', OCR_SCHEMA);
@@ -93,7 +108,7 @@ export class WorkflowService {
   async registerSchemas(): Promise<string[]> {
     const kept: string[] = [];
     for (const schema of BUILT_IN_SCHEMAS) {
-      await this.documents.registerSchema(undefined, schema).catch((err: unknown) => {
+      await this.metadata.registerSchema(undefined, schema).catch((err: unknown) => {
         if (!(err instanceof SvcError && err.code === 'schema_conflict')) throw err;
         kept.push(schema.schemaUrn);
       });
@@ -102,44 +117,30 @@ export class WorkflowService {
   }
 
   /** POST /v1/documents/{id}/workflows/{urn}/run: the job (202), or 404/403/400/422 before any. */
-  async run(principal: Principal, documentId: string, workflowUrn: string, body: unknown, request: RequestInfo, keep?: InUnit<{ jobId: string }>): Promise<{ jobId: string }> {
+  async run(principal: Principal, documentId: string, workflowUrn: string, parse: Parse<WorkflowRun>, request: RequestInfo, keep?: InUnit<{ jobId: string }>): Promise<{ jobId: string }> {
     // An Idempotency-Key's answer commits with the job (engine/idempotency).
     const within = keep && ((unit: Unit, job: { jobId: string }) => keep(unit, { jobId: job.jobId }));
-    if (!WORKFLOWS.includes(workflowUrn)) throw workflowNotFound(workflowUrn);
+    if (!isWorkflow(workflowUrn)) throw workflowNotFound(workflowUrn);
     requireCapability(principal, `workflow.run:${workflowUrn}`);
-    const b = body === undefined ? {} : body;
-    if (!isPlainObject(b)) throw badRequest('The body must be { inputs: { sourceVersion?, targetNamespace?, options? } }');
-    onlyKeys(b, ['inputs'], 'workflow run');
-    const inputs = b.inputs === undefined ? {} : b.inputs;
-    if (!isPlainObject(inputs)) throw badRequest('inputs must be an object');
-    onlyKeys(inputs, ['sourceVersion', 'targetNamespace', 'options'], 'inputs');
-    const options = inputs.options === undefined ? {} : inputs.options;
-    if (!isPlainObject(options)) throw badRequest('inputs.options must be an object');
-    if (inputs.targetNamespace !== undefined && !isNamespaceUrn(inputs.targetNamespace)) throw badRequest('inputs.targetNamespace must be a namespace URN (urn:svc:<name>)');
-    if (inputs.sourceVersion !== undefined && typeof inputs.sourceVersion !== 'string') throw badRequest('inputs.sourceVersion must be "current" or a versionId');
-    const source = await this.documents.sourceContent(principal, documentId, (inputs.sourceVersion as string | undefined) ?? 'current', 'workflow.run');
+    const cmd = parse();
+    const source = await this.documents.sourceContent(principal, documentId, cmd.sourceVersion, 'workflow.run');
     const base: ViewBase = { key: source.contentRef.key, mediaType: source.contentType, size: source.size };
     this.views.checkSize(base);
+    const { language } = cmd;
 
     if (workflowUrn === REDACT_WORKFLOW) {
-      onlyKeys(options, ['profile', 'language'], 'options');
-      if (inputs.targetNamespace !== undefined) throw badRequest('The redact workflow writes a view, not a namespace: leave targetNamespace out');
-      const profile = redactionProfile(options.profile ?? 'public');
-      const language = normalizeLanguage(options.language);
-      const ops: ViewOp[] = [{ op: 'ocrText', version: 1, language }, { op: 'redact', version: 1, profile }];
+      const ops: ViewOp[] = [{ op: 'ocrText', version: 1, language }, { op: 'redact', version: 1, profile: cmd.profile ?? 'public' }];
       checkApplicable(ops, base.mediaType);
       checkOcrLanguage(language);
       const input: MaterializeInput = { documentId: source.documentId, base, ops, viewKey: viewKey(base.key, ops) };
       return { jobId: (await this.jobs.enqueue(principal.tenant, 'workflow.redact', input, { within })).jobId };
     }
 
-    onlyKeys(options, ['language'], 'options');
-    const language = normalizeLanguage(options.language);
     const textOps: ViewOp[] = [{ op: 'ocrText', version: 1, language }];
     checkApplicable(textOps, base.mediaType);
     checkOcrLanguage(language);
     const ocr = workflowUrn === OCR_WORKFLOW;
-    const targetNamespace = (inputs.targetNamespace as string | undefined) ?? (ocr ? 'urn:svc:ocr' : 'urn:svc:entities');
+    const targetNamespace = cmd.targetNamespace ?? (ocr ? 'urn:svc:ocr' : 'urn:svc:entities');
     const runKey = createHash('sha256').update(canonicalJson({ content: base.key, workflow: workflowUrn, language, targetNamespace })).digest('hex');
     const input: TextWorkflowInput = {
       documentId: source.documentId, versionId: source.versionId, base, language, targetNamespace, textViewKey: viewKey(base.key, textOps), runKey, actor: principal.subject, receipt: receiptOf(principal, request),
@@ -195,7 +196,7 @@ export class WorkflowService {
       input: fromView ? { kind: 'view' as const, key: input.textViewKey } : { kind: 'blob' as const, key: input.base.key },
       ...(output.confidence === undefined ? {} : { confidence: output.confidence }),
     };
-    const valid = await this.documents.derived.record(unit, job, input.documentId, input.targetNamespace, { schema, data: output.data, provenance, actor: input.actor, receipt: input.receipt });
+    const valid = await this.metadata.derived.record(unit, job, input.documentId, input.targetNamespace, { schema, data: output.data, provenance, actor: input.actor, receipt: input.receipt });
     const outputs = {
       derivedNamespaces: [input.targetNamespace],
       ...(valid ? {} : { quarantinedNamespaces: [input.targetNamespace] }),
