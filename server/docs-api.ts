@@ -4,7 +4,8 @@
 // engine checks those that depend on the request: `meta.write:<ns>`, `meta.patch:<ns>`,
 // `workflow.run:<urn>`, and a document's permission rules); its meter charges the budgets.
 
-import { mayMintFor, parseDevTokenRequest } from '../engine/auth/index.js';
+import { mayMintFor } from '../engine/auth/index.js';
+import { parseDevTokenRequest } from './commands/dev-token.js';
 import type { BytesUpload } from '../engine/documents/index.js';
 import type { Created, Finalized } from '../engine/documents/index.js';
 import { checkApplicable, viewOfQuery } from '../engine/views/index.js';
