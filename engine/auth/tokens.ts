@@ -10,7 +10,7 @@ import { SvcError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { DevSecretStore } from '../store/index.js';
 import type { Principal } from './principal.js';
-import { DEV_SECRET_MIN_BYTES, DEV_TOKEN_MAX_TTL_S } from '../base/limits.js';
+import { DEV_SECRET_MIN_BYTES } from '../base/limits.js';
 import { StartRefused } from '../store/dependency-failure.js';
 
 export const unauthenticated = (message: string) => new SvcError('unauthenticated', 'unauthenticated', message);
