@@ -24,11 +24,11 @@ import {
 } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Stats } from '../ops/index.js';
-import type { BlobRoom } from '../tenancy/index.js';
+import type { BlobRoom, ByteCaller, TenantGate } from '../tenancy/index.js';
 
 import type { BufferPool } from './buffer-pool.js';
 import { KeptHashes } from './kept-hashes.js';
-import type { CreateRequest, PartRequest, PartUpload } from './requests.js';
+import type { AdmittedPart, CreateRequest, PartRequest, PartUpload } from './requests.js';
 import { LiveParts, type StoredOfTail } from './live-parts.js';
 import { type SessionEvent, moveSession } from './session-machine.js';
 
@@ -61,6 +61,12 @@ interface UploadsDeps {
   tenantBlobs?: boolean;
   /** Called before a part's blocks are recorded in a ledger of this node's own (Collector.holdRoots). */
   holdRoots?: () => Promise<void>;
+  /**
+   * The tenant's limits (engine/tenancy/tenant-gate.ts), applied here to every session's bytes
+   * whatever the protocol: a declared length reserves its room, a part is judged by its end and
+   * charged its length, a commit or a concatenation publishes within the room the quota leaves.
+   */
+  gate: TenantGate;
 }
 
 /**
@@ -96,7 +102,13 @@ export class Uploads {
     this.hashes = new KeptHashes(deps);
   }
 
-  async create(request: CreateRequest): Promise<OpenSession> {
+  /**
+   * A new session. With `caller` (security on), a declared length past the tenant's object limit
+   * (413) or the room its quota leaves beside its other open uploads (507) is refused now; else
+   * its room is reserved until the session is committed, cancelled or expires.
+   */
+  async create(request: CreateRequest, caller?: ByteCaller): Promise<OpenSession> {
+    if (caller && request.declaredLength !== undefined) await this.deps.gate.reserve(caller.tenant, request.declaredLength);
     const record = moveSession(undefined, { type: 'create', ...request, now: this.clock.now(), ttlMs: this.deps.config.ttlMs });
     return this.deps.ledger.update(request.id, (current) => {
       if (current) throw uploadExists(request.id);
@@ -118,10 +130,23 @@ export class Uploads {
   }
 
   /**
-   * Starts a part (its body held meanwhile): the answer for a part id already applied, else a
-   * lease on the session and an ingest continuing its object.
+   * A part through the tenant gate, before its body is read: with `caller` (security on), the
+   * object limit against the part's end and the byte budget against its length are applied at
+   * once (thrown), then, for a tenant with a quota, the room its end needs (a promise, 507).
+   * Without a caller, or nothing to wait for, the request itself: no await, no allocation.
    */
-  async beginPart(request: PartRequest): Promise<{ replayed: OpenSession } | { part: PartUpload }> {
+  admitPart(request: PartRequest, caller?: ByteCaller): AdmittedPart | Promise<AdmittedPart> {
+    const admitted = request as AdmittedPart;
+    if (!caller) return admitted;
+    const room = this.deps.gate.part(caller, request.id, request.offset + request.length, request.length);
+    return room ? room.then(() => admitted) : admitted;
+  }
+
+  /**
+   * Starts a part (its body held meanwhile) that the gate admitted: the answer for a part id
+   * already applied, else a lease on the session and an ingest continuing its object.
+   */
+  async beginPart(request: AdmittedPart): Promise<{ replayed: OpenSession } | { part: PartUpload }> {
     const { config, ledger } = this.deps;
     const current = await this.status(request.tenant, request.id);
     const alive = await this.aliveNodes();
@@ -209,8 +234,13 @@ export class Uploads {
     return { part: { ingest, ready: continued ? Promise.resolve() : this.hashes.ensure(leased), finish, abort, release } };
   }
 
-  /** Publishes the object; a committed session answers with the same blob again. */
-  async commit(tenant: string, id: string, quota: BlobRoom = {}): Promise<CommittedSession> {
+  /**
+   * Publishes the object; a committed session answers with the same blob again. With `caller`
+   * (security on), within the room the tenant's quota leaves beside its other open uploads (this
+   * one's reservation becomes the blob).
+   */
+  async commit(tenant: string, id: string, caller?: ByteCaller): Promise<CommittedSession> {
+    const quota: BlobRoom = caller ? await this.deps.gate.room(caller.tenant, { session: id }) : {};
     const current = await this.status(tenant, id);
     if (current.state === 'Committed') return current;
     const alive = await this.aliveNodes();
@@ -257,8 +287,11 @@ export class Uploads {
   /**
    * Declares the length of a session created without one (tus creation-defer-length). The same
    * length again is a no-op; another, or one below the bytes already acknowledged, is 400.
+   * With `caller`, the length reserves its room first (413, 507), as at creation.
    */
-  async declareLength(tenant: string, id: string, length: number): Promise<SessionRecord> {
+  async declareLength(tenant: string, id: string, length: number, caller?: ByteCaller): Promise<SessionRecord> {
+    // With `caller`, the length reserves its room when it is declared: 413 or 507 now, as at creation.
+    if (caller) await this.deps.gate.reserve(caller.tenant, length, id);
     const current = await this.status(tenant, id);
     if (current.declaredLength === length) return current;
     if (current.declaredLength !== undefined) throw invalidUpload(`The upload's length is already ${current.declaredLength}`);
@@ -276,8 +309,8 @@ export class Uploads {
    */
   async concatenate(
     request: { tenant: string; id: string; partials: string[]; contentType?: string; tus: TusFacts; maxBytes: number },
-    /** The tenant's limits on the whole object (engine/tenancy ByteGate.assembled): judged before any byte is read. */
-    admit: (length: number) => Promise<BlobRoom> = async () => ({}),
+    /** With security on: the tenant's limits apply to the whole object (TenantGate.assembled), before any byte is read. */
+    caller?: ByteCaller,
   ): Promise<CommittedSession> {
     const { tenant, partials } = request;
     // Each partial once: a partial listed again would make the server read its bytes again for nothing.
@@ -295,7 +328,7 @@ export class Uploads {
     }
     const length = manifests.reduce((sum, m) => sum + m.record.size, 0);
     if (length > request.maxBytes) throw payloadTooLarge(request.maxBytes);
-    const quota = await admit(length);
+    const quota = await this.deps.gate.assembled(caller, length);
     const hash = createHash('sha256');
     for (const manifest of manifests) for await (const bytes of this.deps.readBlob(manifest)) hash.update(bytes);
     const hex = hash.digest('hex');
@@ -317,6 +350,16 @@ export class Uploads {
       if (current) throw uploadExists(request.id);
       return record;
     });
+  }
+
+  /**
+   * A session whose every declared byte is in is committed (tus: an upload completes when its
+   * offset reaches its length; with `caller`, within the tenant's room as `commit`); else the
+   * record as it is.
+   */
+  async commitIfWhole(record: SessionRecord, caller?: ByteCaller): Promise<SessionRecord> {
+    if (record.state === 'Committed' || record.declaredLength === undefined || record.offset !== record.declaredLength) return record;
+    return this.commit(record.tenant, record.id, caller);
   }
 
   /** Cancels an open session and removes what it staged. Cancelling again is a no-op. */
