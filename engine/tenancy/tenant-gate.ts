@@ -20,7 +20,7 @@
 // With security off, or for a tenant whose policy sets none of these, the gate does nothing and
 // reads nothing (the 4 KiB upload path pays no catalog read, no await and no allocation).
 
-import { tenantObjectLimit, tenantQuotaExceeded } from '../errors.js';
+import { blobQuotaExceeded, tenantObjectLimit, tenantQuotaExceeded } from '../errors.js';
 import type { Budgets, Release } from './budgets.js';
 import type { ShareScope } from './cluster-share.js';
 import type { TenantPolicies } from './policy.js';
@@ -51,6 +51,12 @@ export interface BlobRoom {
   quotaBytes?: number;
   documentBytes?: number;
   stagedBytes?: number;
+}
+
+/** What a publication of `size` bytes is given of a tenant's room: the quota its blobs may reach, and its refusal's words. */
+export function publicationQuota(room: BlobRoom, size: number): { quotaBytes?: number; quotaExceeded?: (blobBytes: number) => Error } {
+  if (room.quotaBytes === undefined) return {};
+  return { quotaBytes: room.quotaBytes, quotaExceeded: blobQuotaExceeded(room.quotaBytes, room.documentBytes ?? 0, size, room.stagedBytes ?? 0) };
 }
 
 /** Charges a streamed body's bytes as they come (throws 429 rate_limited once the budget is spent). */

@@ -10,21 +10,22 @@
 // with the object. Above 400 lines: leases and staged tails are one session's state, changed by
 // every step here (the part protocol itself is ./part-ingest.ts, live ingests ./live-parts.ts).
 
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { type Clock, systemClock } from '../base/clock.js';
 import type { BlockRoots } from '../cas/index.js';
 import { chunkerName } from '../cas/index.js';
 import { formatContentId } from '../cas/index.js';
 import type { PartIngest, PartOptions, PartResult } from './part-ingest.js';
-import { type BlobCatalog, type BlockStore, type CommittedSession, type CommittingSession, type LeasedSession, type Manifest, type OpenSession, type PartLeasedSession, type SessionRecord, type StoredBlock, type TailStaging, type TusFacts, type UploadCatalog, packBlocks } from '../store/index.js';
+import { type BlobCatalog, type BlockStore, type CommittedSession, type CommittingSession, type LeasedSession, type Manifest, type OpenSession, type PartLeasedSession, type SessionRecord, type StoredBlock, type TailStaging, type UploadCatalog, packBlocks } from '../store/index.js';
 import type { StreamScanner } from '../cas/index.js';
 import type { UploadConfig } from '../config.js';
 import {
-  SvcError, ingestFailed, invalidBlob, invalidUpload, payloadTooLarge, uploadBusy, uploadExists, uploadExpired, uploadNotFound, uploadOffsetMismatch, uploadState, blobQuotaExceeded,
+  SvcError, ingestFailed, invalidBlob, invalidUpload, uploadBusy, uploadExists, uploadExpired, uploadNotFound, uploadOffsetMismatch, uploadState,
 } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Stats } from '../ops/index.js';
-import type { BlobRoom, ByteCaller, TenantGate } from '../tenancy/index.js';
+import { type BlobRoom, type ByteCaller, type TenantGate, publicationQuota } from '../tenancy/index.js';
+import { type ConcatenationRequest, concatenate } from './concatenation.js';
 
 import type { BufferPool } from './buffer-pool.js';
 import { KeptHashes } from './kept-hashes.js';
@@ -264,7 +265,7 @@ export class Uploads {
       const blocks = [...(await this.deps.ledger.blocks(id)), ...((drained ?? stored)?.blocks ?? []), ...result.blocks];
       const blobId = formatContentId(hex, leased.offset);
       await this.deps.ledger.update(id, (r) => moveSession(r, { type: 'publishing', blob: blobId }));
-      const publication = this.deps.tenantBlobs ? { tenant: leased.tenant, tenantBlocks: true, ...quotaOf(quota, leased.offset) } : {};
+      const publication = this.deps.tenantBlobs ? { tenant: leased.tenant, tenantBlocks: true, ...publicationQuota(quota, leased.offset) } : {};
       const { manifest, existed, newToTenant } = await this.deps.manifests.publish(hex, leased.offset, result.decided!.mediaType, chunkerName(result.decided!.spec), blocks, undefined, publication);
       this.deps.stats.recordPublication(newToTenant ? blocks.map((b, i) => ({ size: b.size, fresh: newToTenant[i]! })) : blocks, existed);
       const committed = await this.deps.ledger.update(id, (r) => moveSession(r, { type: 'published', blob: manifest.id }));
@@ -301,55 +302,11 @@ export class Uploads {
   }
 
   /**
-   * A tus final upload: the tenant's finished partial uploads, in order, as one blob. The blob
-   * is made of the partials' blocks as they are (sessions keep every block in the block store):
-   * no byte is copied or stored again; the whole object's SHA-256 is taken by reading them. The
-   * blob is published before the session's record is written, Committed: a crash between leaves
-   * a blob that a retried creation finds again.
+   * A tus final upload: the tenant's finished partial uploads, in order, as one blob of their
+   * blocks (./concatenation.ts); with `caller`, within the tenant's limits (TenantGate.assembled).
    */
-  async concatenate(
-    request: { tenant: string; id: string; partials: string[]; contentType?: string; tus: TusFacts; maxBytes: number },
-    /** With security on: the tenant's limits apply to the whole object (TenantGate.assembled), before any byte is read. */
-    caller?: ByteCaller,
-  ): Promise<CommittedSession> {
-    const { tenant, partials } = request;
-    // Each partial once: a partial listed again would make the server read its bytes again for nothing.
-    const repeated = partials.find((id, i) => partials.indexOf(id) !== i);
-    if (repeated !== undefined) throw invalidUpload(`Upload-Concat: partial upload ${repeated} is listed more than once`);
-    const manifests: Manifest[] = [];
-    for (const id of partials) {
-      const partial = await this.status(tenant, id);
-      if (partial.tus?.concat !== 'partial') throw invalidUpload(`Upload ${id} is not a partial upload (Upload-Concat: partial)`);
-      if (partial.state !== 'Committed') throw invalidUpload(`Partial upload ${id} is not finished (${partial.offset} of ${partial.declaredLength ?? 'an undeclared number of'} bytes)`);
-      const manifest = await this.deps.manifests.get(partial.committedBlob, this.deps.tenantBlobs ? tenant : undefined);
-      if (!manifest) throw uploadNotFound(id);
-      if (manifest.record.inline) throw ingestFailed(`Partial upload ${id}'s blob is kept inline`);
-      manifests.push(manifest);
-    }
-    const length = manifests.reduce((sum, m) => sum + m.record.size, 0);
-    if (length > request.maxBytes) throw payloadTooLarge(request.maxBytes);
-    const quota = await this.deps.gate.assembled(caller, length);
-    const hash = createHash('sha256');
-    for (const manifest of manifests) for await (const bytes of this.deps.readBlob(manifest)) hash.update(bytes);
-    const hex = hash.digest('hex');
-    const blocks: StoredBlock[] = [];
-    for (const manifest of manifests) {
-      for (let i = 0; i < manifest.blockCount; i++) {
-        const { hex: blockHex, size, checksum } = manifest.block(i);
-        blocks.push({ hex: blockHex, size, checksum, fresh: false });
-      }
-    }
-    const chunkers = new Set(manifests.map((m) => m.record.chunker));
-    const chunker = chunkers.size === 1 ? manifests[0]!.record.chunker : 'concatenation';
-    const mediaType = request.contentType ?? manifests[0]!.record.mediaType;
-    const publication = this.deps.tenantBlobs ? { tenant, tenantBlocks: true, ...quotaOf(quota, length) } : {};
-    const { manifest, existed } = await this.deps.manifests.publish(hex, length, mediaType, chunker, blocks, undefined, publication);
-    this.deps.stats.recordPublication(blocks, existed);
-    const record = moveSession(undefined, { type: 'concatenated', id: request.id, tenant, length, blob: manifest.id, contentType: request.contentType, tus: request.tus, now: this.clock.now(), ttlMs: this.deps.config.ttlMs });
-    return this.deps.ledger.update(request.id, (current) => {
-      if (current) throw uploadExists(request.id);
-      return record;
-    });
+  concatenate(request: ConcatenationRequest, caller?: ByteCaller): Promise<CommittedSession> {
+    return concatenate({ ...this.deps, clock: this.clock, status: (tenant, id) => this.status(tenant, id) }, request, caller);
   }
 
   /**
@@ -619,7 +576,3 @@ export class Uploads {
 }
 
 /** A publication's quota options: the room, and the refusal that tells the tenant's whole numbers. */
-function quotaOf(room: BlobRoom, size: number): { quotaBytes?: number; quotaExceeded?: (blobBytes: number) => Error } {
-  if (room.quotaBytes === undefined) return {};
-  return { quotaBytes: room.quotaBytes, quotaExceeded: blobQuotaExceeded(room.quotaBytes, room.documentBytes ?? 0, size, room.stagedBytes ?? 0) };
-}
