@@ -329,7 +329,7 @@ function asRejection(err: unknown): unknown {
   return new MetadataRejection(err.kind, err.code, err.message, numbers, undefined, err.details);
 }
 
-/** Streams the body into the document's ingest (and BLAKE3), each chunk charged by `meter` if any; 204 once the bytes are durable. */
+/** Streams the body into the document's ingest (and BLAKE3; the ingest charges each chunk when the gate gave it a meter); 204 once the bytes are durable. */
 function streamInto(ex: Exchange, body: BodySource, upload: Awaited<ReturnType<DocumentService['beginBytes']>>, stats: Stats): void {
   const { ingest, hash } = upload;
   feedIngest(ex, body, ingest, stats, {

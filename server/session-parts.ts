@@ -16,7 +16,6 @@ import { type Exchange, type RequestHead, header } from './exchange.js';
 import { UUID } from './request-parsing.js';
 import { forbidden } from './router.js';
 
-
 /** A check of the part's bytes as they pass (tus Upload-Checksum): `failure` after the last one, or undefined when they are right. */
 export interface BodyCheck {
   update(chunk: Uint8Array): void;
