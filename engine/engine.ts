@@ -1,9 +1,8 @@
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Piscina } from 'piscina';
-import { DirectIngest, type IngestOptions } from './cas/index.js';
 import { type IngestDeps, largestBlockBytes } from './cas/index.js';
-import { PartIngest, type PartOptions } from './uploads/index.js';
+import { Ingests } from './ingests/index.js';
 
 import { BlobReader, type BlockRoots, StreamScanner, TransferMemory, loadSha256Pair, sha256PairUnavailableReason } from './cas/index.js';
 import { Blobs } from './blobs/index.js';
@@ -25,7 +24,7 @@ import { type BlobBackend, type BlobCatalog, type BlockStore, CatalogEnv, type D
 import type { Clock } from './base/clock.js';
 import { Uploads, tailBufferPool } from './uploads/index.js';
 import { createWorkerPool } from './worker-pool.js';
-import { Budgets, ByteGate, ClusterShareTracker, SINGLE_NODE, type ShareScope, TenantPolicies, TenantUsage } from './tenancy/index.js';
+import { Budgets, ClusterShareTracker, SINGLE_NODE, type ShareScope, TenantGate, TenantPolicies, TenantUsage } from './tenancy/index.js';
 import { LegacyImports, LegacyRepositories } from './legacy/index.js';
 
 const WORKER_MODULE = fileURLToPath(new URL('../workers/ingest.js', import.meta.url));
@@ -76,8 +75,14 @@ export class Engine {
   /** Tenant policies (SVC_TENANT_POLICY_FILE) and the budgets that enforce them, with security on. */
   readonly policies: TenantPolicies;
   readonly budgets: Budgets;
-  /** Where every protocol's bytes meet the tenant's object limit, quota (with reservations) and the byte budget. */
-  readonly gate: ByteGate;
+  /**
+   * The tenant gate (engine/tenancy/tenant-gate.ts): the object limit, the quota with reservations,
+   * the byte and request budgets and the operation slots. The operations that take bytes apply it
+   * (ingests, uploads, documents); the routers take it as their meter.
+   */
+  readonly gate: TenantGate;
+  /** Where every ingest starts: a blob namespace's body through the gate (`blob`), and the services' own. */
+  readonly ingests: Ingests;
   /** This node's share of the tenants' cluster-wide limits (engine/tenancy/cluster-share.ts). */
   private readonly clusterShare: ClusterShareTracker;
   /** Legacy repositories read through (SVC_LEGACY_REPOS). */
@@ -132,6 +137,13 @@ export class Engine {
     // On s3 one node serves the document platform (the holder of the documents lease): it enforces the whole figures for /v1.
     const share = (scope: ShareScope) => (scope === 'documents' && this.backend.kind === 's3' ? SINGLE_NODE : this.clusterShare.get());
     this.budgets = new Budgets(this.policies, () => this.memory.queued === 0, share, config.tenantQueueWaitMs);
+    // What the tenant holds is read only for a tenant with a quota, by then every service is built.
+    this.gate = new TenantGate(config.securityEnabled, this.policies, this.budgets, {
+      blobs: (tenant) => manifests.retainedBytes(tenant),
+      documents: (tenant) => this.documents.retainedBytes(tenant),
+      staged: (tenant, except) => this.uploads.stagedBytes(tenant, except),
+    });
+    this.ingests = new Ingests({ ingestDeps: () => this.makeIngestDeps(), gc: () => this.gc, space: this.space, gate: this.gate });
     this.uploads = new Uploads({
       config: config.uploads,
       ledger: backend.sessions.catalog,
@@ -147,8 +159,9 @@ export class Engine {
       readBlob: (manifest) => this.reader.range(manifest, 0, manifest.record.size),
       stats: this.stats,
       log,
-      startPart: (options) => this.startPart(options),
+      startPart: (options) => this.ingests.startPart(options),
       assertRoom: () => this.space.assertRoom(),
+      gate: this.gate,
       tenantBlobs: config.securityEnabled,
       // Only for sessions in this node's LMDB (roots only it can mark): pg-s3's and s3's are shared, any run marks them.
       holdRoots: backend.shared ? () => this.gc.holdRoots() : undefined,
@@ -165,19 +178,15 @@ export class Engine {
     const migrations = new MigrationRegistry(new KeyedCatalog(units, 'migrations'), schemas);
     const documentRecords = new DocumentRecords(units, this.jobs, schemas, {
       limits: (tenant) => this.tenantUsage.limits(tenant),
+      admitContent: (caller, declaredLength) => this.gate.content(caller, declaredLength),
       maxMetadataEntryBytes: config.maxMetadataEntryBytes,
       // What the quota counts beside document content: the tenant's blobs and its open uploads' reservations.
       blobBytes: async (tenant) => (await manifests.retainedBytes(tenant)) + (await this.uploads.stagedBytes(tenant)),
       isViewOf: (tenant, key, contents) => this.views.isViewOf(tenant, key, contents),
     });
-    this.documents = new Documents(documentRecords, schemas, (options) => this.startIngest(options), this.cursors);
+    this.documents = new Documents(documentRecords, schemas, (options) => this.ingests.start(options), this.cursors);
     this.documentMetadata = new Metadata(documentRecords, schemas, migrations, this.jobs, this.cursors);
     this.documentJobs = new DocumentJobs(documentRecords, schemas, migrations, this.jobs, this.cursors);
-    this.gate = new ByteGate(config.securityEnabled, this.policies, this.budgets, {
-      blobs: (tenant) => manifests.retainedBytes(tenant),
-      documents: (tenant) => this.documents.retainedBytes(tenant),
-      staged: (tenant, except) => this.uploads.stagedBytes(tenant, except),
-    });
     this.tenantUsage = new TenantUsage({
       securityEnabled: config.securityEnabled, policies: this.policies, budgets: this.budgets, gate: this.gate,
       blobs: (tenant) => manifests.tenantUsage(tenant),
@@ -192,7 +201,7 @@ export class Engine {
     this.views = new ViewService(units, this.jobs, {
       contentOf: (key) => this.documents.contentManifest(key),
       reader: this.reader,
-      startIngest: (options) => this.startIngest(options),
+      startIngest: (options) => this.ingests.start(options),
       maxInputBytes: config.views.maxInputBytes,
     });
     this.workflows = new WorkflowService(units, this.jobs, this.documents, this.documentMetadata, this.views);
@@ -251,27 +260,7 @@ export class Engine {
     return engine;
   }
 
-  /**
-   * An ingest of a request body: 507 insufficient_storage below SVC_MIN_FREE_SPACE, before any
-   * byte is read.
-   */
-  startIngest(options: IngestOptions): DirectIngest {
-    this.space.assertRoom();
-    return this.gc.track(new DirectIngest(this.ingestDeps(), options));
-  }
-
-  /** An ingest of a resumable part (engine/uploads checks the free space; a commit's, which only cuts bytes already staged, is not refused). */
-  startPart(options: PartOptions): PartIngest {
-    return this.gc.track(new PartIngest(this.ingestDeps(), options));
-  }
-
-  /** What every ingest is given: made once (an upload of a few KiB should not pay for it). */
-  private ingestDepsMade?: IngestDeps;
-
-  private ingestDeps(): IngestDeps {
-    return (this.ingestDepsMade ??= this.makeIngestDeps());
-  }
-
+  /** What every ingest is given: made at the first ingest (Ingests keeps it). */
   private makeIngestDeps(): IngestDeps {
     const { config, pool, scanner, memory, manifests, stats, log } = this;
     return {

@@ -15,7 +15,8 @@ import { UUID, parseContentType } from './request-parsing.js';
 import { type Router, forbidden } from './router.js';
 import type { Principal } from '../engine/auth/index.js';
 import type { Manifest } from '../engine/store/index.js';
-import type { BlobRoom } from '../engine/tenancy/index.js';
+import type { DirectIngest } from '../engine/cas/index.js';
+import type { BlobBody } from '../engine/ingests/index.js';
 
 const ONE_TIB = 2 ** 40;
 const READ = { capability: 'blob.read' };
@@ -81,14 +82,12 @@ const FORWARDED = ['authorization', 'content-type', 'content-length', 'x-svc-ten
 function upload(engine: Engine, ex: Exchange, req: RequestHead, principal: Principal | undefined): void | Promise<void> {
   const locality = localityHeaders(req, principal);
   if (locality === undefined) {
-    const limits = principal ? engine.gate.limits(principal.tenant) : undefined;
-    if (limits?.quotaBytes === undefined) return ingest(engine, ex, req, principal, new SocketBody(ex), limits);
-    // A quota: the room it leaves is read first (the tenant's document content and open uploads
-    // count), the body held meanwhile; a declared length that cannot fit is refused then, before the body is read.
-    const declaredLength = parseContentLength(header(req, 'content-length'));
-    const head = snapshotHead(req);
+    // Through the tenant gate (engine/ingests): the ingest at once, or (a tenant with a quota) once
+    // the room it leaves is read, the body held meanwhile from its first byte.
+    const started = engine.ingests.blob(principal, blobBody(req));
+    if (!(started instanceof Promise)) return feed(engine, ex, new SocketBody(ex), started);
     const body = new HeldBody(ex.body);
-    return engine.gate.room(principal!.tenant, { declaredLength }).then((room) => ingest(engine, ex, head, principal, body, room));
+    return started.then((ingest) => feed(engine, ex, body, ingest));
   }
   if (!engine.config.locality) throw new SvcError('unavailable', 'locality_unavailable', 'Session-localized upload needs the locality runtime, which this server does not run');
   // Placement reads the nodes from the catalog: the head is read and the body held first.
@@ -98,38 +97,25 @@ function upload(engine: Engine, ex: Exchange, req: RequestHead, principal: Princ
     const value = header(req, name);
     if (value !== undefined) headers[name] = value;
   }
-  const head = snapshotHead(req);
+  const command = blobBody(req);
   const body = new HeldBody(ex.body);
   return (async () => {
     const owner = forwarded ? undefined : await engine.liveNodes.localityOwner(locality.tenant, locality.session).catch((err: unknown) => {
       throw new SvcError('unavailable', 'locality_failed', `No owner could be placed: ${String((err as Error)?.message ?? err)}`);
     });
     if (owner && !owner.self) return forwardUpload(ex, body, owner, headers, engine.nodeId);
-    const room = principal ? await engine.gate.room(principal.tenant, { declaredLength: parseContentLength(head.getHeader('content-length') || undefined) }) : undefined;
-    ingest(engine, ex, head, principal, body, room, { [SERVED_BY]: engine.nodeId });
+    feed(engine, ex, body, await engine.ingests.blob(principal, command), { [SERVED_BY]: engine.nodeId });
   })();
 }
 
-/**
- * With security on, `limits` are the tenant's (object size, the room its quota leaves); the
- * principal's byte budget is charged through the gate: a declared length now, else as the body streams.
- */
-function ingest(engine: Engine, ex: Exchange, req: RequestHead, principal: Principal | undefined, body: BodySource, limits: BlobRoom | undefined, extraHeaders: Record<string, string> = {}): void {
-  const declaredLength = parseContentLength(header(req, 'content-length'));
-  const meter = engine.gate.body(principal, declaredLength);
-  const ingest = engine.startIngest({
-    tenant: principal?.tenant,
-    tenantBlocks: principal !== undefined,
-    maxObjectBytes: limits?.maxObjectBytes,
-    quotaBytes: limits?.quotaBytes,
-    documentBytes: limits?.documentBytes,
-    stagedBytes: limits?.stagedBytes,
-    contentType: parseContentType(header(req, 'content-type')),
-    declaredLength,
-  });
+/** The request's Content-Length and Content-Type, parsed: what an ingest of its body is told. */
+function blobBody(req: RequestHead): BlobBody {
+  return { declaredLength: parseContentLength(header(req, 'content-length')), contentType: parseContentType(header(req, 'content-type')) };
+}
+
+/** Streams the body into its ingest (which the gate set up: limits, and a meter for a body without a declared length) and answers. */
+function feed(engine: Engine, ex: Exchange, body: BodySource, ingest: DirectIngest, extraHeaders: Record<string, string> = {}): void {
   feedIngest(ex, body, ingest, engine.stats, {
-    // A body without a declared length: charged as it comes; once the budget is spent, nothing is published.
-    chunk: meter && ((chunk) => meter(chunk.length)),
     last: () =>
       ingest.end().then(
         (result) => ex.json(201, result, { Location: `/api/v1/blobs/${result.blob.id}`, ETag: `"${result.blob.id}"`, ...extraHeaders }),
@@ -141,14 +127,4 @@ function ingest(engine: Engine, ex: Exchange, req: RequestHead, principal: Princ
     },
     abort: () => ingest.abort(),
   });
-}
-
-/** The headers an ingest reads, kept past the uWS callback. */
-function snapshotHead(req: RequestHead): RequestHead {
-  const values = new Map<string, string>();
-  for (const name of ['content-length', 'content-type']) {
-    const value = header(req, name);
-    if (value !== undefined) values.set(name, value);
-  }
-  return { getHeader: (name: string) => values.get(name) ?? '' } as unknown as RequestHead;
 }

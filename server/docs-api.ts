@@ -16,7 +16,6 @@ import { parseLifecycleMove, parseMigrationRegistration, parseSchemaRegistration
 import { parseWorkflowRun, workflowRunUrns } from './commands/workflows.js';
 import { bodyUrns } from './commands/urns.js';
 import type { Stats } from '../engine/ops/index.js';
-import type { BodyMeter } from '../engine/tenancy/index.js';
 import { badRequest } from '../engine/documents/index.js';
 import { parseLimit } from '../engine/cas/index.js';
 import { SvcError } from '../engine/errors.js';
@@ -84,15 +83,11 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
     const declared = header(req, 'content-length');
     const length = declared === undefined ? undefined : /^[0-9]{1,16}$/.test(declared) ? Number(declared) : NaN;
     if (Number.isNaN(length)) throw badRequest('Content-Length must be a decimal byte count');
-    // The byte budget: a declared length now, else each chunk as it streams (429 once spent, nothing recorded).
-    const meter = engine.gate.body(caller(call), length, 'documents');
     const contentType = parseContentType(header(req, 'content-type'));
-    // Held from its first byte while the upload's records are read.
+    // Held from its first byte while the engine applies the tenant gate (429, 413, 507 before the body) and reads the upload's records.
     const body = new HeldBody(ex.body);
-    // A Content-Length past the object limit or the room the quota leaves: 413 or 507 now, before the body.
-    if (length !== undefined) await engine.gate.room(caller(call).tenant, { declaredLength: length });
     const upload = await docs.beginBytes(caller(call), param(call, 0), { contentType, declaredLength: length });
-    streamInto(ex, body, upload, stats, meter);
+    streamInto(ex, body, upload, stats);
   }, { capability: 'doc.create', operation: true });
 
   router.on('POST', '/v1/uploads/:uploadId/finalize', (call: JsonCall) => once(call, async (keep) => {
@@ -318,14 +313,12 @@ function asRejection(err: unknown): unknown {
   return new MetadataRejection(err.kind, err.code, err.message, numbers, undefined, err.details);
 }
 
-/** Streams the body into the document's ingest (and BLAKE3), each chunk charged by `meter` if any; 204 once the bytes are durable. */
-function streamInto(ex: Exchange, body: BodySource, upload: BytesUpload, stats: Stats, meter?: BodyMeter): void {
+/** Streams the body into the document's ingest (and BLAKE3; the ingest charges each chunk when the gate gave it a meter); 204 once the bytes are durable. */
+function streamInto(ex: Exchange, body: BodySource, upload: BytesUpload, stats: Stats): void {
   const { ingest, hash } = upload;
   feedIngest(ex, body, ingest, stats, {
-    chunk: (chunk) => {
-      meter?.(chunk.length);
-      hash.update(chunk);
-    },
+    // A body without a declared length is charged by its ingest as it streams (the tenant gate's meter).
+    chunk: (chunk) => hash.update(chunk),
     last: () => upload.finish().then(() => ex.send(204, {}), (err) => ex.error(err)),
     fail: (err) => {
       ingest.abort();

@@ -48,15 +48,9 @@ export function mountListeners(app: TemplatedApp, modelApp: TemplatedApp, engine
   // repositories need one with security on or off (docs/documents.md).
   const guard = config.securityEnabled ? engine.tokens : undefined;
   const cors = corsPolicy(config);
-  // With security on, the tenant policy's budgets: requests and bytes per principal, operations per tenant.
-  const meter: Meter | undefined = config.securityEnabled
-    ? {
-        request: (p, scope) => engine.budgets.chargeRequest(p.tenant, p.subject, scope),
-        admit: (p, scope, signal) => engine.budgets.admit(p.tenant, { scope, signal }),
-        // Through the engine's byte gate (engine/tenancy/byte-gate.ts), where every protocol's bytes meet the budget.
-        bytes: (p, bytes, scope) => engine.gate.charge(p, bytes, scope),
-      }
-    : undefined;
+  // With security on, the engine's tenant gate (engine/tenancy/tenant-gate.ts) meters every request:
+  // requests and bytes per principal, operations per tenant.
+  const meter: Meter | undefined = config.securityEnabled ? engine.gate : undefined;
   const service: RouterPlan[] = [
     { options: { cors, answerOtherMethods: true, guard, meter }, mounts: [mountBlobApi, mountUploadsApi, mountUsageApi] },
     { options: { cors, answerOtherMethods: true, guard, meter }, mounts: [mountGcApi, mountNodesApi] },

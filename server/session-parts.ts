@@ -9,13 +9,12 @@ import type { Principal } from '../engine/auth/index.js';
 import type { Engine } from '../engine/engine.js';
 import { type SvcError, invalidUpload } from '../engine/errors.js';
 import { DEFAULT_TENANT, type SessionRecord } from '../engine/store/index.js';
+import type { AdmittedPart, PartRequest } from '../engine/uploads/index.js';
 import { type BodySource, HeldBody, SocketBody } from './body-sources.js';
 import { feedIngest } from './body-feed.js';
 import { type Exchange, type RequestHead, header } from './exchange.js';
 import { UUID } from './request-parsing.js';
 import { forbidden } from './router.js';
-
-type PartRequest = Parameters<Engine['uploads']['beginPart']>[0];
 
 /** A check of the part's bytes as they pass (tus Upload-Checksum): `failure` after the last one, or undefined when they are right. */
 export interface BodyCheck {
@@ -24,7 +23,7 @@ export interface BodyCheck {
 }
 
 interface PartHandlers {
-  /** The caller, with security on: its tenant's limits and its byte budget apply (engine.gate). */
+  /** The caller, with security on: the engine applies its tenant's limits and its byte budget (Uploads.admitPart). */
   principal?: Principal;
   /** The part is durable (or was already applied): the answer. */
   answer(record: SessionRecord): void | Promise<void>;
@@ -39,9 +38,12 @@ interface PartHandlers {
 export function receivePart(ex: Exchange, engine: Engine, declared: string | undefined, parse: () => PartRequest, h: PartHandlers, held?: HeldBody): void {
   const maxPart = engine.config.uploads.maxPartBytes;
   let request: PartRequest;
+  let admitted: AdmittedPart | Promise<AdmittedPart>;
   try {
     request = parse();
-    if (h.principal) limitPart(engine, h.principal, request);
+    // The tenant gate, before any byte is read: the object limit and the byte budget now (answered
+    // once the body is dropped), the room the quota leaves later (refused by what the part declares: answered at once).
+    admitted = engine.uploads.admitPart(request, h.principal);
   } catch (err) {
     afterBody(ex, held ?? new SocketBody(ex), declared, maxPart, () => ex.error(err, 'ingest_failed'));
     return;
@@ -55,8 +57,8 @@ export function receivePart(ex: Exchange, engine: Engine, declared: string | und
       ex.error(err, 'ingest_failed');
     }
   };
-  const begin = () => {
-    engine.uploads.beginPart(request).then(
+  const begin = (part: AdmittedPart) => {
+    engine.uploads.beginPart(part).then(
       (started) => {
         if ('replayed' in started) return afterBody(ex, body, declared, request.maxPartBytes ?? maxPart, () => answer(started.replayed));
         const upload = started.part;
@@ -78,10 +80,9 @@ export function receivePart(ex: Exchange, engine: Engine, declared: string | und
       (err: unknown) => afterBody(ex, body, declared, request.maxPartBytes ?? maxPart, () => ex.error(err, 'ingest_failed')),
     );
   };
-  if (!h.principal) return begin();
-  // A part that would end past what the tenant's quota leaves beside its other open uploads is
-  // refused by what it declares: answered now, not after its body (the exchange settles the socket).
-  engine.gate.room(h.principal.tenant, { declaredLength: request.offset + request.length, session: request.id }).then(begin, (err: unknown) => ex.error(err, 'ingest_failed'));
+  if (!(admitted instanceof Promise)) return begin(admitted);
+  // The exchange settles the socket when the answer comes before the body.
+  admitted.then(begin, (err: unknown) => ex.error(err, 'ingest_failed'));
 }
 
 /**
@@ -101,12 +102,6 @@ function afterBody(ex: Exchange, body: BodySource, declared: string | undefined,
     if (isLast) answer();
   });
   body.resume();
-}
-
-/** The tenant's object limit against the part's end, then the principal's byte budget (its declared length), before any byte is taken. */
-function limitPart(engine: Engine, principal: Principal, request: PartRequest): void {
-  engine.gate.checkObject(principal.tenant, request.offset + request.length);
-  engine.gate.charge(principal, request.length);
 }
 
 export function sessionId(raw: string | undefined, name = 'The upload session id'): string {

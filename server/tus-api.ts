@@ -7,7 +7,6 @@
 
 import { createHash, randomUUID, type Hash } from 'node:crypto';
 import type { Principal } from '../engine/auth/index.js';
-import type { Engine } from '../engine/engine.js';
 import { SvcError, invalidUpload, payloadTooLarge, uploadNotFound } from '../engine/errors.js';
 import type { SessionRecord, TusFacts } from '../engine/store/index.js';
 import { TUS_MAX_PARTIALS } from '../engine/base/limits.js';
@@ -95,7 +94,8 @@ export function mountTusApi(router: Router, { engine }: ServerContext): void {
       principal,
       check: checksumOf(head.checksum),
       answer: async (after) => {
-        const done = await completeIfWhole(engine, after, principal);
+        // Complete once every byte is in: committed as the contract's commit is.
+        const done = await uploads.commitIfWhole(after, principal);
         ex.send(created ? 201 : 204, { ...uploadHeaders(done), ...(created ? { Location: `/files/${done.id}` } : {}) });
       },
     }, body);
@@ -110,9 +110,8 @@ export function mountTusApi(router: Router, { engine }: ServerContext): void {
     // creation-defer-length: the length, once, with a PATCH.
     if (head.uploadLength !== undefined) {
       const length = uploadLength(head.uploadLength, maxBytes);
-      // A deferred length reserves its room when it is declared: 413 or 507 now, as at creation.
-      if (call.principal) await engine.gate.reserve(call.principal.tenant, length, record.id);
-      record = await uploads.declareLength(record.tenant, record.id, length);
+      // A deferred length reserves its room when it is declared (the engine: 413 or 507 now, as at creation).
+      record = await uploads.declareLength(record.tenant, record.id, length, call.principal);
     }
     receive(call, head, body, record, false);
   };
@@ -142,16 +141,12 @@ export function mountTusApi(router: Router, { engine }: ServerContext): void {
         if (head.carriesBytes) throw new SvcError('forbidden', 'upload_final', 'A final upload takes no bytes of its own');
         // A new object all the same: the tenant's object limit, quota and the caller's byte budget apply to its length.
         const partials = tus.concat;
-        return once(() => uploads.concatenate({ tenant: head.tenant, id: randomUUID(), partials, contentType, tus, maxBytes }, (length) => engine.gate.assembled(principal, length)));
+        return once(() => uploads.concatenate({ tenant: head.tenant, id: randomUUID(), partials, contentType, tus, maxBytes }, principal));
       }
       if (head.carriesBytes && head.contentType !== OFFSET_STREAM) throw wrongContentType();
       const body = head.carriesBytes ? new HeldBody(ex.body) : undefined;
-      // An Upload-Length past the tenant's object limit (413) or what its quota leaves beside its
-      // other open uploads (507): now, before any byte; else its room is reserved until the upload ends.
-      const start = async () => {
-        if (principal && declaredLength !== undefined) await engine.gate.reserve(principal.tenant, declaredLength);
-        return uploads.create({ tenant: head.tenant, id: randomUUID(), declaredLength, contentType, tus });
-      };
+      // The engine reserves the room of an Upload-Length in the tenant's quota, before any byte (413, 507 when it cannot).
+      const start = () => uploads.create({ tenant: head.tenant, id: randomUUID(), declaredLength, contentType, tus }, principal);
       if (!body) return once(start);
       const record = await start();
       // creation-with-upload: the body is the upload's first bytes.
@@ -173,13 +168,6 @@ export function mountTusApi(router: Router, { engine }: ServerContext): void {
     if (method === 'PATCH') return patch(call, head);
     return method === 'DELETE' ? terminate(call.ex, head, call.params[0]!) : status(call.ex, head, call.params[0]!);
   }, operation);
-}
-
-/** Commits an upload whose every byte is in (the contract's commit); else the record as it is. */
-async function completeIfWhole(engine: Engine, record: SessionRecord, principal: Principal | undefined): Promise<SessionRecord> {
-  if (record.state === 'Committed' || record.declaredLength === undefined || record.offset !== record.declaredLength) return record;
-  const room = principal ? await engine.gate.room(principal.tenant, { session: record.id }) : undefined;
-  return engine.uploads.commit(record.tenant, record.id, room);
 }
 
 /** An upload's headers: where it stands, until when, and (complete) its blob. */

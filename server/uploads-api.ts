@@ -28,10 +28,8 @@ export function mountUploadsApi(router: Router, { engine }: ServerContext): void
     // Answered once per Idempotency-Key (server/idempotent.ts); the session is in the upload catalog, its key's answer kept just after.
     const keyed = keyedRequest(req, ex.method, SESSION_DEFINING);
     return answerOnce(ex, engine.idempotency, scopeOf(request.tenant, principal), keyed, NO_BODY, async () => {
-      // An Upload-Length past the object limit (413) or the room the quota leaves beside the
-      // tenant's other open uploads (507): refused now; else its room is reserved until commit, DELETE or expiry.
-      if (principal && request.declaredLength !== undefined) await engine.gate.reserve(principal.tenant, request.declaredLength);
-      const record = await uploads.create(request);
+      // The engine reserves the room of an Upload-Length in the tenant's quota (413, 507 when it cannot).
+      const record = await uploads.create(request, principal);
       return jsonAnswer(201, statusJson(record), { ...sessionHeaders(record), Location: `${COLLECTION}/${record.id}` });
     });
   }, write);
@@ -54,8 +52,8 @@ export function mountUploadsApi(router: Router, { engine }: ServerContext): void
 
   router.on('POST', COMMIT, async ({ ex, req, params, principal }) => {
     const id = sessionId(params[0]);
-    // The room for the object: the quota less what the tenant's other open uploads reserve (this one's reservation becomes the blob).
-    const record = await uploads.commit(tenantOf(req, principal), id, principal ? await engine.gate.room(principal.tenant, { session: id }) : undefined);
+    // Within the room the tenant's quota leaves (the engine reads it: this session's reservation becomes the blob).
+    const record = await uploads.commit(tenantOf(req, principal), id, principal);
     ex.json(200, statusJson(record), { ...sessionHeaders(record), Location: `/api/v1/blobs/${record.committedBlob}` });
   }, operation);
 

@@ -1,4 +1,4 @@
-// The tenant's byte limits at their one gate (engine/tenancy/byte-gate.ts), over real HTTP with
+// The tenant's byte limits at their one gate (engine/tenancy/tenant-gate.ts), over real HTTP with
 // security on: tus concatenation within the object limit, the quota and the byte budget (a partial
 // at most once in a final); open uploads' declared lengths reserve their room in the quota
 // (`stagedBytes`), released at commit, abort and expiry; bodies without a declared length

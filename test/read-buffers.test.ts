@@ -14,7 +14,7 @@ let engine: Engine;
 let root: string;
 
 async function ingest(bytes: Buffer): Promise<string> {
-  const upload = engine.startIngest({ declaredLength: bytes.length });
+  const upload = engine.ingests.start({ declaredLength: bytes.length });
   await new Promise<void>((resolve) => upload.admit(resolve));
   for (let at = 0; at < bytes.length; at += MiB) upload.push(bytes.subarray(at, at + MiB));
   return (await upload.end()).blob.id;

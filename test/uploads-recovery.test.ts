@@ -30,7 +30,7 @@ function openRecord(r: SessionRecord | undefined): OpenSession {
 
 /** One part through the engine, as the HTTP layer drives it. */
 async function part(e: Engine, id: string, offset: number, bytes: Buffer): Promise<void> {
-  const started = await e.uploads.beginPart({ tenant: TENANT, id, partId: randomUUID(), offset, length: bytes.length });
+  const started = await e.uploads.beginPart(await e.uploads.admitPart({ tenant: TENANT, id, partId: randomUUID(), offset, length: bytes.length }));
   if (!('part' in started)) throw new Error('unexpected replay');
   await started.part.ready;
   await new Promise<void>((resolve) => started.part.ingest.admit(resolve));
@@ -129,7 +129,7 @@ describe('parts answered before their pipeline drains', () => {
     await new Promise((r) => setTimeout(r, 400));
     const restoreAgain = await breakTail(e, id);
     const offset = pieces[0].length + pieces[1].length;
-    await expect(e.uploads.beginPart({ tenant: TENANT, id, partId: randomUUID(), offset, length: pieces[2].length })).rejects.toThrow(
+    await expect(e.uploads.beginPart(await e.uploads.admitPart({ tenant: TENANT, id, partId: randomUUID(), offset, length: pieces[2].length }))).rejects.toThrow(
       expect.objectContaining({ kind: 'internal', code: 'ingest_failed' }),
     );
     restoreAgain();
@@ -152,7 +152,7 @@ describe('parts answered before their pipeline drains', () => {
     await part(e, id, 0, pieces[0]);
     await new Promise((r) => setTimeout(r, 400));
     // A part that fails after replaying leaves them for its retry.
-    const failed = await e.uploads.beginPart({ tenant: TENANT, id, partId: randomUUID(), offset: pieces[0].length, length: pieces[1].length });
+    const failed = await e.uploads.beginPart(await e.uploads.admitPart({ tenant: TENANT, id, partId: randomUUID(), offset: pieces[0].length, length: pieces[1].length }));
     if (!('part' in failed)) throw new Error('unexpected replay');
     await failed.part.ready;
     await new Promise<void>((resolve) => failed.part.ingest.admit(resolve));
@@ -172,7 +172,7 @@ describe('parts answered before their pipeline drains', () => {
     const pieces = [seededBytes(6 * 1024 * 1024 + 5, 64), seededBytes(5 * 1024 * 1024 + 6, 65)];
     await e.uploads.create({ tenant: TENANT, id });
     await part(e, id, 0, pieces[0]);
-    const started = await e.uploads.beginPart({ tenant: TENANT, id, partId: randomUUID(), offset: pieces[0].length, length: pieces[1].length });
+    const started = await e.uploads.beginPart(await e.uploads.admitPart({ tenant: TENANT, id, partId: randomUUID(), offset: pieces[0].length, length: pieces[1].length }));
     if (!('part' in started)) throw new Error('unexpected replay');
     await started.part.ready;
     await new Promise<void>((resolve) => started.part.ingest.admit(resolve));
@@ -211,7 +211,7 @@ describe('an ingest admitted while it is full', () => {
     // the ingest full after admission until blocks are stored. The admission must still come
     // (a continued part of a resumable upload is admitted into an ingest in the same state).
     const data = seededBytes(20 * 1024 * 1024 + 5, 68);
-    const ingest = e.startIngest({ declaredLength: data.length });
+    const ingest = e.ingests.start({ declaredLength: data.length });
     ingest.push(data.subarray(0, 16 * 1024 * 1024));
     await new Promise<void>((resolve) => ingest.admit(resolve));
     ingest.push(data.subarray(16 * 1024 * 1024));
@@ -229,7 +229,7 @@ describe('a staged tail that cannot be read', () => {
     // The next part must start from the staged tail, not go on with the first part's ingest.
     await e.uploads.closeLive(id);
     const restore = await breakTail(e, id);
-    await expect(e.uploads.beginPart({ tenant: TENANT, id, partId: randomUUID(), offset: pieces[0].length, length: pieces[1].length })).rejects.toThrow(
+    await expect(e.uploads.beginPart(await e.uploads.admitPart({ tenant: TENANT, id, partId: randomUUID(), offset: pieces[0].length, length: pieces[1].length }))).rejects.toThrow(
       expect.objectContaining({ kind: 'internal', code: 'ingest_failed' }),
     );
     // The lease goes back asynchronously; the offset never moved.
@@ -254,7 +254,7 @@ describe('a staged tail that does not match its record', () => {
     expect(record.offset - record.tailStart).toBeGreaterThan(1);
     fs.truncateSync(path.join(root!, 'blocks', '.staging', id, record.tail!), record.offset - record.tailStart - 1);
     const failure = expect.objectContaining({ kind: 'internal', code: 'ingest_failed' });
-    await expect(e.uploads.beginPart({ tenant: TENANT, id, partId: randomUUID(), offset: data.length, length: 10 })).rejects.toThrow(failure);
+    await expect(e.uploads.beginPart(await e.uploads.admitPart({ tenant: TENANT, id, partId: randomUUID(), offset: data.length, length: 10 }))).rejects.toThrow(failure);
     await leaseReleased(e, id);
     await expect(e.uploads.commit(TENANT, id)).rejects.toEqual(failure);
     await e.close();
@@ -273,7 +273,7 @@ describe('a part whose block writes fail', () => {
     const tmp = path.join(root!, 'blocks', '.tmp');
     for (const p of Array.from({ length: 256 }, (_, i) => path.join(tmp, `w${i}`))) if (!fs.existsSync(p)) fs.writeFileSync(p, '');
     const data = seededBytes(6 * 1024 * 1024, 50);
-    const started = await e.uploads.beginPart({ tenant: TENANT, id, partId: randomUUID(), offset: 0, length: data.length });
+    const started = await e.uploads.beginPart(await e.uploads.admitPart({ tenant: TENANT, id, partId: randomUUID(), offset: 0, length: data.length }));
     if (!('part' in started)) throw new Error('unexpected replay');
     const upload = started.part;
     await upload.ready;
@@ -297,7 +297,7 @@ describe('a part given up before its ingest was admitted', () => {
     await part(e, id, 0, pieces[0]);
     await e.close();
     e = await open(); // no kept hash: the next part waits for its rebuild before it is admitted
-    const started = await e.uploads.beginPart({ tenant: TENANT, id, partId: randomUUID(), offset: pieces[0].length, length: pieces[1].length });
+    const started = await e.uploads.beginPart(await e.uploads.admitPart({ tenant: TENANT, id, partId: randomUUID(), offset: pieces[0].length, length: pieces[1].length }));
     if (!('part' in started)) throw new Error('unexpected replay');
     started.part.abort();
     await started.part.ready;
@@ -318,7 +318,7 @@ describe('cleanup after a crash', () => {
     await part(e, id, 0, data);
     expect(fs.readdirSync(path.join(root!, 'blocks', '.staging', id))).toHaveLength(1);
     // The crash window: the manifest is published, the session still says Committing under a lease of the dead process.
-    const ingest = e.startIngest({ declaredLength: data.length });
+    const ingest = e.ingests.start({ declaredLength: data.length });
     await new Promise<void>((resolve) => ingest.admit(resolve));
     ingest.push(data);
     await ingest.end();

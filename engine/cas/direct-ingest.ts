@@ -37,6 +37,8 @@ export interface IngestOptions {
   contentType?: string;
   /** The Content-Length header, if any: an exact contract. */
   declaredLength?: number;
+  /** A body without a declared length: charged to the caller's byte budget as it streams (engine/tenancy TenantGate.body). */
+  meter?: (bytes: number) => void;
   /**
    * Blocks are stored and recorded, but no manifest is published in the blob namespace: the
    * caller keeps the record (document content, which the blob API must not list or delete).
@@ -72,6 +74,7 @@ export class DirectIngest extends Ingest {
       ...objectLimit(deps.config.maxUploadBytes, options.maxObjectBytes),
       mayHashHere: true,
       alwaysWrite: options.tenantBlocks,
+      meter: options.meter,
     });
   }
 

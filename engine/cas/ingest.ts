@@ -68,6 +68,11 @@ interface StreamShape {
   mayHashHere: boolean;
   /** Write blocks even when present (security on: the upload's time says nothing of other tenants' data). */
   alwaysWrite?: boolean;
+  /**
+   * Charges each chunk to the caller's byte budget as it is pushed (a body without a declared
+   * length, engine/tenancy TenantGate.body): a throw (429) refuses the chunk, and the caller aborts.
+   */
+  meter?: (bytes: number) => void;
 }
 
 const SNIFF_BYTES = 4096;
@@ -276,6 +281,7 @@ export abstract class Ingest {
   push(chunk: Uint8Array): boolean {
     if (this.settled) return true;
     const len = chunk.length;
+    this.shape.meter?.(len);
     const before = this.received - this.bodyBase;
     if (before + len > this.maxBytes) throw this.fail(this.tooLarge(this.maxBytes), false);
     const declared = this.declared;

@@ -15,6 +15,12 @@ import { type Unit, type UnitStore, table } from '../store/index.js';
 export interface TenantStorage {
   /** The tenant's limits; a field not set is no limit. */
   limits(tenant: string): { maxObjectBytes?: number; quotaBytes?: number };
+  /**
+   * The tenant gate for a document's bytes (engine/tenancy TenantGate.content), before any is
+   * read: a declared length charged to the caller's byte budget (429) and judged against the
+   * object limit and the quota (413, 507); for a body without one, the meter that charges it as it streams.
+   */
+  admitContent(caller: { tenant: string; subject: string }, declaredLength: number | undefined): Promise<((bytes: number) => void) | undefined>;
   /** The largest metadata entry as stored, in bytes (SVC_MAX_METADATA_ENTRY_BYTES). */
   readonly maxMetadataEntryBytes: number;
   /** The bytes of the distinct blobs the tenant holds (the blob catalog's count). */

@@ -96,14 +96,16 @@ export class Documents {
   /**
    * PUT /v1/uploads/{id}/bytes: checks, then an ingest into the CAS with BLAKE3 beside it
    * (the body is read from its first byte once this settles), bounded by the tenant's object
-   * limit (413 at once for a declared length past it) and quota (507 before the blocks are recorded).
+   * limit (413 at once for a declared length past it) and quota (507 before the blocks are recorded),
+   * and charged to the caller's byte budget: first of all, through the tenant gate.
    */
   async beginBytes(principal: Principal, uploadId: string, options: Pick<IngestOptions, 'contentType' | 'declaredLength'>): Promise<BytesUpload> {
+    const meter = await this.records.storage.admitContent(principal, options.declaredLength);
     const upload = await this.records.upload(principal, uploadId);
     const doc = await this.records.document(principal, upload.documentId);
     requireRule(doc.permissions, principal, 'doc.write');
     if (upload.state === 'finalized') throw new SvcError('conflict', 'upload_finalized', 'The upload is finalized; its bytes cannot change');
-    const { ingest, hash, recorded } = this.contentIngest(principal.tenant, options);
+    const { ingest, hash, recorded } = this.contentIngest(principal.tenant, { ...options, meter });
     const finish = async () => {
       await recorded(async (unit, content) => {
         const current = await unit.get(UPLOADS, uploadId);
@@ -119,7 +121,7 @@ export class Documents {
    * `recorded`, which once the body has ended records the content under its `b3:<hex>` key as the
    * tenant's (its quota checked again) in one unit with the caller's `step`.
    */
-  private contentIngest(tenant: string, options: Pick<IngestOptions, 'contentType' | 'declaredLength'>) {
+  private contentIngest(tenant: string, options: Pick<IngestOptions, 'contentType' | 'declaredLength' | 'meter'>) {
     const ingest = this.startIngest({
       ...options,
       maxObjectBytes: this.records.storage.limits(tenant).maxObjectBytes,

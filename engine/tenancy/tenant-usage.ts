@@ -5,7 +5,7 @@
 import type { TenantUsageRow } from '../ops/index.js';
 import { DEFAULT_TENANT } from '../store/index.js';
 import type { BudgetUsage, Budgets } from './budgets.js';
-import type { ByteGate } from './byte-gate.js';
+import type { TenantGate } from './tenant-gate.js';
 import type { TenantPolicies } from './policy.js';
 
 /** A tenant's usage and limits (GET /api/v1/usage); a limit not configured is null. */
@@ -25,7 +25,7 @@ export interface TenantUsageDeps {
   securityEnabled: boolean;
   policies: Pick<TenantPolicies, 'named'>;
   budgets: Pick<Budgets, 'usage'>;
-  gate: Pick<ByteGate, 'limits'>;
+  gate: Pick<TenantGate, 'limits'>;
   /** The tenant's blobs: their distinct bytes and how many. */
   blobs(tenant: string): Promise<{ bytes: number; objects: number }>;
   /** The tenant's document content's distinct bytes. */

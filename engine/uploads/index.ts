@@ -2,4 +2,4 @@
 export { BufferPool, tailBufferPool } from './buffer-pool.js';
 export { PartIngest, type PartOptions, type PartResult } from './part-ingest.js';
 export { Uploads } from './uploads.js';
-export type { PartUpload } from './requests.js';
+export type { AdmittedPart, CreateRequest, PartRequest, PartUpload } from './requests.js';

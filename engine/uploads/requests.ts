@@ -24,6 +24,13 @@ export interface PartRequest {
   maxPartBytes?: number;
 }
 
+declare const admitted: unique symbol;
+/**
+ * A part the tenant gate let through (Uploads.admitPart): the only request `beginPart` takes, so
+ * no protocol starts a part without the gate.
+ */
+export type AdmittedPart = PartRequest & { readonly [admitted]: true };
+
 /** A part being received: push its body into `ingest` once `ready`, then `finish`. */
 export interface PartUpload {
   ingest: PartIngest;

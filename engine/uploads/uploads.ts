@@ -10,25 +10,26 @@
 // with the object. Above 400 lines: leases and staged tails are one session's state, changed by
 // every step here (the part protocol itself is ./part-ingest.ts, live ingests ./live-parts.ts).
 
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { type Clock, systemClock } from '../base/clock.js';
 import type { BlockRoots } from '../cas/index.js';
 import { chunkerName } from '../cas/index.js';
 import { formatContentId } from '../cas/index.js';
 import type { PartIngest, PartOptions, PartResult } from './part-ingest.js';
-import { type BlobCatalog, type BlockStore, type CommittedSession, type CommittingSession, type LeasedSession, type Manifest, type OpenSession, type PartLeasedSession, type SessionRecord, type StoredBlock, type TailStaging, type TusFacts, type UploadCatalog, packBlocks } from '../store/index.js';
+import { type BlobCatalog, type BlockStore, type CommittedSession, type CommittingSession, type LeasedSession, type Manifest, type OpenSession, type PartLeasedSession, type SessionRecord, type StoredBlock, type TailStaging, type UploadCatalog, packBlocks } from '../store/index.js';
 import type { StreamScanner } from '../cas/index.js';
 import type { UploadConfig } from '../config.js';
 import {
-  SvcError, ingestFailed, invalidBlob, invalidUpload, payloadTooLarge, uploadBusy, uploadExists, uploadExpired, uploadNotFound, uploadOffsetMismatch, uploadState, blobQuotaExceeded,
+  SvcError, ingestFailed, invalidBlob, invalidUpload, uploadBusy, uploadExists, uploadExpired, uploadNotFound, uploadOffsetMismatch, uploadState,
 } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Stats } from '../ops/index.js';
-import type { BlobRoom } from '../tenancy/index.js';
+import { type BlobRoom, type ByteCaller, type TenantGate, publicationQuota } from '../tenancy/index.js';
+import { type ConcatenationRequest, concatenate } from './concatenation.js';
 
 import type { BufferPool } from './buffer-pool.js';
 import { KeptHashes } from './kept-hashes.js';
-import type { CreateRequest, PartRequest, PartUpload } from './requests.js';
+import type { AdmittedPart, CreateRequest, PartRequest, PartUpload } from './requests.js';
 import { LiveParts, type StoredOfTail } from './live-parts.js';
 import { type SessionEvent, moveSession } from './session-machine.js';
 
@@ -61,6 +62,12 @@ interface UploadsDeps {
   tenantBlobs?: boolean;
   /** Called before a part's blocks are recorded in a ledger of this node's own (Collector.holdRoots). */
   holdRoots?: () => Promise<void>;
+  /**
+   * The tenant's limits (engine/tenancy/tenant-gate.ts), applied here to every session's bytes
+   * whatever the protocol: a declared length reserves its room, a part is judged by its end and
+   * charged its length, a commit or a concatenation publishes within the room the quota leaves.
+   */
+  gate: TenantGate;
 }
 
 /**
@@ -96,7 +103,13 @@ export class Uploads {
     this.hashes = new KeptHashes(deps);
   }
 
-  async create(request: CreateRequest): Promise<OpenSession> {
+  /**
+   * A new session. With `caller` (security on), a declared length past the tenant's object limit
+   * (413) or the room its quota leaves beside its other open uploads (507) is refused now; else
+   * its room is reserved until the session is committed, cancelled or expires.
+   */
+  async create(request: CreateRequest, caller?: ByteCaller): Promise<OpenSession> {
+    if (caller && request.declaredLength !== undefined) await this.deps.gate.reserve(caller.tenant, request.declaredLength);
     const record = moveSession(undefined, { type: 'create', ...request, now: this.clock.now(), ttlMs: this.deps.config.ttlMs });
     return this.deps.ledger.update(request.id, (current) => {
       if (current) throw uploadExists(request.id);
@@ -118,10 +131,23 @@ export class Uploads {
   }
 
   /**
-   * Starts a part (its body held meanwhile): the answer for a part id already applied, else a
-   * lease on the session and an ingest continuing its object.
+   * A part through the tenant gate, before its body is read: with `caller` (security on), the
+   * object limit against the part's end and the byte budget against its length are applied at
+   * once (thrown), then, for a tenant with a quota, the room its end needs (a promise, 507).
+   * Without a caller, or nothing to wait for, the request itself: no await, no allocation.
    */
-  async beginPart(request: PartRequest): Promise<{ replayed: OpenSession } | { part: PartUpload }> {
+  admitPart(request: PartRequest, caller?: ByteCaller): AdmittedPart | Promise<AdmittedPart> {
+    const admitted = request as AdmittedPart;
+    if (!caller) return admitted;
+    const room = this.deps.gate.part(caller, request.id, request.offset + request.length, request.length);
+    return room ? room.then(() => admitted) : admitted;
+  }
+
+  /**
+   * Starts a part (its body held meanwhile) that the gate admitted: the answer for a part id
+   * already applied, else a lease on the session and an ingest continuing its object.
+   */
+  async beginPart(request: AdmittedPart): Promise<{ replayed: OpenSession } | { part: PartUpload }> {
     const { config, ledger } = this.deps;
     const current = await this.status(request.tenant, request.id);
     const alive = await this.aliveNodes();
@@ -209,8 +235,13 @@ export class Uploads {
     return { part: { ingest, ready: continued ? Promise.resolve() : this.hashes.ensure(leased), finish, abort, release } };
   }
 
-  /** Publishes the object; a committed session answers with the same blob again. */
-  async commit(tenant: string, id: string, quota: BlobRoom = {}): Promise<CommittedSession> {
+  /**
+   * Publishes the object; a committed session answers with the same blob again. With `caller`
+   * (security on), within the room the tenant's quota leaves beside its other open uploads (this
+   * one's reservation becomes the blob).
+   */
+  async commit(tenant: string, id: string, caller?: ByteCaller): Promise<CommittedSession> {
+    const quota: BlobRoom = caller ? await this.deps.gate.room(caller.tenant, { session: id }) : {};
     const current = await this.status(tenant, id);
     if (current.state === 'Committed') return current;
     const alive = await this.aliveNodes();
@@ -234,7 +265,7 @@ export class Uploads {
       const blocks = [...(await this.deps.ledger.blocks(id)), ...((drained ?? stored)?.blocks ?? []), ...result.blocks];
       const blobId = formatContentId(hex, leased.offset);
       await this.deps.ledger.update(id, (r) => moveSession(r, { type: 'publishing', blob: blobId }));
-      const publication = this.deps.tenantBlobs ? { tenant: leased.tenant, tenantBlocks: true, ...quotaOf(quota, leased.offset) } : {};
+      const publication = this.deps.tenantBlobs ? { tenant: leased.tenant, tenantBlocks: true, ...publicationQuota(quota, leased.offset) } : {};
       const { manifest, existed, newToTenant } = await this.deps.manifests.publish(hex, leased.offset, result.decided!.mediaType, chunkerName(result.decided!.spec), blocks, undefined, publication);
       this.deps.stats.recordPublication(newToTenant ? blocks.map((b, i) => ({ size: b.size, fresh: newToTenant[i]! })) : blocks, existed);
       const committed = await this.deps.ledger.update(id, (r) => moveSession(r, { type: 'published', blob: manifest.id }));
@@ -257,8 +288,11 @@ export class Uploads {
   /**
    * Declares the length of a session created without one (tus creation-defer-length). The same
    * length again is a no-op; another, or one below the bytes already acknowledged, is 400.
+   * With `caller`, the length reserves its room first (413, 507), as at creation.
    */
-  async declareLength(tenant: string, id: string, length: number): Promise<SessionRecord> {
+  async declareLength(tenant: string, id: string, length: number, caller?: ByteCaller): Promise<SessionRecord> {
+    // With `caller`, the length reserves its room when it is declared: 413 or 507 now, as at creation.
+    if (caller) await this.deps.gate.reserve(caller.tenant, length, id);
     const current = await this.status(tenant, id);
     if (current.declaredLength === length) return current;
     if (current.declaredLength !== undefined) throw invalidUpload(`The upload's length is already ${current.declaredLength}`);
@@ -268,55 +302,21 @@ export class Uploads {
   }
 
   /**
-   * A tus final upload: the tenant's finished partial uploads, in order, as one blob. The blob
-   * is made of the partials' blocks as they are (sessions keep every block in the block store):
-   * no byte is copied or stored again; the whole object's SHA-256 is taken by reading them. The
-   * blob is published before the session's record is written, Committed: a crash between leaves
-   * a blob that a retried creation finds again.
+   * A tus final upload: the tenant's finished partial uploads, in order, as one blob of their
+   * blocks (./concatenation.ts); with `caller`, within the tenant's limits (TenantGate.assembled).
    */
-  async concatenate(
-    request: { tenant: string; id: string; partials: string[]; contentType?: string; tus: TusFacts; maxBytes: number },
-    /** The tenant's limits on the whole object (engine/tenancy ByteGate.assembled): judged before any byte is read. */
-    admit: (length: number) => Promise<BlobRoom> = async () => ({}),
-  ): Promise<CommittedSession> {
-    const { tenant, partials } = request;
-    // Each partial once: a partial listed again would make the server read its bytes again for nothing.
-    const repeated = partials.find((id, i) => partials.indexOf(id) !== i);
-    if (repeated !== undefined) throw invalidUpload(`Upload-Concat: partial upload ${repeated} is listed more than once`);
-    const manifests: Manifest[] = [];
-    for (const id of partials) {
-      const partial = await this.status(tenant, id);
-      if (partial.tus?.concat !== 'partial') throw invalidUpload(`Upload ${id} is not a partial upload (Upload-Concat: partial)`);
-      if (partial.state !== 'Committed') throw invalidUpload(`Partial upload ${id} is not finished (${partial.offset} of ${partial.declaredLength ?? 'an undeclared number of'} bytes)`);
-      const manifest = await this.deps.manifests.get(partial.committedBlob, this.deps.tenantBlobs ? tenant : undefined);
-      if (!manifest) throw uploadNotFound(id);
-      if (manifest.record.inline) throw ingestFailed(`Partial upload ${id}'s blob is kept inline`);
-      manifests.push(manifest);
-    }
-    const length = manifests.reduce((sum, m) => sum + m.record.size, 0);
-    if (length > request.maxBytes) throw payloadTooLarge(request.maxBytes);
-    const quota = await admit(length);
-    const hash = createHash('sha256');
-    for (const manifest of manifests) for await (const bytes of this.deps.readBlob(manifest)) hash.update(bytes);
-    const hex = hash.digest('hex');
-    const blocks: StoredBlock[] = [];
-    for (const manifest of manifests) {
-      for (let i = 0; i < manifest.blockCount; i++) {
-        const { hex: blockHex, size, checksum } = manifest.block(i);
-        blocks.push({ hex: blockHex, size, checksum, fresh: false });
-      }
-    }
-    const chunkers = new Set(manifests.map((m) => m.record.chunker));
-    const chunker = chunkers.size === 1 ? manifests[0]!.record.chunker : 'concatenation';
-    const mediaType = request.contentType ?? manifests[0]!.record.mediaType;
-    const publication = this.deps.tenantBlobs ? { tenant, tenantBlocks: true, ...quotaOf(quota, length) } : {};
-    const { manifest, existed } = await this.deps.manifests.publish(hex, length, mediaType, chunker, blocks, undefined, publication);
-    this.deps.stats.recordPublication(blocks, existed);
-    const record = moveSession(undefined, { type: 'concatenated', id: request.id, tenant, length, blob: manifest.id, contentType: request.contentType, tus: request.tus, now: this.clock.now(), ttlMs: this.deps.config.ttlMs });
-    return this.deps.ledger.update(request.id, (current) => {
-      if (current) throw uploadExists(request.id);
-      return record;
-    });
+  concatenate(request: ConcatenationRequest, caller?: ByteCaller): Promise<CommittedSession> {
+    return concatenate({ ...this.deps, clock: this.clock, status: (tenant, id) => this.status(tenant, id) }, request, caller);
+  }
+
+  /**
+   * A session whose every declared byte is in is committed (tus: an upload completes when its
+   * offset reaches its length; with `caller`, within the tenant's room as `commit`); else the
+   * record as it is.
+   */
+  async commitIfWhole(record: SessionRecord, caller?: ByteCaller): Promise<SessionRecord> {
+    if (record.state === 'Committed' || record.declaredLength === undefined || record.offset !== record.declaredLength) return record;
+    return this.commit(record.tenant, record.id, caller);
   }
 
   /** Cancels an open session and removes what it staged. Cancelling again is a no-op. */
@@ -587,7 +587,3 @@ export class Uploads {
 }
 
 /** A publication's quota options: the room, and the refusal that tells the tenant's whole numbers. */
-function quotaOf(room: BlobRoom, size: number): { quotaBytes?: number; quotaExceeded?: (blobBytes: number) => Error } {
-  if (room.quotaBytes === undefined) return {};
-  return { quotaBytes: room.quotaBytes, quotaExceeded: blobQuotaExceeded(room.quotaBytes, room.documentBytes ?? 0, size, room.stagedBytes ?? 0) };
-}

@@ -1,22 +1,27 @@
-// The one place where a tenant's bytes meet its limits, whatever the protocol (blob API, resumable
-// sessions, tus and its concatenation, document bytes, JSON bodies): the tenant's object limit
-// (413), its quota (507) with the room its open uploads reserve, and the principal's byte budget
-// (429). Route files ask the gate and pass on what it answers; they judge nothing themselves.
+// The tenant gate: the one place where a tenant's limits are applied, whatever the protocol (blob
+// API, contract sessions, tus and its concatenation, document content, JSON bodies, and the S3
+// listener next). It is applied by the engine's own operations (engine/ingests: a body for the
+// blob namespace; engine/uploads: a session's creation, declared length, part, commit and
+// concatenation; engine/documents: a document's bytes), which take the caller; route files only
+// parse, call and answer, and hand the router the gate as its meter (requests, operation slots,
+// body bytes of JSON requests and downloads). What it applies:
 //
-// - A declared length (Content-Length, Upload-Length, a tus final's sum) is judged before any
-//   byte is read: past the object limit, or past what the quota leaves once the tenant's retained
-//   bytes and what its other open uploads reserve are counted, it is refused at once.
+// - A declared length (Content-Length, Upload-Length, a part's end, a tus final's sum) is judged
+//   before any byte is read: past the object limit (413), or past what the quota leaves once the
+//   tenant's retained bytes and what its other open uploads reserve are counted (507).
 // - An open upload's declared length reserves its room: the sessions' records say what each holds
 //   (engine/store/upload-catalog.ts stagedOf), so every node of a cluster sees the same
 //   reservations, and a commit, an abort or an expiry releases one by moving its record.
-// - The byte budget is charged a declared length up front, and a body without one (chunked) as
-//   it streams: once the budget is spent the request is refused and its ingest aborted.
+// - The byte budget (429) is charged a declared length up front, and a body without one (chunked)
+//   as it streams: the ingest calls its meter with each chunk; once the budget is spent the
+//   request is refused and its ingest aborted.
+// - The request budget and the tenant's operation slots (concurrency), per request (RequestMeter).
 //
 // With security off, or for a tenant whose policy sets none of these, the gate does nothing and
-// reads nothing (the 4 KiB upload path pays no catalog read).
+// reads nothing (the 4 KiB upload path pays no catalog read, no await and no allocation).
 
-import { tenantObjectLimit, tenantQuotaExceeded } from '../errors.js';
-import type { Budgets } from './budgets.js';
+import { blobQuotaExceeded, tenantObjectLimit, tenantQuotaExceeded } from '../errors.js';
+import type { Budgets, Release } from './budgets.js';
 import type { ShareScope } from './cluster-share.js';
 import type { TenantPolicies } from './policy.js';
 
@@ -48,13 +53,35 @@ export interface BlobRoom {
   stagedBytes?: number;
 }
 
+/** What a publication of `size` bytes is given of a tenant's room: the quota its blobs may reach, and its refusal's words. */
+export function publicationQuota(room: BlobRoom, size: number): { quotaBytes?: number; quotaExceeded?: (blobBytes: number) => Error } {
+  if (room.quotaBytes === undefined) return {};
+  return { quotaBytes: room.quotaBytes, quotaExceeded: blobQuotaExceeded(room.quotaBytes, room.documentBytes ?? 0, size, room.stagedBytes ?? 0) };
+}
+
 /** Charges a streamed body's bytes as they come (throws 429 rate_limited once the budget is spent). */
 export type BodyMeter = (bytes: number) => void;
 
-export class ByteGate {
+/**
+ * What a router asks of the gate for every request of a caller (security on): its request budget,
+ * one of its tenant's operation slots, and the body bytes the handler learns (JSON bodies, downloads).
+ */
+export interface RequestMeter {
+  /** A request of `caller`, before the handler runs (429 when its budget is spent). */
+  request(caller: ByteCaller, scope: ShareScope): void;
+  /**
+   * One of the tenant's operation slots: at once (a release), later (a promise of one, rejected
+   * when the wait is too long or `signal`'s signal aborts: the client went away), or none needed (undefined).
+   */
+  admit(caller: ByteCaller, scope: ShareScope, signal: () => AbortSignal): Release | Promise<Release> | undefined;
+  /** Body bytes to or from `caller`, as the handler learns them (429 when its budget is spent). */
+  bytes(caller: ByteCaller, bytes: number, scope: ShareScope): void;
+}
+
+export class TenantGate implements RequestMeter {
   constructor(
     /** Security on: policies apply. */
-    private readonly enabled: boolean,
+    readonly enabled: boolean,
     private readonly policies: TenantPolicies,
     private readonly budgets: Budgets,
     private readonly held: HeldBytes,
@@ -136,5 +163,43 @@ export class ByteGate {
     const room = await this.room(caller.tenant, { declaredLength: length });
     this.charge(caller, length);
     return room;
+  }
+
+  /**
+   * A part of a session (the contract's PATCH, tus's PATCH or creation with bytes, an S3
+   * UploadPart) of `length` bytes ending at `end`: the object limit against its end and the byte
+   * budget against its length, at once (thrown: 413, 429); then, for a tenant with a quota, a
+   * promise that rejects (507) unless its end fits beside what the tenant's other open uploads
+   * reserve (`session`'s own left out). Undefined when nothing is left to wait for.
+   */
+  part(caller: ByteCaller, session: string, end: number, length: number): Promise<unknown> | undefined {
+    if (!this.enabled) return undefined;
+    const { maxObjectBytes, quotaBytes } = this.policies.for(caller.tenant);
+    if (maxObjectBytes !== undefined && end > maxObjectBytes) throw tenantObjectLimit(maxObjectBytes);
+    this.charge(caller, length);
+    return quotaBytes === undefined ? undefined : this.room(caller.tenant, { declaredLength: end, session });
+  }
+
+  /**
+   * A document's bytes (PUT /v1/uploads/{id}/bytes): a declared length is charged to the byte
+   * budget now (429) and judged against the object limit and the quota (413, 507) before any byte
+   * is read; the meter, for a body without one, charges it as it streams (the documents' share).
+   */
+  async content(caller: ByteCaller, declaredLength: number | undefined): Promise<BodyMeter | undefined> {
+    const meter = this.body(caller, declaredLength, 'documents');
+    if (declaredLength !== undefined && this.enabled) await this.room(caller.tenant, { declaredLength });
+    return meter;
+  }
+
+  request(caller: ByteCaller, scope: ShareScope): void {
+    this.budgets.chargeRequest(caller.tenant, caller.subject, scope);
+  }
+
+  admit(caller: ByteCaller, scope: ShareScope, signal: () => AbortSignal): Release | Promise<Release> | undefined {
+    return this.budgets.admit(caller.tenant, { scope, signal });
+  }
+
+  bytes(caller: ByteCaller, bytes: number, scope: ShareScope): void {
+    this.charge(caller, bytes, scope);
   }
 }
