@@ -67,7 +67,7 @@ describe('a body for the blob namespace (Ingests.blob: the blob API, S3 PutObjec
     ingest.push(bytes);
     const result = await ingest.end();
     expect(result.blob.size).toBe(bytes.length);
-    expect((await engine.usage('gate-object')).objects).toBe(1);
+    expect((await engine.tenantUsage.usage('gate-object')).objects).toBe(1);
   });
 
   test('a tenant with a quota: its room is read first (a promise), a declared length past it is 507', async () => {
@@ -129,7 +129,7 @@ describe('a session (Uploads: contract sessions, tus, S3 multipart)', () => {
     (await admitted(started.part.ingest)).push(bytes);
     const record = await engine.uploads.commitIfWhole(await started.part.finish(), caller(tenant));
     expect(record.state).toBe('Committed');
-    expect((await engine.usage(tenant)).retainedBytes).toBe(bytes.length);
+    expect((await engine.tenantUsage.usage(tenant)).retainedBytes).toBe(bytes.length);
   });
 
   test('without a caller a part is admitted as it is: no await, no allocation', () => {
