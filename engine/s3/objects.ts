@@ -159,20 +159,34 @@ export class S3Objects {
     });
   }
 
-  /** One write of a key: bucket, conditions, counts and record in one unit. */
+  /** One write of a key in a unit of its own. */
   private write(tenant: string, bucket: string, key: string, conditions: WriteConditions | undefined, make: (unit: Unit) => Promise<ObjectRecord>): Promise<WriteOutcome> {
-    return this.units.run(async (unit) => {
-      await bucketOf(unit, tenant, bucket);
-      const at: [string, string] = [bucket, encodeKey(key)];
-      const current = await unit.get(OBJECTS, at);
-      checkConditions(current, conditions);
-      const record = await make(unit);
-      const deltas = new Map<string, number>();
-      addDelta(deltas, record.blobId, 1);
-      if (current) addDelta(deltas, current.blobId, -1);
-      const changes = await adjustRefs(unit, tenant, deltas, this.clock.now());
-      unit.put(OBJECTS, at, record);
-      return { record, ...changes };
-    });
+    return this.units.run((unit) => writeObjectIn(unit, tenant, bucket, key, conditions, make, this.clock.now()));
   }
+}
+
+/**
+ * In the caller's unit: one write of a key (the bucket read, the conditions decided against the
+ * record replaced, the tenant's blob counts adjusted, the record written).
+ */
+export async function writeObjectIn(
+  unit: Unit,
+  tenant: string,
+  bucket: string,
+  key: string,
+  conditions: WriteConditions | undefined,
+  make: (unit: Unit) => Promise<ObjectRecord>,
+  now: number,
+): Promise<WriteOutcome> {
+  await bucketOf(unit, tenant, bucket);
+  const at: [string, string] = [bucket, encodeKey(key)];
+  const current = await unit.get(OBJECTS, at);
+  checkConditions(current, conditions);
+  const record = await make(unit);
+  const deltas = new Map<string, number>();
+  addDelta(deltas, record.blobId, 1);
+  if (current) addDelta(deltas, current.blobId, -1);
+  const changes = await adjustRefs(unit, tenant, deltas, now);
+  unit.put(OBJECTS, at, record);
+  return { record, ...changes };
 }
