@@ -14,7 +14,7 @@
 // A releaser that died midway leaves the entry: `pendingReleases` finds it, and the steps run again.
 
 import type { BlockRoots } from '../base/block-roots.js';
-import { type Unit, type UnitStore, table } from '../store/index.js';
+import { type Unit, UnitConflict, type UnitStore, table } from '../store/index.js';
 import { blobReleasing } from './errors.js';
 import { PARTS } from './records.js';
 
@@ -48,7 +48,8 @@ export async function adjustRefs(unit: Unit, tenant: string, deltas: ReadonlyMap
     const before = record?.count ?? 0;
     if (delta > 0 && record?.releasing) throw blobReleasing(blobId);
     const after = before + delta;
-    if (after < 0) throw new Error(`s3 blob refs: the count of ${tenant}/${blobId} would fall below 0`);
+    // Below 0 only on reads from two moments (PostgreSQL's reads are not one snapshot): the commit would fail its preconditions; run again now.
+    if (after < 0) throw new UnitConflict(REFS.name);
     unit.put(REFS, key, { count: after });
     if (before === 0 && after > 0) {
       changes.held.push(blobId);
@@ -83,7 +84,7 @@ export class BlobRefs {
   }
 
   /** Marks the release begun when the count is still 0 (true: remove the catalog's hold, then endRelease). False: nothing to release. */
-  beginRelease(tenant: string, blobId: string): Promise<boolean> {
+  async beginRelease(tenant: string, blobId: string): Promise<boolean> {
     const key: [string, string] = [tenant, blobId];
     return this.units.run(async (unit) => {
       const record = await unit.get(REFS, key);
@@ -97,7 +98,7 @@ export class BlobRefs {
   }
 
   /** After the catalog's hold is removed: the count's record and the pending entry go. */
-  endRelease(tenant: string, blobId: string): Promise<void> {
+  async endRelease(tenant: string, blobId: string): Promise<void> {
     const key: [string, string] = [tenant, blobId];
     return this.units.run(async (unit) => {
       const record = await unit.get(REFS, key);

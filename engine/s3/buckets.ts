@@ -13,7 +13,7 @@ import type { Clock } from '../base/clock.js';
 import type { Unit, UnitStore } from '../store/index.js';
 import { accessDenied, noSuchBucket, s3Refusal } from './errors.js';
 import { KEY_HIGH, checkBucketName } from './names.js';
-import { BUCKETS, type BucketRecord, OBJECTS, type S3Owner, TENANT_BUCKETS, UPLOADS } from './records.js';
+import { BUCKETS, BUCKET_COUNTS, type BucketRecord, OBJECTS, type S3Owner, TENANT_BUCKETS, UPLOADS } from './records.js';
 
 /** The region whose CreateBucket of the caller's own bucket answers 200 (S3's legacy behaviour). */
 export const LEGACY_REGION = 'us-east-1';
@@ -40,7 +40,7 @@ export class S3Buckets {
   ) {}
 
   /** CreateBucket. `created: false`: the tenant's own bucket again, in us-east-1 (elsewhere BucketAlreadyOwnedByYou). */
-  create(owner: S3Owner, name: string): Promise<{ created: boolean }> {
+  async create(owner: S3Owner, name: string): Promise<{ created: boolean }> {
     checkBucketName(name);
     return this.units.run(async (unit) => {
       const existing = await unit.get(BUCKETS, name);
@@ -51,12 +51,13 @@ export class S3Buckets {
         if (this.region === LEGACY_REGION) return { created: false };
         throw s3Refusal('BucketAlreadyOwnedByYou', 'Your previous request to create the named bucket succeeded and you already own it.');
       }
-      // The tenant's buckets up to one past the limit (a precondition: two creates at the limit cannot both pass).
-      const owned = await unit.range(TENANT_BUCKETS, { start: [owner.tenant, ''], end: [owner.tenant, '\uffff'], limit: S3_MAX_BUCKETS_PER_TENANT });
-      if (owned.length >= S3_MAX_BUCKETS_PER_TENANT) throw s3Refusal('TooManyBuckets', `You have attempted to create more buckets than allowed (${S3_MAX_BUCKETS_PER_TENANT} per tenant)`);
+      // The tenant's count, read and written (a precondition: two creates at the limit cannot both pass).
+      const owned = (await unit.get(BUCKET_COUNTS, owner.tenant)) ?? 0;
+      if (owned >= S3_MAX_BUCKETS_PER_TENANT) throw s3Refusal('TooManyBuckets', `You have attempted to create more buckets than allowed (${S3_MAX_BUCKETS_PER_TENANT} per tenant)`);
       const created = this.clock.now();
       unit.put(BUCKETS, name, { tenant: owner.tenant, subject: owner.subject, created });
       unit.put(TENANT_BUCKETS, [owner.tenant, name], created);
+      unit.put(BUCKET_COUNTS, owner.tenant, owned + 1);
       return { created: true };
     });
   }
@@ -76,7 +77,7 @@ export class S3Buckets {
   }
 
   /** DeleteBucket: only an empty one (no object, no open multipart upload), else BucketNotEmpty. */
-  delete(tenant: string, name: string): Promise<void> {
+  async delete(tenant: string, name: string): Promise<void> {
     return this.units.run(async (unit) => {
       await bucketOf(unit, tenant, name);
       // Preconditions: an object or upload written meanwhile makes the unit run again (and refuse).
@@ -88,6 +89,9 @@ export class S3Buckets {
       }
       unit.remove(BUCKETS, name);
       unit.remove(TENANT_BUCKETS, [tenant, name]);
+      const owned = (await unit.get(BUCKET_COUNTS, tenant)) ?? 1;
+      if (owned > 1) unit.put(BUCKET_COUNTS, tenant, owned - 1);
+      else unit.remove(BUCKET_COUNTS, tenant);
     });
   }
 }

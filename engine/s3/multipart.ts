@@ -111,7 +111,7 @@ export class S3Multipart {
   }
 
   /** UploadPart, UploadPartCopy: records the part (replacing one of the same number: its content is returned to release). */
-  putPart(tenant: string, bucket: string, key: string, uploadId: string, partNumber: number, part: Omit<PartRecord, 'lastModified'>): Promise<{ replaced?: PartContent }> {
+  async putPart(tenant: string, bucket: string, key: string, uploadId: string, partNumber: number, part: Omit<PartRecord, 'lastModified'>): Promise<{ replaced?: PartContent }> {
     checkKey(key);
     checkPartNumber(partNumber);
     return this.units.run(async (unit) => {
@@ -173,7 +173,7 @@ export class S3Multipart {
   }
 
   /** AbortMultipartUpload: the upload and its parts go; their contents are for the wiring to release. */
-  abort(tenant: string, bucket: string, key: string, uploadId: string): Promise<{ released: PartContent[] }> {
+  async abort(tenant: string, bucket: string, key: string, uploadId: string): Promise<{ released: PartContent[] }> {
     checkKey(key);
     return this.units.run(async (unit) => {
       await bucketOf(unit, tenant, bucket);
@@ -200,7 +200,7 @@ export class S3Multipart {
    * when a listed part was replaced since step one, NoSuchUpload when the upload is gone.
    * `discarded`: contents of parts not listed, for the wiring to release.
    */
-  commitComplete(
+  async commitComplete(
     owner: S3Owner,
     bucket: string,
     key: string,

@@ -89,7 +89,7 @@ export class S3Objects {
   ) {}
 
   /** PutObject (and the object of a completed multipart upload): the key now names `content`. */
-  put(owner: S3Owner, bucket: string, key: string, content: ObjectContent, meta: ObjectMeta, conditions?: WriteConditions): Promise<WriteOutcome> {
+  async put(owner: S3Owner, bucket: string, key: string, content: ObjectContent, meta: ObjectMeta, conditions?: WriteConditions): Promise<WriteOutcome> {
     checkKey(key);
     checkMeta(meta);
     const record = (): ObjectRecord => ({ ...contentOf(content), ...metaOf(meta), etag: bareEtag(content.etag), lastModified: this.clock.now(), owner: { ...owner } });
@@ -122,7 +122,7 @@ export class S3Objects {
   }
 
   /** DeleteObject: an absent key is no error (S3 answers 204). */
-  delete(tenant: string, bucket: string, key: string): Promise<DeleteOutcome> {
+  async delete(tenant: string, bucket: string, key: string): Promise<DeleteOutcome> {
     checkKey(key);
     return this.units.run(async (unit) => {
       await bucketOf(unit, tenant, bucket);
@@ -140,7 +140,7 @@ export class S3Objects {
    * given: REPLACE; absent: COPY (the source's). Both buckets must be the tenant's. Copying an
    * object onto itself with COPY is S3's 400 InvalidRequest (nothing would change).
    */
-  copy(owner: S3Owner, source: CopySource, bucket: string, key: string, meta?: ObjectMeta, conditions?: WriteConditions): Promise<WriteOutcome> {
+  async copy(owner: S3Owner, source: CopySource, bucket: string, key: string, meta?: ObjectMeta, conditions?: WriteConditions): Promise<WriteOutcome> {
     checkKey(source.key);
     checkKey(key);
     if (meta) checkMeta(meta);

@@ -1,7 +1,8 @@
 // The S3 index's tables and records, in the units store (engine/store/unit-store.ts): LMDB on
 // fs and s3, PostgreSQL shared by every pg-s3 node, so every node answers for every bucket.
 //   s3_buckets         name → BucketRecord (names are one namespace for every tenant)
-//   s3_tenant_buckets  [tenant, name] → created (ListBuckets, the per-tenant count)
+//   s3_tenant_buckets  [tenant, name] → created (ListBuckets)
+//   s3_bucket_counts   tenant → buckets it owns (S3_MAX_BUCKETS_PER_TENANT)
 //   s3_objects         [bucket, stored key] → ObjectRecord (stored key: names.ts encodeKey)
 //   s3_uploads         [bucket, stored key, uploadId] → UploadRecord (ListMultipartUploads' order)
 //   s3_parts           [uploadId, partNumber] → PartRecord
@@ -78,6 +79,7 @@ export interface PartRecord {
 
 export const BUCKETS = table<BucketRecord, string>('s3_buckets');
 export const TENANT_BUCKETS = table<number, [string, string]>('s3_tenant_buckets');
+export const BUCKET_COUNTS = table<number, string>('s3_bucket_counts');
 export const OBJECTS = table<ObjectRecord, [string, string]>('s3_objects');
 export const UPLOADS = table<UploadRecord, [string, string, string]>('s3_uploads');
 export const PARTS = table<PartRecord, [string, number]>('s3_parts');
