@@ -173,3 +173,11 @@ export const S3_MAX_PARTS = 10_000;
 export const S3_MAX_DELETE_KEYS = 1000;
 /** An object key: at most 1024 bytes of UTF-8 (S3: KeyTooLongError beyond). */
 export const S3_KEY_MAX_BYTES = 1024;
+/** Buckets one tenant may own (S3: 10,000 per account; names here are one namespace for every tenant, so fewer: ListBuckets answers them in one bounded read). Beyond: 400 TooManyBuckets. */
+export const S3_MAX_BUCKETS_PER_TENANT = 1000;
+/** An object's user metadata (`x-amz-meta-*`): names and values, UTF-8 bytes summed (S3: 2 KiB, then 400 MetadataTooLarge). */
+export const S3_USER_METADATA_MAX_BYTES = 2 * KiB;
+/** Control characters (U+0000-U+001F) in one key: each takes two bytes in the index's key, which LMDB bounds (svc's own bound, beyond: KeyTooLongError). */
+export const S3_KEY_MAX_CONTROL_CHARS = 512;
+/** Parts but the last of a multipart upload are at least this large (S3: 5 MiB, then 400 EntityTooSmall at Complete). */
+export const S3_MIN_PART_BYTES = 5 * MiB;

@@ -1,0 +1,139 @@
+// How many of a tenant's S3 objects name each blob: s3_blob_refs [tenant, blobId] → { count },
+// changed in the same unit of work as the objects, so it is never off by a crash. The wiring
+// holds the blob for the tenant in the blob catalog while the count is above 0 (the PUT's own
+// publication took the hold) and releases it when the count falls to 0; the blob catalog's
+// manifests are GC's roots, and `roots()` adds the blobs the index names (objects and parts)
+// for the time between a count's change and the catalog's.
+//
+// Releasing is a protocol, because the catalog is not in the unit: a unit that takes a count to
+// 0 leaves the record at 0 and writes s3_blob_releases [tenant, blobId]; the releaser then
+// `beginRelease`s (the record is marked `releasing` if still at 0), removes the catalog's hold,
+// and `endRelease`s (record and entry go). A write that would raise a releasing count throws
+// `blobReleasing` instead: its publication may have come before the catalog's removal, so the
+// wiring publishes again and runs the write again (the record is gone by then, or back at 0).
+// A releaser that died midway leaves the entry: `pendingReleases` finds it, and the steps run again.
+
+import type { BlockRoots } from '../base/block-roots.js';
+import { type Unit, UnitConflict, type UnitStore, table } from '../store/index.js';
+import { blobReleasing } from './errors.js';
+import { PARTS } from './records.js';
+
+interface RefRecord {
+  count: number;
+  /** Set by beginRelease while the catalog's hold is being removed. */
+  releasing?: true;
+}
+
+const REFS = table<RefRecord, [string, string]>('s3_blob_refs');
+/** Counts that reached 0 and whose catalog hold is still to be released: [tenant, blobId] → when. */
+const RELEASES = table<number, [string, string]>('s3_blob_releases');
+
+/** What a unit's changes of counts mean for the catalog: blobs that became held (0 → n) and released (n → 0). */
+export interface RefChanges {
+  held: string[];
+  released: string[];
+}
+
+/**
+ * In the caller's unit: adds each delta to the tenant's count of its blob (net deltas: a blob
+ * dropped and named again in one unit changes nothing). Reads each count (a precondition), so
+ * units that change one count run one after the other.
+ */
+export async function adjustRefs(unit: Unit, tenant: string, deltas: ReadonlyMap<string, number>, now: number): Promise<RefChanges> {
+  const changes: RefChanges = { held: [], released: [] };
+  for (const [blobId, delta] of deltas) {
+    if (delta === 0) continue;
+    const key: [string, string] = [tenant, blobId];
+    const record = await unit.get(REFS, key);
+    const before = record?.count ?? 0;
+    if (delta > 0 && record?.releasing) throw blobReleasing(blobId);
+    const after = before + delta;
+    // Below 0 only on reads from two moments (PostgreSQL's reads are not one snapshot): the commit would fail its preconditions; run again now.
+    if (after < 0) throw new UnitConflict(REFS.name);
+    unit.put(REFS, key, { count: after });
+    if (before === 0 && after > 0) {
+      changes.held.push(blobId);
+      // A release still pending (the count fell to 0 and is up again before a releaser came): nothing to release.
+      if (await unit.has(RELEASES, key)) unit.remove(RELEASES, key);
+    }
+    if (after === 0) {
+      changes.released.push(blobId);
+      unit.put(RELEASES, key, now);
+    }
+  }
+  return changes;
+}
+
+/** Adds `by` to `blobId`'s delta in `deltas`. */
+export function addDelta(deltas: Map<string, number>, blobId: string, by: number): void {
+  deltas.set(blobId, (deltas.get(blobId) ?? 0) + by);
+}
+
+export class BlobRefs {
+  constructor(private readonly units: UnitStore) {}
+
+  /** How many of the tenant's objects name the blob. */
+  async count(tenant: string, blobId: string): Promise<number> {
+    return (await this.units.get(REFS, [tenant, blobId]))?.count ?? 0;
+  }
+
+  /** Counts at 0 whose catalog hold is still to be released (a releaser's crash included), oldest key first. */
+  async pendingReleases(limit = 100): Promise<Array<{ tenant: string; blobId: string }>> {
+    const entries = await this.units.range(RELEASES, { limit });
+    return entries.map(({ key: [tenant, blobId] }) => ({ tenant, blobId }));
+  }
+
+  /** Marks the release begun when the count is still 0 (true: remove the catalog's hold, then endRelease). False: nothing to release. */
+  async beginRelease(tenant: string, blobId: string): Promise<boolean> {
+    const key: [string, string] = [tenant, blobId];
+    return this.units.run(async (unit) => {
+      const record = await unit.get(REFS, key);
+      if (!record || record.count > 0) {
+        if (await unit.has(RELEASES, key)) unit.remove(RELEASES, key);
+        return false;
+      }
+      if (!record.releasing) unit.put(REFS, key, { count: 0, releasing: true });
+      return true;
+    });
+  }
+
+  /** After the catalog's hold is removed: the count's record and the pending entry go. */
+  async endRelease(tenant: string, blobId: string): Promise<void> {
+    const key: [string, string] = [tenant, blobId];
+    return this.units.run(async (unit) => {
+      const record = await unit.get(REFS, key);
+      if (record?.releasing) unit.remove(REFS, key);
+      if (await unit.has(RELEASES, key)) unit.remove(RELEASES, key);
+    });
+  }
+
+  /**
+   * GC's roots of the S3 index: the blocks of every blob an object or a part of an open upload
+   * names (counts at 0 included: their release has not happened yet). `blocksOf` gives a blob's
+   * packed block references (a manifest's `refs`: 32-byte digest + 8-byte xxh64 per block), or
+   * undefined for one the catalog no longer has.
+   */
+  roots(blocksOf: (blobId: string) => Promise<Buffer | undefined>): BlockRoots {
+    const units = this.units;
+    return {
+      name: 's3 objects',
+      // In the data directory only where the store is this node's (fs, s3); pg-s3 shares it.
+      persistent: !units.shared,
+      async *digests() {
+        // Every object's blob has a count (adjustRefs runs in the object's unit); parts are not counted.
+        const blobs = async function* () {
+          for await (const { key } of units.scan(REFS)) yield key[1];
+          for await (const { value } of units.scan(PARTS)) yield value.content.blobId;
+        };
+        // Memory stays bounded: a blob met again later (another tenant's count) is resolved again.
+        let last: string | undefined;
+        for await (const blobId of blobs()) {
+          if (blobId === last) continue;
+          last = blobId;
+          const refs = await blocksOf(blobId);
+          if (refs) for (let at = 0; at < refs.length; at += 40) yield refs.subarray(at, at + 32);
+        }
+      },
+    };
+  }
+}
