@@ -28,6 +28,7 @@ export const S3_STATUS = {
   MalformedTrailerError: 400,
   MalformedXML: 400,
   MaxMessageLengthExceeded: 400,
+  MetadataTooLarge: 400,
   MethodNotAllowed: 405,
   MissingContentLength: 411,
   MissingSecurityHeader: 400,
@@ -40,6 +41,7 @@ export const S3_STATUS = {
   ServiceUnavailable: 503,
   SignatureDoesNotMatch: 403,
   SlowDown: 503,
+  TooManyBuckets: 400,
   XAmzContentSHA256Mismatch: 400,
 } as const;
 
