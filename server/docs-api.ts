@@ -44,6 +44,23 @@ const urnParam = (call: Call<unknown>, i: number, field: string) => checkUrn(par
 /** The JSON body's value (server/commands/ parses it into the engine's typed command). */
 const bodyOf = async (call: JsonCall) => (await call.body).value;
 
+/** What every group of /v1 routes uses (mountDocsApi builds it once). */
+interface DocsKit {
+  ctx: ServerContext;
+  docs: ServerContext['engine']['documents'];
+  metadata: ServerContext['engine']['documentMetadata'];
+  documentJobs: ServerContext['engine']['documentJobs'];
+  bulkMigrations: ServerContext['engine']['bulkMigrations'];
+  views: ServerContext['engine']['views'];
+  workflows: ServerContext['engine']['workflows'];
+  tokens: ServerContext['engine']['tokens'];
+  stats: ServerContext['engine']['stats'];
+  viewWaitMs: number;
+  json: ReturnType<typeof jsonBody>;
+  rejectedForm: typeof asRejection;
+  once: (call: JsonCall, create: (keep: Keep) => Promise<Answer>) => Promise<void>;
+}
+
 export function mountDocsApi(router: Router, ctx: ServerContext): void {
   const { engine, config } = ctx;
   // On s3 every node mounts /v1; the router's `before` (documents-gate.ts) refuses each request while another node serves it.
@@ -61,6 +78,16 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
     return answerOnce(call.ex, engine.idempotency, scopeOf(principal.tenant, principal), keyed, async () => (await call.body).digest, create);
   };
 
+  const kit: DocsKit = { ctx, docs, metadata, documentJobs, bulkMigrations, views, workflows, tokens, stats, viewWaitMs, json, rejectedForm, once };
+  mountDocumentRoutes(router, kit);
+  mountDocumentReads(router, kit);
+  mountMigrationRoutes(router, kit);
+  mountMetadataWrites(router, kit);
+}
+
+/** The dev token; creating documents, their bytes and finalize; the lists and search. */
+function mountDocumentRoutes(router: Router, kit: DocsKit): void {
+  const { docs, metadata, documentJobs, tokens, stats, json, once } = kit;
   // Only for a direct request from this host (no proxy's header): any other is told the route does not exist.
   router.on('POST', '/dev/token', async ({ ex, req, body }) => {
     const direct = mayMintFor(Buffer.from(ex.res.getRemoteAddressAsText()).toString(), (name) => header(req, name));
@@ -134,7 +161,11 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
     if (documentId !== undefined && !UUID_ANY.test(documentId)) throw badRequest('documentId must be a UUID');
     ex.json(200, await documentJobs.listJobs(principal, { documentId, state }, parseLimit(query.get('limit') ?? undefined), query.get('cursor') ?? undefined));
   }, { capability: 'job.read' });
+}
 
+/** A document, its versions, its content (and views), workflow runs, its metadata. */
+function mountDocumentReads(router: Router, kit: DocsKit): void {
+  const { docs, metadata, views, workflows, viewWaitMs, json, once, ctx } = kit;
   router.on('GET', '/v1/documents/:documentId', async (call) => {
     const { ex } = call;
     const principal = caller(call);
@@ -198,7 +229,11 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
     const reading = metadataReading(header(req, 'accept'), query);
     ex.json(200, await metadata.metadata(principal, param(call, 0), reading), readingHeaders(reading.envelope));
   }, { capability: 'meta.read' });
+}
 
+/** Migrations, bulk applies, a job, one namespace's metadata and its patches. */
+function mountMigrationRoutes(router: Router, kit: DocsKit): void {
+  const { metadata, documentJobs, bulkMigrations, json, once } = kit;
   // meta.write:<namespaceUrn> of the body: the engine checks it.
   router.on('POST', '/v1/documents/:documentId/migrate', (call: JsonCall) => once(call, async (keep) => {
     const principal = caller(call);
@@ -244,7 +279,11 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
     const principal = caller(call);
     ex.json(200, await metadata.patchHistory(principal, param(call, 0), urnParam(call, 1, 'namespaceUrn')));
   }, { capability: 'meta.read' });
+}
 
+/** Metadata writes and patches; schemas registered, moved and read. */
+function mountMetadataWrites(router: Router, kit: DocsKit): void {
+  const { metadata, json, rejectedForm, once } = kit;
   // meta.write:<ns> of each namespace of the bundle: the engine checks it.
   router.on('POST', '/v1/documents/:documentId/metadata', async (call: JsonCall) => {
     const { ex } = call;
@@ -295,6 +334,7 @@ export function mountDocsApi(router: Router, ctx: ServerContext): void {
     throw new SvcError('not_found', 'not_found', `No route ${ex.method.toUpperCase()} ${req.getUrl()}`);
   });
 }
+
 
 function decodeSegment(raw: string): string {
   try {
