@@ -6,10 +6,10 @@ import { Ingests } from './ingests/index.js';
 
 import { BlobReader, type BlockRoots, StreamScanner, TransferMemory, loadSha256Pair, sha256PairUnavailableReason } from './cas/index.js';
 import { Blobs } from './blobs/index.js';
-import type { Config, LegacyRepoConfig } from './config.js';
+import type { Config, LegacyRepoConfig } from './base/config.js';
 import { type Collector, collectorFor } from './gc/index.js';
 import { JobQueue } from './jobs/index.js';
-import type { Logger } from './log.js';
+import type { Logger } from './base/log.js';
 import { CursorSeal, TokenVerifier } from './auth/index.js';
 import { BulkMigrations, DocumentJobs, DocumentRecords, Documents, Metadata } from './documents/index.js';
 import { MigrationRegistry } from './documents/index.js';

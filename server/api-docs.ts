@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import type { RequestHead, Exchange } from './exchange.js';
 import type { Router } from './router.js';
 import type { ServerContext } from './server-context.js';
-import { VERSION } from '../engine/version.js';
+import { VERSION } from '../engine/base/version.js';
 
 export interface DocsAsset {
   body: Buffer | string;

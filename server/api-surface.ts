@@ -2,12 +2,12 @@
 // SVC_HTTP_PORT): errors as `{ error, message }` (metadata writes: their rejected form), requests
 // counted in the engine's stats and in `svc_http_requests_total`.
 
-import { SvcError } from '../engine/errors.js';
+import { SvcError } from '../engine/base/errors.js';
 import { MetadataRejection } from '../engine/documents/index.js';
 import type { ServerContext } from './server-context.js';
 import type { CorsPolicy } from './router.js';
 import type { Surface } from './surface.js';
-import type { Config } from '../engine/config.js';
+import type { Config } from '../engine/base/config.js';
 import { headersOf, statusOf } from './failure-status.js';
 
 /** Request headers a CORS preflight may name (docs: decisions, "Security"). */

@@ -4,7 +4,7 @@
 import { parseContentIdSegment } from '../engine/cas/index.js';
 import { parseLimit } from '../engine/cas/index.js';
 import type { Engine } from '../engine/engine.js';
-import { SvcError, invalidBlob } from '../engine/errors.js';
+import { SvcError, invalidBlob } from '../engine/base/errors.js';
 import type { ServerContext } from './server-context.js';
 import { type BodySource, HeldBody, SocketBody } from './body-sources.js';
 import { FORWARDED_BY, SERVED_BY, forwardUpload } from './locality.js';

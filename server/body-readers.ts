@@ -1,7 +1,7 @@
 // Bodies read whole because their handler needs all of them at once, each bounded: a JSON body
 // (document platform) and a model frame (read into one shared buffer the workers parse in place).
 
-import { SvcError, payloadTooLarge } from '../engine/errors.js';
+import { SvcError, payloadTooLarge } from '../engine/base/errors.js';
 import type { FrameBody } from '../engine/models/index.js';
 import { type Exchange, header } from './exchange.js';
 import type { BodyReader } from './router.js';

@@ -1,7 +1,7 @@
 // `svc catalog rebuild [--force]`: a server-side command (it reads the SVC_* variables as `svc
 // serve` does and talks to PostgreSQL and S3 itself, not to a server).
 import { parseArgs } from 'node:util';
-import { ConfigError, loadConfig } from '../engine/config.js';
+import { ConfigError, loadConfig } from '../engine/base/config.js';
 import { CatalogNotEmpty, rebuildCatalog } from '../engine/store/catalog-rebuild.js';
 import { parseArgsMessage } from '../cli/args.js';
 

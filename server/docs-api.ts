@@ -18,7 +18,7 @@ import { bodyUrns } from './commands/urns.js';
 import type { Stats } from '../engine/ops/index.js';
 import { badRequest } from '../engine/documents/index.js';
 import { parseLimit } from '../engine/cas/index.js';
-import { SvcError } from '../engine/errors.js';
+import { SvcError } from '../engine/base/errors.js';
 import type { ServerContext } from './server-context.js';
 import { notServedHere } from './documents-gate.js';
 import { type JsonBody, jsonBody } from './body-readers.js';

@@ -4,7 +4,7 @@
 // its token: a node that does not serve it now answers 503 documents_single_node naming the one
 // that does. Never forwarded: the client (or its load balancer) sends /v1 to the holder.
 import type { Engine } from '../engine/engine.js';
-import { SvcError } from '../engine/errors.js';
+import { SvcError } from '../engine/base/errors.js';
 import type { DocumentsClaim } from '../engine/store/index.js';
 
 const WHERE = '(docs/backends.md, "s3")';

@@ -1,7 +1,7 @@
 // The one place a failure the engine names becomes HTTP: its status, and the headers its details
 // carry (Retry-After, Upload-Offset, Allow, Tus-Version, WWW-Authenticate).
 
-import type { FailureKind, SvcError } from '../engine/errors.js';
+import type { FailureKind, SvcError } from '../engine/base/errors.js';
 
 const STATUS: Record<FailureKind, number> = {
   invalid: 400,

@@ -5,8 +5,8 @@
 // One run at a time: 409 gc_running otherwise. Dry run unless apply=true.
 
 import { GC_PHASES, type GcPhase } from '../engine/gc/index.js';
-import { parseDuration } from '../engine/config.js';
-import { SvcError } from '../engine/errors.js';
+import { parseDuration } from '../engine/base/config.js';
+import { SvcError } from '../engine/base/errors.js';
 import type { ServerContext } from './server-context.js';
 import type { Router } from './router.js';
 

@@ -5,9 +5,9 @@
 // tables with the OpenAPI documents.
 
 import type { TemplatedApp } from 'uWebSockets.js';
-import type { Config } from '../engine/config.js';
+import type { Config } from '../engine/base/config.js';
 import type { Engine } from '../engine/engine.js';
-import type { Logger } from '../engine/log.js';
+import type { Logger } from '../engine/base/log.js';
 import { mountServiceDescription } from './api-docs.js';
 import { apiSurface, corsPolicy } from './api-surface.js';
 import type { MountRoutes, ServerContext } from './server-context.js';

@@ -3,7 +3,7 @@
 // connection is full (never buffered whole), and the owner's answer is relayed. An owner that
 // cannot be reached or drops the stream before answering is 503 locality_failed.
 import http from 'node:http';
-import { SvcError } from '../engine/errors.js';
+import { SvcError } from '../engine/base/errors.js';
 import type { BodySource } from './body-sources.js';
 import type { Exchange } from './exchange.js';
 import { FORWARDED_ANSWER_MAX_BYTES } from '../engine/base/limits.js';

@@ -2,16 +2,16 @@ import net from 'node:net';
 import { parseArgs } from 'node:util';
 import type * as uWS from 'uWebSockets.js';
 import uws from './uws.js';
-import { type Config, ConfigError, VARIABLES, loadConfig } from '../engine/config.js';
+import { type Config, ConfigError, VARIABLES, loadConfig } from '../engine/base/config.js';
 import { Engine } from '../engine/engine.js';
 import { DataDirLockError, S3OnlyRefused, StartRefused } from '../engine/store/index.js';
 import { PolicyError } from '../engine/tenancy/index.js';
 import { nativeSharedCopy } from '../engine/cas/index.js';
-import { Logger } from '../engine/log.js';
+import { Logger } from '../engine/base/log.js';
 import { createApp } from './app.js';
 import { mountListeners } from './listeners.js';
 import { parseArgsMessage } from '../cli/args.js';
-import { VERSION } from '../engine/version.js';
+import { VERSION } from '../engine/base/version.js';
 
 const USAGE = `svc ${VERSION}: content-addressed storage service
 

@@ -5,7 +5,7 @@
 
 import { ENTRY_STATUSES, type EntryStatus, type MetadataReading, VALID_ONLY } from '../engine/documents/envelope.js';
 import { badRequest } from '../engine/documents/index.js';
-import { SvcError } from '../engine/errors.js';
+import { SvcError } from '../engine/base/errors.js';
 
 export const METADATA_MEDIA_TYPE = 'application/vnd.svc.metadata+json';
 /** The Content-Type of a v1.1 answer. */

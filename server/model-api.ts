@@ -2,9 +2,9 @@
 // With security on, the router's guard checks each route's capability (model.read, model.write,
 // observability.read); /health and /docs stay public.
 
-import { parseExecutionMode, type ExecutionMode } from '../engine/config.js';
-import { SvcError } from '../engine/errors.js';
-import type { Logger } from '../engine/log.js';
+import { parseExecutionMode, type ExecutionMode } from '../engine/base/config.js';
+import { SvcError } from '../engine/base/errors.js';
+import type { Logger } from '../engine/base/log.js';
 import { bodyTooLarge, isModelError, modelNameError, queryError, type ModelErrorCode } from '../engine/models/index.js';
 import { decodeFrame } from '../engine/models/index.js';
 import { encodeRow, encodeSchema, encodeFieldType } from '../engine/models/index.js';

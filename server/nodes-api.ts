@@ -6,7 +6,7 @@
 //                                       s3: this node takes the document platform's claim from a
 //                                       holder that is gone (409 documents_holder_live while it is
 //                                       live, unless force; engine/ops/documents-release.ts)
-import { SvcError } from '../engine/errors.js';
+import { SvcError } from '../engine/base/errors.js';
 import type { ServerContext } from './server-context.js';
 import type { Router } from './router.js';
 

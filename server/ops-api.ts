@@ -4,7 +4,7 @@
 import { Gauge } from 'prom-client';
 import { type EventSink, OpsEvents, type Subscription } from '../engine/ops/index.js';
 import { OpsSnapshots, StreamBound } from '../engine/ops/index.js';
-import { VERSION } from '../engine/version.js';
+import { VERSION } from '../engine/base/version.js';
 import type { ServerContext } from './server-context.js';
 import { dashboardAsset } from './dashboard/assets.js';
 import { type Exchange, header, type RequestHead } from './exchange.js';

@@ -2,7 +2,7 @@
 // again, by sending SIGHUP to the process that holds the directory's lock (its pid is in
 // svc.lock). Only that process is signalled: not npm, not a shell wrapping it, not another server.
 import { parseArgs } from 'node:util';
-import { ConfigError, loadConfig } from '../engine/config.js';
+import { ConfigError, loadConfig } from '../engine/base/config.js';
 import { dataDirHolder } from '../engine/store/index.js';
 import { parseArgsMessage } from '../cli/args.js';
 

@@ -1,6 +1,6 @@
 // Request values several routes parse the same way.
 
-import { SvcError, invalidBlob } from '../engine/errors.js';
+import { SvcError, invalidBlob } from '../engine/base/errors.js';
 
 /** A canonical lowercase UUID (session, tenant and part ids). */
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;

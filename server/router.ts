@@ -7,7 +7,7 @@
 
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import { type Principal, holds } from '../engine/auth/index.js';
-import { SvcError } from '../engine/errors.js';
+import { SvcError } from '../engine/base/errors.js';
 import type { Release, ShareScope } from '../engine/tenancy/index.js';
 import { Exchange, type RequestHead, header } from './exchange.js';
 import type { Surface } from './surface.js';

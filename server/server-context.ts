@@ -2,9 +2,9 @@
 // exports `mount…: MountRoutes`, takes what it needs from the context, and registers its routes
 // on the router it is handed (server/listeners.ts decides which router: its guard, meter, CORS).
 
-import type { Config } from '../engine/config.js';
+import type { Config } from '../engine/base/config.js';
 import type { Engine } from '../engine/engine.js';
-import type { Logger } from '../engine/log.js';
+import type { Logger } from '../engine/base/log.js';
 import type { Health, Metrics } from '../engine/ops/index.js';
 import type { TenantUsage } from '../engine/tenancy/index.js';
 import type { ModelMetrics } from './model-metrics.js';

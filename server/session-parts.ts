@@ -7,7 +7,7 @@
 
 import type { Principal } from '../engine/auth/index.js';
 import type { Engine } from '../engine/engine.js';
-import { type SvcError, invalidUpload } from '../engine/errors.js';
+import { type SvcError, invalidUpload } from '../engine/base/errors.js';
 import { DEFAULT_TENANT, type SessionRecord } from '../engine/store/index.js';
 import type { AdmittedPart, PartRequest } from '../engine/uploads/index.js';
 import { type BodySource, HeldBody, SocketBody } from './body-sources.js';

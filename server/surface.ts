@@ -2,7 +2,7 @@
 // although one router and one exchange serve them all: their error envelopes, the headers every
 // answer carries, and where their requests are counted.
 
-import type { Logger } from '../engine/log.js';
+import type { Logger } from '../engine/base/log.js';
 
 /** An error as a surface answers it. */
 interface ErrorAnswer {

@@ -7,7 +7,7 @@
 
 import { createHash, randomUUID, type Hash } from 'node:crypto';
 import type { Principal } from '../engine/auth/index.js';
-import { SvcError, invalidUpload, payloadTooLarge, uploadNotFound } from '../engine/errors.js';
+import { SvcError, invalidUpload, payloadTooLarge, uploadNotFound } from '../engine/base/errors.js';
 import type { SessionRecord, TusFacts } from '../engine/store/index.js';
 import { TUS_MAX_PARTIALS } from '../engine/base/limits.js';
 import { HeldBody } from './body-sources.js';

@@ -1,6 +1,6 @@
 // Resumable upload sessions over HTTP (`/api/v1/uploads`): a thin layer over engine/uploads.
 
-import { SvcError, invalidUpload } from '../engine/errors.js';
+import { SvcError, invalidUpload } from '../engine/base/errors.js';
 import type { SessionRecord } from '../engine/store/index.js';
 import type { ServerContext } from './server-context.js';
 import { header, type RequestHead } from './exchange.js';

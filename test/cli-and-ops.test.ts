@@ -4,7 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { VARIABLES } from '../dist/engine/config.js';
+import { VARIABLES } from '../dist/engine/base/config.js';
 import { startServer, tempRoot } from './helpers/server.js';
 import { seededBytes, upload } from './helpers/http.js';
 import { syntheticPdf } from './helpers/pdf.js';

@@ -3,7 +3,7 @@
 // MLeap answers (the bodies themselves are checked over HTTP in model-api, model-security and
 // model-repositories).
 import { describe, expect, it } from 'vitest';
-import { SvcError, blobNotFound } from '../engine/errors.js';
+import { SvcError, blobNotFound } from '../engine/base/errors.js';
 import {
   MODEL_ERROR_CODES,
   bodyTooLarge,

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ANY_TOKEN, type Router } from '../dist/server/router.js';
 import { mountListeners } from '../dist/server/listeners.js';
 import { MODEL_API, SERVICE_API } from '../dist/server/api-docs.js';
-import { VERSION } from '../dist/engine/version.js';
+import { VERSION } from '../dist/engine/base/version.js';
 import { type ApiConformance, expectConforms, modelApi, modelFetch, serviceApi } from './helpers/openapi.js';
 import { type TestServer, startServer } from './helpers/server.js';
 

@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Logger } from '../dist/engine/log.js';
+import { Logger } from '../dist/engine/base/log.js';
 import { Stats } from '../dist/engine/ops/stats.js';
 import { OpsSnapshots, nodeIdOf } from '../dist/engine/ops/snapshot.js';
 import { Exchange } from '../dist/server/exchange.js';

@@ -3,9 +3,9 @@
 // lands: the other download would verify its block and then have it overwritten.
 import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../dist/engine/config.js';
+import { loadConfig } from '../dist/engine/base/config.js';
 import { Engine } from '../dist/engine/engine.js';
-import { Logger } from '../dist/engine/log.js';
+import { Logger } from '../dist/engine/base/log.js';
 import { contentId, seededBytes } from './helpers/http.js';
 import { tempRoot } from './helpers/server.js';
 

@@ -17,7 +17,7 @@ import { parse } from 'acorn';
 import { check } from 'recheck';
 import { describe, expect, test } from 'vitest';
 import { parseContentId } from '../dist/engine/base/content-id.js';
-import { parseSize } from '../dist/engine/config.js';
+import { parseSize } from '../dist/engine/base/config.js';
 import { compileLinear } from '../dist/engine/documents/linear-regexp.js';
 import { parsePatch as checkPatchBody } from '../dist/server/commands/metadata.js';
 import { isNamespaceUrn, isSchemaUrn } from '../dist/engine/documents/model.js';

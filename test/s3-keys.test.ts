@@ -6,8 +6,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../dist/engine/config.js';
-import { Logger } from '../dist/engine/log.js';
+import { ConfigError, loadConfig } from '../dist/engine/base/config.js';
+import { Logger } from '../dist/engine/base/log.js';
 import { KeysFileError, S3Keys, readKeysFile } from '../dist/engine/s3/keys.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-s3-keys-'));

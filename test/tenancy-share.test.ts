@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { type ClusterShare, Budgets, ClusterShareTracker, TenantPolicies, shareOf } from '../dist/engine/tenancy/index.js';
-import { Logger } from '../dist/engine/log.js';
+import { Logger } from '../dist/engine/base/log.js';
 
 function policies(policy: Record<string, number>): TenantPolicies {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-share-'));

@@ -8,9 +8,9 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { loadConfig } from '../dist/engine/config.js';
+import { loadConfig } from '../dist/engine/base/config.js';
 import { Engine } from '../dist/engine/engine.js';
-import { Logger } from '../dist/engine/log.js';
+import { Logger } from '../dist/engine/base/log.js';
 import { seededBytes } from './helpers/http.js';
 import { tempRoot } from './helpers/server.js';
 

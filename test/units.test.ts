@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { parseContentId, parseContentIdSegment } from '../dist/engine/base/content-id.js';
 import { parseLimit } from '../dist/engine/cas/cursors.js';
 import { CursorSeal } from '../dist/engine/auth/cursor-seal.js';
-import { invalidPagination } from '../dist/engine/errors.js';
-import { ConfigError, loadConfig, parseDuration, parseSize } from '../dist/engine/config.js';
+import { invalidPagination } from '../dist/engine/base/errors.js';
+import { ConfigError, loadConfig, parseDuration, parseSize } from '../dist/engine/base/config.js';
 import { evaluate, parseRange } from '../dist/server/conditional.js';
 
 const HEX = 'a'.repeat(64);

@@ -10,7 +10,7 @@
 // A token is base64url (no padding) of: version (1 byte) | IV (12) | ciphertext | tag (16).
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { CURSOR_MAX_CHARS } from '../base/limits.js';
-import { type SvcError, invalidCursor } from '../errors.js';
+import { type SvcError, invalidCursor } from '../base/errors.js';
 import { DEFAULT_TENANT, type DevSecretStore } from '../store/index.js';
 
 const VERSION = 1;

@@ -1,4 +1,4 @@
-import { invalidBlobId } from '../errors.js';
+import { invalidBlobId } from './errors.js';
 
 /** A parsed `sha-256:<64 lowercase hex>:<decimal length>` content id. */
 export interface ContentId {

@@ -1,5 +1,5 @@
 // The bounds a client or an operator meets that are not configuration (those are in
-// engine/config.ts, one SVC_* variable each): sizes, counts and times fixed by the contract or
+// engine/base/config.ts, one SVC_* variable each): sizes, counts and times fixed by the contract or
 // chosen here, each with its reason. Tuning constants that no caller sees (batch sizes of internal
 // loops, poll intervals) stay named beside the code they tune.
 

@@ -3,7 +3,7 @@
 // nothing behind. What svc accepts beyond the syntax (urn:svc:<name>, urn:svc:schema:<name>@<semver>)
 // is the document platform's rule (engine/documents/model.ts).
 
-import { SvcError } from '../errors.js';
+import { SvcError } from './errors.js';
 import { URN_MAX_CHARS } from './limits.js';
 
 /** "urn:" NID ":" NSS; NID = alphanum 0*30(alphanum / "-") alphanum; NSS = pchar *(pchar / "/"), pchar of RFC 3986. */

@@ -5,8 +5,8 @@ import { createHash } from 'node:crypto';
 import type { Piscina } from 'piscina';
 import type { CursorSeal, Principal } from '../auth/index.js';
 import { type ContentId, formatContentId, type VerifyTask, type VerifyTaskResult } from '../cas/index.js';
-import { blobNotFound, invalidPagination, verificationFailure } from '../errors.js';
-import type { Logger } from '../log.js';
+import { blobNotFound, invalidPagination, verificationFailure } from '../base/errors.js';
+import type { Logger } from '../base/log.js';
 import type { Stats } from '../ops/index.js';
 import { type BlobCatalog, type BlobSummary, type BlockStore, DEFAULT_TENANT, InvalidCursorError, type Manifest } from '../store/index.js';
 

@@ -1,4 +1,4 @@
-import { invalidPagination } from '../errors.js';
+import { invalidPagination } from '../base/errors.js';
 import { PAGE_DEFAULT, PAGE_MAX } from '../base/limits.js';
 
 // The page size of every list. Cursors are sealed for one caller and one query by

@@ -1,5 +1,5 @@
 import { xxh64 } from '@node-rs/xxhash';
-import { SvcError, blobQuotaExceeded, ingestFailed, invalidBlob, tenantObjectLimit } from '../errors.js';
+import { SvcError, blobQuotaExceeded, ingestFailed, invalidBlob, tenantObjectLimit } from '../base/errors.js';
 import type { BlobSummary, ManifestRecord, StoredBlock } from '../store/index.js';
 import { chunkerName } from './chunkers.js';
 import { Ingest, type IngestDeps } from './ingest.js';

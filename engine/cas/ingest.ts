@@ -8,9 +8,9 @@
 
 import { createHash, type Hash } from 'node:crypto';
 import type { Piscina } from 'piscina';
-import type { Config } from '../config.js';
-import { SvcError, blockStoreUnavailable, ingestFailed, invalidBlob, isUnreachable, payloadTooLarge } from '../errors.js';
-import type { Logger } from '../log.js';
+import type { Config } from '../base/config.js';
+import { SvcError, blockStoreUnavailable, ingestFailed, invalidBlob, isUnreachable, payloadTooLarge } from '../base/errors.js';
+import type { Logger } from '../base/log.js';
 import type { Stats } from '../ops/index.js';
 import type { BlobCatalog, BlockStoreLocation, StoredBlock } from '../store/index.js';
 import { Backlog } from './backlog.js';

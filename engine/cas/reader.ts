@@ -1,6 +1,6 @@
 import { xxh64 } from '@node-rs/xxhash';
-import { storageFailure } from '../errors.js';
-import type { Logger } from '../log.js';
+import { storageFailure } from '../base/errors.js';
+import type { Logger } from '../base/log.js';
 import type { Stats } from '../ops/index.js';
 import { BlockCache } from './block-cache.js';
 import type { BlobCatalog, BlockStore, Manifest } from '../store/index.js';

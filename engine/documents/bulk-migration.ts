@@ -25,7 +25,7 @@ import { requireCapability } from './permissions.js';
 import { checkLifecycles } from './schema-lifecycle.js';
 import { requireSchemaOwner, schemaNotFound } from './schemas.js';
 import type { SearchValue } from './search-request.js';
-import { SvcError } from '../errors.js';
+import { SvcError } from '../base/errors.js';
 import { BULK_FAILURES_LISTED } from '../base/limits.js';
 
 interface BulkInput {

@@ -8,7 +8,7 @@
 // subtracted: documents and versions are never deleted, and stored content stays recorded (GC
 // keeps it), the content of an upload whose bytes were sent again included.
 
-import { tenantQuotaExceeded } from '../errors.js';
+import { tenantQuotaExceeded } from '../base/errors.js';
 import { type Unit, type UnitStore, table } from '../store/index.js';
 
 /** What a tenant may store (its policy, with security on) and what it retains outside documents. */

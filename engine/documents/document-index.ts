@@ -7,7 +7,7 @@
 // A page is one reverse range scan of the most selective of them, so it costs O(page), not a scan
 // of the tenant's documents.
 import { createHash } from 'node:crypto';
-import { invalidCursor } from '../errors.js';
+import { invalidCursor } from '../base/errors.js';
 import { type Table, type Unit, type UnitStore, table } from '../store/index.js';
 import type { DocumentRecord, ExternalRef } from './model.js';
 

@@ -6,7 +6,7 @@
 
 import type { CursorSeal, Principal } from '../auth/index.js';
 import { JobError, type JobQueue, type JobRecord } from '../jobs/index.js';
-import { SvcError, invalidCursor } from '../errors.js';
+import { SvcError, invalidCursor } from '../base/errors.js';
 import type { Unit } from '../store/index.js';
 import type { InUnit } from '../idempotency/index.js';
 import type { MigrateDocument, Parse } from './commands.js';

@@ -9,7 +9,7 @@ import type { CursorSeal, Principal } from '../auth/index.js';
 import type { BlockRoots } from '../cas/index.js';
 import { type DirectIngest, type IngestOptions, pushAll } from '../cas/index.js';
 import { Manifest } from '../store/index.js';
-import { SvcError } from '../errors.js';
+import { SvcError } from '../base/errors.js';
 import type { Unit } from '../store/index.js';
 import type { InUnit } from '../idempotency/index.js';
 import type { DocumentFilter } from './document-index.js';

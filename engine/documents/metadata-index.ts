@@ -13,7 +13,7 @@
 // goes on after the last documentId it scanned, whichever pointer is scanned.
 import { createHash } from 'node:crypto';
 import type { ListCursors } from '../auth/index.js';
-import { invalidCursor } from '../errors.js';
+import { invalidCursor } from '../base/errors.js';
 import { type Table, type Unit, type UnitStore, table } from '../store/index.js';
 import type { SearchQuery } from './search-request.js';
 import { INDEX_MAX_LEAVES } from '../base/limits.js';

@@ -8,7 +8,7 @@
 
 import type { CursorSeal, Principal } from '../auth/index.js';
 import type { JobQueue } from '../jobs/index.js';
-import { SvcError } from '../errors.js';
+import { SvcError } from '../base/errors.js';
 import { table } from '../store/index.js';
 import type { DerivedMetadata } from './derived.js';
 import type { Provenance } from './doc-jobs.js';

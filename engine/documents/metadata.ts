@@ -3,7 +3,7 @@
 // requests themselves are parsed at the edge (server/commands/metadata.ts).
 
 import fastJsonPatch, { type Operation } from 'fast-json-patch';
-import { type FailureDetails, type FailureKind, SvcError } from '../errors.js';
+import { type FailureDetails, type FailureKind, SvcError } from '../base/errors.js';
 import { isPlainObject, type MetadataEntry } from './model.js';
 import type { ValidationIssue } from './schemas.js';
 

@@ -5,7 +5,7 @@
 
 import fastJsonPatch, { type Operation } from 'fast-json-patch';
 import type { MigrationRegistration, PatchSpec } from './commands.js';
-import { SvcError } from '../errors.js';
+import { SvcError } from '../base/errors.js';
 import type { KeyedCatalog } from '../store/index.js';
 import { badRequest, canonicalJson, isPlainObject } from './model.js';
 import type { Principal } from '../auth/index.js';

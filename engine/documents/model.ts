@@ -3,7 +3,7 @@
 import { randomFillSync } from 'node:crypto';
 import { monotonicFactory } from 'ulid';
 import { v7 } from 'uuid';
-import { SvcError } from '../errors.js';
+import { SvcError } from '../base/errors.js';
 import { EXTERNAL_REFS_MAX, LABEL_MAX_CHARS, LABELS_MAX } from '../base/limits.js';
 
 export const badRequest = (message: string) => new SvcError('invalid', 'invalid_request', message);

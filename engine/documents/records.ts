@@ -8,7 +8,7 @@
 
 import type { Principal } from '../auth/index.js';
 import type { JobQueue } from '../jobs/index.js';
-import { SvcError } from '../errors.js';
+import { SvcError } from '../base/errors.js';
 import type { ManifestRecord } from '../store/index.js';
 import { type Unit, type UnitStore, table } from '../store/index.js';
 import { DerivedMetadata } from './derived.js';

@@ -5,7 +5,7 @@
 
 import type { Principal } from '../auth/index.js';
 import { holds } from '../auth/index.js';
-import { SvcError } from '../errors.js';
+import { SvcError } from '../base/errors.js';
 import { forbidden } from './model.js';
 import type { SchemaRecord, SchemaRegistry } from './schemas.js';
 

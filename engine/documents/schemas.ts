@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { type CursorSeal, type Principal, holds } from '../auth/index.js';
-import { SvcError } from '../errors.js';
+import { SvcError } from '../base/errors.js';
 import { type KeyedCatalog, type Unit, type UnitStore, table } from '../store/index.js';
 import { LIFECYCLES, type Lifecycle, type LifecycleMove, type SchemaRegistration } from './commands.js';
 

@@ -15,7 +15,7 @@ import vm from 'node:vm';
 import { LRUCache } from 'lru-cache';
 import { compileLinear, PatternError, type LinearRegExp } from './linear-regexp.js';
 import { canonicalJson, isPlainObject } from './model.js';
-import { type ValidationDeadlines, validationDeadlines } from '../config.js';
+import { type ValidationDeadlines, validationDeadlines } from '../base/config.js';
 
 export interface ValidationIssue {
   path: string;

@@ -1,8 +1,8 @@
 // The collector a backend needs: the embedded one over its LMDB catalog and block files (fs), the
 // shared one over a catalog the nodes share (pg-s3, s3). A backend with neither has none.
 import type { BlockRoots } from '../base/block-roots.js';
-import type { GcConfig } from '../config.js';
-import type { Logger } from '../log.js';
+import type { GcConfig } from '../base/config.js';
+import type { Logger } from '../base/log.js';
 import type { BlobBackend } from '../store/index.js';
 import type { Collector } from './collector.js';
 import { GarbageCollector } from './gc.js';

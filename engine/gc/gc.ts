@@ -6,9 +6,9 @@
 
 import { randomUUID } from 'node:crypto';
 import type { BlockRoots } from '../cas/index.js';
-import type { GcConfig } from '../config.js';
-import { SvcError } from '../errors.js';
-import type { Logger } from '../log.js';
+import type { GcConfig } from '../base/config.js';
+import { SvcError } from '../base/errors.js';
+import type { Logger } from '../base/log.js';
 import type { EmbeddedBlobCatalog, EmbeddedBlockStore, GcCatalog, PublicationGuard, Receipt, StoredBlock } from '../store/index.js';
 import type { Collector } from './collector.js';
 import { type GcAgeOverrides, type GcPhase, type GcReport, type GcState, gcState, newReport } from './report.js';

@@ -10,7 +10,7 @@
 // ingests that still hold a block ("claims": blocks stored, or handed to their caller and not yet
 // recorded) are asked one by one.
 
-import type { Logger } from '../log.js';
+import type { Logger } from '../base/log.js';
 
 /** What the fence needs of an ingest (engine/cas/ingest.ts). */
 export interface FencedIngest {

@@ -17,7 +17,7 @@
 
 import { randomUUID } from 'node:crypto';
 import type { BlockRoots } from '../cas/index.js';
-import type { Logger } from '../log.js';
+import type { Logger } from '../base/log.js';
 import type { EmbeddedBlobCatalog, EmbeddedBlockStore, GcCatalog, StoredBlock } from '../store/index.js';
 import type { IngestFence } from './ingest-fence.js';
 

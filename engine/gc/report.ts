@@ -2,7 +2,7 @@
 // types and builders both collectors (./gc.ts, ./shared-collector.ts) share.
 
 import { randomUUID } from 'node:crypto';
-import type { GcConfig } from '../config.js';
+import type { GcConfig } from '../base/config.js';
 import type { GcSchedule } from './schedule.js';
 
 export type GcPhase = 'mark' | 'quarantine' | 'purge' | 'run';

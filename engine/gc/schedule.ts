@@ -1,6 +1,6 @@
 // SVC_GC_INTERVAL: a run every interval (off when 0), the next one armed when the last has ended,
 // so runs never overlap and a slow run delays the next instead of stacking up.
-import type { Logger } from '../log.js';
+import type { Logger } from '../base/log.js';
 
 export class GcSchedule {
   private timer?: NodeJS.Timeout;

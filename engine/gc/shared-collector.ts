@@ -18,9 +18,9 @@
 //   root holder has not marked (down, so it cannot) quarantines and purges nothing and says why
 //   (report.heldBack), until the node is back or an operator forgets it (svc nodes forget).
 import type { BlockRoots } from '../cas/index.js';
-import type { GcConfig } from '../config.js';
-import { SvcError } from '../errors.js';
-import type { Logger } from '../log.js';
+import type { GcConfig } from '../base/config.js';
+import { SvcError } from '../base/errors.js';
+import type { Logger } from '../base/log.js';
 import type { ClusterNode, KeyedBlock, MovableBlockStore, SharedGcCatalog } from '../store/index.js';
 import type { Collector } from './collector.js';
 import { type GcAgeOverrides, type GcPhase, type GcReport, type GcState, gcState, newReport } from './report.js';

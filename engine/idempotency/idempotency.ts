@@ -14,7 +14,7 @@
 // the edge encoded, at most IDEMPOTENCY_ANSWER_MAX_BYTES.
 
 import { randomUUID } from 'node:crypto';
-import { SvcError } from '../errors.js';
+import { SvcError } from '../base/errors.js';
 import { type Unit, type UnitStore, table } from '../store/index.js';
 import { IDEMPOTENCY_ANSWER_MAX_BYTES, IDEMPOTENCY_CLAIM_MS, IDEMPOTENCY_KEY_MAX_CHARS, IDEMPOTENCY_SWEEP_BATCH, IDEMPOTENCY_SWEEP_UNITS } from '../base/limits.js';
 

@@ -4,7 +4,7 @@
 // parts). Each is tracked by garbage collection, and none starts below the free-space floor (507).
 
 import { DirectIngest, type IngestDeps, type IngestOptions } from '../cas/index.js';
-import { tenantObjectLimit } from '../errors.js';
+import { tenantObjectLimit } from '../base/errors.js';
 import type { Collector } from '../gc/index.js';
 import type { DiskSpace } from '../store/index.js';
 import type { ByteCaller, TenantGate } from '../tenancy/index.js';

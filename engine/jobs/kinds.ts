@@ -3,8 +3,8 @@
 
 import type { Piscina } from 'piscina';
 import type { Clock } from '../base/clock.js';
-import type { JobConfig } from '../config.js';
-import type { Logger } from '../log.js';
+import type { JobConfig } from '../base/config.js';
+import type { Logger } from '../base/log.js';
 import type { Unit, UnitStore } from '../store/unit-store.js';
 import type { JobOutputs, JobRecord } from './records.js';
 

@@ -1,7 +1,7 @@
 // Job lists from the index tables (by tenant, document, state), and the backfill that builds
 // those indexes for a data directory written before they existed.
 
-import type { Logger } from '../log.js';
+import type { Logger } from '../base/log.js';
 import type { Table, UnitKey, UnitStore } from '../store/unit-store.js';
 import { INDEX_VERSION, JOBS, JOBS_BY_DOCUMENT, JOBS_BY_STATE, JOBS_BY_TENANT, JOBS_META, type JobRecord, type JobState, documentOf, indexLists } from './records.js';
 

@@ -1,6 +1,6 @@
 // The failures of a legacy read, each with its kind, code and the reason its metrics count.
 
-import { type FailureKind, SvcError } from '../errors.js';
+import { type FailureKind, SvcError } from '../base/errors.js';
 
 /** Why a legacy read failed: the `reason` label of svc_legacy_read_failures_total. */
 export type LegacyFailure =

@@ -4,8 +4,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Registry } from 'prom-client';
-import { ConfigError, type LegacyRepoConfig } from '../config.js';
-import type { Logger } from '../log.js';
+import { ConfigError, type LegacyRepoConfig } from '../base/config.js';
+import type { Logger } from '../base/log.js';
 import { LegacyMetrics } from './metrics.js';
 import { LegacyRepository } from './repository.js';
 

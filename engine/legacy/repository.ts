@@ -5,7 +5,7 @@
 
 import type fs from 'node:fs';
 import path from 'node:path';
-import type { Logger } from '../log.js';
+import type { Logger } from '../base/log.js';
 import { type LegacyDescriptor, HASH_HEX_LENGTHS, decodeXml, parseDescriptor } from './descriptor.js';
 import { parseLegacyDocId } from './doc-id.js';
 import {

@@ -7,7 +7,7 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Logger } from '../log.js';
+import type { Logger } from '../base/log.js';
 
 /** Directories below the tree's top that are walked. */
 export const INDEX_MAX_DEPTH = 8;

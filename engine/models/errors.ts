@@ -1,9 +1,9 @@
-// The model runtime's failures: SvcErrors of the one catalogue (engine/errors.ts), each a kind and
+// The model runtime's failures: SvcErrors of the one catalogue (engine/base/errors.ts), each a kind and
 // a code of the runtime's own. The model listener answers them in MLeap's body under MLeap's
 // names (`{ error: "BundleException", message, code: 400 }`, server/model-api.ts), its status from
 // the kind as for every failure (server/failure-status.ts).
 
-import { type FailureKind, SvcError } from '../errors.js';
+import { type FailureKind, SvcError } from '../base/errors.js';
 
 /** The codes of the model runtime's failures (the listener names each as MLeap does). */
 export const MODEL_ERROR_CODES = [

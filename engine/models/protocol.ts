@@ -1,6 +1,6 @@
 // The messages between the model service and its worker task module (workers/model.ts): the
 // engine owns them, the worker imports them.
-import type { FailureKind } from '../errors.js';
+import type { FailureKind } from '../base/errors.js';
 import type { ModelErrorCode } from './errors.js';
 import type { FrameLimits, FramePart } from './frame.js';
 import type { FrameSplit } from './frame-split.js';

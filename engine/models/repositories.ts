@@ -13,8 +13,8 @@ import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import { randomUUID } from 'node:crypto';
 import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { type ModelConfig, S3_BUCKET_NAME } from '../config.js';
-import type { Logger } from '../log.js';
+import { type ModelConfig, S3_BUCKET_NAME } from '../base/config.js';
+import type { Logger } from '../base/log.js';
 import { type ModelFailure, bundleError, isModelError, uriError } from './errors.js';
 import type { BundleRoots } from './roots.js';
 

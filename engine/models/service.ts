@@ -7,8 +7,8 @@ import { existsSync, mkdirSync, rmSync, writeFileSync, renameSync } from 'node:f
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import type { Piscina } from 'piscina';
-import type { ExecutionMode, ModelConfig } from '../config.js';
-import type { Logger } from '../log.js';
+import type { ExecutionMode, ModelConfig } from '../base/config.js';
+import type { Logger } from '../base/log.js';
 import type { ModelRegistration, ModelRegistry, RegistryWatch } from '../store/index.js';
 import { readBundle } from './bundle/read.js';
 import { compileBundle, type CompiledModel } from './compile.js';

@@ -4,8 +4,8 @@
 // The documents stay where they were written: the old holder's data directory; the node that
 // answers serves its own (docs/backends.md, "s3"). No HTTP here.
 import net from 'node:net';
-import { SvcError } from '../errors.js';
-import type { Logger } from '../log.js';
+import { SvcError } from '../base/errors.js';
+import type { Logger } from '../base/log.js';
 import type { ClusterNode, DocumentsClaim, DocumentsClaimRead } from '../store/index.js';
 
 /** Takes of a live holder's claim a forced release tries again after the holder renewed it. */

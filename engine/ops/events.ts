@@ -2,7 +2,7 @@
 // every subscriber, and per subscriber at most one event waiting. The server writes it out
 // (server/ops-api.ts); this module owns its timers and subscribers.
 
-import type { Logger } from '../log.js';
+import type { Logger } from '../base/log.js';
 import type { GcState, OpsSnapshot, OpsSnapshots } from './snapshot.js';
 
 /** Comment lines keep idle streams open through proxies. */

@@ -3,8 +3,8 @@
 // directory holds references to blocks that only it can mark, so GC waits for it while it is
 // down). The catalog owns the records (engine/store: the `nodes` table, or the bucket's heartbeats
 // and root-holder records); this module reads them and words the answers. No HTTP here.
-import { SvcError } from '../errors.js';
-import type { Logger } from '../log.js';
+import { SvcError } from '../base/errors.js';
+import type { Logger } from '../base/log.js';
 import { type ClusterNode, type DocumentsClaim, type SharedGcCatalog, claimRenewalMs } from '../store/index.js';
 import { type DocumentsReleased, releaseDocuments } from './documents-release.js';
 

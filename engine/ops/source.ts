@@ -3,8 +3,8 @@
 // of engine/tenancy and engine/locality, named here by the shapes it reads).
 
 import type { Piscina } from 'piscina';
-import type { Config } from '../config.js';
-import type { Logger } from '../log.js';
+import type { Config } from '../base/config.js';
+import type { Logger } from '../base/log.js';
 import type { BlobCatalog } from '../store/index.js';
 import type { Health, HealthCheck } from './health.js';
 import type { ClusterNodes } from './nodes.js';

@@ -2,7 +2,7 @@
 // a socket and a subscriber for as long as the client wants, so one token could otherwise hold
 // the server's sockets and snapshot writes for everyone.
 
-import { SvcError } from '../errors.js';
+import { SvcError } from '../base/errors.js';
 
 /** A refused stream's Retry-After: a dashboard tab closed is seen at once, so a second is enough. */
 const RETRY_AFTER_S = 1;

@@ -6,7 +6,7 @@
 // carried in the details: FailureDetails is the blob API's envelope, and a code is what a caller
 // branches on already.
 
-import { SvcError } from '../errors.js';
+import { SvcError } from '../base/errors.js';
 
 /** S3's codes the index refuses with (its "List of error codes"). */
 export type S3IndexCode =

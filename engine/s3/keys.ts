@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import type { Principal } from '../auth/principal.js';
 import { S3_MAX_KEYS, S3_SECRET_MAX_CHARS, S3_SECRET_MIN_CHARS } from '../base/limits.js';
-import type { Logger } from '../log.js';
+import type { Logger } from '../base/log.js';
 
 export interface S3Key {
   accessKeyId: string;

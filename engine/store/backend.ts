@@ -2,7 +2,7 @@
 // interfaces it names, never on an implementation. `fs` is embedded (block files + LMDB in the
 // data directory); `pg-s3` keeps the catalog in PostgreSQL and the block bytes in S3; `s3` keeps
 // everything in the bucket.
-import type { Config } from '../config.js';
+import type { Config } from '../base/config.js';
 import type { BlobBackend, Dependency } from './blob-backend.js';
 import { systemClock } from '../base/clock.js';
 import { FsBlockStore } from './fs/block-store.js';
@@ -15,7 +15,7 @@ import { LmdbModelRegistry } from './lmdb/model-registry.js';
 import { LmdbUnitStore } from './lmdb/unit-store.js';
 import { LmdbUploadCatalog } from './lmdb/upload-catalog.js';
 import { UnitSecretStore } from './unit-secret.js';
-import type { Logger } from '../log.js';
+import type { Logger } from '../base/log.js';
 
 export type { BlobBackend, Dependency };
 

@@ -2,7 +2,7 @@
 // several nodes adds. The engine depends on this and on the interfaces it names, never on an
 // implementation (./backend.ts opens the configured one).
 import type { Clock, ReferenceClock } from '../base/clock.js';
-import type { BlobBackendKind } from '../config.js';
+import type { BlobBackendKind } from '../base/config.js';
 import type { BlobCatalog, EmbeddedBlobCatalog } from './blob-catalog.js';
 import type { BlockStore, EmbeddedBlockStore, MovableBlockStore } from './block-store.js';
 import type { GcCatalog } from './gc-catalog.js';

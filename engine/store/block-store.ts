@@ -2,7 +2,7 @@
 // not at all. Blocks are written from worker threads (block tasks open the same store from its
 // `location`) and read on the main thread. The embedded store (files) also keeps the restorable
 // quarantine that the embedded garbage collector moves unreferenced blocks into.
-import type { Durability } from '../config.js';
+import type { Durability } from '../base/config.js';
 
 export type PutOutcome = 'present' | 'restored' | 'written';
 export type RestoreOutcome = 'restored' | 'live' | 'missing';

@@ -1,6 +1,6 @@
 // `svc catalog rebuild`: the pg-s3 catalog recreated from the bucket alone (the journal of every
 // publication's holding and every removal, and the block objects), into the database of SVC_PG_URL.
-import type { Config } from '../config.js';
+import type { Config } from '../base/config.js';
 import { type RebuildSummary, rebuildPgCatalog } from './pg/catalog-rebuild.js';
 import { S3BlockStore } from './s3/block-store.js';
 import { S3Journal } from './s3/journal.js';

@@ -8,7 +8,7 @@
 // an older one to its own. A running node learns of a newer version at its next commit (pg-s3:
 // every commit checks the row it pinned, PgUnitStore.pinCatalogSchema) or its next readiness
 // probe (every 5 s): it then writes nothing more and is not ready.
-import { SvcError } from '../errors.js';
+import { SvcError } from '../base/errors.js';
 import { type UnitStore, table } from './unit-store.js';
 
 /**

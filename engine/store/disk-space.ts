@@ -1,7 +1,7 @@
 import fs from 'node:fs';
-import { SvcError } from '../errors.js';
+import { SvcError } from '../base/errors.js';
 import { formatBytes } from '../base/bytes.js';
-import type { FreeSpaceFloor } from '../config.js';
+import type { FreeSpaceFloor } from '../base/config.js';
 
 /** SVC_MIN_FREE_SPACE: a number of bytes, or a share of the file system. */
 export type { FreeSpaceFloor };

@@ -5,8 +5,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { ReferenceClock } from '../base/clock.js';
-import type { Config } from '../config.js';
-import type { Logger } from '../log.js';
+import type { Config } from '../base/config.js';
+import type { Logger } from '../base/log.js';
 import type { BlobBackend } from './blob-backend.js';
 import { StartRefused, describePgFailure, isPgConnectionFailure } from './dependency-failure.js';
 import { PgBlobCatalog } from './pg/blob-catalog.js';

@@ -10,7 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Config } from '../config.js';
+import type { Config } from '../base/config.js';
 import { systemClock } from '../base/clock.js';
 import type { BlobBackend } from './blob-backend.js';
 import { FileDevSecretStore } from './fs/dev-secret.js';
@@ -29,7 +29,7 @@ import { ObjectIo } from './s3-only/objects.js';
 import { S3OnlyRefused } from './s3-only/refused.js';
 import { S3OnlyUploadCatalog } from './s3-only/upload-catalog.js';
 import { S3DocumentsClaim } from './s3-only/documents-node.js';
-import type { Logger } from '../log.js';
+import type { Logger } from '../base/log.js';
 import { S3KeptSecret } from './s3-only/kept-secret.js';
 
 

@@ -4,7 +4,7 @@
 
 import { toBufferKey } from 'ordered-binary';
 import { type Entry, type Table, type Unit, UNIT_ATTEMPTS, UnitConflict, type UnitKey, type UnitRange, conflictBackoff } from './unit-store.js';
-import { SvcError } from '../errors.js';
+import { SvcError } from '../base/errors.js';
 
 // Keys travel as they are: their ordered-binary bytes (`keyBytes`, an allocation each) are made
 // only where a store needs them (PostgreSQL), never on LMDB's path.

@@ -5,7 +5,7 @@
 // another node. A queued operation waits at most `SVC_TENANT_QUEUE_WAIT` and leaves the queue
 // when its client goes away (its abort signal), so no request waits without end.
 
-import { SvcError } from '../errors.js';
+import { SvcError } from '../base/errors.js';
 import type { Policy, TenantPolicies } from './policy.js';
 import { type ClusterShare, type ShareScope, SINGLE_NODE, shareOf, slotsOf } from './cluster-share.js';
 

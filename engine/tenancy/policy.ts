@@ -4,7 +4,7 @@
 // overridden by its own entry.
 
 import fs from 'node:fs';
-import type { Logger } from '../log.js';
+import type { Logger } from '../base/log.js';
 
 export interface Policy {
   /** Largest object a tenant may store (413 tenant_object_limit_exceeded while streaming). */

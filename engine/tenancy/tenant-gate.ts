@@ -20,7 +20,7 @@
 // With security off, or for a tenant whose policy sets none of these, the gate does nothing and
 // reads nothing (the 4 KiB upload path pays no catalog read, no await and no allocation).
 
-import { blobQuotaExceeded, tenantObjectLimit, tenantQuotaExceeded } from '../errors.js';
+import { blobQuotaExceeded, tenantObjectLimit, tenantQuotaExceeded } from '../base/errors.js';
 import type { Budgets, Release } from './budgets.js';
 import type { ShareScope } from './cluster-share.js';
 import type { TenantPolicies } from './policy.js';

@@ -3,7 +3,7 @@
 
 import { createHash } from 'node:crypto';
 import type { Clock } from '../base/clock.js';
-import { ingestFailed, invalidUpload, payloadTooLarge, uploadExists, uploadNotFound } from '../errors.js';
+import { ingestFailed, invalidUpload, payloadTooLarge, uploadExists, uploadNotFound } from '../base/errors.js';
 import type { Stats } from '../ops/index.js';
 import type { BlobCatalog, CommittedSession, Manifest, SessionRecord, StoredBlock, TusFacts, UploadCatalog } from '../store/index.js';
 import { type ByteCaller, type TenantGate, publicationQuota } from '../tenancy/index.js';

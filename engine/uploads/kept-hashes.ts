@@ -4,7 +4,7 @@
 // shared session whose parts went to other nodes meanwhile).
 
 import type { StreamScanner } from '../cas/index.js';
-import type { Logger } from '../log.js';
+import type { Logger } from '../base/log.js';
 import type { BlockStore, SessionRecord, StoredBlock, TailStaging, UploadCatalog } from '../store/index.js';
 
 interface KeptHashesDeps {

@@ -4,7 +4,7 @@
 // record those blocks with their own. This node's memory only: a restart loses both, and the
 // next part replays the staged tail instead.
 
-import type { Logger } from '../log.js';
+import type { Logger } from '../base/log.js';
 import type { OpenSession, SessionRecord, StoredBlock } from '../store/index.js';
 import type { PartIngest, PartResult } from './part-ingest.js';
 

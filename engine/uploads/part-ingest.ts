@@ -7,7 +7,7 @@
 
 import { copyInto } from '../cas/index.js';
 import { type Decision, Ingest, type IngestDeps, moveIngest } from '../cas/index.js';
-import type { SvcError } from '../errors.js';
+import type { SvcError } from '../base/errors.js';
 import type { StoredBlock } from '../store/index.js';
 
 /** How a resumable upload's part continues its object. */

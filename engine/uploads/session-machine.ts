@@ -17,7 +17,7 @@
 //   Committing  recover                  → Committed with its pendingBlob, or Open
 //   Committed, Cancelled, Expired: final.
 
-import { SvcError } from '../errors.js';
+import { SvcError } from '../base/errors.js';
 import type {
   CommittedSession, CommittingSession, EndedSession, Lease, LeasedSession, OpenSession, PartLeasedSession, SessionRecord, SessionState, TusFacts,
 } from '../store/index.js';

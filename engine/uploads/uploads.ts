@@ -18,11 +18,11 @@ import { formatContentId } from '../cas/index.js';
 import type { PartIngest, PartOptions, PartResult } from './part-ingest.js';
 import { type BlobCatalog, type BlockStore, type CommittedSession, type CommittingSession, type LeasedSession, type Manifest, type OpenSession, type PartLeasedSession, type SessionRecord, type StoredBlock, type TailStaging, type UploadCatalog, packBlocks } from '../store/index.js';
 import type { StreamScanner } from '../cas/index.js';
-import type { UploadConfig } from '../config.js';
+import type { UploadConfig } from '../base/config.js';
 import {
   SvcError, ingestFailed, invalidBlob, invalidUpload, uploadBusy, uploadExists, uploadExpired, uploadNotFound, uploadOffsetMismatch, uploadState,
-} from '../errors.js';
-import type { Logger } from '../log.js';
+} from '../base/errors.js';
+import type { Logger } from '../base/log.js';
 import type { Stats } from '../ops/index.js';
 import { type BlobRoom, type ByteCaller, type TenantGate, publicationQuota } from '../tenancy/index.js';
 import { type ConcatenationRequest, concatenate } from './concatenation.js';

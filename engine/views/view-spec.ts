@@ -2,7 +2,7 @@
 // and the media type they produce (decisions.md, "Views"). Pure: no storage, no HTTP.
 
 import { createHash } from 'node:crypto';
-import { SvcError } from '../errors.js';
+import { SvcError } from '../base/errors.js';
 import { canonicalJson } from '../documents/model.js';
 import { REDACTION_PROFILES } from './engines/redaction.js';
 import { ENGINES, RULES_REVISION, installedVersion } from './engines/versions.js';

@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import type { Principal } from '../auth/index.js';
 import { type Documents, type Metadata, type Parse, requireCapability } from '../documents/index.js';
 import { type Receipt, type RequestInfo, canonicalJson, receiptOf } from '../documents/model.js';
-import { SvcError } from '../errors.js';
+import { SvcError } from '../base/errors.js';
 import { JobError, type JobQueue, type JobRecord } from '../jobs/index.js';
 import type { InUnit } from '../idempotency/index.js';
 import { type Unit, type UnitStore, table } from '../store/index.js';

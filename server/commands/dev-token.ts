@@ -2,7 +2,7 @@
 
 import type { DevTokenRequest } from '../../engine/auth/index.js';
 import { DEV_TOKEN_MAX_TTL_S } from '../../engine/base/limits.js';
-import { SvcError } from '../../engine/errors.js';
+import { SvcError } from '../../engine/base/errors.js';
 
 /** `{ org_id?, sub?, scope?, roles?, ttl_seconds? }`; no body: every default. */
 export function parseDevTokenRequest(body: unknown): DevTokenRequest {

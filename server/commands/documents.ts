@@ -6,7 +6,7 @@ import type { BulkMigrationRequest, CreateDocument, FinalizeUpload, MigrateDocum
 import type { SearchQuery, SearchValue } from '../../engine/documents/search-request.js';
 import { badRequest, isNamespaceUrn, isPlainObject, isSchemaUrn, isUuid, onlyKeys, parseExternalRefs, parseLabels, parsePermissions, parsePlacement } from '../../engine/documents/model.js';
 import { parseLimit } from '../../engine/cas/index.js';
-import { invalidCursor, invalidPagination } from '../../engine/errors.js';
+import { invalidCursor, invalidPagination } from '../../engine/base/errors.js';
 import { SEARCH_MAX_POINTERS } from '../../engine/base/limits.js';
 import { readBundle } from './metadata.js';
 import { bodyUrns, bundleUrns } from './urns.js';

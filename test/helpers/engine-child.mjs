@@ -4,9 +4,9 @@
 // its queue (test/helpers/job-kinds.mjs). With argv[2] (JSON { kind, input }) it enqueues that
 // job and prints {"jobId"}; then prints {"ready": <its queue's owner>, "clock": <readiness' clock
 // check>}. Closes when its stdin ends.
-import { loadConfig } from '../../dist/engine/config.js';
+import { loadConfig } from '../../dist/engine/base/config.js';
 import { Engine } from '../../dist/engine/engine.js';
-import { Logger } from '../../dist/engine/log.js';
+import { Logger } from '../../dist/engine/base/log.js';
 import { defineKinds } from './job-kinds.mjs';
 
 const print = (value) => process.stdout.write(`${JSON.stringify(value)}\n`);

@@ -3,7 +3,7 @@
 // {"jobId","owner"} once enqueued.
 // Usage: node job-child.mjs <root> <marker> <node> <leaseMs>
 import { JobQueue } from '../../dist/engine/jobs/queue.js';
-import { Logger } from '../../dist/engine/log.js';
+import { Logger } from '../../dist/engine/base/log.js';
 import { CatalogEnv } from '../../dist/engine/store/index.js';
 import { LmdbUnitStore } from '../../dist/engine/store/lmdb/unit-store.js';
 import { createWorkerPool } from '../../dist/engine/worker-pool.js';

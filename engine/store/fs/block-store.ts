@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import fsp, { type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { threadId } from 'node:worker_threads';
-import type { Durability } from '../../config.js';
+import type { Durability } from '../../base/config.js';
 import type { BlockStoreLocation, EmbeddedBlockStore, ListedBlock, PutOutcome, RestoreOutcome } from '../block-store.js';
 import { syncDirectory } from './sync-directory.js';
 

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import type { Durability } from '../../config.js';
+import type { Durability } from '../../base/config.js';
 import type { TailStaging } from '../upload-catalog.js';
 import { syncDirectory } from './sync-directory.js';
 

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { type Database, type Key, open, type RootDatabase } from 'lmdb';
-import type { Durability } from '../../config.js';
+import type { Durability } from '../../base/config.js';
 
 /**
  * The LMDB environment under `<root>/catalog`. This module opens it and hands each named

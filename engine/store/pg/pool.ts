@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { PG_CONNECT_TIMEOUT_MS, PG_KEEPALIVE_IDLE_MS, PG_LISTEN_PING_BOUND_MS, PG_LISTEN_PING_MS, PG_QUERY_TIMEOUT_MARGIN_MS } from '../../base/limits.js';
-import { SvcError } from '../../errors.js';
+import { SvcError } from '../../base/errors.js';
 
 const INT8 = 20;
 
@@ -156,7 +156,7 @@ export interface PoolOptions {
   nodeId?: string;
 }
 
-/** The default of SVC_PG_STATEMENT_TIMEOUT (engine/config.ts), for pools opened by tools and tests. */
+/** The default of SVC_PG_STATEMENT_TIMEOUT (engine/base/config.ts), for pools opened by tools and tests. */
 export const DEFAULT_STATEMENT_TIMEOUT_MS = 30_000;
 
 /** Keepalive and timeouts every connection to PostgreSQL has, the LISTEN ones included. */

@@ -7,7 +7,7 @@ import { Packr } from 'msgpackr';
 import { fromBufferKey } from 'ordered-binary';
 import type { Listening, PgPool } from './pool.js';
 import { type BufferedWrite, type PointRead, type RangeRead, type StoredEntry, type UnitBackend, keyBytes, runUnit, sameBytes } from '../unit-runner.js';
-import { SvcError } from '../../errors.js';
+import { SvcError } from '../../base/errors.js';
 import { type AlsoWrite, type Entry, type Table, type Unit, UNIT_ATTEMPTS, type UnitKey, type UnitRange, type UnitStore, conflictBackoff, isWatched, unwatchedTable } from '../unit-store.js';
 import { type AbsentInsert, InsertBatches } from './insert-batches.js';
 import { CATALOG_SCHEMA, CATALOG_SCHEMA_KEY, catalogTooNew, tooNewWords, versionOf } from '../catalog-schema.js';

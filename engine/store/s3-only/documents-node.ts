@@ -18,7 +18,7 @@
 // - On a server that ignores conditions there is one node (s3-only.ts admits no second), so the
 //   writes are plain PUTs.
 import { performance } from 'node:perf_hooks';
-import type { Logger } from '../../log.js';
+import type { Logger } from '../../base/log.js';
 import { type DocumentsClaim, type DocumentsClaimRead, type DocumentsElsewhere, claimRenewalMs } from '../documents-claim.js';
 import type { S3OnlyKeys } from './keys.js';
 import type { ObjectIo } from './objects.js';
