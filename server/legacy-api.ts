@@ -14,6 +14,7 @@ import { answerOnce, jsonAnswer, keyedRequest, scopeOf } from './idempotent.js';
 import type { ImportAnswer } from '../engine/legacy/index.js';
 import type { ServerContext } from './server-context.js';
 import type { Exchange } from './exchange.js';
+import { parseImportRequest } from './commands/legacy-import.js';
 import { type Router, caller } from './router.js';
 
 const OCTET_STREAM = 'application/octet-stream';
@@ -31,7 +32,7 @@ export function mountLegacyApi(router: Router, { engine, config }: ServerContext
     return answerOnce(call.ex, engine.idempotency, scopeOf(principal.tenant, principal), keyed, async () => (await call.body).digest, async (keep) => {
       const { value } = await call.body;
       const answerOf = (r: ImportAnswer) => jsonAnswer(202, { jobId: r.jobId, documentId: r.documentId, alreadyImported: r.alreadyImported }, { Location: `/v1/jobs/${r.jobId}` });
-      return answerOf(await engine.legacyImports.request(principal, value, keep(answerOf)));
+      return answerOf(await engine.legacyImports.request(principal, parseImportRequest(value), keep(answerOf)));
     });
   }, { name: '/v1/legacy/import', capability: 'legacy.import', body: jsonBody(config.docMaxJsonBytes) });
 

@@ -13,7 +13,7 @@
 import { v5 as uuidv5 } from 'uuid';
 import type { Principal } from '../auth/index.js';
 import type { Documents } from '../documents/index.js';
-import { type PlacementHint, badRequest, isPlainObject, parsePlacement } from '../documents/index.js';
+import type { PlacementHint } from '../documents/index.js';
 import { SvcError } from '../base/errors.js';
 import { JobError, type JobQueue, type JobRecord } from '../jobs/index.js';
 import type { Logger } from '../base/log.js';
@@ -36,7 +36,16 @@ export interface ImportAnswer {
 /** The UUIDv5 namespace of imported documents' ids (fixed: the ids must never change). */
 const ID_NAMESPACE = '6f1c7d3e-2b8a-5e41-9c0d-5a7e3b1f9d24';
 const OCTET_STREAM = 'application/octet-stream';
-const MODES = ['import-on-read', 'bulk'] as const;
+export const IMPORT_MODES = ['import-on-read', 'bulk'] as const;
+
+/** POST /v1/legacy/import, parsed at the edge (server/commands/legacy-import.ts). */
+export interface ImportRequest {
+  repo: string;
+  /** Checked and normalized (parseLegacyDocId). */
+  legacyDocId: string;
+  placementHint: PlacementHint;
+  mode?: (typeof IMPORT_MODES)[number];
+}
 /** The external reference's system on every imported document. */
 export const LEGACY_SYSTEM = 'legacy';
 
@@ -96,18 +105,8 @@ export class LegacyImports {
    * document and the job of the first request (completed or still running), or a new job when
    * that one failed.
    */
-  async request(principal: Principal, body: unknown, keep?: InUnit<ImportAnswer>): Promise<ImportAnswer> {
-    if (!isPlainObject(body)) throw badRequest('The body must be a JSON object { repo, legacyDocId, placementHint? }');
-    for (const key of Object.keys(body)) {
-      if (!['repo', 'legacyRepo', 'legacyDocId', 'placementHint', 'mode'].includes(key)) throw badRequest(`unknown field "${key}" (an import takes repo, legacyDocId, placementHint, mode)`);
-    }
-    if (body.repo !== undefined && body.legacyRepo !== undefined && body.repo !== body.legacyRepo) throw badRequest('repo and legacyRepo name different repositories');
-    const repoName = body.repo ?? body.legacyRepo;
-    if (typeof repoName !== 'string' || repoName === '') throw badRequest('repo is a required string');
-    if (typeof body.legacyDocId !== 'string') throw badRequest('legacyDocId is a required string');
-    const legacyDocId = parseLegacyDocId(body.legacyDocId);
-    const placementHint = parsePlacement(body.placementHint) ?? 'transient';
-    if (body.mode !== undefined && !MODES.includes(body.mode as (typeof MODES)[number])) throw badRequest(`mode must be one of ${MODES.join(', ')}`);
+  async request(principal: Principal, command: ImportRequest, keep?: InUnit<ImportAnswer>): Promise<ImportAnswer> {
+    const { repo: repoName, legacyDocId, placementHint } = command;
     const repo = this.legacy.get(repoName);
     if (!repo) {
       this.legacy.metrics.importRequest(undefined, 'rejected');

@@ -5,4 +5,4 @@ export { LegacyError, type LegacyFailure, legacyInvalidId, legacyRepoNotFound } 
 export { UNKNOWN_REPO_LABEL } from './metrics.js';
 export { LegacyDocument } from './repository.js';
 export { LegacyRepositories } from './repositories.js';
-export { type ImportAnswer, LegacyImports } from './import.js';
+export { IMPORT_MODES, type ImportAnswer, type ImportRequest, LegacyImports } from './import.js';
