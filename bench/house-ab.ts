@@ -19,9 +19,8 @@
  *
  * Prints a Markdown report on stdout and writes bench/results/house-ab-<time>.json.
  */
-import { execFileSync } from 'node:child_process';
 import { randomFillSync } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -30,7 +29,7 @@ import { SCHEMA, type LoopResult, type Outcome, REQUEST_TIMEOUT_MS, canonicalWri
 import { call, expectStatus } from './json-call.js';
 import { RawConnection, getRequest } from './raw-http.js';
 import { f, machineEnvironment, median } from './report.js';
-import { ServerProcess } from './server-process.js';
+import { commitOf, startPolicyServer } from './policy-server.js';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const ENTRY = path.join(REPO, 'dist', 'server', 'main.js');
@@ -138,31 +137,18 @@ const CELLS: CellSpec[] = [
   },
 ];
 
-async function startServer(side: Side): Promise<{ server: ServerProcess; root: string }> {
-  const root = mkdtempSync(path.join(os.tmpdir(), 'svc-bench-house-'));
-  const policy = path.join(root, 'policy.json');
-  writeFileSync(policy, JSON.stringify(POLICY));
-  const entry = side === 'before' ? path.join(path.resolve(beforeDir), 'dist', 'server', 'main.js') : ENTRY;
-  const server = await ServerProcess.start({
-    entry, fsRoot: path.join(root, 'data'), durability: 'relaxed',
-    env: { SVC_BLOB_BACKEND: 'fs', SVC_LOG_LEVEL: 'error', SVC_SECURITY_ENABLED: 'true', SVC_DEV_SHARED_SECRET: SECRET, SVC_TENANT_POLICY_FILE: policy },
-  });
-  return { server, root };
-}
-
 async function cell(side: Side, round: number, spec: CellSpec): Promise<Run> {
-  const s = await startServer(side);
+  const entry = side === 'before' ? path.join(path.resolve(beforeDir), 'dist', 'server', 'main.js') : ENTRY;
+  const s = await startPolicyServer(entry, 'house', POLICY, SECRET);
   try {
     const port = s.server.port;
-    const t = expectStatus(await call(port, 'POST', '/dev/token', undefined, { org_id: TENANT, sub: 'bench', ttl_seconds: 3600, scope: 'doc.* meta.* schema.* blob.*' }), 'POST /dev/token', 200);
-    const token = t.json.access_token as string;
+    const token = await s.token(TENANT);
     const iteration = await spec.prepare(port, token, `Authorization: Bearer ${token}\r\n`);
     const result = await closedLoop({ port, server: s.server, connections: spec.connections, warmupMs: WARMUP_MS, durationMs: WINDOW_MS, stepNames: [], iteration });
     log(`${spec.name}, ${side}, round ${round}: ${f(result.perSecond * spec.unit)} ${spec.unitName}, ${f(result.serverCpuMsPerItem, 3)} CPU-ms each, ${result.errors} errors${result.firstError ? ` (${result.firstError})` : ''}`);
     return { side, round, cell: spec.key, result };
   } finally {
-    await s.server.stop();
-    rmSync(s.root, { recursive: true, force: true });
+    await s.stop();
   }
 }
 
@@ -188,11 +174,7 @@ async function main(): Promise<void> {
   const cells = wanted ? CELLS.filter((c) => wanted.includes(c.key)) : CELLS;
   if (wanted && cells.length !== wanted.length) args.fail(`--cells: known cells are ${CELLS.map((c) => c.key).join(', ')}`);
   const environment: Record<string, unknown> = { ...machineEnvironment(REPO), before: path.resolve(beforeDir) };
-  try {
-    environment.beforeCommit = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: beforeDir, encoding: 'utf8' }).trim();
-  } catch {
-    environment.beforeCommit = undefined;
-  }
+  environment.beforeCommit = commitOf(beforeDir);
   const runs: Run[] = [];
   // One uncounted cell of each build first: the disk cache and the JIT of the bench itself.
   for (const side of ['before', 'this'] as const) await cell(side, -1, cells[0]!);
