@@ -129,8 +129,9 @@ export async function pumpBody(ex: Exchange, source: BodySource, checks: BodyChe
         source.resume();
         const trailers = decoder?.end();
         const trailed = checksum ? trailers?.get(CHECKSUM_HEADER[checksum.algorithm]) : undefined;
+        const measured = finish(checks, size, md5, sha256, checksum, trailed);
         settled = true;
-        resolve(finish(checks, size, md5, sha256, checksum, trailed));
+        resolve(measured);
       } catch (err) {
         fail(err);
       }

@@ -122,6 +122,8 @@ export async function listObjectsV2(call: S3Call): Promise<void> {
     malformed: (message) => new SvcError('invalid', 'invalid_argument', `The continuation token provided is incorrect: ${message}`),
   });
   const listing = { bucket: call.head.bucket, prefix, delimiter: delimiter ?? null };
+  // The bucket first: another tenant's is AccessDenied whatever token comes with it.
+  if (token !== undefined) await call.engine.s3.headBucket(principal, call.head.bucket);
   let after = token === undefined ? undefined : cursors.open(listing, token);
   if (after === undefined && startAfter) after = startAfter;
   const page = await call.engine.s3.listObjects(principal, call.head.bucket, { prefix, delimiter, maxKeys, after });

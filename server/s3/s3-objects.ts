@@ -69,7 +69,8 @@ function objectHeaders(call: S3Call, record: ObjectRecord): Record<string, strin
   if (record.expires !== undefined) headers.Expires = record.expires;
   if (record.cacheControl !== undefined) headers['Cache-Control'] = record.cacheControl;
   for (const [name, value] of Object.entries(record.userMetadata)) headers[`x-amz-meta-${name}`] = value;
-  if (call.head.header('x-amz-checksum-mode')?.toUpperCase() === 'ENABLED') Object.assign(headers, checksumHeaders(record));
+  // The whole object's checksums: not for a part of it (S3 answers none for a range either).
+  if (call.head.header('x-amz-checksum-mode')?.toUpperCase() === 'ENABLED' && call.head.header('range') === undefined) Object.assign(headers, checksumHeaders(record));
   for (const [param, name] of RESPONSE_OVERRIDES) {
     const value = call.query.get(param);
     if (value !== undefined) headers[name] = value;
