@@ -72,7 +72,7 @@ export default defineConfig({
     // HTTP suites each start real servers; two at a time suits a 2-core machine.
     maxWorkers: 2,
     // Every s3rver a test starts in its process answers a PUT once the object is written whole.
-    setupFiles: ['test/helpers/s3rver-atomic-puts.mjs'],
+    setupFiles: ['test/helpers/s3rver-atomic-puts.mjs', 'test/helpers/s3-port.mjs'],
     projects: [
       { extends: true, test: { name: 'fs', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...MULTI_NODE] } },
       { extends: true, test: { name: 'pg-s3', include: PG_S3_SUITES, env: { SVC_TEST_BACKEND: 'pg-s3' } } },

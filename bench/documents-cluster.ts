@@ -140,7 +140,7 @@ async function startCluster(infra: Infra, backend: 'fs' | 'pg-s3', nodes: number
       AWS_REGION: REGION,
     };
   }
-  const envOf = (i: number): NodeJS.ProcessEnv => ({ ...shared, ...extra, HTTP_PORT: '0', SVC_NODE_ID: `node-${i + 1}` });
+  const envOf = (i: number): NodeJS.ProcessEnv => ({ ...shared, ...extra, HTTP_PORT: '0', SVC_S3_API_PORT: '0', SVC_NODE_ID: `node-${i + 1}` });
   const cluster: Cluster = { nodes: [], roots: [], envOf, entry, prefix };
   try {
     // One at a time: the first migrates the schema.

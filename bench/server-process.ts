@@ -73,6 +73,7 @@ export class ServerProcess {
     const env: NodeJS.ProcessEnv = {
       ...process.env,
       SVC_HTTP_PORT: '0',
+      SVC_S3_API_PORT: process.env.SVC_S3_API_PORT ?? '0',
       SVC_HOST: '127.0.0.1',
       SVC_FS_ROOT: opts.fsRoot,
       SVC_DURABILITY: opts.durability,

@@ -26,6 +26,8 @@ import { Uploads, tailBufferPool } from './uploads/index.js';
 import { createWorkerPool } from './worker-pool.js';
 import { Budgets, ClusterShareTracker, SINGLE_NODE, type ShareScope, TenantGate, TenantPolicies, TenantUsage } from './tenancy/index.js';
 import { LegacyImports, LegacyRepositories } from './legacy/index.js';
+import { S3Service } from './s3/s3-service.js';
+import { S3Keys } from './s3/keys.js';
 
 const WORKER_MODULE = fileURLToPath(new URL('../workers/ingest.js', import.meta.url));
 const SCANNER_MODULE = fileURLToPath(new URL('../workers/scanner.js', import.meta.url));
@@ -91,6 +93,10 @@ export class Engine {
   readonly legacyImports: LegacyImports;
   /** The blob API's reads, inventory, verification and delete (engine/blobs). */
   readonly blobs: Blobs;
+  /** The S3 API's operations over the S3 index (engine/s3). */
+  readonly s3: S3Service;
+  /** SVC_S3_KEYS_FILE: the S3 API's access keys, read at start and on SIGHUP (reload) like the tenant policy. */
+  readonly s3Keys: S3Keys;
   /** A tenant's usage and limits, and the dashboard's table of them (engine/tenancy/tenant-usage.ts). */
   readonly tenantUsage: TenantUsage;
   /** Readiness, free space and clock checks, and the probe behind the heartbeats (engine/ops/health.ts). */
@@ -132,6 +138,7 @@ export class Engine {
     this.health = new Health({ dependencies: backend.dependencies, timeoutMs: config.healthTimeoutMs, space: this.space, clock: this.clock });
     this.liveNodes = new LiveNodes({ nodeId: this.nodeId, catalog: backend.shared?.gc, nodeTtlMs: config.nodeTtlMs, announce: () => this.gc.announce() });
     this.policies = TenantPolicies.open(config.tenantPolicyFile, log);
+    this.s3Keys = S3Keys.open(config.s3Api.keysFile, log);
     // A tenant policy's figures hold for the cluster: this node enforces its share of them.
     this.clusterShare = new ClusterShareTracker(this.nodeId, () => this.liveNodes.liveNodeIds());
     // On s3 one node serves the document platform (the holder of the documents lease): it enforces the whole figures for /v1.
@@ -194,6 +201,7 @@ export class Engine {
       stagedBytes: (tenant) => this.uploads.stagedBytes(tenant),
     });
     this.blobs = new Blobs({ manifests, blocks, cursors: this.cursors, pool, stats: this.stats, log });
+    this.s3 = new S3Service({ units, clock: this.clock, region: config.s3Api.region, manifests, blobs: this.blobs, ingests: this.ingests, log });
     this.legacyImports = new LegacyImports(units, this.legacy, this.documents, this.jobs, log);
     this.tokens = tokens;
     this.models = new ModelService(config.model, backend.models, config.fsRoot, modelRoots, pool, log);
@@ -206,7 +214,7 @@ export class Engine {
     });
     this.workflows = new WorkflowService(units, this.jobs, this.documents, this.documentMetadata, this.views);
     this.bulkMigrations = new BulkMigrations(units, this.jobs, this.documentJobs, documentRecords.metaIndex);
-    const roots: BlockRoots[] = [this.uploads.blockRoots(), this.documents.blockRoots(), this.views.blockRoots()];
+    const roots: BlockRoots[] = [this.uploads.blockRoots(), this.documents.blockRoots(), this.views.blockRoots(), this.s3.blockRoots()];
     this.gc = collectorFor(backend, {
       config: config.gc, roots, log, nodeId: this.nodeId, address: () => this.liveNodes.address, nodeTtlMs: config.nodeTtlMs, summary: () => ({ ...nodeSummary(this) }),
     });
@@ -256,6 +264,7 @@ export class Engine {
       engine.health.startProbe();
     }
     engine.gc.start();
+    engine.s3.start();
     engine.traffic.start();
     return engine;
   }
@@ -274,6 +283,7 @@ export class Engine {
 
   async close(): Promise<void> {
     this.traffic.stop();
+    this.s3.stop();
     await this.models.close();
     await this.gc.stop();
     this.clusterShare.stop();

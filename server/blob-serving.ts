@@ -14,7 +14,12 @@ interface ServedAs {
   etag?: string;
   mediaType?: string;
   lastModifiedMs?: number;
-  cacheControl?: string;
+  /** null: no Cache-Control (an S3 object may change); absent: the blob's `immutable`. */
+  cacheControl?: string | null;
+  /** Headers every answer but a refusal carries besides the validators (S3: user metadata, X-Svc-Blob-Id). */
+  headers?: Record<string, string>;
+  /** Answers a 412 or 416 in the resource's own error form (S3's XML) instead of the blob API's. */
+  refuse?: (status: 412 | 416, headers: Record<string, string>) => void;
 }
 
 /** The precondition and range headers (read in the handler: uWS requests do not outlive it). */
@@ -38,22 +43,25 @@ export function serveBlob(engine: Engine, ex: Exchange, conditions: ReturnType<t
   const etag = view.etag ?? `"${manifest.id}"`;
   const lastModifiedMs = view.lastModifiedMs === undefined ? manifest.lastModifiedMs : Math.floor(view.lastModifiedMs / 1000) * 1000;
   const httpDate = view.lastModifiedMs === undefined ? manifest.lastModified : new Date(lastModifiedMs).toUTCString();
-  const validators = { ETag: etag, 'Last-Modified': httpDate, 'Cache-Control': view.cacheControl ?? IMMUTABLE };
+  const cacheControl = view.cacheControl === null ? undefined : view.cacheControl ?? IMMUTABLE;
+  const validators: Record<string, string> = { ETag: etag, 'Last-Modified': httpDate, ...(cacheControl === undefined ? {} : { 'Cache-Control': cacheControl }) };
   const decision = evaluate({ etag, lastModified: lastModifiedMs, size }, conditions);
   switch (decision.status) {
     case 304:
       ex.send(304, validators);
       return;
     case 412:
+      if (view.refuse) return view.refuse(412, validators);
       // An error like every other: the envelope (HEAD gets its length), beside the validators.
       ex.send(412, { 'Content-Type': JSON_UTF8, ...validators }, JSON.stringify({ error: 'precondition_failed', message: 'If-Match or If-Unmodified-Since does not hold for the current representation' }));
       return;
     case 416:
+      if (view.refuse) return view.refuse(416, { 'Content-Range': `bytes */${size}` });
       ex.send(416, { 'Content-Type': JSON_UTF8, 'Content-Range': `bytes */${size}` }, JSON.stringify({ error: 'invalid_range', message: 'Range is malformed, unsatisfiable or asks for more than one range' }));
       return;
   }
   const [start, end] = decision.status === 206 ? [decision.start, decision.end + 1] : [0, size];
-  const headers: Record<string, string> = { 'Content-Type': view.mediaType ?? manifest.record.mediaType, ...validators, 'Accept-Ranges': 'bytes' };
+  const headers: Record<string, string> = { 'Content-Type': view.mediaType ?? manifest.record.mediaType, ...validators, 'Accept-Ranges': 'bytes', ...view.headers };
   if (decision.status === 206) headers['Content-Range'] = `bytes ${start}-${end - 1}/${size}`;
   if (headOnly) {
     ex.sendHead(decision.status, headers, end - start);

@@ -10,6 +10,8 @@ import { nativeSharedCopy } from '../engine/cas/index.js';
 import { Logger } from '../engine/base/log.js';
 import { createApp } from './app.js';
 import { mountListeners } from './listeners.js';
+import { mountS3Api } from './s3/s3-listener.js';
+import { KeysFileError } from '../engine/s3/keys.js';
 import { parseArgsMessage } from '../cli/args.js';
 import { VERSION } from '../engine/base/version.js';
 
@@ -53,6 +55,8 @@ interface RunningServer {
   port: number;
   /** Port of the model runtime listener. */
   modelPort: number;
+  /** Port of the S3 listener (null: SVC_S3_API_PORT=off). */
+  s3Port: number | null;
   close(): Promise<void>;
 }
 
@@ -61,29 +65,41 @@ export async function serve(config: Config, log = new Logger(config.logLevel)): 
   // Opening the stores takes seconds (more on pg-s3); a port in use is said before that.
   await portFree(config.host, config.httpPort, 'SVC_HTTP_PORT');
   await portFree(config.host, config.model.httpPort, 'HTTP_PORT');
+  if (config.s3Api.port !== null) await portFree(config.host, config.s3Api.port, 'SVC_S3_API_PORT');
   const engine = await Engine.open(config, log);
   const app = createApp((message) => JSON.stringify({ error: 'invalid_request', message }));
   const modelApp = createApp((message) => JSON.stringify({ error: 'BadRequest', message, code: 400 }));
   mountListeners(app, modelApp, engine, config, log);
+  // The S3 listener (SVC_S3_API_PORT): its refusals before routing are S3's XML error.
+  const s3App = config.s3Api.port === null ? undefined : createApp((message) => `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>InvalidRequest</Code><Message>${message.replace(/[<>&]/g, ' ')}</Message></Error>`);
+  if (s3App) mountS3Api(s3App, { engine, keys: engine.s3Keys });
   const sockets: uWS.us_listen_socket[] = [];
   const close = async () => {
     for (const socket of sockets) uws.us_listen_socket_close(socket);
     app.close();
     modelApp.close();
+    s3App?.close();
     await engine.close();
   };
   try {
     sockets.push(await listen(app, config.host, config.httpPort, 'SVC_HTTP_PORT'));
     sockets.push(await listen(modelApp, config.host, config.model.httpPort, 'HTTP_PORT'));
+    if (s3App) sockets.push(await listen(s3App, config.host, config.s3Api.port!, 'SVC_S3_API_PORT'));
   } catch (err) {
     await close();
     throw err;
   }
-  const [port, modelPort] = sockets.map((socket) => uws.us_socket_local_port(socket)) as [number, number];
+  const [port, modelPort, s3Socket] = sockets.map((socket) => uws.us_socket_local_port(socket)) as [number, number, number?];
+  const s3Port = s3Socket ?? null;
   engine.liveNodes.listening(`${config.host}:${port}`);
   const blockHashing = engine.scanner.pairHashing ? 'scanning thread (native SHA-256 pair)' : 'worker threads (node:crypto)';
-  log.info('listening', { host: config.host, port, modelPort, fsRoot: config.fsRoot, durability: config.durability, workers: config.workers, blockHashing, bodyCopy: nativeSharedCopy ? 'native memcpy' : 'TypedArray.set' });
-  return { port, modelPort, close, reloadPolicies: () => void engine.policies.reload() };
+  log.info('listening', { host: config.host, port, modelPort, s3Port, fsRoot: config.fsRoot, durability: config.durability, workers: config.workers, blockHashing, bodyCopy: nativeSharedCopy ? 'native memcpy' : 'TypedArray.set' });
+  // SIGHUP: the tenant policy and the S3 keys are read again (an invalid file keeps what is in force).
+  const reloadPolicies = () => {
+    void engine.policies.reload();
+    engine.s3Keys.reload();
+  };
+  return { port, modelPort, s3Port, close, reloadPolicies };
 }
 
 /** A port that cannot be bound: in use (by any process: the socket is exclusive) or not allowed. */
@@ -181,7 +197,7 @@ export async function main(argv: string[]): Promise<void> {
   };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
-  // The tenant policy file is read again on SIGHUP (an invalid one keeps the policy in force).
+  // The tenant policy file and the S3 keys file are read again on SIGHUP (an invalid one keeps what is in force).
   process.on('SIGHUP', () => server?.reloadPolicies());
   try {
     server = await serve(config);
@@ -197,13 +213,13 @@ export async function main(argv: string[]): Promise<void> {
       process.stderr.write(`svc: ${err.message}\n`);
       process.exit(2);
     }
-    if (!(err instanceof ListenError || err instanceof DataDirLockError || err instanceof PolicyError || err instanceof S3OnlyRefused)) throw err;
+    if (!(err instanceof ListenError || err instanceof DataDirLockError || err instanceof PolicyError || err instanceof KeysFileError || err instanceof S3OnlyRefused)) throw err;
     process.stderr.write(`svc: ${err.message}\n`);
     process.exit(1);
   }
   if (stopAsked) return close(server);
   // One line on stdout for whoever started us (tests, scripts): where to connect.
-  process.stdout.write(`${JSON.stringify({ event: 'listening', port: server.port, modelPort: server.modelPort })}\n`);
+  process.stdout.write(`${JSON.stringify({ event: 'listening', port: server.port, modelPort: server.modelPort, s3Port: server.s3Port })}\n`);
 }
 
 function usageError(message: string): void {

@@ -111,9 +111,10 @@ export class BlobRefs {
    * GC's roots of the S3 index: the blocks of every blob an object or a part of an open upload
    * names (counts at 0 included: their release has not happened yet). `blocksOf` gives a blob's
    * packed block references (a manifest's `refs`: 32-byte digest + 8-byte xxh64 per block), or
-   * undefined for one the catalog no longer has.
+   * undefined for one the catalog no longer has; `tenant` is the tenant whose count names it
+   * (none for a part).
    */
-  roots(blocksOf: (blobId: string) => Promise<Buffer | undefined>): BlockRoots {
+  roots(blocksOf: (blobId: string, tenant?: string) => Promise<Buffer | undefined>): BlockRoots {
     const units = this.units;
     return {
       name: 's3 objects',
@@ -121,16 +122,16 @@ export class BlobRefs {
       persistent: !units.shared,
       async *digests() {
         // Every object's blob has a count (adjustRefs runs in the object's unit); parts are not counted.
-        const blobs = async function* () {
-          for await (const { key } of units.scan(REFS)) yield key[1];
-          for await (const { value } of units.scan(PARTS)) yield value.content.blobId;
+        const blobs = async function* (): AsyncGenerator<[string, string | undefined]> {
+          for await (const { key } of units.scan(REFS)) yield [key[1], key[0]];
+          for await (const { value } of units.scan(PARTS)) yield [value.content.blobId, undefined];
         };
         // Memory stays bounded: a blob met again later (another tenant's count) is resolved again.
         let last: string | undefined;
-        for await (const blobId of blobs()) {
+        for await (const [blobId, tenant] of blobs()) {
           if (blobId === last) continue;
           last = blobId;
-          const refs = await blocksOf(blobId);
+          const refs = await blocksOf(blobId, tenant);
           if (refs) for (let at = 0; at < refs.length; at += 40) yield refs.subarray(at, at + 32);
         }
       },

@@ -13,6 +13,9 @@ export interface TestServer {
   /** The model runtime listener. */
   modelUrl: string;
   modelPort: number;
+  /** The S3 listener (SVC_S3_API_PORT: 0 here; null when a test turns it off). */
+  s3Url: string;
+  s3Port: number | null;
   root: string;
   proc: ChildProcess;
   stderr: () => string;
@@ -36,12 +39,12 @@ export async function startServer(env: Record<string, string> = {}, given?: stri
   const root = given ?? tempRoot();
   const backend = await backendEnv(root);
   const proc = spawn(process.execPath, [MAIN, 'serve'], {
-    env: { ...process.env, SVC_HTTP_PORT: '0', HTTP_PORT: '0', SVC_FS_ROOT: root, SVC_LOG_LEVEL: 'warn', ...backend, ...env },
+    env: { ...process.env, SVC_HTTP_PORT: '0', HTTP_PORT: '0', SVC_S3_API_PORT: '0', SVC_FS_ROOT: root, SVC_LOG_LEVEL: 'warn', ...backend, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let err = '';
   proc.stderr!.on('data', (d) => (err += d));
-  const { port, modelPort } = await new Promise<{ port: number; modelPort: number }>((resolve, reject) => {
+  const { port, modelPort, s3Port } = await new Promise<{ port: number; modelPort: number; s3Port: number | null }>((resolve, reject) => {
     let out = '';
     const onData = (d: Buffer) => {
       out += d;
@@ -60,6 +63,8 @@ export async function startServer(env: Record<string, string> = {}, given?: stri
     port,
     modelUrl: `http://127.0.0.1:${modelPort}`,
     modelPort,
+    s3Url: `http://127.0.0.1:${s3Port}`,
+    s3Port,
     root,
     proc,
     stderr: () => err,

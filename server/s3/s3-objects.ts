@@ -1,0 +1,168 @@
+// The S3 object operations: PutObject (the body streamed into an ingest for the caller, checked,
+// then published and named), GetObject and HeadObject (the blob's bytes with ranges, the four
+// conditionals and response-* overrides), DeleteObject and CopyObject (a record naming the
+// source's blob: no bytes copied). The engine (engine/s3/s3-service.ts) does the work.
+
+import { EMPTY_BLOB_ID, EMPTY_MD5, type ObjectRead } from '../../engine/s3/s3-service.js';
+import { preconditionFailed } from '../../engine/s3/errors.js';
+import type { ObjectRecord } from '../../engine/s3/records.js';
+import { SocketBody } from '../body-sources.js';
+import { readConditions, serveBlob } from '../blob-serving.js';
+import { evaluate } from '../conditional.js';
+import { answerError } from './s3-answer.js';
+import { bodyChecksOf, type MeasuredBody, pumpBody } from './s3-body.js';
+import { type S3Call, sendXml } from './s3-call.js';
+import { S3Error } from './s3-error.js';
+import { contentLengthOf, metaOf, writeConditionsOf } from './s3-head.js';
+import { copyObjectXml } from './xml.js';
+
+const DEFAULT_CONTENT_TYPE = 'binary/octet-stream';
+
+/** PutObject. */
+export async function putObject(call: S3Call): Promise<void> {
+  const { engine, ex, head, principal, payload } = call;
+  const { bucket, key } = head;
+  const meta = metaOf(head);
+  const conditions = writeConditionsOf(head);
+  const checks = bodyChecksOf(head, payload);
+  const length = payload.kind === 'chunked' ? payload.decodedLength : contentLengthOf(head);
+  if (length === undefined) throw new S3Error('MissingContentLength', 'You must provide the Content-Length HTTP header.');
+  await engine.s3.beforePut(principal, bucket, key, conditions);
+  const source = new SocketBody(ex);
+  let measured: MeasuredBody;
+  let blobId: string;
+  if (length === 0) {
+    // The store keeps no empty blobs: an empty object names the id of zero bytes (engine/s3/s3-service.ts).
+    measured = await pumpBody(ex, source, checks, { push: () => { throw new S3Error('IncompleteBody', 'The body is longer than its declared length'); } }, engine.stats);
+    blobId = EMPTY_BLOB_ID;
+  } else {
+    const ingest = await engine.s3.ingest(call.gated ? principal : undefined, { declaredLength: length, contentType: meta.contentType });
+    measured = await pumpBody(ex, source, checks, ingest, engine.stats);
+    // Every check passed: now, and only now, the blob is published.
+    const result = await ingest.end();
+    blobId = result.blob.id;
+  }
+  const record = await engine.s3.putObject(principal, bucket, key, { blobId, size: measured.size, etag: measured.md5, checksums: measured.checksums }, meta, conditions);
+  ex.send(200, { ETag: `"${record.etag}"`, 'X-Svc-Blob-Id': blobId, ...checksumHeaders(record) });
+}
+
+function checksumHeaders(record: Pick<ObjectRecord, 'checksums'>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [algorithm, value] of Object.entries(record.checksums)) out[`x-amz-checksum-${algorithm.toLowerCase()}`] = value;
+  return out;
+}
+
+const RESPONSE_OVERRIDES: ReadonlyArray<[string, string]> = [
+  ['response-content-type', 'Content-Type'],
+  ['response-content-language', 'Content-Language'],
+  ['response-expires', 'Expires'],
+  ['response-cache-control', 'Cache-Control'],
+  ['response-content-disposition', 'Content-Disposition'],
+  ['response-content-encoding', 'Content-Encoding'],
+];
+
+/** The headers of an object's answer besides the validators and the range. */
+function objectHeaders(call: S3Call, record: ObjectRecord): Record<string, string> {
+  const headers: Record<string, string> = { 'X-Svc-Blob-Id': record.blobId };
+  if (record.contentEncoding !== undefined) headers['Content-Encoding'] = record.contentEncoding;
+  if (record.contentDisposition !== undefined) headers['Content-Disposition'] = record.contentDisposition;
+  if (record.expires !== undefined) headers.Expires = record.expires;
+  if (record.cacheControl !== undefined) headers['Cache-Control'] = record.cacheControl;
+  for (const [name, value] of Object.entries(record.userMetadata)) headers[`x-amz-meta-${name}`] = value;
+  // The whole object's checksums: not for a part of it (S3 answers none for a range either).
+  if (call.head.header('x-amz-checksum-mode')?.toUpperCase() === 'ENABLED' && call.head.header('range') === undefined) Object.assign(headers, checksumHeaders(record));
+  for (const [param, name] of RESPONSE_OVERRIDES) {
+    const value = call.query.get(param);
+    if (value !== undefined) headers[name] = value;
+  }
+  return headers;
+}
+
+/** GetObject and HeadObject. */
+export async function getObject(call: S3Call): Promise<void> {
+  const { engine, ex, head, query } = call;
+  // Read before any await: the head is a copy, but keep the order of the blob API.
+  const conditions = readConditions({ getHeader: (name: string) => head.header(name) ?? '' } as Parameters<typeof readConditions>[0]);
+  const partNumber = query.get('partNumber');
+  const read: ObjectRead = await engine.s3.getObject(call.principal, head.bucket, head.key);
+  const { record, manifest } = read;
+  if (partNumber !== undefined && (record.parts !== undefined || partNumber !== '1')) throw new S3Error('NotImplemented', 'partNumber is not implemented yet for this object');
+  const headers = objectHeaders(call, record);
+  const contentType = headers['Content-Type'] ?? record.contentType ?? DEFAULT_CONTENT_TYPE;
+  delete headers['Content-Type'];
+  const cacheControl = headers['Cache-Control'] ?? null;
+  delete headers['Cache-Control'];
+  const etag = `"${record.etag}"`;
+  const refuse = (status: 412 | 416, extra: Record<string, string>) =>
+    answerError(ex, head.resource, status === 412 ? preconditionFailed() : new S3Error('InvalidRange', 'The requested range is not satisfiable', { ActualObjectSize: String(record.size) }), extra);
+  const headOnly = ex.method === 'HEAD';
+  if (!manifest) return serveEmpty(call, record, conditions, { ...headers, 'Content-Type': contentType, ...(cacheControl === null ? {} : { 'Cache-Control': cacheControl }) }, refuse);
+  serveBlob(engine, ex, conditions, manifest, headOnly, { etag, mediaType: contentType, lastModifiedMs: record.lastModified, cacheControl, headers, refuse }, call.charge);
+}
+
+/** An empty object: its conditionals, and no bytes (a range of nothing is 416). */
+function serveEmpty(call: S3Call, record: ObjectRecord, conditions: ReturnType<typeof readConditions>, headers: Record<string, string>, refuse: (status: 412 | 416, extra: Record<string, string>) => void): void {
+  const lastModified = Math.floor(record.lastModified / 1000) * 1000;
+  const validators = { ETag: `"${record.etag || EMPTY_MD5}"`, 'Last-Modified': new Date(lastModified).toUTCString() };
+  const decision = evaluate({ etag: validators.ETag, lastModified, size: 0 }, conditions);
+  if (decision.status === 304) return call.ex.send(304, validators);
+  if (decision.status === 412 || decision.status === 416) return refuse(decision.status, validators);
+  call.ex.send(200, { ...headers, ...validators, 'Accept-Ranges': 'bytes' }, new Uint8Array(0));
+}
+
+/** DeleteObject: 204 whether the key held an object or not. */
+export async function deleteObject(call: S3Call): Promise<void> {
+  await call.engine.s3.deleteObject(call.principal, call.head.bucket, call.head.key);
+  call.ex.send(204, {});
+}
+
+/** `x-amz-copy-source`: `/bucket/key` or `bucket/key`, URL-encoded; a versionId is not served. */
+function copySourceOf(value: string): { bucket: string; key: string } {
+  const [path, version] = value.split('?', 2) as [string, string | undefined];
+  if (version !== undefined && /(^|&)versionId=/.test(version)) throw new S3Error('NotImplemented', 'Versioned copy sources are not implemented');
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(path.startsWith('/') ? path.slice(1) : path);
+  } catch {
+    throw new S3Error('InvalidArgument', 'x-amz-copy-source is not valid percent-encoded UTF-8');
+  }
+  const slash = decoded.indexOf('/');
+  if (slash <= 0 || slash === decoded.length - 1) throw new S3Error('InvalidArgument', 'Copy Source must mention the source bucket and key: sourcebucket/sourcekey');
+  return { bucket: decoded.slice(0, slash), key: decoded.slice(slash + 1) };
+}
+
+/** The x-amz-copy-source-if-* conditions as S3 combines them, checked against the source record. */
+function copyChecks(call: S3Call): (source: ObjectRecord) => void {
+  const h = (name: string) => call.head.header(`x-amz-copy-source-if-${name}`);
+  const ifMatch = h('match');
+  const ifNoneMatch = h('none-match');
+  const ifModifiedSince = dateOf(h('modified-since'));
+  const ifUnmodifiedSince = dateOf(h('unmodified-since'));
+  return (source) => {
+    const etag = source.etag;
+    const modified = Math.floor(source.lastModified / 1000) * 1000;
+    const matches = (list: string) => list.split(',').some((t) => t.trim() === '*' || t.trim().replace(/^"(.*)"$/, '$1') === etag);
+    // S3: If-Match true overrides If-Unmodified-Since false; If-None-Match false overrides If-Modified-Since true.
+    if (ifMatch !== undefined && !matches(ifMatch)) throw preconditionFailed();
+    if (ifMatch === undefined && ifUnmodifiedSince !== undefined && modified > ifUnmodifiedSince) throw preconditionFailed();
+    if (ifNoneMatch !== undefined && matches(ifNoneMatch)) throw preconditionFailed();
+    if (ifNoneMatch === undefined && ifModifiedSince !== undefined && modified <= ifModifiedSince) throw preconditionFailed();
+  };
+}
+
+function dateOf(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const ms = Date.parse(value);
+  return Number.isNaN(ms) ? undefined : ms;
+}
+
+/** CopyObject (PUT with x-amz-copy-source): no bytes copied. */
+export async function copyObject(call: S3Call): Promise<void> {
+  const { engine, head, principal } = call;
+  const source = copySourceOf(head.header('x-amz-copy-source')!);
+  const directive = (head.header('x-amz-metadata-directive') ?? 'COPY').toUpperCase();
+  if (directive !== 'COPY' && directive !== 'REPLACE') throw new S3Error('InvalidArgument', 'Unknown metadata directive.');
+  const meta = directive === 'REPLACE' ? metaOf(head) : undefined;
+  const record = await engine.s3.copyObject(principal, { ...source, check: copyChecks(call) }, head.bucket, head.key, meta, writeConditionsOf(head));
+  sendXml(call, copyObjectXml({ etag: `"${record.etag}"`, lastModified: new Date(record.lastModified) }), { 'X-Svc-Blob-Id': record.blobId });
+}
