@@ -165,8 +165,10 @@ export class MultipartUploads {
         const content: PartContent = { blobId: result.id, size, blocks: { refs: result.record.refs, sizes: result.record.sizes, chunker: result.record.chunker } };
         // A part replaced: its content goes with its record (nothing else names its blocks).
         await this.deps.index.multipart.putPart(caller.tenant, bucket, key, uploadId, partNumber, { etag, size, checksums, content });
-        if (s.at) await this.hashes.keep(uploadId, partNumber, content, s.at);
-        void this.hashes.advance(uploadId).catch((err: unknown) => this.deps.log.warn('s3 multipart: the object hash did not advance', { upload: uploadId, err: String(err) }));
+        // The part is on record: a hash not kept or advanced now is done later (at the latest by Complete).
+        const unkept = (err: unknown) => this.deps.log.warn('s3 multipart: the object hash did not advance', { upload: uploadId, err: String(err) });
+        if (s.at) await this.hashes.keep(uploadId, partNumber, content, s.at).catch(unkept);
+        void this.hashes.advance(uploadId).catch(unkept);
         return { etag, size, checksums };
       },
     };
