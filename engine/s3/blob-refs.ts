@@ -97,6 +97,21 @@ export class BlobRefs {
     });
   }
 
+  /**
+   * A blob published for the tenant whose object write then failed (a Complete refused after its
+   * publication): if no object of the tenant names it, its hold is left for the releaser, as for a
+   * count that fell to 0 (a count above 0 means an object took it meanwhile: nothing to do).
+   */
+  async orphaned(tenant: string, blobId: string, now: number): Promise<void> {
+    const key: [string, string] = [tenant, blobId];
+    await this.units.run(async (unit) => {
+      const record = await unit.get(REFS, key);
+      if (record && (record.count > 0 || record.releasing)) return;
+      unit.put(REFS, key, { count: 0 });
+      unit.put(RELEASES, key, now);
+    });
+  }
+
   /** After the catalog's hold is removed: the count's record and the pending entry go. */
   async endRelease(tenant: string, blobId: string): Promise<void> {
     const key: [string, string] = [tenant, blobId];

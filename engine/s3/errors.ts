@@ -11,6 +11,7 @@ import { SvcError } from '../base/errors.js';
 /** S3's codes the index refuses with (its "List of error codes"). */
 export type S3IndexCode =
   | 'AccessDenied'
+  | 'BadDigest'
   | 'BucketAlreadyExists'
   | 'BucketAlreadyOwnedByYou'
   | 'BucketNotEmpty'
@@ -33,6 +34,7 @@ const snake = (code: string) => code.replace(/(?<=[a-z])(?=[A-Z])/g, '_').toLowe
 
 const KIND: Record<S3IndexCode, SvcError['kind']> = {
   AccessDenied: 'forbidden',
+  BadDigest: 'invalid',
   BucketAlreadyExists: 'conflict',
   BucketAlreadyOwnedByYou: 'conflict',
   BucketNotEmpty: 'conflict',

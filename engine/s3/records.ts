@@ -59,6 +59,19 @@ export interface ObjectRecord extends ObjectContent, ObjectMeta {
 export interface PartContent {
   blobId: string;
   size: number;
+  /**
+   * Its blocks, when the part is unlisted content (engine/s3/multipart-uploads.ts: stored as it
+   * came, not published): a manifest's packed refs and sizes. Complete concatenates them, and GC
+   * keeps them while the part is on record.
+   */
+  blocks?: PartBlocks;
+}
+
+/** A part's blocks as a manifest records them (engine/store/manifest.ts): 40 bytes of ref and 4 of size per block. */
+export interface PartBlocks {
+  refs: Buffer;
+  sizes: Buffer;
+  chunker: string;
 }
 
 export interface UploadRecord {

@@ -1,0 +1,311 @@
+// S3 multipart uploads on the store (decisions §5: a multipart upload is a resumable session of
+// the store; Complete copies nothing). What the S3 listener calls; the records are the index's
+// (./multipart.ts), the bytes the store's:
+// - A part is its own unlisted content: an ingest like document content's (blocks cut by the
+//   chunker within the part, recorded, not published), so parts arrive in any order and in
+//   parallel; its blocks are kept in its record (PartContent.blocks), a GC root while it is on
+//   record (`blockRoots`). Its MD5 (the part's ETag), its checksum and, when every part before it
+//   is hashed, the whole object's running SHA-256 are taken as it streams (`chunk`).
+// - Complete publishes a manifest whose blocks are the listed parts' blocks in order (a part's
+//   last block, shorter than the chunker's minimum, sits in the middle: readers, verification
+//   and GC take blocks of any size, as tus concatenation's manifests have them); the blob id's
+//   SHA-256 is what the marks (./part-hashes.ts) leave to hash. Then the index writes the object.
+// - A replaced, discarded or aborted part's content is released by its record's removal: nothing
+//   else names its blocks, and GC takes them. Uploads expire after SVC_UPLOAD_TTL (`cleanup`).
+
+import { createHash, type Hash } from 'node:crypto';
+import type { Clock } from '../base/clock.js';
+import { ingestFailed } from '../base/errors.js';
+import { S3_MAX_PARTS } from '../base/limits.js';
+import type { Logger } from '../base/log.js';
+import type { BlockRoots, DirectIngest, IngestOptions } from '../cas/index.js';
+import type { Stats } from '../ops/index.js';
+import type { BlobCatalog, StoredBlock, UnitStore } from '../store/index.js';
+import { type ByteCaller, type TenantGate, publicationQuota } from '../tenancy/index.js';
+import { type Checksum, type ChecksumAlgorithm, createChecksum } from './checksums.js';
+import { isBlobReleasing, s3Refusal } from './errors.js';
+import { type CompletePart, type PreparedComplete, checkPartNumber } from './multipart.js';
+import type { WriteConditions, WriteOutcome } from './objects.js';
+import { type HashAtPart, PartHashes } from './part-hashes.js';
+import { type ObjectMeta, PARTS, type PartContent, type S3Owner, UPLOADS, type UploadRecord } from './records.js';
+import type { S3Index } from './s3-index.js';
+
+export interface MultipartUploadsDeps {
+  index: S3Index;
+  units: UnitStore;
+  /** An ingest whose limits the caller sets (Ingests.start: the free-space floor, GC's tracking). */
+  startIngest(options: IngestOptions): DirectIngest;
+  gate: TenantGate;
+  manifests: BlobCatalog;
+  /** A block's bytes (BlockStore.read): parts that came early are hashed from them. */
+  readBlock(hex: string, size: number): Promise<Uint8Array>;
+  stats: Stats;
+  log: Logger;
+  clock: Clock;
+  /** Security on: a blob is its tenant's, and counts only its own blocks as duplicates. */
+  tenantBlobs: boolean;
+  /** SVC_UPLOAD_TTL and SVC_UPLOAD_CLEANUP_INTERVAL. */
+  config: { ttlMs: number; cleanupIntervalMs: number };
+}
+
+/** What an UploadPart says of its body besides its bytes (parsed at the edge). */
+export interface PartBody {
+  /** The body's length (Content-Length, or x-amz-decoded-content-length of aws-chunked). */
+  declaredLength: number;
+  /** Content-MD5 as sent (base64): BadDigest unless it is the body's. */
+  contentMd5?: string;
+  /** x-amz-checksum-*: the algorithm and, unless it comes in a trailer (`finish`), its value. */
+  checksum?: { algorithm: ChecksumAlgorithm; value?: string };
+}
+
+export interface UploadedPart {
+  /** The part's MD5, hex, without quotes. */
+  etag: string;
+  size: number;
+  checksums: Partial<Record<ChecksumAlgorithm, string>>;
+}
+
+/** A part being received: the edge feeds `ingest` (feedIngest), calling `chunk` with each piece first, then `finish`. */
+export interface MultipartPart {
+  ingest: DirectIngest;
+  /** Sees each piece before the ingest takes it: MD5, checksum and, in order, the object's hash. */
+  chunk(bytes: Uint8Array): void;
+  /** After the body: the part checked (BadDigest) and on record. `trailerChecksum`: the value of an aws-chunked trailer. */
+  finish(trailerChecksum?: string): Promise<UploadedPart>;
+  /** The request failed or the client went away. */
+  abort(): void;
+}
+
+export interface Completed extends WriteOutcome {
+  blobId: string;
+  etag: string;
+  size: number;
+  /** Parts whose bytes Complete read to finish the blob id (the others were hashed before). */
+  partsHashedAtComplete: number;
+  /** The blob was published already (another object, or a repeat). */
+  existed: boolean;
+}
+
+export class MultipartUploads {
+  readonly hashes: PartHashes;
+  private cleanupTimer?: NodeJS.Timeout;
+
+  constructor(private readonly deps: MultipartUploadsDeps) {
+    this.hashes = new PartHashes({ units: deps.units, readBlock: deps.readBlock, log: deps.log });
+  }
+
+  /** CreateMultipartUpload. */
+  create(owner: S3Owner, bucket: string, key: string, meta: ObjectMeta, checksumAlgorithm?: ChecksumAlgorithm) {
+    return this.deps.index.multipart.create(owner, bucket, key, meta, checksumAlgorithm);
+  }
+
+  /**
+   * UploadPart: through the tenant gate before any byte (the object limit against the upload's
+   * running total, the byte budget against the part: 413, 429; the quota: 507), then an unlisted
+   * ingest of the part for the edge to feed.
+   */
+  async uploadPart(caller: S3Owner, bucket: string, key: string, uploadId: string, partNumber: number, body: PartBody): Promise<MultipartPart> {
+    checkPartNumber(partNumber);
+    const { index, units, gate } = this.deps;
+    const upload = await index.multipart.upload(caller.tenant, bucket, key, uploadId);
+    const algorithm = body.checksum?.algorithm ?? upload.checksumAlgorithm;
+    if (upload.checksumAlgorithm && algorithm !== upload.checksumAlgorithm) {
+      throw s3Refusal('InvalidRequest', `Checksum Type mismatch occurred, expected checksum Type: ${upload.checksumAlgorithm.toLowerCase()}, actual checksum Type: ${algorithm?.toLowerCase()}`);
+    }
+    const parts = await units.range(PARTS, { start: [uploadId, 1], end: [uploadId, S3_MAX_PARTS + 1] });
+    const contents = new Map(parts.map(({ key: [, n], value }) => [n, value.content]));
+    const others = parts.reduce((sum, { key: [, n], value }) => (n === partNumber ? sum : sum + value.size), 0);
+    const room = gate.enabled ? gate.part(caller as ByteCaller, uploadId, others + body.declaredLength, body.declaredLength) : undefined;
+    if (room) await room;
+    const at = await this.hashes.before(uploadId, partNumber, contents);
+    const checksum = algorithm ? await createChecksum(algorithm) : undefined;
+    const ingest = this.deps.startIngest({
+      unlisted: true,
+      tenant: caller.tenant,
+      tenantBlocks: this.deps.tenantBlobs,
+      declaredLength: body.declaredLength,
+      contentType: 'application/octet-stream',
+    });
+    return this.partOf(caller, bucket, key, uploadId, partNumber, body, { ingest, md5: createHash('md5'), checksum, at });
+  }
+
+  /** The part's streaming state and its end. */
+  private partOf(
+    caller: S3Owner, bucket: string, key: string, uploadId: string, partNumber: number, body: PartBody,
+    s: { ingest: DirectIngest; md5: Hash; checksum?: Checksum; at?: HashAtPart },
+  ): MultipartPart {
+    let seen = 0;
+    return {
+      ingest: s.ingest,
+      chunk: (bytes) => {
+        seen += bytes.length;
+        s.md5.update(bytes);
+        s.checksum?.update(bytes);
+        s.at?.hash.update(bytes);
+      },
+      abort: () => s.ingest.abort(),
+      finish: async (trailerChecksum) => {
+        const result = await s.ingest.endUnlisted();
+        const size = result.record.size;
+        // Every byte must have been seen by `chunk`: the ETag and the object's hash are taken there.
+        if (seen !== size) throw ingestFailed(`The part's hashes saw ${seen} of its ${size} bytes`);
+        const etag = s.md5.digest('hex');
+        if (body.contentMd5 !== undefined && Buffer.from(body.contentMd5, 'base64').toString('hex') !== etag) {
+          throw s3Refusal('BadDigest', 'The Content-MD5 you specified did not match what we received.');
+        }
+        const checksums: UploadedPart['checksums'] = {};
+        if (s.checksum) {
+          const value = s.checksum.digest();
+          const stated = trailerChecksum ?? body.checksum?.value;
+          if (stated !== undefined && stated !== value) {
+            throw s3Refusal('BadDigest', `The ${s.checksum.algorithm} you specified did not match the calculated checksum.`);
+          }
+          checksums[s.checksum.algorithm] = value;
+        }
+        const content: PartContent = { blobId: result.id, size, blocks: { refs: result.record.refs, sizes: result.record.sizes, chunker: result.record.chunker } };
+        // A part replaced: its content goes with its record (nothing else names its blocks).
+        await this.deps.index.multipart.putPart(caller.tenant, bucket, key, uploadId, partNumber, { etag, size, checksums, content });
+        // The part is on record: a hash not kept or advanced now is done later (at the latest by Complete).
+        const unkept = (err: unknown) => this.deps.log.warn('s3 multipart: the object hash did not advance', { upload: uploadId, err: String(err) });
+        if (s.at) await this.hashes.keep(uploadId, partNumber, content, s.at).catch(unkept);
+        void this.hashes.advance(uploadId).catch(unkept);
+        return { etag, size, checksums };
+      },
+    };
+  }
+
+  /**
+   * CompleteMultipartUpload: the list checked (./multipart.ts), the whole object within the
+   * tenant's limits (413, 507; its bytes were charged as parts), its SHA-256 finished, the
+   * manifest of the parts' blocks published for the tenant (an existing blob: nothing new), the
+   * object written. The outcome's `released` are for the wiring's release protocol (blob-refs.ts).
+   */
+  async complete(owner: S3Owner, bucket: string, key: string, uploadId: string, listed: readonly CompletePart[], conditions?: WriteConditions): Promise<Completed> {
+    const { index, gate, manifests } = this.deps;
+    const prepared = await index.multipart.prepareComplete(owner.tenant, bucket, key, uploadId, listed);
+    const room = gate.enabled ? await gate.room(owner.tenant, { declaredLength: prepared.size }) : {};
+    const { hex, partsRead } = await this.hashes.digest(uploadId, prepared.parts);
+    const blocks = blocksOf(prepared);
+    const chunkers = new Set(prepared.parts.map((p) => p.content.blocks!.chunker));
+    const chunker = chunkers.size === 1 ? [...chunkers][0]! : 'concatenation';
+    const mediaType = prepared.upload.meta.contentType ?? 'application/octet-stream';
+    const publication = this.deps.tenantBlobs ? { tenant: owner.tenant, tenantBlocks: true, ...publicationQuota(room, prepared.size) } : {};
+    const publish = () => manifests.publish(hex, prepared.size, mediaType, chunker, blocks, undefined, publication);
+    const published = await publish();
+    this.deps.stats.recordPublication(published.newToTenant ? blocks.map((b, i) => ({ size: b.size, fresh: published.newToTenant![i]! && !published.existed })) : blocks, published.existed);
+    const blobId = published.manifest.id;
+    const checksums = await compositeChecksums(prepared.upload, prepared);
+    let outcome: Awaited<ReturnType<S3Index['multipart']['commitComplete']>>;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        outcome = await index.multipart.commitComplete(owner, bucket, key, uploadId, prepared, { blobId, checksums }, conditions);
+        break;
+      } catch (err) {
+        // The blob is being released by an object's earlier end: published again, the write again.
+        if (isBlobReleasing(err) && attempt < 4) {
+          await publish();
+          continue;
+        }
+        // Refused after the publication: the tenant's hold goes unless an object names the blob.
+        if (!published.existed) await index.refs.orphaned(owner.tenant, blobId, this.deps.clock.now()).catch(() => {});
+        throw err;
+      }
+    }
+    await this.hashes.drop(uploadId);
+    return { ...outcome, blobId, etag: prepared.etag, size: prepared.size, partsHashedAtComplete: partsRead, existed: published.existed };
+  }
+
+  /** AbortMultipartUpload: the upload and its parts go (their contents with their records). */
+  async abort(tenant: string, bucket: string, key: string, uploadId: string): Promise<void> {
+    await this.deps.index.multipart.abort(tenant, bucket, key, uploadId);
+    await this.hashes.drop(uploadId);
+  }
+
+  listParts(...args: Parameters<S3Index['multipart']['listParts']>) {
+    return this.deps.index.multipart.listParts(...args);
+  }
+
+  listUploads(...args: Parameters<S3Index['multipart']['listUploads']>) {
+    return this.deps.index.multipart.listUploads(...args);
+  }
+
+  /** Resolves once the object hash's advance running on this node for the upload is done (tests, shutdown). */
+  hashIdle(uploadId: string): Promise<void> {
+    return this.hashes.idle(uploadId);
+  }
+
+  /** Uploads initiated more than SVC_UPLOAD_TTL ago are aborted, as sessions expire. */
+  async cleanup(now = this.deps.clock.now()): Promise<{ expired: number }> {
+    const { units, config } = this.deps;
+    let expired = 0;
+    for await (const { key, value } of units.scan(UPLOADS)) {
+      if (value.initiated + config.ttlMs > now) continue;
+      const uploadId = key[2];
+      const gone = await units.run(async (unit) => {
+        const current = await unit.get(UPLOADS, key);
+        if (!current || current.initiated !== value.initiated) return false;
+        unit.remove(UPLOADS, key);
+        for (const part of await unit.range(PARTS, { start: [uploadId, 0], end: [uploadId, S3_MAX_PARTS + 1] })) unit.remove(PARTS, part.key);
+        return true;
+      });
+      if (!gone) continue;
+      await this.hashes.drop(uploadId);
+      expired++;
+    }
+    return { expired };
+  }
+
+  /** A cleanup now, then every SVC_UPLOAD_CLEANUP_INTERVAL. */
+  async start(): Promise<void> {
+    const run = () =>
+      this.cleanup().then(
+        (r) => r.expired && this.deps.log.info('s3 multipart: expired uploads aborted', r),
+        (err: unknown) => this.deps.log.error('s3 multipart: cleanup failed', { err: String(err) }),
+      );
+    await run();
+    this.cleanupTimer = setInterval(run, this.deps.config.cleanupIntervalMs);
+    this.cleanupTimer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.cleanupTimer);
+  }
+
+  /** The blocks of every part on record: garbage collection keeps them (the parts' contents are unlisted). */
+  blockRoots(): BlockRoots {
+    const units = this.deps.units;
+    return {
+      name: 's3 multipart parts',
+      // In the data directory where the units are this node's (fs, s3); pg-s3's are any node's to mark.
+      persistent: !units.shared,
+      async *digests() {
+        for await (const { value } of units.scan(PARTS)) {
+          const refs = value.content.blocks?.refs;
+          if (refs) for (let at = 0; at < refs.length; at += 40) yield refs.subarray(at, at + 32);
+        }
+      },
+    };
+  }
+}
+
+/** The listed parts' blocks in order: the object's manifest (nothing copied). */
+function blocksOf(prepared: PreparedComplete): StoredBlock[] {
+  const blocks: StoredBlock[] = [];
+  for (const part of prepared.parts) {
+    const recorded = part.content.blocks;
+    if (!recorded) throw ingestFailed(`Part ${part.partNumber} has no blocks on record`);
+    for (let i = 0; i < recorded.sizes.length / 4; i++) {
+      blocks.push({ hex: recorded.refs.toString('hex', i * 40, i * 40 + 32), checksum: recorded.refs.readBigUInt64LE(i * 40 + 32), size: recorded.sizes.readUInt32LE(i * 4), fresh: false });
+    }
+  }
+  return blocks;
+}
+
+/** S3's checksum of a multipart object with a checksum algorithm: the checksum of the parts' checksums, `-N` (COMPOSITE). */
+async function compositeChecksums(upload: UploadRecord, prepared: PreparedComplete): Promise<Partial<Record<ChecksumAlgorithm, string>>> {
+  const algorithm = upload.checksumAlgorithm;
+  if (!algorithm || !prepared.parts.every((p) => p.checksums[algorithm] !== undefined)) return {};
+  const of = await createChecksum(algorithm);
+  for (const p of prepared.parts) of.update(Buffer.from(p.checksums[algorithm]!, 'base64'));
+  return { [algorithm]: `${of.digest()}-${prepared.parts.length}` };
+}
