@@ -96,13 +96,6 @@ export const IDEMPOTENCY_CLAIM_MS = 60_000;
 /** Expired keys removed per unit of a sweep, and units per sweep: bounded work each period. */
 export const IDEMPOTENCY_SWEEP_BATCH = 200;
 export const IDEMPOTENCY_SWEEP_UNITS = 10;
-/**
- * Records written where their keys hold none (idempotency claims on PostgreSQL,
- * engine/store/pg/insert-batches.ts): at most this many calls at once, each of at most
- * INSERT_BATCH_MAX records; what arrives meanwhile waits for the next call.
- */
-export const INSERT_BATCHES_IN_FLIGHT = 2;
-export const INSERT_BATCH_MAX = 64;
 
 // ---- a cluster's clock ----
 /**

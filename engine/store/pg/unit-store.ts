@@ -9,7 +9,6 @@ import type { Listening, PgPool } from './pool.js';
 import { type BufferedWrite, type PointRead, type RangeRead, type StoredEntry, type UnitBackend, keyBytes, runUnit, sameBytes } from '../unit-runner.js';
 import { SvcError } from '../../base/errors.js';
 import { type AlsoWrite, type Entry, type Table, type Unit, UNIT_ATTEMPTS, type UnitKey, type UnitRange, type UnitStore, conflictBackoff, isWatched, unwatchedTable } from '../unit-store.js';
-import { type AbsentInsert, InsertBatches } from './insert-batches.js';
 import { CATALOG_SCHEMA, CATALOG_SCHEMA_KEY, catalogTooNew, tooNewWords, versionOf } from '../catalog-schema.js';
 
 export const UNITS_CHANNEL = 'svc_units';
@@ -88,7 +87,6 @@ export class PgUnitStore implements UnitStore, UnitBackend {
   private closed = false;
   /** The catalog's schema version this node knows, the row's bytes it pinned, and a newer version once seen. */
   private schema?: { known: number; bytes: Buffer | undefined; newer?: number };
-  private readonly inserts = new InsertBatches((batch) => this.insertBatch(batch));
 
   constructor(
     private readonly sql: PgPool,
@@ -204,29 +202,19 @@ export class PgUnitStore implements UnitStore, UnitBackend {
   async insertIfAbsent<V, K extends UnitKey>(table: Table<V, K>, key: K, value: V, also: ReadonlyArray<AlsoWrite> = []): Promise<boolean> {
     const newer = this.schema?.newer;
     if (newer !== undefined) throw catalogTooNew(newer);
-    const tables = [table.name, ...also.map((w) => w.table.name)];
-    const written = await this.inserts.add({
-      table: table.name, key: keyBytes(key), value: packr.pack(value),
-      also: also.map((w) => ({ table: w.table.name, key: keyBytes(w.key), value: packr.pack(w.value) })),
-      announce: announced(tables),
-    });
-    if (written) for (const name of new Set(tables)) for (const listener of this.listeners.get(name) ?? []) listener();
-    return written;
-  }
-
-  /** One call of svc_unit_insert_absent_many for a batch of insertIfAbsent (insert-batches.ts). */
-  private async insertBatch(batch: readonly AbsentInsert[]): Promise<boolean[]> {
-    const also = batch.flatMap((insert, i) => insert.also.map((w) => ({ of: i + 1, ...w })));
+    let written: boolean;
     try {
-      const [row] = await this.sql<Array<{ written: boolean[] }>>`SELECT svc_unit_insert_absent_many(
-        ${batch.map((b) => b.table)}::text[], ${batch.map((b) => b.key)}::bytea[], ${batch.map((b) => b.value)}::bytea[],
-        ${also.map((w) => w.of)}::integer[], ${also.map((w) => w.table)}::text[], ${also.map((w) => w.key)}::bytea[], ${also.map((w) => w.value)}::bytea[],
-        ${[...new Set(batch.flatMap((b) => b.announce))]}::text[]) AS written`;
-      return row!.written;
+      const [row] = await this.sql<Array<{ ok: boolean }>>`SELECT svc_unit_insert_absent(
+        ${table.name}, ${keyBytes(key)}, ${packr.pack(value)},
+        ${also.map((w) => w.table.name)}::text[], ${also.map((w) => keyBytes(w.key))}::bytea[], ${also.map((w) => packr.pack(w.value))}::bytea[],
+        ${announced([table.name, ...also.map((w) => w.table.name)])}::text[]) AS ok`;
+      written = row!.ok;
     } catch (err) {
       if (sentThenLost(err)) throw commitUnknown(err);
       throw err;
     }
+    if (written) for (const name of new Set([table.name, ...also.map((w) => w.table.name)])) for (const listener of this.listeners.get(name) ?? []) listener();
+    return written;
   }
 
   async get<V, K extends UnitKey>(table: Table<V, K>, key: K): Promise<V | undefined> {
