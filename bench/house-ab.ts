@@ -16,6 +16,7 @@
  *
  *   npm run bench:house -- --before=/work/wt/base     the full run (5 rounds)
  *   … -- --quick                                        2 rounds, shorter windows
+ *   … -- --this=DIR --before=DIR                        the harness against itself (its bias on this host)
  *
  * Prints a Markdown report on stdout and writes bench/results/house-ab-<time>.json.
  */
@@ -32,17 +33,19 @@ import { f, machineEnvironment, median } from './report.js';
 import { commitOf, startPolicyServer } from './policy-server.js';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const ENTRY = path.join(REPO, 'dist', 'server', 'main.js');
+const DEFAULT_ENTRY = path.join(REPO, 'dist', 'server', 'main.js');
 const args = benchArgs({
-  usage: 'usage: node dist/bench/house-ab.js --before=DIR [--quick] [--cells=a,b]',
+  usage: 'usage: node dist/bench/house-ab.js --before=DIR [--this=DIR] [--quick] [--cells=a,b]',
   options: {
     before: { type: 'string', value: 'DIR', help: 'required: a built worktree of the commit to compare with' },
     quick: { type: 'boolean', help: '2 rounds, shorter windows (default: 5 rounds)' },
     cells: { type: 'string', value: 'LIST', help: 'only these cells (comma-separated: ingest, get, canonical, tus)' },
+    this: { type: 'string', value: 'DIR', help: 'the "this" side from the build in DIR instead of this checkout (--this=DIR --before=DIR: the harness against itself)' },
   },
 });
 const quick = args.values.quick;
 const beforeDir = args.values.before ?? args.fail('--before=DIR is required');
+const ENTRY = args.values.this ? path.join(path.resolve(args.values.this), 'dist', 'server', 'main.js') : DEFAULT_ENTRY;
 
 const ROUNDS = quick ? 2 : 5;
 const WARMUP_MS = 1000;
