@@ -83,9 +83,10 @@ export class Collector implements BodySink {
 /**
  * Streams `source` through the decoder and the checks into `sink` (an ingest: its backpressure
  * and its errors). Resolves once the body ended and passed; rejects (the ingest aborted) on the
- * first failure or when the client goes away.
+ * first failure or when the client goes away. `tap` sees each decoded piece before the sink (an
+ * UploadPart's own hashes: engine/s3/multipart-uploads.ts MultipartPart.chunk).
  */
-export async function pumpBody(ex: Exchange, source: BodySource, checks: BodyChecks, sink: BodySink | DirectIngest, stats: Stats): Promise<MeasuredBody> {
+export async function pumpBody(ex: Exchange, source: BodySource, checks: BodyChecks, sink: BodySink | DirectIngest, stats: Stats, tap?: (data: Uint8Array) => void): Promise<MeasuredBody> {
   const { payload } = checks;
   const checksumAlgo = checks.headerChecksum?.algorithm ?? checks.trailerChecksum;
   const checksum: Checksum | undefined = checksumAlgo ? await createChecksum(checksumAlgo) : undefined;
@@ -114,6 +115,7 @@ export async function pumpBody(ex: Exchange, source: BodySource, checks: BodyChe
       // The decoder feeds the checksum itself (it compares the trailer).
       if (!decoder) checksum?.update(data);
       size += data.length;
+      tap?.(data);
       if (!sink.push(data)) source.pause();
     };
     source.start((chunk, isLast) => {
