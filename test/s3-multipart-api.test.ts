@@ -14,6 +14,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TEST_BACKEND, backendEnv } from './helpers/backends.js';
 import { gcRun } from './helpers/gc.js';
 import { seededBytes } from './helpers/http.js';
 import { type TestServer, startServer, tempRoot } from './helpers/server.js';
@@ -24,6 +25,8 @@ const KEY_B = { accessKeyId: 'AKIATEAMB0000001', secretAccessKey: 'team-b-secret
 const KEY_Q = { accessKeyId: 'AKIATEAMQ0000001', secretAccessKey: 'team-q-secret-0123456789abcdefghijklmnop' };
 
 let server: TestServer;
+/** The server's environment (a second pg-s3 node starts with it). */
+let env: Record<string, string>;
 let a: S3Client;
 let b: S3Client;
 let q: S3Client;
@@ -57,13 +60,12 @@ beforeAll(async () => {
   }));
   const policyFile = path.join(dir, 'policy.json');
   fs.writeFileSync(policyFile, JSON.stringify({ tenants: { 'team-q': { quotaBytes: 12 * MiB } } }));
-  server = await startServer({
-    SVC_SECURITY_ENABLED: 'true', SVC_DEV_SHARED_SECRET: 's3-multipart-api-secret-0123456789abcdef', SVC_S3_KEYS_FILE: keysFile, SVC_TENANT_POLICY_FILE: policyFile,
-  });
+  env = { SVC_SECURITY_ENABLED: 'true', SVC_DEV_SHARED_SECRET: 's3-multipart-api-secret-0123456789abcdef', SVC_S3_KEYS_FILE: keysFile, SVC_TENANT_POLICY_FILE: policyFile };
+  server = await startServer(env);
   a = client(server.s3Url, KEY_A);
   b = client(server.s3Url, KEY_B);
   q = client(server.s3Url, KEY_Q);
-  await a.send(new CreateBucketCommand({ Bucket: 'mp' }));
+  await a.send(new CreateBucketCommand({ Bucket: 'mpu' }));
 }, 60_000);
 
 afterAll(async () => {
@@ -76,73 +78,73 @@ describe('S3 multipart uploads with @aws-sdk/client-s3 and lib-storage', () => {
   const parts = [0, 1, 2, 3].map((i) => body.subarray(i * 5 * MiB, Math.min((i + 1) * 5 * MiB, body.length)));
 
   it('a managed Upload of 3 × 5 MiB + a tail (queueSize 4, default checksums): the multipart ETag, the bytes, the blob id', async () => {
-    const upload = new Upload({ client: a, params: { Bucket: 'mp', Key: 'big/object.bin', Body: body, ContentType: 'application/x-test' }, queueSize: 4, partSize: 5 * MiB });
+    const upload = new Upload({ client: a, params: { Bucket: 'mpu', Key: 'big/object.bin', Body: body, ContentType: 'application/x-test' }, queueSize: 4, partSize: 5 * MiB });
     const done = await upload.done();
     expect(done.ETag).toBe(multipartEtag(parts));
-    const got = await a.send(new GetObjectCommand({ Bucket: 'mp', Key: 'big/object.bin' }));
+    const got = await a.send(new GetObjectCommand({ Bucket: 'mpu', Key: 'big/object.bin' }));
     expect(got.ETag).toBe(multipartEtag(parts));
     expect(got.ContentType).toBe('application/x-test');
     expect((await bytesOf(got.Body)).equals(body)).toBe(true);
   });
 
   it('GET and HEAD with partNumber: the part\'s bytes (206), the parts count; past the last part 416 InvalidPartNumber', async () => {
-    const second = await a.send(new GetObjectCommand({ Bucket: 'mp', Key: 'big/object.bin', PartNumber: 2 }));
+    const second = await a.send(new GetObjectCommand({ Bucket: 'mpu', Key: 'big/object.bin', PartNumber: 2 }));
     expect(second.$metadata.httpStatusCode).toBe(206);
     expect(second.ContentRange).toBe(`bytes ${5 * MiB}-${10 * MiB - 1}/${body.length}`);
     expect(second.PartsCount).toBe(4);
     expect((await bytesOf(second.Body)).equals(parts[1]!)).toBe(true);
-    const tail = await a.send(new HeadObjectCommand({ Bucket: 'mp', Key: 'big/object.bin', PartNumber: 4 }));
+    const tail = await a.send(new HeadObjectCommand({ Bucket: 'mpu', Key: 'big/object.bin', PartNumber: 4 }));
     expect(tail.ContentLength).toBe(parts[3]!.length);
-    expect(await failure(a.send(new GetObjectCommand({ Bucket: 'mp', Key: 'big/object.bin', PartNumber: 5 })))).toEqual({ name: 'InvalidPartNumber', status: 416 });
+    expect(await failure(a.send(new GetObjectCommand({ Bucket: 'mpu', Key: 'big/object.bin', PartNumber: 5 })))).toEqual({ name: 'InvalidPartNumber', status: 416 });
     // An object not uploaded in parts: part 1 is all of it.
-    await a.send(new PutObjectCommand({ Bucket: 'mp', Key: 'small', Body: 'small bytes' }));
-    const whole = await a.send(new GetObjectCommand({ Bucket: 'mp', Key: 'small', PartNumber: 1 }));
+    await a.send(new PutObjectCommand({ Bucket: 'mpu', Key: 'small', Body: 'small bytes' }));
+    const whole = await a.send(new GetObjectCommand({ Bucket: 'mpu', Key: 'small', PartNumber: 1 }));
     expect(await whole.Body!.transformToString()).toBe('small bytes');
   });
 
   it('ListParts, ListMultipartUploads, Complete\'s refusals (InvalidPart, EntityTooSmall), Abort', async () => {
-    const { UploadId } = await a.send(new CreateMultipartUploadCommand({ Bucket: 'mp', Key: 'manual.bin' }));
+    const { UploadId } = await a.send(new CreateMultipartUploadCommand({ Bucket: 'mpu', Key: 'manual.bin' }));
     expect(UploadId).toBeTruthy();
     const small = [seededBytes(MiB, 1), seededBytes(MiB, 2)];
     // Out of order and in parallel.
-    const sent = await Promise.all([2, 1].map((n) => a.send(new UploadPartCommand({ Bucket: 'mp', Key: 'manual.bin', UploadId, PartNumber: n, Body: small[n - 1] }))));
+    const sent = await Promise.all([2, 1].map((n) => a.send(new UploadPartCommand({ Bucket: 'mpu', Key: 'manual.bin', UploadId, PartNumber: n, Body: small[n - 1] }))));
     expect(sent[1]!.ETag).toBe(`"${md5(small[0]!).toString('hex')}"`);
-    const listed = await a.send(new ListPartsCommand({ Bucket: 'mp', Key: 'manual.bin', UploadId }));
+    const listed = await a.send(new ListPartsCommand({ Bucket: 'mpu', Key: 'manual.bin', UploadId }));
     expect(listed.Parts?.map((p) => [p.PartNumber, p.Size, p.ETag])).toEqual([[1, MiB, sent[1]!.ETag], [2, MiB, sent[0]!.ETag]]);
-    const uploads = await a.send(new ListMultipartUploadsCommand({ Bucket: 'mp' }));
+    const uploads = await a.send(new ListMultipartUploadsCommand({ Bucket: 'mpu' }));
     expect(uploads.Uploads?.map((u) => [u.Key, u.UploadId])).toEqual([['manual.bin', UploadId]]);
     const complete = (Parts: Array<{ PartNumber: number; ETag: string }>) =>
-      a.send(new CompleteMultipartUploadCommand({ Bucket: 'mp', Key: 'manual.bin', UploadId, MultipartUpload: { Parts } }));
+      a.send(new CompleteMultipartUploadCommand({ Bucket: 'mpu', Key: 'manual.bin', UploadId, MultipartUpload: { Parts } }));
     expect(await failure(complete([{ PartNumber: 1, ETag: sent[1]!.ETag! }, { PartNumber: 2, ETag: '"00000000000000000000000000000000"' }]))).toEqual({ name: 'InvalidPart', status: 400 });
     expect(await failure(complete([{ PartNumber: 1, ETag: sent[1]!.ETag! }, { PartNumber: 2, ETag: sent[0]!.ETag! }]))).toEqual({ name: 'EntityTooSmall', status: 400 });
     // Another tenant sees nothing of it.
-    expect(await failure(b.send(new ListPartsCommand({ Bucket: 'mp', Key: 'manual.bin', UploadId })))).toEqual({ name: 'AccessDenied', status: 403 });
-    expect(await failure(b.send(new UploadPartCommand({ Bucket: 'mp', Key: 'manual.bin', UploadId, PartNumber: 3, Body: 'x' })))).toEqual({ name: 'AccessDenied', status: 403 });
-    await a.send(new AbortMultipartUploadCommand({ Bucket: 'mp', Key: 'manual.bin', UploadId }));
-    expect((await a.send(new ListMultipartUploadsCommand({ Bucket: 'mp' }))).Uploads ?? []).toEqual([]);
-    expect(await failure(a.send(new ListPartsCommand({ Bucket: 'mp', Key: 'manual.bin', UploadId })))).toEqual({ name: 'NoSuchUpload', status: 404 });
+    expect(await failure(b.send(new ListPartsCommand({ Bucket: 'mpu', Key: 'manual.bin', UploadId })))).toEqual({ name: 'AccessDenied', status: 403 });
+    expect(await failure(b.send(new UploadPartCommand({ Bucket: 'mpu', Key: 'manual.bin', UploadId, PartNumber: 3, Body: 'x' })))).toEqual({ name: 'AccessDenied', status: 403 });
+    await a.send(new AbortMultipartUploadCommand({ Bucket: 'mpu', Key: 'manual.bin', UploadId }));
+    expect((await a.send(new ListMultipartUploadsCommand({ Bucket: 'mpu' }))).Uploads ?? []).toEqual([]);
+    expect(await failure(a.send(new ListPartsCommand({ Bucket: 'mpu', Key: 'manual.bin', UploadId })))).toEqual({ name: 'NoSuchUpload', status: 404 });
   });
 
   it('UploadPartCopy of a whole object: its blocks become the part; a range is 501 for now', async () => {
     const source = seededBytes(5 * MiB, 7);
-    await a.send(new PutObjectCommand({ Bucket: 'mp', Key: 'source.bin', Body: source }));
-    const { UploadId } = await a.send(new CreateMultipartUploadCommand({ Bucket: 'mp', Key: 'copied.bin' }));
-    const copied = await a.send(new UploadPartCopyCommand({ Bucket: 'mp', Key: 'copied.bin', UploadId, PartNumber: 1, CopySource: 'mp/source.bin' }));
+    await a.send(new PutObjectCommand({ Bucket: 'mpu', Key: 'source.bin', Body: source }));
+    const { UploadId } = await a.send(new CreateMultipartUploadCommand({ Bucket: 'mpu', Key: 'copied.bin' }));
+    const copied = await a.send(new UploadPartCopyCommand({ Bucket: 'mpu', Key: 'copied.bin', UploadId, PartNumber: 1, CopySource: 'mpu/source.bin' }));
     expect(copied.CopyPartResult?.ETag).toBe(`"${md5(source).toString('hex')}"`);
-    expect(await failure(a.send(new UploadPartCopyCommand({ Bucket: 'mp', Key: 'copied.bin', UploadId, PartNumber: 2, CopySource: 'mp/source.bin', CopySourceRange: 'bytes=0-99' }))))
+    expect(await failure(a.send(new UploadPartCopyCommand({ Bucket: 'mpu', Key: 'copied.bin', UploadId, PartNumber: 2, CopySource: 'mpu/source.bin', CopySourceRange: 'bytes=0-99' }))))
       .toEqual({ name: 'NotImplemented', status: 501 });
     // Another tenant's object cannot be the source.
     await b.send(new CreateBucketCommand({ Bucket: 'mp-b' }));
     const theirs = await b.send(new CreateMultipartUploadCommand({ Bucket: 'mp-b', Key: 'stolen.bin' }));
-    expect(await failure(b.send(new UploadPartCopyCommand({ Bucket: 'mp-b', Key: 'stolen.bin', UploadId: theirs.UploadId, PartNumber: 1, CopySource: 'mp/source.bin' }))))
+    expect(await failure(b.send(new UploadPartCopyCommand({ Bucket: 'mp-b', Key: 'stolen.bin', UploadId: theirs.UploadId, PartNumber: 1, CopySource: 'mpu/source.bin' }))))
       .toEqual({ name: 'AccessDenied', status: 403 });
     const tail = Buffer.from('the tail');
-    const last = await a.send(new UploadPartCommand({ Bucket: 'mp', Key: 'copied.bin', UploadId, PartNumber: 2, Body: tail }));
+    const last = await a.send(new UploadPartCommand({ Bucket: 'mpu', Key: 'copied.bin', UploadId, PartNumber: 2, Body: tail }));
     const done = await a.send(new CompleteMultipartUploadCommand({
-      Bucket: 'mp', Key: 'copied.bin', UploadId, MultipartUpload: { Parts: [{ PartNumber: 1, ETag: copied.CopyPartResult!.ETag! }, { PartNumber: 2, ETag: last.ETag! }] },
+      Bucket: 'mpu', Key: 'copied.bin', UploadId, MultipartUpload: { Parts: [{ PartNumber: 1, ETag: copied.CopyPartResult!.ETag! }, { PartNumber: 2, ETag: last.ETag! }] },
     }));
     expect(done.ETag).toBe(multipartEtag([source, tail]));
-    const got = await a.send(new GetObjectCommand({ Bucket: 'mp', Key: 'copied.bin' }));
+    const got = await a.send(new GetObjectCommand({ Bucket: 'mpu', Key: 'copied.bin' }));
     expect((await bytesOf(got.Body)).equals(Buffer.concat([source, tail]))).toBe(true);
   });
 
@@ -182,15 +184,44 @@ describe('garbage collection and open multipart uploads (security off)', () => {
   });
 
   it('keeps the blocks of an open upload\'s parts through a quarantine and a purge; the completed object reads back', async () => {
-    await s3.send(new CreateBucketCommand({ Bucket: 'gc' }));
-    const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: 'gc', Key: 'kept.bin' }));
+    await s3.send(new CreateBucketCommand({ Bucket: 'gc-bucket' }));
+    const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: 'gc-bucket', Key: 'kept.bin' }));
     const bytes = [seededBytes(5 * MiB, 11), seededBytes(2 * MiB, 12)];
     const etags: string[] = [];
-    for (const [i, part] of bytes.entries()) etags.push((await s3.send(new UploadPartCommand({ Bucket: 'gc', Key: 'kept.bin', UploadId, PartNumber: i + 1, Body: part }))).ETag!);
+    for (const [i, part] of bytes.entries()) etags.push((await s3.send(new UploadPartCommand({ Bucket: 'gc-bucket', Key: 'kept.bin', UploadId, PartNumber: i + 1, Body: part }))).ETag!);
     await gcRun(open.url, 'quarantine', true);
     await gcRun(open.url, 'purge', true);
-    await s3.send(new CompleteMultipartUploadCommand({ Bucket: 'gc', Key: 'kept.bin', UploadId, MultipartUpload: { Parts: etags.map((ETag, i) => ({ PartNumber: i + 1, ETag })) } }));
-    const got = await s3.send(new GetObjectCommand({ Bucket: 'gc', Key: 'kept.bin' }));
+    await s3.send(new CompleteMultipartUploadCommand({ Bucket: 'gc-bucket', Key: 'kept.bin', UploadId, MultipartUpload: { Parts: etags.map((ETag, i) => ({ PartNumber: i + 1, ETag })) } }));
+    const got = await s3.send(new GetObjectCommand({ Bucket: 'gc-bucket', Key: 'kept.bin' }));
     expect((await bytesOf(got.Body)).equals(Buffer.concat(bytes))).toBe(true);
+  });
+});
+
+describe.skipIf(TEST_BACKEND !== 'pg-s3')('two pg-s3 nodes: one upload\'s parts on both', () => {
+  let second: TestServer;
+  beforeAll(async () => {
+    second = await startServer({ ...(await backendEnv(server.root)), ...env });
+  }, 60_000);
+  afterAll(async () => {
+    await second?.stop();
+  });
+
+  it('parts alternate between the nodes (in parallel, out of order); either lists them, completes, and reads the object', async () => {
+    const other = client(second.s3Url, KEY_A);
+    const { UploadId } = await other.send(new CreateMultipartUploadCommand({ Bucket: 'mpu', Key: 'two-nodes.bin' }));
+    const bytes = [seededBytes(5 * MiB, 81), seededBytes(5 * MiB, 82), seededBytes(5 * MiB, 83), seededBytes(777_777, 84)];
+    const sent = await Promise.all([3, 0, 2, 1].map((i) =>
+      (i % 2 === 0 ? a : other).send(new UploadPartCommand({ Bucket: 'mpu', Key: 'two-nodes.bin', UploadId, PartNumber: i + 1, Body: bytes[i] })).then((r) => [i, r.ETag!] as const)));
+    const etags = sent.sort((x, y) => x[0] - y[0]).map(([, etag]) => etag);
+    const listed = await a.send(new ListPartsCommand({ Bucket: 'mpu', Key: 'two-nodes.bin', UploadId }));
+    expect(listed.Parts?.map((p) => p.ETag)).toEqual(etags);
+    const done = await a.send(new CompleteMultipartUploadCommand({
+      Bucket: 'mpu', Key: 'two-nodes.bin', UploadId, MultipartUpload: { Parts: etags.map((ETag, i) => ({ PartNumber: i + 1, ETag })) },
+    }));
+    expect(done.ETag).toBe(multipartEtag(bytes));
+    for (const node of [a, other]) {
+      const got = await node.send(new GetObjectCommand({ Bucket: 'mpu', Key: 'two-nodes.bin' }));
+      expect((await bytesOf(got.Body)).equals(Buffer.concat(bytes))).toBe(true);
+    }
   });
 });
