@@ -11,7 +11,7 @@ import type { DirectIngest } from '../../engine/cas/index.js';
 import { CHECKSUM_ALGORITHMS, CHECKSUM_HEADER, type ChecksumAlgorithm, type Checksum, checksumAlgorithm, checksumOfTrailer, createChecksum, isChecksumValue } from '../../engine/s3/checksums.js';
 import type { Stats } from '../../engine/ops/index.js';
 import { AwsChunkedDecoder } from './aws-chunked.js';
-import type { BodySource } from '../body-sources.js';
+import { type BodySource, SocketBody } from '../body-sources.js';
 import type { Exchange } from '../exchange.js';
 import { S3Error } from './s3-error.js';
 import type { S3Head } from './s3-head.js';
@@ -57,6 +57,18 @@ export function bodyChecksOf(head: S3Head, payload: Payload): BodyChecks {
   const declared = head.header('x-amz-sdk-checksum-algorithm') ?? head.header('x-amz-checksum-algorithm');
   if (declared !== undefined && !checksumAlgorithm(declared)) throw new S3Error('InvalidRequest', `Checksum algorithm ${declared} is not supported.`);
   return checks;
+}
+
+/**
+ * The request's body as a source. A body of no bytes (Content-Length: 0, or neither it nor
+ * Transfer-Encoding, as uWS reads it) is never read from the
+ * socket: uWS delivers nothing to a reader set after the request's callback returned (a handler
+ * that awaited a database first would wait for ever), and there is nothing to read.
+ */
+export function requestBodyOf(ex: Exchange, head: S3Head): BodySource {
+  const length = head.header('content-length')?.trim();
+  if (head.header('transfer-encoding') !== undefined || (length !== undefined && length !== '0')) return new SocketBody(ex);
+  return { start: (sink) => sink(new Uint8Array(0), true), pause: () => {}, resume: () => {} };
 }
 
 /** Where decoded bytes go: push returns false when the sink is full (the source pauses until `resume`). */

@@ -8,8 +8,7 @@
 import { S3_XML_BODY_MAX_BYTES } from '../../engine/base/limits.js';
 import { type ChecksumAlgorithm, checksumAlgorithm } from '../../engine/s3/checksums.js';
 import type { PartBody } from '../../engine/s3/multipart-uploads.js';
-import { SocketBody } from '../body-sources.js';
-import { Collector, bodyChecksOf, pumpBody } from './s3-body.js';
+import { Collector, bodyChecksOf, pumpBody, requestBodyOf } from './s3-body.js';
 import { type S3Call, sendXml } from './s3-call.js';
 import { S3Error } from './s3-error.js';
 import { contentLengthOf, metaOf, writeConditionsOf } from './s3-head.js';
@@ -59,7 +58,7 @@ export async function uploadPart(call: S3Call): Promise<void> {
   const body: PartBody = { declaredLength: length, ...(algorithm ? { checksum: { algorithm } } : {}) };
   const part = await engine.s3.uploadPart(call.principal, head.bucket, head.key, uploadIdOf(call), partNumberOf(call), body);
   // A failure aborts the part's ingest (pumpBody); nothing is recorded before `finish`.
-  await pumpBody(ex, new SocketBody(ex), checks, part.ingest, engine.stats, (bytes) => part.chunk(bytes));
+  await pumpBody(ex, requestBodyOf(ex, head), checks, part.ingest, engine.stats, (bytes) => part.chunk(bytes));
   const uploaded = await part.finish();
   ex.send(200, { ETag: `"${uploaded.etag}"`, ...checksumHeaders(uploaded) });
 }
@@ -82,7 +81,7 @@ export async function uploadPartCopy(call: S3Call): Promise<void> {
 export async function completeMultipartUpload(call: S3Call): Promise<void> {
   const { engine, ex, head } = call;
   const collector = new Collector(S3_XML_BODY_MAX_BYTES);
-  await pumpBody(ex, new SocketBody(ex), bodyChecksOf(head, call.payload), collector, engine.stats);
+  await pumpBody(ex, requestBodyOf(ex, head), bodyChecksOf(head, call.payload), collector, engine.stats);
   const listed = parseCompleteMultipartUpload(collector.bytes());
   const completed = await engine.s3.completeMultipart(call.principal, head.bucket, head.key, uploadIdOf(call), listed, writeConditionsOf(head));
   const host = head.header('host') ?? 'localhost';

@@ -6,11 +6,10 @@
 import { EMPTY_BLOB_ID, EMPTY_MD5, type ObjectRead } from '../../engine/s3/s3-service.js';
 import { preconditionFailed } from '../../engine/s3/errors.js';
 import type { ObjectRecord } from '../../engine/s3/records.js';
-import { SocketBody } from '../body-sources.js';
 import { readConditions, serveBlob } from '../blob-serving.js';
 import { evaluate } from '../conditional.js';
 import { answerError } from './s3-answer.js';
-import { bodyChecksOf, type MeasuredBody, pumpBody } from './s3-body.js';
+import { bodyChecksOf, requestBodyOf, type MeasuredBody, pumpBody } from './s3-body.js';
 import { type S3Call, sendXml } from './s3-call.js';
 import { S3Error } from './s3-error.js';
 import { contentLengthOf, metaOf, writeConditionsOf } from './s3-head.js';
@@ -28,7 +27,7 @@ export async function putObject(call: S3Call): Promise<void> {
   const length = payload.kind === 'chunked' ? payload.decodedLength : contentLengthOf(head);
   if (length === undefined) throw new S3Error('MissingContentLength', 'You must provide the Content-Length HTTP header.');
   await engine.s3.beforePut(principal, bucket, key, conditions);
-  const source = new SocketBody(ex);
+  const source = requestBodyOf(ex, head);
   let measured: MeasuredBody;
   let blobId: string;
   if (length === 0) {
