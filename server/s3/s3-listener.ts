@@ -12,7 +12,7 @@ import { type Principal, holds } from '../../engine/auth/index.js';
 import type { Engine } from '../../engine/engine.js';
 import type { S3Keys } from '../../engine/s3/keys.js';
 import { DEFAULT_TENANT } from '../../engine/store/index.js';
-import type { Release } from '../../engine/tenancy/index.js';
+import type { Release, RequestMeter } from '../../engine/tenancy/index.js';
 import { Exchange } from '../exchange.js';
 import { requestIdOf } from '../request-id.js';
 import type { Surface } from '../surface.js';
@@ -158,9 +158,11 @@ export function mountS3Api(app: TemplatedApp, { engine, keys }: S3ListenerOption
 /** The tenant gate's request budget and, for reads and writes of bytes, one of the tenant's slots (security on). */
 function admit(engine: Engine, call: S3Call, operation: Operation): Release | Promise<Release> | undefined {
   if (!call.gated) return undefined;
-  engine.gate.request(call.principal, 'cluster');
+  // The gate as the listener's meter, as the routers have it: the rules are the gate's.
+  const meter: RequestMeter = engine.gate;
+  meter.request(call.principal, 'cluster');
   if (!operation.slot) return undefined;
-  return engine.gate.admit(call.principal, 'cluster', () => {
+  return meter.admit(call.principal, 'cluster', () => {
     const controller = new AbortController();
     call.ex.onAbort(() => controller.abort());
     return controller.signal;
@@ -182,9 +184,10 @@ function authenticate(engine: Engine, keys: S3Keys, ex: Exchange, head: S3Head, 
   }
   const verified = verifyRequest(head, { keys, region: engine.config.s3Api.region });
   const principal = verified.key.principal;
+  const meter: RequestMeter = engine.gate;
   return {
     ...base, principal, displayName: verified.key.displayName, gated: true, payload: verified.payload,
-    charge: (bytes) => engine.gate.bytes(principal, bytes, 'cluster'),
+    charge: (bytes) => meter.bytes(principal, bytes, 'cluster'),
   };
 }
 
