@@ -120,6 +120,16 @@ describe('S3 multipart uploads with @aws-sdk/client-s3 and lib-storage', () => {
     // Another tenant sees nothing of it.
     expect(await failure(b.send(new ListPartsCommand({ Bucket: 'mpu', Key: 'manual.bin', UploadId })))).toEqual({ name: 'AccessDenied', status: 403 });
     expect(await failure(b.send(new UploadPartCommand({ Bucket: 'mpu', Key: 'manual.bin', UploadId, PartNumber: 3, Body: 'x' })))).toEqual({ name: 'AccessDenied', status: 403 });
+    // A part's body is checked as PutObject's: a Content-MD5 that is not its MD5; a streamed body (aws-chunked, CRC32 trailer).
+    const wrong = crypto.createHash('md5').update('other').digest('base64');
+    expect(await failure(a.send(new UploadPartCommand({ Bucket: 'mpu', Key: 'manual.bin', UploadId, PartNumber: 3, Body: small[0], ContentMD5: wrong })))).toEqual({ name: 'BadDigest', status: 400 });
+    const { Readable } = await import('node:stream');
+    const streamed = await a.send(new UploadPartCommand({
+      Bucket: 'mpu', Key: 'manual.bin', UploadId, PartNumber: 3, Body: Readable.from([small[1]!.subarray(0, 300_000), small[1]!.subarray(300_000)]), ContentLength: small[1]!.length,
+    }));
+    expect(streamed.ETag).toBe(sent[0]!.ETag);
+    expect(streamed.ChecksumCRC32).toBe(sent[0]!.ChecksumCRC32);
+    expect(streamed.ChecksumCRC32).toBeDefined();
     await a.send(new AbortMultipartUploadCommand({ Bucket: 'mpu', Key: 'manual.bin', UploadId }));
     expect((await a.send(new ListMultipartUploadsCommand({ Bucket: 'mpu' }))).Uploads ?? []).toEqual([]);
     expect(await failure(a.send(new ListPartsCommand({ Bucket: 'mpu', Key: 'manual.bin', UploadId })))).toEqual({ name: 'NoSuchUpload', status: 404 });

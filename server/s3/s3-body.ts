@@ -23,6 +23,8 @@ export interface MeasuredBody {
   md5: string;
   /** x-amz-checksum-* of the body (the one the request sent, by header or trailer). */
   checksums: Partial<Record<ChecksumAlgorithm, string>>;
+  /** With a tap: the trailing checksum as sent, for the tap's owner to compare. */
+  trailerChecksum?: string;
 }
 
 /** How a body is checked: what the request said of it. */
@@ -96,14 +98,16 @@ export class Collector implements BodySink {
  * Streams `source` through the decoder and the checks into `sink` (an ingest: its backpressure
  * and its errors). Resolves once the body ended and passed; rejects (the ingest aborted) on the
  * first failure or when the client goes away. `tap` sees each decoded piece before the sink (an
- * UploadPart's own hashes: engine/s3/multipart-uploads.ts MultipartPart.chunk).
+ * UploadPart's own hashes: engine/s3/multipart-uploads.ts MultipartPart.chunk); with a tap, the
+ * MD5 and the x-amz-checksum-* are the tap's owner's to take and compare (each body hashed once):
+ * this checks the framing, the signatures and the SHA-256, and returns the trailer's value.
  */
 export async function pumpBody(ex: Exchange, source: BodySource, checks: BodyChecks, sink: BodySink | DirectIngest, stats: Stats, tap?: (data: Uint8Array) => void): Promise<MeasuredBody> {
   const { payload } = checks;
-  const checksumAlgo = checks.headerChecksum?.algorithm ?? checks.trailerChecksum;
+  const checksumAlgo = tap ? undefined : (checks.headerChecksum?.algorithm ?? checks.trailerChecksum);
   const checksum: Checksum | undefined = checksumAlgo ? await createChecksum(checksumAlgo) : undefined;
   const decoder = payload.kind === 'chunked' ? new AwsChunkedDecoder({ decodedLength: payload.decodedLength, signing: payload.signing, trailers: payload.trailers, checksum }) : undefined;
-  const md5 = crypto.createHash('md5');
+  const md5 = tap ? undefined : crypto.createHash('md5');
   const sha256 = payload.kind === 'sha256' ? crypto.createHash('sha256') : undefined;
   const ingest = 'admit' in sink ? sink : undefined;
   let size = 0;
@@ -122,7 +126,7 @@ export async function pumpBody(ex: Exchange, source: BodySource, checks: BodyChe
       ingest.onError = fail;
     }
     const take = (data: Uint8Array) => {
-      md5.update(data);
+      md5?.update(data);
       sha256?.update(data);
       // The decoder feeds the checksum itself (it compares the trailer).
       if (!decoder) checksum?.update(data);
@@ -142,8 +146,7 @@ export async function pumpBody(ex: Exchange, source: BodySource, checks: BodyChe
         if (ingest) ingest.onResume = () => {};
         source.resume();
         const trailers = decoder?.end();
-        const trailed = checksum ? trailers?.get(CHECKSUM_HEADER[checksum.algorithm]) : undefined;
-        const measured = finish(checks, size, md5, sha256, checksum, trailed);
+        const measured = md5 ? finish(checks, size, md5, sha256, checksum, checksum ? trailers?.get(CHECKSUM_HEADER[checksum.algorithm]) : undefined) : tapped(checks, size, sha256, trailers);
         settled = true;
         resolve(measured);
       } catch (err) {
@@ -157,12 +160,24 @@ export async function pumpBody(ex: Exchange, source: BodySource, checks: BodyChe
   });
 }
 
-/** The checks at the body's end (the trailer's checksum was compared by the decoder). */
-function finish(checks: BodyChecks, size: number, md5: crypto.Hash, sha256: crypto.Hash | undefined, checksum: Checksum | undefined, trailed: string | undefined): MeasuredBody {
-  const payload = checks.payload;
-  if (payload.kind === 'sha256' && sha256!.digest('hex') !== payload.sha256) {
+/** The end of a tapped body: the SHA-256 checked; the trailer's checksum (well-formed) handed on. */
+function tapped(checks: BodyChecks, size: number, sha256: crypto.Hash | undefined, trailers: Map<string, string> | undefined): MeasuredBody {
+  checkSha256(checks, sha256);
+  const algorithm = checks.trailerChecksum;
+  const sent = algorithm ? trailers?.get(CHECKSUM_HEADER[algorithm]) : undefined;
+  if (algorithm && sent !== undefined && !isChecksumValue(algorithm, sent)) throw new S3Error('InvalidRequest', `Value for ${CHECKSUM_HEADER[algorithm]} trailing header is invalid.`);
+  return { size, md5: '', checksums: {}, ...(sent !== undefined ? { trailerChecksum: sent } : {}) };
+}
+
+function checkSha256(checks: BodyChecks, sha256: crypto.Hash | undefined): void {
+  if (checks.payload.kind === 'sha256' && sha256!.digest('hex') !== checks.payload.sha256) {
     throw new S3Error('XAmzContentSHA256Mismatch', "The provided 'x-amz-content-sha256' header does not match what was computed.");
   }
+}
+
+/** The checks at the body's end (the trailer's checksum was compared by the decoder). */
+function finish(checks: BodyChecks, size: number, md5: crypto.Hash, sha256: crypto.Hash | undefined, checksum: Checksum | undefined, trailed: string | undefined): MeasuredBody {
+  checkSha256(checks, sha256);
   const digest = md5.digest();
   if (checks.contentMd5 !== undefined && digest.toString('base64') !== checks.contentMd5) {
     throw new S3Error('BadDigest', 'The Content-MD5 you specified did not match what we received.');

@@ -54,12 +54,16 @@ export async function uploadPart(call: S3Call): Promise<void> {
   const length = payload.kind === 'chunked' ? payload.decodedLength : contentLengthOf(head);
   if (length === undefined) throw new S3Error('MissingContentLength', 'You must provide the Content-Length HTTP header.');
   const algorithm = checks.headerChecksum?.algorithm ?? checks.trailerChecksum;
-  // The body's checks are pumpBody's (the stated digests compared there); the part computes its own values to keep.
-  const body: PartBody = { declaredLength: length, ...(algorithm ? { checksum: { algorithm } } : {}) };
+  // The part hashes its bytes once (MD5, checksum) and compares what the request stated: Content-MD5, the checksum's header or trailer.
+  const body: PartBody = {
+    declaredLength: length,
+    ...(checks.contentMd5 !== undefined ? { contentMd5: checks.contentMd5 } : {}),
+    ...(algorithm ? { checksum: { algorithm, ...(checks.headerChecksum ? { value: checks.headerChecksum.value } : {}) } } : {}),
+  };
   const part = await engine.s3.uploadPart(call.principal, head.bucket, head.key, uploadIdOf(call), partNumberOf(call), body);
   // A failure aborts the part's ingest (pumpBody); nothing is recorded before `finish`.
-  await pumpBody(ex, requestBodyOf(ex, head), checks, part.ingest, engine.stats, (bytes) => part.chunk(bytes));
-  const uploaded = await part.finish();
+  const measured = await pumpBody(ex, requestBodyOf(ex, head), checks, part.ingest, engine.stats, (bytes) => part.chunk(bytes));
+  const uploaded = await part.finish(measured.trailerChecksum);
   ex.send(200, { ETag: `"${uploaded.etag}"`, ...checksumHeaders(uploaded) });
 }
 
