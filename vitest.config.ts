@@ -31,6 +31,9 @@ const PG_S3_SUITES = [
   'test/pg-clock.test.ts',
   'test/pg-connections.test.ts',
   'test/catalog-schema.test.ts',
+  // Issue 39: the S3 listener with real clients (two pg-s3 nodes share one multipart upload).
+  'test/s3-api.test.ts',
+  'test/s3-multipart-api.test.ts',
 ];
 
 /**
@@ -63,6 +66,8 @@ const S3_SUITES = [
   'test/usage.test.ts',
   'test/tenant-metadata.test.ts',
   'test/byte-gate.test.ts',
+  'test/s3-api.test.ts',
+  'test/s3-multipart-api.test.ts',
 ];
 
 export default defineConfig({

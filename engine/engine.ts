@@ -28,6 +28,7 @@ import { Budgets, ClusterShareTracker, SINGLE_NODE, type ShareScope, TenantGate,
 import { LegacyImports, LegacyRepositories } from './legacy/index.js';
 import { S3Service } from './s3/s3-service.js';
 import { S3Keys } from './s3/keys.js';
+import { MultipartUploads } from './s3/multipart-uploads.js';
 
 const WORKER_MODULE = fileURLToPath(new URL('../workers/ingest.js', import.meta.url));
 const SCANNER_MODULE = fileURLToPath(new URL('../workers/scanner.js', import.meta.url));
@@ -148,7 +149,7 @@ export class Engine {
     this.gate = new TenantGate(config.securityEnabled, this.policies, this.budgets, {
       blobs: (tenant) => manifests.retainedBytes(tenant),
       documents: (tenant) => this.documents.retainedBytes(tenant),
-      staged: (tenant, except) => this.uploads.stagedBytes(tenant, except),
+      staged: (tenant, except) => this.stagedBytes(tenant, except),
     });
     this.ingests = new Ingests({ ingestDeps: () => this.makeIngestDeps(), gc: () => this.gc, space: this.space, gate: this.gate });
     this.uploads = new Uploads({
@@ -188,7 +189,7 @@ export class Engine {
       admitContent: (caller, declaredLength) => this.gate.content(caller, declaredLength),
       maxMetadataEntryBytes: config.maxMetadataEntryBytes,
       // What the quota counts beside document content: the tenant's blobs and its open uploads' reservations.
-      blobBytes: async (tenant) => (await manifests.retainedBytes(tenant)) + (await this.uploads.stagedBytes(tenant)),
+      blobBytes: async (tenant) => (await manifests.retainedBytes(tenant)) + (await this.stagedBytes(tenant)),
       isViewOf: (tenant, key, contents) => this.views.isViewOf(tenant, key, contents),
     });
     this.documents = new Documents(documentRecords, schemas, (options) => this.ingests.start(options), this.cursors);
@@ -198,10 +199,17 @@ export class Engine {
       securityEnabled: config.securityEnabled, policies: this.policies, budgets: this.budgets, gate: this.gate,
       blobs: (tenant) => manifests.tenantUsage(tenant),
       documentBytes: (tenant) => this.documents.retainedBytes(tenant),
-      stagedBytes: (tenant) => this.uploads.stagedBytes(tenant),
+      stagedBytes: (tenant) => this.stagedBytes(tenant),
     });
     this.blobs = new Blobs({ manifests, blocks, cursors: this.cursors, pool, stats: this.stats, log });
-    this.s3 = new S3Service({ units, clock: this.clock, region: config.s3Api.region, manifests, blobs: this.blobs, ingests: this.ingests, log });
+    this.s3 = new S3Service({
+      units, clock: this.clock, region: config.s3Api.region, manifests, blobs: this.blobs, ingests: this.ingests, log,
+      multipart: (index) => new MultipartUploads({
+        index, units, startIngest: (options) => this.ingests.start(options), gate: this.gate, manifests,
+        readBlock: (hex, size) => blocks.read(hex, size), stats: this.stats, log, clock: this.clock, tenantBlobs: config.securityEnabled,
+        config: { ttlMs: config.uploads.ttlMs, cleanupIntervalMs: config.uploads.cleanupIntervalMs },
+      }),
+    });
     this.legacyImports = new LegacyImports(units, this.legacy, this.documents, this.jobs, log);
     this.tokens = tokens;
     this.models = new ModelService(config.model, backend.models, config.fsRoot, modelRoots, pool, log);
@@ -214,7 +222,7 @@ export class Engine {
     });
     this.workflows = new WorkflowService(units, this.jobs, this.documents, this.documentMetadata, this.views);
     this.bulkMigrations = new BulkMigrations(units, this.jobs, this.documentJobs, documentRecords.metaIndex);
-    const roots: BlockRoots[] = [this.uploads.blockRoots(), this.documents.blockRoots(), this.views.blockRoots(), this.s3.blockRoots()];
+    const roots: BlockRoots[] = [this.uploads.blockRoots(), this.documents.blockRoots(), this.views.blockRoots(), this.s3.blockRoots(), this.s3.multipart.blockRoots()];
     this.gc = collectorFor(backend, {
       config: config.gc, roots, log, nodeId: this.nodeId, address: () => this.liveNodes.address, nodeTtlMs: config.nodeTtlMs, summary: () => ({ ...nodeSummary(this) }),
     });
@@ -264,9 +272,15 @@ export class Engine {
       engine.health.startProbe();
     }
     engine.gc.start();
-    engine.s3.start();
+    await engine.s3.start();
     engine.traffic.start();
     return engine;
+  }
+
+  /** What a tenant's open uploads reserve of its quota: sessions (tus, contract) and S3 multipart uploads' parts, `except` one of them. */
+  private async stagedBytes(tenant: string, except?: string): Promise<number> {
+    const [sessions, parts] = await Promise.all([this.uploads.stagedBytes(tenant, except), this.s3.multipart.stagedBytes(tenant, except)]);
+    return sessions + parts;
   }
 
   /** What every ingest is given: made at the first ingest (Ingests keeps it). */

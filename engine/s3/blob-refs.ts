@@ -16,7 +16,8 @@
 import type { BlockRoots } from '../base/block-roots.js';
 import { type Unit, UnitConflict, type UnitStore, table } from '../store/index.js';
 import { blobReleasing } from './errors.js';
-import { PARTS } from './records.js';
+import { S3_MAX_PARTS } from '../base/limits.js';
+import { PARTS, UPLOADS } from './records.js';
 
 interface RefRecord {
   count: number;
@@ -126,10 +127,11 @@ export class BlobRefs {
    * GC's roots of the S3 index: the blocks of every blob an object or a part of an open upload
    * names (counts at 0 included: their release has not happened yet). `blocksOf` gives a blob's
    * packed block references (a manifest's `refs`: 32-byte digest + 8-byte xxh64 per block), or
-   * undefined for one the catalog no longer has; `tenant` is the tenant whose count names it
-   * (none for a part).
+   * undefined for one the catalog no longer has; `tenant` is the tenant whose count or upload
+   * names it. A part whose blocks are on its record (unlisted content, or a copy's) is left to
+   * MultipartUploads.blockRoots.
    */
-  roots(blocksOf: (blobId: string, tenant?: string) => Promise<Buffer | undefined>): BlockRoots {
+  roots(blocksOf: (blobId: string, tenant: string) => Promise<Buffer | undefined>): BlockRoots {
     const units = this.units;
     return {
       name: 's3 objects',
@@ -137,9 +139,12 @@ export class BlobRefs {
       persistent: !units.shared,
       async *digests() {
         // Every object's blob has a count (adjustRefs runs in the object's unit); parts are not counted.
-        const blobs = async function* (): AsyncGenerator<[string, string | undefined]> {
+        const blobs = async function* (): AsyncGenerator<[string, string]> {
           for await (const { key } of units.scan(REFS)) yield [key[1], key[0]];
-          for await (const { value } of units.scan(PARTS)) yield [value.content.blobId, undefined];
+          for await (const { key, value: upload } of units.scan(UPLOADS)) {
+            const parts = await units.range(PARTS, { start: [key[2], 0], end: [key[2], S3_MAX_PARTS + 1] });
+            for (const { value } of parts) if (!value.content.blocks) yield [value.content.blobId, upload.owner.tenant];
+          }
         };
         // Memory stays bounded: a blob met again later (another tenant's count) is resolved again.
         let last: string | undefined;

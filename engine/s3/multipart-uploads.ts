@@ -24,10 +24,10 @@ import type { BlobCatalog, StoredBlock, UnitStore } from '../store/index.js';
 import { type ByteCaller, type TenantGate, publicationQuota } from '../tenancy/index.js';
 import { type Checksum, type ChecksumAlgorithm, createChecksum } from './checksums.js';
 import { isBlobReleasing, s3Refusal } from './errors.js';
-import { type CompletePart, type PreparedComplete, checkPartNumber } from './multipart.js';
+import { type CompletePart, type PreparedComplete, checkPartNumber, releasePartBytes } from './multipart.js';
 import type { WriteConditions, WriteOutcome } from './objects.js';
 import { type HashAtPart, PartHashes } from './part-hashes.js';
-import { type ObjectMeta, PARTS, type PartContent, type S3Owner, UPLOADS, type UploadRecord } from './records.js';
+import { type ObjectMeta, PARTS, type PartBlocks, type PartContent, type S3Owner, UPLOADS, type UploadRecord } from './records.js';
 import type { S3Index } from './s3-index.js';
 
 export interface MultipartUploadsDeps {
@@ -76,6 +76,15 @@ export interface MultipartPart {
   abort(): void;
 }
 
+/** The source of an UploadPartCopy: an object's blob, its MD5 and checksums, and its blocks as its manifest records them. */
+export interface CopiedPart {
+  blobId: string;
+  size: number;
+  etag: string;
+  checksums: Partial<Record<ChecksumAlgorithm, string>>;
+  blocks: PartBlocks;
+}
+
 export interface Completed extends WriteOutcome {
   blobId: string;
   etag: string;
@@ -105,18 +114,11 @@ export class MultipartUploads {
    * ingest of the part for the edge to feed.
    */
   async uploadPart(caller: S3Owner, bucket: string, key: string, uploadId: string, partNumber: number, body: PartBody): Promise<MultipartPart> {
-    checkPartNumber(partNumber);
-    const { index, units, gate } = this.deps;
-    const upload = await index.multipart.upload(caller.tenant, bucket, key, uploadId);
+    const { upload, contents } = await this.admitPart(caller, bucket, key, uploadId, partNumber, body.declaredLength);
     const algorithm = body.checksum?.algorithm ?? upload.checksumAlgorithm;
     if (upload.checksumAlgorithm && algorithm !== upload.checksumAlgorithm) {
       throw s3Refusal('InvalidRequest', `Checksum Type mismatch occurred, expected checksum Type: ${upload.checksumAlgorithm.toLowerCase()}, actual checksum Type: ${algorithm?.toLowerCase()}`);
     }
-    const parts = await units.range(PARTS, { start: [uploadId, 1], end: [uploadId, S3_MAX_PARTS + 1] });
-    const contents = new Map(parts.map(({ key: [, n], value }) => [n, value.content]));
-    const others = parts.reduce((sum, { key: [, n], value }) => (n === partNumber ? sum : sum + value.size), 0);
-    const room = gate.enabled ? gate.part(caller as ByteCaller, uploadId, others + body.declaredLength, body.declaredLength) : undefined;
-    if (room) await room;
     const at = await this.hashes.before(uploadId, partNumber, contents);
     const checksum = algorithm ? await createChecksum(algorithm) : undefined;
     const ingest = this.deps.startIngest({
@@ -127,6 +129,39 @@ export class MultipartUploads {
       contentType: 'application/octet-stream',
     });
     return this.partOf(caller, bucket, key, uploadId, partNumber, body, { ingest, md5: createHash('md5'), checksum, at });
+  }
+
+  /** A part of `length` bytes about to be stored: the upload, and the tenant gate against the upload's total with it (413, 429, 507). */
+  private async admitPart(caller: S3Owner, bucket: string, key: string, uploadId: string, partNumber: number, length: number) {
+    checkPartNumber(partNumber);
+    const { index, units, gate } = this.deps;
+    const upload = await index.multipart.upload(caller.tenant, bucket, key, uploadId);
+    const parts = await units.range(PARTS, { start: [uploadId, 1], end: [uploadId, S3_MAX_PARTS + 1] });
+    const contents = new Map(parts.map(({ key: [, n], value }) => [n, value.content]));
+    const others = parts.reduce((sum, { key: [, n], value }) => (n === partNumber ? sum : sum + value.size), 0);
+    const room = gate.enabled ? gate.part(caller as ByteCaller, uploadId, others + length, length) : undefined;
+    if (room) await room;
+    return { upload, contents };
+  }
+
+  /**
+   * UploadPartCopy of a whole object: the part is the source's blocks (no byte read or copied),
+   * its ETag the source's MD5, its checksum the source's of the upload's algorithm when it has
+   * one. A multipart source, whose ETag is not the MD5 of its bytes, is for the caller to refuse.
+   */
+  async copyPart(caller: S3Owner, bucket: string, key: string, uploadId: string, partNumber: number, source: CopiedPart): Promise<UploadedPart> {
+    const { upload } = await this.admitPart(caller, bucket, key, uploadId, partNumber, source.size);
+    const algorithm = upload.checksumAlgorithm;
+    const checksums: UploadedPart['checksums'] = algorithm && source.checksums[algorithm] !== undefined ? { [algorithm]: source.checksums[algorithm]! } : {};
+    const content: PartContent = { blobId: source.blobId, size: source.size, blocks: source.blocks };
+    await this.deps.index.multipart.putPart(caller.tenant, bucket, key, uploadId, partNumber, { etag: source.etag, size: source.size, checksums, content });
+    void this.hashes.advance(uploadId).catch((err: unknown) => this.deps.log.warn('s3 multipart: the object hash did not advance', { upload: uploadId, err: String(err) }));
+    return { etag: source.etag, size: source.size, checksums };
+  }
+
+  /** The bytes of the tenant's open uploads' parts, `except` one upload (the tenant gate's reservation). */
+  stagedBytes(tenant: string, except?: string): Promise<number> {
+    return this.deps.index.multipart.stagedBytes(tenant, except);
   }
 
   /** The part's streaming state and its end. */
@@ -183,7 +218,8 @@ export class MultipartUploads {
   async complete(owner: S3Owner, bucket: string, key: string, uploadId: string, listed: readonly CompletePart[], conditions?: WriteConditions): Promise<Completed> {
     const { index, gate, manifests } = this.deps;
     const prepared = await index.multipart.prepareComplete(owner.tenant, bucket, key, uploadId, listed);
-    const room = gate.enabled ? await gate.room(owner.tenant, { declaredLength: prepared.size }) : {};
+    // Judged beside the tenant's other open uploads: this one's parts are the object's bytes.
+    const room = gate.enabled ? await gate.room(owner.tenant, { declaredLength: prepared.size, session: uploadId }) : {};
     const { hex, partsRead } = await this.hashes.digest(uploadId, prepared.parts);
     const blocks = blocksOf(prepared);
     const chunkers = new Set(prepared.parts.map((p) => p.content.blocks!.chunker));
@@ -245,7 +281,9 @@ export class MultipartUploads {
         const current = await unit.get(UPLOADS, key);
         if (!current || current.initiated !== value.initiated) return false;
         unit.remove(UPLOADS, key);
-        for (const part of await unit.range(PARTS, { start: [uploadId, 0], end: [uploadId, S3_MAX_PARTS + 1] })) unit.remove(PARTS, part.key);
+        const parts = await unit.range(PARTS, { start: [uploadId, 0], end: [uploadId, S3_MAX_PARTS + 1] });
+        for (const part of parts) unit.remove(PARTS, part.key);
+        releasePartBytes(unit, current.owner.tenant, parts);
         return true;
       });
       if (!gone) continue;

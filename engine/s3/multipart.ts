@@ -13,14 +13,14 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { S3_MAX_PARTS, S3_MIN_PART_BYTES } from '../base/limits.js';
 import type { Clock } from '../base/clock.js';
-import type { UnitStore } from '../store/index.js';
+import type { Unit, UnitStore } from '../store/index.js';
 import type { ChecksumAlgorithm } from './checksums.js';
 import { type S3Buckets, bucketOf } from './buckets.js';
 import { noSuchUpload, s3Refusal } from './errors.js';
 import { type ListPage, listGrouped, maxKeysOf } from './listing.js';
 import { afterStored, checkKey, compareKeys, encodeKey } from './names.js';
 import { type WriteConditions, type WriteOutcome, bareEtag, checkMeta, writeObjectIn } from './objects.js';
-import { type ObjectMeta, PARTS, type PartContent, type PartRecord, type S3Owner, UPLOADS, type UploadRecord } from './records.js';
+import { type ObjectMeta, PARTS, PART_BYTES, type PartContent, type PartRecord, type S3Owner, UPLOADS, type UploadRecord } from './records.js';
 
 /** A part as ListParts and Complete see it. */
 export interface ListedPart extends PartRecord {
@@ -90,6 +90,12 @@ export function checkCompleteList(listed: readonly CompletePart[], uploaded: Rea
   return parts;
 }
 
+/** In a unit that removes parts: their bytes leave the tenant's parts total. */
+export function releasePartBytes(unit: Unit, tenant: string, parts: ReadonlyArray<{ value: PartRecord }>): void {
+  const bytes = parts.reduce((sum, p) => sum + p.value.size, 0);
+  if (bytes > 0) unit.add(PART_BYTES, tenant, -bytes);
+}
+
 export class S3Multipart {
   constructor(
     private readonly units: UnitStore,
@@ -119,8 +125,20 @@ export class S3Multipart {
       if (!(await unit.get(UPLOADS, [bucket, encodeKey(key), uploadId]))) throw noSuchUpload();
       const earlier = await unit.get(PARTS, [uploadId, partNumber]);
       unit.put(PARTS, [uploadId, partNumber], { ...part, etag: bareEtag(part.etag), lastModified: this.clock.now() });
+      if (part.size !== (earlier?.size ?? 0)) unit.add(PART_BYTES, tenant, part.size - (earlier?.size ?? 0));
       return earlier && earlier.content.blobId !== part.content.blobId ? { replaced: earlier.content } : {};
     });
+  }
+
+  /**
+   * What the tenant's open uploads hold (their parts' bytes), `except` one of them left out (its
+   * own part or Complete is judged against the others'): the quota's reservation (tenant gate).
+   */
+  async stagedBytes(tenant: string, except?: string): Promise<number> {
+    const total = (await this.units.get(PART_BYTES, tenant)) ?? 0;
+    if (except === undefined || total === 0) return total;
+    const own = await this.units.range(PARTS, { start: [except, 0], end: [except, S3_MAX_PARTS + 1] });
+    return Math.max(0, total - own.reduce((sum, p) => sum + p.value.size, 0));
   }
 
   /** The upload's record, else NoSuchUpload (NoSuchBucket, AccessDenied for the bucket). */
@@ -182,6 +200,7 @@ export class S3Multipart {
       const parts = await unit.range(PARTS, { start: [uploadId, 0], end: [uploadId, S3_MAX_PARTS + 1] });
       unit.remove(UPLOADS, at);
       for (const { key: partKey } of parts) unit.remove(PARTS, partKey);
+      releasePartBytes(unit, tenant, parts);
       return { released: parts.map((p) => p.value.content) };
     });
   }
@@ -242,6 +261,7 @@ export class S3Multipart {
       );
       unit.remove(UPLOADS, at);
       for (const { key: partKey } of entries) unit.remove(PARTS, partKey);
+      releasePartBytes(unit, owner.tenant, entries);
       return { ...outcome, discarded: entries.filter(({ key: [, n] }) => !listed.has(n)).map((e) => e.value.content) };
     });
   }

@@ -6,6 +6,7 @@
 //   s3_objects         [bucket, stored key] → ObjectRecord (stored key: names.ts encodeKey)
 //   s3_uploads         [bucket, stored key, uploadId] → UploadRecord (ListMultipartUploads' order)
 //   s3_parts           [uploadId, partNumber] → PartRecord
+//   s3_tenant_part_bytes tenant → bytes of its parts on record (the quota's reservation of open uploads)
 //   s3_blob_refs, s3_blob_releases: blob-refs.ts
 // Bucket names are unique in the service, so objects and uploads are keyed by bucket, not tenant.
 
@@ -96,3 +97,5 @@ export const BUCKET_COUNTS = table<number, string>('s3_bucket_counts');
 export const OBJECTS = table<ObjectRecord, [string, string]>('s3_objects');
 export const UPLOADS = table<UploadRecord, [string, string, string]>('s3_uploads');
 export const PARTS = table<PartRecord, [string, number]>('s3_parts');
+/** The bytes of a tenant's parts on record, changed in the units that write and remove parts (unit.add). */
+export const PART_BYTES = table<number, string>('s3_tenant_part_bytes');

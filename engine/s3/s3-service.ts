@@ -20,7 +20,7 @@ import type { Logger } from '../base/log.js';
 import type { Blobs } from '../blobs/index.js';
 import type { DirectIngest } from '../cas/index.js';
 import type { BlobBody, Ingests } from '../ingests/index.js';
-import { type BlobCatalog, DEFAULT_TENANT, type Manifest, type UnitStore } from '../store/index.js';
+import type { BlobCatalog, Manifest, UnitStore } from '../store/index.js';
 import { SvcError } from '../base/errors.js';
 import { isBlobReleasing, s3CodeOf, s3Refusal } from './errors.js';
 import type { ListPage, ListQuery } from './listing.js';
@@ -28,6 +28,9 @@ import { checkConditions, type CopySource, type WriteConditions, type WriteOutco
 import type { ObjectContent, ObjectMeta, ObjectRecord, S3Owner } from './records.js';
 import { S3Index } from './s3-index.js';
 import type { RefChanges } from './blob-refs.js';
+import type { ChecksumAlgorithm } from './checksums.js';
+import type { CompletePart } from './multipart.js';
+import type { Completed, MultipartUploads, PartBody } from './multipart-uploads.js';
 
 /** The blob id of an empty object: the SHA-256 of nothing (no manifest is ever published for it). */
 export const EMPTY_BLOB_ID = formatContentId(createHash('sha256').digest('hex'), 0);
@@ -46,6 +49,8 @@ export interface S3ServiceDeps {
   blobs: Blobs;
   ingests: Ingests;
   log: Logger;
+  /** The multipart uploads on this service's index (engine.ts builds them with the store's parts). */
+  multipart: (index: S3Index) => MultipartUploads;
 }
 
 /** An object to read: its record, and its blob's manifest (none for an empty object). */
@@ -64,18 +69,21 @@ const ownerOf = (p: Principal): S3Owner => ({ tenant: p.tenant, subject: p.subje
 
 export class S3Service {
   readonly index: S3Index;
+  readonly multipart: MultipartUploads;
   private sweeper?: NodeJS.Timeout;
 
   constructor(private readonly deps: S3ServiceDeps) {
     this.index = new S3Index(deps.units, deps.clock, deps.region);
+    this.multipart = deps.multipart(this.index);
   }
 
   get region(): string {
     return this.deps.region;
   }
 
-  /** Sweeps pending releases now and every minute. */
-  start(): void {
+  /** Sweeps pending releases now and every minute; expired multipart uploads are aborted now and every SVC_UPLOAD_CLEANUP_INTERVAL. */
+  async start(): Promise<void> {
+    await this.multipart.start();
     const sweep = () => void this.sweepReleases().catch((err: unknown) => this.deps.log.warn('s3: a sweep of released blobs failed', { err: String(err) }));
     sweep();
     this.sweeper = setInterval(sweep, SWEEP_MS);
@@ -84,6 +92,7 @@ export class S3Service {
 
   stop(): void {
     if (this.sweeper) clearInterval(this.sweeper);
+    this.multipart.stop();
   }
 
   // ---- buckets ----
@@ -187,6 +196,45 @@ export class S3Service {
     return this.index.objects.list(caller.tenant, bucket, query);
   }
 
+  // ---- multipart uploads (engine/s3/multipart-uploads.ts) ----
+
+  createMultipart(caller: Principal, bucket: string, key: string, meta: ObjectMeta, checksumAlgorithm?: ChecksumAlgorithm) {
+    return this.multipart.create(ownerOf(caller), bucket, key, meta, checksumAlgorithm);
+  }
+
+  /** UploadPart: the part's ingest for the edge to feed (through the tenant gate first). */
+  uploadPart(caller: Principal, bucket: string, key: string, uploadId: string, partNumber: number, body: PartBody) {
+    return this.multipart.uploadPart(ownerOf(caller), bucket, key, uploadId, partNumber, body);
+  }
+
+  /** UploadPartCopy of a whole object the caller may read (`source`: getObject's): its blocks become the part, no byte copied. */
+  copyPart(caller: Principal, source: ObjectRead, bucket: string, key: string, uploadId: string, partNumber: number) {
+    const { record, manifest } = source;
+    const blocks = manifest
+      ? { refs: manifest.record.refs, sizes: manifest.record.sizes, chunker: manifest.record.chunker }
+      : { refs: Buffer.alloc(0), sizes: Buffer.alloc(0), chunker: 'concatenation' };
+    return this.multipart.copyPart(ownerOf(caller), bucket, key, uploadId, partNumber, { blobId: record.blobId, size: record.size, etag: record.etag, checksums: record.checksums, blocks });
+  }
+
+  /** CompleteMultipartUpload; an object it replaced releases its blob as a PutObject's would. */
+  async completeMultipart(caller: Principal, bucket: string, key: string, uploadId: string, listed: readonly CompletePart[], conditions?: WriteConditions): Promise<Completed> {
+    const outcome = await this.multipart.complete(ownerOf(caller), bucket, key, uploadId, listed, conditions);
+    await this.settle(caller.tenant, outcome);
+    return outcome;
+  }
+
+  abortMultipart(caller: Principal, bucket: string, key: string, uploadId: string): Promise<void> {
+    return this.multipart.abort(caller.tenant, bucket, key, uploadId);
+  }
+
+  listParts(caller: Principal, bucket: string, key: string, uploadId: string, options: { partNumberMarker?: number; maxParts?: number }) {
+    return this.multipart.listParts(caller.tenant, bucket, key, uploadId, options);
+  }
+
+  listUploads(caller: Principal, bucket: string, query: Parameters<MultipartUploads['listUploads']>[2]) {
+    return this.multipart.listUploads(caller.tenant, bucket, query);
+  }
+
   // ---- holds and releases ----
 
   /**
@@ -232,7 +280,7 @@ export class S3Service {
     const manifests = this.deps.manifests;
     return this.index.refs.roots(async (blobId, tenant) => {
       if (blobId === EMPTY_BLOB_ID) return undefined;
-      const manifest = await manifests.get(blobId, tenant ?? DEFAULT_TENANT);
+      const manifest = await manifests.get(blobId, tenant);
       return manifest?.record.refs;
     });
   }

@@ -11,7 +11,7 @@ import type { DirectIngest } from '../../engine/cas/index.js';
 import { CHECKSUM_ALGORITHMS, CHECKSUM_HEADER, type ChecksumAlgorithm, type Checksum, checksumAlgorithm, checksumOfTrailer, createChecksum, isChecksumValue } from '../../engine/s3/checksums.js';
 import type { Stats } from '../../engine/ops/index.js';
 import { AwsChunkedDecoder } from './aws-chunked.js';
-import type { BodySource } from '../body-sources.js';
+import { type BodySource, SocketBody } from '../body-sources.js';
 import type { Exchange } from '../exchange.js';
 import { S3Error } from './s3-error.js';
 import type { S3Head } from './s3-head.js';
@@ -23,6 +23,8 @@ export interface MeasuredBody {
   md5: string;
   /** x-amz-checksum-* of the body (the one the request sent, by header or trailer). */
   checksums: Partial<Record<ChecksumAlgorithm, string>>;
+  /** With a tap: the trailing checksum as sent, for the tap's owner to compare. */
+  trailerChecksum?: string;
 }
 
 /** How a body is checked: what the request said of it. */
@@ -59,6 +61,18 @@ export function bodyChecksOf(head: S3Head, payload: Payload): BodyChecks {
   return checks;
 }
 
+/**
+ * The request's body as a source. A body of no bytes (Content-Length: 0, or neither it nor
+ * Transfer-Encoding, as uWS reads it) is never read from the
+ * socket: uWS delivers nothing to a reader set after the request's callback returned (a handler
+ * that awaited a database first would wait for ever), and there is nothing to read.
+ */
+export function requestBodyOf(ex: Exchange, head: S3Head): BodySource {
+  const length = head.header('content-length')?.trim();
+  if (head.header('transfer-encoding') !== undefined || (length !== undefined && length !== '0')) return new SocketBody(ex);
+  return { start: (sink) => sink(new Uint8Array(0), true), pause: () => {}, resume: () => {} };
+}
+
 /** Where decoded bytes go: push returns false when the sink is full (the source pauses until `resume`). */
 export interface BodySink {
   push(data: Uint8Array): boolean;
@@ -83,14 +97,17 @@ export class Collector implements BodySink {
 /**
  * Streams `source` through the decoder and the checks into `sink` (an ingest: its backpressure
  * and its errors). Resolves once the body ended and passed; rejects (the ingest aborted) on the
- * first failure or when the client goes away.
+ * first failure or when the client goes away. `tap` sees each decoded piece before the sink (an
+ * UploadPart's own hashes: engine/s3/multipart-uploads.ts MultipartPart.chunk); with a tap, the
+ * MD5 and the x-amz-checksum-* are the tap's owner's to take and compare (each body hashed once):
+ * this checks the framing, the signatures and the SHA-256, and returns the trailer's value.
  */
-export async function pumpBody(ex: Exchange, source: BodySource, checks: BodyChecks, sink: BodySink | DirectIngest, stats: Stats): Promise<MeasuredBody> {
+export async function pumpBody(ex: Exchange, source: BodySource, checks: BodyChecks, sink: BodySink | DirectIngest, stats: Stats, tap?: (data: Uint8Array) => void): Promise<MeasuredBody> {
   const { payload } = checks;
-  const checksumAlgo = checks.headerChecksum?.algorithm ?? checks.trailerChecksum;
+  const checksumAlgo = tap ? undefined : (checks.headerChecksum?.algorithm ?? checks.trailerChecksum);
   const checksum: Checksum | undefined = checksumAlgo ? await createChecksum(checksumAlgo) : undefined;
   const decoder = payload.kind === 'chunked' ? new AwsChunkedDecoder({ decodedLength: payload.decodedLength, signing: payload.signing, trailers: payload.trailers, checksum }) : undefined;
-  const md5 = crypto.createHash('md5');
+  const md5 = tap ? undefined : crypto.createHash('md5');
   const sha256 = payload.kind === 'sha256' ? crypto.createHash('sha256') : undefined;
   const ingest = 'admit' in sink ? sink : undefined;
   let size = 0;
@@ -109,11 +126,12 @@ export async function pumpBody(ex: Exchange, source: BodySource, checks: BodyChe
       ingest.onError = fail;
     }
     const take = (data: Uint8Array) => {
-      md5.update(data);
+      md5?.update(data);
       sha256?.update(data);
       // The decoder feeds the checksum itself (it compares the trailer).
       if (!decoder) checksum?.update(data);
       size += data.length;
+      tap?.(data);
       if (!sink.push(data)) source.pause();
     };
     source.start((chunk, isLast) => {
@@ -128,8 +146,7 @@ export async function pumpBody(ex: Exchange, source: BodySource, checks: BodyChe
         if (ingest) ingest.onResume = () => {};
         source.resume();
         const trailers = decoder?.end();
-        const trailed = checksum ? trailers?.get(CHECKSUM_HEADER[checksum.algorithm]) : undefined;
-        const measured = finish(checks, size, md5, sha256, checksum, trailed);
+        const measured = md5 ? finish(checks, size, md5, sha256, checksum, checksum ? trailers?.get(CHECKSUM_HEADER[checksum.algorithm]) : undefined) : tapped(checks, size, sha256, trailers);
         settled = true;
         resolve(measured);
       } catch (err) {
@@ -143,12 +160,24 @@ export async function pumpBody(ex: Exchange, source: BodySource, checks: BodyChe
   });
 }
 
-/** The checks at the body's end (the trailer's checksum was compared by the decoder). */
-function finish(checks: BodyChecks, size: number, md5: crypto.Hash, sha256: crypto.Hash | undefined, checksum: Checksum | undefined, trailed: string | undefined): MeasuredBody {
-  const payload = checks.payload;
-  if (payload.kind === 'sha256' && sha256!.digest('hex') !== payload.sha256) {
+/** The end of a tapped body: the SHA-256 checked; the trailer's checksum (well-formed) handed on. */
+function tapped(checks: BodyChecks, size: number, sha256: crypto.Hash | undefined, trailers: Map<string, string> | undefined): MeasuredBody {
+  checkSha256(checks, sha256);
+  const algorithm = checks.trailerChecksum;
+  const sent = algorithm ? trailers?.get(CHECKSUM_HEADER[algorithm]) : undefined;
+  if (algorithm && sent !== undefined && !isChecksumValue(algorithm, sent)) throw new S3Error('InvalidRequest', `Value for ${CHECKSUM_HEADER[algorithm]} trailing header is invalid.`);
+  return { size, md5: '', checksums: {}, ...(sent !== undefined ? { trailerChecksum: sent } : {}) };
+}
+
+function checkSha256(checks: BodyChecks, sha256: crypto.Hash | undefined): void {
+  if (checks.payload.kind === 'sha256' && sha256!.digest('hex') !== checks.payload.sha256) {
     throw new S3Error('XAmzContentSHA256Mismatch', "The provided 'x-amz-content-sha256' header does not match what was computed.");
   }
+}
+
+/** The checks at the body's end (the trailer's checksum was compared by the decoder). */
+function finish(checks: BodyChecks, size: number, md5: crypto.Hash, sha256: crypto.Hash | undefined, checksum: Checksum | undefined, trailed: string | undefined): MeasuredBody {
+  checkSha256(checks, sha256);
   const digest = md5.digest();
   if (checks.contentMd5 !== undefined && digest.toString('base64') !== checks.contentMd5) {
     throw new S3Error('BadDigest', 'The Content-MD5 you specified did not match what we received.');

@@ -6,8 +6,7 @@ import { SvcError } from '../../engine/base/errors.js';
 import type { ObjectRecord } from '../../engine/s3/records.js';
 import type { Listed } from '../../engine/s3/listing.js';
 import type { ChecksumAlgorithm } from '../../engine/s3/checksums.js';
-import { SocketBody } from '../body-sources.js';
-import { Collector, bodyChecksOf, pumpBody } from './s3-body.js';
+import { Collector, bodyChecksOf, pumpBody, requestBodyOf } from './s3-body.js';
 import { type S3Call, sendXml } from './s3-call.js';
 import { S3Error } from './s3-error.js';
 import { parseDelete } from './xml-requests.js';
@@ -23,7 +22,7 @@ export async function listBuckets(call: S3Call): Promise<void> {
 /** A small body (XML), read whole within S3_XML_BODY_MAX_BYTES and checked like any body. */
 async function readSmallBody(call: S3Call): Promise<Buffer> {
   const collector = new Collector(S3_XML_BODY_MAX_BYTES);
-  await pumpBody(call.ex, new SocketBody(call.ex), bodyChecksOf(call.head, call.payload), collector, call.engine.stats);
+  await pumpBody(call.ex, requestBodyOf(call.ex, call.head), bodyChecksOf(call.head, call.payload), collector, call.engine.stats);
   return collector.bytes();
 }
 

@@ -21,6 +21,7 @@ export const S3_STATUS = {
   InvalidDigest: 400,
   InvalidPart: 400,
   InvalidPartOrder: 400,
+  InvalidPartNumber: 416,
   InvalidRange: 416,
   InvalidRequest: 400,
   InvalidToken: 400,

@@ -12,7 +12,7 @@ import { type Principal, holds } from '../../engine/auth/index.js';
 import type { Engine } from '../../engine/engine.js';
 import type { S3Keys } from '../../engine/s3/keys.js';
 import { DEFAULT_TENANT } from '../../engine/store/index.js';
-import type { Release } from '../../engine/tenancy/index.js';
+import type { Release, RequestMeter } from '../../engine/tenancy/index.js';
 import { Exchange } from '../exchange.js';
 import { requestIdOf } from '../request-id.js';
 import type { Surface } from '../surface.js';
@@ -22,15 +22,16 @@ import type { S3Call } from './s3-call.js';
 import { S3Error } from './s3-error.js';
 import { type S3Head, queryOf, readHead } from './s3-head.js';
 import { copyObject, deleteObject, getObject, putObject } from './s3-objects.js';
+import { abortMultipartUpload, completeMultipartUpload, createMultipartUpload, listMultipartUploads, listParts, uploadPart, uploadPartCopy } from './s3-multipart.js';
 import { parseChunkedPayload } from './sigv4-payload.js';
 import { type Payload, isSigned, verifyRequest } from './sigv4.js';
 
 type Operation = { name: string; scope: 'blob.read' | 'blob.write' | 'blob.delete'; slot?: boolean; run: (call: S3Call) => Promise<void> };
 
-/** Sub-resources of S3 this listener does not serve: 501 NotImplemented (multipart: next). */
+/** Sub-resources of S3 this listener does not serve: 501 NotImplemented. */
 const NOT_IMPLEMENTED = new Set([
   'acl', 'tagging', 'versioning', 'versions', 'policy', 'policyStatus', 'lifecycle', 'cors', 'website', 'logging', 'notification', 'replication',
-  'encryption', 'object-lock', 'legal-hold', 'retention', 'torrent', 'restore', 'select', 'uploads', 'uploadId', 'versionId', 'accelerate',
+  'encryption', 'object-lock', 'legal-hold', 'retention', 'torrent', 'restore', 'select', 'versionId', 'accelerate',
   'analytics', 'inventory', 'metrics', 'ownershipControls', 'publicAccessBlock', 'requestPayment', 'intelligent-tiering', 'attributes',
   'session', 'renameObject',
 ]);
@@ -51,6 +52,7 @@ function operationOf(head: S3Head, query: Map<string, string>): Operation {
     switch (method) {
       case 'GET':
         if (query.has('location')) return op('GetBucketLocation', 'blob.read', getBucketLocation);
+        if (query.has('uploads')) return op('ListMultipartUploads', 'blob.read', listMultipartUploads);
         return query.get('list-type') === '2' ? op('ListObjectsV2', 'blob.read', listObjectsV2) : op('ListObjects', 'blob.read', listObjectsV1);
       case 'HEAD':
         return op('HeadBucket', 'blob.read', headBucket);
@@ -64,6 +66,7 @@ function operationOf(head: S3Head, query: Map<string, string>): Operation {
     }
     throw new S3Error('MethodNotAllowed', 'The specified method is not allowed against this resource.');
   }
+  if (query.has('uploadId') || query.has('uploads')) return multipartOperationOf(head, query);
   switch (method) {
     case 'GET':
       return op('GetObject', 'blob.read', getObject, true);
@@ -73,6 +76,24 @@ function operationOf(head: S3Head, query: Map<string, string>): Operation {
       return head.header('x-amz-copy-source') !== undefined ? op('CopyObject', 'blob.write', copyObject) : op('PutObject', 'blob.write', putObject, true);
     case 'DELETE':
       return op('DeleteObject', 'blob.delete', deleteObject);
+  }
+  throw new S3Error('MethodNotAllowed', 'The specified method is not allowed against this resource.');
+}
+
+/** The operations of an object's multipart upload (`?uploads` to start one, `?uploadId` for the rest). */
+function multipartOperationOf(head: S3Head, query: Map<string, string>): Operation {
+  const { method } = head;
+  if (query.has('uploads')) {
+    if (method === 'POST') return op('CreateMultipartUpload', 'blob.write', createMultipartUpload);
+  } else if (method === 'PUT') {
+    if (!query.has('partNumber')) throw new S3Error('InvalidArgument', 'A part upload must name its partNumber', { ArgumentName: 'partNumber' });
+    return head.header('x-amz-copy-source') !== undefined ? op('UploadPartCopy', 'blob.write', uploadPartCopy) : op('UploadPart', 'blob.write', uploadPart, true);
+  } else if (method === 'POST') {
+    return op('CompleteMultipartUpload', 'blob.write', completeMultipartUpload);
+  } else if (method === 'DELETE') {
+    return op('AbortMultipartUpload', 'blob.write', abortMultipartUpload);
+  } else if (method === 'GET') {
+    return op('ListParts', 'blob.read', listParts);
   }
   throw new S3Error('MethodNotAllowed', 'The specified method is not allowed against this resource.');
 }
@@ -137,9 +158,11 @@ export function mountS3Api(app: TemplatedApp, { engine, keys }: S3ListenerOption
 /** The tenant gate's request budget and, for reads and writes of bytes, one of the tenant's slots (security on). */
 function admit(engine: Engine, call: S3Call, operation: Operation): Release | Promise<Release> | undefined {
   if (!call.gated) return undefined;
-  engine.gate.request(call.principal, 'cluster');
+  // The gate as the listener's meter, as the routers have it: the rules are the gate's.
+  const meter: RequestMeter = engine.gate;
+  meter.request(call.principal, 'cluster');
   if (!operation.slot) return undefined;
-  return engine.gate.admit(call.principal, 'cluster', () => {
+  return meter.admit(call.principal, 'cluster', () => {
     const controller = new AbortController();
     call.ex.onAbort(() => controller.abort());
     return controller.signal;
@@ -161,9 +184,10 @@ function authenticate(engine: Engine, keys: S3Keys, ex: Exchange, head: S3Head, 
   }
   const verified = verifyRequest(head, { keys, region: engine.config.s3Api.region });
   const principal = verified.key.principal;
+  const meter: RequestMeter = engine.gate;
   return {
     ...base, principal, displayName: verified.key.displayName, gated: true, payload: verified.payload,
-    charge: (bytes) => engine.gate.bytes(principal, bytes, 'cluster'),
+    charge: (bytes) => meter.bytes(principal, bytes, 'cluster'),
   };
 }
 

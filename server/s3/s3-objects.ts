@@ -6,11 +6,10 @@
 import { EMPTY_BLOB_ID, EMPTY_MD5, type ObjectRead } from '../../engine/s3/s3-service.js';
 import { preconditionFailed } from '../../engine/s3/errors.js';
 import type { ObjectRecord } from '../../engine/s3/records.js';
-import { SocketBody } from '../body-sources.js';
 import { readConditions, serveBlob } from '../blob-serving.js';
 import { evaluate } from '../conditional.js';
 import { answerError } from './s3-answer.js';
-import { bodyChecksOf, type MeasuredBody, pumpBody } from './s3-body.js';
+import { bodyChecksOf, requestBodyOf, type MeasuredBody, pumpBody } from './s3-body.js';
 import { type S3Call, sendXml } from './s3-call.js';
 import { S3Error } from './s3-error.js';
 import { contentLengthOf, metaOf, writeConditionsOf } from './s3-head.js';
@@ -28,7 +27,7 @@ export async function putObject(call: S3Call): Promise<void> {
   const length = payload.kind === 'chunked' ? payload.decodedLength : contentLengthOf(head);
   if (length === undefined) throw new S3Error('MissingContentLength', 'You must provide the Content-Length HTTP header.');
   await engine.s3.beforePut(principal, bucket, key, conditions);
-  const source = new SocketBody(ex);
+  const source = requestBodyOf(ex, head);
   let measured: MeasuredBody;
   let blobId: string;
   if (length === 0) {
@@ -46,7 +45,7 @@ export async function putObject(call: S3Call): Promise<void> {
   ex.send(200, { ETag: `"${record.etag}"`, 'X-Svc-Blob-Id': blobId, ...checksumHeaders(record) });
 }
 
-function checksumHeaders(record: Pick<ObjectRecord, 'checksums'>): Record<string, string> {
+export function checksumHeaders(record: Pick<ObjectRecord, 'checksums'>): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [algorithm, value] of Object.entries(record.checksums)) out[`x-amz-checksum-${algorithm.toLowerCase()}`] = value;
   return out;
@@ -70,7 +69,8 @@ function objectHeaders(call: S3Call, record: ObjectRecord): Record<string, strin
   if (record.cacheControl !== undefined) headers['Cache-Control'] = record.cacheControl;
   for (const [name, value] of Object.entries(record.userMetadata)) headers[`x-amz-meta-${name}`] = value;
   // The whole object's checksums: not for a part of it (S3 answers none for a range either).
-  if (call.head.header('x-amz-checksum-mode')?.toUpperCase() === 'ENABLED' && call.head.header('range') === undefined) Object.assign(headers, checksumHeaders(record));
+  const whole = call.head.header('range') === undefined && call.query.get('partNumber') === undefined;
+  if (call.head.header('x-amz-checksum-mode')?.toUpperCase() === 'ENABLED' && whole) Object.assign(headers, checksumHeaders(record));
   for (const [param, name] of RESPONSE_OVERRIDES) {
     const value = call.query.get(param);
     if (value !== undefined) headers[name] = value;
@@ -86,8 +86,9 @@ export async function getObject(call: S3Call): Promise<void> {
   const partNumber = query.get('partNumber');
   const read: ObjectRead = await engine.s3.getObject(call.principal, head.bucket, head.key);
   const { record, manifest } = read;
-  if (partNumber !== undefined && (record.parts !== undefined || partNumber !== '1')) throw new S3Error('NotImplemented', 'partNumber is not implemented yet for this object');
   const headers = objectHeaders(call, record);
+  if (partNumber !== undefined) Object.assign(conditions, partRange(record, partNumber, conditions.range));
+  if (record.parts !== undefined) headers['x-amz-mp-parts-count'] = String(record.parts.length);
   const contentType = headers['Content-Type'] ?? record.contentType ?? DEFAULT_CONTENT_TYPE;
   delete headers['Content-Type'];
   const cacheControl = headers['Cache-Control'] ?? null;
@@ -98,6 +99,23 @@ export async function getObject(call: S3Call): Promise<void> {
   const headOnly = ex.method === 'HEAD';
   if (!manifest) return serveEmpty(call, record, conditions, { ...headers, 'Content-Type': contentType, ...(cacheControl === null ? {} : { 'Cache-Control': cacheControl }) }, refuse);
   serveBlob(engine, ex, conditions, manifest, headOnly, { etag, mediaType: contentType, lastModifiedMs: record.lastModified, cacheControl, headers, refuse }, call.charge);
+}
+
+/**
+ * GetObject and HeadObject with `partNumber`: part N of a multipart object is the range of its
+ * bytes (206, as S3 answers); part 1 of an object that was not uploaded in parts is all of it.
+ */
+function partRange(record: ObjectRecord, raw: string, range: string | undefined): { range?: string; ifRange?: string } {
+  if (range !== undefined) throw new S3Error('InvalidRequest', 'Cannot specify both Range header and partNumber query parameter');
+  if (!/^\d{1,5}$/.test(raw) || Number(raw) < 1 || Number(raw) > 10_000) throw new S3Error('InvalidArgument', 'Part number must be an integer between 1 and 10000, inclusive', { ArgumentName: 'partNumber', ArgumentValue: raw });
+  const n = Number(raw);
+  const parts = record.parts ?? [record.size];
+  if (n > parts.length) throw new S3Error('InvalidPartNumber', 'The requested partnumber is not satisfiable', { PartNumberRequested: raw, ActualPartCount: String(parts.length) });
+  if (record.parts === undefined) return {};
+  const start = parts.slice(0, n - 1).reduce((sum, size) => sum + size, 0);
+  // An empty part (only the last may be): no range of it can be said; the empty end of the object.
+  if (parts[n - 1] === 0) return { range: `bytes=${record.size}-`, ifRange: undefined };
+  return { range: `bytes=${start}-${start + parts[n - 1]! - 1}`, ifRange: undefined };
 }
 
 /** An empty object: its conditionals, and no bytes (a range of nothing is 416). */
@@ -117,7 +135,7 @@ export async function deleteObject(call: S3Call): Promise<void> {
 }
 
 /** `x-amz-copy-source`: `/bucket/key` or `bucket/key`, URL-encoded; a versionId is not served. */
-function copySourceOf(value: string): { bucket: string; key: string } {
+export function copySourceOf(value: string): { bucket: string; key: string } {
   const [path, version] = value.split('?', 2) as [string, string | undefined];
   if (version !== undefined && /(^|&)versionId=/.test(version)) throw new S3Error('NotImplemented', 'Versioned copy sources are not implemented');
   let decoded: string;
@@ -132,7 +150,7 @@ function copySourceOf(value: string): { bucket: string; key: string } {
 }
 
 /** The x-amz-copy-source-if-* conditions as S3 combines them, checked against the source record. */
-function copyChecks(call: S3Call): (source: ObjectRecord) => void {
+export function copyChecks(call: S3Call): (source: ObjectRecord) => void {
   const h = (name: string) => call.head.header(`x-amz-copy-source-if-${name}`);
   const ifMatch = h('match');
   const ifNoneMatch = h('none-match');

@@ -1,0 +1,142 @@
+// The S3 multipart operations (docs/s3.md "Multipart uploads"): CreateMultipartUpload, UploadPart
+// (its body decoded and checked as PutObject's, s3-body.ts, and fed into the part's unlisted
+// ingest while the part's own hashes see each piece), UploadPartCopy (a whole object's blocks
+// become the part: nothing read or copied; a range is 501 for now), CompleteMultipartUpload (the
+// XML part list), AbortMultipartUpload, ListParts and ListMultipartUploads. The engine
+// (engine/s3/multipart-uploads.ts through engine/s3/s3-service.ts) does the work.
+
+import { S3_XML_BODY_MAX_BYTES } from '../../engine/base/limits.js';
+import { type ChecksumAlgorithm, checksumAlgorithm } from '../../engine/s3/checksums.js';
+import type { PartBody } from '../../engine/s3/multipart-uploads.js';
+import { Collector, bodyChecksOf, pumpBody, requestBodyOf } from './s3-body.js';
+import { type S3Call, sendXml } from './s3-call.js';
+import { S3Error } from './s3-error.js';
+import { contentLengthOf, metaOf, writeConditionsOf } from './s3-head.js';
+import { checksumHeaders, copyChecks, copySourceOf } from './s3-objects.js';
+import { parseCompleteMultipartUpload } from './xml-requests.js';
+import { completeMultipartXml, copyPartXml, initiateMultipartXml, listMultipartUploadsXml, listPartsXml } from './xml.js';
+
+/** `uploadId` of the query (present: the router chose the operation by it). */
+const uploadIdOf = (call: S3Call) => call.query.get('uploadId') ?? '';
+
+/** `partNumber` of the query: an integer 1 to 10,000 (the engine refuses one outside). */
+function partNumberOf(call: S3Call): number {
+  const raw = call.query.get('partNumber') ?? '';
+  if (!/^\d{1,5}$/.test(raw)) throw new S3Error('InvalidArgument', 'Part number must be an integer between 1 and 10000, inclusive', { ArgumentName: 'partNumber', ArgumentValue: raw });
+  return Number(raw);
+}
+
+/** An optional non-negative integer of the query (max-parts, part-number-marker, max-uploads). */
+function integerOf(call: S3Call, name: string): number | undefined {
+  const raw = call.query.get(name);
+  if (raw === undefined) return undefined;
+  if (!/^\d{1,9}$/.test(raw)) throw new S3Error('InvalidArgument', `Provided ${name} not an integer or within integer range`, { ArgumentName: name, ArgumentValue: raw });
+  return Number(raw);
+}
+
+/** CreateMultipartUpload (POST ?uploads): the object's metadata now, and `x-amz-checksum-algorithm` every part then carries. */
+export async function createMultipartUpload(call: S3Call): Promise<void> {
+  const { engine, head } = call;
+  const declared = head.header('x-amz-checksum-algorithm');
+  let algorithm: ChecksumAlgorithm | undefined;
+  if (declared !== undefined) {
+    algorithm = checksumAlgorithm(declared);
+    if (!algorithm) throw new S3Error('InvalidRequest', `Checksum algorithm ${declared} is not supported.`);
+  }
+  const { uploadId } = await engine.s3.createMultipart(call.principal, head.bucket, head.key, metaOf(head), algorithm);
+  sendXml(call, initiateMultipartXml({ bucket: head.bucket, key: head.key, uploadId }), algorithm ? { 'x-amz-checksum-algorithm': algorithm } : {});
+}
+
+/** UploadPart (PUT ?partNumber&uploadId): the body checked as PutObject's (Content-MD5, checksums, aws-chunked) into the part's ingest. */
+export async function uploadPart(call: S3Call): Promise<void> {
+  const { engine, ex, head, payload } = call;
+  const checks = bodyChecksOf(head, payload);
+  const length = payload.kind === 'chunked' ? payload.decodedLength : contentLengthOf(head);
+  if (length === undefined) throw new S3Error('MissingContentLength', 'You must provide the Content-Length HTTP header.');
+  const algorithm = checks.headerChecksum?.algorithm ?? checks.trailerChecksum;
+  // The part hashes its bytes once (MD5, checksum) and compares what the request stated: Content-MD5, the checksum's header or trailer.
+  const body: PartBody = {
+    declaredLength: length,
+    ...(checks.contentMd5 !== undefined ? { contentMd5: checks.contentMd5 } : {}),
+    ...(algorithm ? { checksum: { algorithm, ...(checks.headerChecksum ? { value: checks.headerChecksum.value } : {}) } } : {}),
+  };
+  const part = await engine.s3.uploadPart(call.principal, head.bucket, head.key, uploadIdOf(call), partNumberOf(call), body);
+  // A failure aborts the part's ingest (pumpBody); nothing is recorded before `finish`.
+  const measured = await pumpBody(ex, requestBodyOf(ex, head), checks, part.ingest, engine.stats, (bytes) => part.chunk(bytes));
+  const uploaded = await part.finish(measured.trailerChecksum);
+  ex.send(200, { ETag: `"${uploaded.etag}"`, ...checksumHeaders(uploaded) });
+}
+
+/** UploadPartCopy (PUT ?partNumber&uploadId with x-amz-copy-source): a whole object, not a range, and not a multipart object (501). */
+export async function uploadPartCopy(call: S3Call): Promise<void> {
+  const { engine, head, principal } = call;
+  const source = copySourceOf(head.header('x-amz-copy-source')!);
+  const partNumber = partNumberOf(call);
+  if (head.header('x-amz-copy-source-range') !== undefined) throw new S3Error('NotImplemented', 'x-amz-copy-source-range is not implemented yet: copy the whole object, or upload the range');
+  const read = await engine.s3.getObject(principal, source.bucket, source.key);
+  copyChecks(call)(read.record);
+  // Its ETag is no MD5 of its bytes, which the part's ETag must be.
+  if (read.record.parts !== undefined) throw new S3Error('NotImplemented', 'UploadPartCopy of a multipart object is not implemented yet');
+  const uploaded = await engine.s3.copyPart(principal, read, head.bucket, head.key, uploadIdOf(call), partNumber);
+  sendXml(call, copyPartXml({ etag: `"${uploaded.etag}"`, lastModified: new Date(engine.clock.now()), checksums: uploaded.checksums }));
+}
+
+/** CompleteMultipartUpload (POST ?uploadId): the XML list of parts, read within S3_XML_BODY_MAX_BYTES. */
+export async function completeMultipartUpload(call: S3Call): Promise<void> {
+  const { engine, ex, head } = call;
+  const collector = new Collector(S3_XML_BODY_MAX_BYTES);
+  await pumpBody(ex, requestBodyOf(ex, head), bodyChecksOf(head, call.payload), collector, engine.stats);
+  const listed = parseCompleteMultipartUpload(collector.bytes());
+  const completed = await engine.s3.completeMultipart(call.principal, head.bucket, head.key, uploadIdOf(call), listed, writeConditionsOf(head));
+  const host = head.header('host') ?? 'localhost';
+  const location = `http://${host}/${encodeURIComponent(head.bucket)}/${head.key.split('/').map(encodeURIComponent).join('/')}`;
+  sendXml(call, completeMultipartXml({ location, bucket: head.bucket, key: head.key, etag: `"${completed.etag}"`, checksums: completed.record.checksums }), {
+    'X-Svc-Blob-Id': completed.blobId,
+  });
+}
+
+/** AbortMultipartUpload (DELETE ?uploadId): 204. */
+export async function abortMultipartUpload(call: S3Call): Promise<void> {
+  await call.engine.s3.abortMultipart(call.principal, call.head.bucket, call.head.key, uploadIdOf(call));
+  call.ex.send(204, {});
+}
+
+/** ListParts (GET ?uploadId): part-number-marker, max-parts (≤ 1000). */
+export async function listParts(call: S3Call): Promise<void> {
+  const { head } = call;
+  const partNumberMarker = integerOf(call, 'part-number-marker') ?? 0;
+  const maxParts = integerOf(call, 'max-parts');
+  const page = await call.engine.s3.listParts(call.principal, head.bucket, head.key, uploadIdOf(call), { partNumberMarker, maxParts });
+  const owner = { id: page.upload.owner.subject, displayName: page.upload.owner.subject };
+  sendXml(call, listPartsXml({
+    bucket: head.bucket, key: head.key, uploadId: uploadIdOf(call), owner, partNumberMarker, nextPartNumberMarker: page.nextPartNumberMarker,
+    maxParts: Math.min(maxParts ?? 1000, 1000), isTruncated: page.truncated,
+    parts: page.parts.map((p) => ({ partNumber: p.partNumber, lastModified: new Date(p.lastModified), etag: `"${p.etag}"`, size: p.size, checksums: p.checksums })),
+  }));
+}
+
+/** ListMultipartUploads (GET ?uploads on a bucket): prefix, delimiter, key-marker, upload-id-marker, max-uploads, encoding-type. */
+export async function listMultipartUploads(call: S3Call): Promise<void> {
+  const { query, head } = call;
+  const prefix = query.get('prefix') ?? '';
+  const delimiter = query.get('delimiter') || undefined;
+  const keyMarker = query.get('key-marker') ?? '';
+  const uploadIdMarker = query.get('upload-id-marker') ?? '';
+  const maxUploads = integerOf(call, 'max-uploads');
+  const encoding = query.get('encoding-type');
+  if (encoding !== undefined && encoding !== 'url') throw new S3Error('InvalidArgument', 'Invalid Encoding Method specified in Request', { ArgumentName: 'encoding-type', ArgumentValue: encoding });
+  const page = await call.engine.s3.listUploads(call.principal, head.bucket, { prefix, delimiter, keyMarker: keyMarker || undefined, uploadIdMarker: uploadIdMarker || undefined, maxUploads });
+  const uploads: Array<{ key: string; uploadId: string; initiated: Date; owner: { id: string; displayName: string } }> = [];
+  const commonPrefixes: string[] = [];
+  for (const item of page.items) {
+    if (item.prefix !== undefined) commonPrefixes.push(item.prefix);
+    else if (item.value) {
+      const { uploadId, record } = item.value;
+      uploads.push({ key: item.key, uploadId, initiated: new Date(record.initiated), owner: { id: record.owner.subject, displayName: record.owner.subject } });
+    }
+  }
+  sendXml(call, listMultipartUploadsXml({
+    bucket: head.bucket, keyMarker, uploadIdMarker, nextKeyMarker: page.nextKeyMarker, nextUploadIdMarker: page.nextUploadIdMarker, prefix, delimiter,
+    maxUploads: Math.min(maxUploads ?? 1000, 1000), isTruncated: page.truncated, uploads, commonPrefixes, encodingType: encoding === 'url' ? 'url' : undefined,
+  }));
+}

@@ -1,0 +1,237 @@
+// S3 multipart uploads through the listener with real clients (@aws-sdk/client-s3 and
+// @aws-sdk/lib-storage's Upload, the SDK's default checksums), security on, two tenants and a
+// tenant with a quota: a managed upload of 3 × 5 MiB + a tail, GET and HEAD with partNumber,
+// ListParts, ListMultipartUploads, Abort, S3's refusals of Complete (EntityTooSmall, InvalidPart),
+// UploadPartCopy of a whole object, the tenants' isolation, open uploads' parts against the quota,
+// and an open upload's parts kept by garbage collection (security off, GC waiting for nothing).
+
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import {
+  AbortMultipartUploadCommand, CompleteMultipartUploadCommand, CreateBucketCommand, CreateMultipartUploadCommand, GetObjectCommand, HeadObjectCommand,
+  ListMultipartUploadsCommand, ListPartsCommand, PutObjectCommand, S3Client, S3ServiceException, UploadPartCommand, UploadPartCopyCommand,
+} from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TEST_BACKEND, backendEnv } from './helpers/backends.js';
+import { gcRun } from './helpers/gc.js';
+import { seededBytes } from './helpers/http.js';
+import { type TestServer, startServer, tempRoot } from './helpers/server.js';
+
+const MiB = 1024 * 1024;
+const KEY_A = { accessKeyId: 'AKIATEAMA0000001', secretAccessKey: 'team-a-secret-0123456789abcdefghijklmnop' };
+const KEY_B = { accessKeyId: 'AKIATEAMB0000001', secretAccessKey: 'team-b-secret-0123456789abcdefghijklmnop' };
+const KEY_Q = { accessKeyId: 'AKIATEAMQ0000001', secretAccessKey: 'team-q-secret-0123456789abcdefghijklmnop' };
+
+let server: TestServer;
+/** The server's environment (a second pg-s3 node starts with it). */
+let env: Record<string, string>;
+let a: S3Client;
+let b: S3Client;
+let q: S3Client;
+const dir = tempRoot('svc-s3-multipart-api-');
+
+const client = (url: string, credentials: { accessKeyId: string; secretAccessKey: string }) =>
+  new S3Client({ endpoint: url, region: 'us-east-1', forcePathStyle: true, credentials, maxAttempts: 1 });
+
+async function failure(p: Promise<unknown>): Promise<{ name: string; status: number | undefined }> {
+  try {
+    await p;
+  } catch (err) {
+    if (err instanceof S3ServiceException) return { name: err.name, status: err.$metadata.httpStatusCode };
+    throw err;
+  }
+  throw new Error('expected a failure');
+}
+
+const md5 = (data: Uint8Array) => crypto.createHash('md5').update(data).digest();
+const multipartEtag = (parts: Uint8Array[]) => `"${crypto.createHash('md5').update(Buffer.concat(parts.map(md5))).digest('hex')}-${parts.length}"`;
+const bytesOf = async (body: unknown) => Buffer.from(await (body as { transformToByteArray(): Promise<Uint8Array> }).transformToByteArray());
+
+beforeAll(async () => {
+  const keysFile = path.join(dir, 'keys.json');
+  fs.writeFileSync(keysFile, JSON.stringify({
+    keys: [
+      { ...KEY_A, tenant: 'team-a', sub: 'robot-a', scope: 'blob.read blob.write blob.delete' },
+      { ...KEY_B, tenant: 'team-b', sub: 'robot-b', scope: 'blob.read blob.write blob.delete' },
+      { ...KEY_Q, tenant: 'team-q', sub: 'robot-q', scope: 'blob.read blob.write blob.delete' },
+    ],
+  }));
+  const policyFile = path.join(dir, 'policy.json');
+  fs.writeFileSync(policyFile, JSON.stringify({ tenants: { 'team-q': { quotaBytes: 12 * MiB } } }));
+  env = { SVC_SECURITY_ENABLED: 'true', SVC_DEV_SHARED_SECRET: 's3-multipart-api-secret-0123456789abcdef', SVC_S3_KEYS_FILE: keysFile, SVC_TENANT_POLICY_FILE: policyFile };
+  server = await startServer(env);
+  a = client(server.s3Url, KEY_A);
+  b = client(server.s3Url, KEY_B);
+  q = client(server.s3Url, KEY_Q);
+  await a.send(new CreateBucketCommand({ Bucket: 'mpu' }));
+}, 60_000);
+
+afterAll(async () => {
+  await server?.stop();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+describe('S3 multipart uploads with @aws-sdk/client-s3 and lib-storage', () => {
+  const body = seededBytes(15 * MiB + 123_457, 39);
+  const parts = [0, 1, 2, 3].map((i) => body.subarray(i * 5 * MiB, Math.min((i + 1) * 5 * MiB, body.length)));
+
+  it('a managed Upload of 3 × 5 MiB + a tail (queueSize 4, default checksums): the multipart ETag, the bytes, the blob id', async () => {
+    const upload = new Upload({ client: a, params: { Bucket: 'mpu', Key: 'big/object.bin', Body: body, ContentType: 'application/x-test' }, queueSize: 4, partSize: 5 * MiB });
+    const done = await upload.done();
+    expect(done.ETag).toBe(multipartEtag(parts));
+    const got = await a.send(new GetObjectCommand({ Bucket: 'mpu', Key: 'big/object.bin' }));
+    expect(got.ETag).toBe(multipartEtag(parts));
+    expect(got.ContentType).toBe('application/x-test');
+    expect((await bytesOf(got.Body)).equals(body)).toBe(true);
+  });
+
+  it('GET and HEAD with partNumber: the part\'s bytes (206), the parts count; past the last part 416 InvalidPartNumber', async () => {
+    const second = await a.send(new GetObjectCommand({ Bucket: 'mpu', Key: 'big/object.bin', PartNumber: 2 }));
+    expect(second.$metadata.httpStatusCode).toBe(206);
+    expect(second.ContentRange).toBe(`bytes ${5 * MiB}-${10 * MiB - 1}/${body.length}`);
+    expect(second.PartsCount).toBe(4);
+    expect((await bytesOf(second.Body)).equals(parts[1]!)).toBe(true);
+    const tail = await a.send(new HeadObjectCommand({ Bucket: 'mpu', Key: 'big/object.bin', PartNumber: 4 }));
+    expect(tail.ContentLength).toBe(parts[3]!.length);
+    expect(await failure(a.send(new GetObjectCommand({ Bucket: 'mpu', Key: 'big/object.bin', PartNumber: 5 })))).toEqual({ name: 'InvalidPartNumber', status: 416 });
+    // An object not uploaded in parts: part 1 is all of it.
+    await a.send(new PutObjectCommand({ Bucket: 'mpu', Key: 'small', Body: 'small bytes' }));
+    const whole = await a.send(new GetObjectCommand({ Bucket: 'mpu', Key: 'small', PartNumber: 1 }));
+    expect(await whole.Body!.transformToString()).toBe('small bytes');
+  });
+
+  it('ListParts, ListMultipartUploads, Complete\'s refusals (InvalidPart, EntityTooSmall), Abort', async () => {
+    const { UploadId } = await a.send(new CreateMultipartUploadCommand({ Bucket: 'mpu', Key: 'manual.bin' }));
+    expect(UploadId).toBeTruthy();
+    const small = [seededBytes(MiB, 1), seededBytes(MiB, 2)];
+    // Out of order and in parallel.
+    const sent = await Promise.all([2, 1].map((n) => a.send(new UploadPartCommand({ Bucket: 'mpu', Key: 'manual.bin', UploadId, PartNumber: n, Body: small[n - 1] }))));
+    expect(sent[1]!.ETag).toBe(`"${md5(small[0]!).toString('hex')}"`);
+    const listed = await a.send(new ListPartsCommand({ Bucket: 'mpu', Key: 'manual.bin', UploadId }));
+    expect(listed.Parts?.map((p) => [p.PartNumber, p.Size, p.ETag])).toEqual([[1, MiB, sent[1]!.ETag], [2, MiB, sent[0]!.ETag]]);
+    const uploads = await a.send(new ListMultipartUploadsCommand({ Bucket: 'mpu' }));
+    expect(uploads.Uploads?.map((u) => [u.Key, u.UploadId])).toEqual([['manual.bin', UploadId]]);
+    const complete = (Parts: Array<{ PartNumber: number; ETag: string }>) =>
+      a.send(new CompleteMultipartUploadCommand({ Bucket: 'mpu', Key: 'manual.bin', UploadId, MultipartUpload: { Parts } }));
+    expect(await failure(complete([{ PartNumber: 1, ETag: sent[1]!.ETag! }, { PartNumber: 2, ETag: '"00000000000000000000000000000000"' }]))).toEqual({ name: 'InvalidPart', status: 400 });
+    expect(await failure(complete([{ PartNumber: 1, ETag: sent[1]!.ETag! }, { PartNumber: 2, ETag: sent[0]!.ETag! }]))).toEqual({ name: 'EntityTooSmall', status: 400 });
+    // Another tenant sees nothing of it.
+    expect(await failure(b.send(new ListPartsCommand({ Bucket: 'mpu', Key: 'manual.bin', UploadId })))).toEqual({ name: 'AccessDenied', status: 403 });
+    expect(await failure(b.send(new UploadPartCommand({ Bucket: 'mpu', Key: 'manual.bin', UploadId, PartNumber: 3, Body: 'x' })))).toEqual({ name: 'AccessDenied', status: 403 });
+    // A part's body is checked as PutObject's: a Content-MD5 that is not its MD5; a streamed body (aws-chunked, CRC32 trailer).
+    const wrong = crypto.createHash('md5').update('other').digest('base64');
+    expect(await failure(a.send(new UploadPartCommand({ Bucket: 'mpu', Key: 'manual.bin', UploadId, PartNumber: 3, Body: small[0], ContentMD5: wrong })))).toEqual({ name: 'BadDigest', status: 400 });
+    const { Readable } = await import('node:stream');
+    const streamed = await a.send(new UploadPartCommand({
+      Bucket: 'mpu', Key: 'manual.bin', UploadId, PartNumber: 3, Body: Readable.from([small[1]!.subarray(0, 300_000), small[1]!.subarray(300_000)]), ContentLength: small[1]!.length,
+    }));
+    expect(streamed.ETag).toBe(sent[0]!.ETag);
+    expect(streamed.ChecksumCRC32).toBe(sent[0]!.ChecksumCRC32);
+    expect(streamed.ChecksumCRC32).toBeDefined();
+    await a.send(new AbortMultipartUploadCommand({ Bucket: 'mpu', Key: 'manual.bin', UploadId }));
+    expect((await a.send(new ListMultipartUploadsCommand({ Bucket: 'mpu' }))).Uploads ?? []).toEqual([]);
+    expect(await failure(a.send(new ListPartsCommand({ Bucket: 'mpu', Key: 'manual.bin', UploadId })))).toEqual({ name: 'NoSuchUpload', status: 404 });
+  });
+
+  it('UploadPartCopy of a whole object: its blocks become the part; a range is 501 for now', async () => {
+    const source = seededBytes(5 * MiB, 7);
+    await a.send(new PutObjectCommand({ Bucket: 'mpu', Key: 'source.bin', Body: source }));
+    const { UploadId } = await a.send(new CreateMultipartUploadCommand({ Bucket: 'mpu', Key: 'copied.bin' }));
+    const copied = await a.send(new UploadPartCopyCommand({ Bucket: 'mpu', Key: 'copied.bin', UploadId, PartNumber: 1, CopySource: 'mpu/source.bin' }));
+    expect(copied.CopyPartResult?.ETag).toBe(`"${md5(source).toString('hex')}"`);
+    expect(await failure(a.send(new UploadPartCopyCommand({ Bucket: 'mpu', Key: 'copied.bin', UploadId, PartNumber: 2, CopySource: 'mpu/source.bin', CopySourceRange: 'bytes=0-99' }))))
+      .toEqual({ name: 'NotImplemented', status: 501 });
+    // Another tenant's object cannot be the source.
+    await b.send(new CreateBucketCommand({ Bucket: 'mp-b' }));
+    const theirs = await b.send(new CreateMultipartUploadCommand({ Bucket: 'mp-b', Key: 'stolen.bin' }));
+    expect(await failure(b.send(new UploadPartCopyCommand({ Bucket: 'mp-b', Key: 'stolen.bin', UploadId: theirs.UploadId, PartNumber: 1, CopySource: 'mpu/source.bin' }))))
+      .toEqual({ name: 'AccessDenied', status: 403 });
+    const tail = Buffer.from('the tail');
+    const last = await a.send(new UploadPartCommand({ Bucket: 'mpu', Key: 'copied.bin', UploadId, PartNumber: 2, Body: tail }));
+    const done = await a.send(new CompleteMultipartUploadCommand({
+      Bucket: 'mpu', Key: 'copied.bin', UploadId, MultipartUpload: { Parts: [{ PartNumber: 1, ETag: copied.CopyPartResult!.ETag! }, { PartNumber: 2, ETag: last.ETag! }] },
+    }));
+    expect(done.ETag).toBe(multipartEtag([source, tail]));
+    const got = await a.send(new GetObjectCommand({ Bucket: 'mpu', Key: 'copied.bin' }));
+    expect((await bytesOf(got.Body)).equals(Buffer.concat([source, tail]))).toBe(true);
+  });
+
+  it('the parts of a tenant\'s open uploads count against its quota (507) until the upload is aborted', async () => {
+    await q.send(new CreateBucketCommand({ Bucket: 'quota' }));
+    const { UploadId } = await q.send(new CreateMultipartUploadCommand({ Bucket: 'quota', Key: 'open.bin' }));
+    for (const n of [1, 2]) await q.send(new UploadPartCommand({ Bucket: 'quota', Key: 'open.bin', UploadId, PartNumber: n, Body: seededBytes(5 * MiB, 100 + n) }));
+    // 10 MiB of parts on record, a 12 MiB quota: 3 MiB more does not fit, as an object or as another upload's part.
+    expect(await failure(q.send(new PutObjectCommand({ Bucket: 'quota', Key: 'other.bin', Body: seededBytes(3 * MiB, 5) })))).toMatchObject({ status: 507 });
+    const other = await q.send(new CreateMultipartUploadCommand({ Bucket: 'quota', Key: 'other.bin' }));
+    expect(await failure(q.send(new UploadPartCommand({ Bucket: 'quota', Key: 'other.bin', UploadId: other.UploadId, PartNumber: 1, Body: seededBytes(3 * MiB, 6) })))).toMatchObject({ status: 507 });
+    // The upload's own next part is judged beside the others: 1 MiB more fits, and so does its Complete.
+    const last = await q.send(new UploadPartCommand({ Bucket: 'quota', Key: 'open.bin', UploadId, PartNumber: 3, Body: seededBytes(MiB, 103) }));
+    expect(last.ETag).toBeTruthy();
+    await q.send(new AbortMultipartUploadCommand({ Bucket: 'quota', Key: 'open.bin', UploadId }));
+    const put = await q.send(new PutObjectCommand({ Bucket: 'quota', Key: 'other.bin', Body: seededBytes(3 * MiB, 5) }));
+    expect(put.ETag).toBeTruthy();
+    // Completed, an upload's parts are its object's bytes, counted once.
+    const next = await q.send(new CreateMultipartUploadCommand({ Bucket: 'quota', Key: 'done.bin' }));
+    const etags: string[] = [];
+    for (const n of [1, 2]) etags.push((await q.send(new UploadPartCommand({ Bucket: 'quota', Key: 'done.bin', UploadId: next.UploadId, PartNumber: n, Body: seededBytes(n === 1 ? 5 * MiB : MiB, 200 + n) }))).ETag!);
+    await q.send(new CompleteMultipartUploadCommand({ Bucket: 'quota', Key: 'done.bin', UploadId: next.UploadId, MultipartUpload: { Parts: etags.map((ETag, i) => ({ PartNumber: i + 1, ETag })) } }));
+    const fits = await q.send(new PutObjectCommand({ Bucket: 'quota', Key: 'two-more.bin', Body: seededBytes(2 * MiB, 7) }));
+    expect(fits.ETag).toBeTruthy();
+  });
+});
+
+describe('garbage collection and open multipart uploads (security off)', () => {
+  let open: TestServer;
+  let s3: S3Client;
+  beforeAll(async () => {
+    open = await startServer({ SVC_GC_MIN_AGE: '0s', SVC_GC_QUARANTINE_AGE: '0s', SVC_DURABILITY: 'relaxed' });
+    s3 = client(open.s3Url, { accessKeyId: 'anyone', secretAccessKey: 'anything-at-all-0123456789abcdefgh' });
+  }, 60_000);
+  afterAll(async () => {
+    await open?.stop();
+  });
+
+  it('keeps the blocks of an open upload\'s parts through a quarantine and a purge; the completed object reads back', async () => {
+    await s3.send(new CreateBucketCommand({ Bucket: 'gc-bucket' }));
+    const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: 'gc-bucket', Key: 'kept.bin' }));
+    const bytes = [seededBytes(5 * MiB, 11), seededBytes(2 * MiB, 12)];
+    const etags: string[] = [];
+    for (const [i, part] of bytes.entries()) etags.push((await s3.send(new UploadPartCommand({ Bucket: 'gc-bucket', Key: 'kept.bin', UploadId, PartNumber: i + 1, Body: part }))).ETag!);
+    await gcRun(open.url, 'quarantine', true);
+    await gcRun(open.url, 'purge', true);
+    await s3.send(new CompleteMultipartUploadCommand({ Bucket: 'gc-bucket', Key: 'kept.bin', UploadId, MultipartUpload: { Parts: etags.map((ETag, i) => ({ PartNumber: i + 1, ETag })) } }));
+    const got = await s3.send(new GetObjectCommand({ Bucket: 'gc-bucket', Key: 'kept.bin' }));
+    expect((await bytesOf(got.Body)).equals(Buffer.concat(bytes))).toBe(true);
+  });
+});
+
+describe.skipIf(TEST_BACKEND !== 'pg-s3')('two pg-s3 nodes: one upload\'s parts on both', () => {
+  let second: TestServer;
+  beforeAll(async () => {
+    second = await startServer({ ...(await backendEnv(server.root)), ...env });
+  }, 60_000);
+  afterAll(async () => {
+    await second?.stop();
+  });
+
+  it('parts alternate between the nodes (in parallel, out of order); either lists them, completes, and reads the object', async () => {
+    const other = client(second.s3Url, KEY_A);
+    const { UploadId } = await other.send(new CreateMultipartUploadCommand({ Bucket: 'mpu', Key: 'two-nodes.bin' }));
+    const bytes = [seededBytes(5 * MiB, 81), seededBytes(5 * MiB, 82), seededBytes(5 * MiB, 83), seededBytes(777_777, 84)];
+    const sent = await Promise.all([3, 0, 2, 1].map((i) =>
+      (i % 2 === 0 ? a : other).send(new UploadPartCommand({ Bucket: 'mpu', Key: 'two-nodes.bin', UploadId, PartNumber: i + 1, Body: bytes[i] })).then((r) => [i, r.ETag!] as const)));
+    const etags = sent.sort((x, y) => x[0] - y[0]).map(([, etag]) => etag);
+    const listed = await a.send(new ListPartsCommand({ Bucket: 'mpu', Key: 'two-nodes.bin', UploadId }));
+    expect(listed.Parts?.map((p) => p.ETag)).toEqual(etags);
+    const done = await a.send(new CompleteMultipartUploadCommand({
+      Bucket: 'mpu', Key: 'two-nodes.bin', UploadId, MultipartUpload: { Parts: etags.map((ETag, i) => ({ PartNumber: i + 1, ETag })) },
+    }));
+    expect(done.ETag).toBe(multipartEtag(bytes));
+    for (const node of [a, other]) {
+      const got = await node.send(new GetObjectCommand({ Bucket: 'mpu', Key: 'two-nodes.bin' }));
+      expect((await bytesOf(got.Body)).equals(Buffer.concat(bytes))).toBe(true);
+    }
+  });
+});
