@@ -4,7 +4,7 @@
 // directory that holds the files the pages name (report.pdf, photo.jpg, movie.mp4, ...), against a
 // server of its own started as `npm start` would (defaults, a temporary data directory, free
 // ports): `127.0.0.1:8081` / `localhost:8081` in the text become its blob port, `localhost:8080`
-// its model port, and `svc` runs this checkout's bin/svc.js. curl fails on any answer of 400 or
+// its model port, `localhost:9000` its S3 port, and `svc` runs this checkout's bin/svc.js. curl fails on any answer of 400 or
 // more (`--fail-with-body` is added to every call), so a page whose command is answered with an
 // error fails here. A block that cannot run in a test (installing, starting a server, a
 // benchmark, a stream that never ends) is preceded in the page by a visible marker,
@@ -100,6 +100,7 @@ describe('walkthroughs: every command of README.md and docs/ runs as written', (
           .replaceAll('127.0.0.1:8081', host)
           .replaceAll('localhost:8081', host)
           .replaceAll('localhost:8080', `127.0.0.1:${server.modelPort}`)
+          .replaceAll('localhost:9000', `127.0.0.1:${server.s3Port}`)
           .replaceAll('file:///models/airbnb.model.lr.zip', `file://${AIRBNB}`);
         const prelude = 'set -euo pipefail\ncurl() { command curl --fail-with-body "$@"; }\n';
         const result = await run('bash', ['-c', prelude + script], {
