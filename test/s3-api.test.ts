@@ -8,10 +8,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import {
   CopyObjectCommand, CreateBucketCommand, DeleteBucketCommand, DeleteObjectCommand, DeleteObjectsCommand, GetBucketLocationCommand, GetObjectCommand,
-  HeadBucketCommand, HeadObjectCommand, ListBucketsCommand, ListObjectsCommand, ListObjectsV2Command, PutObjectCommand, S3Client, S3ServiceException,
+  HeadBucketCommand, HeadObjectCommand, ListBucketsCommand, ListObjectsCommand, ListObjectsV2Command, PutObjectCommand, S3Client,
 } from '@aws-sdk/client-s3';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type S3Credentials, s3Client, s3Failure } from './helpers/s3-client.js';
 import { type TestServer, startServer, tempRoot } from './helpers/server.js';
 
 const KEY_A = { accessKeyId: 'AKIATEAMA0000001', secretAccessKey: 'team-a-secret-0123456789abcdefghijklmnop' };
@@ -23,19 +24,9 @@ let a: S3Client;
 let b: S3Client;
 const dir = tempRoot('svc-s3-api-');
 
-const client = (credentials: { accessKeyId: string; secretAccessKey: string }, more: Record<string, unknown> = {}) =>
-  new S3Client({ endpoint: server.s3Url, region: 'us-east-1', forcePathStyle: true, credentials, maxAttempts: 1, ...more });
+const client = (credentials: S3Credentials, more: Record<string, unknown> = {}) => s3Client(server.s3Url, credentials, more);
 
-/** The S3 error a command fails with: its code and HTTP status. */
-async function failure(p: Promise<unknown>): Promise<{ name: string; status: number | undefined }> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof S3ServiceException) return { name: err.name, status: err.$metadata.httpStatusCode };
-    throw err;
-  }
-  throw new Error('expected a failure');
-}
+const failure = s3Failure;
 
 const text = async (body: unknown) => (body as { transformToString(): Promise<string> }).transformToString();
 const md5 = (data: string | Buffer) => crypto.createHash('md5').update(data).digest('hex');

@@ -10,13 +10,14 @@ import fs from 'node:fs';
 import path from 'node:path';
 import {
   AbortMultipartUploadCommand, CompleteMultipartUploadCommand, CreateBucketCommand, CreateMultipartUploadCommand, GetObjectCommand, HeadObjectCommand,
-  ListMultipartUploadsCommand, ListPartsCommand, PutObjectCommand, S3Client, S3ServiceException, UploadPartCommand, UploadPartCopyCommand,
+  ListMultipartUploadsCommand, ListPartsCommand, PutObjectCommand, S3Client, UploadPartCommand, UploadPartCopyCommand,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_BACKEND, backendEnv } from './helpers/backends.js';
 import { gcRun } from './helpers/gc.js';
 import { seededBytes } from './helpers/http.js';
+import { s3Client, s3Failure } from './helpers/s3-client.js';
 import { type TestServer, startServer, tempRoot } from './helpers/server.js';
 
 const MiB = 1024 * 1024;
@@ -32,18 +33,9 @@ let b: S3Client;
 let q: S3Client;
 const dir = tempRoot('svc-s3-multipart-api-');
 
-const client = (url: string, credentials: { accessKeyId: string; secretAccessKey: string }) =>
-  new S3Client({ endpoint: url, region: 'us-east-1', forcePathStyle: true, credentials, maxAttempts: 1 });
+const client = s3Client;
 
-async function failure(p: Promise<unknown>): Promise<{ name: string; status: number | undefined }> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof S3ServiceException) return { name: err.name, status: err.$metadata.httpStatusCode };
-    throw err;
-  }
-  throw new Error('expected a failure');
-}
+const failure = s3Failure;
 
 const md5 = (data: Uint8Array) => crypto.createHash('md5').update(data).digest();
 const multipartEtag = (parts: Uint8Array[]) => `"${crypto.createHash('md5').update(Buffer.concat(parts.map(md5))).digest('hex')}-${parts.length}"`;
