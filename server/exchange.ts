@@ -48,9 +48,11 @@ export class Exchange {
     readonly surface: Surface,
     /** Headers every answer of this route carries (CORS). */
     readonly baseHeaders: ReadonlyArray<[string, string]> = [],
+    /** The request's id, when the caller read it already (the S3 listener also sends it as x-amz-request-id). */
+    requestId: string = requestIdOf(req.getHeader('x-request-id')),
   ) {
     this.method = req.getCaseSensitiveMethod();
-    this.requestId = requestIdOf(req.getHeader('x-request-id'));
+    this.requestId = requestId;
     this.body = new RequestBody(res, req, () => this.live);
     surface.begin();
     res.onAborted(() => {

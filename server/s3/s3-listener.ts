@@ -124,9 +124,7 @@ export function mountS3Api(app: TemplatedApp, { engine, keys }: S3ListenerOption
   const domain = config.s3Api.domain;
   app.any('/*', (res: HttpResponse, req: HttpRequest) => {
     const requestId = requestIdOf(req.getHeader('x-request-id'));
-    const ex = new Exchange(res, req, 's3', surface, [['x-amz-request-id', requestId]]);
-    // The exchange minted its own id from the same header: use one for both.
-    (ex as { requestId: string }).requestId = requestId;
+    const ex = new Exchange(res, req, 's3', surface, [['x-amz-request-id', requestId]], requestId);
     let head: S3Head | undefined;
     try {
       head = readHead(req, domain);
