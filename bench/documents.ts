@@ -156,8 +156,8 @@ export interface LoopSpec {
   port: number;
   /** Client i connects to ports[i % ports.length] (several nodes); default [port]. */
   ports?: number[];
-  /** The server whose CPU (and main thread) the result reports. */
-  server: ServerProcess;
+  /** The server process whose CPU (and main thread) the result reports. */
+  server: Pick<ServerProcess, 'pid'>;
   /** Called at the start and at the end of the timed window (the caller's own CPU samples). */
   window?: { begin(): void; end(): void };
   connections: number;

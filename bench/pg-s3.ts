@@ -23,14 +23,13 @@
  * SVC_BENCH_PART_MIB / SVC_BENCH_QUEUE override lib-storage's partSize / queueSize (16 / 4).
  */
 import { execFile } from 'node:child_process';
-import { createReadStream, existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { CreateBucketCommand, DeleteObjectsCommand, GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
-import { Upload } from '@aws-sdk/lib-storage';
+import { CreateBucketCommand, DeleteObjectsCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import { s3Client } from '../engine/store/s3/block-store.js';
 import { benchArgs } from './args.js';
 import { ticksPerSecond } from './cpu.js';
@@ -38,6 +37,7 @@ import { downloadBlob, uploadFile, writeRandomFile } from './large.js';
 import { runLoad } from './load.js';
 import { type PgServer, requirePostgres } from './postgres-server.js';
 import { ServerProcess } from './server-process.js';
+import { libStorageUpload, rangedDownload } from './s3-transfers.js';
 
 const run = promisify(execFile);
 const ENTRY = fileURLToPath(new URL('../server/main.js', import.meta.url));
@@ -203,48 +203,13 @@ export function client(s3: S3Server): S3Client {
   return s3Client({ kind: 's3', endpoint: s3.endpoint, region: REGION, bucket: BUCKET, prefix: '', forcePathStyle: true });
 }
 
-async function libStorageUpload(c: S3Client, file: string, key: string): Promise<number> {
-  const started = performance.now();
-  const upload = new Upload({
-    client: c,
-    params: { Bucket: BUCKET, Key: key, Body: createReadStream(file, { highWaterMark: MiB }), ContentType: 'application/octet-stream' },
-    partSize: PART_SIZE,
-    queueSize: QUEUE_SIZE,
-  });
-  await upload.done();
-  return (performance.now() - started) / 1000;
-}
-
-/** Reads the object with `RANGES_IN_FLIGHT` ranged GETs at a time, counting and dropping the bytes. */
-async function rangedDownload(c: S3Client, key: string, size: number): Promise<number> {
-  const started = performance.now();
-  let next = 0;
-  let total = 0;
-  const worker = async () => {
-    for (;;) {
-      const start = next;
-      if (start >= size) return;
-      next += RANGE_SIZE;
-      const end = Math.min(size, start + RANGE_SIZE) - 1;
-      const out = await c.send(new GetObjectCommand({ Bucket: BUCKET, Key: key, Range: `bytes=${start}-${end}` }));
-      let n = 0;
-      for await (const chunk of out.Body as AsyncIterable<Uint8Array>) n += chunk.length;
-      if (n !== end - start + 1) throw new Error(`range ${start}-${end}: ${n} bytes`);
-      total += n;
-    }
-  };
-  await Promise.all(Array.from({ length: RANGES_IN_FLIGHT }, worker));
-  if (total !== size) throw new Error(`ranged download: ${total} of ${size} bytes`);
-  return (performance.now() - started) / 1000;
-}
-
-export async function deletePrefix(c: S3Client, prefix: string): Promise<number> {
+export async function deletePrefix(c: S3Client, prefix: string, bucket = BUCKET): Promise<number> {
   let deleted = 0;
   for (;;) {
-    const page = await c.send(new ListObjectsV2Command({ Bucket: BUCKET, Prefix: prefix, MaxKeys: 1000 }));
+    const page = await c.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, MaxKeys: 1000 }));
     const keys = (page.Contents ?? []).map((o) => ({ Key: o.Key! }));
     if (keys.length === 0) return deleted;
-    await c.send(new DeleteObjectsCommand({ Bucket: BUCKET, Delete: { Objects: keys, Quiet: true } }));
+    await c.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: keys, Quiet: true } }));
     deleted += keys.length;
   }
 }
@@ -333,10 +298,10 @@ async function plainTransfer(ctx: Ctx): Promise<Transfer> {
   const key = `plain/body-${refCount++}`;
   try {
     let c0 = ctx.meter.sample();
-    const upSeconds = await libStorageUpload(ctx.c, ctx.file, key);
+    const upSeconds = await libStorageUpload(ctx.c, BUCKET, ctx.file, key, { partSize: PART_SIZE, queueSize: QUEUE_SIZE });
     const ingestCpu = Meter.diff(c0, ctx.meter.sample());
     c0 = ctx.meter.sample();
-    const downSeconds = await rangedDownload(ctx.c, key, ctx.bytes);
+    const downSeconds = await rangedDownload(ctx.c, BUCKET, key, ctx.bytes, RANGE_SIZE, RANGES_IN_FLIGHT);
     const downloadCpu = Meter.diff(c0, ctx.meter.sample());
     return { ingestMBps: ctx.bytes / 1e6 / upSeconds, downloadMBps: ctx.bytes / 1e6 / downSeconds, ingestCpu, downloadCpu };
   } finally {

@@ -23,12 +23,25 @@ export interface ServerLogLine {
  * The real server as a child process: `node dist/server/main.js serve` with a free port and
  * its own data directory. Keeps the stderr log (JSON lines) for the report.
  */
+/** The first stdout line of svc serving: its ports (`s3Port` null when the S3 listener is off). */
+export interface ListeningLine {
+  event: 'listening';
+  port: number;
+  modelPort?: number | null;
+  s3Port?: number | null;
+}
+
+/** The port of a child that prints `{"event":"listening","port":N}` as its first stdout line. */
+export async function listeningPort(child: ChildProcess, stderrTail: () => string, timeoutMs: number, what: string): Promise<number> {
+  return (await listeningLine(child, stderrTail, timeoutMs, what)).port;
+}
+
 /**
- * The port of a child that prints `{"event":"listening","port":N}` as its first stdout line;
+ * The line of a child that prints `{"event":"listening","port":N,…}` as its first stdout line;
  * rejects when it exits first or says nothing within `timeoutMs`.
  */
-export function listeningPort(child: ChildProcess, stderrTail: () => string, timeoutMs: number, what: string): Promise<number> {
-  return new Promise<number>((resolve, reject) => {
+export function listeningLine(child: ChildProcess, stderrTail: () => string, timeoutMs: number, what: string): Promise<ListeningLine> {
+  return new Promise<ListeningLine>((resolve, reject) => {
     let out = '';
     const timer = setTimeout(() => reject(new Error(`${what} printed no listening line within ${timeoutMs} ms; stderr: ${stderrTail()}`)), timeoutMs);
     child.stdout!.setEncoding('utf8');
@@ -37,10 +50,10 @@ export function listeningPort(child: ChildProcess, stderrTail: () => string, tim
       const nl = out.indexOf('\n');
       if (nl < 0) return;
       try {
-        const line = JSON.parse(out.slice(0, nl)) as { event?: string; port?: number };
+        const line = JSON.parse(out.slice(0, nl)) as Partial<ListeningLine>;
         if (line.event === 'listening' && typeof line.port === 'number') {
           clearTimeout(timer);
-          resolve(line.port);
+          resolve(line as ListeningLine);
         }
       } catch {
         // keep waiting; reported on timeout
@@ -60,6 +73,8 @@ export function listeningPort(child: ChildProcess, stderrTail: () => string, tim
 export class ServerProcess {
   readonly child: ChildProcess;
   port = 0;
+  /** The S3 listener's port (0 when it is off). */
+  s3Port = 0;
   /** The `listening` log line (host, port, fsRoot, durability, workers). */
   listeningLog: ServerLogLine | undefined;
   /** Log lines at level warn or error, and any stderr text that is not a JSON line. */
@@ -74,6 +89,8 @@ export class ServerProcess {
       ...process.env,
       SVC_HTTP_PORT: '0',
       SVC_S3_API_PORT: process.env.SVC_S3_API_PORT ?? '0',
+      // The model runtime's port too: a second server (or one left over) must not collide on 8080.
+      HTTP_PORT: process.env.HTTP_PORT ?? '0',
       SVC_HOST: '127.0.0.1',
       SVC_FS_ROOT: opts.fsRoot,
       SVC_DURABILITY: opts.durability,
@@ -118,7 +135,9 @@ export class ServerProcess {
     const server = new ServerProcess(opts);
     const timeoutMs = opts.startTimeoutMs ?? 30_000;
     try {
-      server.port = await listeningPort(server.child, () => server.stderrTail, timeoutMs, 'server');
+      const line = await listeningLine(server.child, () => server.stderrTail, timeoutMs, 'server');
+      server.port = line.port;
+      server.s3Port = line.s3Port ?? 0;
     } catch (err) {
       server.kill();
       throw err;
