@@ -12,7 +12,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type S3Credentials, s3Client, s3Failure } from './helpers/s3-client.js';
+import { Sha256, type S3Credentials, s3Client, s3Failure, signedPut } from './helpers/s3-client.js';
 import { type TestServer, startServer, tempRoot } from './helpers/server.js';
 
 const KEY_A = { accessKeyId: 'AKIATEAMA0000001', secretAccessKey: 'team-a-secret-0123456789abcdefghijklmnop' };
@@ -111,6 +111,34 @@ describe('S3 API with @aws-sdk/client-s3', () => {
     expect(await failure(a.send(new HeadObjectCommand({ Bucket: 'alpha', Key: 'bad' })))).toMatchObject({ status: 404 });
     const right = crypto.createHash('md5').update('some bytes').digest('base64');
     await a.send(new PutObjectCommand({ Bucket: 'alpha', Key: 'good', Body: 'some bytes', ContentMD5: right }));
+  });
+
+  it('a body whose signed SHA-256 or Content-MD5 is not its own leaves nothing behind (small and scanned bodies)', async () => {
+    await a.send(new CreateBucketCommand({ Bucket: 'digests' }));
+    const token = await devToken('team-a');
+    const published = async (body: Buffer) => (await fetch(`${server.url}/api/v1/blobs/sha-256:${sha256(body)}:${body.length}`, { method: 'HEAD', headers: { Authorization: `Bearer ${token}` } })).status;
+    for (const size of [1000, 3 * 1024 * 1024 + 17]) {
+      const body = crypto.randomBytes(size);
+      // The signature covers another body's SHA-256: 400 XAmzContentSHA256Mismatch once the bytes are in.
+      const mismatched = await signedPut(server.s3Url, '/digests/sha-mismatch', KEY_A, body, sha256(Buffer.from('other bytes')));
+      expect(mismatched.status).toBe(400);
+      expect(await mismatched.text()).toContain('<Code>XAmzContentSHA256Mismatch</Code>');
+      // A Content-MD5 of other bytes (signed SHA-256 right): 400 BadDigest.
+      const badMd5 = await signedPut(server.s3Url, '/digests/md5-mismatch', KEY_A, body, sha256(body), { 'content-md5': crypto.createHash('md5').update('other').digest('base64') });
+      expect(badMd5.status).toBe(400);
+      expect(await badMd5.text()).toContain('<Code>BadDigest</Code>');
+      expect(await published(body)).toBe(404);
+      expect(await failure(a.send(new HeadObjectCommand({ Bucket: 'digests', Key: 'sha-mismatch' })))).toMatchObject({ status: 404 });
+      expect(await failure(a.send(new HeadObjectCommand({ Bucket: 'digests', Key: 'md5-mismatch' })))).toMatchObject({ status: 404 });
+      // Both right: 200, the ETag is the body's MD5 and the blob its SHA-256.
+      const ok = await signedPut(server.s3Url, '/digests/digests-right', KEY_A, body, sha256(body), { 'content-md5': crypto.createHash('md5').update(body).digest('base64') });
+      expect(ok.status).toBe(200);
+      expect(ok.headers.get('etag')).toBe(`"${md5(body)}"`);
+      expect(ok.headers.get('x-svc-blob-id')).toBe(`sha-256:${sha256(body)}:${body.length}`);
+      expect(await published(body)).toBe(200);
+    }
+    await a.send(new DeleteObjectCommand({ Bucket: 'digests', Key: 'digests-right' }));
+    await a.send(new DeleteBucketCommand({ Bucket: 'digests' }));
   });
 
   it('stores empty objects', async () => {
@@ -234,22 +262,14 @@ describe('S3 API with @aws-sdk/client-s3', () => {
   });
 });
 
-/** SHA-256 and HMAC-SHA256 as @smithy/signature-v4 asks for them (node:crypto). */
-class Sha256 {
-  private readonly hash: crypto.Hash | crypto.Hmac;
-  constructor(secret?: string | ArrayBuffer | ArrayBufferView) {
-    this.hash = secret === undefined ? crypto.createHash('sha256') : crypto.createHmac('sha256', bytes(secret));
-  }
-  update(data: string | ArrayBuffer | ArrayBufferView): void {
-    this.hash.update(bytes(data));
-  }
-  async digest(): Promise<Uint8Array> {
-    return this.hash.digest();
-  }
-}
+const sha256 = (data: Buffer) => crypto.createHash('sha256').update(data).digest('hex');
 
-const bytes = (d: string | ArrayBuffer | ArrayBufferView): string | Uint8Array =>
-  typeof d === 'string' ? d : d instanceof ArrayBuffer ? new Uint8Array(d) : new Uint8Array(d.buffer, d.byteOffset, d.byteLength);
+/** A bearer token of `tenant` for the blob API (the server's dev tokens). */
+async function devToken(tenant: string): Promise<string> {
+  const res = await fetch(`${server.url}/dev/token`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ org_id: tenant, sub: 'test', ttl_seconds: 600, scope: 'blob.read' }) });
+  expect(res.status).toBe(200);
+  return ((await res.json()) as { access_token: string }).access_token;
+}
 
 /** A presigned URL signed with @smithy/signature-v4 (what @aws-sdk/s3-request-presigner does). */
 async function presignedUrl(method: string, pathAndQuery: string, key: { accessKeyId: string; secretAccessKey: string }, expiresIn = 300, signingDate?: Date): Promise<string> {

@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_BACKEND, backendEnv } from './helpers/backends.js';
 import { gcRun } from './helpers/gc.js';
 import { seededBytes } from './helpers/http.js';
-import { s3Client, s3Failure } from './helpers/s3-client.js';
+import { s3Client, s3Failure, signedPut } from './helpers/s3-client.js';
 import { type TestServer, startServer, tempRoot } from './helpers/server.js';
 
 const MiB = 1024 * 1024;
@@ -115,6 +115,12 @@ describe('S3 multipart uploads with @aws-sdk/client-s3 and lib-storage', () => {
     // A part's body is checked as PutObject's: a Content-MD5 that is not its MD5; a streamed body (aws-chunked, CRC32 trailer).
     const wrong = crypto.createHash('md5').update('other').digest('base64');
     expect(await failure(a.send(new UploadPartCommand({ Bucket: 'mpu', Key: 'manual.bin', UploadId, PartNumber: 3, Body: small[0], ContentMD5: wrong })))).toEqual({ name: 'BadDigest', status: 400 });
+    // A signature over another body's SHA-256: 400 XAmzContentSHA256Mismatch; neither refused part is on record.
+    const otherSha = crypto.createHash('sha256').update('other').digest('hex');
+    const mismatched = await signedPut(server.s3Url, `/mpu/manual.bin?partNumber=3&uploadId=${encodeURIComponent(UploadId!)}`, KEY_A, small[0]!, otherSha);
+    expect(mismatched.status).toBe(400);
+    expect(await mismatched.text()).toContain('<Code>XAmzContentSHA256Mismatch</Code>');
+    expect((await a.send(new ListPartsCommand({ Bucket: 'mpu', Key: 'manual.bin', UploadId }))).Parts?.map((p) => p.PartNumber)).toEqual([1, 2]);
     const { Readable } = await import('node:stream');
     const streamed = await a.send(new UploadPartCommand({
       Bucket: 'mpu', Key: 'manual.bin', UploadId, PartNumber: 3, Body: Readable.from([small[1]!.subarray(0, 300_000), small[1]!.subarray(300_000)]), ContentLength: small[1]!.length,

@@ -7,6 +7,8 @@ import { moveIngest } from './ingest-lifecycle.js';
 
 interface IngestResult {
   blob: BlobSummary;
+  /** The body's MD5 (hex), when the options asked for it. */
+  md5?: string;
   freshBlocks: number;
   duplicateBlocks: number;
   durationSeconds: number;
@@ -18,6 +20,15 @@ interface UnlistedResult {
   record: ManifestRecord;
   /** This upload's media type (a listed manifest keeps the first uploader's). */
   mediaType: string;
+  /** The body's MD5 (hex), when the options asked for it. */
+  md5?: string;
+}
+
+/** What an ingest measured of the whole body, for `verify`. */
+export interface MeasuredIngest {
+  size: number;
+  sha256: string;
+  md5?: string;
 }
 
 export interface IngestOptions {
@@ -49,6 +60,13 @@ export interface IngestOptions {
    * size is known): a throw refuses the ingest, and the blocks it wrote go back at once.
    */
   beforeRecord?: (size: number) => Promise<void>;
+  /** Also measure the body's MD5 (S3's ETag), on the scanning thread with its SHA-256: in the results and for `verify`. */
+  md5?: boolean;
+  /**
+   * The last check of the body as measured, before anything is published or recorded (an S3
+   * body's signed SHA-256 and Content-MD5): a throw refuses the ingest, and its blocks go back.
+   */
+  verify?: (measured: MeasuredIngest) => void | Promise<void>;
 }
 
 /**
@@ -75,6 +93,7 @@ export class DirectIngest extends Ingest {
       mayHashHere: true,
       alwaysWrite: options.tenantBlocks,
       meter: options.meter,
+      measureMd5: options.md5,
     });
   }
 
@@ -134,13 +153,14 @@ export class DirectIngest extends Ingest {
     this.stage = moveIngest(this.stage, 'settling');
     let answer: IngestResult | UnlistedResult;
     try {
-      const hex = this.sha ? this.sha.digest('hex') : await this.scan!.digest();
+      const { sha256: hex, md5 } = await this.wholeDigests();
+      await this.options.verify?.({ size: this.received, sha256: hex, ...(md5 === undefined ? {} : { md5 }) });
       const blocks: StoredBlock[] = inline ? [{ hex, size: inline.length, checksum: xxh64(inline), fresh: true }] : this.queue.from(0);
       if (this.options.unlisted) {
         await this.options.beforeRecord?.(this.received);
         await this.deps.holdRoots?.();
         const unlisted = await this.deps.manifests.recordUnlisted(hex, this.received, this.mediaType, chunkerName(this.spec!), blocks);
-        answer = { ...unlisted, mediaType: this.mediaType };
+        answer = { ...unlisted, mediaType: this.mediaType, ...(md5 === undefined ? {} : { md5 }) };
       } else {
         const { manifest, existed, newToTenant } = await this.deps.manifests.publish(hex, this.received, this.mediaType, chunkerName(this.spec!), blocks, inline, {
           tenant: this.options.tenant,
@@ -152,6 +172,7 @@ export class DirectIngest extends Ingest {
         const fresh = this.deps.stats.recordPublication(counted, inline !== undefined && existed);
         answer = {
           blob: manifest.summary(),
+          ...(md5 === undefined ? {} : { md5 }),
           freshBlocks: fresh,
           duplicateBlocks: blocks.length - fresh,
           durationSeconds: Number(process.hrtime.bigint() - this.startedAt) / 1e9,

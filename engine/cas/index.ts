@@ -5,7 +5,7 @@ export type { BlockRoots } from '../base/block-roots.js';
 export { type ChunkerSpec, chunkerName } from './chunkers.js';
 export { type ContentId, formatContentId, parseContentId, parseContentIdSegment } from '../base/content-id.js';
 export { parseLimit } from './cursors.js';
-export { DirectIngest, type IngestOptions } from './direct-ingest.js';
+export { DirectIngest, type IngestOptions, type MeasuredIngest } from './direct-ingest.js';
 export { type Decision, Ingest, type IngestDeps, largestBlockBytes } from './ingest.js';
 export { IllegalIngestMove, type IngestStage, moveIngest } from './ingest-lifecycle.js';
 export type { VerifyTask, VerifyTaskResult } from './protocol.js';

@@ -18,7 +18,7 @@ import { type IngestStage, moveIngest } from './ingest-lifecycle.js';
 import { type ChunkerSpec, maxBlockBytes } from './chunkers.js';
 import { SegmentRing } from './segment-ring.js';
 import { StoreQueue } from './store-queue.js';
-import type { ScanStream, StreamScanner } from './stream-scanner.js';
+import type { ScanStream, StreamDigests, StreamScanner } from './stream-scanner.js';
 import type { TransferMemory } from './transfer-memory.js';
 
 export interface IngestDeps {
@@ -66,6 +66,8 @@ interface StreamShape {
   decided?: Decision;
   /** A small stream may be hashed here instead of on the scanning thread. */
   mayHashHere: boolean;
+  /** Also take the body's MD5 (an S3 ETag), where the whole-object hash is taken. */
+  measureMd5?: boolean;
   /** Write blocks even when present (security on: the upload's time says nothing of other tenants' data). */
   alwaysWrite?: boolean;
   /**
@@ -117,6 +119,8 @@ export abstract class Ingest {
 
   /** The whole-object hash: here for small declared bodies, on the scanning thread otherwise. */
   protected readonly sha: Hash | null;
+  /** The body's MD5 when the shape asks for it and the body is hashed here (else the scanning thread takes it). */
+  protected readonly md5: Hash | null;
   /** Hashing and cutting on the scanning thread; opened by the kind once it knows how. */
   protected scan: ScanStream | null = null;
   /** Bytes handed to the scanning thread, and bytes it is done with (segments before stay). */
@@ -238,6 +242,7 @@ export abstract class Ingest {
     this.backlog = new Backlog(backlogMemory, deps.memory, deps.spillDir, (bytes) => deps.stats.recordSpill(bytes));
     const small = length !== undefined && length < memory.segmentBytes;
     this.sha = small && shape.mayHashHere ? createHash('sha256') : null;
+    this.md5 = this.sha && shape.measureMd5 ? createHash('md5') : null;
     if (shape.decided) {
       this.spec = shape.decided.spec;
       this.mediaType = shape.decided.mediaType;
@@ -301,6 +306,7 @@ export abstract class Ingest {
       return false;
     }
     this.sha?.update(chunk);
+    this.md5?.update(chunk);
     this.ring.append(chunk);
     this.pump();
     if (this.ring.count >= this.pauseAtSegments) this.paused = true;
@@ -375,6 +381,7 @@ export abstract class Ingest {
         this.ring.fillTail((space) => {
           const n = this.backlog.take(space);
           this.sha?.update(space.subarray(0, n));
+          this.md5?.update(space.subarray(0, n));
           return n;
         });
       }
@@ -386,7 +393,14 @@ export abstract class Ingest {
 
   /** Opens the scan session: hashing (`hashWhole`, kept under `kept.key` when given) and cutting with `spec` (none: one block). */
   protected openScan(hashWhole: boolean, spec: ChunkerSpec | null, kept?: { key: string; skip: number }): void {
-    this.scan = this.deps.scanner.open(hashWhole, spec, this.ring.segmentSize, (scanned, cuts, digests) => this.onScanned(scanned, cuts, digests), (err) => this.scannerFailed(err), kept);
+    const md5 = this.shape.measureMd5 === true && this.md5 === null;
+    this.scan = this.deps.scanner.open(hashWhole, spec, this.ring.segmentSize, (scanned, cuts, digests) => this.onScanned(scanned, cuts, digests), (err) => this.scannerFailed(err), kept, md5);
+  }
+
+  /** The whole body's SHA-256 and (when measured) MD5, from wherever they were taken. */
+  protected async wholeDigests(): Promise<StreamDigests> {
+    if (this.sha) return this.md5 ? { sha256: this.sha.digest('hex'), md5: this.md5.digest('hex') } : { sha256: this.sha.digest('hex') };
+    return this.scan!.digests();
   }
 
   /**

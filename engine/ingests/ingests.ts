@@ -16,6 +16,8 @@ export interface BlobBody {
   contentType?: string;
   /** The Content-Length, if any: an exact contract, and what the gate judges before any byte. */
   declaredLength?: number;
+  /** Measure the body's MD5 too, and check the body before publication (an S3 PutObject: engine/s3/stated-digests.ts). */
+  measure?: Pick<IngestOptions, 'md5' | 'verify'>;
 }
 
 export interface IngestsDeps {
@@ -43,15 +45,15 @@ export class Ingests {
    */
   blob(caller: ByteCaller | undefined, body: BlobBody): DirectIngest | Promise<DirectIngest> {
     const gate = this.deps.gate;
-    if (!caller || !gate.enabled) return this.start(body);
+    const { declaredLength, contentType, measure } = body;
+    if (!caller || !gate.enabled) return this.start({ contentType, declaredLength, ...measure });
     const { tenant } = caller;
     const { maxObjectBytes, quotaBytes } = gate.limits(tenant);
-    const { declaredLength, contentType } = body;
     if (quotaBytes === undefined) {
       if (declaredLength !== undefined && maxObjectBytes !== undefined && declaredLength > maxObjectBytes) throw tenantObjectLimit(maxObjectBytes);
-      return this.start({ tenant, tenantBlocks: true, maxObjectBytes, contentType, declaredLength, meter: gate.body(caller, declaredLength) });
+      return this.start({ tenant, tenantBlocks: true, maxObjectBytes, contentType, declaredLength, meter: gate.body(caller, declaredLength), ...measure });
     }
-    return gate.room(tenant, { declaredLength }).then((room) => this.start({ tenant, tenantBlocks: true, ...room, contentType, declaredLength, meter: gate.body(caller, declaredLength) }));
+    return gate.room(tenant, { declaredLength }).then((room) => this.start({ tenant, tenantBlocks: true, ...room, contentType, declaredLength, meter: gate.body(caller, declaredLength), ...measure }));
   }
 
   /**

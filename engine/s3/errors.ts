@@ -28,7 +28,8 @@ export type S3IndexCode =
   | 'NoSuchKey'
   | 'NoSuchUpload'
   | 'PreconditionFailed'
-  | 'TooManyBuckets';
+  | 'TooManyBuckets'
+  | 'XAmzContentSHA256Mismatch';
 
 const snake = (code: string) => code.replace(/(?<=[a-z])(?=[A-Z])/g, '_').toLowerCase();
 
@@ -52,6 +53,7 @@ const KIND: Record<S3IndexCode, SvcError['kind']> = {
   NoSuchUpload: 'not_found',
   PreconditionFailed: 'precondition_failed',
   TooManyBuckets: 'invalid',
+  XAmzContentSHA256Mismatch: 'invalid',
 };
 
 const BY_SNAKE = new Map<string, S3IndexCode>((Object.keys(KIND) as S3IndexCode[]).map((c) => [snake(c), c]));

@@ -13,7 +13,6 @@
 // - A replaced, discarded or aborted part's content is released by its record's removal: nothing
 //   else names its blocks, and GC takes them. Uploads expire after SVC_UPLOAD_TTL (`cleanup`).
 
-import { createHash, type Hash } from 'node:crypto';
 import type { Clock } from '../base/clock.js';
 import { ingestFailed } from '../base/errors.js';
 import { S3_MAX_PARTS } from '../base/limits.js';
@@ -29,6 +28,7 @@ import type { WriteConditions, WriteOutcome } from './objects.js';
 import { type HashAtPart, PartHashes } from './part-hashes.js';
 import { type ObjectMeta, PARTS, type PartBlocks, type PartContent, type S3Owner, UPLOADS, type UploadRecord } from './records.js';
 import type { S3Index } from './s3-index.js';
+import { measuredAgainst } from './stated-digests.js';
 
 export interface MultipartUploadsDeps {
   index: S3Index;
@@ -54,6 +54,8 @@ export interface PartBody {
   declaredLength: number;
   /** Content-MD5 as sent (base64): BadDigest unless it is the body's. */
   contentMd5?: string;
+  /** The SHA-256 the request's signature covers (x-amz-content-sha256), when it is one: XAmzContentSHA256Mismatch unless it is the body's. */
+  sha256?: string;
   /** x-amz-checksum-*: the algorithm and, unless it comes in a trailer (`finish`), its value. */
   checksum?: { algorithm: ChecksumAlgorithm; value?: string };
 }
@@ -127,8 +129,10 @@ export class MultipartUploads {
       tenantBlocks: this.deps.tenantBlobs,
       declaredLength: body.declaredLength,
       contentType: 'application/octet-stream',
+      // Its MD5 (the part's ETag) taken on the scanning thread; Content-MD5 and the signed SHA-256 checked before its blocks are recorded.
+      ...measuredAgainst({ sha256: body.sha256, contentMd5: body.contentMd5 }),
     });
-    return this.partOf(caller, bucket, key, uploadId, partNumber, body, { ingest, md5: createHash('md5'), checksum, at });
+    return this.partOf(caller, bucket, key, uploadId, partNumber, body, { ingest, checksum, at });
   }
 
   /** A part of `length` bytes about to be stored: the upload, and the tenant gate against the upload's total with it (413, 429, 507). */
@@ -167,36 +171,34 @@ export class MultipartUploads {
   /** The part's streaming state and its end. */
   private partOf(
     caller: S3Owner, bucket: string, key: string, uploadId: string, partNumber: number, body: PartBody,
-    s: { ingest: DirectIngest; md5: Hash; checksum?: Checksum; at?: HashAtPart },
+    s: { ingest: DirectIngest; checksum?: Checksum; at?: HashAtPart },
   ): MultipartPart {
     let seen = 0;
     return {
       ingest: s.ingest,
       chunk: (bytes) => {
         seen += bytes.length;
-        s.md5.update(bytes);
         s.checksum?.update(bytes);
         s.at?.hash.update(bytes);
       },
       abort: () => s.ingest.abort(),
       finish: async (trailerChecksum) => {
-        const result = await s.ingest.endUnlisted();
-        const size = result.record.size;
-        // Every byte must have been seen by `chunk`: the ETag and the object's hash are taken there.
-        if (seen !== size) throw ingestFailed(`The part's hashes saw ${seen} of its ${size} bytes`);
-        const etag = s.md5.digest('hex');
-        if (body.contentMd5 !== undefined && Buffer.from(body.contentMd5, 'base64').toString('hex') !== etag) {
-          throw s3Refusal('BadDigest', 'The Content-MD5 you specified did not match what we received.');
-        }
+        // The checksum is compared before the part's blocks are recorded: a refused part leaves nothing.
         const checksums: UploadedPart['checksums'] = {};
         if (s.checksum) {
           const value = s.checksum.digest();
           const stated = trailerChecksum ?? body.checksum?.value;
           if (stated !== undefined && stated !== value) {
+            s.ingest.abort();
             throw s3Refusal('BadDigest', `The ${s.checksum.algorithm} you specified did not match the calculated checksum.`);
           }
           checksums[s.checksum.algorithm] = value;
         }
+        const result = await s.ingest.endUnlisted();
+        const size = result.record.size;
+        // Every byte must have been seen by `chunk`: the checksum and the object's hash are taken there.
+        if (seen !== size) throw ingestFailed(`The part's hashes saw ${seen} of its ${size} bytes`);
+        const etag = result.md5!;
         const content: PartContent = { blobId: result.id, size, blocks: { refs: result.record.refs, sizes: result.record.sizes, chunker: result.record.chunker } };
         // A part replaced: its content goes with its record (nothing else names its blocks).
         await this.deps.index.multipart.putPart(caller.tenant, bucket, key, uploadId, partNumber, { etag, size, checksums, content });

@@ -31,6 +31,7 @@ import type { RefChanges } from './blob-refs.js';
 import type { ChecksumAlgorithm } from './checksums.js';
 import type { CompletePart } from './multipart.js';
 import type { Completed, MultipartUploads, PartBody } from './multipart-uploads.js';
+import { type StatedDigests, measuredAgainst } from './stated-digests.js';
 
 /** The blob id of an empty object: the SHA-256 of nothing (no manifest is ever published for it). */
 export const EMPTY_BLOB_ID = formatContentId(createHash('sha256').digest('hex'), 0);
@@ -134,9 +135,13 @@ export class S3Service {
     checkConditions(current, conditions);
   }
 
-  /** The ingest of a PutObject's body for the caller: every tenant rule of the blob namespace (engine/ingests). */
-  ingest(caller: Principal | undefined, body: BlobBody): DirectIngest | Promise<DirectIngest> {
-    return this.deps.ingests.blob(caller, body);
+  /**
+   * The ingest of a PutObject's body for the caller: every tenant rule of the blob namespace
+   * (engine/ingests); its MD5 (the ETag) measured with its SHA-256, and what the request stated
+   * of them checked before the blob is published.
+   */
+  ingest(caller: Principal | undefined, body: BlobBody, stated: StatedDigests): DirectIngest | Promise<DirectIngest> {
+    return this.deps.ingests.blob(caller, { ...body, measure: measuredAgainst(stated) });
   }
 
   /**

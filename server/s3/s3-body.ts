@@ -1,7 +1,8 @@
 // An S3 request body as it streams: decoded when it is `aws-chunked` (server/s3/aws-chunked.ts,
-// chunk signatures and trailer checked), and measured as it passes: its MD5 (the ETag; Content-MD5
-// → 400 BadDigest), its SHA-256 when the signature covered one (400 XAmzContentSHA256Mismatch), the
-// x-amz-checksum-* it announced (400 BadDigest). The decoded bytes go to a sink (a PutObject's
+// chunk signatures and trailer checked), and measured as it passes: the x-amz-checksum-* it
+// announced (400 BadDigest) and, unless the sink is an ingest that takes them on its scanning
+// thread (`digestsBySink`: engine/s3/stated-digests.ts), its MD5 (the ETag; Content-MD5 → 400
+// BadDigest) and its SHA-256 when the signature covered one (400 XAmzContentSHA256Mismatch). The decoded bytes go to a sink (a PutObject's
 // ingest, or a bounded collector for an XML body) with the ingest's backpressure; the promise
 // resolves only once the body has ended and every check passed, so a PutObject publishes nothing
 // before that (the caller ends its ingest then).
@@ -36,6 +37,11 @@ export interface BodyChecks {
   headerChecksum?: { algorithm: ChecksumAlgorithm; value: string };
   /** The algorithm of the trailing checksum (aws-chunked with x-amz-trailer). */
   trailerChecksum?: ChecksumAlgorithm;
+  /**
+   * The sink is an ingest that takes the body's MD5 and checks the signed SHA-256 and
+   * Content-MD5 itself (engine/s3/stated-digests.ts): the edge hashes neither.
+   */
+  digestsBySink?: boolean;
 }
 
 /** The checks of a request's body, from its headers (invalid values: 400 InvalidDigest / InvalidRequest). */
@@ -99,16 +105,17 @@ export class Collector implements BodySink {
  * and its errors). Resolves once the body ended and passed; rejects (the ingest aborted) on the
  * first failure or when the client goes away. `tap` sees each decoded piece before the sink (an
  * UploadPart's own hashes: engine/s3/multipart-uploads.ts MultipartPart.chunk); with a tap, the
- * MD5 and the x-amz-checksum-* are the tap's owner's to take and compare (each body hashed once):
- * this checks the framing, the signatures and the SHA-256, and returns the trailer's value.
+ * x-amz-checksum-* is the tap's owner's to take and compare (each body hashed once): this checks
+ * the framing and the signatures, and returns the trailer's value. With `digestsBySink` the
+ * ingest takes the MD5 and checks the SHA-256 and Content-MD5 on its scanning thread.
  */
 export async function pumpBody(ex: Exchange, source: BodySource, checks: BodyChecks, sink: BodySink | DirectIngest, stats: Stats, tap?: (data: Uint8Array) => void): Promise<MeasuredBody> {
   const { payload } = checks;
   const checksumAlgo = tap ? undefined : (checks.headerChecksum?.algorithm ?? checks.trailerChecksum);
   const checksum: Checksum | undefined = checksumAlgo ? await createChecksum(checksumAlgo) : undefined;
   const decoder = payload.kind === 'chunked' ? new AwsChunkedDecoder({ decodedLength: payload.decodedLength, signing: payload.signing, trailers: payload.trailers, checksum }) : undefined;
-  const md5 = tap ? undefined : crypto.createHash('md5');
-  const sha256 = payload.kind === 'sha256' ? crypto.createHash('sha256') : undefined;
+  const md5 = tap || checks.digestsBySink ? undefined : crypto.createHash('md5');
+  const sha256 = payload.kind === 'sha256' && !checks.digestsBySink ? crypto.createHash('sha256') : undefined;
   const ingest = 'admit' in sink ? sink : undefined;
   let size = 0;
   return new Promise<MeasuredBody>((resolve, reject) => {
@@ -146,7 +153,7 @@ export async function pumpBody(ex: Exchange, source: BodySource, checks: BodyChe
         if (ingest) ingest.onResume = () => {};
         source.resume();
         const trailers = decoder?.end();
-        const measured = md5 ? finish(checks, size, md5, sha256, checksum, checksum ? trailers?.get(CHECKSUM_HEADER[checksum.algorithm]) : undefined) : tapped(checks, size, sha256, trailers);
+        const measured = tap ? tapped(checks, size, sha256, trailers) : finish(checks, size, md5, sha256, checksum, checksum ? trailers?.get(CHECKSUM_HEADER[checksum.algorithm]) : undefined);
         settled = true;
         resolve(measured);
       } catch (err) {
@@ -170,16 +177,19 @@ function tapped(checks: BodyChecks, size: number, sha256: crypto.Hash | undefine
 }
 
 function checkSha256(checks: BodyChecks, sha256: crypto.Hash | undefined): void {
-  if (checks.payload.kind === 'sha256' && sha256!.digest('hex') !== checks.payload.sha256) {
+  if (sha256 && checks.payload.kind === 'sha256' && sha256.digest('hex') !== checks.payload.sha256) {
     throw new S3Error('XAmzContentSHA256Mismatch', "The provided 'x-amz-content-sha256' header does not match what was computed.");
   }
 }
 
-/** The checks at the body's end (the trailer's checksum was compared by the decoder). */
-function finish(checks: BodyChecks, size: number, md5: crypto.Hash, sha256: crypto.Hash | undefined, checksum: Checksum | undefined, trailed: string | undefined): MeasuredBody {
+/**
+ * The checks at the body's end (the trailer's checksum was compared by the decoder). Without
+ * `md5` the sink measures the digests (`digestsBySink`): the MD5 is then its to report.
+ */
+function finish(checks: BodyChecks, size: number, md5: crypto.Hash | undefined, sha256: crypto.Hash | undefined, checksum: Checksum | undefined, trailed: string | undefined): MeasuredBody {
   checkSha256(checks, sha256);
-  const digest = md5.digest();
-  if (checks.contentMd5 !== undefined && digest.toString('base64') !== checks.contentMd5) {
+  const digest = md5?.digest();
+  if (digest && checks.contentMd5 !== undefined && digest.toString('base64') !== checks.contentMd5) {
     throw new S3Error('BadDigest', 'The Content-MD5 you specified did not match what we received.');
   }
   const checksums: MeasuredBody['checksums'] = {};
@@ -191,5 +201,5 @@ function finish(checks: BodyChecks, size: number, md5: crypto.Hash, sha256: cryp
     }
     checksums[checksum.algorithm] = value;
   }
-  return { size, md5: digest.toString('hex'), checksums };
+  return { size, md5: digest ? digest.toString('hex') : '', checksums };
 }

@@ -58,11 +58,12 @@ export async function uploadPart(call: S3Call): Promise<void> {
   const body: PartBody = {
     declaredLength: length,
     ...(checks.contentMd5 !== undefined ? { contentMd5: checks.contentMd5 } : {}),
+    ...(payload.kind === 'sha256' ? { sha256: payload.sha256 } : {}),
     ...(algorithm ? { checksum: { algorithm, ...(checks.headerChecksum ? { value: checks.headerChecksum.value } : {}) } } : {}),
   };
   const part = await engine.s3.uploadPart(call.principal, head.bucket, head.key, uploadIdOf(call), partNumberOf(call), body);
   // A failure aborts the part's ingest (pumpBody); nothing is recorded before `finish`.
-  const measured = await pumpBody(ex, requestBodyOf(ex, head), checks, part.ingest, engine.stats, (bytes) => part.chunk(bytes));
+  const measured = await pumpBody(ex, requestBodyOf(ex, head), { ...checks, digestsBySink: true }, part.ingest, engine.stats, (bytes) => part.chunk(bytes));
   const uploaded = await part.finish(measured.trailerChecksum);
   ex.send(200, { ETag: `"${uploaded.etag}"`, ...checksumHeaders(uploaded) });
 }

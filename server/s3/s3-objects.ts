@@ -35,11 +35,13 @@ export async function putObject(call: S3Call): Promise<void> {
     measured = await pumpBody(ex, source, checks, { push: () => { throw new S3Error('IncompleteBody', 'The body is longer than its declared length'); } }, engine.stats);
     blobId = EMPTY_BLOB_ID;
   } else {
-    const ingest = await engine.s3.ingest(call.gated ? principal : undefined, { declaredLength: length, contentType: meta.contentType });
-    measured = await pumpBody(ex, source, checks, ingest, engine.stats);
-    // Every check passed: now, and only now, the blob is published.
+    const stated = { ...(payload.kind === 'sha256' ? { sha256: payload.sha256 } : {}), ...(checks.contentMd5 === undefined ? {} : { contentMd5: checks.contentMd5 }) };
+    const ingest = await engine.s3.ingest(call.gated ? principal : undefined, { declaredLength: length, contentType: meta.contentType }, stated);
+    measured = await pumpBody(ex, source, { ...checks, digestsBySink: true }, ingest, engine.stats);
+    // Every check of the edge passed; the ingest checks the digests it measured, and only then publishes the blob.
     const result = await ingest.end();
     blobId = result.blob.id;
+    measured = { ...measured, md5: result.md5! };
   }
   const record = await engine.s3.putObject(principal, bucket, key, { blobId, size: measured.size, etag: measured.md5, checksums: measured.checksums }, meta, conditions);
   ex.send(200, { ETag: `"${record.etag}"`, 'X-Svc-Blob-Id': blobId, ...checksumHeaders(record) });
