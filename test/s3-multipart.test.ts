@@ -55,6 +55,7 @@ function service(units: UnitStore = engine.units) {
       blockReads++;
       return engine.blocks.read(hex, size);
     },
+    readRange: (manifest, start, end) => engine.reader.range(manifest, start, end),
     tenantBlobs: true,
     config: { ttlMs: config.uploads.ttlMs, cleanupIntervalMs: config.uploads.cleanupIntervalMs },
   });
