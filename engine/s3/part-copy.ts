@@ -62,14 +62,16 @@ export function planPartCopy(source: PartSource, algorithm: ChecksumAlgorithm | 
   if (source.range) checkCopyRange(source.range, source.size);
   const { manifest } = source;
   // An empty object (no manifest, no range can be asked of it): an empty part.
-  if (!manifest) return { kind: 'whole', length: 0, etag: source.multipart ? EMPTY_MD5 : source.etag, blocks: NO_BLOCKS };
+  if (!manifest) return { kind: 'whole', length: 0, etag: EMPTY_MD5, blocks: NO_BLOCKS };
   const start = source.range?.first ?? 0;
   const end = source.range ? source.range.last + 1 : source.size;
   const length = end - start;
   if (manifest.record.inline) return { kind: 'ingest', length, start, end };
   const whole = start === 0 && end === source.size;
   const blocks = { refs: manifest.record.refs, sizes: manifest.record.sizes, chunker: manifest.record.chunker };
-  if (whole && !source.multipart && (!algorithm || source.checksums[algorithm] !== undefined)) return { kind: 'whole', length, etag: source.etag, blocks };
+  // The ETag on record is the MD5 of the bytes only for an object not uploaded in parts.
+  const md5OnRecord = !source.multipart && /^[0-9a-f]{32}$/.test(source.etag);
+  if (whole && md5OnRecord && (!algorithm || source.checksums[algorithm] !== undefined)) return { kind: 'whole', length, etag: source.etag, blocks };
   const firstBlock = manifest.blockAt(start);
   const lastBlock = manifest.blockAt(end - 1);
   if (manifest.offsets[firstBlock] !== start || manifest.offsets[lastBlock + 1] !== end) return { kind: 'ingest', length, start, end };
