@@ -214,6 +214,7 @@ describe('multipart uploads on the store', () => {
     expect((await readBlob(done.blobId, who.tenant)).equals(whole)).toBe(true);
     const { uploadId } = await s.uploads.create(who, dst.bucket, 'past-the-end.bin', { userMetadata: {} });
     expect(await refusal(() => s.uploads.copyPart(who, dst.bucket, 'past-the-end.bin', uploadId, 1, from({ first: 0, last: all.length })))).toBe('InvalidRange');
+    await s.uploads.abort(who.tenant, dst.bucket, 'past-the-end.bin', uploadId);
   });
 
   test('Complete reads only the parts not hashed yet: none after parts in order, the early ones once the gap closes', async () => {
