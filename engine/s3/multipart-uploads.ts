@@ -28,7 +28,7 @@ import { type CompletePart, type PreparedComplete, checkPartNumber, releasePartB
 import type { WriteConditions, WriteOutcome } from './objects.js';
 import { type PartSource, copyLength, planPartCopy } from './part-copy.js';
 import { type HashAtPart, PartHashes } from './part-hashes.js';
-import { type ObjectMeta, PARTS, type PartBlocks, type PartContent, type S3Owner, UPLOADS, type UploadRecord } from './records.js';
+import { type ObjectMeta, PARTS, type PartContent, type S3Owner, UPLOADS, type UploadRecord } from './records.js';
 import type { S3Index } from './s3-index.js';
 
 /** The content id of an empty part (the SHA-256 of nothing): no bytes, no blocks. */
