@@ -206,7 +206,7 @@ export class Engine {
       units, clock: this.clock, region: config.s3Api.region, manifests, blobs: this.blobs, ingests: this.ingests, log,
       multipart: (index) => new MultipartUploads({
         index, units, startIngest: (options) => this.ingests.start(options), gate: this.gate, manifests,
-        readBlock: (hex, size) => blocks.read(hex, size), stats: this.stats, log, clock: this.clock, tenantBlobs: config.securityEnabled,
+        readBlock: (hex, size) => blocks.read(hex, size), readRange: (manifest, start, end) => this.reader.range(manifest, start, end), stats: this.stats, log, clock: this.clock, tenantBlobs: config.securityEnabled,
         config: { ttlMs: config.uploads.ttlMs, cleanupIntervalMs: config.uploads.cleanupIntervalMs },
       }),
     });

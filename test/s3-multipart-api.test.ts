@@ -2,7 +2,7 @@
 // @aws-sdk/lib-storage's Upload, the SDK's default checksums), security on, two tenants and a
 // tenant with a quota: a managed upload of 3 × 5 MiB + a tail, GET and HEAD with partNumber,
 // ListParts, ListMultipartUploads, Abort, S3's refusals of Complete (EntityTooSmall, InvalidPart),
-// UploadPartCopy of a whole object, the tenants' isolation, open uploads' parts against the quota,
+// UploadPartCopy (a whole object; ranges of objects, multipart ones too; its refusals), the tenants' isolation, open uploads' parts against the quota,
 // and an open upload's parts kept by garbage collection (security off, GC waiting for nothing).
 
 import crypto from 'node:crypto';
@@ -39,6 +39,19 @@ const failure = s3Failure;
 
 const md5 = (data: Uint8Array) => crypto.createHash('md5').update(data).digest();
 const multipartEtag = (parts: Uint8Array[]) => `"${crypto.createHash('md5').update(Buffer.concat(parts.map(md5))).digest('hex')}-${parts.length}"`;
+/** The X-Svc-Blob-Id a HeadObject answers (the SDK's output does not carry it): read from the raw response. */
+async function blobIdOf(s3: S3Client, Bucket: string, Key: string): Promise<string | undefined> {
+  const command = new HeadObjectCommand({ Bucket, Key });
+  let id: string | undefined;
+  command.middlewareStack.add((next) => async (args) => {
+    const out = await next(args);
+    id = (out.response as { headers: Record<string, string> }).headers['x-svc-blob-id'];
+    return out;
+  }, { step: 'deserialize' });
+  await s3.send(command);
+  return id;
+}
+
 const bytesOf = async (body: unknown) => Buffer.from(await (body as { transformToByteArray(): Promise<Uint8Array> }).transformToByteArray());
 
 beforeAll(async () => {
@@ -133,14 +146,12 @@ describe('S3 multipart uploads with @aws-sdk/client-s3 and lib-storage', () => {
     expect(await failure(a.send(new ListPartsCommand({ Bucket: 'mpu', Key: 'manual.bin', UploadId })))).toEqual({ name: 'NoSuchUpload', status: 404 });
   });
 
-  it('UploadPartCopy of a whole object: its blocks become the part; a range is 501 for now', async () => {
+  it('UploadPartCopy of a whole object: its blocks become the part', async () => {
     const source = seededBytes(5 * MiB, 7);
     await a.send(new PutObjectCommand({ Bucket: 'mpu', Key: 'source.bin', Body: source }));
     const { UploadId } = await a.send(new CreateMultipartUploadCommand({ Bucket: 'mpu', Key: 'copied.bin' }));
     const copied = await a.send(new UploadPartCopyCommand({ Bucket: 'mpu', Key: 'copied.bin', UploadId, PartNumber: 1, CopySource: 'mpu/source.bin' }));
     expect(copied.CopyPartResult?.ETag).toBe(`"${md5(source).toString('hex')}"`);
-    expect(await failure(a.send(new UploadPartCopyCommand({ Bucket: 'mpu', Key: 'copied.bin', UploadId, PartNumber: 2, CopySource: 'mpu/source.bin', CopySourceRange: 'bytes=0-99' }))))
-      .toEqual({ name: 'NotImplemented', status: 501 });
     // Another tenant's object cannot be the source.
     await b.send(new CreateBucketCommand({ Bucket: 'mp-b' }));
     const theirs = await b.send(new CreateMultipartUploadCommand({ Bucket: 'mp-b', Key: 'stolen.bin' }));
@@ -154,6 +165,105 @@ describe('S3 multipart uploads with @aws-sdk/client-s3 and lib-storage', () => {
     expect(done.ETag).toBe(multipartEtag([source, tail]));
     const got = await a.send(new GetObjectCommand({ Bucket: 'mpu', Key: 'copied.bin' }));
     expect((await bytesOf(got.Body)).equals(Buffer.concat([source, tail]))).toBe(true);
+  });
+
+  describe('UploadPartCopy of ranges and of multipart objects', () => {
+    const big = seededBytes(12 * MiB, 51);
+    const mpParts = [seededBytes(5 * MiB, 52), seededBytes(MiB + 77, 53)];
+    const mpBytes = Buffer.concat(mpParts);
+    const tiny = Buffer.from('a tiny source, kept inline');
+    let bigEtag = '';
+
+    beforeAll(async () => {
+      bigEtag = (await a.send(new PutObjectCommand({ Bucket: 'mpu', Key: 'copy-src/big.bin', Body: big }))).ETag!;
+      await a.send(new PutObjectCommand({ Bucket: 'mpu', Key: 'copy-src/tiny.txt', Body: tiny }));
+      const { UploadId } = await a.send(new CreateMultipartUploadCommand({ Bucket: 'mpu', Key: 'copy-src/multi.bin' }));
+      const etags: string[] = [];
+      for (const [i, part] of mpParts.entries()) etags.push((await a.send(new UploadPartCommand({ Bucket: 'mpu', Key: 'copy-src/multi.bin', UploadId, PartNumber: i + 1, Body: part }))).ETag!);
+      await a.send(new CompleteMultipartUploadCommand({ Bucket: 'mpu', Key: 'copy-src/multi.bin', UploadId, MultipartUpload: { Parts: etags.map((ETag, i) => ({ PartNumber: i + 1, ETag })) } }));
+    });
+
+    it('ranges of a 12 MiB object, a whole multipart object, a range of one, a tiny object: each part the MD5 of its bytes; the object byte-exact, its ETag -5 and blob id right', async () => {
+      const { UploadId } = await a.send(new CreateMultipartUploadCommand({ Bucket: 'mpu', Key: 'assembled.bin' }));
+      const copy = (PartNumber: number, CopySource: string, CopySourceRange?: string) =>
+        a.send(new UploadPartCopyCommand({ Bucket: 'mpu', Key: 'assembled.bin', UploadId, PartNumber, CopySource, ...(CopySourceRange ? { CopySourceRange } : {}) }));
+      // Part 1 cuts the source's blocks (its bytes ingested); parts 2 and 3 fall on block
+      // boundaries (a multipart object's parts end blocks): named, not written; part 4 ends the source.
+      const wanted: Array<[string, string | undefined, Buffer]> = [
+        ['mpu/copy-src/big.bin', `bytes=1000-${1000 + 5 * MiB + 4321 - 1}`, big.subarray(1000, 1000 + 5 * MiB + 4321)],
+        ['mpu/copy-src/multi.bin', undefined, mpBytes],
+        ['mpu/copy-src/multi.bin', `bytes=0-${5 * MiB - 1}`, mpParts[0]!],
+        ['mpu/copy-src/big.bin', `bytes=${7 * MiB}-${12 * MiB - 1}`, big.subarray(7 * MiB)],
+        ['mpu/copy-src/tiny.txt', undefined, tiny],
+      ];
+      const etags: string[] = [];
+      for (const [i, [source, range, bytes]] of wanted.entries()) {
+        const copied = await copy(i + 1, source, range);
+        expect(copied.CopyPartResult?.ETag).toBe(`"${md5(bytes).toString('hex')}"`);
+        etags.push(copied.CopyPartResult!.ETag!);
+      }
+      const listed = await a.send(new ListPartsCommand({ Bucket: 'mpu', Key: 'assembled.bin', UploadId }));
+      expect(listed.Parts?.map((p) => p.Size)).toEqual(wanted.map(([, , bytes]) => bytes.length));
+      const done = await a.send(new CompleteMultipartUploadCommand({
+        Bucket: 'mpu', Key: 'assembled.bin', UploadId, MultipartUpload: { Parts: etags.map((ETag, i) => ({ PartNumber: i + 1, ETag })) },
+      }));
+      const all = Buffer.concat(wanted.map(([, , bytes]) => bytes));
+      expect(done.ETag).toBe(multipartEtag(wanted.map(([, , bytes]) => bytes)));
+      const got = await a.send(new GetObjectCommand({ Bucket: 'mpu', Key: 'assembled.bin' }));
+      expect(got.ETag).toBe(done.ETag);
+      expect((await bytesOf(got.Body)).equals(all)).toBe(true);
+      // The blob's id is the SHA-256 of the bytes (the parts' hashes were taken right).
+      expect(await blobIdOf(a, 'mpu', 'assembled.bin')).toBe(`sha-256:${crypto.createHash('sha256').update(all).digest('hex')}:${all.length}`);
+    });
+
+    it('with the upload\'s checksum algorithm, a copied range carries the checksum of its bytes', async () => {
+      const { UploadId } = await a.send(new CreateMultipartUploadCommand({ Bucket: 'mpu', Key: 'summed.bin', ChecksumAlgorithm: 'SHA256' }));
+      const copied = await a.send(new UploadPartCopyCommand({ Bucket: 'mpu', Key: 'summed.bin', UploadId, PartNumber: 1, CopySource: 'mpu/copy-src/multi.bin', CopySourceRange: `bytes=${5 * MiB}-${mpBytes.length - 1}` }));
+      expect(copied.CopyPartResult?.ChecksumSHA256).toBe(crypto.createHash('sha256').update(mpParts[1]!).digest('base64'));
+      expect(copied.CopyPartResult?.ETag).toBe(`"${md5(mpParts[1]!).toString('hex')}"`);
+      await a.send(new AbortMultipartUploadCommand({ Bucket: 'mpu', Key: 'summed.bin', UploadId }));
+    });
+
+    /** An upload of `refused.bin` and a copy of big.bin into its part 1 (more: the request's other fields). */
+    async function refusedCopy() {
+      const { UploadId } = await a.send(new CreateMultipartUploadCommand({ Bucket: 'mpu', Key: 'refused.bin' }));
+      return (more: Partial<ConstructorParameters<typeof UploadPartCopyCommand>[0]>) =>
+        a.send(new UploadPartCopyCommand({ Bucket: 'mpu', Key: 'refused.bin', UploadId, PartNumber: 1, CopySource: 'mpu/copy-src/big.bin', ...more }));
+    }
+
+    it('a malformed x-amz-copy-source-range: 400 InvalidArgument', async () => {
+      const copy = await refusedCopy();
+      for (const range of ['bytes=abc', 'bytes=10-', 'bytes=20-10', 'items=0-9', 'bytes=-5', 'bytes=0-9,20-29']) {
+        expect(await failure(copy({ CopySourceRange: range })), range).toEqual({ name: 'InvalidArgument', status: 400 });
+      }
+    });
+
+    it('a range past the source\'s end: 416 InvalidRange', async () => {
+      const copy = await refusedCopy();
+      expect(await failure(copy({ CopySourceRange: `bytes=0-${12 * MiB}` }))).toEqual({ name: 'InvalidRange', status: 416 });
+      expect(await failure(copy({ CopySourceRange: `bytes=${12 * MiB}-${12 * MiB + 10}` }))).toEqual({ name: 'InvalidRange', status: 416 });
+      // The last byte is in.
+      expect((await copy({ CopySourceRange: `bytes=${12 * MiB - 1}-${12 * MiB - 1}` })).CopyPartResult?.ETag).toBe(`"${md5(big.subarray(12 * MiB - 1)).toString('hex')}"`);
+    });
+
+    it('a range of another tenant\'s object: 403 AccessDenied', async () => {
+      await b.send(new CreateBucketCommand({ Bucket: 'mp-b-range' }));
+      const theirs = await b.send(new CreateMultipartUploadCommand({ Bucket: 'mp-b-range', Key: 'stolen.bin' }));
+      expect(await failure(b.send(new UploadPartCopyCommand({ Bucket: 'mp-b-range', Key: 'stolen.bin', UploadId: theirs.UploadId, PartNumber: 1, CopySource: 'mpu/copy-src/big.bin', CopySourceRange: 'bytes=0-99' }))))
+        .toEqual({ name: 'AccessDenied', status: 403 });
+    });
+
+    it('x-amz-copy-source-if-* as CopyObject has them: 412 PreconditionFailed, or the range copied', async () => {
+      const copy = await refusedCopy();
+      const hourAgo = new Date(Date.now() - 3_600_000);
+      const inAnHour = new Date(Date.now() + 3_600_000);
+      expect(await failure(copy({ CopySourceRange: 'bytes=0-99', CopySourceIfMatch: '"0123456789abcdef0123456789abcdef"' }))).toEqual({ name: 'PreconditionFailed', status: 412 });
+      expect(await failure(copy({ CopySourceRange: 'bytes=0-99', CopySourceIfNoneMatch: bigEtag }))).toEqual({ name: 'PreconditionFailed', status: 412 });
+      expect(await failure(copy({ CopySourceRange: 'bytes=0-99', CopySourceIfUnmodifiedSince: hourAgo }))).toEqual({ name: 'PreconditionFailed', status: 412 });
+      expect(await failure(copy({ CopySource: 'mpu/copy-src/multi.bin', CopySourceIfModifiedSince: inAnHour }))).toEqual({ name: 'PreconditionFailed', status: 412 });
+      const held = await copy({ CopySourceRange: 'bytes=0-99', CopySourceIfMatch: bigEtag, CopySourceIfModifiedSince: hourAgo });
+      expect(held.CopyPartResult?.ETag).toBe(`"${md5(big.subarray(0, 100)).toString('hex')}"`);
+    });
   });
 
   it('the parts of a tenant\'s open uploads count against its quota (507) until the upload is aborted', async () => {

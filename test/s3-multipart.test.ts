@@ -4,7 +4,8 @@
 // copied) whose id is the SHA-256 of the concatenation, the object's hash advanced between parts
 // (Complete reads only what is not hashed yet, counted at the block store), S3's refusals, abort
 // and expiry, the tenant gate, and the hash going on after a restart and on another node
-// (PostgreSQL's units store: two store instances on one database).
+// (PostgreSQL's units store: two store instances on one database); UploadPartCopy's parts (the
+// source's blocks named when the bytes fall on its block boundaries, else ingested).
 
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
@@ -55,6 +56,7 @@ function service(units: UnitStore = engine.units) {
       blockReads++;
       return engine.blocks.read(hex, size);
     },
+    readRange: (manifest, start, end) => engine.reader.range(manifest, start, end),
     tenantBlobs: true,
     config: { ttlMs: config.uploads.ttlMs, cleanupIntervalMs: config.uploads.cleanupIntervalMs },
   });
@@ -170,6 +172,49 @@ describe('multipart uploads on the store', () => {
     expect(await refusal(() => s.uploads.listParts(who.tenant, bucket, key, uploadId))).toBe('NoSuchUpload');
     const roots = await rootsOf(s);
     for (let at = 0; at < partRefs.length; at += 40) expect(roots.has(partRefs.toString('hex', at, at + 32))).toBe(false);
+  });
+
+  test('UploadPartCopy: a whole multipart object and a range on its block boundaries name its blocks (nothing written), a range that cuts a block is ingested; the parts hashed as they are read', async () => {
+    const s = service();
+    const who = owner();
+    const src = await newUpload(s, who, 'mp-copy-src');
+    const sp = [seededBytes(S3_MIN_PART_BYTES, 31), seededBytes(MiB + 77, 32)];
+    const se = [];
+    for (let n = 1; n <= 2; n++) se.push((await sendPart(s, who, src.bucket, src.key, src.uploadId, n, sp[n - 1]!)).etag);
+    const source = await s.uploads.complete(who, src.bucket, src.key, src.uploadId, se.map((etag, i) => ({ partNumber: i + 1, etag })));
+    const record = await s.index.objects.get(who.tenant, src.bucket, src.key);
+    const manifest = (await engine.manifests.get(source.blobId, who.tenant))!;
+    const all = Buffer.concat(sp);
+    const from = (range?: { first: number; last: number }) => ({
+      blobId: record.blobId, size: record.size, etag: record.etag, multipart: true, checksums: record.checksums, manifest, ...(range ? { range } : {}),
+    });
+    const dst = await newUpload(s, who, 'mp-copy-dst');
+    blockReads = 0;
+    const cut = all.subarray(1000, 1000 + S3_MIN_PART_BYTES);
+    const parts = [
+      await s.uploads.copyPart(who, dst.bucket, dst.key, dst.uploadId, 1, from()),
+      await s.uploads.copyPart(who, dst.bucket, dst.key, dst.uploadId, 2, from({ first: 0, last: S3_MIN_PART_BYTES - 1 })),
+      await s.uploads.copyPart(who, dst.bucket, dst.key, dst.uploadId, 3, from({ first: 1000, last: 1000 + S3_MIN_PART_BYTES - 1 })),
+    ];
+    expect(parts.map((p) => p.etag)).toEqual([all, sp[0]!, cut].map((b) => createHash('md5').update(b).digest('hex')));
+    const { parts: listed } = await s.uploads.listParts(who.tenant, dst.bucket, dst.key, dst.uploadId);
+    const refs = manifest.record.refs;
+    // Part 1: the source's blocks; part 2: those of the source's first part (a prefix of them); part 3: its own.
+    expect(listed[0]!.content.blocks!.refs.equals(refs)).toBe(true);
+    expect(refs.subarray(0, listed[1]!.content.blocks!.refs.length).equals(listed[1]!.content.blocks!.refs)).toBe(true);
+    expect(listed[1]!.content.blocks!.refs.length).toBeLessThan(refs.length);
+    expect(listed.map((p) => p.content.blobId)).toEqual([all, sp[0]!, cut].map((b) => `sha-256:${sha256(b)}:${b.length}`));
+    await s.uploads.hashIdle(dst.uploadId);
+    const done = await s.uploads.complete(who, dst.bucket, dst.key, dst.uploadId, parts.map((p, i) => ({ partNumber: i + 1, etag: p.etag })));
+    // Each part went into the object's hash as it was read: nothing read back from the block store.
+    expect(done.partsHashedAtComplete).toBe(0);
+    expect(blockReads).toBe(0);
+    const whole = Buffer.concat([all, sp[0]!, cut]);
+    expect(done.blobId).toBe(`sha-256:${sha256(whole)}:${whole.length}`);
+    expect((await readBlob(done.blobId, who.tenant)).equals(whole)).toBe(true);
+    const { uploadId } = await s.uploads.create(who, dst.bucket, 'past-the-end.bin', { userMetadata: {} });
+    expect(await refusal(() => s.uploads.copyPart(who, dst.bucket, 'past-the-end.bin', uploadId, 1, from({ first: 0, last: all.length })))).toBe('InvalidRange');
+    await s.uploads.abort(who.tenant, dst.bucket, 'past-the-end.bin', uploadId);
   });
 
   test('Complete reads only the parts not hashed yet: none after parts in order, the early ones once the gap closes', async () => {

@@ -20,6 +20,7 @@ export type S3IndexCode =
   | 'InvalidBucketName'
   | 'InvalidPart'
   | 'InvalidPartOrder'
+  | 'InvalidRange'
   | 'InvalidRequest'
   | 'KeyTooLongError'
   | 'MalformedXML'
@@ -44,6 +45,7 @@ const KIND: Record<S3IndexCode, SvcError['kind']> = {
   InvalidBucketName: 'invalid',
   InvalidPart: 'invalid',
   InvalidPartOrder: 'invalid',
+  InvalidRange: 'range_not_satisfiable',
   InvalidRequest: 'invalid',
   KeyTooLongError: 'invalid',
   MalformedXML: 'invalid',

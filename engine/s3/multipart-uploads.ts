@@ -13,22 +13,27 @@
 // - A replaced, discarded or aborted part's content is released by its record's removal: nothing
 //   else names its blocks, and GC takes them. Uploads expire after SVC_UPLOAD_TTL (`cleanup`).
 
+import { createHash } from 'node:crypto';
 import type { Clock } from '../base/clock.js';
 import { ingestFailed } from '../base/errors.js';
 import { S3_MAX_PARTS } from '../base/limits.js';
 import type { Logger } from '../base/log.js';
-import type { BlockRoots, DirectIngest, IngestOptions } from '../cas/index.js';
+import { type BlockRoots, type DirectIngest, type IngestOptions, formatContentId, pushAll } from '../cas/index.js';
 import type { Stats } from '../ops/index.js';
-import type { BlobCatalog, StoredBlock, UnitStore } from '../store/index.js';
+import type { BlobCatalog, Manifest, StoredBlock, UnitStore } from '../store/index.js';
 import { type ByteCaller, type TenantGate, publicationQuota } from '../tenancy/index.js';
 import { type Checksum, type ChecksumAlgorithm, createChecksum } from './checksums.js';
 import { isBlobReleasing, s3Refusal } from './errors.js';
 import { type CompletePart, type PreparedComplete, checkPartNumber, releasePartBytes } from './multipart.js';
 import type { WriteConditions, WriteOutcome } from './objects.js';
+import { type PartSource, copyLength, planPartCopy } from './part-copy.js';
 import { type HashAtPart, PartHashes } from './part-hashes.js';
-import { type ObjectMeta, PARTS, type PartBlocks, type PartContent, type S3Owner, UPLOADS, type UploadRecord } from './records.js';
+import { type ObjectMeta, PARTS, type PartContent, type S3Owner, UPLOADS, type UploadRecord } from './records.js';
 import type { S3Index } from './s3-index.js';
 import { measuredAgainst } from './stated-digests.js';
+
+/** The content id of an empty part (the SHA-256 of nothing): no bytes, no blocks. */
+const EMPTY_CONTENT_ID = formatContentId(createHash('sha256').digest('hex'), 0);
 
 export interface MultipartUploadsDeps {
   index: S3Index;
@@ -39,6 +44,8 @@ export interface MultipartUploadsDeps {
   manifests: BlobCatalog;
   /** A block's bytes (BlockStore.read): parts that came early are hashed from them. */
   readBlock(hex: string, size: number): Promise<Uint8Array>;
+  /** Bytes [start, end) of a blob, verified pieces in order (BlobReader.range: a piece is valid until the next is asked for). */
+  readRange(manifest: Manifest, start: number, end: number): AsyncIterable<Uint8Array>;
   stats: Stats;
   log: Logger;
   clock: Clock;
@@ -76,15 +83,6 @@ export interface MultipartPart {
   finish(trailerChecksum?: string): Promise<UploadedPart>;
   /** The request failed or the client went away. */
   abort(): void;
-}
-
-/** The source of an UploadPartCopy: an object's blob, its MD5 and checksums, and its blocks as its manifest records them. */
-export interface CopiedPart {
-  blobId: string;
-  size: number;
-  etag: string;
-  checksums: Partial<Record<ChecksumAlgorithm, string>>;
-  blocks: PartBlocks;
 }
 
 export interface Completed extends WriteOutcome {
@@ -149,18 +147,71 @@ export class MultipartUploads {
   }
 
   /**
-   * UploadPartCopy of a whole object: the part is the source's blocks (no byte read or copied),
-   * its ETag the source's MD5, its checksum the source's of the upload's algorithm when it has
-   * one. A multipart source, whose ETag is not the MD5 of its bytes, is for the caller to refuse.
+   * UploadPartCopy (./part-copy.ts): through the tenant gate as an UploadPart of the part's length
+   * (413, 429, 507), then the source's blocks become the part (`whole`: nothing read; `blocks`:
+   * read once to hash, nothing written), or the range's bytes are read and streamed into the
+   * part's own ingest (`ingest`). The part's ETag is the MD5 of its bytes; with the upload's
+   * checksum algorithm, its checksum is that of its bytes; the object's hash is taken as it goes
+   * when the parts before it are hashed, as an UploadPart's.
    */
-  async copyPart(caller: S3Owner, bucket: string, key: string, uploadId: string, partNumber: number, source: CopiedPart): Promise<UploadedPart> {
-    const { upload } = await this.admitPart(caller, bucket, key, uploadId, partNumber, source.size);
+  async copyPart(caller: S3Owner, bucket: string, key: string, uploadId: string, partNumber: number, source: PartSource): Promise<UploadedPart> {
+    const { upload, contents } = await this.admitPart(caller, bucket, key, uploadId, partNumber, copyLength(source));
     const algorithm = upload.checksumAlgorithm;
-    const checksums: UploadedPart['checksums'] = algorithm && source.checksums[algorithm] !== undefined ? { [algorithm]: source.checksums[algorithm]! } : {};
-    const content: PartContent = { blobId: source.blobId, size: source.size, blocks: source.blocks };
-    await this.deps.index.multipart.putPart(caller.tenant, bucket, key, uploadId, partNumber, { etag: source.etag, size: source.size, checksums, content });
-    void this.hashes.advance(uploadId).catch((err: unknown) => this.deps.log.warn('s3 multipart: the object hash did not advance', { upload: uploadId, err: String(err) }));
-    return { etag: source.etag, size: source.size, checksums };
+    const plan = planPartCopy(source, algorithm);
+    if (plan.kind === 'whole') {
+      const checksums: UploadedPart['checksums'] = algorithm && source.checksums[algorithm] !== undefined ? { [algorithm]: source.checksums[algorithm]! } : {};
+      const content: PartContent = { blobId: plan.length === 0 ? EMPTY_CONTENT_ID : source.blobId, size: plan.length, blocks: plan.blocks };
+      return this.record(caller, bucket, key, uploadId, partNumber, { etag: plan.etag, size: plan.length, checksums, content });
+    }
+    const at = await this.hashes.before(uploadId, partNumber, contents);
+    const checksum = algorithm ? await createChecksum(algorithm) : undefined;
+    const pieces = this.deps.readRange(source.manifest!, plan.start, plan.end);
+    if (plan.kind === 'ingest') {
+      const ingest = this.deps.startIngest({
+        unlisted: true, tenant: caller.tenant, tenantBlocks: this.deps.tenantBlobs, declaredLength: plan.length, contentType: 'application/octet-stream',
+        // Its MD5 (the part's ETag) taken on the scanning thread; nothing stated to check.
+        ...measuredAgainst({}),
+      });
+      const part = this.partOf(caller, bucket, key, uploadId, partNumber, { declaredLength: plan.length }, { ingest, checksum, at });
+      try {
+        await pushAll(ingest, pieces, (piece) => part.chunk(piece));
+      } catch (err) {
+        part.abort();
+        throw err;
+      }
+      return part.finish();
+    }
+    // `blocks`: the bytes read once for their hashes; the part names the source's blocks.
+    const md5 = createHash('md5');
+    const sha256 = createHash('sha256');
+    let seen = 0;
+    for await (const piece of pieces) {
+      seen += piece.length;
+      md5.update(piece);
+      sha256.update(piece);
+      checksum?.update(piece);
+      at?.hash.update(piece);
+    }
+    if (seen !== plan.length) throw ingestFailed(`The copied range read ${seen} of its ${plan.length} bytes`);
+    const content: PartContent = { blobId: formatContentId(sha256.digest('hex'), plan.length), size: plan.length, blocks: plan.blocks };
+    const checksums: UploadedPart['checksums'] = checksum ? { [checksum.algorithm]: checksum.digest() } : {};
+    return this.record(caller, bucket, key, uploadId, partNumber, { etag: md5.digest('hex'), size: plan.length, checksums, content }, at);
+  }
+
+  /**
+   * The part on record (replacing one of its number: its content goes with its record), then the
+   * object's hash: kept from `at` when the part went into it as it streamed, else advanced later
+   * (at the latest by Complete).
+   */
+  private async record(
+    caller: S3Owner, bucket: string, key: string, uploadId: string, partNumber: number,
+    part: { etag: string; size: number; checksums: UploadedPart['checksums']; content: PartContent }, at?: HashAtPart,
+  ): Promise<UploadedPart> {
+    await this.deps.index.multipart.putPart(caller.tenant, bucket, key, uploadId, partNumber, part);
+    const unkept = (err: unknown) => this.deps.log.warn('s3 multipart: the object hash did not advance', { upload: uploadId, err: String(err) });
+    if (at) await this.hashes.keep(uploadId, partNumber, part.content, at).catch(unkept);
+    void this.hashes.advance(uploadId).catch(unkept);
+    return { etag: part.etag, size: part.size, checksums: part.checksums };
   }
 
   /** The bytes of the tenant's open uploads' parts, `except` one upload (the tenant gate's reservation). */
@@ -200,13 +251,7 @@ export class MultipartUploads {
         if (seen !== size) throw ingestFailed(`The part's hashes saw ${seen} of its ${size} bytes`);
         const etag = result.md5!;
         const content: PartContent = { blobId: result.id, size, blocks: { refs: result.record.refs, sizes: result.record.sizes, chunker: result.record.chunker } };
-        // A part replaced: its content goes with its record (nothing else names its blocks).
-        await this.deps.index.multipart.putPart(caller.tenant, bucket, key, uploadId, partNumber, { etag, size, checksums, content });
-        // The part is on record: a hash not kept or advanced now is done later (at the latest by Complete).
-        const unkept = (err: unknown) => this.deps.log.warn('s3 multipart: the object hash did not advance', { upload: uploadId, err: String(err) });
-        if (s.at) await this.hashes.keep(uploadId, partNumber, content, s.at).catch(unkept);
-        void this.hashes.advance(uploadId).catch(unkept);
-        return { etag, size, checksums };
+        return this.record(caller, bucket, key, uploadId, partNumber, { etag, size, checksums, content }, s.at);
       },
     };
   }

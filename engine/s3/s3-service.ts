@@ -31,6 +31,7 @@ import type { RefChanges } from './blob-refs.js';
 import type { ChecksumAlgorithm } from './checksums.js';
 import type { CompletePart } from './multipart.js';
 import type { Completed, MultipartUploads, PartBody } from './multipart-uploads.js';
+import type { CopyRange } from './part-copy.js';
 import { type StatedDigests, measuredAgainst } from './stated-digests.js';
 
 /** The blob id of an empty object: the SHA-256 of nothing (no manifest is ever published for it). */
@@ -212,13 +213,17 @@ export class S3Service {
     return this.multipart.uploadPart(ownerOf(caller), bucket, key, uploadId, partNumber, body);
   }
 
-  /** UploadPartCopy of a whole object the caller may read (`source`: getObject's): its blocks become the part, no byte copied. */
-  copyPart(caller: Principal, source: ObjectRead, bucket: string, key: string, uploadId: string, partNumber: number) {
+  /**
+   * UploadPartCopy of an object the caller may read (`source`: getObject's, its copy conditions
+   * checked), whole or `range` (416 outside it): engine/s3/part-copy.ts says what is read and
+   * what is copied.
+   */
+  copyPart(caller: Principal, source: ObjectRead, bucket: string, key: string, uploadId: string, partNumber: number, range?: CopyRange) {
     const { record, manifest } = source;
-    const blocks = manifest
-      ? { refs: manifest.record.refs, sizes: manifest.record.sizes, chunker: manifest.record.chunker }
-      : { refs: Buffer.alloc(0), sizes: Buffer.alloc(0), chunker: 'concatenation' };
-    return this.multipart.copyPart(ownerOf(caller), bucket, key, uploadId, partNumber, { blobId: record.blobId, size: record.size, etag: record.etag, checksums: record.checksums, blocks });
+    return this.multipart.copyPart(ownerOf(caller), bucket, key, uploadId, partNumber, {
+      blobId: record.blobId, size: record.size, etag: record.etag, multipart: record.parts !== undefined, checksums: record.checksums,
+      ...(manifest ? { manifest } : {}), ...(range ? { range } : {}),
+    });
   }
 
   /** CompleteMultipartUpload; an object it replaced releases its blob as a PutObject's would. */

@@ -87,7 +87,7 @@ function multipartOperationOf(head: S3Head, query: Map<string, string>): Operati
     if (method === 'POST') return op('CreateMultipartUpload', 'blob.write', createMultipartUpload);
   } else if (method === 'PUT') {
     if (!query.has('partNumber')) throw new S3Error('InvalidArgument', 'A part upload must name its partNumber', { ArgumentName: 'partNumber' });
-    return head.header('x-amz-copy-source') !== undefined ? op('UploadPartCopy', 'blob.write', uploadPartCopy) : op('UploadPart', 'blob.write', uploadPart, true);
+    return head.header('x-amz-copy-source') !== undefined ? op('UploadPartCopy', 'blob.write', uploadPartCopy, true) : op('UploadPart', 'blob.write', uploadPart, true);
   } else if (method === 'POST') {
     return op('CompleteMultipartUpload', 'blob.write', completeMultipartUpload);
   } else if (method === 'DELETE') {

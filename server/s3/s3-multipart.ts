@@ -1,13 +1,14 @@
 // The S3 multipart operations (docs/s3.md "Multipart uploads"): CreateMultipartUpload, UploadPart
 // (its body decoded and checked as PutObject's, s3-body.ts, and fed into the part's unlisted
-// ingest while the part's own hashes see each piece), UploadPartCopy (a whole object's blocks
-// become the part: nothing read or copied; a range is 501 for now), CompleteMultipartUpload (the
+// ingest while the part's own hashes see each piece), UploadPartCopy (a whole object or a range
+// of one: the source's blocks or its bytes, engine/s3/part-copy.ts), CompleteMultipartUpload (the
 // XML part list), AbortMultipartUpload, ListParts and ListMultipartUploads. The engine
 // (engine/s3/multipart-uploads.ts through engine/s3/s3-service.ts) does the work.
 
 import { S3_XML_BODY_MAX_BYTES } from '../../engine/base/limits.js';
 import { type ChecksumAlgorithm, checksumAlgorithm } from '../../engine/s3/checksums.js';
 import type { PartBody } from '../../engine/s3/multipart-uploads.js';
+import type { CopyRange } from '../../engine/s3/part-copy.js';
 import { Collector, bodyChecksOf, pumpBody, requestBodyOf } from './s3-body.js';
 import { type S3Call, sendXml } from './s3-call.js';
 import { S3Error } from './s3-error.js';
@@ -68,17 +69,36 @@ export async function uploadPart(call: S3Call): Promise<void> {
   ex.send(200, { ETag: `"${uploaded.etag}"`, ...checksumHeaders(uploaded) });
 }
 
-/** UploadPartCopy (PUT ?partNumber&uploadId with x-amz-copy-source): a whole object, not a range, and not a multipart object (501). */
+/**
+ * `x-amz-copy-source-range: bytes=first-last` (both inclusive), or undefined. Malformed (or first
+ * after last): 400 InvalidArgument; outside the source is the engine's 416 InvalidRange.
+ */
+export function copySourceRangeOf(value: string | undefined): CopyRange | undefined {
+  if (value === undefined) return undefined;
+  const m = /^bytes=(\d{1,16})-(\d{1,16})$/.exec(value.trim());
+  const first = m ? Number(m[1]) : NaN;
+  const last = m ? Number(m[2]) : NaN;
+  if (!m || !Number.isSafeInteger(first) || !Number.isSafeInteger(last) || first > last) {
+    throw new S3Error('InvalidArgument', 'The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy', {
+      ArgumentName: 'x-amz-copy-source-range', ArgumentValue: value,
+    });
+  }
+  return { first, last };
+}
+
+/**
+ * UploadPartCopy (PUT ?partNumber&uploadId with x-amz-copy-source): a whole object or a range of
+ * one, multipart or not, under CopyObject's x-amz-copy-source-if-* (412); what is read and what
+ * is copied is the engine's (engine/s3/part-copy.ts).
+ */
 export async function uploadPartCopy(call: S3Call): Promise<void> {
   const { engine, head, principal } = call;
   const source = copySourceOf(head.header('x-amz-copy-source')!);
   const partNumber = partNumberOf(call);
-  if (head.header('x-amz-copy-source-range') !== undefined) throw new S3Error('NotImplemented', 'x-amz-copy-source-range is not implemented yet: copy the whole object, or upload the range');
+  const range = copySourceRangeOf(head.header('x-amz-copy-source-range'));
   const read = await engine.s3.getObject(principal, source.bucket, source.key);
   copyChecks(call)(read.record);
-  // Its ETag is no MD5 of its bytes, which the part's ETag must be.
-  if (read.record.parts !== undefined) throw new S3Error('NotImplemented', 'UploadPartCopy of a multipart object is not implemented yet');
-  const uploaded = await engine.s3.copyPart(principal, read, head.bucket, head.key, uploadIdOf(call), partNumber);
+  const uploaded = await engine.s3.copyPart(principal, read, head.bucket, head.key, uploadIdOf(call), partNumber, range);
   sendXml(call, copyPartXml({ etag: `"${uploaded.etag}"`, lastModified: new Date(engine.clock.now()), checksums: uploaded.checksums }));
 }
 
