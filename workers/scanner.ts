@@ -13,8 +13,6 @@ type ObjectHash = Hash | Uint8Array;
 
 interface Stream {
   hash: ObjectHash | null;
-  /** The MD5 of every byte of the stream, when it was asked for (an S3 body's ETag). */
-  md5: Hash | null;
   /** Bytes at the start that are cut but not hashed into the object (an earlier stream hashed them). */
   skip: number;
   spec: ChunkerSpec | null;
@@ -67,7 +65,6 @@ function cutBehind(block: Uint8Array, data: SegmentedBytes, blockStart: number, 
 function update(s: Stream, segment: Uint8Array, offset: number, length: number, final: boolean): { cuts: number[]; digests?: string[] } {
   const start = s.end;
   const arrived = segment.subarray(offset, offset + length);
-  s.md5?.update(arrived);
   if (offset === 0 && length > 0 && s.spec) s.segments.push(segment);
   s.end += length;
   let blockStart = s.cutStart;
@@ -117,7 +114,7 @@ parentPort!.on('message', (m: ScanMessage) => {
         kept.set(m.kept.key, hash);
       } else if (m.hash) hash = newObjectHash();
       const block = pair && m.spec ? newState(pair) : null;
-      streams.set(m.id, { hash, md5: m.md5 ? createHash('md5') : null, skip: m.kept?.skip ?? 0, spec: m.spec, segmentSize: m.segmentSize, segments: [], first: 0, end: 0, cutStart: 0, state: freshScanState(), block });
+      streams.set(m.id, { hash, skip: m.kept?.skip ?? 0, spec: m.spec, segmentSize: m.segmentSize, segments: [], first: 0, end: 0, cutStart: 0, state: freshScanState(), block });
       break;
     }
     case 'kept-digest': {
@@ -140,7 +137,7 @@ parentPort!.on('message', (m: ScanMessage) => {
     case 'digest': {
       const s = streams.get(m.id);
       streams.delete(m.id);
-      parentPort!.postMessage({ id: m.id, digest: s?.hash ? hexOf(s.hash) : '', ...(s?.md5 ? { md5: s.md5.digest('hex') } : {}) });
+      parentPort!.postMessage({ id: m.id, digest: s?.hash ? hexOf(s.hash) : '' });
       break;
     }
     case 'discard':

@@ -60,7 +60,7 @@ export interface IngestOptions {
    * size is known): a throw refuses the ingest, and the blocks it wrote go back at once.
    */
   beforeRecord?: (size: number) => Promise<void>;
-  /** Also measure the body's MD5 (S3's ETag), on the scanning thread with its SHA-256: in the results and for `verify`. */
+  /** Also measure the body's MD5 (S3's ETag): in the results and for `verify`. */
   md5?: boolean;
   /**
    * The last check of the body as measured, before anything is published or recorded (an S3

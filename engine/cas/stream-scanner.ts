@@ -3,7 +3,7 @@ import type { ChunkerSpec } from './chunkers.js';
 
 /** Messages to the scanning thread (workers/scanner.ts). */
 export type ScanMessage =
-  | { op: 'open'; id: number; hash: boolean; md5?: boolean; spec: ChunkerSpec | null; segmentSize: number; kept?: KeptHash }
+  | { op: 'open'; id: number; hash: boolean; spec: ChunkerSpec | null; segmentSize: number; kept?: KeptHash }
   | { op: 'update'; id: number; segment: Uint8Array; inArena: boolean; offset: number; length: number; final: boolean }
   | { op: 'digest' | 'discard'; id: number }
   | { op: 'kept-digest'; id: number; key: string }
@@ -22,13 +22,7 @@ interface KeptHash {
 interface Stream {
   onProgress: (scannedBytes: number, cuts: number[], digests?: string[]) => void;
   onFailure: (err: Error) => void;
-  digest?: { resolve: (digests: StreamDigests) => void; reject: (err: Error) => void };
-}
-
-/** What the thread measured of a whole stream: its SHA-256 ('' when not hashed) and, when asked for, its MD5 (hex). */
-export interface StreamDigests {
-  sha256: string;
-  md5?: string;
+  digest?: { resolve: (hex: string) => void; reject: (err: Error) => void };
 }
 
 /**
@@ -55,12 +49,12 @@ export class StreamScanner {
     readonly pairHashing = false,
   ) {
     this.worker = new Worker(filename, { workerData: { arena, pairHashing } });
-    this.worker.on('message', (m: { id: number; scanned?: number; cuts?: number[]; digests?: string[]; digest?: string; md5?: string }) => {
+    this.worker.on('message', (m: { id: number; scanned?: number; cuts?: number[]; digests?: string[]; digest?: string }) => {
       const stream = this.streams.get(m.id);
       if (!stream) return;
       if (m.digest !== undefined) {
         this.streams.delete(m.id);
-        stream.digest?.resolve(m.md5 === undefined ? { sha256: m.digest } : { sha256: m.digest, md5: m.md5 });
+        stream.digest?.resolve(m.digest);
       } else stream.onProgress(m.scanned!, m.cuts!, m.digests);
     });
     this.worker.on('error', (err) => this.fail(err));
@@ -68,17 +62,16 @@ export class StreamScanner {
   }
 
   /**
-   * A new stream: hashed when `hash`, its MD5 taken too when `md5` (an S3 body's ETag), cut with
-   * `spec` unless null. `onProgress` hears how many bytes the thread is done with and the cut
-   * points (absolute offsets) found in them, with pair hashing also the SHA-256 (hex) of each
-   * block those cuts end.
+   * A new stream: hashed when `hash`, cut with `spec` unless null. `onProgress` hears how many
+   * bytes the thread is done with and the cut points (absolute offsets) found in them, with
+   * pair hashing also the SHA-256 (hex) of each block those cuts end.
    */
-  open(hash: boolean, spec: ChunkerSpec | null, segmentSize: number, onProgress: Stream['onProgress'], onFailure: Stream['onFailure'], kept?: KeptHash, md5 = false): ScanStream {
+  open(hash: boolean, spec: ChunkerSpec | null, segmentSize: number, onProgress: Stream['onProgress'], onFailure: Stream['onFailure'], kept?: KeptHash): ScanStream {
     const id = this.nextId++;
     if (this.failure) queueMicrotask(() => onFailure(this.failure!));
     else this.streams.set(id, { onProgress, onFailure });
     if (kept) this.keptKeys.add(kept.key);
-    this.post({ op: 'open', id, hash, ...(md5 ? { md5 } : {}), spec, segmentSize, kept });
+    this.post({ op: 'open', id, hash, spec, segmentSize, kept });
     return new ScanStream(this, id);
   }
 
@@ -92,7 +85,7 @@ export class StreamScanner {
     return new Promise((resolve, reject) => {
       if (this.failure || !this.keptKeys.has(key)) return reject(this.failure ?? new Error(`no hash kept under ${key}`));
       const id = this.nextId++;
-      this.streams.set(id, { onProgress: () => {}, onFailure: reject, digest: { resolve: (d) => resolve(d.sha256), reject } });
+      this.streams.set(id, { onProgress: () => {}, onFailure: reject, digest: { resolve, reject } });
       this.post({ op: 'kept-digest', id, key });
     });
   }
@@ -109,7 +102,7 @@ export class StreamScanner {
     this.worker.postMessage(message);
   }
 
-  /** @internal */ awaitDigest(id: number): Promise<StreamDigests> {
+  /** @internal */ awaitDigest(id: number): Promise<string> {
     return new Promise((resolve, reject) => {
       const stream = this.streams.get(id);
       if (this.failure || !stream) return reject(this.failure ?? new Error('scan stream closed'));
@@ -154,13 +147,7 @@ export class ScanStream {
     this.scanner.post({ op: 'update', id: this.id, segment, inArena: this.scanner.inArena(segment), offset, length, final });
   }
 
-  /** The whole stream's SHA-256 (hex). */
-  async digest(): Promise<string> {
-    return (await this.scanner.awaitDigest(this.id)).sha256;
-  }
-
-  /** The whole stream's SHA-256 and, when the stream was opened with `md5`, its MD5. */
-  digests(): Promise<StreamDigests> {
+  digest(): Promise<string> {
     return this.scanner.awaitDigest(this.id);
   }
 

@@ -127,7 +127,7 @@ export class MultipartUploads {
       tenantBlocks: this.deps.tenantBlobs,
       declaredLength: body.declaredLength,
       contentType: 'application/octet-stream',
-      // Its MD5 (the part's ETag) taken on the scanning thread; Content-MD5 and the signed SHA-256 checked before its blocks are recorded.
+      // Its MD5 (the part's ETag) taken by the ingest; Content-MD5 and the signed SHA-256 checked before its blocks are recorded.
       ...measuredAgainst({ sha256: body.sha256, contentMd5: body.contentMd5 }),
     });
     return this.partOf(caller, bucket, key, uploadId, partNumber, body, { ingest, checksum, at });
@@ -169,7 +169,7 @@ export class MultipartUploads {
     if (plan.kind === 'ingest') {
       const ingest = this.deps.startIngest({
         unlisted: true, tenant: caller.tenant, tenantBlocks: this.deps.tenantBlobs, declaredLength: plan.length, contentType: 'application/octet-stream',
-        // Its MD5 (the part's ETag) taken on the scanning thread; nothing stated to check.
+        // Its MD5 (the part's ETag) taken by the ingest; nothing stated to check.
         ...measuredAgainst({}),
       });
       const part = this.partOf(caller, bucket, key, uploadId, partNumber, { declaredLength: plan.length }, { ingest, checksum, at });

@@ -1,8 +1,8 @@
 // What an S3 request states of its body's digests, checked by the body's ingest before anything
 // is published or recorded (engine/cas DirectIngest `verify`): the SHA-256 its signature covers
-// (x-amz-content-sha256) and its Content-MD5. The ingest takes both digests on its scanning
-// thread, with the SHA-256 that names the blob, so the listener's thread hashes no body itself,
-// and a body that fails leaves nothing behind (its blocks go back).
+// (x-amz-content-sha256) and its Content-MD5. The ingest takes the SHA-256 that names the blob
+// anyway (on its scanning thread) and the MD5 as the bytes are pushed, so no body is hashed
+// twice, and a body that fails leaves nothing behind (its blocks go back).
 
 import type { IngestOptions, MeasuredIngest } from '../cas/index.js';
 import { s3Refusal } from './errors.js';

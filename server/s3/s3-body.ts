@@ -1,7 +1,7 @@
 // An S3 request body as it streams: decoded when it is `aws-chunked` (server/s3/aws-chunked.ts,
 // chunk signatures and trailer checked), and measured as it passes: the x-amz-checksum-* it
-// announced (400 BadDigest) and, unless the sink is an ingest that takes them on its scanning
-// thread (`digestsBySink`: engine/s3/stated-digests.ts), its MD5 (the ETag; Content-MD5 → 400
+// announced (400 BadDigest) and, unless the sink is an ingest that takes them itself
+// (`digestsBySink`: engine/s3/stated-digests.ts), its MD5 (the ETag; Content-MD5 → 400
 // BadDigest) and its SHA-256 when the signature covered one (400 XAmzContentSHA256Mismatch). The decoded bytes go to a sink (a PutObject's
 // ingest, or a bounded collector for an XML body) with the ingest's backpressure; the promise
 // resolves only once the body has ended and every check passed, so a PutObject publishes nothing
@@ -107,7 +107,7 @@ export class Collector implements BodySink {
  * UploadPart's own hashes: engine/s3/multipart-uploads.ts MultipartPart.chunk); with a tap, the
  * x-amz-checksum-* is the tap's owner's to take and compare (each body hashed once): this checks
  * the framing and the signatures, and returns the trailer's value. With `digestsBySink` the
- * ingest takes the MD5 and checks the SHA-256 and Content-MD5 on its scanning thread.
+ * ingest takes the MD5 and checks the SHA-256 and Content-MD5 itself.
  */
 export async function pumpBody(ex: Exchange, source: BodySource, checks: BodyChecks, sink: BodySink | DirectIngest, stats: Stats, tap?: (data: Uint8Array) => void): Promise<MeasuredBody> {
   const { payload } = checks;
