@@ -99,9 +99,12 @@ export class S3Objects {
   /** HeadObject, GetObject: the record, else NoSuchKey (NoSuchBucket, AccessDenied for the bucket). */
   async get(tenant: string, bucket: string, key: string): Promise<ObjectRecord> {
     checkKey(key);
-    // Two plain reads, no unit (the GET path): a bucket deleted between them had no object anyway.
-    await this.buckets.head(tenant, bucket);
+    // Plain reads, no unit (the GET path). An object lives only in a bucket of its owner's tenant,
+    // and a bucket is deleted only empty: a record of the caller's tenant answers for the bucket
+    // too (one read, not two). Otherwise the bucket says which refusal: NoSuchBucket, AccessDenied.
     const record = await this.units.get(OBJECTS, [bucket, encodeKey(key)]);
+    if (record && record.owner.tenant === tenant) return record;
+    await this.buckets.head(tenant, bucket);
     if (!record) throw noSuchKey();
     return record;
   }

@@ -10,7 +10,7 @@ export const ALGORITHM = 'AWS4-HMAC-SHA256';
 /** SHA-256 of no bytes: the payload hash of a request without a body. */
 export const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
 
-export const sha256Hex = (data: string | Uint8Array): string => crypto.createHash('sha256').update(data).digest('hex');
+export const sha256Hex = (data: string | Uint8Array): string => crypto.hash('sha256', data, 'hex');
 
 /**
  * AWS's URI encoding: every byte of the UTF-8 form but the unreserved `A-Za-z0-9-._~` as `%XX`
