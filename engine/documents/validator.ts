@@ -15,6 +15,7 @@ import vm from 'node:vm';
 import { LRUCache } from 'lru-cache';
 import { compileLinear, PatternError, type LinearRegExp } from './linear-regexp.js';
 import { canonicalJson, isPlainObject } from './model.js';
+import { safeUntimed, schemaFanout } from './validation-cost.js';
 import { type ValidationDeadlines, validationDeadlines } from '../base/config.js';
 
 export interface ValidationIssue {
@@ -173,12 +174,14 @@ export function compileSchema(jsonSchema: Record<string, unknown>, compileDeadli
   // worker, on a busy machine) must not fail by chance, so only a registration is timed.
   const recompile = compileDeadline ? boundedCompile : compile;
   let validate: ValidateFunction | undefined = recompile();
+  const fanout = schemaFanout(jsonSchema);
   return (data) => {
     // A validator stopped once is compiled anew: its patterns' matchers may have been stopped mid-update.
     validate ??= compile();
     const current = validate;
     const { validateMs } = configured();
-    const valid = withDeadline(validateMs, () => current(data));
+    // The deadline only where the cost's bound could come near it (./validation-cost.ts): a timed call costs a watchdog thread.
+    const valid = safeUntimed(fanout, data, validateMs) ? current(data) : withDeadline(validateMs, () => current(data));
     if (valid === TIMED_OUT) {
       validate = undefined;
       dropSharedState();
