@@ -279,6 +279,7 @@ export class MultipartUploads {
     const blobId = published.manifest.id;
     const checksums = await compositeChecksums(prepared.upload, prepared);
     let outcome: Awaited<ReturnType<S3Index['multipart']['commitComplete']>>;
+    let tookHold = !published.existed;
     for (let attempt = 1; ; attempt++) {
       try {
         outcome = await index.multipart.commitComplete(owner, bucket, key, uploadId, prepared, { blobId, checksums }, conditions);
@@ -286,16 +287,27 @@ export class MultipartUploads {
       } catch (err) {
         // The blob is being released by an object's earlier end: published again, the write again.
         if (isBlobReleasing(err) && attempt < 4) {
-          await publish();
+          if (!(await publish()).existed) tookHold = true;
           continue;
         }
-        // Refused after the publication: the tenant's hold goes unless an object names the blob.
-        if (!published.existed) await index.refs.orphaned(owner.tenant, blobId, this.deps.clock.now()).catch(() => {});
+        // Refused after the publication: the hold it took goes now, unless an object names the blob.
+        if (tookHold) await this.releaseOrphan(owner.tenant, blobId);
         throw err;
       }
     }
     await this.hashes.drop(uploadId);
     return { ...outcome, blobId, etag: prepared.etag, size: prepared.size, partsHashedAtComplete: partsRead, existed: published.existed };
+  }
+
+  /** The hold a refused Complete's publication took (blob-refs.ts `orphaned`, then `release`); a failure is left to the sweep. */
+  private async releaseOrphan(tenant: string, blobId: string): Promise<void> {
+    const refs = this.deps.index.refs;
+    try {
+      await refs.orphaned(tenant, blobId, this.deps.clock.now());
+      await refs.release(tenant, blobId, () => this.deps.manifests.remove(blobId, tenant));
+    } catch (err) {
+      this.deps.log.warn('s3 multipart: the hold of a refused Complete was not released; the sweep retries it', { tenant, blob: blobId, err: String(err) });
+    }
   }
 
   /** AbortMultipartUpload: the upload and its parts go (their contents with their records). */
