@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { Principal } from '../dist/engine/auth/index.js';
 import { loadConfig } from '../dist/engine/base/config.js';
+import { S3_UPLOAD_CLEANUP_PAGE } from '../dist/engine/base/limits.js';
 import { Logger } from '../dist/engine/base/log.js';
 import { pushAll } from '../dist/engine/cas/index.js';
 import { Engine } from '../dist/engine/engine.js';
@@ -126,5 +127,28 @@ describe('expiry of multipart uploads', () => {
     const { expired } = await engine.s3.multipart.cleanup(engine.clock.now() + config.uploads.ttlMs + 1);
     expect(expired).toBe(all);
     expect(await open()).toBe(0);
+  });
+
+  test('past a page of uploads, expired ones mixed with live ones in key order: the expired all go, the live all stay', async () => {
+    const who = caller('holds-expiry-pages');
+    await engine.s3.createBucket(who, 'expiring-pages');
+    const key = (n: number) => `k${String(n).padStart(4, '0')}`;
+    const old = Array.from({ length: S3_UPLOAD_CLEANUP_PAGE + 60 }, (_, i) => key(2 * i));
+    for (const k of old) await engine.s3.createMultipart(who, 'expiring-pages', k, META);
+    const cut = engine.clock.now();
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const live = Array.from({ length: S3_UPLOAD_CLEANUP_PAGE + 10 }, (_, i) => key(2 * i + 1));
+    for (const k of live) await engine.s3.createMultipart(who, 'expiring-pages', k, META);
+    const { expired } = await engine.s3.multipart.cleanup(cut + config.uploads.ttlMs);
+    expect(expired).toBe(old.length);
+    const left: string[] = [];
+    let keyMarker: string | undefined;
+    for (;;) {
+      const page = await engine.s3.listUploads(who, 'expiring-pages', { ...(keyMarker ? { keyMarker } : {}), maxUploads: 1000 });
+      for (const item of page.items) if (item.key !== undefined) left.push(item.key);
+      if (!page.truncated) break;
+      keyMarker = page.nextKeyMarker;
+    }
+    expect(left).toEqual(live);
   });
 });
