@@ -2,7 +2,8 @@
 // LMDB, real block files, security on), where a write is refused after its body was published:
 // a PutObject or a CompleteMultipartUpload whose condition fails between its publication and its
 // object write (a concurrent writer) releases the hold it took, unless an object names the blob
-// or the tenant held it before; and expiry of multipart uploads, every expired upload in one run.
+// or the tenant held it before; the blob API's delete against an object written meanwhile; and
+// expiry of multipart uploads, every expired upload in one run.
 
 import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -112,6 +113,34 @@ describe('a write refused after its body was published', () => {
     expect(summaries).toEqual([]);
     expect(await engine.s3.index.refs.pendingReleases()).toEqual([]);
     await engine.s3.abortMultipart(who, 'race-mp', 'taken', uploadId);
+  });
+});
+
+describe('the blob API\'s delete and the objects\' writes', () => {
+  test('an object write while a blob API delete removes the hold meets the mark (503 SlowDown): no object names a blob whose hold went', async () => {
+    const who = caller('holds-delete');
+    await engine.s3.createBucket(who, 'deleting');
+    const bytes = seededBytes(80_000, 7);
+    const { content } = await publishBody(who, bytes);
+    let during = '';
+    const outcome = await engine.s3.index.refs.removeUnlessNamed(who.tenant, content.blobId, engine.clock.now(), async () => {
+      // A PutObject of the same bytes between the delete's check and its removal: its publication finds the hold.
+      const racing = await publishBody(who, bytes);
+      expect(racing.tookHold).toBe(false);
+      during = await refusal(() => engine.s3.putObject(who, 'deleting', 'k', racing.content, META, undefined, racing.tookHold));
+      return engine.manifests.remove(content.blobId, who.tenant);
+    });
+    expect(outcome).toEqual({ removed: true });
+    expect(during).toBe('slow_down');
+    expect(await holds(who.tenant, content.blobId)).toBe(false);
+    expect(await refusal(() => engine.s3.getObject(who, 'deleting', 'k'))).toBe('NoSuchKey');
+    expect(await engine.s3.index.refs.count(who.tenant, content.blobId)).toBe(0);
+    expect(await engine.s3.index.refs.pendingReleases()).toEqual([]);
+    // The client's retry publishes the blob anew and names it; the delete is then refused with the count.
+    const retried = await publishBody(who, bytes);
+    await engine.s3.putObject(who, 'deleting', 'k', retried.content, META, undefined, retried.tookHold);
+    expect(await engine.s3.index.refs.removeUnlessNamed(who.tenant, content.blobId, engine.clock.now(), () => engine.manifests.remove(content.blobId, who.tenant))).toEqual({ named: 1 });
+    expect(await holds(who.tenant, content.blobId)).toBe(true);
   });
 });
 

@@ -171,7 +171,7 @@ export class S3Service {
     try {
       return { record, manifest: await this.deps.blobs.manifest(parseContentId(record.blobId), caller.tenant) };
     } catch (err) {
-      // The tenant's hold went (a delete through the blob API of a blob its objects name).
+      // The tenant's hold went: not by the blob API's delete (refused while objects name the blob), so a fault to log.
       this.deps.log.error('s3: an object names a blob its tenant does not hold', { bucket, key, blob: record.blobId, err: String(err) });
       throw s3Refusal('NoSuchKey', 'The specified key does not exist (its blob is gone).');
     }
