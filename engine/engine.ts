@@ -28,6 +28,7 @@ import { Budgets, ClusterShareTracker, SINGLE_NODE, type ShareScope, TenantGate,
 import { LegacyImports, LegacyRepositories } from './legacy/index.js';
 import { S3Service } from './s3/s3-service.js';
 import { S3Keys } from './s3/keys.js';
+import { BlobRefs } from './s3/blob-refs.js';
 import { MultipartUploads } from './s3/multipart-uploads.js';
 
 const WORKER_MODULE = fileURLToPath(new URL('../workers/ingest.js', import.meta.url));
@@ -201,7 +202,8 @@ export class Engine {
       documentBytes: (tenant) => this.documents.retainedBytes(tenant),
       stagedBytes: (tenant) => this.stagedBytes(tenant),
     });
-    this.blobs = new Blobs({ manifests, blocks, cursors: this.cursors, pool, stats: this.stats, log });
+    // The tenant's S3 objects' counts (engine/s3/blob-refs.ts): a blob they name is not deleted through the blob API.
+    this.blobs = new Blobs({ manifests, blocks, cursors: this.cursors, pool, stats: this.stats, log, names: new BlobRefs(units), now: () => this.clock.now() });
     this.s3 = new S3Service({
       units, clock: this.clock, region: config.s3Api.region, manifests, blobs: this.blobs, ingests: this.ingests, log,
       multipart: (index) => new MultipartUploads({

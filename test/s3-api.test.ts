@@ -255,6 +255,59 @@ describe('S3 API with @aws-sdk/client-s3', () => {
     expect(await unsigned.text()).toBe('');
   });
 
+  it('DELETE /api/v1/blobs/{id} of a blob the tenant\'s objects name is 409 blob_in_use (nothing changes); another tenant\'s delete of the same bytes drops only its own hold; once the objects go, the delete goes through', async () => {
+    await a.send(new CreateBucketCommand({ Bucket: 'in-use' }));
+    const body = crypto.randomBytes(60_000);
+    const blobId = `sha-256:${sha256(body)}:${body.length}`;
+    await a.send(new PutObjectCommand({ Bucket: 'in-use', Key: 'one', Body: body }));
+    await a.send(new PutObjectCommand({ Bucket: 'in-use', Key: 'two', Body: body }));
+    const tokenA = await devToken('team-a', 'blob.read blob.write blob.delete');
+    const tokenB = await devToken('team-b', 'blob.read blob.write blob.delete');
+    const blobApi = (token: string, method: string, id = blobId, more: RequestInit = {}) =>
+      fetch(`${server.url}/api/v1/blobs${id ? `/${id}` : ''}`, { method, ...more, headers: { Authorization: `Bearer ${token}`, ...(more.headers as Record<string, string> | undefined) } });
+
+    const refused = await blobApi(tokenA, 'DELETE');
+    expect(refused.status).toBe(409);
+    expect(await refused.json()).toEqual({
+      error: 'blob_in_use',
+      message: `Blob ${blobId} is the content of 2 S3 objects of this tenant; delete the S3 objects first`,
+    });
+    expect((await blobApi(tokenA, 'HEAD')).status).toBe(200);
+    expect(Buffer.from(await (await a.send(new GetObjectCommand({ Bucket: 'in-use', Key: 'one' }))).Body!.transformToByteArray()).equals(body)).toBe(true);
+
+    // Team B holds the same bytes (its own upload): its delete drops its hold only.
+    const posted = await blobApi(tokenB, 'POST', '', { body, headers: { 'Content-Type': 'application/octet-stream' } });
+    expect(posted.status).toBe(201);
+    expect((await blobApi(tokenB, 'DELETE')).status).toBe(204);
+    expect((await blobApi(tokenB, 'HEAD')).status).toBe(404);
+    expect((await blobApi(tokenA, 'HEAD')).status).toBe(200);
+    expect(Buffer.from(await (await a.send(new GetObjectCommand({ Bucket: 'in-use', Key: 'two' }))).Body!.transformToByteArray()).equals(body)).toBe(true);
+
+    // One object left: still refused, and says so.
+    await a.send(new DeleteObjectCommand({ Bucket: 'in-use', Key: 'one' }));
+    const still = await blobApi(tokenA, 'DELETE');
+    expect(still.status).toBe(409);
+    expect(((await still.json()) as { message: string }).message).toBe(`Blob ${blobId} is the content of 1 S3 object of this tenant; delete the S3 objects first`);
+    // Its hold kept by the object, uploaded again through the blob API: the delete is still refused.
+    expect((await blobApi(tokenA, 'POST', '', { body, headers: { 'Content-Type': 'application/octet-stream' } })).status).toBe(201);
+    expect((await blobApi(tokenA, 'DELETE')).status).toBe(409);
+    // The last object goes, and with it the hold; the blob API's delete then finds nothing.
+    await a.send(new DeleteObjectCommand({ Bucket: 'in-use', Key: 'two' }));
+    expect((await blobApi(tokenA, 'HEAD')).status).toBe(404);
+    expect((await blobApi(tokenA, 'DELETE')).status).toBe(404);
+
+    // A blob the tenant holds through the blob API alone deletes as before, then S3 can name the same bytes again.
+    const other = crypto.randomBytes(30_000);
+    const otherId = `sha-256:${sha256(other)}:${other.length}`;
+    expect((await blobApi(tokenA, 'POST', '', { body: other, headers: { 'Content-Type': 'application/octet-stream' } })).status).toBe(201);
+    expect((await blobApi(tokenA, 'DELETE', otherId)).status).toBe(204);
+    await a.send(new PutObjectCommand({ Bucket: 'in-use', Key: 'other', Body: other }));
+    expect((await blobApi(tokenA, 'HEAD', otherId)).status).toBe(200);
+    expect((await blobApi(tokenA, 'DELETE', otherId)).status).toBe(409);
+    await a.send(new DeleteObjectCommand({ Bucket: 'in-use', Key: 'other' }));
+    await a.send(new DeleteBucketCommand({ Bucket: 'in-use' }));
+  });
+
   it('answers 501 NotImplemented in S3 XML for what is not served (tagging)', async () => {
     const res = await fetch(await presignedUrl('GET', '/alpha/good?tagging=', KEY_A));
     expect(res.status).toBe(501);
@@ -265,8 +318,8 @@ describe('S3 API with @aws-sdk/client-s3', () => {
 const sha256 = (data: Buffer) => crypto.createHash('sha256').update(data).digest('hex');
 
 /** A bearer token of `tenant` for the blob API (the server's dev tokens). */
-async function devToken(tenant: string): Promise<string> {
-  const res = await fetch(`${server.url}/dev/token`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ org_id: tenant, sub: 'test', ttl_seconds: 600, scope: 'blob.read' }) });
+async function devToken(tenant: string, scope = 'blob.read'): Promise<string> {
+  const res = await fetch(`${server.url}/dev/token`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ org_id: tenant, sub: 'test', ttl_seconds: 600, scope }) });
   expect(res.status).toBe(200);
   return ((await res.json()) as { access_token: string }).access_token;
 }

@@ -66,6 +66,9 @@ export const invalidPagination = (message: string) => new SvcError('invalid', 'i
 export const invalidCursor = (message = 'The cursor is not one this list gave to this caller for this query (cursors are opaque: pass nextCursor back unchanged)') =>
   new SvcError('invalid', 'invalid_cursor', message);
 export const blobNotFound = (id: string) => new SvcError('not_found', 'blob_not_found', `No blob ${id}`);
+/** DELETE /api/v1/blobs/{id} of a blob the tenant's S3 objects name (their bytes: delete them first). */
+export const blobInUse = (id: string, objects: number) =>
+  new SvcError('conflict', 'blob_in_use', `Blob ${id} is the content of ${objects} S3 object${objects === 1 ? '' : 's'} of this tenant; delete the S3 objects first`);
 export const payloadTooLarge = (limit: number) =>
   new SvcError('too_large', 'payload_too_large', `Upload exceeds the configured maximum of ${limit} bytes`);
 export const tenantObjectLimit = (limit: number) =>

@@ -162,6 +162,8 @@ export const S3_MAX_KEYS = 10_000;
 export const S3_XML_BODY_MAX_BYTES = 2 * 1024 * KiB;
 /** Parts one CompleteMultipartUpload may list (S3: 10,000; 400 InvalidRequest beyond). */
 export const S3_MAX_PARTS = 10_000;
+/** Multipart uploads read at a time by the expiry cleanup (a page read, then its expired ones aborted). */
+export const S3_UPLOAD_CLEANUP_PAGE = 100;
 /** Keys one DeleteObjects may name (S3: 1,000; 400 MalformedXML beyond). */
 export const S3_MAX_DELETE_KEYS = 1000;
 /** An object key: at most 1024 bytes of UTF-8 (S3: KeyTooLongError beyond). */

@@ -5,13 +5,19 @@ import { createHash } from 'node:crypto';
 import type { Piscina } from 'piscina';
 import type { CursorSeal, Principal } from '../auth/index.js';
 import { type ContentId, formatContentId, type VerifyTask, type VerifyTaskResult } from '../cas/index.js';
-import { blobNotFound, invalidPagination, verificationFailure } from '../base/errors.js';
+import { blobInUse, blobNotFound, invalidPagination, verificationFailure } from '../base/errors.js';
 import type { Logger } from '../base/log.js';
 import type { Stats } from '../ops/index.js';
 import { type BlobCatalog, type BlobSummary, type BlockStore, DEFAULT_TENANT, InvalidCursorError, type Manifest } from '../store/index.js';
 
 /** The blob contract (interface.md, errors) answers a malformed cursor 400 invalid_pagination. */
 const BLOB_CURSORS = { malformed: invalidPagination };
+
+/** What else names a tenant's blobs: its S3 objects (engine/s3/blob-refs.ts BlobRefs). */
+export interface BlobNames {
+  /** Runs `removeHold` unless the tenant's S3 objects name the blob (the check and the removal one unit to writers); else their count. */
+  removeUnlessNamed(tenant: string, blobId: string, now: number, removeHold: () => Promise<boolean>): Promise<{ removed: boolean } | { named: number }>;
+}
 
 export interface BlobsDeps {
   manifests: BlobCatalog;
@@ -22,6 +28,10 @@ export interface BlobsDeps {
   /** Corrupt blocks found by a verification are recorded here. */
   stats: Stats;
   log: Logger;
+  /** The tenant's S3 objects: a blob they name is not deleted here (409 blob_in_use). */
+  names?: BlobNames;
+  /** `names`' clock (the pending release it records). */
+  now?: () => number;
 }
 
 export class Blobs {
@@ -104,9 +114,18 @@ export class Blobs {
     return { id: m.id, verified: result.digestHex === id.hex && result.bytesRead === id.size, bytesChecked: result.bytesRead };
   }
 
-  /** DELETE /api/v1/blobs/{id}: the manifest only; garbage collection removes the blocks nothing references. */
+  /**
+   * DELETE /api/v1/blobs/{id}: the tenant's hold of the manifest only; garbage collection removes
+   * the blocks nothing references. Refused (409 blob_in_use) while S3 objects of the tenant name
+   * the blob: they would answer NoSuchKey (delete them, and the last one releases the hold).
+   */
   async delete(id: ContentId, tenant = DEFAULT_TENANT): Promise<void> {
     const key = formatContentId(id.hex, id.size);
-    if (!(await this.deps.manifests.remove(key, tenant))) throw blobNotFound(key);
+    const { manifests, names, now = Date.now } = this.deps;
+    const remove = () => manifests.remove(key, tenant);
+    // An empty S3 object names the id of zero bytes, which is never a blob here.
+    const outcome = names && id.size > 0 ? await names.removeUnlessNamed(tenant, key, now(), remove) : { removed: await remove() };
+    if ('named' in outcome) throw blobInUse(key, outcome.named);
+    if (!outcome.removed) throw blobNotFound(key);
   }
 }

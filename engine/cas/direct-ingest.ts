@@ -80,6 +80,7 @@ export class DirectIngest extends Ingest {
   /** Decided when the scan is opened: a body too small for any cut is one block, not scanned for cuts. */
   private oneBlock?: boolean;
   private finish?: { resolve: (r: IngestResult) => void; reject: (e: unknown) => void };
+  #tookHold?: boolean;
 
   constructor(
     deps: IngestDeps,
@@ -108,6 +109,15 @@ export class DirectIngest extends Ingest {
       this.pump();
       return done;
     });
+  }
+
+  /**
+   * Once `end` resolved: whether this publication made the blob the tenant's (false: the tenant
+   * held it already). Not in the result: the blob API answers that as it is. A writer that names
+   * the blob afterwards (S3) gives the hold back if its write is refused and it took the hold.
+   */
+  get tookHold(): boolean | undefined {
+    return this.#tookHold;
   }
 
   /** The body of an unlisted ingest ended: resolves once its blocks are durable, with the manifest record. */
@@ -168,6 +178,7 @@ export class DirectIngest extends Ingest {
           quotaBytes: this.options.quotaBytes,
           quotaExceeded: blobQuotaExceeded(this.options.quotaBytes ?? Infinity, this.options.documentBytes ?? 0, this.received, this.options.stagedBytes ?? 0),
         });
+        this.#tookHold = !existed;
         const counted = newToTenant ? blocks.map((b, i) => ({ size: b.size, fresh: newToTenant[i]! && !existed })) : blocks;
         const fresh = this.deps.stats.recordPublication(counted, inline !== undefined && existed);
         answer = {

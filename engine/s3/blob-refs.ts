@@ -99,9 +99,10 @@ export class BlobRefs {
   }
 
   /**
-   * A blob published for the tenant whose object write then failed (a Complete refused after its
-   * publication): if no object of the tenant names it, its hold is left for the releaser, as for a
-   * count that fell to 0 (a count above 0 means an object took it meanwhile: nothing to do).
+   * A blob whose hold the tenant's publication took, and whose object write then failed (a
+   * PutObject or Complete refused by its condition, or its bucket gone, after the publication):
+   * if no object of the tenant names it, it is left to `release`, as a count that fell to 0 (a
+   * count above 0 means an object took it meanwhile: nothing to do; `releasing`: a release runs).
    */
   async orphaned(tenant: string, blobId: string, now: number): Promise<void> {
     const key: [string, string] = [tenant, blobId];
@@ -111,6 +112,43 @@ export class BlobRefs {
       unit.put(REFS, key, { count: 0 });
       unit.put(RELEASES, key, now);
     });
+  }
+
+  /**
+   * The release protocol of a count at 0: `beginRelease`, `removeHold` (the catalog's), `endRelease`.
+   * A writer that meets the record meanwhile publishes again (`blobReleasing`).
+   */
+  async release(tenant: string, blobId: string, removeHold: () => Promise<unknown>): Promise<void> {
+    if (!(await this.beginRelease(tenant, blobId))) return;
+    await removeHold();
+    await this.endRelease(tenant, blobId);
+  }
+
+  /**
+   * DELETE /api/v1/blobs/{id}: the tenant's hold goes (`removeHold`, the catalog's) only while no
+   * object of the tenant names the blob. The count is read and the record marked `releasing` in
+   * one unit, so an object written meanwhile waits for the end (blobReleasing: its writer
+   * publishes again) instead of naming a blob whose hold is going. The pending entry is written
+   * with the mark: a crash midway leaves the sweep to finish (the delete was asked for).
+   * `named`: how many objects name it (nothing done).
+   */
+  async removeUnlessNamed(tenant: string, blobId: string, now: number, removeHold: () => Promise<boolean>): Promise<{ removed: boolean } | { named: number }> {
+    const key: [string, string] = [tenant, blobId];
+    const begun = await this.units.run(async (unit): Promise<{ named: number } | { marked: boolean }> => {
+      const record = await unit.get(REFS, key);
+      if (record && record.count > 0) return { named: record.count };
+      // A release already under way is its releaser's to end.
+      if (record?.releasing) return { marked: false };
+      unit.put(REFS, key, { count: 0, releasing: true });
+      unit.put(RELEASES, key, now);
+      return { marked: true };
+    });
+    if ('named' in begun) return begun;
+    try {
+      return { removed: await removeHold() };
+    } finally {
+      if (begun.marked) await this.endRelease(tenant, blobId);
+    }
   }
 
   /** After the catalog's hold is removed: the count's record and the pending entry go. */

@@ -16,7 +16,7 @@
 import { createHash } from 'node:crypto';
 import type { Clock } from '../base/clock.js';
 import { ingestFailed } from '../base/errors.js';
-import { S3_MAX_PARTS } from '../base/limits.js';
+import { S3_MAX_PARTS, S3_UPLOAD_CLEANUP_PAGE } from '../base/limits.js';
 import type { Logger } from '../base/log.js';
 import { type BlockRoots, type DirectIngest, type IngestOptions, formatContentId, pushAll } from '../cas/index.js';
 import type { Stats } from '../ops/index.js';
@@ -31,6 +31,10 @@ import { type HashAtPart, PartHashes } from './part-hashes.js';
 import { type ObjectMeta, PARTS, type PartContent, type S3Owner, UPLOADS, type UploadRecord } from './records.js';
 import type { S3Index } from './s3-index.js';
 import { measuredAgainst } from './stated-digests.js';
+
+/** An upload's key: [bucket, stored key, upload id]. */
+type UploadKey = [string, string, string];
+const sameKey = (a: UploadKey, b: UploadKey) => a[0] === b[0] && a[1] === b[1] && a[2] === b[2];
 
 /** The content id of an empty part (the SHA-256 of nothing): no bytes, no blocks. */
 const EMPTY_CONTENT_ID = formatContentId(createHash('sha256').digest('hex'), 0);
@@ -279,6 +283,7 @@ export class MultipartUploads {
     const blobId = published.manifest.id;
     const checksums = await compositeChecksums(prepared.upload, prepared);
     let outcome: Awaited<ReturnType<S3Index['multipart']['commitComplete']>>;
+    let tookHold = !published.existed;
     for (let attempt = 1; ; attempt++) {
       try {
         outcome = await index.multipart.commitComplete(owner, bucket, key, uploadId, prepared, { blobId, checksums }, conditions);
@@ -286,16 +291,27 @@ export class MultipartUploads {
       } catch (err) {
         // The blob is being released by an object's earlier end: published again, the write again.
         if (isBlobReleasing(err) && attempt < 4) {
-          await publish();
+          if (!(await publish()).existed) tookHold = true;
           continue;
         }
-        // Refused after the publication: the tenant's hold goes unless an object names the blob.
-        if (!published.existed) await index.refs.orphaned(owner.tenant, blobId, this.deps.clock.now()).catch(() => {});
+        // Refused after the publication: the hold it took goes now, unless an object names the blob.
+        if (tookHold) await this.releaseOrphan(owner.tenant, blobId);
         throw err;
       }
     }
     await this.hashes.drop(uploadId);
     return { ...outcome, blobId, etag: prepared.etag, size: prepared.size, partsHashedAtComplete: partsRead, existed: published.existed };
+  }
+
+  /** The hold a refused Complete's publication took (blob-refs.ts `orphaned`, then `release`); a failure is left to the sweep. */
+  private async releaseOrphan(tenant: string, blobId: string): Promise<void> {
+    const refs = this.deps.index.refs;
+    try {
+      await refs.orphaned(tenant, blobId, this.deps.clock.now());
+      await refs.release(tenant, blobId, () => this.deps.manifests.remove(blobId, tenant));
+    } catch (err) {
+      this.deps.log.warn('s3 multipart: the hold of a refused Complete was not released; the sweep retries it', { tenant, blob: blobId, err: String(err) });
+    }
   }
 
   /** AbortMultipartUpload: the upload and its parts go (their contents with their records). */
@@ -317,27 +333,41 @@ export class MultipartUploads {
     return this.hashes.idle(uploadId);
   }
 
-  /** Uploads initiated more than SVC_UPLOAD_TTL ago are aborted, as sessions expire. */
+  /**
+   * Uploads initiated more than SVC_UPLOAD_TTL ago are aborted, as sessions expire. The uploads
+   * are read a page at a time by key, and a page's expired ones deleted after it is read: deleting
+   * while a scan without a snapshot walks the table skips entries on LMDB (the one after each).
+   */
   async cleanup(now = this.deps.clock.now()): Promise<{ expired: number }> {
     const { units, config } = this.deps;
     let expired = 0;
-    for await (const { key, value } of units.scan(UPLOADS)) {
-      if (value.initiated + config.ttlMs > now) continue;
-      const uploadId = key[2];
-      const gone = await units.run(async (unit) => {
-        const current = await unit.get(UPLOADS, key);
-        if (!current || current.initiated !== value.initiated) return false;
-        unit.remove(UPLOADS, key);
-        const parts = await unit.range(PARTS, { start: [uploadId, 0], end: [uploadId, S3_MAX_PARTS + 1] });
-        for (const part of parts) unit.remove(PARTS, part.key);
-        releasePartBytes(unit, current.owner.tenant, parts);
-        return true;
-      });
-      if (!gone) continue;
-      await this.hashes.drop(uploadId);
-      expired++;
+    let from: UploadKey | undefined;
+    for (;;) {
+      // `start` is inclusive: the page begins with the previous page's last upload unless it went.
+      const page = await units.range(UPLOADS, { ...(from ? { start: from } : {}), limit: S3_UPLOAD_CLEANUP_PAGE });
+      for (const { key, value } of page) {
+        if (from && sameKey(key, from)) continue;
+        if (value.initiated + config.ttlMs <= now && (await this.expire(key, value.initiated))) expired++;
+      }
+      if (page.length < S3_UPLOAD_CLEANUP_PAGE) return { expired };
+      from = page[page.length - 1]!.key;
     }
-    return { expired };
+  }
+
+  /** One expired upload aborted, unless it changed since it was read (false). */
+  private async expire(key: UploadKey, initiated: number): Promise<boolean> {
+    const uploadId = key[2];
+    const gone = await this.deps.units.run(async (unit) => {
+      const current = await unit.get(UPLOADS, key);
+      if (!current || current.initiated !== initiated) return false;
+      unit.remove(UPLOADS, key);
+      const parts = await unit.range(PARTS, { start: [uploadId, 0], end: [uploadId, S3_MAX_PARTS + 1] });
+      for (const part of parts) unit.remove(PARTS, part.key);
+      releasePartBytes(unit, current.owner.tenant, parts);
+      return true;
+    });
+    if (gone) await this.hashes.drop(uploadId);
+    return gone;
   }
 
   /** A cleanup now, then every SVC_UPLOAD_CLEANUP_INTERVAL. */

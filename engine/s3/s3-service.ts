@@ -148,10 +148,18 @@ export class S3Service {
   /**
    * PutObject, once its body is published (or empty): the key names `content`. A blob being
    * released meanwhile (blob-refs.ts) is answered 503 SlowDown: the client
-   * sends the body again, and its publication holds the blob anew.
+   * sends the body again, and its publication holds the blob anew. `tookHold`: the publication
+   * made the blob the tenant's (DirectIngest.tookHold); a write refused after it (its condition
+   * failed since `beforePut`: a concurrent writer) gives that hold back unless an object names it.
    */
-  async putObject(caller: Principal, bucket: string, key: string, content: ObjectContent, meta: ObjectMeta, conditions?: WriteConditions): Promise<ObjectRecord> {
-    const outcome = await this.retryReleasing(() => this.index.objects.put(ownerOf(caller), bucket, key, content, meta, conditions));
+  async putObject(caller: Principal, bucket: string, key: string, content: ObjectContent, meta: ObjectMeta, conditions?: WriteConditions, tookHold = false): Promise<ObjectRecord> {
+    let outcome: WriteOutcome;
+    try {
+      outcome = await this.retryReleasing(() => this.index.objects.put(ownerOf(caller), bucket, key, content, meta, conditions));
+    } catch (err) {
+      if (tookHold && content.blobId !== EMPTY_BLOB_ID) await this.releaseOrphan(caller.tenant, content.blobId);
+      throw err;
+    }
     await this.settle(caller.tenant, outcome);
     return outcome.record;
   }
@@ -163,7 +171,7 @@ export class S3Service {
     try {
       return { record, manifest: await this.deps.blobs.manifest(parseContentId(record.blobId), caller.tenant) };
     } catch (err) {
-      // The tenant's hold went (a delete through the blob API of a blob its objects name).
+      // The tenant's hold went: not by the blob API's delete (refused while objects name the blob), so a fault to log.
       this.deps.log.error('s3: an object names a blob its tenant does not hold', { bucket, key, blob: record.blobId, err: String(err) });
       throw s3Refusal('NoSuchKey', 'The specified key does not exist (its blob is gone).');
     }
@@ -269,11 +277,20 @@ export class S3Service {
   }
 
   /** The release protocol (blob-refs.ts): begin, remove the catalog's hold, end. */
-  private async release(tenant: string, blobId: string): Promise<void> {
-    const refs = this.index.refs;
-    if (!(await refs.beginRelease(tenant, blobId))) return;
-    if (blobId !== EMPTY_BLOB_ID) await this.deps.manifests.remove(blobId, tenant);
-    await refs.endRelease(tenant, blobId);
+  private release(tenant: string, blobId: string): Promise<void> {
+    return this.index.refs.release(tenant, blobId, async () => {
+      if (blobId !== EMPTY_BLOB_ID) await this.deps.manifests.remove(blobId, tenant);
+    });
+  }
+
+  /** A hold a refused write's publication took: released now unless an object names the blob (else the sweep does it). */
+  private async releaseOrphan(tenant: string, blobId: string): Promise<void> {
+    try {
+      await this.index.refs.orphaned(tenant, blobId, this.deps.clock.now());
+      await this.release(tenant, blobId);
+    } catch (err) {
+      this.deps.log.warn('s3: the hold of a refused write was not released; the sweep retries it', { tenant, blob: blobId, err: String(err) });
+    }
   }
 
   /** Releases whose releaser died midway, or that failed. */
