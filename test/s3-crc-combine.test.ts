@@ -6,7 +6,9 @@
 import crypto from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { createChecksum } from '../dist/engine/s3/checksums.js';
+import { multipartChecksum, multipartObjectChecksums } from '../dist/engine/s3/checksum-types.js';
 import { type CombinableCrc, combineCrcs } from '../dist/engine/s3/crc-combine.js';
+import type { UploadRecord } from '../dist/engine/s3/records.js';
 
 async function crcOf(algorithm: CombinableCrc, bytes: Uint8Array): Promise<Buffer> {
   const c = await createChecksum(algorithm);
@@ -64,5 +66,27 @@ describe('crc combine', () => {
       { crc: Buffer.alloc(8), length: 3 * gib },
     ]);
     expect(a.equals(b)).toBe(true);
+  });
+
+  it('a multipart object\'s checksum by type: FULL_OBJECT the whole bytes\' CRC (empty and one-byte parts too), COMPOSITE -N; S3\'s defaults and refused pairs', async () => {
+    const parts = [crypto.randomBytes(70_000), Buffer.alloc(0), crypto.randomBytes(1), crypto.randomBytes(3)];
+    const whole = Buffer.concat(parts);
+    const record = async (algorithm: CombinableCrc) => Promise.all(parts.map(async (p) => ({ size: p.length, checksums: { [algorithm]: (await crcOf(algorithm, p)).toString('base64') } })));
+    const upload = (checksumAlgorithm: CombinableCrc, checksumType?: 'FULL_OBJECT' | 'COMPOSITE') =>
+      ({ owner: { tenant: 't', subject: 's' }, initiated: 0, meta: { userMetadata: {} }, checksumAlgorithm, ...(checksumType ? { checksumType } : {}) }) as UploadRecord;
+    for (const algorithm of ['CRC32', 'CRC32C'] as const) {
+      expect(await multipartObjectChecksums(upload(algorithm, 'FULL_OBJECT'), await record(algorithm))).toEqual({ [algorithm]: (await crcOf(algorithm, whole)).toString('base64') });
+      const composite = await crcOf(algorithm, Buffer.concat(await Promise.all(parts.map((p) => crcOf(algorithm, p)))));
+      expect(await multipartObjectChecksums(upload(algorithm), await record(algorithm))).toEqual({ [algorithm]: `${composite.toString('base64')}-4` });
+    }
+    // A record without a type (kept before types were): CRC64NVME's default, FULL_OBJECT.
+    expect(await multipartObjectChecksums(upload('CRC64NVME'), await record('CRC64NVME'))).toEqual({ CRC64NVME: (await crcOf('CRC64NVME', whole)).toString('base64') });
+    expect(multipartChecksum('CRC64NVME', undefined)).toEqual({ algorithm: 'CRC64NVME', type: 'FULL_OBJECT' });
+    expect(multipartChecksum('SHA1', undefined)).toEqual({ algorithm: 'SHA1', type: 'COMPOSITE' });
+    expect(multipartChecksum('CRC32', 'full_object')).toEqual({ algorithm: 'CRC32', type: 'FULL_OBJECT' });
+    expect(multipartChecksum(undefined, undefined)).toBeUndefined();
+    for (const [algorithm, type] of [['SHA256', 'FULL_OBJECT'], ['SHA1', 'FULL_OBJECT'], ['CRC64NVME', 'COMPOSITE'], ['CRC32', 'BOTH'], [undefined, 'COMPOSITE']] as const) {
+      expect(() => multipartChecksum(algorithm, type), `${algorithm} ${type}`).toThrow(expect.objectContaining({ code: 'invalid_request' }));
+    }
   });
 });
