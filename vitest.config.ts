@@ -34,6 +34,7 @@ const PG_S3_SUITES = [
   // Issue 39: the S3 listener with real clients (two pg-s3 nodes share one multipart upload).
   'test/s3-api.test.ts',
   'test/s3-multipart-api.test.ts',
+  'test/s3-checksum-types.test.ts',
 ];
 
 /**
@@ -68,6 +69,7 @@ const S3_SUITES = [
   'test/byte-gate.test.ts',
   'test/s3-api.test.ts',
   'test/s3-multipart-api.test.ts',
+  'test/s3-checksum-types.test.ts',
 ];
 
 export default defineConfig({

@@ -371,9 +371,9 @@ describe.each(backends)('S3 index on $name', (backend) => {
     const [t, b] = [`t-${uniq()}`, bucketName()];
     const [m0, m1] = [east[0].multipart, east[1].multipart];
     await east[0].buckets.create(owner(t), b);
-    const { uploadId, record } = await m0.create(owner(t), b, 'big.bin', { ...META, contentType: 'application/x' }, 'CRC32');
+    const { uploadId, record } = await m0.create(owner(t), b, 'big.bin', { ...META, contentType: 'application/x' }, { algorithm: 'CRC32', type: 'COMPOSITE' });
     expect(uploadId).toMatch(/^[A-Za-z0-9_-]{32}$/);
-    expect(record).toMatchObject({ owner: owner(t), checksumAlgorithm: 'CRC32' });
+    expect(record).toMatchObject({ owner: owner(t), checksumAlgorithm: 'CRC32', checksumType: 'COMPOSITE' });
     expect(await refusal(m0.putPart(t, b, 'big.bin', uploadId, 0, part('p0', 1)))).toBe('InvalidArgument');
     expect(await refusal(m0.putPart(t, b, 'big.bin', uploadId, 10001, part('p0', 1)))).toBe('InvalidArgument');
     expect(await refusal(m0.putPart(t, b, 'big.bin', 'nope', 1, part('p0', 1)))).toBe('NoSuchUpload');

@@ -22,13 +22,14 @@ import { type BlockRoots, type DirectIngest, type IngestOptions, formatContentId
 import type { Stats } from '../ops/index.js';
 import type { BlobCatalog, Manifest, StoredBlock, UnitStore } from '../store/index.js';
 import { type ByteCaller, type TenantGate, publicationQuota } from '../tenancy/index.js';
+import { type StatedObjectChecksum, checkStatedChecksum, multipartChecksum, multipartObjectChecksums } from './checksum-types.js';
 import { type Checksum, type ChecksumAlgorithm, createChecksum } from './checksums.js';
 import { isBlobReleasing, s3Refusal } from './errors.js';
 import { type CompletePart, type PreparedComplete, checkPartNumber, releasePartBytes } from './multipart.js';
 import type { WriteConditions, WriteOutcome } from './objects.js';
 import { type PartSource, copyLength, planPartCopy } from './part-copy.js';
 import { type HashAtPart, PartHashes } from './part-hashes.js';
-import { type ObjectMeta, PARTS, type PartContent, type S3Owner, UPLOADS, type UploadRecord } from './records.js';
+import { type ObjectMeta, PARTS, type PartContent, type S3Owner, UPLOADS } from './records.js';
 import type { S3Index } from './s3-index.js';
 import { measuredAgainst } from './stated-digests.js';
 
@@ -107,9 +108,9 @@ export class MultipartUploads {
     this.hashes = new PartHashes({ units: deps.units, readBlock: deps.readBlock, log: deps.log });
   }
 
-  /** CreateMultipartUpload. */
-  create(owner: S3Owner, bucket: string, key: string, meta: ObjectMeta, checksumAlgorithm?: ChecksumAlgorithm) {
-    return this.deps.index.multipart.create(owner, bucket, key, meta, checksumAlgorithm);
+  /** CreateMultipartUpload: `checksum`, x-amz-checksum-algorithm and -type as asked (./checksum-types.ts: S3's defaults, 400 for a pair S3 refuses). */
+  async create(owner: S3Owner, bucket: string, key: string, meta: ObjectMeta, checksum?: { algorithm?: ChecksumAlgorithm; type?: string }) {
+    return this.deps.index.multipart.create(owner, bucket, key, meta, multipartChecksum(checksum?.algorithm, checksum?.type));
   }
 
   /**
@@ -163,7 +164,9 @@ export class MultipartUploads {
     const algorithm = upload.checksumAlgorithm;
     const plan = planPartCopy(source, algorithm);
     if (plan.kind === 'whole') {
-      const checksums: UploadedPart['checksums'] = algorithm && source.checksums[algorithm] !== undefined ? { [algorithm]: source.checksums[algorithm]! } : {};
+      // An empty part's checksum is that of nothing (an empty source's on record may be a multipart one's, `-N`).
+      const known = algorithm && (plan.length === 0 ? (await createChecksum(algorithm)).digest() : source.checksums[algorithm]);
+      const checksums: UploadedPart['checksums'] = algorithm && known ? { [algorithm]: known } : {};
       const content: PartContent = { blobId: plan.length === 0 ? EMPTY_CONTENT_ID : source.blobId, size: plan.length, blocks: plan.blocks };
       return this.record(caller, bucket, key, uploadId, partNumber, { etag: plan.etag, size: plan.length, checksums, content });
     }
@@ -266,9 +269,14 @@ export class MultipartUploads {
    * manifest of the parts' blocks published for the tenant (an existing blob: nothing new), the
    * object written. The outcome's `released` are for the wiring's release protocol (blob-refs.ts).
    */
-  async complete(owner: S3Owner, bucket: string, key: string, uploadId: string, listed: readonly CompletePart[], conditions?: WriteConditions): Promise<Completed> {
+  async complete(
+    owner: S3Owner, bucket: string, key: string, uploadId: string, listed: readonly CompletePart[], conditions?: WriteConditions, stated: StatedObjectChecksum = {},
+  ): Promise<Completed> {
     const { index, gate, manifests } = this.deps;
     const prepared = await index.multipart.prepareComplete(owner.tenant, bucket, key, uploadId, listed);
+    // The object's checksum from the parts' (no byte read), checked against what the request stated before anything is published.
+    const checksums = await multipartObjectChecksums(prepared.upload, prepared.parts);
+    checkStatedChecksum(prepared.upload, stated, checksums);
     // Judged beside the tenant's other open uploads: this one's parts are the object's bytes.
     const room = gate.enabled ? await gate.room(owner.tenant, { declaredLength: prepared.size, session: uploadId }) : {};
     const { hex, partsRead } = await this.hashes.digest(uploadId, prepared.parts);
@@ -281,7 +289,6 @@ export class MultipartUploads {
     const published = await publish();
     this.deps.stats.recordPublication(published.newToTenant ? blocks.map((b, i) => ({ size: b.size, fresh: published.newToTenant![i]! && !published.existed })) : blocks, published.existed);
     const blobId = published.manifest.id;
-    const checksums = await compositeChecksums(prepared.upload, prepared);
     let outcome: Awaited<ReturnType<S3Index['multipart']['commitComplete']>>;
     let tookHold = !published.existed;
     for (let attempt = 1; ; attempt++) {
@@ -414,13 +421,4 @@ function blocksOf(prepared: PreparedComplete): StoredBlock[] {
     }
   }
   return blocks;
-}
-
-/** S3's checksum of a multipart object with a checksum algorithm: the checksum of the parts' checksums, `-N` (COMPOSITE). */
-async function compositeChecksums(upload: UploadRecord, prepared: PreparedComplete): Promise<Partial<Record<ChecksumAlgorithm, string>>> {
-  const algorithm = upload.checksumAlgorithm;
-  if (!algorithm || !prepared.parts.every((p) => p.checksums[algorithm] !== undefined)) return {};
-  const of = await createChecksum(algorithm);
-  for (const p of prepared.parts) of.update(Buffer.from(p.checksums[algorithm]!, 'base64'));
-  return { [algorithm]: `${of.digest()}-${prepared.parts.length}` };
 }

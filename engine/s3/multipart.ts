@@ -14,6 +14,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { S3_MAX_PARTS, S3_MIN_PART_BYTES } from '../base/limits.js';
 import type { Clock } from '../base/clock.js';
 import type { Unit, UnitStore } from '../store/index.js';
+import type { MultipartChecksum } from './checksum-types.js';
 import type { ChecksumAlgorithm } from './checksums.js';
 import { type S3Buckets, bucketOf } from './buckets.js';
 import { noSuchUpload, s3Refusal } from './errors.js';
@@ -104,11 +105,11 @@ export class S3Multipart {
   ) {}
 
   /** CreateMultipartUpload: a new upload of `key` (its id random and unguessable). */
-  async create(owner: S3Owner, bucket: string, key: string, meta: ObjectMeta, checksumAlgorithm?: ChecksumAlgorithm): Promise<{ uploadId: string; record: UploadRecord }> {
+  async create(owner: S3Owner, bucket: string, key: string, meta: ObjectMeta, checksum?: MultipartChecksum): Promise<{ uploadId: string; record: UploadRecord }> {
     checkKey(key);
     checkMeta(meta);
     const uploadId = newUploadId();
-    const record: UploadRecord = { owner: { ...owner }, initiated: this.clock.now(), meta, ...(checksumAlgorithm ? { checksumAlgorithm } : {}) };
+    const record: UploadRecord = { owner: { ...owner }, initiated: this.clock.now(), meta, ...(checksum ? { checksumAlgorithm: checksum.algorithm, checksumType: checksum.type } : {}) };
     await this.units.run(async (unit) => {
       await bucketOf(unit, owner.tenant, bucket);
       unit.put(UPLOADS, [bucket, encodeKey(key), uploadId], record);

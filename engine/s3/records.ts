@@ -10,6 +10,7 @@
 //   s3_blob_refs, s3_blob_releases: blob-refs.ts
 // Bucket names are unique in the service, so objects and uploads are keyed by bucket, not tenant.
 
+import type { ChecksumType } from './checksum-types.js';
 import type { ChecksumAlgorithm } from './checksums.js';
 import { table } from '../store/index.js';
 
@@ -81,6 +82,8 @@ export interface UploadRecord {
   meta: ObjectMeta;
   /** x-amz-checksum-algorithm of CreateMultipartUpload: every part then carries that checksum. */
   checksumAlgorithm?: ChecksumAlgorithm;
+  /** x-amz-checksum-type of CreateMultipartUpload (or its algorithm's default): what the object's checksum covers. */
+  checksumType?: ChecksumType;
 }
 
 export interface PartRecord {

@@ -28,6 +28,7 @@ import { checkConditions, type CopySource, type WriteConditions, type WriteOutco
 import type { ObjectContent, ObjectMeta, ObjectRecord, S3Owner } from './records.js';
 import { S3Index } from './s3-index.js';
 import type { RefChanges } from './blob-refs.js';
+import type { StatedObjectChecksum } from './checksum-types.js';
 import type { ChecksumAlgorithm } from './checksums.js';
 import type { CompletePart } from './multipart.js';
 import type { Completed, MultipartUploads, PartBody } from './multipart-uploads.js';
@@ -212,8 +213,8 @@ export class S3Service {
 
   // ---- multipart uploads (engine/s3/multipart-uploads.ts) ----
 
-  createMultipart(caller: Principal, bucket: string, key: string, meta: ObjectMeta, checksumAlgorithm?: ChecksumAlgorithm) {
-    return this.multipart.create(ownerOf(caller), bucket, key, meta, checksumAlgorithm);
+  createMultipart(caller: Principal, bucket: string, key: string, meta: ObjectMeta, checksum?: { algorithm?: ChecksumAlgorithm; type?: string }) {
+    return this.multipart.create(ownerOf(caller), bucket, key, meta, checksum);
   }
 
   /** UploadPart: the part's ingest for the edge to feed (through the tenant gate first). */
@@ -235,8 +236,8 @@ export class S3Service {
   }
 
   /** CompleteMultipartUpload; an object it replaced releases its blob as a PutObject's would. */
-  async completeMultipart(caller: Principal, bucket: string, key: string, uploadId: string, listed: readonly CompletePart[], conditions?: WriteConditions): Promise<Completed> {
-    const outcome = await this.multipart.complete(ownerOf(caller), bucket, key, uploadId, listed, conditions);
+  async completeMultipart(caller: Principal, bucket: string, key: string, uploadId: string, listed: readonly CompletePart[], conditions?: WriteConditions, stated?: StatedObjectChecksum): Promise<Completed> {
+    const outcome = await this.multipart.complete(ownerOf(caller), bucket, key, uploadId, listed, conditions, stated);
     await this.settle(caller.tenant, outcome);
     return outcome;
   }

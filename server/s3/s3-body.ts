@@ -44,15 +44,18 @@ export interface BodyChecks {
   digestsBySink?: boolean;
 }
 
-/** The checks of a request's body, from its headers (invalid values: 400 InvalidDigest / InvalidRequest). */
-export function bodyChecksOf(head: S3Head, payload: Payload): BodyChecks {
+/**
+ * The checks of a request's body, from its headers (invalid values: 400 InvalidDigest / InvalidRequest).
+ * `objectChecksum`: the request's x-amz-checksum-* is the object's, not the body's (CompleteMultipartUpload).
+ */
+export function bodyChecksOf(head: S3Head, payload: Payload, options: { objectChecksum?: boolean } = {}): BodyChecks {
   const checks: BodyChecks = { payload };
   const md5 = head.header('content-md5');
   if (md5 !== undefined) {
     if (!/^[A-Za-z0-9+/]{22}==$/.test(md5.trim())) throw new S3Error('InvalidDigest', 'The Content-MD5 you specified is not valid.');
     checks.contentMd5 = md5.trim();
   }
-  for (const algorithm of CHECKSUM_ALGORITHMS) {
+  for (const algorithm of options.objectChecksum ? [] : CHECKSUM_ALGORITHMS) {
     const value = head.header(CHECKSUM_HEADER[algorithm]);
     if (value === undefined) continue;
     if (checks.headerChecksum) throw new S3Error('InvalidRequest', 'Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.');

@@ -5,6 +5,7 @@ import { S3_XML_BODY_MAX_BYTES } from '../../engine/base/limits.js';
 import { SvcError } from '../../engine/base/errors.js';
 import type { ObjectRecord } from '../../engine/s3/records.js';
 import type { Listed } from '../../engine/s3/listing.js';
+import { checksumTypeOfValue } from '../../engine/s3/checksum-types.js';
 import type { ChecksumAlgorithm } from '../../engine/s3/checksums.js';
 import { Collector, bodyChecksOf, pumpBody, requestBodyOf } from './s3-body.js';
 import { type S3Call, sendXml } from './s3-call.js';
@@ -87,7 +88,7 @@ function listed(items: ReadonlyArray<Listed<ObjectRecord>>, withOwner: boolean):
       etag: `"${r.etag}"`,
       size: r.size,
       ...(withOwner ? { owner: { id: r.owner.subject, displayName: r.owner.subject } } : {}),
-      ...(algorithm ? { checksumAlgorithm: algorithm } : {}),
+      ...(algorithm ? { checksumAlgorithm: algorithm, checksumType: checksumTypeOfValue(r.checksums[algorithm]!) } : {}),
     });
   }
   return { objects, commonPrefixes };

@@ -6,14 +6,15 @@
 // (engine/s3/multipart-uploads.ts through engine/s3/s3-service.ts) does the work.
 
 import { S3_XML_BODY_MAX_BYTES } from '../../engine/base/limits.js';
-import { type ChecksumAlgorithm, checksumAlgorithm } from '../../engine/s3/checksums.js';
+import { type StatedObjectChecksum, isObjectChecksumValue, uploadChecksum } from '../../engine/s3/checksum-types.js';
+import { CHECKSUM_ALGORITHMS, CHECKSUM_HEADER, type ChecksumAlgorithm, checksumAlgorithm } from '../../engine/s3/checksums.js';
 import type { PartBody } from '../../engine/s3/multipart-uploads.js';
 import type { CopyRange } from '../../engine/s3/part-copy.js';
 import { Collector, bodyChecksOf, pumpBody, requestBodyOf } from './s3-body.js';
 import { type S3Call, sendXml } from './s3-call.js';
 import { S3Error } from './s3-error.js';
 import { contentLengthOf, metaOf, writeConditionsOf } from './s3-head.js';
-import { checksumHeaders, copyChecks, copySourceOf } from './s3-objects.js';
+import { checksumHeaders, checksumTypeOf, copyChecks, copySourceOf } from './s3-objects.js';
 import { parseCompleteMultipartUpload } from './xml-requests.js';
 import { completeMultipartXml, copyPartXml, initiateMultipartXml, listMultipartUploadsXml, listPartsXml } from './xml.js';
 
@@ -35,7 +36,11 @@ function integerOf(call: S3Call, name: string): number | undefined {
   return Number(raw);
 }
 
-/** CreateMultipartUpload (POST ?uploads): the object's metadata now, and `x-amz-checksum-algorithm` every part then carries. */
+/**
+ * CreateMultipartUpload (POST ?uploads): the object's metadata now, `x-amz-checksum-algorithm`
+ * every part then carries and `x-amz-checksum-type` (what the object's checksum will cover: the
+ * engine's defaults and refusals, engine/s3/checksum-types.ts), both answered.
+ */
 export async function createMultipartUpload(call: S3Call): Promise<void> {
   const { engine, head } = call;
   const declared = head.header('x-amz-checksum-algorithm');
@@ -44,8 +49,11 @@ export async function createMultipartUpload(call: S3Call): Promise<void> {
     algorithm = checksumAlgorithm(declared);
     if (!algorithm) throw new S3Error('InvalidRequest', `Checksum algorithm ${declared} is not supported.`);
   }
-  const { uploadId } = await engine.s3.createMultipart(call.principal, head.bucket, head.key, metaOf(head), algorithm);
-  sendXml(call, initiateMultipartXml({ bucket: head.bucket, key: head.key, uploadId }), algorithm ? { 'x-amz-checksum-algorithm': algorithm } : {});
+  const type = head.header('x-amz-checksum-type');
+  const { uploadId, record } = await engine.s3.createMultipart(call.principal, head.bucket, head.key, metaOf(head), { ...(algorithm ? { algorithm } : {}), ...(type !== undefined ? { type } : {}) });
+  const checksum = uploadChecksum(record);
+  const headers: Record<string, string> = checksum ? { 'x-amz-checksum-algorithm': checksum.algorithm, 'x-amz-checksum-type': checksum.type } : {};
+  sendXml(call, initiateMultipartXml({ bucket: head.bucket, key: head.key, uploadId }), headers);
 }
 
 /** UploadPart (PUT ?partNumber&uploadId): the body checked as PutObject's (Content-MD5, checksums, aws-chunked) into the part's ingest. */
@@ -106,14 +114,31 @@ export async function uploadPartCopy(call: S3Call): Promise<void> {
 export async function completeMultipartUpload(call: S3Call): Promise<void> {
   const { engine, ex, head } = call;
   const collector = new Collector(S3_XML_BODY_MAX_BYTES);
-  await pumpBody(ex, requestBodyOf(ex, head), bodyChecksOf(head, call.payload), collector, engine.stats);
+  // x-amz-checksum-* here is the object's (checked by the engine), not the XML body's.
+  const stated = statedObjectChecksumOf(head);
+  await pumpBody(ex, requestBodyOf(ex, head), bodyChecksOf(head, call.payload, { objectChecksum: true }), collector, engine.stats);
   const listed = parseCompleteMultipartUpload(collector.bytes());
-  const completed = await engine.s3.completeMultipart(call.principal, head.bucket, head.key, uploadIdOf(call), listed, writeConditionsOf(head));
+  const completed = await engine.s3.completeMultipart(call.principal, head.bucket, head.key, uploadIdOf(call), listed, writeConditionsOf(head), stated);
   const host = head.header('host') ?? 'localhost';
   const location = `http://${host}/${encodeURIComponent(head.bucket)}/${head.key.split('/').map(encodeURIComponent).join('/')}`;
-  sendXml(call, completeMultipartXml({ location, bucket: head.bucket, key: head.key, etag: `"${completed.etag}"`, checksums: completed.record.checksums }), {
+  sendXml(call, completeMultipartXml({ location, bucket: head.bucket, key: head.key, etag: `"${completed.etag}"`, checksums: completed.record.checksums, checksumType: checksumTypeOf(completed.record) }), {
     'X-Svc-Blob-Id': completed.blobId,
   });
+}
+
+/** Complete's x-amz-checksum-type and x-amz-checksum-* (one; a composite value may end in `-N`): what the object must be. */
+function statedObjectChecksumOf(head: S3Call['head']): StatedObjectChecksum {
+  const stated: StatedObjectChecksum = {};
+  const type = head.header('x-amz-checksum-type');
+  if (type !== undefined) stated.type = type;
+  for (const algorithm of CHECKSUM_ALGORITHMS) {
+    const value = head.header(CHECKSUM_HEADER[algorithm])?.trim();
+    if (value === undefined) continue;
+    if (stated.checksum) throw new S3Error('InvalidRequest', 'Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.');
+    if (!isObjectChecksumValue(algorithm, value)) throw new S3Error('InvalidRequest', `Value for ${CHECKSUM_HEADER[algorithm]} header is invalid.`);
+    stated.checksum = { algorithm, value };
+  }
+  return stated;
 }
 
 /** AbortMultipartUpload (DELETE ?uploadId): 204. */
@@ -129,7 +154,9 @@ export async function listParts(call: S3Call): Promise<void> {
   const maxParts = integerOf(call, 'max-parts');
   const page = await call.engine.s3.listParts(call.principal, head.bucket, head.key, uploadIdOf(call), { partNumberMarker, maxParts });
   const owner = { id: page.upload.owner.subject, displayName: page.upload.owner.subject };
+  const checksum = uploadChecksum(page.upload);
   sendXml(call, listPartsXml({
+    ...(checksum ? { checksumAlgorithm: checksum.algorithm, checksumType: checksum.type } : {}),
     bucket: head.bucket, key: head.key, uploadId: uploadIdOf(call), owner, partNumberMarker, nextPartNumberMarker: page.nextPartNumberMarker,
     maxParts: Math.min(maxParts ?? 1000, 1000), isTruncated: page.truncated,
     parts: page.parts.map((p) => ({ partNumber: p.partNumber, lastModified: new Date(p.lastModified), etag: `"${p.etag}"`, size: p.size, checksums: p.checksums })),
@@ -147,13 +174,17 @@ export async function listMultipartUploads(call: S3Call): Promise<void> {
   const encoding = query.get('encoding-type');
   if (encoding !== undefined && encoding !== 'url') throw new S3Error('InvalidArgument', 'Invalid Encoding Method specified in Request', { ArgumentName: 'encoding-type', ArgumentValue: encoding });
   const page = await call.engine.s3.listUploads(call.principal, head.bucket, { prefix, delimiter, keyMarker: keyMarker || undefined, uploadIdMarker: uploadIdMarker || undefined, maxUploads });
-  const uploads: Array<{ key: string; uploadId: string; initiated: Date; owner: { id: string; displayName: string } }> = [];
+  const uploads: Parameters<typeof listMultipartUploadsXml>[0]['uploads'][number][] = [];
   const commonPrefixes: string[] = [];
   for (const item of page.items) {
     if (item.prefix !== undefined) commonPrefixes.push(item.prefix);
     else if (item.value) {
       const { uploadId, record } = item.value;
-      uploads.push({ key: item.key, uploadId, initiated: new Date(record.initiated), owner: { id: record.owner.subject, displayName: record.owner.subject } });
+      const checksum = uploadChecksum(record);
+      uploads.push({
+        key: item.key, uploadId, initiated: new Date(record.initiated), owner: { id: record.owner.subject, displayName: record.owner.subject },
+        ...(checksum ? { checksumAlgorithm: checksum.algorithm, checksumType: checksum.type } : {}),
+      });
     }
   }
   sendXml(call, listMultipartUploadsXml({

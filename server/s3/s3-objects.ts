@@ -5,6 +5,7 @@
 
 import { EMPTY_BLOB_ID, EMPTY_MD5, type ObjectRead } from '../../engine/s3/s3-service.js';
 import { preconditionFailed } from '../../engine/s3/errors.js';
+import { type ChecksumType, checksumTypeOfValue } from '../../engine/s3/checksum-types.js';
 import type { ObjectRecord } from '../../engine/s3/records.js';
 import { readConditions, serveBlob } from '../blob-serving.js';
 import { evaluate } from '../conditional.js';
@@ -46,7 +47,19 @@ export async function putObject(call: S3Call): Promise<void> {
     measured = { ...measured, md5: result.md5! };
   }
   const record = await engine.s3.putObject(principal, bucket, key, { blobId, size: measured.size, etag: measured.md5, checksums: measured.checksums }, meta, conditions, tookHold);
-  ex.send(200, { ETag: `"${record.etag}"`, 'X-Svc-Blob-Id': blobId, ...checksumHeaders(record) });
+  ex.send(200, { ETag: `"${record.etag}"`, 'X-Svc-Blob-Id': blobId, ...checksumHeaders(record), ...checksumTypeHeader(record) });
+}
+
+/** What the object's checksum covers (engine/s3/checksum-types.ts): FULL_OBJECT, or COMPOSITE for a multipart one's `-N`; none without a checksum. */
+export function checksumTypeOf(record: Pick<ObjectRecord, 'checksums'>): ChecksumType | undefined {
+  const value = Object.values(record.checksums)[0];
+  return value === undefined ? undefined : checksumTypeOfValue(value);
+}
+
+/** `x-amz-checksum-type` of an object with a checksum (PutObject, and GetObject and HeadObject with x-amz-checksum-mode: ENABLED). */
+function checksumTypeHeader(record: Pick<ObjectRecord, 'checksums'>): Record<string, string> {
+  const type = checksumTypeOf(record);
+  return type ? { 'x-amz-checksum-type': type } : {};
 }
 
 export function checksumHeaders(record: Pick<ObjectRecord, 'checksums'>): Record<string, string> {
@@ -74,7 +87,7 @@ function objectHeaders(call: S3Call, record: ObjectRecord): Record<string, strin
   for (const [name, value] of Object.entries(record.userMetadata)) headers[`x-amz-meta-${name}`] = value;
   // The whole object's checksums: not for a part of it (S3 answers none for a range either).
   const whole = call.head.header('range') === undefined && call.query.get('partNumber') === undefined;
-  if (call.head.header('x-amz-checksum-mode')?.toUpperCase() === 'ENABLED' && whole) Object.assign(headers, checksumHeaders(record));
+  if (call.head.header('x-amz-checksum-mode')?.toUpperCase() === 'ENABLED' && whole) Object.assign(headers, checksumHeaders(record), checksumTypeHeader(record));
   for (const [param, name] of RESPONSE_OVERRIDES) {
     const value = call.query.get(param);
     if (value !== undefined) headers[name] = value;

@@ -4,6 +4,7 @@
 // <Buckets><Bucket>, flattened <Contents>, <CommonPrefixes>, <Part>, <Upload>, <Deleted>, <Error>).
 
 import { XMLBuilder } from 'fast-xml-parser';
+import type { ChecksumType } from '../../engine/s3/checksum-types.js';
 import type { ChecksumAlgorithm } from '../../engine/s3/checksums.js';
 import type { S3Error } from './s3-error.js';
 import { uriEncode } from './sigv4-canonical.js';
@@ -78,6 +79,7 @@ export interface ListedObject {
   /** fetch-owner (v2) and always in v1. */
   owner?: Owner;
   checksumAlgorithm?: ChecksumAlgorithm;
+  checksumType?: ChecksumType;
 }
 
 interface ListCommon {
@@ -111,6 +113,7 @@ function listNodes(r: ListCommon): { head: Node; tail: Node } {
       LastModified: iso(o.lastModified),
       ETag: o.etag,
       ChecksumAlgorithm: o.checksumAlgorithm,
+      ChecksumType: o.checksumType,
       Size: o.size,
       StorageClass: 'STANDARD',
       Owner: o.owner ? ownerNode(o.owner) : undefined,
@@ -151,8 +154,10 @@ export function initiateMultipartXml(r: { bucket: string; key: string; uploadId:
   return document('InitiateMultipartUploadResult', { Bucket: r.bucket, Key: r.key, UploadId: r.uploadId });
 }
 
-export function completeMultipartXml(r: { location: string; bucket: string; key: string; etag: string; checksums?: Checksums }): string {
-  return document('CompleteMultipartUploadResult', { Location: r.location, Bucket: r.bucket, Key: r.key, ETag: r.etag, ...checksumNodes(r.checksums) });
+export function completeMultipartXml(r: { location: string; bucket: string; key: string; etag: string; checksums?: Checksums; checksumType?: ChecksumType }): string {
+  return document('CompleteMultipartUploadResult', {
+    Location: r.location, Bucket: r.bucket, Key: r.key, ETag: r.etag, ...checksumNodes(r.checksums), ...present({ ChecksumType: r.checksumType }),
+  });
 }
 
 export interface ListedPart {
@@ -173,6 +178,8 @@ export function listPartsXml(r: {
   maxParts: number;
   isTruncated: boolean;
   parts: readonly ListedPart[];
+  checksumAlgorithm?: ChecksumAlgorithm;
+  checksumType?: ChecksumType;
 }): string {
   return document('ListPartsResult', {
     Bucket: r.bucket,
@@ -188,6 +195,7 @@ export function listPartsXml(r: {
     ...(r.parts.length > 0
       ? { Part: r.parts.map((p) => ({ PartNumber: p.partNumber, LastModified: iso(p.lastModified), ETag: p.etag, Size: p.size, ...checksumNodes(p.checksums) })) }
       : {}),
+    ...present({ ChecksumAlgorithm: r.checksumAlgorithm, ChecksumType: r.checksumType }),
   });
 }
 
@@ -201,7 +209,7 @@ export function listMultipartUploadsXml(r: {
   delimiter?: string;
   maxUploads: number;
   isTruncated: boolean;
-  uploads: ReadonlyArray<{ key: string; uploadId: string; initiated: Date; owner: Owner }>;
+  uploads: ReadonlyArray<{ key: string; uploadId: string; initiated: Date; owner: Owner; checksumAlgorithm?: ChecksumAlgorithm; checksumType?: ChecksumType }>;
   commonPrefixes: readonly string[];
   encodingType?: 'url';
 }): string {
@@ -224,6 +232,7 @@ export function listMultipartUploadsXml(r: {
             Owner: ownerNode(u.owner),
             StorageClass: 'STANDARD',
             Initiated: iso(u.initiated),
+            ...present({ ChecksumAlgorithm: u.checksumAlgorithm, ChecksumType: u.checksumType }),
           })),
         }
       : {}),
