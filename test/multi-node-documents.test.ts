@@ -146,6 +146,32 @@ describe('documents and jobs on three pg-s3 nodes', () => {
     expect(history).toHaveLength(1);
   });
 
+  it('a schema retired on one node is refused on the others at once, though each had read it published', async ({ skip }) => {
+    const reason = skipReason();
+    if (reason) return skip(reason);
+    const [a, b, c] = nodes as [TestServer, TestServer, TestServer];
+    const urn = 'urn:svc:schema:retiring@1.0.0';
+    const schema = { schemaUrn: urn, namespaceUrn: NS, lifecycle: 'published', jsonSchema: { type: 'object', properties: { text: { type: 'string' } } } };
+    expect((await api(a).post('/v1/schemas', schema)).status).toBe(201);
+    const doc = await api(b).newDocument(bytesOf(10, 1000));
+    // B and C read it published (each node keeps a lifecycle it read until a change is announced).
+    for (const n of [b, c]) expect((await api(n).writeCanonical(doc.documentId, { [NS]: { schema: urn, data: { text: 'before' } } })).status).toBe(201);
+    expect((await api(a).call('PATCH', `/v1/schemas/${encodeURIComponent(urn)}`, { lifecycle: 'retired' })).status).toBe(200);
+    // The change is announced to every node: well within the cache's bound (SCHEMA_LIFECYCLE_CACHE_MS, 5 s), a write is refused.
+    for (const n of [b, c]) {
+      let last = 0;
+      for (const until = Date.now() + 2_000; Date.now() < until; await new Promise((r) => setTimeout(r, 50))) {
+        const w = await api(n).writeCanonical(doc.documentId, { [NS]: { schema: urn, data: { text: 'after' } } });
+        last = w.status;
+        if (last !== 201) {
+          expectRejected(w, 422, 'schema_retired');
+          break;
+        }
+      }
+      expect(last).toBe(422);
+    }
+  });
+
   it('a job enqueued on A is waited for on B and listed on C', async ({ skip }) => {
     const reason = skipReason();
     if (reason) return skip(reason);

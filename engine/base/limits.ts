@@ -176,3 +176,9 @@ export const S3_USER_METADATA_MAX_BYTES = 2 * KiB;
 export const S3_KEY_MAX_CONTROL_CHARS = 512;
 /** Parts but the last of a multipart upload are at least this large (S3: 5 MiB, then 400 EntityTooSmall at Complete). */
 export const S3_MIN_PART_BYTES = 5 * MiB;
+
+/**
+ * How long a node keeps a schema's lifecycle it read (engine/documents/schemas.ts) when no change
+ * is announced: a bound on staleness should a notification be lost.
+ */
+export const SCHEMA_LIFECYCLE_CACHE_MS = 5_000;

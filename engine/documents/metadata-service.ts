@@ -156,12 +156,14 @@ export class Metadata {
 
   /** Canonical write (replace semantics per namespace): a new version. */
   async writeCanonical(principal: Principal, documentId: string, parse: Parse<CanonicalWrite>, request: RequestInfo): Promise<{ versionId: string; metadataIds: Record<string, string>; deprecated: DeprecatedSchema[] }> {
-    const doc = await this.records.document(principal, documentId);
-    const cmd = parse();
-    const { bundle, deprecated } = await canonicalBundle(this.schemas, principal, cmd.bundle, request);
-    requireRule(doc.permissions, principal, 'meta.write');
     return this.records.store.run(async (unit) => {
-      const latest = (await unit.get(DOCUMENTS, [principal.tenant, documentId]))!;
+      // The checks in their order (an unknown document is 404 whatever the body), on the unit's
+      // read of the document, which is also the write's precondition: one read, not two (pg-s3:
+      // a round trip). A unit run again checks and validates again.
+      const latest = await this.records.document(principal, documentId, unit);
+      const cmd = parse();
+      const { bundle, deprecated } = await canonicalBundle(this.schemas, principal, cmd.bundle, request);
+      requireRule(latest.permissions, principal, 'meta.write');
       if (!latest.currentVersionId) throw new MetadataRejection('conflict', 'no_version', 'The document has no finalized version to add metadata to');
       const base = await this.records.version(unit, latest, latest.currentVersionId);
       const version = await this.records.addVersion(unit, latest, principal, {

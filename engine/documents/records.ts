@@ -214,9 +214,9 @@ export class DocumentRecords {
   }
 
   /** The document of the principal's tenant (another tenant's is 404). */
-  async document(principal: Principal, documentId: string): Promise<DocumentRecord> {
+  async document(principal: Principal, documentId: string, reads: Pick<Unit, 'get'> = this.store): Promise<DocumentRecord> {
     if (!isUuid(documentId)) throw badRequest('The document id must be a UUID');
-    const doc = await this.store.get(DOCUMENTS, [principal.tenant, documentId]);
+    const doc = await reads.get(DOCUMENTS, [principal.tenant, documentId]);
     if (!doc) throw documentNotFound(documentId);
     return doc;
   }

@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { type CursorSeal, type Principal, holds } from '../auth/index.js';
 import { SvcError } from '../base/errors.js';
+import { SCHEMA_LIFECYCLE_CACHE_MS } from '../base/limits.js';
 import { type KeyedCatalog, type Unit, type UnitStore, table } from '../store/index.js';
 import { LIFECYCLES, type Lifecycle, type LifecycleMove, type SchemaRegistration } from './commands.js';
 
@@ -41,7 +42,8 @@ interface LifecycleChange {
   deprecatedAt?: number;
 }
 
-const LIFECYCLE = table<LifecycleChange, string>('schema_lifecycle');
+// Watched: every node keeps the lifecycles it read (SchemaRegistry.current) until one changes.
+const LIFECYCLE = table<LifecycleChange, string>('schema_lifecycle', { watched: true });
 
 /**
  * A schema belongs to the tenant that registered it: its lifecycle changes, and migrations from or
@@ -64,12 +66,28 @@ export const schemaNotFound = (urn: string) => new SvcError('not_found', 'schema
 export class SchemaRegistry {
   /** Compiled validators of the schemas used most recently (each holds its schema's structure and patterns). */
   private readonly compiled = new LRUCache<string, (data: unknown) => ValidationIssue[]>({ max: COMPILED_SCHEMAS });
+  /**
+   * Lifecycle changes read, by URN (`null`: none), forgotten when any lifecycle changes (the
+   * store's watch: every node, also after a lost notification) and at most
+   * SCHEMA_LIFECYCLE_CACHE_MS old. Writes read lifecycles outside their units anyway (a retire
+   * committing meanwhile is not their precondition): the cache widens that window by the
+   * notification's delay, and saves a write a catalog read (pg-s3: a round trip).
+   */
+  private readonly lifecycles = new LRUCache<string, { change: LifecycleChange | null }>({ max: COMPILED_SCHEMAS, ttl: SCHEMA_LIFECYCLE_CACHE_MS });
+  /** Counts announced lifecycle changes: a read that began before one is not kept. */
+  private lifecycleGeneration = 0;
 
   constructor(
     private readonly schemas: KeyedCatalog<SchemaRecord>,
     private readonly store: UnitStore,
     private readonly cursors: CursorSeal,
-  ) {}
+  ) {
+    // For the registry's life, which is the store's (its close ends every watch).
+    store.watch(LIFECYCLE.name, () => {
+      this.lifecycleGeneration++;
+      this.lifecycles.clear();
+    });
+  }
 
   /** The registration with its current lifecycle. */
   async get(urn: string): Promise<SchemaRecord | undefined> {
@@ -142,7 +160,14 @@ export class SchemaRegistry {
   }
 
   private async current(record: SchemaRecord): Promise<SchemaRecord> {
-    const change = await this.store.get(LIFECYCLE, record.schemaUrn);
+    let cached = this.lifecycles.get(record.schemaUrn);
+    if (!cached) {
+      const generation = this.lifecycleGeneration;
+      cached = { change: (await this.store.get(LIFECYCLE, record.schemaUrn)) ?? null };
+      // A change announced while this read ran may be newer than what it read: not kept.
+      if (generation === this.lifecycleGeneration) this.lifecycles.set(record.schemaUrn, cached);
+    }
+    const { change } = cached;
     if (!change) return record.lifecycle === 'deprecated' || record.lifecycle === 'retired' ? { ...record, deprecatedAt: record.createdAt } : record;
     return { ...record, lifecycle: change.lifecycle, ...(change.deprecatedAt === undefined ? {} : { deprecatedAt: change.deprecatedAt }) };
   }
