@@ -182,6 +182,8 @@ async function launch(bin: string, as: RunAs, dir: string, dataDir: string, port
     full_page_writes: 'off',
     shared_buffers: '16MB',
     max_connections: '128',
+    // Statements per operation, counted by PostgreSQL itself (benches read pg_stat_statements), when the library is there.
+    ...(existsSync(path.join(bin, '..', 'lib', 'pg_stat_statements.so')) ? { shared_preload_libraries: 'pg_stat_statements' } : {}),
   };
   const args = ['-D', dataDir, ...Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`])];
   const child = spawn(...asUser(as, path.join(bin, 'postgres'), args), { cwd: dir, stdio: ['ignore', logFd, logFd] });
