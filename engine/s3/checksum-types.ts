@@ -7,12 +7,12 @@
 // The type is on the upload's record (UploadRecord.checksumType); an object's is read from its
 // value (only a composite one ends in `-N`).
 
-import { type ChecksumAlgorithm, createChecksum, isChecksumValue } from './checksums.js';
+import { type ChecksumAlgorithm, type ChecksumType, createChecksum, isChecksumValue } from './checksums.js';
 import { combineCrcs, isCombinable } from './crc-combine.js';
 import { s3Refusal } from './errors.js';
 import type { PartRecord, UploadRecord } from './records.js';
 
-export type ChecksumType = 'COMPOSITE' | 'FULL_OBJECT';
+export type { ChecksumType } from './checksums.js';
 
 /** An upload's checksum: what CreateMultipartUpload settled. */
 export interface MultipartChecksum {

@@ -14,6 +14,9 @@ import { createCRC32, createCRC64, type IHasher } from 'hash-wasm';
 
 export type ChecksumAlgorithm = 'CRC32' | 'CRC32C' | 'CRC64NVME' | 'SHA1' | 'SHA256';
 
+/** What an object's checksum covers (./checksum-types.ts): its bytes, or its parts' checksums (`-N`). */
+export type ChecksumType = 'COMPOSITE' | 'FULL_OBJECT';
+
 export const CHECKSUM_ALGORITHMS: readonly ChecksumAlgorithm[] = ['CRC32', 'CRC32C', 'CRC64NVME', 'SHA1', 'SHA256'];
 
 /** The header (and trailer) that carries each checksum. */

@@ -10,8 +10,7 @@
 //   s3_blob_refs, s3_blob_releases: blob-refs.ts
 // Bucket names are unique in the service, so objects and uploads are keyed by bucket, not tenant.
 
-import type { ChecksumType } from './checksum-types.js';
-import type { ChecksumAlgorithm } from './checksums.js';
+import type { ChecksumAlgorithm, ChecksumType } from './checksums.js';
 import { table } from '../store/index.js';
 
 /** Who made a bucket, an object or an upload: the tenant, and the principal (`sub`, S3's Owner ID). */
