@@ -35,6 +35,7 @@ const PG_S3_SUITES = [
   'test/s3-api.test.ts',
   'test/s3-multipart-api.test.ts',
   'test/s3-checksum-types.test.ts',
+  'test/s3-cli.test.ts',
 ];
 
 /**
@@ -70,6 +71,7 @@ const S3_SUITES = [
   'test/s3-api.test.ts',
   'test/s3-multipart-api.test.ts',
   'test/s3-checksum-types.test.ts',
+  'test/s3-cli.test.ts',
 ];
 
 export default defineConfig({
