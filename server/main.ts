@@ -29,6 +29,8 @@ Usage:
                    take the document platform over from a holder that is gone (s3)
   svc legacy import REPO (--all | DOCID...) [--concurrency N] [--placement HINT]
                    import legacy documents as documents (docs/legacy.md)
+  svc models example DIR
+                   write a small example MLeap bundle into DIR to try the model runtime
   svc catalog rebuild [--force]
                    recreate the pg-s3 catalog from its bucket alone (server-side, SVC_* variables)
   svc reload       make the server of SVC_FS_ROOT (default ./data) read SVC_TENANT_POLICY_FILE
