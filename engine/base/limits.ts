@@ -176,3 +176,12 @@ export const S3_USER_METADATA_MAX_BYTES = 2 * KiB;
 export const S3_KEY_MAX_CONTROL_CHARS = 512;
 /** Parts but the last of a multipart upload are at least this large (S3: 5 MiB, then 400 EntityTooSmall at Complete). */
 export const S3_MIN_PART_BYTES = 5 * MiB;
+
+// ---- not-found answers ----
+/**
+ * A 404's "did you mean" hint (server/route-hint.ts): paths longer than this get none (the work
+ * per request stays bounded by it times the route table), and a route is named only when at most
+ * this many edits away (fewer for short paths: a quarter of the path's length, at least one).
+ */
+export const ROUTE_HINT_MAX_PATH_CHARS = 160;
+export const ROUTE_HINT_MAX_EDITS = 3;
