@@ -1,8 +1,10 @@
 // Error answers that say what to do next, in their documented envelopes: a 404 for a near-miss
 // path names the route meant (server/route-hint.ts), on listener 1 (blob API, operator routes,
-// /v1) and on the model listener.
+// /v1) and on the model listener; a 400 invalid_json names where the body breaks
+// (server/json-syntax.ts) and quotes at most one character of it.
 
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { invalidJsonMessage, syntaxErrorOffset } from '../dist/server/json-syntax.js';
 import { boundedDistance, closestRoute, routeHint } from '../dist/server/route-hint.js';
 import { devToken } from './helpers/docs-client.js';
 import { startServer, type TestServer } from './helpers/server.js';
@@ -19,8 +21,8 @@ afterAll(async () => {
   await server?.stop();
 });
 
-async function call(base: string, method: string, path: string, headers: Record<string, string> = {}) {
-  const res = await fetch(base + path, { method, headers });
+async function call(base: string, method: string, path: string, headers: Record<string, string> = {}, body?: string) {
+  const res = await fetch(base + path, { method, headers, body });
   return { status: res.status, type: res.headers.get('content-type'), json: (await res.json()) as unknown };
 }
 
@@ -86,5 +88,52 @@ describe('route-hint', () => {
     expect(closestRoute(routes, 'GET', '/api/v1/blob')).toEqual(routes[0]);
     expect(routeHint(routes, 'get', '/api/v1/blobs/x/metadat')).toBe('; did you mean GET /api/v1/blobs/{id}/metadata?');
     expect(routeHint(routes, 'GET', '/elsewhere')).toBe('');
+  });
+});
+
+describe('400 invalid_json names where the body breaks', () => {
+  const PREFIX = 'The body is not valid JSON';
+  test('/v1 and /dev/token: line and column, V8\'s reason or the one character found there', async () => {
+    const auth = { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' };
+    const cases: Array<[string, string]> = [
+      ['{\n  "labels": ["a"]\n  "reason": "x"\n}', `${PREFIX}: Expected ',' or '}' after property value at line 3, column 3`],
+      ['{"labels": [1,}', `${PREFIX}: unexpected character "}" at line 1, column 15`],
+      ['{"password": "hunter2", "x": nope}', `${PREFIX}: unexpected character "n" at line 1, column 30`],
+      ['{"labels": ', `${PREFIX}: it ends early, at line 1, column 12`],
+    ];
+    for (const [body, message] of cases) {
+      const r = await call(server.url, 'POST', '/v1/documents', auth, body);
+      expect([body, r.status, r.json]).toEqual([body, 400, { error: 'invalid_json', message }]);
+      // Nothing of the body but the one character found is echoed.
+      expect((r.json as { message: string }).message).not.toContain('hunter2');
+    }
+    const dev = await call(server.url, 'POST', '/dev/token', {}, '{"org_id": acme}');
+    expect(dev).toMatchObject({ status: 400, json: { error: 'invalid_json', message: `${PREFIX}: unexpected character "a" at line 1, column 12` } });
+  });
+
+  test('the message for each kind of break', () => {
+    const message = (text: string) => {
+      try {
+        JSON.parse(text);
+      } catch (err) {
+        return invalidJsonMessage(text, err);
+      }
+      throw new Error(`${text} parsed`);
+    };
+    expect(message('')).toBe(`${PREFIX}: it ends early, at line 1, column 1`);
+    expect(message('[1,2] x')).toBe(`${PREFIX}: Unexpected non-whitespace character after JSON at line 1, column 7`);
+    expect(message('{"a": "x\u0001"}')).toBe(`${PREFIX}: Bad control character in string literal at line 1, column 9`);
+    expect(message('{"a": 😀}')).toBe(`${PREFIX}: unexpected character "😀" at line 1, column 7`);
+    expect(message(`{"a": "${'secret '.repeat(50)}" oops}`)).toBe(`${PREFIX}: Expected ',' or '}' after property value at line 1, column 360`);
+    // A reason of another shape than V8's fixed phrases is not repeated: the scan places it.
+    expect(invalidJsonMessage('{"a": x}', new Error('x is "not" here in JSON at position 6 (line 1 column 7)'))).toBe(`${PREFIX}: unexpected character "x" at line 1, column 7`);
+  });
+
+  test('the scan agrees with JSON.parse on what is JSON, at any depth', () => {
+    for (const ok of ['{}', '[]', ' 1 ', '"x"', '{"a":[1,-2.5e-3,{"b":null,"c":true}],"d":"\\u00e9\\n"}', `${'['.repeat(10_000)}${']'.repeat(10_000)}`]) {
+      expect([ok.slice(0, 20), syntaxErrorOffset(ok)]).toEqual([ok.slice(0, 20), undefined]);
+    }
+    const bad: Array<[string, number]> = [['{"a":1,}', 7], ['[1 2]', 3], ['{"a"}', 4], ['nul', 0], ['[01]', 2], ['{"a":1}}', 7], ['['.repeat(10_000), 10_000]];
+    for (const [text, at] of bad) expect([text.slice(0, 20), syntaxErrorOffset(text)]).toEqual([text.slice(0, 20), at]);
   });
 });
