@@ -82,9 +82,11 @@ function mountPlan(router: Router, plan: RouterPlan, ctx: ServerContext): Router
 
 /** Listener 1's answer to a request no route took: it names the closest route of `routers`, if one is close. */
 function mountNotFound(router: Router, routers: readonly Router[]): void {
+  // Gathered at the first 404: every router is mounted by then.
+  let table: Router['routes'] | undefined;
   router.fallback('/*', ({ ex, req }) => {
     const path = req.getUrl();
-    const hint = routeHint(routers.flatMap((r) => r.routes), ex.method, path);
+    const hint = routeHint((table ??= routers.flatMap((r) => r.routes)), ex.method, path);
     ex.json(404, { error: 'not_found', message: `No route for ${ex.method} ${path}${hint}` });
   });
 }

@@ -193,6 +193,11 @@ export function mountModelApi(router: Router, ctx: ServerContext): void {
   // GET /openapi.json, /docs (Swagger UI) and the document's reference names under /docs.
   mountModelDescription(router, ctx);
 
+  mountModelNotFound(router);
+}
+
+/** A request no route took: 404 naming the closest route of the listener, if one is close. */
+function mountModelNotFound(router: Router): void {
   router.fallback('/*', ({ ex, req }) => {
     const path = req.getUrl();
     ex.json(404, { error: 'NotFound', message: `No route for ${ex.method.toUpperCase()} ${path}${routeHint(router.routes, ex.method, path)}`, code: 404 });
