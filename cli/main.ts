@@ -1,4 +1,4 @@
-// The client commands of `svc` (put, get, stat, ls, gc, nodes, legacy): dispatch, usage, errors and exit codes
+// The client commands of `svc` (put, get, stat, ls, gc, nodes, legacy, models): dispatch, usage, errors and exit codes
 // (0 done, 1 failed, 2 bad usage). Results go to stdout, everything else to stderr.
 
 import { type Command, parseCommandLine } from './args.js';
@@ -8,10 +8,11 @@ import { get } from './get.js';
 import { closeConnections } from './http.js';
 import { ls, stat } from './inventory.js';
 import { legacy } from './legacy.js';
+import { models } from './models.js';
 import { nodes } from './nodes.js';
 import { put } from './put.js';
 
-const COMMANDS: Record<string, Command> = { put, get, stat, ls, gc, nodes, legacy };
+const COMMANDS: Record<string, Command> = { put, get, stat, ls, gc, nodes, legacy, models };
 
 const FOOTER = `
 Every client command takes --server URL (else $SVC_SERVER, else http://127.0.0.1:8081),

@@ -6,6 +6,7 @@ import type { FrameBody } from '../engine/models/index.js';
 import { type Exchange, header } from './exchange.js';
 import type { BodyReader } from './router.js';
 import { BodyDigest } from './idempotent.js';
+import { invalidJsonMessage } from './json-syntax.js';
 
 /** The error for a body larger than `max` bytes, in the surface's terms. */
 type TooLarge = (max: number) => Error;
@@ -30,7 +31,7 @@ const FREE: Charge = () => {};
 
 /**
  * The whole JSON body (at most `max` bytes, else `tooLarge`), each chunk charged as it arrives
- * (a refusal rejects at once); 400 `invalid_json` when it does not parse.
+ * (a refusal rejects at once); 400 `invalid_json` when it does not parse, naming where (json-syntax.ts).
  */
 export function readJson(ex: Exchange, max: number, tooLarge: TooLarge, charge: Charge = FREE, digest?: BodyDigest): Promise<JsonBody> {
   return new Promise((resolve, reject) => {
@@ -59,10 +60,11 @@ export function readJson(ex: Exchange, max: number, tooLarge: TooLarge, charge: 
       if (!isLast) return;
       const hex = digest?.hex();
       if (size === 0) return resolve({ value: undefined, bytes: 0, digest: hex });
+      const text = Buffer.concat(chunks, size).toString('utf8');
       try {
-        resolve({ value: JSON.parse(Buffer.concat(chunks, size).toString('utf8')), bytes: size, digest: hex });
-      } catch {
-        reject(new SvcError('invalid', 'invalid_json', 'The body is not valid JSON'));
+        resolve({ value: JSON.parse(text), bytes: size, digest: hex });
+      } catch (err) {
+        reject(new SvcError('invalid', 'invalid_json', invalidJsonMessage(text, err)));
       }
     });
   });

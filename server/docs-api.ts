@@ -34,6 +34,7 @@ import { parseContentType } from './request-parsing.js';
 import { ANY_TOKEN, type Call, type Router, caller } from './router.js';
 import { DEV_TOKEN_BODY_BYTES, JOB_WAIT_MAX_S } from '../engine/base/limits.js';
 import { checkUrn } from '../engine/base/urn.js';
+import { routeHint } from './route-hint.js';
 
 type JsonCall = Call<JsonBody>;
 
@@ -331,7 +332,7 @@ function mountMetadataWrites(router: Router, kit: DocsKit): void {
   }, { capability: ANY_TOKEN });
 
   router.fallback('/v1/*', ({ ex, req }) => {
-    throw new SvcError('not_found', 'not_found', `No route ${ex.method.toUpperCase()} ${req.getUrl()}`);
+    throw new SvcError('not_found', 'not_found', `No route ${ex.method.toUpperCase()} ${req.getUrl()}${routeHint(router.routes, ex.method, req.getUrl())}`);
   });
 }
 
@@ -437,6 +438,6 @@ function mountDocumentsElsewhere(router: Router, engine: ServerContext['engine']
   router.fallback('/v1/*', ({ ex, req }) => {
     const claim = engine.backend.documents!;
     if (!claim.serving()) throw notServedHere(claim);
-    ex.json(404, { error: 'not_found', message: `No route for ${ex.method} ${req.getUrl()}` });
+    ex.json(404, { error: 'not_found', message: `No route for ${ex.method} ${req.getUrl()}${routeHint(router.routes, ex.method, req.getUrl())}` });
   });
 }

@@ -24,6 +24,7 @@ import { type Meter, Router, type RouterOptions } from './router.js';
 import { mountUploadsApi } from './uploads-api.js';
 import { mountUsageApi } from './usage-api.js';
 import { TUS_HEADERS, mountTusApi, tusDiscovery } from './tus-api.js';
+import { routeHint } from './route-hint.js';
 
 export interface ListenerRouters {
   /** Listener 1 (SVC_HTTP_PORT), in mount order. */
@@ -57,12 +58,18 @@ export function mountListeners(app: TemplatedApp, modelApp: TemplatedApp, engine
     { options: { cors, answerOtherMethods: true, guard, meter, headers: TUS_HEADERS, discovery: tusDiscovery(config.maxUploadBytes) }, mounts: [mountTusApi] },
     { options: { guard: engine.tokens, meter, before: documentsGate(engine) }, mounts: [mountDocsApi, mountLegacyApi] },
     // CORS as everywhere (the event stream included): any origin with security off, the listed ones with it on.
-    { options: { cors, guard }, mounts: [mountOpsApi, mountServiceDescription, mountNotFound] },
+    { options: { cors, guard }, mounts: [mountOpsApi, mountServiceDescription, (router) => mountNotFound(router, routers)] },
   ];
+  /** Listener 1's routers, filled below: its 404 names the closest of all their routes. */
+  const routers: Router[] = [];
   const surface = apiSurface(ctx);
   const modelSurfaceOf = modelSurface(ctx.modelMetrics, log, config.httpLingerBytes);
   return {
-    service: service.map((plan) => mountPlan(new Router(app, surface, plan.options), plan, ctx)),
+    service: service.map((plan) => {
+      const router = mountPlan(new Router(app, surface, plan.options), plan, ctx);
+      routers.push(router);
+      return router;
+    }),
     model: [mountPlan(new Router(modelApp, modelSurfaceOf, { guard }), { options: {}, mounts: [mountModelApi] }, ctx)],
   };
 }
@@ -73,7 +80,13 @@ function mountPlan(router: Router, plan: RouterPlan, ctx: ServerContext): Router
   return router;
 }
 
-/** Listener 1's answer to a request no route took. */
-function mountNotFound(router: Router): void {
-  router.fallback('/*', ({ ex, req }) => ex.json(404, { error: 'not_found', message: `No route for ${ex.method} ${req.getUrl()}` }));
+/** Listener 1's answer to a request no route took: it names the closest route of `routers`, if one is close. */
+function mountNotFound(router: Router, routers: readonly Router[]): void {
+  // Gathered at the first 404: every router is mounted by then.
+  let table: Router['routes'] | undefined;
+  router.fallback('/*', ({ ex, req }) => {
+    const path = req.getUrl();
+    const hint = routeHint((table ??= routers.flatMap((r) => r.routes)), ex.method, path);
+    ex.json(404, { error: 'not_found', message: `No route for ${ex.method} ${path}${hint}` });
+  });
 }

@@ -29,6 +29,8 @@ Usage:
                    take the document platform over from a holder that is gone (s3)
   svc legacy import REPO (--all | DOCID...) [--concurrency N] [--placement HINT]
                    import legacy documents as documents (docs/legacy.md)
+  svc models example DIR
+                   write a small example MLeap bundle into DIR to try the model runtime
   svc catalog rebuild [--force]
                    recreate the pg-s3 catalog from its bucket alone (server-side, SVC_* variables)
   svc reload       make the server of SVC_FS_ROOT (default ./data) read SVC_TENANT_POLICY_FILE
@@ -57,7 +59,8 @@ interface RunningServer {
   modelPort: number;
   /** Port of the S3 listener (null: SVC_S3_API_PORT=off). */
   s3Port: number | null;
-  close(): Promise<void>;
+  /** Closes the listeners, then the engine; with the signal that asked for it, logs `stopped` once closed. */
+  close(signal?: NodeJS.Signals): Promise<void>;
 }
 
 /** Opens the engine, then listens: the port answers only once the stores are open. */
@@ -74,12 +77,15 @@ export async function serve(config: Config, log = new Logger(config.logLevel)): 
   const s3App = config.s3Api.port === null ? undefined : createApp((message) => `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>InvalidRequest</Code><Message>${message.replace(/[<>&]/g, ' ')}</Message></Error>`);
   if (s3App) mountS3Api(s3App, { engine, keys: engine.s3Keys });
   const sockets: uWS.us_listen_socket[] = [];
-  const close = async () => {
+  const close = async (signal?: NodeJS.Signals) => {
+    const started = performance.now();
     for (const socket of sockets) uws.us_listen_socket_close(socket);
     app.close();
     modelApp.close();
     s3App?.close();
     await engine.close();
+    // A clean stop's last line: the listeners and the stores are closed.
+    if (signal) log.info('stopped', { signal, ms: Math.round(performance.now() - started) });
   };
   try {
     sockets.push(await listen(app, config.host, config.httpPort, 'SVC_HTTP_PORT'));
@@ -188,12 +194,12 @@ export async function main(argv: string[]): Promise<void> {
   // carried out, as a clean close, once it has started. They are `once`: a second signal ends the
   // process at once (the signal's default action).
   let server: RunningServer | undefined;
-  let stopAsked = false;
-  const close = (running: RunningServer) => void running.close().then(() => process.exit(0), () => process.exit(1));
-  const stop = () => {
+  let stopAsked: NodeJS.Signals | undefined;
+  const close = (running: RunningServer, signal: NodeJS.Signals) => void running.close(signal).then(() => process.exit(0), () => process.exit(1));
+  const stop = (signal: NodeJS.Signals) => {
     if (stopAsked) return;
-    stopAsked = true;
-    if (server) close(server);
+    stopAsked = signal;
+    if (server) close(server, signal);
   };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
@@ -217,7 +223,7 @@ export async function main(argv: string[]): Promise<void> {
     process.stderr.write(`svc: ${err.message}\n`);
     process.exit(1);
   }
-  if (stopAsked) return close(server);
+  if (stopAsked) return close(server, stopAsked);
   // One line on stdout for whoever started us (tests, scripts): where to connect.
   process.stdout.write(`${JSON.stringify({ event: 'listening', port: server.port, modelPort: server.modelPort, s3Port: server.s3Port })}\n`);
 }

@@ -22,6 +22,7 @@ import type { ServerContext } from './server-context.js';
 import type { Surface } from './surface.js';
 import { MODEL_URI_MAX_BYTES } from '../engine/base/limits.js';
 import { headersOf, statusOf } from './failure-status.js';
+import { routeHint } from './route-hint.js';
 
 const MAX_MODEL_NAME = 256;
 const MAX_URI_BYTES = MODEL_URI_MAX_BYTES;
@@ -192,8 +193,14 @@ export function mountModelApi(router: Router, ctx: ServerContext): void {
   // GET /openapi.json, /docs (Swagger UI) and the document's reference names under /docs.
   mountModelDescription(router, ctx);
 
+  mountModelNotFound(router);
+}
+
+/** A request no route took: 404 naming the closest route of the listener, if one is close. */
+function mountModelNotFound(router: Router): void {
   router.fallback('/*', ({ ex, req }) => {
-    ex.json(404, { error: 'NotFound', message: `No route for ${ex.method.toUpperCase()} ${req.getUrl()}`, code: 404 });
+    const path = req.getUrl();
+    ex.json(404, { error: 'NotFound', message: `No route for ${ex.method.toUpperCase()} ${path}${routeHint(router.routes, ex.method, path)}`, code: 404 });
   }, { name: 'not-found' });
 }
 

@@ -140,6 +140,24 @@ function serveToExitOrListening(root: string) {
 
 // A configuration that cannot work ends the start with exit status 2 and one line naming the
 // variable and the cause: real s3rver, real closed ports, no mocks.
+describe('a clean stop', () => {
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    it(`${signal}: the listeners close, the process exits 0, and its last log line says it stopped`, async () => {
+      const server = await startServer({ SVC_LOG_LEVEL: 'info' });
+      const exited = new Promise<number | null>((resolve) => server.proc.once('exit', (code) => resolve(code)));
+      server.proc.kill(signal);
+      expect(await exited).toBe(0);
+      await server.stop();
+      const lines = server.stderr().trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+      expect(lines.some((line) => line.msg === 'listening')).toBe(true);
+      expect(lines.at(-1)).toEqual({ time: expect.any(String), level: 'info', msg: 'stopped', signal, ms: expect.any(Number) });
+      expect(lines.filter((line) => line.msg === 'stopped')).toHaveLength(1);
+      // Closed: nothing answers on its port any more.
+      await expect(fetch(`${server.url}/api/health/ready`)).rejects.toThrow();
+    });
+  }
+});
+
 describe('a configuration that cannot work', () => {
   let s3: S3rverProcess;
   let endpoint: string;
@@ -222,7 +240,7 @@ describe('the command line', () => {
   it('every subcommand honours --help and -h: its usage on stdout, exit 0, no server started', async () => {
     const env = { ...process.env, SVC_HTTP_PORT: '1', SVC_FS_ROOT: '/nonexistent/svc' };
     const root = tempRoot();
-    for (const command of ['serve', 'put', 'get', 'stat', 'ls', 'gc', 'catalog']) {
+    for (const command of ['serve', 'put', 'get', 'stat', 'ls', 'gc', 'models', 'catalog']) {
       for (const args of [[command, '--help'], [command, '-h'], ['help', command]]) {
         const { stdout } = await run(process.execPath, [MAIN, ...args], { env, timeout: 10_000 });
         expect([args, stdout.includes(`svc ${command}`) && /Usage/.test(stdout)]).toEqual([args, true]);

@@ -182,3 +182,12 @@ export const S3_MIN_PART_BYTES = 5 * MiB;
  * is announced: a bound on staleness should a notification be lost.
  */
 export const SCHEMA_LIFECYCLE_CACHE_MS = 5_000;
+
+// ---- not-found answers ----
+/**
+ * A 404's "did you mean" hint (server/route-hint.ts): paths longer than this get none (the work
+ * per request stays bounded by it times the route table), and a route is named only when at most
+ * this many edits away (fewer for short routes: a quarter of the route's fixed characters, at least one).
+ */
+export const ROUTE_HINT_MAX_PATH_CHARS = 160;
+export const ROUTE_HINT_MAX_EDITS = 3;
