@@ -1,8 +1,9 @@
 // Units of work in PostgreSQL (pg-s3, schema v9): every node of the cluster runs its units on the
 // same rows. A row is (table name, ordered-binary key bytes, msgpack value bytes); bytea sorts as
 // LMDB sorts its keys, so ranges answer exactly what LmdbUnitStore answers. A unit's commit is
-// one call of svc_unit_commit (schema-v9-units.ts: locks, checks, writes, notifies), and every
-// node LISTENs on `svc_units` to learn which tables the others wrote.
+// one call of svc_unit_commit (schema-v9-units.ts: locks, checks, writes, notifies; v11 and v12
+// overloads: announcements, counters added on the server), and every node LISTENs on `svc_units`
+// to learn which tables the others wrote.
 import { Packr } from 'msgpackr';
 import { fromBufferKey } from 'ordered-binary';
 import type { Listening, PgPool } from './pool.js';
