@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CatalogEnv, LmdbUnitStore, type Table, type Unit, type UnitKey, type UnitRange, type UnitStore, table } from '../dist/engine/store/index.js';
 import { PgBlobCatalog } from '../dist/engine/store/pg/blob-catalog.js';
 import { type PgPool, openPool } from '../dist/engine/store/pg/pool.js';
-import { type PgUnitStore, UNITS_CHANNEL } from '../dist/engine/store/pg/unit-store.js';
+import { PgUnitStore, UNITS_CHANNEL } from '../dist/engine/store/pg/unit-store.js';
 import { startPostgres } from './helpers/postgres.js';
 import { tempRoot } from './helpers/server.js';
 
@@ -17,6 +17,8 @@ interface Opened {
   nodes: [UnitStore, UnitStore];
   /** Cuts every LISTEN connection of a shared store (a network loss). */
   cutListeners?: () => Promise<void>;
+  /** Statements the nodes of a shared store have sent to PostgreSQL so far. */
+  statements?: () => number;
   close(): Promise<void>;
 }
 
@@ -48,24 +50,34 @@ const backends: Backend[] = [
       const server = await startPostgres();
       if ('skip' in server) return server;
       const catalogs: PgBlobCatalog[] = [];
+      const pools: PgPool[] = [];
       const stores: PgUnitStore[] = [];
       let sql: PgPool | undefined;
       const close = async () => {
         await Promise.all(stores.map((s) => s.close()));
         await Promise.all(catalogs.map((c) => c.close()));
+        await Promise.all(pools.map((p) => p.end()));
         await sql?.end();
         await server.stop();
       };
       try {
         const url = await server.createDatabase('units');
-        // Two nodes: each its own pool (and LISTEN connection) on the one database.
-        catalogs.push(...(await Promise.all([PgBlobCatalog.open(url, { poolSize: 8 }), PgBlobCatalog.open(url, { poolSize: 8 })])));
-        stores.push(catalogs[0]!.unitStore(), catalogs[1]!.unitStore());
+        // Two nodes: each its own pool (and LISTEN connection) on the one database; each statement
+        // of a node's store is counted (its pool's tagged template, as the store calls it).
+        catalogs.push(await PgBlobCatalog.open(url, { poolSize: 1 })); // migrates
+        let statements = 0;
+        const counted = (pool: PgPool): PgPool =>
+          Object.assign((strings: TemplateStringsArray, ...values: unknown[]) => {
+            statements++;
+            return (pool as unknown as (s: TemplateStringsArray, ...v: unknown[]) => unknown)(strings, ...values);
+          }, pool) as unknown as PgPool;
+        pools.push(openPool(url, 8), openPool(url, 8));
+        stores.push(new PgUnitStore(counted(pools[0]!)), new PgUnitStore(counted(pools[1]!)));
         sql = openPool(url, 1);
         const cutListeners = async () => {
           await sql!`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = ${`svc-listen:${UNITS_CHANNEL}`}`;
         };
-        return { nodes: [stores[0]!, stores[1]!], cutListeners, close };
+        return { nodes: [stores[0]!, stores[1]!], cutListeners, statements: () => statements, close };
       } catch (err) {
         await close();
         throw err;
@@ -148,6 +160,8 @@ describe.each(backends)('UnitStore conformance: $name', (backend) => {
     if ('skip' in opened) skip(opened.skip);
     return opened.nodes;
   }
+  /** Statements a shared store's nodes sent so far (undefined: not a PostgreSQL store). */
+  const counted = () => ('statements' in opened ? opened.statements?.() : undefined);
 
   it('put, get, has and remove, in units and outside, on either node', async ({ skip }) => {
     const [a, b] = nodes(skip);
@@ -270,6 +284,7 @@ describe.each(backends)('UnitStore conformance: $name', (backend) => {
     const t = fresh<number, string>();
     const marks = fresh<boolean, number>();
     let attempts = 0;
+    const statementsBefore = counted();
     await Promise.all(
       Array.from({ length: 50 }, (_, i) =>
         (i % 2 ? a : b).run(async (u) => {
@@ -281,18 +296,48 @@ describe.each(backends)('UnitStore conformance: $name', (backend) => {
         }),
       ),
     );
+    const statements = statementsBefore === undefined ? undefined : counted()! - statementsBefore;
     expect(await a.get(t, 'counter')).toBe(50);
     expect(await b.count(marks)).toBe(50);
-    // LMDB applies additions in its commit: no step runs twice. PostgreSQL retries the commit with
-    // fresh sums; a step runs again only when a commit fails for another reason (a deadlock).
-    if (a.shared) expect(attempts).toBeLessThan(60);
-    else expect(attempts).toBe(50);
+    // Both stores add in the commit itself: no step runs twice, and on PostgreSQL each unit sends
+    // two statements, its read and its commit (no read of the counter, no commit that failed).
+    expect(attempts).toBe(50);
+    if (statements !== undefined) expect(statements).toBe(100);
     // Added to twice in one unit: the sum of both.
     await a.run((u) => {
       u.add(t, 'counter', 5);
       u.add(t, 'counter', -2);
     });
     expect(await b.get(t, 'counter')).toBe(53);
+  });
+
+  it('200 concurrent units that only add to one counter (on two nodes): the exact sum across 2^32, each committed at its first attempt', async ({ skip }) => {
+    const [a, b] = nodes(skip);
+    const t = fresh<number, string>();
+    // Large and negative deltas: the sum crosses 2^32 (msgpack's float64 form) and back.
+    const deltas = Array.from({ length: 200 }, (_, i) => (i % 4 === 3 ? -1_500_000_007 : 2_000_000_011 + i));
+    let attempts = 0;
+    const statementsBefore = counted();
+    await Promise.all(
+      deltas.map((delta, i) =>
+        (i % 2 ? a : b).run((u) => {
+          attempts++;
+          u.add(t, 'counter', delta);
+        }),
+      ),
+    );
+    const statements = statementsBefore === undefined ? undefined : counted()! - statementsBefore;
+    const sum = deltas.reduce((x, y) => x + y, 0);
+    expect(sum).toBeGreaterThan(2 ** 32);
+    expect(await b.get(t, 'counter')).toBe(sum);
+    expect(attempts).toBe(200);
+    // On PostgreSQL one statement a unit: its commit, which adds on the server.
+    if (statements !== undefined) expect(statements).toBe(200);
+    // Back below 2^32 and below 0: the compact integer forms again.
+    await a.run((u) => u.add(t, 'counter', -sum - 5));
+    expect(await a.get(t, 'counter')).toBe(-5);
+    await b.run((u) => u.add(t, 'counter', 5 + 2 ** 31));
+    expect(await a.get(t, 'counter')).toBe(2 ** 31);
   });
 
   it('two units that both see a key absent and insert it: one write wins, the other runs again and sees it', async ({ skip }) => {

@@ -14,6 +14,7 @@ import { V8_ROOT_HOLDERS } from './schema-v8-root-holders.js';
 import { V9_UNITS } from './schema-v9-units.js';
 import { V10_NODE_SUMMARY } from './schema-v10-node-summary.js';
 import { V11_UNIT_INSERT } from './schema-v11-unit-insert.js';
+import { V12_UNIT_ADD } from './schema-v12-unit-add.js';
 
 /**
  * Applied in order; the schema's version is the number applied. Never edit one that shipped:
@@ -32,6 +33,7 @@ export const MIGRATIONS: readonly string[] = inVersionOrder([
   [9, V9_UNITS],
   [10, V10_NODE_SUMMARY],
   [11, V11_UNIT_INSERT],
+  [12, V12_UNIT_ADD],
 ]);
 
 function inVersionOrder(numbered: ReadonlyArray<readonly [number, string]>): string[] {

@@ -1,14 +1,15 @@
 // Units of work in PostgreSQL (pg-s3, schema v9): every node of the cluster runs its units on the
 // same rows. A row is (table name, ordered-binary key bytes, msgpack value bytes); bytea sorts as
 // LMDB sorts its keys, so ranges answer exactly what LmdbUnitStore answers. A unit's commit is
-// one call of svc_unit_commit (schema-v9-units.ts: locks, checks, writes, notifies), and every
-// node LISTENs on `svc_units` to learn which tables the others wrote.
+// one call of svc_unit_commit (schema-v9-units.ts: locks, checks, writes, notifies; v11 and v12
+// overloads: announcements, counters added on the server), and every node LISTENs on `svc_units`
+// to learn which tables the others wrote.
 import { Packr } from 'msgpackr';
 import { fromBufferKey } from 'ordered-binary';
 import type { Listening, PgPool } from './pool.js';
 import { type BufferedWrite, type PointRead, type RangeRead, type StoredEntry, type UnitBackend, keyBytes, runUnit, sameBytes } from '../unit-runner.js';
 import { SvcError } from '../../base/errors.js';
-import { type AlsoWrite, type Entry, type Table, type Unit, UNIT_ATTEMPTS, type UnitKey, type UnitRange, type UnitStore, conflictBackoff, isWatched, unwatchedTable } from '../unit-store.js';
+import { type AlsoWrite, type Entry, type Table, type Unit, type UnitKey, type UnitRange, type UnitStore, isWatched, unwatchedTable } from '../unit-store.js';
 import { CATALOG_SCHEMA, CATALOG_SCHEMA_KEY, catalogTooNew, tooNewWords, versionOf } from '../catalog-schema.js';
 
 export const UNITS_CHANNEL = 'svc_units';
@@ -111,28 +112,11 @@ export class PgUnitStore implements UnitStore, UnitBackend {
   }
 
   /**
-   * Counter additions (`delta`) become a read of the current number (a precondition) and a put of
-   * the sum; when only those reads changed, the commit is tried again with fresh sums rather than
-   * running the step again.
+   * One call of svc_unit_commit. Counter additions (`delta`) travel as deltas that the commit adds
+   * on the server (schema-v12-unit-add.ts): no read of the counter, no precondition on it, so the
+   * units that only count do not fail one another.
    */
   async commit(points: PointRead[], ranges: RangeRead[], writes: BufferedWrite[]): Promise<boolean> {
-    const adds = writes.filter((w) => w.delta !== undefined);
-    if (adds.length === 0) return this.commitOnce(points, ranges, writes);
-    const others = writes.filter((w) => w.delta === undefined);
-    for (let attempt = 1; attempt <= UNIT_ATTEMPTS; attempt++) {
-      const pause = conflictBackoff(attempt);
-      if (pause > 0) await new Promise((resolve) => setTimeout(resolve, pause));
-      const counted = await Promise.all(adds.map(async (w) => ({ w, read: await this.readPoint(w.table, w.key) })));
-      const sums: BufferedWrite[] = counted.map(({ w, read }) => ({ ...w, delta: undefined, value: ((read.value as number | undefined) ?? 0) + w.delta! }));
-      const counterReads: PointRead[] = counted.map(({ w, read }) => ({ table: w.table, key: w.key, bytes: read.bytes }));
-      if (await this.commitOnce([...points, ...counterReads], ranges, [...others, ...sums])) return true;
-      // The step's own reads changed: it runs again; else only a counter moved: add again.
-      for (const p of points) if (!sameBytes((await this.readPoint(p.table, p.key)).bytes, p.bytes)) return false;
-    }
-    return false;
-  }
-
-  private async commitOnce(points: PointRead[], ranges: RangeRead[], writes: BufferedWrite[]): Promise<boolean> {
     const { schema } = this;
     if (schema?.newer !== undefined) throw catalogTooNew(schema.newer);
     // The pinned schema row is one more precondition: a newer node's raise of the version takes
@@ -175,14 +159,17 @@ export class PgUnitStore implements UnitStore, UnitBackend {
   private async commitChecked(points: PointRead[], ranges: RangeRead[], writes: BufferedWrite[]): Promise<boolean> {
     const spans = ranges.map((r) => bounds(r.options));
     const entries = ranges.flatMap((r) => r.entries);
+    const puts = writes.filter((w) => w.delta === undefined);
+    const adds = writes.filter((w) => w.delta !== undefined);
     try {
       const [row] = await this.sql<Array<{ ok: boolean }>>`SELECT svc_unit_commit(
         ${points.map((p) => p.table)}::text[], ${points.map((p) => keyBytes(p.key))}::bytea[], ${points.map((p) => p.bytes ?? null)}::bytea[],
         ${ranges.map((r) => r.table)}::text[], ${spans.map((s) => s.start)}::bytea[], ${spans.map((s) => s.end)}::bytea[],
         ${spans.map((s) => s.reverse)}::boolean[], ${spans.map((s) => s.limit)}::bigint[], ${ranges.map((r) => r.entries.length)}::integer[],
         ${entries.map((e) => keyBytes(e.key))}::bytea[], ${entries.map((e) => e.bytes)}::bytea[],
-        ${writes.map((w) => w.table)}::text[], ${writes.map((w) => keyBytes(w.key))}::bytea[],
-        ${writes.map((w) => (w.value === undefined ? null : packr.pack(w.value)))}::bytea[],
+        ${puts.map((w) => w.table)}::text[], ${puts.map((w) => keyBytes(w.key))}::bytea[],
+        ${puts.map((w) => (w.value === undefined ? null : packr.pack(w.value)))}::bytea[],
+        ${adds.map((w) => w.table)}::text[], ${adds.map((w) => keyBytes(w.key))}::bytea[], ${adds.map((w) => w.delta!)}::float8[],
         ${announced(writes.map((w) => w.table))}::text[]) AS ok`;
       return row!.ok;
     } catch (err) {
