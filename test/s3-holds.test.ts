@@ -117,6 +117,19 @@ describe('a write refused after its body was published', () => {
 });
 
 describe('the blob API\'s delete and the objects\' writes', () => {
+  test('a blob API delete cut short (its process died between its mark and its removal): the sweep ends the mark and leaves the hold', async () => {
+    const who = caller('holds-cut-delete');
+    const { content } = await publishBody(who, seededBytes(60_000, 11));
+    // The removal never comes: as if the process died after the mark was committed.
+    void engine.s3.index.refs.removeUnlessNamed(who.tenant, content.blobId, engine.clock.now(), () => new Promise<boolean>(() => {}));
+    for (let i = 0; i < 100 && (await engine.s3.index.refs.pendingReleases()).length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(await engine.s3.index.refs.pendingReleases()).toEqual([{ tenant: who.tenant, blobId: content.blobId, deleting: true }]);
+    await engine.s3.sweepReleases();
+    expect(await engine.s3.index.refs.pendingReleases()).toEqual([]);
+    // Still the tenant's: a DELETE without an answer may have happened or not; the catalog says which.
+    expect(await holds(who.tenant, content.blobId)).toBe(true);
+  });
+
   test('an object write while a blob API delete removes the hold meets the mark (503 SlowDown): no object names a blob whose hold went', async () => {
     const who = caller('holds-delete');
     await engine.s3.createBucket(who, 'deleting');

@@ -239,10 +239,10 @@ describe.each(backends)('S3 index on $name', (backend) => {
     expect(await i0.objects.delete(t, b, 'B')).toMatchObject({ deleted: true, released: [] });
     expect(await i1.objects.delete(t, b, 'C')).toMatchObject({ deleted: true, released: ['x'] });
     expect(await i0.refs.count(t, 'x')).toBe(0);
-    expect(await i0.refs.pendingReleases(1000)).toContainEqual({ tenant: t, blobId: 'x' });
+    expect(await i0.refs.pendingReleases(1000)).toContainEqual({ tenant: t, blobId: 'x', deleting: false });
     // Named again before a releaser came: held again, nothing left to release.
     expect(await i0.objects.put(owner(t), b, 'D', content('x'), META)).toMatchObject({ held: ['x'] });
-    expect(await i0.refs.pendingReleases(1000)).not.toContainEqual({ tenant: t, blobId: 'x' });
+    expect(await i0.refs.pendingReleases(1000)).not.toContainEqual({ tenant: t, blobId: 'x', deleting: false });
     expect(await i0.refs.beginRelease(t, 'x')).toBe(false);
     // Down to 0 again, and a releaser begins: a write naming the blob must publish again first.
     expect(await i0.objects.delete(t, b, 'D')).toMatchObject({ released: ['x'] });
@@ -250,7 +250,7 @@ describe.each(backends)('S3 index on $name', (backend) => {
     const err = await i0.objects.put(owner(t), b, 'E', content('x'), META).catch((e: unknown) => e);
     expect((err as { code?: string }).code).toBe('s3_blob_releasing');
     await i1.refs.endRelease(t, 'x');
-    expect(await i0.refs.pendingReleases(1000)).not.toContainEqual({ tenant: t, blobId: 'x' });
+    expect(await i0.refs.pendingReleases(1000)).not.toContainEqual({ tenant: t, blobId: 'x', deleting: false });
     expect(await i0.objects.put(owner(t), b, 'E', content('x'), META)).toMatchObject({ held: ['x'] });
     expect(await i0.refs.count(t, 'x')).toBe(1);
     // Counts are per tenant.

@@ -26,8 +26,13 @@ interface RefRecord {
 }
 
 const REFS = table<RefRecord, [string, string]>('s3_blob_refs');
-/** Counts that reached 0 and whose catalog hold is still to be released: [tenant, blobId] → when. */
-const RELEASES = table<number, [string, string]>('s3_blob_releases');
+/**
+ * Counts that reached 0 and whose catalog hold is still to be released: [tenant, blobId] → when;
+ * or, for a blob API DELETE under way, `{ at, kind: 'delete' }`: its mark only, which a sweep
+ * ends without touching the hold (a delete cut short by a crash is whatever the catalog says).
+ */
+type PendingRelease = number | { at: number; kind: 'delete' };
+const RELEASES = table<PendingRelease, [string, string]>('s3_blob_releases');
 
 /** What a unit's changes of counts mean for the catalog: blobs that became held (0 → n) and released (n → 0). */
 export interface RefChanges {
@@ -78,10 +83,13 @@ export class BlobRefs {
     return (await this.units.get(REFS, [tenant, blobId]))?.count ?? 0;
   }
 
-  /** Counts at 0 whose catalog hold is still to be released (a releaser's crash included), oldest key first. */
-  async pendingReleases(limit = 100): Promise<Array<{ tenant: string; blobId: string }>> {
+  /**
+   * Counts at 0 whose catalog hold is still to be released (a releaser's crash included), oldest
+   * key first; `deleting`: the mark of a blob API DELETE that did not end, only to be ended.
+   */
+  async pendingReleases(limit = 100): Promise<Array<{ tenant: string; blobId: string; deleting: boolean }>> {
     const entries = await this.units.range(RELEASES, { limit });
-    return entries.map(({ key: [tenant, blobId] }) => ({ tenant, blobId }));
+    return entries.map(({ key: [tenant, blobId], value }) => ({ tenant, blobId, deleting: typeof value === 'object' && value.kind === 'delete' }));
   }
 
   /** Marks the release begun when the count is still 0 (true: remove the catalog's hold, then endRelease). False: nothing to release. */
@@ -129,7 +137,9 @@ export class BlobRefs {
    * object of the tenant names the blob. The count is read and the record marked `releasing` in
    * one unit, so an object written meanwhile waits for the end (blobReleasing: its writer
    * publishes again) instead of naming a blob whose hold is going. The pending entry is written
-   * with the mark: a crash midway leaves the sweep to finish (the delete was asked for).
+   * with the mark, as a delete's: a crash midway leaves the sweep to end the mark only (the hold
+   * is gone or not as the catalog says, as a DELETE that got no answer may have happened or not;
+   * a sweep that removed it after a restart would change the tenant's blobs under its feet).
    * `named`: how many objects name it (nothing done).
    */
   async removeUnlessNamed(tenant: string, blobId: string, now: number, removeHold: () => Promise<boolean>): Promise<{ removed: boolean } | { named: number }> {
@@ -140,7 +150,7 @@ export class BlobRefs {
       // A release already under way is its releaser's to end.
       if (record?.releasing) return { marked: false };
       unit.put(REFS, key, { count: 0, releasing: true });
-      unit.put(RELEASES, key, now);
+      unit.put(RELEASES, key, { at: now, kind: 'delete' });
       return { marked: true };
     });
     if ('named' in begun) return begun;

@@ -298,7 +298,10 @@ export class S3Service {
   async sweepReleases(): Promise<void> {
     for (;;) {
       const pending = await this.index.refs.pendingReleases(100);
-      for (const { tenant, blobId } of pending) await this.release(tenant, blobId);
+      for (const { tenant, blobId, deleting } of pending) {
+        if (deleting) await this.index.refs.endRelease(tenant, blobId);
+        else await this.release(tenant, blobId);
+      }
       if (pending.length < 100) return;
     }
   }
