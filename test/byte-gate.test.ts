@@ -214,6 +214,8 @@ describe('open uploads reserve their declared length in the quota', () => {
     const created = Date.now();
     expect((await tusCreate(t, 600_000, shortLived.url)).status).toBe(201);
     expect((await session(t, 300_000, randomUUID(), shortLived.url)).status).toBe(201);
+    // Both uploads exist by now: each expires at most 3 s from this moment (on a slow backend the second came well after `created`).
+    const bothCreated = Date.now();
     const held = await usage(t, shortLived.url);
     const refused = await tusCreate(t, 600_000, shortLived.url);
     // Both reservations held while the uploads lived (a machine too busy to ask within their 3 s proves nothing).
@@ -222,7 +224,7 @@ describe('open uploads reserve their declared length in the quota', () => {
       expect(refused.status).toBe(507);
     }
     // Past their expiry, before any cleanup runs (SVC_UPLOAD_CLEANUP_INTERVAL is 15 min): nothing held.
-    await new Promise((r) => setTimeout(r, Math.max(0, created + 3200 - Date.now())));
+    await new Promise((r) => setTimeout(r, Math.max(0, bothCreated + 3200 - Date.now())));
     expect(await usage(t, shortLived.url)).toMatchObject({ stagedBytes: 0, retainedBytes: 0 });
     expect((await tusCreate(t, 900_000, shortLived.url)).status).toBe(201);
   });
