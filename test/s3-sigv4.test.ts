@@ -15,6 +15,7 @@ import { AwsChunkedDecoder, AwsChunkedStream, storedContentEncoding, type Chunke
 import { S3Error } from '../dist/server/s3/s3-error.js';
 import { canonicalPath, canonicalQuery, parseQuery, uriEncode } from '../dist/server/s3/sigv4-canonical.js';
 import { verifyRequest, type SignedRequest, type Verified } from '../dist/server/s3/sigv4.js';
+import { Sha256 } from './helpers/s3-client.js';
 
 // The credentials of AWS's S3 SigV4 examples.
 const AKID = 'AKIAIOSFODNN7EXAMPLE';
@@ -298,23 +299,7 @@ describe('aws-chunked with signed chunks and a signed trailer (AWS example)', ()
 
 // ---- the AWS SDK's signer against our verifier ----
 
-const bytes = (d: string | ArrayBuffer | ArrayBufferView): string | Uint8Array =>
-  typeof d === 'string' ? d : d instanceof ArrayBuffer ? new Uint8Array(d) : new Uint8Array(d.buffer, d.byteOffset, d.byteLength);
-
-class NodeSha256 {
-  private readonly hash: crypto.Hash | crypto.Hmac;
-  constructor(secret?: string | ArrayBuffer | ArrayBufferView) {
-    this.hash = secret === undefined ? crypto.createHash('sha256') : crypto.createHmac('sha256', bytes(secret));
-  }
-  update(data: string | ArrayBuffer | ArrayBufferView): void {
-    this.hash.update(bytes(data));
-  }
-  async digest(): Promise<Uint8Array> {
-    return this.hash.digest();
-  }
-}
-
-const signer = new SignatureV4({ credentials: { accessKeyId: AKID, secretAccessKey: SECRET }, region: 'us-east-1', service: 's3', sha256: NodeSha256, uriEscapePath: false, applyChecksum: false });
+const signer = new SignatureV4({ credentials: { accessKeyId: AKID, secretAccessKey: SECRET }, region: 'us-east-1', service: 's3', sha256: Sha256, uriEscapePath: false, applyChecksum: false });
 
 interface SdkRequest {
   method: string;
