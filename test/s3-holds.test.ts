@@ -13,9 +13,9 @@ import { S3_UPLOAD_CLEANUP_PAGE } from '../dist/engine/base/limits.js';
 import { Logger } from '../dist/engine/base/log.js';
 import { pushAll } from '../dist/engine/cas/index.js';
 import { Engine } from '../dist/engine/engine.js';
-import { s3CodeOf } from '../dist/engine/s3/errors.js';
 import { UPLOADS } from '../dist/engine/s3/records.js';
 import { EMPTY_BLOB_ID, EMPTY_MD5 } from '../dist/engine/s3/s3-service.js';
+import { refusal } from './helpers/engine-refusal.js';
 import { seededBytes } from './helpers/http.js';
 import { tempRoot } from './helpers/server.js';
 
@@ -27,15 +27,6 @@ const caller = (tenant: string): Principal => ({ tenant, subject: 'robot', scope
 const META = { contentType: 'application/x-test', userMetadata: {} };
 const EMPTY = { blobId: EMPTY_BLOB_ID, size: 0, etag: EMPTY_MD5, checksums: {} };
 
-/** S3's code (or the engine's) a promise is refused with. */
-async function refusal(run: () => Promise<unknown>): Promise<string> {
-  try {
-    await run();
-  } catch (err) {
-    return s3CodeOf(err) ?? (err as { code?: string }).code ?? String(err);
-  }
-  return 'not refused';
-}
 
 /** A PutObject's body published for the caller, as the listener does before the object write. */
 async function publishBody(who: Principal, bytes: Buffer) {

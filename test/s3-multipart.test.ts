@@ -18,7 +18,6 @@ import { pushAll } from '../dist/engine/cas/index.js';
 import { type UnitStore, table } from '../dist/engine/store/index.js';
 import { PgBlobCatalog } from '../dist/engine/store/pg/blob-catalog.js';
 import { S3Index } from '../dist/engine/s3/s3-index.js';
-import { s3CodeOf } from '../dist/engine/s3/errors.js';
 import { multipartEtag } from '../dist/engine/s3/multipart.js';
 import { MultipartUploads } from '../dist/engine/s3/multipart-uploads.js';
 import { loadRunningSha256, newRunningSha256 } from '../dist/engine/s3/running-sha256.js';
@@ -26,6 +25,7 @@ import { createSHA256 } from 'hash-wasm';
 import type { S3Owner } from '../dist/engine/s3/records.js';
 import { S3_MIN_PART_BYTES } from '../dist/engine/base/limits.js';
 import { contentIdOf } from '../dist/engine/base/content-id.js';
+import { refusal } from './helpers/engine-refusal.js';
 import { seededBytes } from './helpers/http.js';
 import { startPostgres } from './helpers/postgres.js';
 import { tempRoot } from './helpers/server.js';
@@ -65,15 +65,6 @@ function service(units: UnitStore = engine.units) {
 
 type Service = ReturnType<typeof service>;
 
-/** S3's code (or the engine's) a promise is refused with. */
-async function refusal(run: () => Promise<unknown>): Promise<string> {
-  try {
-    await run();
-  } catch (err) {
-    return s3CodeOf(err) ?? (err as { code?: string }).code ?? String(err);
-  }
-  return 'not refused';
-}
 
 /** One UploadPart: the body fed in 256 KiB pieces as the edge does (each seen by `chunk` first). */
 async function sendPart(s: Service, who: S3Owner, bucket: string, key: string, uploadId: string, partNumber: number, bytes: Buffer, extra: { contentMd5?: string } = {}) {
