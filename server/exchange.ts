@@ -2,19 +2,16 @@
 // early answers that settle the request body first (request-body.ts), the surface's error
 // envelope, and bodies written piece by piece as the socket drains.
 
+import { STATUS_CODES } from 'node:http';
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { RequestBody } from './request-body.js';
 import { requestIdOf } from './request-id.js';
 import type { Surface } from './surface.js';
 
-const STATUS_TEXT: Record<number, string> = {
-  200: 'OK', 201: 'Created', 202: 'Accepted', 204: 'No Content', 206: 'Partial Content', 304: 'Not Modified', 308: 'Permanent Redirect',
-  400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed', 406: 'Not Acceptable', 408: 'Request Timeout',
-  409: 'Conflict', 410: 'Gone', 412: 'Precondition Failed', 413: 'Content Too Large', 415: 'Unsupported Media Type', 416: 'Range Not Satisfiable',
-  422: 'Unprocessable Content', 429: 'Too Many Requests', 460: 'Checksum Mismatch', 500: 'Internal Server Error', 503: 'Service Unavailable', 507: 'Insufficient Storage',
-};
+/** Reason phrases: RFC 9110's names where Node's table keeps older ones, and tus's 460. */
+const STATUS_TEXT: Record<number, string> = { 413: 'Content Too Large', 422: 'Unprocessable Content', 460: 'Checksum Mismatch' };
 
-export const status = (code: number) => `${code} ${STATUS_TEXT[code] ?? 'Unknown'}`;
+export const status = (code: number) => `${code} ${STATUS_TEXT[code] ?? STATUS_CODES[code] ?? 'Unknown'}`;
 
 export const JSON_UTF8 = 'application/json; charset=utf-8';
 

@@ -191,3 +191,12 @@ export const SCHEMA_LIFECYCLE_CACHE_MS = 5_000;
  */
 export const ROUTE_HINT_MAX_PATH_CHARS = 160;
 export const ROUTE_HINT_MAX_EDITS = 3;
+
+/**
+ * The request line and headers of one HTTP request, on every listener (uWebSockets.js's
+ * UWS_HTTP_MAX_HEADERS_SIZE, whose own default is 4 KiB; an operator's value in the environment
+ * wins). S3 allows 8 KB of request headers (2 KB of them user metadata) beside a URL whose key
+ * alone may take 3 KiB percent-encoded: a valid PutObject with the longest key and the most
+ * metadata needs more than 4 KiB. Node's own HTTP server allows 16 KiB too. Beyond it: 431.
+ */
+export const HTTP_MAX_HEADER_BYTES = 16 * KiB;
