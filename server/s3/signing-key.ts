@@ -56,15 +56,22 @@ interface Remembered {
 }
 
 const keys = new LRUCache<string, Remembered>({ max: S3_SIGNING_KEYS_CACHED });
+let last: (Remembered & { id: string }) | undefined;
 
 /** The signing key of `accessKeyId` (whose secret is `secret`) for a date (YYYYMMDD), region and service. */
 export function signingKey(accessKeyId: string, secret: string, date: string, region: string, service: string): Buffer {
   const id = `${accessKeyId}/${date}/${region}/${service}`;
+  // The key asked for last (a run of one key's requests) without the LRU's bookkeeping.
+  if (last !== undefined && last.id === id && last.secret === secret) return last.key;
   const known = keys.get(id);
-  if (known && known.secret === secret) return known.key;
+  if (known && known.secret === secret) {
+    last = { id, ...known };
+    return known.key;
+  }
   const key = deriveSigningKey(secret, date, region, service);
   padsOfKey.set(key, padsOf(key));
   keys.set(id, { secret, key });
+  last = { id, secret, key };
   return key;
 }
 
