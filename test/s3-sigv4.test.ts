@@ -15,6 +15,7 @@ import { AwsChunkedDecoder, AwsChunkedStream, storedContentEncoding, type Chunke
 import { S3Error } from '../dist/server/s3/s3-error.js';
 import { canonicalPath, canonicalQuery, parseQuery, uriEncode } from '../dist/server/s3/sigv4-canonical.js';
 import { verifyRequest, type SignedRequest, type Verified } from '../dist/server/s3/sigv4.js';
+import { deriveSigningKey, hmac, signingKey } from '../dist/server/s3/signing-key.js';
 import { Sha256 } from './helpers/s3-client.js';
 
 // The credentials of AWS's S3 SigV4 examples.
@@ -401,5 +402,22 @@ describe('canonical forms', () => {
     expect(canonicalQuery(parseQuery('prefix=a+b%2Fc&x=%21'))).toBe('prefix=a%20b%2Fc&x=%21');
     expect(() => parseQuery('a=%E2%82')).toThrow(S3Error);
     expect(() => parseQuery(Array.from({ length: 65 }, (_, i) => `p${i}=1`).join('&'))).toThrow(/at most 64 query parameters/);
+  });
+});
+
+describe('HMAC-SHA256 of a signing key (its pads made once)', () => {
+  it('is node:crypto HMAC for ASCII and other messages, any length, called again and again', () => {
+    const signing = signingKey(AKID, SECRET, '20130524', 'us-east-1', 's3');
+    expect(signing.equals(deriveSigningKey(SECRET, '20130524', 'us-east-1', 's3'))).toBe(true);
+    const messages = ['', 'AWS4-HMAC-SHA256\n20130524T000000Z\n20130524/us-east-1/s3/aws4_request\n' + EMPTY, 'x'.repeat(200), 'caf\u00e9 \u2603', '\u00ff'.repeat(70)];
+    for (let round = 0; round < 2; round++) {
+      for (const message of messages) {
+        expect(hmac(signing, message).toString('hex')).toBe(crypto.createHmac('sha256', signing).update(message).digest('hex'));
+      }
+    }
+    // Keys that are no signing key of the cache (another length too), and bytes: node:crypto's own HMAC.
+    const other = crypto.randomBytes(80);
+    expect(hmac(other, 'abc').equals(crypto.createHmac('sha256', other).update('abc').digest())).toBe(true);
+    expect(hmac(signing, Buffer.from('abc')).equals(crypto.createHmac('sha256', signing).update('abc').digest())).toBe(true);
   });
 });

@@ -31,6 +31,8 @@ function percentDecode(text: string, what: string): string {
   }
 }
 
+const PLAIN_PATH = /^[A-Za-z0-9\-._~/]*$/;
+
 /**
  * The canonical URI of a path as sent: decoded, then encoded again the one way AWS signs it, so a
  * client that sent `$` where another sent `%24` signs the same request. S3 neither normalizes
@@ -38,6 +40,8 @@ function percentDecode(text: string, what: string): string {
  */
 export function canonicalPath(rawPath: string): string {
   if (rawPath === '') return '/';
+  // Unreserved characters and slashes only (most paths): decoding and encoding change nothing.
+  if (PLAIN_PATH.test(rawPath)) return rawPath;
   return uriEncode(percentDecode(rawPath, 'request path'), true);
 }
 

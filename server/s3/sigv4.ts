@@ -180,14 +180,20 @@ function isDateTime(text: string): boolean {
   return DATE_TIME.test(text) && Number.isFinite(parseDateTime(text));
 }
 
+/** The last time parsed (a request reads its own twice; requests of one second share it). */
+let lastDateTime = { text: '', ms: NaN };
+
 /** `20130524T000000Z` → ms since the epoch (NaN for a date that does not exist). */
 function parseDateTime(text: string): number {
+  if (text === lastDateTime.text) return lastDateTime.ms;
   const m = DATE_TIME.exec(text);
   if (!m) return NaN;
   const [y, mo, d, h, mi, s] = m.slice(1).map(Number) as [number, number, number, number, number, number];
   const ms = Date.UTC(y, mo - 1, d, h, mi, s);
   const back = new Date(ms);
-  return back.getUTCMonth() === mo - 1 && back.getUTCDate() === d && h < 24 && mi < 60 && s < 60 ? ms : NaN;
+  const parsed = back.getUTCMonth() === mo - 1 && back.getUTCDate() === d && h < 24 && mi < 60 && s < 60 ? ms : NaN;
+  lastDateTime = { text, ms: parsed };
+  return parsed;
 }
 
 // ---- shared ----
@@ -215,8 +221,7 @@ function checkSignedHeaders(req: SignedRequest, signed: readonly string[], presi
 
 function checkSignature(key: S3Key, signing: Buffer, dateTime: string, scope: string, canonical: string, provided: string): void {
   const toSign = stringToSign(dateTime, scope, canonical);
-  const expected = hmac(signing, toSign).toString('hex');
-  if (!signaturesEqual(provided, expected)) {
+  if (!signaturesEqual(provided, hmac(signing, toSign))) {
     throw new S3Error('SignatureDoesNotMatch', 'The request signature we calculated does not match the signature you provided. Check your key and signing method.', {
       AWSAccessKeyId: key.accessKeyId,
       StringToSign: toSign,

@@ -14,8 +14,6 @@ const CACHEABLE_BLOCKS = 64;
 /** A reused block's record is rewritten only when its touchedAt is older than this (cheap dedup). */
 const TOUCH_GRANULARITY_MS = 60_000;
 
-/** Publications further apart than this are sparse: a small one then commits synchronously (relaxed only). */
-const SPARSE_PUBLISH_MS = 0.1;
 const LIVE_BYTES = 'liveBytes';
 /** Most blocks a synchronous publication records (a large manifest's commit stays off this thread). */
 const SYNC_COMMIT_MAX_BLOCKS = 4;
@@ -53,13 +51,7 @@ export class LmdbBlobCatalog implements EmbeddedBlobCatalog {
   private readonly tenantBlocks: Database<true, string>;
   private nextSeq: number;
 
-  private readonly relaxed: boolean;
-  /** Asynchronous publications not yet committed, and when the last publication began. */
-  private asyncInFlight = 0;
-  private lastPublishAt = 0;
-
   constructor(private readonly env: CatalogEnv) {
-    this.relaxed = env.relaxed;
     this.manifests = env.database<ManifestRecord, string>('manifests');
     this.inventory = env.database<string, number>('inventory');
     this.blocks = env.database<BlockRecord, Buffer>('blocks', { keyEncoding: 'binary' });
@@ -184,7 +176,8 @@ export class LmdbBlobCatalog implements EmbeddedBlobCatalog {
       if (options.tenantBlocks) newToTenant = this.claimBlocks(tenant, blocks);
       return this.view(id, record, entry);
     };
-    const manifest = this.commitAtOnce(blocks.length) ? this.manifests.transactionSync(write) : await this.asyncCommit(write);
+    // A small publication commits at once when commits are sparse (CatalogEnv.commitsAtOnce; a large manifest's stays off this thread).
+    const manifest = this.env.commitsAtOnce(blocks.length <= SYNC_COMMIT_MAX_BLOCKS) ? this.manifests.transactionSync(write) : await this.env.batched(() => this.manifests.transaction(write));
     return { manifest, existed, newToTenant };
   }
 
@@ -196,29 +189,6 @@ export class LmdbBlobCatalog implements EmbeddedBlobCatalog {
       this.tenantBlocks.put(key, true);
       return true;
     });
-  }
-
-  /**
-   * Whether a publication commits synchronously on this thread. lmdb-js's asynchronous commits
-   * batch concurrent writes on its own thread, but a lone one waits for that thread; without
-   * fsync (relaxed) a synchronous commit takes microseconds. So a small publication commits at
-   * once when publications are sparse, and joins the batch when others are in flight or began
-   * within the last 0.1 ms (committing every one synchronously loses the batching under load).
-   */
-  private commitAtOnce(blockCount: number): boolean {
-    const now = performance.now();
-    const sparse = now - this.lastPublishAt > SPARSE_PUBLISH_MS;
-    this.lastPublishAt = now;
-    return this.relaxed && blockCount <= SYNC_COMMIT_MAX_BLOCKS && this.asyncInFlight === 0 && sparse;
-  }
-
-  private async asyncCommit<T>(write: () => T): Promise<T> {
-    this.asyncInFlight++;
-    try {
-      return await this.manifests.transaction(write);
-    } finally {
-      this.asyncInFlight--;
-    }
   }
 
   /**
