@@ -23,6 +23,10 @@
  *
  *   npm run bench:pg-s3-cost                   3 counted rounds of 4 s windows
  *   npm run bench:pg-s3-cost -- --quick        1 counted round of 2 s windows
+ *   … -- --before=DIR                          also an fs and a pg-s3 node of the build in DIR (a
+ *                                              built worktree of an earlier commit), alternating
+ *                                              with this build's: same-run A/B, this / before
+ *   … -- --profile=DIR                         this build's pg-s3 node under --cpu-prof
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -47,10 +51,15 @@ const TOP = 12;
 const log = (line: string) => process.stderr.write(`[bench:pg-s3-cost] ${line}\n`);
 
 type Side = 'fs' | 'pg-s3';
+type Build = 'this' | 'before';
 type Loop = 'document' | 'canonical write';
+const LOOPS = ['document', 'canonical write'] as const;
 
 interface Node {
   side: Side;
+  build: Build;
+  /** `fs`, `pg-s3`; `fs (before)`, `pg-s3 (before)` for the build of --before. */
+  label: string;
   server: ServerProcess;
   root: string;
   auth: string;
@@ -118,25 +127,26 @@ async function once(port: number, request: Buffer, what: string, expect: number[
   return res;
 }
 
-async function startNode(side: Side, pgServer: PgServer, s3: S3Server): Promise<Node> {
-  const root = mkdtempSync(path.join(SCRATCH, `svc-bench-cost-${side}-`));
+async function startNode(side: Side, build: Build, entry: string, pgServer: PgServer, s3: S3Server, profile?: string): Promise<Node> {
+  const root = mkdtempSync(path.join(SCRATCH, `svc-bench-cost-${side}-${build}-`));
   let env: NodeJS.ProcessEnv = { SVC_BLOB_BACKEND: 'fs' };
   let database: string | undefined;
   if (side === 'pg-s3') {
-    database = 'svc_bench_cost';
+    database = `svc_bench_cost_${build}`;
     env = {
       SVC_BLOB_BACKEND: 'pg-s3', SVC_PG_URL: await pgServer.createDatabase(database), SVC_S3_ENDPOINT: s3.endpoint, SVC_S3_BUCKET: BUCKET,
-      SVC_S3_PREFIX: 'cost/', SVC_S3_REGION: REGION, SVC_S3_FORCE_PATH_STYLE: 'true', AWS_ACCESS_KEY_ID: s3.accessKeyId,
+      SVC_S3_PREFIX: `cost-${build}/`, SVC_S3_REGION: REGION, SVC_S3_FORCE_PATH_STYLE: 'true', AWS_ACCESS_KEY_ID: s3.accessKeyId,
       AWS_SECRET_ACCESS_KEY: s3.secretAccessKey, AWS_REGION: REGION,
+      ...(profile && build === 'this' ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${path.resolve(profile)}` } : {}),
     };
   }
-  const server = await ServerProcess.start({ entry: ENTRY, fsRoot: root, durability: 'relaxed', env, startTimeoutMs: 60_000 });
+  const server = await ServerProcess.start({ entry, fsRoot: root, durability: 'relaxed', env, startTimeoutMs: 60_000 });
   const tokenRes = await once(server.port, jsonRequest('POST', '/dev/token', '', { org_id: TENANT, sub: 'bench', roles: ['clerk'], ttl_seconds: 7200 }), 'POST /dev/token', [200]);
   const token = (JSON.parse(tokenRes.body!.toString('utf8')) as { access_token?: string }).access_token;
   if (typeof token !== 'string') throw new Error(`POST /dev/token answered no access_token`);
   const auth = `Authorization: Bearer ${token}\r\n`;
   await once(server.port, jsonRequest('POST', '/v1/schemas', auth, SCHEMA), 'POST /v1/schemas', [200, 201]);
-  return { side, server, root, auth, database, seq: 0, pool: [] };
+  return { side, build, label: build === 'this' ? side : `${side} (before)`, server, root, auth, database, seq: 0, pool: [] };
 }
 
 /** One document (create, PUT, finalize) and one canonical write on it. */
@@ -176,7 +186,7 @@ async function cell(node: Node, loop: Loop, windowMs: number, db: pg.Client, s3:
       return o;
     },
   });
-  if (r.errors > 0) throw new Error(`${node.side} ${loop}: ${r.errors} errors, first: ${r.firstError}`);
+  if (r.errors > 0) throw new Error(`${node.label} ${loop}: ${r.errors} errors, first: ${r.firstError}`);
   const st1 = pgSide ? await statements(db, node.database!) : new Map<string, number>();
   const rq1 = pgSide ? await s3Requests(s3) : undefined;
   return {
@@ -203,27 +213,47 @@ function merged(cells: Cell[]): { items: number; statements: Map<string, number>
   return { items, statements, s3 };
 }
 
-function render(cells: Record<Side, Record<Loop, Cell[]>>, s3: S3Server, rounds: number, windowMs: number, minutes: number): string {
+function row(loop: Loop, f: Cell[], p: Cell[], build: string): string {
+  const fm = median(f.map((c) => c.cpuMs));
+  const pm = median(p.map((c) => c.cpuMs));
+  const m = merged(p);
+  const target = loop === 'document' ? ` (target <= 1.5x: ${pm / fm <= 1.5 ? 'PASS' : 'FAIL'})` : '';
+  return `| ${loop}${build} | ${fmt(fm, 3)} [${f.map((c) => fmt(c.cpuMs, 3)).join(', ')}] | ${fmt(pm, 3)} [${p.map((c) => fmt(c.cpuMs, 3)).join(', ')}] | ${fmt(pm / fm, 2)}x${target} | ${fmt(median(f.map((c) => c.perSecond)), 0)} / ${fmt(median(p.map((c) => c.perSecond)), 0)} | ${fmt(sum(m.statements) / m.items, 2)} | ${m.s3 === undefined ? 'n/a' : fmt(m.s3 / m.items, 2)} | ${p.map((c) => fmt(c.hostBusyPercent ?? NaN, 0)).join(', ')} |`;
+}
+
+function topStatements(label: string, loop: Loop, cells: Cell[]): string[] {
+  const m = merged(cells);
+  const out = ['', `PostgreSQL statements per ${loop} on ${label} (pg_stat_statements, the top ${TOP}; ${m.items} items over the counted cells):`, '', '| per item | statement |', '|---|---|'];
+  const top = [...m.statements].sort((a, b) => b[1] - a[1]).slice(0, TOP);
+  for (const [q, n] of top) out.push(`| ${fmt(n / m.items, 2)} | \`${q.replace(/\s+/g, ' ').replaceAll('|', '\\|').replaceAll('`', "'").slice(0, 160)}\` |`);
+  return out;
+}
+
+type Cells = Map<string, Record<Loop, Cell[]>>;
+
+function render(cells: Cells, s3: S3Server, rounds: number, windowMs: number, minutes: number, before: string | undefined): string {
   const out = [
-    `## svc per document and per canonical write, pg-s3 against fs (${new Date().toISOString()}, ${s3.kind}${s3.kind === 's3rver' ? ' -- FALLBACK, NOT radosgw: no S3 request count' : ''}, ${CLIENTS} clients, ${rounds} rounds of ${windowMs / 1000} s windows after one uncounted, ${os.cpus().length} CPUs, load average at the end ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}, ${fmt(minutes, 1)} min)`,
+    `## svc per document and per canonical write, pg-s3 against fs (${new Date().toISOString()}, ${s3.kind}${s3.kind === 's3rver' ? ' -- FALLBACK, NOT radosgw: no S3 request count' : ''}, ${CLIENTS} clients, ${rounds} rounds of ${windowMs / 1000} s windows after one uncounted, ${os.cpus().length} CPUs, load average at the end ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}, ${fmt(minutes, 1)} min${before ? `; before = ${before}` : ''})`,
     '',
     '| Item | svc CPU-ms fs, median [rounds] | svc CPU-ms pg-s3, median [rounds] | pg-s3 / fs | items/s fs / pg-s3 | PostgreSQL statements | S3 requests | host busy % (pg-s3 windows) |',
     '|---|---|---|---|---|---|---|---|',
   ];
-  for (const loop of ['document', 'canonical write'] as const) {
-    const f = cells.fs[loop];
-    const p = cells['pg-s3'][loop];
-    const fm = median(f.map((c) => c.cpuMs));
-    const pm = median(p.map((c) => c.cpuMs));
-    const m = merged(p);
-    const target = loop === 'document' ? ` (target <= 1.5x: ${pm / fm <= 1.5 ? 'PASS' : 'FAIL'})` : '';
-    out.push(`| ${loop} | ${fmt(fm, 3)} [${f.map((c) => fmt(c.cpuMs, 3)).join(', ')}] | ${fmt(pm, 3)} [${p.map((c) => fmt(c.cpuMs, 3)).join(', ')}] | ${fmt(pm / fm, 2)}x${target} | ${fmt(median(f.map((c) => c.perSecond)), 0)} / ${fmt(median(p.map((c) => c.perSecond)), 0)} | ${fmt(sum(m.statements) / m.items, 2)} | ${m.s3 === undefined ? 'n/a' : fmt(m.s3 / m.items, 2)} | ${p.map((c) => fmt(c.hostBusyPercent ?? NaN, 0)).join(', ')} |`);
+  for (const loop of LOOPS) {
+    out.push(row(loop, cells.get('fs')![loop], cells.get('pg-s3')![loop], ''));
+    if (before) out.push(row(loop, cells.get('fs (before)')![loop], cells.get('pg-s3 (before)')![loop], ' (before)'));
   }
-  for (const loop of ['document', 'canonical write'] as const) {
-    const m = merged(cells['pg-s3'][loop]);
-    out.push('', `PostgreSQL statements per ${loop} on pg-s3 (pg_stat_statements, the top ${TOP}; ${m.items} items over the counted cells):`, '', '| per item | statement |', '|---|---|');
-    const top = [...m.statements].sort((a, b) => b[1] - a[1]).slice(0, TOP);
-    for (const [q, n] of top) out.push(`| ${fmt(n / m.items, 2)} | \`${q.replace(/\s+/g, ' ').replaceAll('|', '\\|').replaceAll('`', "'").slice(0, 160)}\` |`);
+  if (before) {
+    // Same run, alternating order: this build's CPU per item over the build before's, each round's ratio.
+    out.push('', 'This build against the build before, same run (svc CPU-ms per item, this / before, each round; median):', '', '| Item | fs | pg-s3 |', '|---|---|---|');
+    for (const loop of LOOPS) {
+      const ratios = (side: Side) => cells.get(side)![loop].map((c, i) => c.cpuMs / cells.get(`${side} (before)`)![loop][i]!.cpuMs);
+      const cell = (side: Side) => `${fmt(median(ratios(side)), 3)}x [${ratios(side).map((x) => fmt(x, 3)).join(', ')}]`;
+      out.push(`| ${loop} | ${cell('fs')} | ${cell('pg-s3')} |`);
+    }
+  }
+  for (const loop of LOOPS) {
+    out.push(...topStatements('pg-s3', loop, cells.get('pg-s3')![loop]));
+    if (before) out.push(...topStatements('pg-s3 (before)', loop, cells.get('pg-s3 (before)')![loop]));
   }
   out.push('', 'A document = create with initialMetadata + PUT of 64 KiB + finalize + one canonical write. svc CPU-ms: the svc process (all threads, /proc) over the timed window / items completed in it. Statements and S3 requests: over each whole cell (warm-up and drain included, background work of the node too) / items completed in it. S3 requests: radosgw\'s `rgw.req` perf counter (every request it served).', '');
   return out.join('\n');
@@ -233,11 +263,13 @@ function render(cells: Record<Side, Record<Loop, Cell[]>>, s3: S3Server, rounds:
 
 async function main(): Promise<void> {
   const args = benchArgs({
-    usage: 'usage: node dist/bench/pg-s3-cost.js [--quick] [--rounds=N] [--window-ms=MS]',
+    usage: 'usage: node dist/bench/pg-s3-cost.js [--quick] [--rounds=N] [--window-ms=MS] [--before=DIR] [--profile=DIR]',
     options: {
       quick: { type: 'boolean', help: '1 counted round of 2 s windows' },
       rounds: { type: 'string', value: 'N', help: 'counted rounds (default 3, 1 with --quick)' },
       'window-ms': { type: 'string', value: 'MS', help: 'each timed window (default 4000, 2000 with --quick)' },
+      before: { type: 'string', value: 'DIR', help: 'also the build of DIR (a built worktree of an earlier commit): an fs and a pg-s3 node of each build, same run' },
+      profile: { type: 'string', value: 'DIR', help: 'the pg-s3 svc process runs with --cpu-prof into DIR (profiles written as it stops)' },
     },
   });
   const rounds = args.number('rounds') ?? (args.values.quick ? 1 : 3);
@@ -267,37 +299,39 @@ async function main(): Promise<void> {
     db = new pg.Client({ connectionString: pgServer.url });
     await db.connect();
     await db.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
-    for (const side of ['fs', 'pg-s3'] as const) nodes.push(await startNode(side, pgServer, s3));
+    const before = args.values.before;
+    const builds: Array<[Build, string]> = [['this', ENTRY], ...(before ? [['before', path.resolve(before, 'dist', 'server', 'main.js')] as [Build, string]] : [])];
+    for (const [build, entry] of builds) for (const side of ['fs', 'pg-s3'] as const) nodes.push(await startNode(side, build, entry, pgServer, s3, args.values.profile));
     for (const node of nodes) {
-      log(`${node.side}: a pool of ${POOL} documents`);
+      log(`${node.label}: a pool of ${POOL} documents`);
       const conn = await RawConnection.connect(node.server.port);
       try {
         const make = makeDocumentIteration(node.auth, () => node.seq++, (id) => node.pool.push(id));
         while (node.pool.length < POOL) {
           const o = await make(conn);
-          if (!o.ok) throw new Error(`${node.side}: creating the pool: ${o.step}: ${o.detail}`);
+          if (!o.ok) throw new Error(`${node.label}: creating the pool: ${o.step}: ${o.detail}`);
         }
       } finally {
         conn.close();
       }
     }
-    const cells: Record<Side, Record<Loop, Cell[]>> = { fs: { document: [], 'canonical write': [] }, 'pg-s3': { document: [], 'canonical write': [] } };
+    const cells: Cells = new Map(nodes.map((n) => [n.label, { document: [], 'canonical write': [] }]));
     for (let round = 0; round <= rounds; round++) {
       const order = round % 2 === 0 ? nodes : [...nodes].reverse();
-      for (const loop of ['document', 'canonical write'] as const) {
+      for (const loop of LOOPS) {
         for (const node of order) {
           const r = await cell(node, loop, windowMs, db, s3);
-          if (round > 0) cells[node.side][loop].push(r);
-          log(`round ${round}${round > 0 ? '' : ' (uncounted)'} ${node.side} ${loop}: ${fmt(r.cpuMs, 3)} CPU-ms, ${fmt(r.perSecond, 0)}/s${node.side === 'pg-s3' ? `, ${fmt(sum(r.statements) / r.items)} statements, ${r.s3Requests === undefined ? 'n/a' : fmt(r.s3Requests / r.items)} S3 requests` : ''} per item`);
+          if (round > 0) cells.get(node.label)![loop].push(r);
+          log(`round ${round}${round > 0 ? '' : ' (uncounted)'} ${node.label} ${loop}: ${fmt(r.cpuMs, 3)} CPU-ms, ${fmt(r.perSecond, 0)}/s${node.side === 'pg-s3' ? `, ${fmt(sum(r.statements) / r.items)} statements, ${r.s3Requests === undefined ? 'n/a' : fmt(r.s3Requests / r.items)} S3 requests` : ''} per item`);
         }
       }
     }
     for (const n of nodes) {
       const problems = n.server.problems.filter((p) => !/NodeVersionSupportWarning|versions published after|node >=22|security updates|a\.co\/|trace-warnings|^\s*$/.test(p));
-      if (problems.length > 0) log(`svc (${n.side}) logged: ${problems.slice(0, 3).join(' | ')}`);
+      if (problems.length > 0) log(`svc (${n.label}) logged: ${problems.slice(0, 3).join(' | ')}`);
     }
-    process.stdout.write(render(cells, s3, rounds, windowMs, (performance.now() - t0) / 60000));
-    await deletePrefix(c, 'cost/').catch(() => {});
+    process.stdout.write(render(cells, s3, rounds, windowMs, (performance.now() - t0) / 60000, before));
+    for (const [build] of builds) await deletePrefix(c, `cost-${build}/`).catch(() => {});
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
