@@ -8,7 +8,7 @@
 
 import { LRUCache } from 'lru-cache';
 import type { Principal } from '../auth/index.js';
-import { DOC_VERSIONS_CACHED } from '../base/limits.js';
+import { DOC_VERSIONS_CACHED, DOC_VERSIONS_CACHED_BYTES } from '../base/limits.js';
 import type { JobQueue } from '../jobs/index.js';
 import { SvcError } from '../base/errors.js';
 import type { ManifestRecord } from '../store/index.js';
@@ -104,7 +104,9 @@ export class DocumentRecords {
     this.index = new DocumentIndex(store);
     this.metaIndex = new MetadataIndex(store);
     this.ledger = new ContentLedger(store, storage);
-    this.versions = store.shared ? new LRUCache({ max: DOC_VERSIONS_CACHED }) : undefined;
+    this.versions = store.shared
+      ? new LRUCache({ max: DOC_VERSIONS_CACHED, maxSize: DOC_VERSIONS_CACHED_BYTES, maxEntrySize: DOC_VERSIONS_CACHED_BYTES / 64, sizeCalculation: (v) => JSON.stringify(v.metadata).length + 256 })
+      : undefined;
   }
 
   /**
