@@ -17,8 +17,8 @@
  * the ratio pg-s3 / fs (target <= 1.5x per document); PostgreSQL statements (pg_stat_statements of
  * svc's database, every call: BEGIN and COMMIT count; over the whole cell divided by every
  * iteration that completed in it, so background work of the node is included) with the top
- * statements; S3 requests (radosgw's own `rgw.req` perf counter through its admin socket: every
- * request radosgw served, over the whole cell; none with s3rver). Counts do not depend on the
+ * statements; S3 requests (radosgw's own perf counters through its admin socket: `rgw.req`, every
+ * request radosgw served, and of them `rgw.put` and `rgw.get`, over the whole cell; none with s3rver). Counts do not depend on the
  * host's load; CPU-ms do, less than rates (the host's load is printed).
  *
  *   npm run bench:pg-s3-cost                   3 counted rounds of 4 s windows
@@ -77,7 +77,7 @@ interface Cell {
   /** Items completed over the whole cell (warm-up and drain included). */
   items: number;
   statements: Map<string, number>;
-  s3Requests?: number;
+  s3Requests?: S3Counts;
   hostBusyPercent?: number;
 }
 
@@ -101,14 +101,27 @@ function diff(a: Map<string, number>, b: Map<string, number>): Map<string, numbe
   return out;
 }
 
-/** radosgw's requests served so far (perf counter `rgw.req`), through its admin socket; undefined without radosgw. */
-async function s3Requests(s3: S3Server): Promise<number | undefined> {
+/** radosgw's requests: all (`rgw.req`), its GETs and PUTs (`rgw.get`, `rgw.put`); the rest are HEADs, DELETEs, POSTs, listings. */
+interface S3Counts {
+  req: number;
+  get: number;
+  put: number;
+}
+
+const minus = (a: S3Counts, b: S3Counts): S3Counts => ({ req: a.req - b.req, get: a.get - b.get, put: a.put - b.put });
+const plus = (a: S3Counts | undefined, b: S3Counts): S3Counts => (a ? { req: a.req + b.req, get: a.get + b.get, put: a.put + b.put } : b);
+const s3Cell = (c: S3Counts | undefined, items: number) =>
+  c === undefined ? 'n/a' : `${fmt(c.req / items, 2)} (PUT ${fmt(c.put / items, 2)}, GET ${fmt(c.get / items, 2)}, other ${fmt((c.req - c.put - c.get) / items, 2)})`;
+
+/** radosgw's requests served so far (perf counters `rgw.req`, `rgw.get`, `rgw.put`), through its admin socket; undefined without radosgw. */
+async function s3Requests(s3: S3Server): Promise<S3Counts | undefined> {
   if (s3.kind !== 'radosgw') return undefined;
   const conf = s3Conf(s3.pids.radosgw!);
   const { stdout } = await run('ceph', ['-c', conf, 'daemon', 'client.rgw.x', 'perf', 'dump', 'rgw'], { timeout: 30_000 });
-  const dump = JSON.parse(stdout) as { rgw?: { req?: number } };
-  if (typeof dump.rgw?.req !== 'number') throw new Error(`radosgw perf dump has no rgw.req: ${stdout.slice(0, 300)}`);
-  return dump.rgw.req;
+  const dump = JSON.parse(stdout) as { rgw?: { req?: number; get?: number; put?: number } };
+  const { req, get, put } = dump.rgw ?? {};
+  if (typeof req !== 'number' || typeof get !== 'number' || typeof put !== 'number') throw new Error(`radosgw perf dump has no rgw.req, get, put: ${stdout.slice(0, 300)}`);
+  return { req, get, put };
 }
 
 /** The ceph.conf radosgw was started with (its `-c` argument). */
@@ -191,7 +204,7 @@ async function cell(node: Node, loop: Loop, windowMs: number, db: pg.Client, s3:
   const rq1 = pgSide ? await s3Requests(s3) : undefined;
   return {
     cpuMs: r.serverCpuMsPerItem ?? NaN, perSecond: r.perSecond, items, statements: diff(st0, st1),
-    s3Requests: rq0 === undefined || rq1 === undefined ? undefined : rq1 - rq0, hostBusyPercent: r.cpu.hostBusyPercent,
+    s3Requests: rq0 === undefined || rq1 === undefined ? undefined : minus(rq1, rq0), hostBusyPercent: r.cpu.hostBusyPercent,
   };
 }
 
@@ -201,14 +214,14 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 const fmt = (x: number, d = 2) => (Number.isFinite(x) ? x.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d }) : 'n/a');
 const sum = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
 
-function merged(cells: Cell[]): { items: number; statements: Map<string, number>; s3?: number } {
+function merged(cells: Cell[]): { items: number; statements: Map<string, number>; s3?: S3Counts } {
   const statements = new Map<string, number>();
   let items = 0;
-  let s3: number | undefined;
+  let s3: S3Counts | undefined;
   for (const c of cells) {
     items += c.items;
     for (const [q, n] of c.statements) statements.set(q, (statements.get(q) ?? 0) + n);
-    if (c.s3Requests !== undefined) s3 = (s3 ?? 0) + c.s3Requests;
+    if (c.s3Requests !== undefined) s3 = plus(s3, c.s3Requests);
   }
   return { items, statements, s3 };
 }
@@ -218,7 +231,7 @@ function row(loop: Loop, f: Cell[], p: Cell[], build: string): string {
   const pm = median(p.map((c) => c.cpuMs));
   const m = merged(p);
   const target = loop === 'document' ? ` (target <= 1.5x: ${pm / fm <= 1.5 ? 'PASS' : 'FAIL'})` : '';
-  return `| ${loop}${build} | ${fmt(fm, 3)} [${f.map((c) => fmt(c.cpuMs, 3)).join(', ')}] | ${fmt(pm, 3)} [${p.map((c) => fmt(c.cpuMs, 3)).join(', ')}] | ${fmt(pm / fm, 2)}x${target} | ${fmt(median(f.map((c) => c.perSecond)), 0)} / ${fmt(median(p.map((c) => c.perSecond)), 0)} | ${fmt(sum(m.statements) / m.items, 2)} | ${m.s3 === undefined ? 'n/a' : fmt(m.s3 / m.items, 2)} | ${p.map((c) => fmt(c.hostBusyPercent ?? NaN, 0)).join(', ')} |`;
+  return `| ${loop}${build} | ${fmt(fm, 3)} [${f.map((c) => fmt(c.cpuMs, 3)).join(', ')}] | ${fmt(pm, 3)} [${p.map((c) => fmt(c.cpuMs, 3)).join(', ')}] | ${fmt(pm / fm, 2)}x${target} | ${fmt(median(f.map((c) => c.perSecond)), 0)} / ${fmt(median(p.map((c) => c.perSecond)), 0)} | ${fmt(sum(m.statements) / m.items, 2)} | ${s3Cell(m.s3, m.items)} | ${p.map((c) => fmt(c.hostBusyPercent ?? NaN, 0)).join(', ')} |`;
 }
 
 function topStatements(label: string, loop: Loop, cells: Cell[]): string[] {
@@ -255,7 +268,7 @@ function render(cells: Cells, s3: S3Server, rounds: number, windowMs: number, mi
     out.push(...topStatements('pg-s3', loop, cells.get('pg-s3')![loop]));
     if (before) out.push(...topStatements('pg-s3 (before)', loop, cells.get('pg-s3 (before)')![loop]));
   }
-  out.push('', 'A document = create with initialMetadata + PUT of 64 KiB + finalize + one canonical write. svc CPU-ms: the svc process (all threads, /proc) over the timed window / items completed in it. Statements and S3 requests: over each whole cell (warm-up and drain included, background work of the node too) / items completed in it. S3 requests: radosgw\'s `rgw.req` perf counter (every request it served).', '');
+  out.push('', 'A document = create with initialMetadata + PUT of 64 KiB + finalize + one canonical write. svc CPU-ms: the svc process (all threads, /proc) over the timed window / items completed in it. Statements and S3 requests: over each whole cell (warm-up and drain included, background work of the node too) / items completed in it. S3 requests: radosgw\'s perf counters `rgw.req` (every request it served), `rgw.put`, `rgw.get`; other = HEAD, DELETE, POST, listings.', '');
   return out.join('\n');
 }
 
@@ -322,7 +335,7 @@ async function main(): Promise<void> {
         for (const node of order) {
           const r = await cell(node, loop, windowMs, db, s3);
           if (round > 0) cells.get(node.label)![loop].push(r);
-          log(`round ${round}${round > 0 ? '' : ' (uncounted)'} ${node.label} ${loop}: ${fmt(r.cpuMs, 3)} CPU-ms, ${fmt(r.perSecond, 0)}/s${node.side === 'pg-s3' ? `, ${fmt(sum(r.statements) / r.items)} statements, ${r.s3Requests === undefined ? 'n/a' : fmt(r.s3Requests / r.items)} S3 requests` : ''} per item`);
+          log(`round ${round}${round > 0 ? '' : ' (uncounted)'} ${node.label} ${loop}: ${fmt(r.cpuMs, 3)} CPU-ms, ${fmt(r.perSecond, 0)}/s${node.side === 'pg-s3' ? `, ${fmt(sum(r.statements) / r.items)} statements, ${s3Cell(r.s3Requests, r.items)} S3 requests` : ''} per item`);
         }
       }
     }
