@@ -31,6 +31,8 @@ const PG_S3_SUITES = [
   'test/pg-clock.test.ts',
   'test/pg-connections.test.ts',
   'test/catalog-schema.test.ts',
+  // Issue 40: statements per document step, counted by PostgreSQL.
+  'test/pg-document-statements.test.ts',
   // Issue 39: the S3 listener with real clients (two pg-s3 nodes share one multipart upload).
   'test/s3-api.test.ts',
   'test/s3-multipart-api.test.ts',

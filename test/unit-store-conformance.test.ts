@@ -389,6 +389,52 @@ describe.each(backends)('UnitStore conformance: $name', (backend) => {
     expect(await a.get(out, 'k')).toBe(2);
   });
 
+  it('prefetch: records read at once (one statement on PostgreSQL), then answered by get and has; each a precondition', async ({ skip }) => {
+    const [a, b] = nodes(skip);
+    const t = fresh<{ v: number }, string>();
+    const u = fresh<number, [string, number]>();
+    const out = fresh<number, string>();
+    await a.run((unit) => {
+      unit.put(t, 'present', { v: 1 });
+      unit.put(u, ['x', 2], 7);
+    });
+    const before = counted();
+    let runs = 0;
+    const seen = await b.run(async (unit) => {
+      runs++;
+      unit.put(t, 'mine', { v: 9 });
+      await unit.prefetch([{ table: t, key: 'present' }, { table: t, key: 'absent' }, { table: u, key: ['x', 2] }, { table: t, key: 'mine' }]);
+      const got = [await unit.get(t, 'present'), await unit.has(t, 'absent'), await unit.get(u, ['x', 2]), await unit.get(t, 'mine')];
+      unit.put(out, 'k', runs);
+      return got;
+    });
+    expect(seen).toEqual([{ v: 1 }, false, 7, { v: 9 }]);
+    expect(runs).toBe(1);
+    // On PostgreSQL: the prefetch and the commit, no read of each key.
+    if (before !== undefined) expect(counted()! - before).toBe(2);
+    // A prefetched record changed before the commit: the step runs again and sees the change.
+    let read!: () => void;
+    let moved!: () => void;
+    const wasRead = new Promise<void>((resolve) => (read = resolve));
+    const wasMoved = new Promise<void>((resolve) => (moved = resolve));
+    const values: Array<{ v: number } | undefined> = [];
+    const running = b.run(async (unit) => {
+      await unit.prefetch([{ table: t, key: 'present' }]);
+      values.push(await unit.get(t, 'present'));
+      if (values.length === 1) {
+        read();
+        await wasMoved;
+      }
+      unit.put(out, 'k', values.length);
+    });
+    await wasRead;
+    await a.run((w) => w.put(t, 'present', { v: 2 }));
+    moved();
+    await running;
+    expect(values).toEqual([{ v: 1 }, { v: 2 }]);
+    expect(await a.get(out, 'k')).toBe(2);
+  });
+
   it('insertIfAbsent: written with what goes with it only where the key is absent; 20 at once on two nodes write once', async ({ skip }) => {
     const [a, b] = nodes(skip);
     const t = fresh<{ by: string }, [string, string]>();

@@ -182,6 +182,15 @@ export const S3_MIN_PART_BYTES = 5 * MiB;
  * is announced: a bound on staleness should a notification be lost.
  */
 export const SCHEMA_LIFECYCLE_CACHE_MS = 5_000;
+/**
+ * Document versions a pg-s3 node keeps as read or written (engine/documents/records.ts): a version
+ * never changes once added, so a write's read of the current version is no round trip when the
+ * node has it. At most this many, of at most DOC_VERSIONS_CACHED_BYTES together (their metadata's
+ * JSON), none over 1/64 of that (a larger one is read each time). LMDB's reads cost nothing: fs
+ * and s3 nodes keep none.
+ */
+export const DOC_VERSIONS_CACHED = 2048;
+export const DOC_VERSIONS_CACHED_BYTES = 32 * 1024 * 1024;
 
 // ---- not-found answers ----
 /**

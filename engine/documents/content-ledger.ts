@@ -9,7 +9,7 @@
 // keeps it), the content of an upload whose bytes were sent again included.
 
 import { tenantQuotaExceeded } from '../base/errors.js';
-import { type Unit, type UnitStore, table } from '../store/index.js';
+import { type PointKey, type Unit, type UnitStore, table } from '../store/index.js';
 
 /** What a tenant may store (its policy, with security on) and what it retains outside documents. */
 export interface TenantStorage {
@@ -123,6 +123,11 @@ export class ContentLedger {
    * In the caller's unit: content `key` is the tenant's from now on, counted once. With `room`,
    * checked again here (another upload may have taken it since): 507 and nothing written.
    */
+  /** What `hold` reads, for the caller's `Unit.prefetch` with its own reads (one round trip on pg-s3). */
+  holdReads(tenant: string, key: string, room: Room | undefined): PointKey[] {
+    return room ? [{ table: CONTENTS, key: [tenant, key] }, { table: TOTALS, key: tenant }] : [{ table: CONTENTS, key: [tenant, key] }];
+  }
+
   async hold(unit: Unit, tenant: string, key: string, size: number, room: Room | undefined): Promise<void> {
     if (await unit.has(CONTENTS, [tenant, key])) return;
     unit.put(CONTENTS, [tenant, key], size);

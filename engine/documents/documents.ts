@@ -108,7 +108,8 @@ export class Documents {
     const { ingest, hash, recorded } = this.contentIngest(principal.tenant, { ...options, meter });
     const finish = async () => {
       await recorded(async (unit, content) => {
-        const current = await unit.get(UPLOADS, uploadId);
+        // The record read above, taken as known (on pg-s3 no second read): if it changed since, the commit fails and this reads it.
+        const current = await unit.getKnown(UPLOADS, uploadId, upload);
         if (!current || current.state === 'finalized') throw new SvcError('conflict', 'upload_finalized', 'The upload was finalized meanwhile');
         unit.put(UPLOADS, uploadId, { ...current, state: 'received', content });
       });
@@ -137,6 +138,8 @@ export class Documents {
       const room = await this.records.ledger.room(tenant);
       const content = { key, size: result.record.size, mediaType: result.mediaType };
       await this.records.store.run(async (unit) => {
+        // The ledger's reads and the content key's in one round trip.
+        await unit.prefetch([...this.records.ledger.holdReads(tenant, key, room), { table: CONTENT_KEYS, key }]);
         await this.records.ledger.hold(unit, tenant, key, content.size, room);
         if (!(await unit.has(CONTENT_KEYS, key))) unit.put(CONTENT_KEYS, key, { blobId: result.id, record: result.record });
         await step(unit, content);
@@ -154,7 +157,9 @@ export class Documents {
     requireRule(doc.permissions, principal, 'doc.write');
     const cmd = parse();
     return records.store.run(async (unit) => {
-      const current = (await unit.get(UPLOADS, uploadId))!;
+      // The upload and the document read above, taken as known (on pg-s3 no second read): if
+      // either changed since, the commit fails and the step runs again on fresh reads.
+      const current = (await unit.getKnown(UPLOADS, uploadId, upload))!;
       if (current.state === 'finalized') {
         const version = await records.version(unit, doc, current.versionId!);
         const again = { documentId: current.documentId, versionId: current.versionId!, contentRef: version.contentRef, created: false };
@@ -163,7 +168,7 @@ export class Documents {
       }
       if (current.state !== 'received' || !current.content) throw new SvcError('conflict', 'upload_incomplete', 'PUT the bytes of the upload before finalizing it');
       const contentRef: ContentRef = { kind: 'blob', key: current.content.key };
-      const latest = (await unit.get(DOCUMENTS, [principal.tenant, doc.documentId]))!;
+      const latest = (await unit.getKnown(DOCUMENTS, [principal.tenant, doc.documentId], doc))!;
       const version = await records.addVersion(unit, latest, principal, {
         contentRef,
         contentType: current.content.mediaType,

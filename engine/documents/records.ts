@@ -6,7 +6,9 @@
 // these tables (engine/store/unit-store.ts: what a unit reads is its precondition, so two nodes
 // writing one document never both add a version after the same one).
 
+import { LRUCache } from 'lru-cache';
 import type { Principal } from '../auth/index.js';
+import { DOC_VERSIONS_CACHED, DOC_VERSIONS_CACHED_BYTES } from '../base/limits.js';
 import type { JobQueue } from '../jobs/index.js';
 import { SvcError } from '../base/errors.js';
 import type { ManifestRecord } from '../store/index.js';
@@ -73,6 +75,8 @@ export interface NewVersion {
   baseMetadata?: Bundle;
 }
 
+const versionSlot = (doc: Pick<DocumentRecord, 'tenant' | 'documentId'>, versionId: string) => `${doc.tenant}\u0000${doc.documentId}\u0000${versionId}`;
+
 export class DocumentRecords {
   /** Derived metadata (./derived.ts). */
   readonly derived: DerivedMetadata;
@@ -82,6 +86,13 @@ export class DocumentRecords {
   readonly ledger: ContentLedger;
   /** Search by metadata (./metadata-index.ts; `documentsOnSchema` for bulk migrations). */
   readonly metaIndex: MetadataIndex;
+  /**
+   * Versions this node read or added, on a shared store only (pg-s3, where a read is a round
+   * trip): a version is written once, with a fresh id, and never changed or removed, so a copy is
+   * never stale, and a unit that reads a document and then its current version needs no
+   * precondition on the version (the document's is the one that matters).
+   */
+  private readonly versions: LRUCache<string, VersionRecord> | undefined;
 
   constructor(
     readonly store: UnitStore,
@@ -93,6 +104,9 @@ export class DocumentRecords {
     this.index = new DocumentIndex(store);
     this.metaIndex = new MetadataIndex(store);
     this.ledger = new ContentLedger(store, storage);
+    this.versions = store.shared
+      ? new LRUCache({ max: DOC_VERSIONS_CACHED, maxSize: DOC_VERSIONS_CACHED_BYTES, maxEntrySize: DOC_VERSIONS_CACHED_BYTES / 64, sizeCalculation: (v) => JSON.stringify(v.metadata).length + 256 })
+      : undefined;
   }
 
   /**
@@ -179,6 +193,8 @@ export class DocumentRecords {
       createdAt: now,
     };
     unit.put(VERSIONS, [doc.tenant, doc.documentId, version.versionId], version);
+    const versions = this.versions;
+    if (versions) unit.afterCommit(() => versions.set(versionSlot(doc, version.versionId), version));
     for (const label of new Set([CURRENT, ...v.labels])) {
       unit.put(LABELS, [doc.tenant, doc.documentId, label], version.versionId);
       this.index.addLabel(unit, doc.tenant, doc.documentId, doc.createdAt, label);
@@ -230,8 +246,11 @@ export class DocumentRecords {
 
   /** A version of `doc`, read in `reads` (a unit, or the store for the latest committed one). */
   async version(reads: Pick<Unit, 'get'>, doc: DocumentRecord, versionId: string): Promise<VersionRecord> {
+    const known = this.versions?.get(versionSlot(doc, versionId));
+    if (known) return known;
     const v = await reads.get(VERSIONS, [doc.tenant, doc.documentId, versionId]);
     if (!v) throw new SvcError('internal', 'storage_failure', 'A version of this document is missing from the catalog');
+    this.versions?.set(versionSlot(doc, versionId), v);
     return v;
   }
 

@@ -31,7 +31,7 @@ export { type DataDirLock, DataDirInUse, DataDirLockError, dataDirHolder, lockDa
 export { DiskSpace, type FreeSpaceFloor, floorInBytes } from './disk-space.js';
 export { syncDirectory } from './fs/sync-directory.js';
 export { blockWriter } from './block-writer.js';
-export { type Entry, Table, type Unit, UnitConflict, type UnitKey, type UnitRange, type UnitStore, table } from './unit-store.js';
+export { type Entry, type PointKey, Table, type Unit, UnitConflict, type UnitKey, type UnitRange, type UnitStore, table } from './unit-store.js';
 export { CATALOG_SCHEMA, CATALOG_SCHEMA_KEY, CATALOG_SCHEMA_VERSION, CatalogSchemaTooNew, openCatalogSchema } from './catalog-schema.js';
 export { LmdbUnitStore } from './lmdb/unit-store.js';
 export { PgUnitStore, type PgUnitStoreOptions, UNITS_CHANNEL } from './pg/unit-store.js';

@@ -3,7 +3,7 @@
 // step again. An implementation supplies the reads and an atomic compare-and-commit.
 
 import { toBufferKey } from 'ordered-binary';
-import { type Entry, type Table, type Unit, UNIT_ATTEMPTS, UnitConflict, type UnitKey, type UnitRange, conflictBackoff } from './unit-store.js';
+import { type Entry, type PointKey, type Table, type Unit, UNIT_ATTEMPTS, UnitConflict, type UnitKey, type UnitRange, conflictBackoff } from './unit-store.js';
 import { SvcError } from '../base/errors.js';
 
 // Keys travel as they are: their ordered-binary bytes (`keyBytes`, an allocation each) are made
@@ -40,6 +40,8 @@ export interface StoredEntry {
 /** The reads and the commit an implementation provides. */
 export interface UnitBackend {
   readPoint(table: string, key: UnitKey): Promise<{ value: unknown; bytes: Buffer | undefined }>;
+  /** Several point reads in one round trip, in order; without it, `readPoint` of each. */
+  readPoints?(reads: ReadonlyArray<{ table: string; key: UnitKey }>): Promise<Array<{ value: unknown; bytes: Buffer | undefined }>>;
   readRange(table: string, options: UnitRange): Promise<StoredEntry[]>;
   /** Atomically: if every read still holds (same bytes, same range entries), apply the writes; false when one does not. */
   commit(points: PointRead[], ranges: RangeRead[], writes: BufferedWrite[]): Promise<boolean>;
@@ -61,6 +63,8 @@ export function sameKey(a: UnitKey, b: UnitKey): boolean {
 
 class RecordingUnit implements Unit {
   readonly points = new Map<string, PointRead>();
+  /** Records read by `prefetch`: `get` answers them without reading again. */
+  private readonly fetched = new Map<string, unknown>();
   readonly ranges: RangeRead[] = [];
   readonly writes = new Map<string, BufferedWrite>();
   readonly callbacks: Array<() => void> = [];
@@ -78,10 +82,30 @@ class RecordingUnit implements Unit {
     return known;
   }
 
+  async prefetch(reads: ReadonlyArray<PointKey>): Promise<void> {
+    const wanted = new Map<string, { table: string; key: UnitKey }>();
+    for (const r of reads) {
+      const at = slot(r.table.name, r.key);
+      if (!this.writes.has(at) && !this.points.has(at)) wanted.set(at, { table: r.table.name, key: r.key });
+    }
+    if (wanted.size === 0) return;
+    const list = [...wanted.values()];
+    const got = this.backend.readPoints ? await this.backend.readPoints(list) : await Promise.all(list.map((r) => this.backend.readPoint(r.table, r.key)));
+    let i = 0;
+    for (const [at, r] of wanted) {
+      const read = got[i++]!;
+      // A key read meanwhile (a get in parallel) keeps its first read: both are preconditions only if they agree.
+      if (this.points.has(at) && !sameBytes(this.points.get(at)!.bytes, read.bytes)) throw new UnitConflict(r.table);
+      if (!this.points.has(at)) this.points.set(at, { table: r.table, key: r.key, bytes: read.bytes });
+      this.fetched.set(at, read.value);
+    }
+  }
+
   async get<V, K extends UnitKey>(table: Table<V, K>, key: K): Promise<V | undefined> {
     const at = slot(table.name, key);
     const written = this.writes.get(at);
     if (written) return written.value as V | undefined;
+    if (this.fetched.has(at)) return this.fetched.get(at) as V | undefined;
     const read = await this.backend.readPoint(table.name, key);
     if (!this.points.has(at)) this.points.set(at, { table: table.name, key, bytes: read.bytes });
     else if (!sameBytes(this.points.get(at)!.bytes, read.bytes)) throw new UnitConflict(table.name);

@@ -56,6 +56,12 @@ export interface AlsoWrite {
 }
 
 /** What a step of a unit of work sees and does. */
+/** A record's place: its table and its key (Unit.prefetch). */
+export interface PointKey {
+  table: { readonly name: string };
+  key: UnitKey;
+}
+
 export interface Unit {
   /** The record (this unit's own write first); a precondition: the unit commits only if it is unchanged. */
   get<V, K extends UnitKey>(table: Table<V, K>, key: K): Promise<V | undefined>;
@@ -67,6 +73,12 @@ export interface Unit {
    * nothing (LMDB) reads it every time.
    */
   getKnown<V, K extends UnitKey>(table: Table<V, K>, key: K, known: V): Promise<V | undefined>;
+  /**
+   * Reads the records at once (on PostgreSQL one statement for all), each a precondition as
+   * `get` makes it; the step's `get` and `has` of them then answer what was read, with no read
+   * more. Keys the unit wrote or read already are not read again.
+   */
+  prefetch(reads: ReadonlyArray<PointKey>): Promise<void>;
   /**
    * The committed entries in the range (this unit's own writes are not merged in). By default a
    * precondition: the unit commits only if the range holds the same entries. `precondition:

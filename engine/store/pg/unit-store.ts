@@ -103,6 +103,16 @@ export class PgUnitStore implements UnitStore, UnitBackend {
     return row ? { value: packr.unpack(row.value), bytes: row.value } : { value: undefined, bytes: undefined };
   }
 
+  /**
+   * The records at once, in order: one statement, each looked up by the primary key (a scalar
+   * subquery per element: never a join the planner could turn into a scan of the table).
+   */
+  async readPoints(reads: ReadonlyArray<{ table: string; key: UnitKey }>): Promise<Array<{ value: unknown; bytes: Buffer | undefined }>> {
+    const rows = await this.sql<Array<{ value: Buffer | null }>>`SELECT (SELECT u.value FROM svc_unit_rows u WHERE u.tbl = r.tbl AND u.key = r.key) AS value
+      FROM unnest(${reads.map((r) => r.table)}::text[], ${reads.map((r) => keyBytes(r.key))}::bytea[]) WITH ORDINALITY AS r(tbl, key, i) ORDER BY r.i`;
+    return rows.map((row) => (row.value ? { value: packr.unpack(row.value), bytes: row.value } : { value: undefined, bytes: undefined }));
+  }
+
   async readRange(tableName: string, options: UnitRange): Promise<StoredEntry[]> {
     const { start, end, reverse, limit } = bounds(options);
     const rows = reverse
