@@ -13,6 +13,8 @@ import { fileURLToPath } from 'node:url';
 import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { createHash, randomBytes } from 'node:crypto';
+import { S3BlockStore } from '../engine/store/s3/block-store.js';
 import { ifMatchValue, probeConditionalWrites } from '../engine/store/s3/preconditions.js';
 import { type S3Endpoint, s3ClientFor, startRadosgw, startS3rver } from './helpers/s3-servers.js';
 
@@ -103,6 +105,29 @@ function serverUnderTest(start: () => Promise<S3Endpoint | { skip: string }>) {
   return state;
 }
 
+/**
+ * The block store on `server` (credentials from the SDK's chain, as svc's), its conditional PUTs
+ * probed, and the requests it sends ("METHOD key if-none-match"), recorded as they go.
+ */
+async function blockStoreOn(server: S3Endpoint, prefix: string): Promise<{ store: S3BlockStore; conditional: boolean; sent: string[] }> {
+  process.env.AWS_ACCESS_KEY_ID = server.accessKeyId;
+  process.env.AWS_SECRET_ACCESS_KEY = server.secretAccessKey;
+  const store = new S3BlockStore({ kind: 's3', endpoint: server.endpoint, region: server.region, bucket: BUCKET, prefix, forcePathStyle: true });
+  const conditional = await store.useConditionalPuts();
+  const sent: string[] = [];
+  store.client.middlewareStack.add(
+    (next) => async (args) => {
+      const req = args.request as { method: string; path: string; headers: Record<string, string> };
+      sent.push(`${req.method} ${decodeURIComponent(req.path).replace(`/${BUCKET}/${prefix}`, '')}${req.headers['if-none-match'] ? ` if-none-match ${req.headers['if-none-match']}` : ''}`);
+      return next(args);
+    },
+    { step: 'finalizeRequest', name: 'svc-test-requests' },
+  );
+  return { store, conditional, sent };
+}
+
+const blockOf = (bytes: Buffer) => ({ hex: createHash('sha256').update(bytes).digest('hex'), size: bytes.length });
+
 describe('s3rver', () => {
   const s3 = serverUnderTest(() => startS3rver());
 
@@ -130,6 +155,18 @@ describe('s3rver', () => {
   test('ignores both preconditions (so svc refuses several S3-only nodes on it); the probe cleans up', async () => {
     expect(await probeConditionalWrites(s3.client!, BUCKET, PREFIX)).toEqual({ ifNoneMatch: false, ifMatch: false });
     expect(await probeObjectsLeft(s3.client!)).toBe(0);
+  });
+
+  test('the block store, finding conditional PUTs ignored, asks a HEAD of the live and the quarantine key before a PUT', async () => {
+    const { store, conditional, sent } = await blockStoreOn(s3.server!, 'heads/');
+    expect(conditional).toBe(false);
+    const bytes = randomBytes(5000);
+    const { hex, size } = blockOf(bytes);
+    expect(await store.put(hex, size, [bytes.subarray(0, 1000), bytes.subarray(1000)])).toBe('written');
+    expect(await store.put(hex, size, [bytes])).toBe('present');
+    const key = `${hex.slice(0, 3)}/${hex}-${size}`;
+    expect(sent.sort()).toEqual([`HEAD blocks/${key}`, `HEAD blocks/${key}`, `HEAD quarantine/${key}`, `HEAD quarantine/${key}`, `PUT blocks/${key}`].sort());
+    store.client.destroy();
   });
 
   test('serves an explicit range right', async () => {
@@ -177,6 +214,34 @@ describe('radosgw (Ceph 16, single-node cluster from scripts/ceph/start.sh)', ()
     expect(statusOf(await putIfMatch(client, 'lease', 'holder 3', bareEtag))).toBe(412);
     // On a missing key If-Match is 412 here (AWS documents 404 NoSuchKey).
     expect(statusOf(await putIfMatch(client, 'no-lease', 'x', '*'))).toBe(412);
+  });
+
+  test('the block store writes a block with one PUT If-None-Match: * (412: present); a quarantined block is written live beside its copy', async ({ skip }) => {
+    if (s3.skip) skip(s3.skip);
+    const { store, conditional, sent } = await blockStoreOn(s3.server!, 'conditional/');
+    expect(conditional).toBe(true);
+    const bytes = randomBytes(300_000);
+    const { hex, size } = blockOf(bytes);
+    const key = `${hex.slice(0, 3)}/${hex}-${size}`;
+    expect(await store.put(hex, size, [bytes.subarray(0, 100_000), bytes.subarray(100_000)])).toBe('written');
+    expect(await store.put(hex, size, [bytes])).toBe('present');
+    expect(sent.splice(0)).toEqual([`PUT blocks/${key} if-none-match *`, `PUT blocks/${key} if-none-match *`]);
+    expect((await store.read(hex, size)).equals(bytes)).toBe(true);
+    // GC moved it away: the next upload finds no live object and writes the bytes again, beside the
+    // quarantined copy (an upload never depends on the copy GC may purge); a run deletes the copy.
+    expect(await store.quarantine(hex, size)).toBe(true);
+    sent.splice(0);
+    expect(await store.put(hex, size, [bytes])).toBe('written');
+    expect(sent).toEqual([`PUT blocks/${key} if-none-match *`]);
+    expect((await store.list('quarantine')).blocks.map((b) => b.hex)).toContain(hex);
+    expect(await store.restore(hex, size)).toBe('live');
+    expect((await store.list('quarantine')).blocks.map((b) => b.hex)).not.toContain(hex);
+    expect((await store.read(hex, size)).equals(bytes)).toBe(true);
+    // Security on (alwaysWrite): the HEADs and an unconditional PUT, whatever is there.
+    sent.splice(0);
+    expect(await store.put(hex, size, [bytes], true)).toBe('present');
+    expect(sent.sort()).toEqual([`HEAD blocks/${key}`, `HEAD quarantine/${key}`, `PUT blocks/${key}`].sort());
+    store.client.destroy();
   });
 
   test('svc serve with a wrong secret or a missing bucket exits 2 with one line naming the variable', async ({ skip }) => {
