@@ -364,7 +364,7 @@ interface IngestSample {
   blocks?: number;
 }
 
-type IngestSide = 'pg-s3' | 'fs' | 'fs-before' | 'lib-storage';
+type IngestSide = 'pg-s3' | 'fs' | 'pg-s3-before' | 'fs-before' | 'lib-storage';
 
 /** One measured ingest of ctx.file on `side` (svc on a fresh server after a warm-up upload, or lib-storage). */
 async function ingestOnce(ctx: Ctx, side: IngestSide, before?: string): Promise<IngestSample> {
@@ -381,8 +381,8 @@ async function ingestOnce(ctx: Ctx, side: IngestSide, before?: string): Promise<
       await ctx.s3.reclaim();
     }
   }
-  const backend = side === 'pg-s3' ? 'pg-s3' : 'fs';
-  const s = await startSvc(ctx, backend, side === 'fs-before' ? before : ENTRY);
+  const backend = side.startsWith('pg-s3') ? 'pg-s3' : 'fs';
+  const s = await startSvc(ctx, backend, side.endsWith('-before') ? before : ENTRY);
   try {
     await uploadFile(s.server, ctx.warm, statSync(ctx.warm).size, 'application/octet-stream', 300_000);
     const r0 = await ctx.s3.requests();
@@ -403,7 +403,7 @@ async function ingestOnce(ctx: Ctx, side: IngestSide, before?: string): Promise<
  * threads, from /proc) and the S3 requests radosgw counted (perf counter `rgw.req`) per GiB.
  */
 async function ingestRounds(ctx: Ctx, rounds: number, before?: string): Promise<string[]> {
-  const sides: IngestSide[] = ['pg-s3', 'fs', 'lib-storage', ...(before ? (['fs-before'] as const) : [])];
+  const sides: IngestSide[] = ['pg-s3', 'fs', 'lib-storage', ...(before ? (['pg-s3-before', 'fs-before'] as const) : [])];
   const r = Object.fromEntries(sides.map((k) => [k, [] as IngestSample[]])) as Record<IngestSide, IngestSample[]>;
   for (let round = 0; round <= rounds; round++) {
     const order = sides.map((_, i) => sides[(i + round) % sides.length]!);
@@ -430,7 +430,7 @@ async function ingestRounds(ctx: Ctx, rounds: number, before?: string): Promise<
     '|---|---|---|---|',
     `| svc CPU per GiB, pg-s3 / fs | ${verdictAtMost(cpuPerGiB('pg-s3') / cpuPerGiB('fs'), 1.25)} |`,
     `| ingest rate, svc pg-s3 / lib-storage | ${verdictAtLeast(rate('pg-s3') / rate('lib-storage'), 0.7)} |`,
-    ...(before ? [`| svc CPU per GiB, fs / fs (--before build) | ${fmt(cpuPerGiB('fs') / cpuPerGiB('fs-before'), 3)}x | <= 1x | ${cpuPerGiB('fs') <= cpuPerGiB('fs-before') * 1.03 ? 'PASS (within 3%)' : 'FAIL'} |`, `| ingest rate, fs / fs (--before build) | ${fmt(rate('fs') / rate('fs-before'), 3)}x | >= 1x | |`] : []),
+    ...(before ? [`| svc CPU per GiB, pg-s3 / pg-s3 (--before build) | ${fmt(cpuPerGiB('pg-s3') / cpuPerGiB('pg-s3-before'), 3)}x | | |`, `| svc CPU per GiB, fs / fs (--before build) | ${fmt(cpuPerGiB('fs') / cpuPerGiB('fs-before'), 3)}x | <= 1x | ${cpuPerGiB('fs') <= cpuPerGiB('fs-before') * 1.03 ? 'PASS (within 3%)' : 'FAIL'} |`, `| ingest rate, fs / fs (--before build) | ${fmt(rate('fs') / rate('fs-before'), 3)}x | >= 1x | |`] : []),
     '',
   ];
 }
@@ -452,7 +452,7 @@ async function main(): Promise<void> {
     options: {
       quick: { type: 'boolean', help: '256 MiB, 2 counted rounds, shorter 4 KiB windows (default: 1 GiB, 5 rounds)' },
       ingest: { type: 'boolean', help: 'only (a): svc pg-s3, svc fs and lib-storage ingests, svc CPU per GiB and S3 requests per GiB' },
-      before: { type: 'string', value: 'ENTRY', help: 'with --ingest: also the fs ingest of this build (its dist/server/main.js), for a same-run A/B' },
+      before: { type: 'string', value: 'ENTRY', help: 'with --ingest: also the pg-s3 and fs ingests of this build (its dist/server/main.js), for a same-run A/B' },
       profile: { type: 'string', value: 'DIR', help: 'svc processes write V8 CPU profiles (every thread) into DIR' },
       rounds: { type: 'string', value: 'N', help: 'counted rounds (default 5, 2 with --quick)' },
     },

@@ -4,6 +4,7 @@ import { Readable } from 'node:stream';
 import { StartRefused, describeS3Failure, s3StartRefused } from '../dependency-failure.js';
 import { CopyObjectCommand, DeleteObjectCommand, GetObjectCommand, HeadBucketCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
 import type { ListedObject, MovableBlockStore, PutOutcome, S3Location } from '../block-store.js';
+import { BlockPuts } from './block-put.js';
 import { probeConditionalWrites } from './preconditions.js';
 
 /** How long the bucket check at start waits for an answer. */
@@ -30,6 +31,8 @@ export class S3BlockStore implements MovableBlockStore {
   readonly location: S3Location;
   readonly client: S3Client;
   readonly readAhead = READ_AHEAD;
+  /** Block PUTs on a signed request of their own (./block-put.ts), the SDK where it cannot serve. */
+  private readonly puts: BlockPuts;
 
   constructor(
     location: S3Location,
@@ -37,7 +40,9 @@ export class S3BlockStore implements MovableBlockStore {
     readonly scratchDir = '',
   ) {
     this.location = location;
-    this.client = s3Client(location);
+    const agents = { http: new http.Agent({ keepAlive: true, maxSockets: MAX_SOCKETS }), https: new https.Agent({ keepAlive: true, maxSockets: MAX_SOCKETS }) };
+    this.client = s3Client(location, agents);
+    this.puts = new BlockPuts(this.client, location, agents);
   }
 
   key(hex: string, size: number, area: 'blocks' | 'quarantine' = 'blocks'): string {
@@ -66,17 +71,23 @@ export class S3BlockStore implements MovableBlockStore {
       await this.delete(quarantined);
       return 'restored';
     }
-    await this.client.send(this.putCommand(hex, size, pieces));
+    await this.putObject(hex, size, pieces, false);
     return present ? 'present' : 'written';
   }
 
   /** One PUT `If-None-Match: *`: 'written', or 'present' when the server refuses it (412: the object exists). */
-  private async putIfAbsent(hex: string, size: number, pieces: readonly Uint8Array[]): Promise<PutOutcome> {
+  private putIfAbsent(hex: string, size: number, pieces: readonly Uint8Array[]): Promise<PutOutcome> {
+    return this.putObject(hex, size, pieces, true);
+  }
+
+  /** The block's PUT: on the lean signed path when it serves the bucket, else through the SDK. */
+  private async putObject(hex: string, size: number, pieces: readonly Uint8Array[], ifAbsent: boolean): Promise<'written' | 'present'> {
+    if (await this.puts.available()) return this.puts.put(this.key(hex, size), hex, size, pieces, ifAbsent);
     try {
-      await this.client.send(this.putCommand(hex, size, pieces, true));
+      await this.client.send(this.putCommand(hex, size, pieces, ifAbsent));
       return 'written';
     } catch (err) {
-      if (err instanceof S3ServiceException && err.$metadata.httpStatusCode === 412) return 'present';
+      if (ifAbsent && err instanceof S3ServiceException && err.$metadata.httpStatusCode === 412) return 'present';
       throw err;
     }
   }
@@ -244,7 +255,7 @@ export function isNotFound(err: unknown): boolean {
  * checked on read): the SDK's default CRC32 trailers cost CPU and are not understood by every
  * S3 server.
  */
-export function s3Client(location: S3Location): S3Client {
+export function s3Client(location: S3Location, agents?: { http: http.Agent; https: https.Agent }): S3Client {
   return new S3Client({
     ...(location.endpoint ? { endpoint: location.endpoint } : {}),
     region: location.region,
@@ -252,8 +263,8 @@ export function s3Client(location: S3Location): S3Client {
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
     requestHandler: {
-      httpAgent: new http.Agent({ keepAlive: true, maxSockets: MAX_SOCKETS }),
-      httpsAgent: new https.Agent({ keepAlive: true, maxSockets: MAX_SOCKETS }),
+      httpAgent: agents?.http ?? new http.Agent({ keepAlive: true, maxSockets: MAX_SOCKETS }),
+      httpsAgent: agents?.https ?? new https.Agent({ keepAlive: true, maxSockets: MAX_SOCKETS }),
     },
   });
 }
