@@ -362,6 +362,14 @@ interface IngestSample {
   /** S3 requests during the measured ingest (undefined on s3rver). */
   requests?: number;
   blocks?: number;
+  /** Body bytes that waited in a spill file (svc_spilled_bytes_total) during the measured ingest. */
+  spilled?: number;
+}
+
+/** svc's svc_spilled_bytes_total (uWS's overshoot after a pause, beyond the backlog's memory). */
+async function spilledBytes(server: ServerProcess): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${server.port}/metrics`)).text();
+  return Number(/^svc_spilled_bytes_total (\S+)/m.exec(text)?.[1] ?? NaN);
 }
 
 type IngestSide = 'pg-s3' | 'fs' | 'pg-s3-before' | 'fs-before' | 'lib-storage';
@@ -385,13 +393,15 @@ async function ingestOnce(ctx: Ctx, side: IngestSide, before?: string): Promise<
   const s = await startSvc(ctx, backend, side.endsWith('-before') ? before : ENTRY);
   try {
     await uploadFile(s.server, ctx.warm, statSync(ctx.warm).size, 'application/octet-stream', 300_000);
+    const spilled0 = await spilledBytes(s.server);
     const r0 = await ctx.s3.requests();
     const c0 = ctx.meter.sample(s.server);
     const up = await uploadFile(s.server, ctx.file, ctx.bytes, 'application/octet-stream', 600_000);
     const cpu = Meter.diff(c0, ctx.meter.sample(s.server));
     const r1 = await ctx.s3.requests();
+    const spilled = (await spilledBytes(s.server)) - spilled0;
     if (up.response.blob.size !== ctx.bytes || up.response.freshBlocks === 0) throw new Error(`svc ingest (${side}): ${JSON.stringify(up.response)}`);
-    return { mbps: up.mbPerSecond, cpu, requests: r0 === undefined || r1 === undefined ? undefined : r1 - r0, blocks: up.response.blob.blockCount };
+    return { mbps: up.mbPerSecond, cpu, requests: r0 === undefined || r1 === undefined ? undefined : r1 - r0, blocks: up.response.blob.blockCount, spilled };
   } finally {
     await stopSvc(ctx, s, backend);
   }
@@ -411,7 +421,7 @@ async function ingestRounds(ctx: Ctx, rounds: number, before?: string): Promise<
     for (const side of order) {
       const t = await ingestOnce(ctx, side, before);
       if (round > 0) r[side].push(t);
-      log(`round ${round}${round > 0 ? '' : ' (uncounted)'} ${side}: ${fmt(t.mbps)} MB/s, svc/client ${fmt(t.cpu.svc ?? t.cpu.client!, 2)} CPU-s, ${t.requests ?? '?'} S3 requests${t.blocks ? `, ${t.blocks} blocks` : ''}`);
+      log(`round ${round}${round > 0 ? '' : ' (uncounted)'} ${side}: ${fmt(t.mbps)} MB/s, svc/client ${fmt(t.cpu.svc ?? t.cpu.client!, 2)} CPU-s, ${t.requests ?? '?'} S3 requests${t.blocks ? `, ${t.blocks} blocks, ${fmt((t.spilled ?? 0) / MiB)} MiB spilled` : ''}`);
     }
   }
   const gib = ctx.bytes / (1024 * MiB);
@@ -420,10 +430,11 @@ async function ingestRounds(ctx: Ctx, rounds: number, before?: string): Promise<
   const reqs = (side: IngestSide) => (r[side].every((t) => t.requests !== undefined) ? fmt(median(r[side].map((t) => t.requests!)) / gib) : 'not counted (s3rver)');
   const verdictAtMost = (x: number, target: number) => `${fmt(x, 3)}x | <= ${target}x | ${x <= target ? 'PASS' : `FAIL (${fmt((x / target - 1) * 100, 0)}% over)`}`;
   const verdictAtLeast = (x: number, target: number) => `${fmt(x, 3)}x | >= ${target}x | ${x >= target ? 'PASS' : `FAIL (${fmt((1 - x / target) * 100, 0)}% short)`}`;
-  const row = (side: IngestSide) => `| ${side} | ${fmt(rate(side))} ${list(r[side].map((t) => t.mbps))} | ${fmt(cpuPerGiB(side), 2)} ${list(r[side].map((t) => (t.cpu.svc ?? t.cpu.client!) / gib), 2)} | ${reqs(side)} | ${cpuCell(r[side].map((t) => t.cpu))} |`;
+  const spill = (side: IngestSide) => (side === 'lib-storage' ? '—' : list(r[side].map((t) => (t.spilled ?? 0) / MiB / gib)));
+  const row = (side: IngestSide) => `| ${side} | ${fmt(rate(side))} ${list(r[side].map((t) => t.mbps))} | ${fmt(cpuPerGiB(side), 2)} ${list(r[side].map((t) => (t.cpu.svc ?? t.cpu.client!) / gib), 2)} | ${reqs(side)} | ${spill(side)} | ${cpuCell(r[side].map((t) => t.cpu))} |`;
   return [
-    '| Side | MB/s, median [rounds] | CPU-s per GiB (svc; lib-storage: the client) | S3 requests per GiB | CPU seconds by process (medians) |',
-    '|---|---|---|---|---|',
+    '| Side | MB/s, median [rounds] | CPU-s per GiB (svc; lib-storage: the client) | S3 requests per GiB | MiB spilled per GiB [rounds] | CPU seconds by process (medians) |',
+    '|---|---|---|---|---|---|',
     ...sides.map(row),
     '',
     '| Ratio | Value | Target | Verdict |',
