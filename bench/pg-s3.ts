@@ -69,6 +69,8 @@ export interface S3Server {
   pids: Record<string, number>;
   /** Reclaims deleted objects' space now (radosgw's garbage collector), so memstore's RAM comes back. */
   reclaim(): Promise<void>;
+  /** Requests the server has answered since it started (radosgw's `rgw.req` perf counter), undefined when unknown (s3rver). */
+  requests(): Promise<number | undefined>;
   stop(): Promise<void>;
 }
 
@@ -92,6 +94,11 @@ async function startRadosgw(memstoreBytes: number): Promise<S3Server> {
       async reclaim() {
         await run('radosgw-admin', ['-c', conf, 'gc', 'process', '--include-all'], { timeout: 120_000 });
       },
+      async requests() {
+        // Every S3 request radosgw served (HEAD, PUT, GET, ...), from its admin socket.
+        const { stdout: dump } = await run('ceph', ['--admin-daemon', path.join(dir, 'run', 'client.rgw.x.asok'), 'perf', 'dump', 'rgw'], { timeout: 30_000 });
+        return (JSON.parse(dump) as { rgw: { req: number } }).rgw.req;
+      },
       stop,
     };
   } catch (err) {
@@ -113,6 +120,9 @@ async function startS3rver(): Promise<S3Server> {
     secretAccessKey: 'S3RVER',
     pids: {},
     async reclaim() {},
+    async requests() {
+      return undefined;
+    },
     async stop() {
       await server.close();
       rmSync(dir, { recursive: true, force: true });
@@ -228,9 +238,11 @@ interface Ctx {
   bytes: number;
   /** The 4 KiB uploads' measured window: 3 s, 1.5 s with --quick. */
   windowMs: number;
+  /** --profile: the directory svc's CPU profiles go to. */
+  profileDir?: string;
 }
 
-async function startSvc(ctx: Ctx, backend: 'pg-s3' | 'fs'): Promise<{ server: ServerProcess; root: string; prefix: string }> {
+async function startSvc(ctx: Ctx, backend: 'pg-s3' | 'fs', entry = ENTRY): Promise<{ server: ServerProcess; root: string; prefix: string }> {
   const root = mkdtempSync(path.join(SCRATCH, `svc-bench-pgs3-${backend}-`));
   const n = ctx.dbs++;
   const prefix = `svc${n}/`;
@@ -250,7 +262,9 @@ async function startSvc(ctx: Ctx, backend: 'pg-s3' | 'fs'): Promise<{ server: Se
           AWS_SECRET_ACCESS_KEY: ctx.s3.secretAccessKey,
           AWS_REGION: REGION,
         };
-  const server = await ServerProcess.start({ entry: ENTRY, fsRoot: root, durability: 'relaxed', env, startTimeoutMs: 60_000 });
+  // --profile: every svc process writes a V8 CPU profile per thread (main, scanner, workers) there.
+  if (ctx.profileDir) env.NODE_OPTIONS = `${process.env.NODE_OPTIONS ?? ''} --cpu-prof --cpu-prof-dir=${ctx.profileDir}`.trim();
+  const server = await ServerProcess.start({ entry, fsRoot: root, durability: 'relaxed', env, startTimeoutMs: 60_000 });
   return { server, root, prefix };
 }
 
@@ -339,6 +353,99 @@ async function smallUploads(ctx: Ctx, backend: 'pg-s3' | 'fs'): Promise<{ rps: n
   }
 }
 
+// ---------------------------------------------------------------- --ingest: svc's CPU per GiB, pg-s3 against fs
+
+/** One ingest's figures: rate, svc's CPU seconds and the S3 requests radosgw served meanwhile. */
+interface IngestSample {
+  mbps: number;
+  cpu: Cpu;
+  /** S3 requests during the measured ingest (undefined on s3rver). */
+  requests?: number;
+  blocks?: number;
+  /** Body bytes that waited in a spill file (svc_spilled_bytes_total) during the measured ingest. */
+  spilled?: number;
+}
+
+/** svc's svc_spilled_bytes_total (uWS's overshoot after a pause, beyond the backlog's memory). */
+async function spilledBytes(server: ServerProcess): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${server.port}/metrics`)).text();
+  return Number(/^svc_spilled_bytes_total (\S+)/m.exec(text)?.[1] ?? NaN);
+}
+
+type IngestSide = 'pg-s3' | 'fs' | 'pg-s3-before' | 'fs-before' | 'lib-storage';
+
+/** One measured ingest of ctx.file on `side` (svc on a fresh server after a warm-up upload, or lib-storage). */
+async function ingestOnce(ctx: Ctx, side: IngestSide, before?: string): Promise<IngestSample> {
+  if (side === 'lib-storage') {
+    const r0 = await ctx.s3.requests();
+    const c0 = ctx.meter.sample();
+    try {
+      const seconds = await libStorageUpload(ctx.c, BUCKET, ctx.file, `plain/body-${refCount++}`, { partSize: PART_SIZE, queueSize: QUEUE_SIZE });
+      const cpu = Meter.diff(c0, ctx.meter.sample());
+      const r1 = await ctx.s3.requests();
+      return { mbps: ctx.bytes / 1e6 / seconds, cpu, requests: r0 === undefined || r1 === undefined ? undefined : r1 - r0 };
+    } finally {
+      await deletePrefix(ctx.c, 'plain/');
+      await ctx.s3.reclaim();
+    }
+  }
+  const backend = side.startsWith('pg-s3') ? 'pg-s3' : 'fs';
+  const s = await startSvc(ctx, backend, side.endsWith('-before') ? before : ENTRY);
+  try {
+    await uploadFile(s.server, ctx.warm, statSync(ctx.warm).size, 'application/octet-stream', 300_000);
+    const spilled0 = await spilledBytes(s.server);
+    const r0 = await ctx.s3.requests();
+    const c0 = ctx.meter.sample(s.server);
+    const up = await uploadFile(s.server, ctx.file, ctx.bytes, 'application/octet-stream', 600_000);
+    const cpu = Meter.diff(c0, ctx.meter.sample(s.server));
+    const r1 = await ctx.s3.requests();
+    const spilled = (await spilledBytes(s.server)) - spilled0;
+    if (up.response.blob.size !== ctx.bytes || up.response.freshBlocks === 0) throw new Error(`svc ingest (${side}): ${JSON.stringify(up.response)}`);
+    return { mbps: up.mbPerSecond, cpu, requests: r0 === undefined || r1 === undefined ? undefined : r1 - r0, blocks: up.response.blob.blockCount, spilled };
+  } finally {
+    await stopSvc(ctx, s, backend);
+  }
+}
+
+/**
+ * --ingest: per round, the same body into svc pg-s3, svc fs (and --before's fs build) and a
+ * lib-storage Upload, the order rotating every round; svc's CPU per GiB (the svc process, all its
+ * threads, from /proc) and the S3 requests radosgw counted (perf counter `rgw.req`) per GiB.
+ */
+async function ingestRounds(ctx: Ctx, rounds: number, before?: string): Promise<string[]> {
+  const sides: IngestSide[] = ['pg-s3', 'fs', 'lib-storage', ...(before ? (['pg-s3-before', 'fs-before'] as const) : [])];
+  const r = Object.fromEntries(sides.map((k) => [k, [] as IngestSample[]])) as Record<IngestSide, IngestSample[]>;
+  for (let round = 0; round <= rounds; round++) {
+    const order = sides.map((_, i) => sides[(i + round) % sides.length]!);
+    if (round % 2 === 1) order.reverse();
+    for (const side of order) {
+      const t = await ingestOnce(ctx, side, before);
+      if (round > 0) r[side].push(t);
+      log(`round ${round}${round > 0 ? '' : ' (uncounted)'} ${side}: ${fmt(t.mbps)} MB/s, svc/client ${fmt(t.cpu.svc ?? t.cpu.client!, 2)} CPU-s, ${t.requests ?? '?'} S3 requests${t.blocks ? `, ${t.blocks} blocks, ${fmt((t.spilled ?? 0) / MiB)} MiB spilled` : ''}`);
+    }
+  }
+  const gib = ctx.bytes / (1024 * MiB);
+  const cpuPerGiB = (side: IngestSide) => median(r[side].map((t) => (t.cpu.svc ?? t.cpu.client!) / gib));
+  const rate = (side: IngestSide) => median(r[side].map((t) => t.mbps));
+  const reqs = (side: IngestSide) => (r[side].every((t) => t.requests !== undefined) ? fmt(median(r[side].map((t) => t.requests!)) / gib) : 'not counted (s3rver)');
+  const verdictAtMost = (x: number, target: number) => `${fmt(x, 3)}x | <= ${target}x | ${x <= target ? 'PASS' : `FAIL (${fmt((x / target - 1) * 100, 0)}% over)`}`;
+  const verdictAtLeast = (x: number, target: number) => `${fmt(x, 3)}x | >= ${target}x | ${x >= target ? 'PASS' : `FAIL (${fmt((1 - x / target) * 100, 0)}% short)`}`;
+  const spill = (side: IngestSide) => (side === 'lib-storage' ? '—' : list(r[side].map((t) => (t.spilled ?? 0) / MiB / gib)));
+  const row = (side: IngestSide) => `| ${side} | ${fmt(rate(side))} ${list(r[side].map((t) => t.mbps))} | ${fmt(cpuPerGiB(side), 2)} ${list(r[side].map((t) => (t.cpu.svc ?? t.cpu.client!) / gib), 2)} | ${reqs(side)} | ${spill(side)} | ${cpuCell(r[side].map((t) => t.cpu))} |`;
+  return [
+    '| Side | MB/s, median [rounds] | CPU-s per GiB (svc; lib-storage: the client) | S3 requests per GiB | MiB spilled per GiB [rounds] | CPU seconds by process (medians) |',
+    '|---|---|---|---|---|---|',
+    ...sides.map(row),
+    '',
+    '| Ratio | Value | Target | Verdict |',
+    '|---|---|---|---|',
+    `| svc CPU per GiB, pg-s3 / fs | ${verdictAtMost(cpuPerGiB('pg-s3') / cpuPerGiB('fs'), 1.25)} |`,
+    `| ingest rate, svc pg-s3 / lib-storage | ${verdictAtLeast(rate('pg-s3') / rate('lib-storage'), 0.7)} |`,
+    ...(before ? [`| svc CPU per GiB, pg-s3 / pg-s3 (--before build) | ${fmt(cpuPerGiB('pg-s3') / cpuPerGiB('pg-s3-before'), 3)}x | | |`, `| svc CPU per GiB, fs / fs (--before build) | ${fmt(cpuPerGiB('fs') / cpuPerGiB('fs-before'), 3)}x | <= 1x | ${cpuPerGiB('fs') <= cpuPerGiB('fs-before') * 1.03 ? 'PASS (within 3%)' : 'FAIL'} |`, `| ingest rate, fs / fs (--before build) | ${fmt(rate('fs') / rate('fs-before'), 3)}x | >= 1x | |`] : []),
+    '',
+  ];
+}
+
 // ---------------------------------------------------------------- report
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -353,11 +460,18 @@ function cpuCell(samples: Cpu[], d = 2): string {
 async function main(): Promise<void> {
   const args = benchArgs({
     usage: 'usage: node dist/bench/pg-s3.js [--quick]',
-    options: { quick: { type: 'boolean', help: '256 MiB, 2 counted rounds, shorter 4 KiB windows (default: 1 GiB, 5 rounds)' } },
+    options: {
+      quick: { type: 'boolean', help: '256 MiB, 2 counted rounds, shorter 4 KiB windows (default: 1 GiB, 5 rounds)' },
+      ingest: { type: 'boolean', help: 'only (a): svc pg-s3, svc fs and lib-storage ingests, svc CPU per GiB and S3 requests per GiB' },
+      before: { type: 'string', value: 'ENTRY', help: 'with --ingest: also the pg-s3 and fs ingests of this build (its dist/server/main.js), for a same-run A/B' },
+      profile: { type: 'string', value: 'DIR', help: 'svc processes write V8 CPU profiles (every thread) into DIR' },
+      rounds: { type: 'string', value: 'N', help: 'counted rounds (default 5, 2 with --quick)' },
+    },
   });
   const quick = args.values.quick;
   const bytes = (quick ? 256 : 1024) * MiB;
-  const rounds = quick ? 2 : 5;
+  const rounds = args.number('rounds') ?? (quick ? 2 : 5);
+  if (args.values.before && !args.values.ingest) args.fail('--before needs --ingest');
   const t0 = performance.now();
   const dataDir = mkdtempSync(path.join(SCRATCH, 'svc-bench-pgs3-body-'));
   let pg: PgServer | undefined;
@@ -379,7 +493,13 @@ async function main(): Promise<void> {
     log(`PostgreSQL pid ${pg.pid} on ${pg.port}; ${s3.kind} at ${s3.endpoint}`);
     const c = client(s3);
     await c.send(new CreateBucketCommand({ Bucket: BUCKET }));
-    const ctx: Ctx = { s3, pg, c, meter: new Meter(s3, pg), file, warm, dbs: 0, bytes, windowMs: quick ? 1500 : 3000 };
+    const ctx: Ctx = { s3, pg, c, meter: new Meter(s3, pg), file, warm, dbs: 0, bytes, windowMs: quick ? 1500 : 3000, profileDir: args.values.profile && path.resolve(args.values.profile) };
+    if (args.values.ingest) {
+      const table = await ingestRounds(ctx, rounds, args.values.before && path.resolve(args.values.before));
+      const head = `## pg-s3 ingest against fs and lib-storage (${new Date().toISOString()}, ${s3.kind}${s3.kind === 's3rver' ? ' -- FALLBACK, NOT radosgw' : ''}, ${rounds} rounds after one uncounted, ${bytes / MiB} MiB, data in ${SCRATCH}, ${fmt((performance.now() - t0) / 60000, 1)} min)`;
+      process.stdout.write([head, '', ...table].join('\n'));
+      return;
+    }
 
     const r = {
       svc: [] as Transfer[],

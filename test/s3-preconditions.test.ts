@@ -10,9 +10,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3ServiceException } from '@aws-sdk/client-s3';
 import type { S3Client } from '@aws-sdk/client-s3';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import http from 'node:http';
+import { afterAll, afterEach, beforeAll, describe, expect, test, vi } from 'vitest';
+import { createHash, randomBytes } from 'node:crypto';
+import { S3BlockStore } from '../engine/store/s3/block-store.js';
 import { ifMatchValue, probeConditionalWrites } from '../engine/store/s3/preconditions.js';
 import { type S3Endpoint, s3ClientFor, startRadosgw, startS3rver } from './helpers/s3-servers.js';
 
@@ -103,6 +106,48 @@ function serverUnderTest(start: () => Promise<S3Endpoint | { skip: string }>) {
   return state;
 }
 
+const REAL_REQUEST = http.request;
+// A failed test leaves no spy on node:http behind.
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+/**
+ * The block store on `server` (credentials from the SDK's chain, as svc's), its conditional PUTs
+ * probed, and the requests it sends ("METHOD key if-none-match"), seen at node:http (the SDK's
+ * and the store's own signed PUTs alike); `stop` ends the recording.
+ */
+async function blockStoreOn(server: S3Endpoint, prefix: string): Promise<{ store: S3BlockStore; conditional: boolean; sent: string[]; stop: () => void }> {
+  process.env.AWS_ACCESS_KEY_ID = server.accessKeyId;
+  process.env.AWS_SECRET_ACCESS_KEY = server.secretAccessKey;
+  const store = new S3BlockStore({ kind: 's3', endpoint: server.endpoint, region: server.region, bucket: BUCKET, prefix, forcePathStyle: true });
+  const conditional = await store.useConditionalPuts();
+  const sent: string[] = [];
+  const record = (method: string, rawPath: string, headers: Record<string, string>) => {
+    const path = decodeURIComponent(rawPath);
+    const condition = headers['if-none-match'];
+    if (path.startsWith(`/${BUCKET}/${prefix}`)) sent.push(`${method} ${path.slice(BUCKET.length + prefix.length + 2)}${condition ? ` if-none-match ${condition}` : ''}`);
+  };
+  // The SDK's requests (HEAD, and PUT where the store falls back to it) at its last step...
+  store.client.middlewareStack.add(
+    (next) => async (args) => {
+      const req = args.request as { method: string; path: string; headers: Record<string, string> };
+      record(req.method, req.path, req.headers);
+      return next(args);
+    },
+    { step: 'finalizeRequest', name: 'svc-test-requests' },
+  );
+  // ...and the store's own signed PUTs (engine/store/s3/block-put.ts) at node:http.
+  const spy = vi.spyOn(http, 'request').mockImplementation(((...args: Parameters<typeof http.request>) => {
+    const o = args[0] as http.RequestOptions;
+    record(o.method ?? 'GET', o.path ?? '', (o.headers ?? {}) as Record<string, string>);
+    return REAL_REQUEST.apply(http, args);
+  }) as typeof http.request);
+  return { store, conditional, sent, stop: () => spy.mockRestore() };
+}
+
+const blockOf = (bytes: Buffer) => ({ hex: createHash('sha256').update(bytes).digest('hex'), size: bytes.length });
+
 describe('s3rver', () => {
   const s3 = serverUnderTest(() => startS3rver());
 
@@ -130,6 +175,45 @@ describe('s3rver', () => {
   test('ignores both preconditions (so svc refuses several S3-only nodes on it); the probe cleans up', async () => {
     expect(await probeConditionalWrites(s3.client!, BUCKET, PREFIX)).toEqual({ ifNoneMatch: false, ifMatch: false });
     expect(await probeObjectsLeft(s3.client!)).toBe(0);
+  });
+
+  test('the block store, finding conditional PUTs ignored, asks a HEAD of the live and the quarantine key before a PUT', async () => {
+    const { store, conditional, sent, stop } = await blockStoreOn(s3.server!, 'heads/');
+    expect(conditional).toBe(false);
+    const bytes = randomBytes(5000);
+    const { hex, size } = blockOf(bytes);
+    expect(await store.put(hex, size, [bytes.subarray(0, 1000), bytes.subarray(1000)])).toBe('written');
+    expect(await store.put(hex, size, [bytes])).toBe('present');
+    const key = `${hex.slice(0, 3)}/${hex}-${size}`;
+    expect(sent.sort()).toEqual([`HEAD blocks/${key}`, `HEAD blocks/${key}`, `HEAD quarantine/${key}`, `HEAD quarantine/${key}`, `PUT blocks/${key}`].sort());
+    stop();
+    store.client.destroy();
+  });
+
+  test('a block PUT fails as the SDK\'s PutObject does: the same error name and status; a closed port is ECONNREFUSED', async () => {
+    const server = s3.server!;
+    const { isUnreachable } = await import('../engine/base/errors.js');
+    const missing = new S3BlockStore({ kind: 's3', endpoint: server.endpoint, region: server.region, bucket: 'no-such-bucket', prefix: '', forcePathStyle: true });
+    const bytes = randomBytes(1000);
+    const { hex, size } = blockOf(bytes);
+    const sdk = (await missing.client.send(new PutObjectCommand({ Bucket: 'no-such-bucket', Key: 'x', Body: bytes })).catch((err: unknown) => err)) as S3ServiceException;
+    missing.location.conditionalPut = true;
+    const lean = (await missing.put(hex, size, [bytes]).catch((err: unknown) => err)) as S3ServiceException;
+    expect(lean).toBeInstanceOf(S3ServiceException);
+    expect([lean.name, lean.$metadata.httpStatusCode, lean.$fault]).toEqual([sdk.name, sdk.$metadata.httpStatusCode, sdk.$fault]);
+    expect(lean.name).toBe('NoSuchBucket');
+    missing.client.destroy();
+    const closed = await new Promise<number>((resolve) => {
+      const probe = http.createServer().listen(0, '127.0.0.1', () => {
+        const { port } = probe.address() as { port: number };
+        probe.close(() => resolve(port));
+      });
+    });
+    const gone = new S3BlockStore({ kind: 's3', endpoint: `http://127.0.0.1:${closed}`, region: server.region, bucket: BUCKET, prefix: '', forcePathStyle: true, conditionalPut: true });
+    const refused = await gone.put(hex, size, [bytes]).catch((err: unknown) => err);
+    expect((refused as { code?: string }).code).toBe('ECONNREFUSED');
+    expect(isUnreachable(refused)).toBe(true);
+    gone.client.destroy();
   });
 
   test('serves an explicit range right', async () => {
@@ -177,6 +261,42 @@ describe('radosgw (Ceph 16, single-node cluster from scripts/ceph/start.sh)', ()
     expect(statusOf(await putIfMatch(client, 'lease', 'holder 3', bareEtag))).toBe(412);
     // On a missing key If-Match is 412 here (AWS documents 404 NoSuchKey).
     expect(statusOf(await putIfMatch(client, 'no-lease', 'x', '*'))).toBe(412);
+  });
+
+  test('the block store writes a block with one PUT If-None-Match: * (412: present); a quarantined block is written live beside its copy', async ({ skip }) => {
+    if (s3.skip) skip(s3.skip);
+    const { store, conditional, sent, stop } = await blockStoreOn(s3.server!, 'conditional/');
+    expect(conditional).toBe(true);
+    const bytes = randomBytes(300_000);
+    const { hex, size } = blockOf(bytes);
+    const key = `${hex.slice(0, 3)}/${hex}-${size}`;
+    expect(await store.put(hex, size, [bytes.subarray(0, 100_000), bytes.subarray(100_000)])).toBe('written');
+    expect(await store.put(hex, size, [bytes])).toBe('present');
+    expect(sent.splice(0)).toEqual([`PUT blocks/${key} if-none-match *`, `PUT blocks/${key} if-none-match *`]);
+    expect((await store.read(hex, size)).equals(bytes)).toBe(true);
+    // GC moved it away: the next upload finds no live object and writes the bytes again, beside the
+    // quarantined copy (an upload never depends on the copy GC may purge); a run deletes the copy.
+    expect(await store.quarantine(hex, size)).toBe(true);
+    sent.splice(0);
+    expect(await store.put(hex, size, [bytes])).toBe('written');
+    expect(sent).toEqual([`PUT blocks/${key} if-none-match *`]);
+    expect((await store.list('quarantine')).blocks.map((b) => b.hex)).toContain(hex);
+    expect(await store.restore(hex, size)).toBe('live');
+    expect((await store.list('quarantine')).blocks.map((b) => b.hex)).not.toContain(hex);
+    expect((await store.read(hex, size)).equals(bytes)).toBe(true);
+    // The signature is checked here: a wrong secret is the SDK's refusal (403), not a retry.
+    process.env.AWS_SECRET_ACCESS_KEY = 'wrong';
+    const wrong = new S3BlockStore({ ...store.location });
+    const refused = (await wrong.put(hex, size, [bytes]).catch((err: unknown) => err)) as S3ServiceException;
+    process.env.AWS_SECRET_ACCESS_KEY = s3.server!.secretAccessKey;
+    expect([refused.name, refused.$metadata.httpStatusCode, refused.$metadata.attempts]).toEqual(['SignatureDoesNotMatch', 403, 1]);
+    wrong.client.destroy();
+    // Security on (alwaysWrite): the HEADs and an unconditional PUT, whatever is there.
+    sent.splice(0);
+    expect(await store.put(hex, size, [bytes], true)).toBe('present');
+    expect(sent.sort()).toEqual([`HEAD blocks/${key}`, `HEAD quarantine/${key}`, `PUT blocks/${key}`].sort());
+    stop();
+    store.client.destroy();
   });
 
   test('svc serve with a wrong secret or a missing bucket exits 2 with one line naming the variable', async ({ skip }) => {

@@ -26,6 +26,12 @@ export interface S3Location {
   /** Prepended to every key (empty, or ending with '/'). */
   prefix: string;
   forcePathStyle: boolean;
+  /**
+   * The server refuses a PUT `If-None-Match: *` over an existing object (probed at start,
+   * engine/store/s3/preconditions.ts): a block is then stored by one conditional PUT, no HEAD
+   * first. Unset: a HEAD of the live and the quarantine key before the PUT.
+   */
+  conditionalPut?: boolean;
 }
 
 export interface StoredBlock {

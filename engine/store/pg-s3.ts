@@ -30,6 +30,9 @@ export async function openPgS3(config: Config, log: Logger, nodeId?: string): Pr
     // A bucket that is missing or refuses these credentials, or a PostgreSQL that cannot be
     // reached, stops the start naming the variable (StartRefused); later, readiness says it.
     await blocks.checkAtStart();
+    // One request per fresh block where the server honours If-None-Match (radosgw, AWS S3); a
+    // probe that fails leaves the HEAD before each PUT (the first upload says what is wrong).
+    await blocks.useConditionalPuts().catch((err: unknown) => log.warn('pg-s3: the probe of conditional PUTs failed; blocks are written after a HEAD', { err: String(err) }));
     // The catalog journals every tenant's holdings to the bucket: it alone suffices to rebuild the catalog.
     manifests = await PgBlobCatalog.open(config.pg.url, { poolSize: config.pg.pool, statementTimeoutMs: config.pg.statementTimeoutMs, nodeId, journal: new S3Journal(blocks.client, blocks.location),
       onJournalError: (err) => log.warn('pg-s3: journal segment not written; its entries wait in the catalog', { err: String(err) }),

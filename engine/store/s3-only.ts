@@ -96,6 +96,8 @@ function refusedAtStart(blocks: S3BlockStore) {
 export async function openS3OnlyCatalog(blocks: S3BlockStore, nodeId: string, nodeTtlMs: number) {
   const { bucket, prefix } = blocks.location;
   const conditions = await probeConditionalWrites(blocks.client, bucket, prefix);
+  // Block PUTs are conditional too where the server honours it: one request per fresh block.
+  blocks.location.conditionalPut = conditions.ifNoneMatch;
   const io = new ObjectIo(blocks.client, bucket, conditions);
   const keys = new S3OnlyKeys(prefix);
   const nodes = new NodeRegistry(io, keys, nodeId, randomUUID(), nodeTtlMs);

@@ -4,6 +4,8 @@ import { Readable } from 'node:stream';
 import { StartRefused, describeS3Failure, s3StartRefused } from '../dependency-failure.js';
 import { CopyObjectCommand, DeleteObjectCommand, GetObjectCommand, HeadBucketCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
 import type { ListedObject, MovableBlockStore, PutOutcome, S3Location } from '../block-store.js';
+import { BlockPuts } from './block-put.js';
+import { probeConditionalWrites } from './preconditions.js';
 
 /** How long the bucket check at start waits for an answer. */
 const START_CHECK_MS = 20_000;
@@ -29,6 +31,8 @@ export class S3BlockStore implements MovableBlockStore {
   readonly location: S3Location;
   readonly client: S3Client;
   readonly readAhead = READ_AHEAD;
+  /** Block PUTs on a signed request of their own (./block-put.ts), the SDK where it cannot serve. */
+  private readonly puts: BlockPuts;
 
   constructor(
     location: S3Location,
@@ -36,7 +40,9 @@ export class S3BlockStore implements MovableBlockStore {
     readonly scratchDir = '',
   ) {
     this.location = location;
-    this.client = s3Client(location);
+    const agents = { http: new http.Agent({ keepAlive: true, maxSockets: MAX_SOCKETS }), https: new https.Agent({ keepAlive: true, maxSockets: MAX_SOCKETS }) };
+    this.client = s3Client(location, agents);
+    this.puts = new BlockPuts(this.client, location, agents);
   }
 
   key(hex: string, size: number, area: 'blocks' | 'quarantine' = 'blocks'): string {
@@ -44,11 +50,16 @@ export class S3BlockStore implements MovableBlockStore {
   }
 
   /**
-   * Writes the block unless an object of its size is there (a HEAD first) or a quarantined copy
-   * can be moved back. With `alwaysWrite` (security on) a present block is written all the same,
-   * so the time says nothing of other tenants' data.
+   * Writes the block unless an object is there: one PUT `If-None-Match: *` when the server honours
+   * it (`location.conditionalPut`), else a HEAD first, and a quarantined copy is moved back instead
+   * of written. With `alwaysWrite` (security on) the HEADs are asked and a present block is written
+   * all the same, so the time says nothing of other tenants' data.
    */
   async put(hex: string, size: number, pieces: readonly Uint8Array[], alwaysWrite = false): Promise<PutOutcome> {
+    // A server that honours If-None-Match: one request per block. A quarantined copy is not looked
+    // for: the bytes are written live beside it (race 3 in docs/architecture.md), and the next GC
+    // run that finds the block marked deletes the copy (restore: 'live').
+    if (this.location.conditionalPut && !alwaysWrite) return this.putIfAbsent(hex, size, pieces);
     const Key = this.key(hex, size);
     const quarantined = this.key(hex, size, 'quarantine');
     // Both places are asked at once: a fresh block (the common case) costs one round trip before its PUT.
@@ -60,11 +71,36 @@ export class S3BlockStore implements MovableBlockStore {
       await this.delete(quarantined);
       return 'restored';
     }
-    // A block that spans segments is sent piece by piece, not copied into one buffer: the pieces
-    // are the ingest's own memory (held until the task ends), a copy would be memory outside its
-    // budget, one per block in flight. Each attempt (the SDK retries) gets a stream of its own.
+    await this.putObject(hex, size, pieces, false);
+    return present ? 'present' : 'written';
+  }
+
+  /** One PUT `If-None-Match: *`: 'written', or 'present' when the server refuses it (412: the object exists). */
+  private putIfAbsent(hex: string, size: number, pieces: readonly Uint8Array[]): Promise<PutOutcome> {
+    return this.putObject(hex, size, pieces, true);
+  }
+
+  /** The block's PUT: on the lean signed path when it serves the bucket, else through the SDK. */
+  private async putObject(hex: string, size: number, pieces: readonly Uint8Array[], ifAbsent: boolean): Promise<'written' | 'present'> {
+    if (await this.puts.available()) return this.puts.put(this.key(hex, size), hex, size, pieces, ifAbsent);
+    try {
+      await this.client.send(this.putCommand(hex, size, pieces, ifAbsent));
+      return 'written';
+    } catch (err) {
+      if (ifAbsent && err instanceof S3ServiceException && err.$metadata.httpStatusCode === 412) return 'present';
+      throw err;
+    }
+  }
+
+  /**
+   * The block's PutObject. A block that spans segments is sent piece by piece, not copied into one
+   * buffer: the pieces are the ingest's own memory (held until the task ends), a copy would be
+   * memory outside its budget, one per block in flight. Each attempt (the SDK retries) gets a
+   * stream of its own.
+   */
+  private putCommand(hex: string, size: number, pieces: readonly Uint8Array[], ifAbsent = false): PutObjectCommand {
     const stream = () => (pieces.length === 1 ? pieces[0] : Readable.from(pieces, { objectMode: false }));
-    const put = new PutObjectCommand({ Bucket: this.location.bucket, Key, Body: stream(), ContentLength: size, ContentType: 'application/octet-stream' });
+    const put = new PutObjectCommand({ Bucket: this.location.bucket, Key: this.key(hex, size), Body: stream(), ContentLength: size, ContentType: 'application/octet-stream', ...(ifAbsent ? { IfNoneMatch: '*' } : {}) });
     if (pieces.length > 1) {
       put.middlewareStack.add((next) => (args) => {
         (args.request as { body: unknown }).body = stream();
@@ -77,8 +113,7 @@ export class S3BlockStore implements MovableBlockStore {
       (args.request as { headers: Record<string, string> }).headers['x-amz-content-sha256'] = hex;
       return next(args);
     }, { step: 'build', name: 'svcBlockDigest' });
-    await this.client.send(put);
-    return present ? 'present' : 'written';
+    return put;
   }
 
   readWhole(hex: string, size: number): Promise<Buffer> {
@@ -132,6 +167,17 @@ export class S3BlockStore implements MovableBlockStore {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /**
+   * At start: whether the server refuses a PUT `If-None-Match: *` over an existing object (a probe
+   * object under the prefix); if so block PUTs are conditional from now on, in every thread that
+   * opens this location.
+   */
+  async useConditionalPuts(): Promise<boolean> {
+    const { ifNoneMatch } = await probeConditionalWrites(this.client, this.location.bucket, this.location.prefix);
+    this.location.conditionalPut = ifNoneMatch;
+    return ifNoneMatch;
   }
 
   /** Moves a live block into quarantine (copy, then delete); false when it is not live. */
@@ -209,7 +255,7 @@ export function isNotFound(err: unknown): boolean {
  * checked on read): the SDK's default CRC32 trailers cost CPU and are not understood by every
  * S3 server.
  */
-export function s3Client(location: S3Location): S3Client {
+export function s3Client(location: S3Location, agents?: { http: http.Agent; https: https.Agent }): S3Client {
   return new S3Client({
     ...(location.endpoint ? { endpoint: location.endpoint } : {}),
     region: location.region,
@@ -217,8 +263,8 @@ export function s3Client(location: S3Location): S3Client {
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
     requestHandler: {
-      httpAgent: new http.Agent({ keepAlive: true, maxSockets: MAX_SOCKETS }),
-      httpsAgent: new https.Agent({ keepAlive: true, maxSockets: MAX_SOCKETS }),
+      httpAgent: agents?.http ?? new http.Agent({ keepAlive: true, maxSockets: MAX_SOCKETS }),
+      httpsAgent: agents?.https ?? new https.Agent({ keepAlive: true, maxSockets: MAX_SOCKETS }),
     },
   });
 }
