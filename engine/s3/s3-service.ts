@@ -225,14 +225,14 @@ export class S3Service {
   /**
    * UploadPartCopy of an object the caller may read (`source`: getObject's, its copy conditions
    * checked), whole or `range` (416 outside it): engine/s3/part-copy.ts says what is read and
-   * what is copied.
+   * what is copied. `signal`: the client went away (the copy stops, no part recorded).
    */
-  copyPart(caller: Principal, source: ObjectRead, bucket: string, key: string, uploadId: string, partNumber: number, range?: CopyRange) {
+  copyPart(caller: Principal, source: ObjectRead, bucket: string, key: string, uploadId: string, partNumber: number, range?: CopyRange, signal?: AbortSignal) {
     const { record, manifest } = source;
     return this.multipart.copyPart(ownerOf(caller), bucket, key, uploadId, partNumber, {
       blobId: record.blobId, size: record.size, etag: record.etag, multipart: record.parts !== undefined, checksums: record.checksums,
       ...(manifest ? { manifest } : {}), ...(range ? { range } : {}),
-    });
+    }, signal);
   }
 
   /** CompleteMultipartUpload; an object it replaced releases its blob as a PutObject's would. */

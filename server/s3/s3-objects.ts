@@ -199,5 +199,8 @@ export async function copyObject(call: S3Call): Promise<void> {
   if (directive !== 'COPY' && directive !== 'REPLACE') throw new S3Error('InvalidArgument', 'Unknown metadata directive.');
   const meta = directive === 'REPLACE' ? metaOf(head) : undefined;
   const record = await engine.s3.copyObject(principal, { ...source, check: copyChecks(call) }, head.bucket, head.key, meta, writeConditionsOf(head));
-  sendXml(call, copyObjectXml({ etag: `"${record.etag}"`, lastModified: new Date(record.lastModified) }), { 'X-Svc-Blob-Id': record.blobId });
+  // The copy's checksum is the source's (no byte moves), with its type, as HeadObject with checksum mode answers it.
+  sendXml(call, copyObjectXml({ etag: `"${record.etag}"`, lastModified: new Date(record.lastModified), checksums: record.checksums, checksumType: checksumTypeOf(record) }), {
+    'X-Svc-Blob-Id': record.blobId,
+  });
 }
