@@ -294,20 +294,25 @@ export class MultipartUploads {
     const chunker = chunkers.size === 1 ? [...chunkers][0]! : 'concatenation';
     const mediaType = prepared.upload.meta.contentType ?? 'application/octet-stream';
     const publication = this.deps.tenantBlobs ? { tenant: owner.tenant, tenantBlocks: true, ...publicationQuota(room, prepared.size) } : {};
+    // `since`: read before each publication, for the release protocol's tombstones (blob-refs.ts).
+    let since = this.deps.clock.now();
     const publish = () => manifests.publish(hex, prepared.size, mediaType, chunker, blocks, undefined, publication);
-    const published = await publish();
+    let published = await publish();
     this.deps.stats.recordPublication(published.newToTenant ? blocks.map((b, i) => ({ size: b.size, fresh: published.newToTenant![i]! && !published.existed })) : blocks, published.existed);
     const blobId = published.manifest.id;
     let outcome: Awaited<ReturnType<S3Index['multipart']['commitComplete']>>;
     let tookHold = !published.existed;
     for (let attempt = 1; ; attempt++) {
       try {
-        outcome = await index.multipart.commitComplete(owner, bucket, key, uploadId, prepared, { blobId, checksums }, conditions);
+        const held = { blobId, tookHold: !published.existed, since };
+        outcome = await index.multipart.commitComplete(owner, bucket, key, uploadId, prepared, { blobId, checksums }, conditions, held);
         break;
       } catch (err) {
-        // The blob is being released by an object's earlier end: published again, the write again.
+        // The blob is being released by an object's earlier end (or was, after this publication): published again, the write again.
         if (isBlobReleasing(err) && attempt < 4) {
-          if (!(await publish()).existed) tookHold = true;
+          since = this.deps.clock.now();
+          published = await publish();
+          if (!published.existed) tookHold = true;
           continue;
         }
         // Refused after the publication: the hold it took goes now, unless an object names the blob.
