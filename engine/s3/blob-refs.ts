@@ -165,10 +165,11 @@ export class BlobRefs {
     const key: [string, string] = [tenant, blobId];
     return this.units.run(async (unit) => {
       const record = await unit.get(REFS, key);
-      if (!record || record.count > 0 || record.releasedAt !== undefined) {
-        // Nothing to release: a pending entry goes; a tombstone's stays until it is pruned.
-        const entry = await unit.get(RELEASES, key);
-        if (entry !== undefined && !isTombstoneEntry(entry)) unit.remove(RELEASES, key);
+      const entry = await unit.get(RELEASES, key);
+      const pending = entry !== undefined && !isTombstoneEntry(entry);
+      // Nothing to release (a tombstone without a pending entry: its release ended): a pending entry goes; a tombstone's stays until it is pruned.
+      if (!record || record.count > 0 || (record.releasedAt !== undefined && !pending)) {
+        if (pending) unit.remove(RELEASES, key);
         return false;
       }
       if (!record.releasing) unit.put(REFS, key, { count: 0, releasing: true });
@@ -187,7 +188,8 @@ export class BlobRefs {
     await this.units.run(async (unit) => {
       const record = await unit.get(REFS, key);
       if (record && (record.count > 0 || record.releasing)) return;
-      unit.put(REFS, key, { count: 0 });
+      // A tombstone keeps its time: a writer that published before that removal is still refused until this release begins.
+      unit.put(REFS, key, record?.releasedAt === undefined ? { count: 0 } : { count: 0, releasedAt: record.releasedAt });
       unit.put(RELEASES, key, now);
     });
   }
