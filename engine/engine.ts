@@ -203,7 +203,7 @@ export class Engine {
       stagedBytes: (tenant) => this.stagedBytes(tenant),
     });
     // The tenant's S3 objects' counts (engine/s3/blob-refs.ts): a blob they name is not deleted through the blob API.
-    this.blobs = new Blobs({ manifests, blocks, cursors: this.cursors, pool, stats: this.stats, log, names: new BlobRefs(units), now: () => this.clock.now() });
+    this.blobs = new Blobs({ manifests, blocks, cursors: this.cursors, pool, stats: this.stats, log, names: new BlobRefs(units, () => this.clock.now()), now: () => this.clock.now() });
     this.s3 = new S3Service({
       units, clock: this.clock, region: config.s3Api.region, manifests, blobs: this.blobs, ingests: this.ingests, log,
       multipart: (index) => new MultipartUploads({

@@ -8,7 +8,7 @@
 import crypto from 'node:crypto';
 import zlib from 'node:zlib';
 import {
-  CompleteMultipartUploadCommand, CreateBucketCommand, CreateMultipartUploadCommand, GetObjectCommand, HeadObjectCommand, ListMultipartUploadsCommand,
+  CompleteMultipartUploadCommand, CopyObjectCommand, CreateBucketCommand, CreateMultipartUploadCommand, GetObjectCommand, HeadObjectCommand, ListMultipartUploadsCommand,
   ListObjectsV2Command, ListPartsCommand, PutObjectCommand, S3Client, S3ServiceException, UploadPartCommand,
 } from '@aws-sdk/client-s3';
 import { Crc32c, Crc64Nvme } from '@aws-sdk/checksums/crc';
@@ -122,6 +122,26 @@ describe('S3 checksum types', () => {
     expect([done.ChecksumCRC32C, done.ChecksumType]).toEqual([composite, 'COMPOSITE']);
     const head = await s3.send(new HeadObjectCommand({ Bucket: BUCKET, Key, ChecksumMode: 'ENABLED' }));
     expect([head.ChecksumCRC32C, head.ChecksumType]).toEqual([composite, 'COMPOSITE']);
+    // CopyObject: the copy keeps the source's checksum (no byte moves), answered in CopyObjectResult with its type.
+    const copied = await s3.send(new CopyObjectCommand({ Bucket: BUCKET, Key: 'composite-copy.bin', CopySource: `${BUCKET}/${Key}` }));
+    expect(copied.CopyObjectResult).toMatchObject({ ChecksumCRC32C: composite, ChecksumType: 'COMPOSITE' });
+    const copyHead = await s3.send(new HeadObjectCommand({ Bucket: BUCKET, Key: 'composite-copy.bin', ChecksumMode: 'ENABLED' }));
+    expect([copyHead.ChecksumCRC32C, copyHead.ChecksumType]).toEqual([composite, 'COMPOSITE']);
+  });
+
+  it('CopyObjectResult carries the source\'s checksum and ChecksumType (COPY and REPLACE); none for a source without one', async () => {
+    const body = crypto.randomBytes(20_000);
+    await s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'copy-src.bin', Body: body, ChecksumAlgorithm: 'CRC32' }));
+    for (const MetadataDirective of ['COPY', 'REPLACE'] as const) {
+      const copied = await s3.send(new CopyObjectCommand({ Bucket: BUCKET, Key: `copy-${MetadataDirective}.bin`, CopySource: `${BUCKET}/copy-src.bin`, MetadataDirective }));
+      expect(copied.CopyObjectResult).toEqual({ ETag: `"${crypto.createHash('md5').update(body).digest('hex')}"`, LastModified: expect.any(Date), ChecksumCRC32: crc32(body), ChecksumType: 'FULL_OBJECT' });
+    }
+    // A source stored without a checksum (no SDK default: a client with checksums only when required): no checksum, no type.
+    const plainClient = s3Client(server.s3Url, { accessKeyId: 'anyone', secretAccessKey: 'anything-at-all-0123456789abcdefgh' }, { requestChecksumCalculation: 'WHEN_REQUIRED' });
+    await plainClient.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'copy-plain.bin', Body: body }));
+    const plain = await plainClient.send(new CopyObjectCommand({ Bucket: BUCKET, Key: 'copy-plain-2.bin', CopySource: `${BUCKET}/copy-plain.bin` }));
+    expect(plain.CopyObjectResult).toEqual({ ETag: `"${crypto.createHash('md5').update(body).digest('hex')}"`, LastModified: expect.any(Date) });
+    plainClient.destroy();
   });
 
   it('pairs S3 refuses are 400 InvalidRequest: SHA256 or SHA1 FULL_OBJECT, CRC64NVME COMPOSITE, a type without an algorithm', async () => {

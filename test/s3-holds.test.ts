@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { Principal } from '../dist/engine/auth/index.js';
 import { loadConfig } from '../dist/engine/base/config.js';
-import { S3_UPLOAD_CLEANUP_PAGE } from '../dist/engine/base/limits.js';
+import { S3_RELEASE_TOMBSTONE_MS, S3_UPLOAD_CLEANUP_PAGE } from '../dist/engine/base/limits.js';
 import { Logger } from '../dist/engine/base/log.js';
 import { pushAll } from '../dist/engine/cas/index.js';
 import { Engine } from '../dist/engine/engine.js';
@@ -32,8 +32,10 @@ const EMPTY = { blobId: EMPTY_BLOB_ID, size: 0, etag: EMPTY_MD5, checksums: {} }
 async function publishBody(who: Principal, bytes: Buffer) {
   const ingest = await engine.s3.ingest(who, { declaredLength: bytes.length, contentType: 'application/octet-stream' }, {});
   await pushAll(ingest, [bytes]);
+  // Read before the publication, as the listener does (the release protocol's tombstones judge it).
+  const since = engine.clock.now();
   const result = await ingest.end();
-  return { content: { blobId: result.blob.id, size: bytes.length, etag: result.md5!, checksums: {} }, tookHold: ingest.tookHold };
+  return { content: { blobId: result.blob.id, size: bytes.length, etag: result.md5!, checksums: {} }, tookHold: ingest.tookHold, since };
 }
 
 /** Whether the tenant holds the blob in the blob catalog (it is in its GET /api/v1/blobs). */
@@ -145,6 +147,54 @@ describe('the blob API\'s delete and the objects\' writes', () => {
     await engine.s3.putObject(who, 'deleting', 'k', retried.content, META, undefined, retried.tookHold);
     expect(await engine.s3.index.refs.removeUnlessNamed(who.tenant, content.blobId, engine.clock.now(), () => engine.manifests.remove(content.blobId, who.tenant))).toEqual({ named: 1 });
     expect(await holds(who.tenant, content.blobId)).toBe(true);
+  });
+});
+
+describe('a release that ended between a publication and its object write', () => {
+  test('the write meets the tombstone (503 SlowDown), not a blob whose hold went; its retry publishes anew and names a held blob', async () => {
+    const who = caller('holds-window');
+    await engine.s3.createBucket(who, 'window');
+    const bytes = seededBytes(120_000, 21);
+    const first = await publishBody(who, bytes);
+    await engine.s3.putObject(who, 'window', 'a', first.content, META, undefined, first.tookHold, first.since);
+    const blobId = first.content.blobId;
+    // A PutObject of the same bytes publishes: it finds the tenant's hold (the object above keeps it).
+    const late = await publishBody(who, bytes);
+    expect(late.tookHold).toBe(false);
+    // Before its object write, the only object naming the blob goes and its release runs to its end: the hold is removed.
+    await engine.s3.deleteObject(who, 'window', 'a');
+    expect(await holds(who.tenant, blobId)).toBe(false);
+    expect(await engine.s3.index.refs.pendingReleases()).toEqual([]);
+    // The late write: refused (without the tombstone it was written, naming a blob its tenant no longer held).
+    expect(await refusal(() => engine.s3.putObject(who, 'window', 'b', late.content, META, undefined, late.tookHold, late.since))).toBe('slow_down');
+    expect(await refusal(() => engine.s3.getObject(who, 'window', 'b'))).toBe('NoSuchKey');
+    expect(await engine.s3.index.refs.count(who.tenant, blobId)).toBe(0);
+    // The client's retry: published after the removal, it takes the hold again and names the blob.
+    const retried = await publishBody(who, bytes);
+    expect(retried.tookHold).toBe(true);
+    await engine.s3.putObject(who, 'window', 'b', retried.content, META, undefined, retried.tookHold, retried.since);
+    expect(await holds(who.tenant, blobId)).toBe(true);
+    expect(await engine.s3.index.refs.count(who.tenant, blobId)).toBe(1);
+    expect((await engine.s3.getObject(who, 'window', 'b')).manifest?.id).toBe(blobId);
+  });
+
+  test('tombstones go after S3_RELEASE_TOMBSTONE_MS; a publication older than that is refused (its tombstone may be gone)', async () => {
+    const who = caller('holds-tombstones');
+    await engine.s3.createBucket(who, 'tombs');
+    const bytes = seededBytes(90_000, 22);
+    const first = await publishBody(who, bytes);
+    await engine.s3.putObject(who, 'tombs', 'a', first.content, META, undefined, first.tookHold, first.since);
+    await engine.s3.deleteObject(who, 'tombs', 'a');
+    const now = engine.clock.now();
+    expect(await engine.s3.index.refs.pruneTombstones(now)).toBe(0);
+    // Every tombstone of this engine is older than that moment plus the horizon.
+    expect(await engine.s3.index.refs.pruneTombstones(now + S3_RELEASE_TOMBSTONE_MS + 1)).toBeGreaterThanOrEqual(1);
+    expect(await engine.s3.index.refs.pruneTombstones(now + S3_RELEASE_TOMBSTONE_MS + 1)).toBe(0);
+    const stale = await publishBody(who, bytes);
+    expect(await refusal(() => engine.s3.putObject(who, 'tombs', 'b', stale.content, META, undefined, stale.tookHold, stale.since - S3_RELEASE_TOMBSTONE_MS - 1))).toBe('slow_down');
+    const fresh = await publishBody(who, bytes);
+    await engine.s3.putObject(who, 'tombs', 'b', fresh.content, META, undefined, fresh.tookHold, fresh.since);
+    expect(await holds(who.tenant, fresh.content.blobId)).toBe(true);
   });
 });
 

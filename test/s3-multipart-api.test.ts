@@ -7,6 +7,7 @@
 
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import {
   AbortMultipartUploadCommand, CompleteMultipartUploadCommand, CreateBucketCommand, CreateMultipartUploadCommand, GetObjectCommand, HeadObjectCommand,
@@ -144,6 +145,41 @@ describe('S3 multipart uploads with @aws-sdk/client-s3 and lib-storage', () => {
     await a.send(new AbortMultipartUploadCommand({ Bucket: 'mpu', Key: 'manual.bin', UploadId }));
     expect((await a.send(new ListMultipartUploadsCommand({ Bucket: 'mpu' }))).Uploads ?? []).toEqual([]);
     expect(await failure(a.send(new ListPartsCommand({ Bucket: 'mpu', Key: 'manual.bin', UploadId })))).toEqual({ name: 'NoSuchUpload', status: 404 });
+  });
+
+  it('x-amz-mp-object-size on Complete: another size than the parts\' total is 400 InvalidRequest, a malformed one 400 InvalidArgument; nothing published; the right one completes', async () => {
+    const Key = 'sized.bin';
+    const bytes = [seededBytes(5 * MiB, 31), seededBytes(1234, 32)];
+    const whole = Buffer.concat(bytes);
+    const { UploadId } = await a.send(new CreateMultipartUploadCommand({ Bucket: 'mpu', Key }));
+    const Parts: Array<{ PartNumber: number; ETag: string }> = [];
+    for (const [i, Body] of bytes.entries()) Parts.push({ PartNumber: i + 1, ETag: (await a.send(new UploadPartCommand({ Bucket: 'mpu', Key, UploadId, PartNumber: i + 1, Body }))).ETag! });
+    const complete = (MpuObjectSize?: number, raw?: string) => {
+      const command = new CompleteMultipartUploadCommand({ Bucket: 'mpu', Key, UploadId, MultipartUpload: { Parts }, ...(MpuObjectSize === undefined ? {} : { MpuObjectSize }) });
+      // A value the SDK would not write (it serializes a number): set before signing.
+      if (raw !== undefined) {
+        command.middlewareStack.add((next) => async (args) => {
+          (args.request as { headers: Record<string, string> }).headers['x-amz-mp-object-size'] = raw;
+          return next(args);
+        }, { step: 'build' });
+      }
+      return a.send(command);
+    };
+    const res = await fetch(`${server.url}/dev/token`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ org_id: 'team-a', sub: 'test', ttl_seconds: 600, scope: 'blob.read' }) });
+    const token = ((await res.json()) as { access_token: string }).access_token;
+    const blobId = `sha-256:${crypto.createHash('sha256').update(whole).digest('hex')}:${whole.length}`;
+    const published = async () => (await fetch(`${server.url}/api/v1/blobs/${blobId}`, { method: 'HEAD', headers: { Authorization: `Bearer ${token}` } })).status;
+    expect(await failure(complete(whole.length - 1))).toEqual({ name: 'InvalidRequest', status: 400 });
+    expect(await failure(complete(whole.length + 1))).toEqual({ name: 'InvalidRequest', status: 400 });
+    for (const raw of ['12x', '-1', '1.5', '1e6']) expect(await failure(complete(undefined, raw))).toEqual({ name: 'InvalidArgument', status: 400 });
+    // Refused: no object, no blob, the upload and its parts as they were.
+    expect(await failure(a.send(new HeadObjectCommand({ Bucket: 'mpu', Key })))).toEqual({ name: 'NotFound', status: 404 });
+    expect(await published()).toBe(404);
+    expect((await a.send(new ListPartsCommand({ Bucket: 'mpu', Key, UploadId }))).Parts?.map((p) => p.PartNumber)).toEqual([1, 2]);
+    const done = await complete(whole.length);
+    expect(done.ETag).toBe(multipartEtag(bytes));
+    expect(await published()).toBe(200);
+    expect((await bytesOf((await a.send(new GetObjectCommand({ Bucket: 'mpu', Key }))).Body)).equals(whole)).toBe(true);
   });
 
   it('UploadPartCopy of a whole object: its blocks become the part', async () => {
@@ -312,6 +348,73 @@ describe('garbage collection and open multipart uploads (security off)', () => {
     await s3.send(new CompleteMultipartUploadCommand({ Bucket: 'gc-bucket', Key: 'kept.bin', UploadId, MultipartUpload: { Parts: etags.map((ETag, i) => ({ PartNumber: i + 1, ETag })) } }));
     const got = await s3.send(new GetObjectCommand({ Bucket: 'gc-bucket', Key: 'kept.bin' }));
     expect((await bytesOf(got.Body)).equals(Buffer.concat(bytes))).toBe(true);
+  });
+});
+
+describe('UploadPartCopy whose client goes away (security off, SVC_INGEST_BUFFER_BYTES at its 16 MiB floor)', () => {
+  let open: TestServer;
+  let s3: S3Client;
+  beforeAll(async () => {
+    open = await startServer({ SVC_INGEST_BUFFER_BYTES: '16MiB', SVC_DURABILITY: 'relaxed' });
+    s3 = client(open.s3Url, { accessKeyId: 'anyone', secretAccessKey: 'anything-at-all-0123456789abcdefgh' });
+  }, 60_000);
+  afterAll(async () => {
+    await open?.stop();
+  });
+
+  /** A gauge of the server's /metrics (open with security off). */
+  const gauge = async (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(await (await fetch(`${open.url}/metrics`)).text())?.[1]);
+  /**
+   * Until `name` is `value`: polled, never a fixed pause. 5 s without it fails: less than uWS's
+   * idle timeout (10 s), which would end the blocker below and free the memory by itself.
+   */
+  async function gaugeIs(name: string, value: number): Promise<void> {
+    for (const until = Date.now() + 5_000; ; await new Promise((r) => setTimeout(r, 20))) {
+      const now = await gauge(name);
+      if (now === value) return;
+      if (Date.now() > until) throw new Error(`${name} is ${now}, not ${value}, after 5 s`);
+    }
+  }
+
+  it('a range copy into a new part stops when its client leaves: its ingest ends while another upload still holds the memory, and no part is recorded', async () => {
+    await s3.send(new CreateBucketCommand({ Bucket: 'gone' }));
+    const source = seededBytes(300_000, 91);
+    await s3.send(new PutObjectCommand({ Bucket: 'gone', Key: 'source.bin', Body: source }));
+    const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: 'gone', Key: 'copied.bin' }));
+    const url = new URL(open.s3Url);
+    // An upload that takes the whole transfer budget and holds it: its body comes later.
+    const blockerBody = seededBytes(64 * MiB, 92);
+    const blocker = http.request({ host: url.hostname, port: url.port, method: 'PUT', path: '/gone/blocker.bin', headers: { 'Content-Length': String(blockerBody.length) } });
+    const blockerDone = new Promise<number>((resolve, reject) => {
+      blocker.on('response', (res) => { res.resume(); res.on('end', () => resolve(res.statusCode!)); });
+      blocker.on('error', reject);
+    });
+    // Awaited below; a failure before that must not surface as an unhandled rejection instead of the assertion's error.
+    blockerDone.catch(() => {});
+    blocker.write(blockerBody.subarray(0, MiB));
+    await gaugeIs('svc_transfers_in_flight', 1);
+    // A range that cuts a block: streamed into the part's own ingest, which waits for memory.
+    const copy = http.request({
+      host: url.hostname, port: url.port, method: 'PUT', path: `/gone/copied.bin?partNumber=1&uploadId=${encodeURIComponent(UploadId!)}`,
+      headers: { 'x-amz-copy-source': '/gone/source.bin', 'x-amz-copy-source-range': 'bytes=1-200000', 'Content-Length': '0' },
+    });
+    copy.on('error', () => {});
+    copy.end();
+    await gaugeIs('svc_transfers_queued', 1);
+    copy.destroy();
+    // The copy's ingest leaves the queue while the blocker still holds the budget: it did not wait to run to its end.
+    await gaugeIs('svc_transfers_queued', 0);
+    expect(await gauge('svc_transfers_in_flight')).toBe(1);
+    expect((await s3.send(new ListPartsCommand({ Bucket: 'gone', Key: 'copied.bin', UploadId }))).Parts ?? []).toEqual([]);
+    // The blocker ends; the budget frees and nothing of the copy resumes.
+    blocker.end(blockerBody.subarray(MiB));
+    expect(await blockerDone).toBe(200);
+    await gaugeIs('svc_transfers_in_flight', 0);
+    expect(await gauge('svc_transfers_queued')).toBe(0);
+    expect((await s3.send(new ListPartsCommand({ Bucket: 'gone', Key: 'copied.bin', UploadId }))).Parts ?? []).toEqual([]);
+    // The same copy with its client staying: the part, the MD5 of its bytes.
+    const copied = await s3.send(new UploadPartCopyCommand({ Bucket: 'gone', Key: 'copied.bin', UploadId, PartNumber: 1, CopySource: 'gone/source.bin', CopySourceRange: 'bytes=1-200000' }));
+    expect(copied.CopyPartResult?.ETag).toBe(`"${md5(source.subarray(1, 200_001)).toString('hex')}"`);
   });
 });
 

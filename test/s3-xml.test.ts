@@ -131,8 +131,11 @@ describe('answers, read by @aws-sdk/client-s3', () => {
   });
 
   it('CopyObject, DeleteObjects, GetBucketLocation', async () => {
-    const copy = await client(200, xml.copyObjectXml({ etag: '"e1"', lastModified: when, checksums: { SHA256: 'x'.repeat(43) + '=' } })).send(new CopyObjectCommand({ Bucket: 'b', Key: 'k2', CopySource: 'b/k' }));
-    expect(copy.CopyObjectResult).toEqual({ ETag: '"e1"', LastModified: when, ChecksumSHA256: 'x'.repeat(43) + '=' });
+    const copyBody = xml.copyObjectXml({ etag: '"e1"', lastModified: when, checksums: { SHA256: 'x'.repeat(43) + '=' }, checksumType: 'FULL_OBJECT' });
+    // AWS's documented order: ETag, LastModified, ChecksumType, then the checksums.
+    expect(copyBody).toMatch(/<CopyObjectResult[^>]*><ETag>&quot;e1&quot;<\/ETag><LastModified>[^<]+<\/LastModified><ChecksumType>FULL_OBJECT<\/ChecksumType><ChecksumSHA256>x+=<\/ChecksumSHA256><\/CopyObjectResult>/);
+    const copy = await client(200, copyBody).send(new CopyObjectCommand({ Bucket: 'b', Key: 'k2', CopySource: 'b/k' }));
+    expect(copy.CopyObjectResult).toEqual({ ETag: '"e1"', LastModified: when, ChecksumType: 'FULL_OBJECT', ChecksumSHA256: 'x'.repeat(43) + '=' });
     const deleted = await client(200, xml.deleteResultXml({ deleted: ['a', 'b&c'], errors: [{ key: 'd', code: 'AccessDenied', message: 'Access Denied' }] })).send(
       new DeleteObjectsCommand({ Bucket: 'b', Delete: { Objects: [{ Key: 'a' }] } }),
     );

@@ -162,6 +162,13 @@ export const S3_MAX_KEYS = 10_000;
 export const S3_XML_BODY_MAX_BYTES = 2 * 1024 * KiB;
 /** Parts one CompleteMultipartUpload may list (S3: 10,000; 400 InvalidRequest beyond). */
 export const S3_MAX_PARTS = 10_000;
+/**
+ * How long a released blob's tombstone is kept in the S3 index (engine/s3/blob-refs.ts): a
+ * PutObject or Complete whose publication is older than this when its object is written is
+ * answered 503 SlowDown and sends its body again (its publication may predate a release whose
+ * tombstone is gone). An hour: far above any publication-to-write interval.
+ */
+export const S3_RELEASE_TOMBSTONE_MS = 60 * 60_000;
 /** Multipart uploads read at a time by the expiry cleanup (a page read, then its expired ones aborted). */
 export const S3_UPLOAD_CLEANUP_PAGE = 100;
 /** Keys one DeleteObjects may name (S3: 1,000; 400 MalformedXML beyond). */

@@ -12,17 +12,30 @@
 // `blobReleasing` instead: its publication may have come before the catalog's removal, so the
 // wiring publishes again and runs the write again (the record is gone by then, or back at 0).
 // A releaser that died midway leaves the entry: `pendingReleases` finds it, and the steps run again.
+//
+// `endRelease` leaves a tombstone: the record at 0 with `releasedAt` (read after the hold's
+// removal) and a `released` entry, pruned by the sweep after S3_RELEASE_TOMBSTONE_MS. It closes
+// the window after the mark: a PutObject or Complete that published before the removal (finding
+// the tenant's hold there, or taking one a later release removed) and writes its object after
+// `endRelease` would otherwise meet no mark and name a blob no longer held. A write that raises
+// a tombstone's count tells when it published (`Publication.since`, read before publishing): one
+// that began before `releasedAt` is refused `blobReleasing` and publishes again; one after it
+// writes (the hold it found or took came after the removal); in the same millisecond, only one
+// that took the hold itself. A publication older than the tombstones kept is refused too (its
+// tombstone may be pruned). docs/architecture.md, "S3 holds and their release".
 
 import type { BlockRoots } from '../base/block-roots.js';
 import { type Unit, UnitConflict, type UnitStore, table } from '../store/index.js';
 import { blobReleasing } from './errors.js';
-import { S3_MAX_PARTS } from '../base/limits.js';
+import { S3_MAX_PARTS, S3_RELEASE_TOMBSTONE_MS } from '../base/limits.js';
 import { PARTS, UPLOADS } from './records.js';
 
 interface RefRecord {
   count: number;
   /** Set by beginRelease while the catalog's hold is being removed. */
   releasing?: true;
+  /** A tombstone (count 0): when endRelease saw the catalog's hold removed. */
+  releasedAt?: number;
 }
 
 const REFS = table<RefRecord, [string, string]>('s3_blob_refs');
@@ -31,8 +44,19 @@ const REFS = table<RefRecord, [string, string]>('s3_blob_refs');
  * or, for a blob API DELETE under way, `{ at, kind: 'delete' }`: its mark only, which a sweep
  * ends without touching the hold (a delete cut short by a crash is whatever the catalog says).
  */
-type PendingRelease = number | { at: number; kind: 'delete' };
+type PendingRelease = number | { at: number; kind: 'delete' | 'released' };
 const RELEASES = table<PendingRelease, [string, string]>('s3_blob_releases');
+const isTombstoneEntry = (entry: PendingRelease) => typeof entry === 'object' && entry.kind === 'released';
+
+/**
+ * How the writer of an object got the tenant's hold on its blob (a PutObject's or a Complete's
+ * publication): `tookHold` false, it found the hold there; `since`, read before it published.
+ */
+export interface Publication {
+  blobId: string;
+  tookHold: boolean;
+  since: number;
+}
 
 /** What a unit's changes of counts mean for the catalog: blobs that became held (0 → n) and released (n → 0). */
 export interface RefChanges {
@@ -43,9 +67,10 @@ export interface RefChanges {
 /**
  * In the caller's unit: adds each delta to the tenant's count of its blob (net deltas: a blob
  * dropped and named again in one unit changes nothing). Reads each count (a precondition), so
- * units that change one count run one after the other.
+ * units that change one count run one after the other. `publication`: how the writer holds the
+ * blob it names, judged against a tombstone (above).
  */
-export async function adjustRefs(unit: Unit, tenant: string, deltas: ReadonlyMap<string, number>, now: number): Promise<RefChanges> {
+export async function adjustRefs(unit: Unit, tenant: string, deltas: ReadonlyMap<string, number>, now: number, publication?: Publication): Promise<RefChanges> {
   const changes: RefChanges = { held: [], released: [] };
   for (const [blobId, delta] of deltas) {
     if (delta === 0) continue;
@@ -53,6 +78,7 @@ export async function adjustRefs(unit: Unit, tenant: string, deltas: ReadonlyMap
     const record = await unit.get(REFS, key);
     const before = record?.count ?? 0;
     if (delta > 0 && record?.releasing) throw blobReleasing(blobId);
+    if (delta > 0 && before === 0 && publication?.blobId === blobId && !heldSince(record, publication, now)) throw blobReleasing(blobId);
     const after = before + delta;
     // Below 0 only on reads from two moments (PostgreSQL's reads are not one snapshot): the commit would fail its preconditions; run again now.
     if (after < 0) throw new UnitConflict(REFS.name);
@@ -70,13 +96,30 @@ export async function adjustRefs(unit: Unit, tenant: string, deltas: ReadonlyMap
   return changes;
 }
 
+/**
+ * Whether a publication's hold can be trusted against the record a count of 0 has: no tombstone
+ * (none within S3_RELEASE_TOMBSTONE_MS), or the hold taken after the tombstone's removal.
+ */
+function heldSince(record: RefRecord | undefined, publication: Publication, now: number): boolean {
+  if (now - publication.since > S3_RELEASE_TOMBSTONE_MS) return false;
+  const releasedAt = record?.releasedAt;
+  if (releasedAt === undefined) return true;
+  // Published after the removal (read before it, read after it); in the same millisecond only a
+  // hold the publication took itself (the removal came before it: the hold was not there).
+  return publication.since > releasedAt || (publication.since === releasedAt && publication.tookHold);
+}
+
 /** Adds `by` to `blobId`'s delta in `deltas`. */
 export function addDelta(deltas: Map<string, number>, blobId: string, by: number): void {
   deltas.set(blobId, (deltas.get(blobId) ?? 0) + by);
 }
 
 export class BlobRefs {
-  constructor(private readonly units: UnitStore) {}
+  /** `now`: the engine's Clock (a tombstone's time). */
+  constructor(
+    private readonly units: UnitStore,
+    private readonly now: () => number = Date.now,
+  ) {}
 
   /** How many of the tenant's objects name the blob. */
   async count(tenant: string, blobId: string): Promise<number> {
@@ -88,8 +131,33 @@ export class BlobRefs {
    * key first; `deleting`: the mark of a blob API DELETE that did not end, only to be ended.
    */
   async pendingReleases(limit = 100): Promise<Array<{ tenant: string; blobId: string; deleting: boolean }>> {
-    const entries = await this.units.range(RELEASES, { limit });
-    return entries.map(({ key: [tenant, blobId], value }) => ({ tenant, blobId, deleting: typeof value === 'object' && value.kind === 'delete' }));
+    const out: Array<{ tenant: string; blobId: string; deleting: boolean }> = [];
+    for await (const { key: [tenant, blobId], value } of this.units.scan(RELEASES)) {
+      if (isTombstoneEntry(value)) continue;
+      out.push({ tenant, blobId, deleting: typeof value === 'object' && value.kind === 'delete' });
+      if (out.length >= limit) break;
+    }
+    return out;
+  }
+
+  /** Tombstones older than S3_RELEASE_TOMBSTONE_MS go (at most `limit` a call); how many went. */
+  async pruneTombstones(now: number, limit = 1000): Promise<number> {
+    const old: Array<[string, string]> = [];
+    // Read first, removed after: deleting while a scan walks the table skips entries on LMDB.
+    for await (const { key, value } of this.units.scan(RELEASES)) {
+      if (typeof value === 'object' && value.kind === 'released' && now - value.at > S3_RELEASE_TOMBSTONE_MS) old.push(key);
+      if (old.length >= limit) break;
+    }
+    for (const key of old) {
+      await this.units.run(async (unit) => {
+        const entry = await unit.get(RELEASES, key);
+        if (typeof entry !== 'object' || entry.kind !== 'released' || now - entry.at <= S3_RELEASE_TOMBSTONE_MS) return;
+        unit.remove(RELEASES, key);
+        const record = await unit.get(REFS, key);
+        if (record && record.count === 0 && record.releasedAt !== undefined) unit.remove(REFS, key);
+      });
+    }
+    return old.length;
   }
 
   /** Marks the release begun when the count is still 0 (true: remove the catalog's hold, then endRelease). False: nothing to release. */
@@ -97,8 +165,11 @@ export class BlobRefs {
     const key: [string, string] = [tenant, blobId];
     return this.units.run(async (unit) => {
       const record = await unit.get(REFS, key);
-      if (!record || record.count > 0) {
-        if (await unit.has(RELEASES, key)) unit.remove(RELEASES, key);
+      const entry = await unit.get(RELEASES, key);
+      const pending = entry !== undefined && !isTombstoneEntry(entry);
+      // Nothing to release (a tombstone without a pending entry: its release ended): a pending entry goes; a tombstone's stays until it is pruned.
+      if (!record || record.count > 0 || (record.releasedAt !== undefined && !pending)) {
+        if (pending) unit.remove(RELEASES, key);
         return false;
       }
       if (!record.releasing) unit.put(REFS, key, { count: 0, releasing: true });
@@ -117,7 +188,8 @@ export class BlobRefs {
     await this.units.run(async (unit) => {
       const record = await unit.get(REFS, key);
       if (record && (record.count > 0 || record.releasing)) return;
-      unit.put(REFS, key, { count: 0 });
+      // A tombstone keeps its time: a writer that published before that removal is still refused until this release begins.
+      unit.put(REFS, key, record?.releasedAt === undefined ? { count: 0 } : { count: 0, releasedAt: record.releasedAt });
       unit.put(RELEASES, key, now);
     });
   }
@@ -161,13 +233,23 @@ export class BlobRefs {
     }
   }
 
-  /** After the catalog's hold is removed: the count's record and the pending entry go. */
+  /**
+   * After the catalog's hold is removed: the count's record becomes a tombstone (`releasedAt`, read
+   * now, after the removal) and the pending entry its `released` entry, for the sweep to prune.
+   */
   async endRelease(tenant: string, blobId: string): Promise<void> {
     const key: [string, string] = [tenant, blobId];
+    const at = this.now();
     return this.units.run(async (unit) => {
       const record = await unit.get(REFS, key);
-      if (record?.releasing) unit.remove(REFS, key);
-      if (await unit.has(RELEASES, key)) unit.remove(RELEASES, key);
+      if (!record?.releasing) {
+        // Ended before (a repeat): the tombstone stays; a pending entry without a release under way goes.
+        const entry = await unit.get(RELEASES, key);
+        if (entry !== undefined && !isTombstoneEntry(entry)) unit.remove(RELEASES, key);
+        return;
+      }
+      unit.put(REFS, key, { count: 0, releasedAt: at });
+      unit.put(RELEASES, key, { at, kind: 'released' });
     });
   }
 
@@ -188,7 +270,8 @@ export class BlobRefs {
       async *digests() {
         // Every object's blob has a count (adjustRefs runs in the object's unit); parts are not counted.
         const blobs = async function* (): AsyncGenerator<[string, string]> {
-          for await (const { key } of units.scan(REFS)) yield [key[1], key[0]];
+          // A tombstone names a blob whose hold went: nothing of the index keeps it.
+          for await (const { key, value } of units.scan(REFS)) if (value.releasedAt === undefined) yield [key[1], key[0]];
           for await (const { key, value: upload } of units.scan(UPLOADS)) {
             const parts = await units.range(PARTS, { start: [key[2], 0], end: [key[2], S3_MAX_PARTS + 1] });
             for (const { value } of parts) if (!value.content.blocks) yield [value.content.blobId, upload.owner.tenant];

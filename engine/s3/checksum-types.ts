@@ -20,10 +20,12 @@ export interface MultipartChecksum {
   type: ChecksumType;
 }
 
-/** What CompleteMultipartUpload states of the object (x-amz-checksum-type, x-amz-checksum-*), to be checked. */
+/** What CompleteMultipartUpload states of the object (x-amz-checksum-type, x-amz-checksum-*, x-amz-mp-object-size), to be checked. */
 export interface StatedObjectChecksum {
   type?: string;
   checksum?: { algorithm: ChecksumAlgorithm; value: string };
+  /** x-amz-mp-object-size: the object's size in bytes, which must be the listed parts' total (400 InvalidRequest). */
+  objectSize?: number;
 }
 
 const lower = (algorithm: ChecksumAlgorithm) => algorithm.toLowerCase();

@@ -157,10 +157,12 @@ export class MultipartUploads {
    * read once to hash, nothing written), or the range's bytes are read and streamed into the
    * part's own ingest (`ingest`). The part's ETag is the MD5 of its bytes; with the upload's
    * checksum algorithm, its checksum is that of its bytes; the object's hash is taken as it goes
-   * when the parts before it are hashed, as an UploadPart's.
+   * when the parts before it are hashed, as an UploadPart's. `signal`: the client went away; the
+   * copy stops where it is (its ingest aborted, its reads closed) and records no part.
    */
-  async copyPart(caller: S3Owner, bucket: string, key: string, uploadId: string, partNumber: number, source: PartSource): Promise<UploadedPart> {
+  async copyPart(caller: S3Owner, bucket: string, key: string, uploadId: string, partNumber: number, source: PartSource, signal?: AbortSignal): Promise<UploadedPart> {
     const { upload, contents } = await this.admitPart(caller, bucket, key, uploadId, partNumber, copyLength(source));
+    signal?.throwIfAborted();
     const algorithm = upload.checksumAlgorithm;
     const plan = planPartCopy(source, algorithm);
     if (plan.kind === 'whole') {
@@ -181,7 +183,8 @@ export class MultipartUploads {
       });
       const part = this.partOf(caller, bucket, key, uploadId, partNumber, { declaredLength: plan.length }, { ingest, checksum, at });
       try {
-        await pushAll(ingest, pieces, (piece) => part.chunk(piece));
+        await pushAll(ingest, pieces, (piece) => part.chunk(piece), signal);
+        signal?.throwIfAborted();
       } catch (err) {
         part.abort();
         throw err;
@@ -193,6 +196,7 @@ export class MultipartUploads {
     const sha256 = createHash('sha256');
     let seen = 0;
     for await (const piece of pieces) {
+      signal?.throwIfAborted();
       seen += piece.length;
       md5.update(piece);
       sha256.update(piece);
@@ -200,6 +204,7 @@ export class MultipartUploads {
       at?.hash.update(piece);
     }
     if (seen !== plan.length) throw ingestFailed(`The copied range read ${seen} of its ${plan.length} bytes`);
+    signal?.throwIfAborted();
     const content: PartContent = { blobId: formatContentId(sha256.digest('hex'), plan.length), size: plan.length, blocks: plan.blocks };
     const checksums: UploadedPart['checksums'] = checksum ? { [checksum.algorithm]: checksum.digest() } : {};
     return this.record(caller, bucket, key, uploadId, partNumber, { etag: md5.digest('hex'), size: plan.length, checksums, content }, at);
@@ -264,7 +269,8 @@ export class MultipartUploads {
   }
 
   /**
-   * CompleteMultipartUpload: the list checked (./multipart.ts), the whole object within the
+   * CompleteMultipartUpload: the list checked (./multipart.ts), the size stated (x-amz-mp-object-size)
+   * and the checksum stated checked against it, the whole object within the
    * tenant's limits (413, 507; its bytes were charged as parts), its SHA-256 finished, the
    * manifest of the parts' blocks published for the tenant (an existing blob: nothing new), the
    * object written. The outcome's `released` are for the wiring's release protocol (blob-refs.ts).
@@ -274,6 +280,9 @@ export class MultipartUploads {
   ): Promise<Completed> {
     const { index, gate, manifests } = this.deps;
     const prepared = await index.multipart.prepareComplete(owner.tenant, bucket, key, uploadId, listed);
+    if (stated.objectSize !== undefined && stated.objectSize !== prepared.size) {
+      throw s3Refusal('InvalidRequest', `The provided 'x-amz-mp-object-size' header value ${stated.objectSize} does not match the size of the listed parts, ${prepared.size}.`);
+    }
     // The object's checksum from the parts' (no byte read), checked against what the request stated before anything is published.
     const checksums = await multipartObjectChecksums(prepared.upload, prepared.parts);
     checkStatedChecksum(prepared.upload, stated, checksums);
@@ -285,20 +294,25 @@ export class MultipartUploads {
     const chunker = chunkers.size === 1 ? [...chunkers][0]! : 'concatenation';
     const mediaType = prepared.upload.meta.contentType ?? 'application/octet-stream';
     const publication = this.deps.tenantBlobs ? { tenant: owner.tenant, tenantBlocks: true, ...publicationQuota(room, prepared.size) } : {};
+    // `since`: read before each publication, for the release protocol's tombstones (blob-refs.ts).
+    let since = this.deps.clock.now();
     const publish = () => manifests.publish(hex, prepared.size, mediaType, chunker, blocks, undefined, publication);
-    const published = await publish();
+    let published = await publish();
     this.deps.stats.recordPublication(published.newToTenant ? blocks.map((b, i) => ({ size: b.size, fresh: published.newToTenant![i]! && !published.existed })) : blocks, published.existed);
     const blobId = published.manifest.id;
     let outcome: Awaited<ReturnType<S3Index['multipart']['commitComplete']>>;
     let tookHold = !published.existed;
     for (let attempt = 1; ; attempt++) {
       try {
-        outcome = await index.multipart.commitComplete(owner, bucket, key, uploadId, prepared, { blobId, checksums }, conditions);
+        const held = { blobId, tookHold: !published.existed, since };
+        outcome = await index.multipart.commitComplete(owner, bucket, key, uploadId, prepared, { blobId, checksums }, conditions, held);
         break;
       } catch (err) {
-        // The blob is being released by an object's earlier end: published again, the write again.
+        // The blob is being released by an object's earlier end (or was, after this publication): published again, the write again.
         if (isBlobReleasing(err) && attempt < 4) {
-          if (!(await publish()).existed) tookHold = true;
+          since = this.deps.clock.now();
+          published = await publish();
+          if (!published.existed) tookHold = true;
           continue;
         }
         // Refused after the publication: the hold it took goes now, unless an object names the blob.

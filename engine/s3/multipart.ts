@@ -20,6 +20,7 @@ import { type S3Buckets, bucketOf } from './buckets.js';
 import { noSuchUpload, s3Refusal } from './errors.js';
 import { type ListPage, listGrouped, maxKeysOf } from './listing.js';
 import { afterStored, checkKey, compareKeys, encodeKey } from './names.js';
+import type { Publication } from './blob-refs.js';
 import { type WriteConditions, type WriteOutcome, bareEtag, checkMeta, writeObjectIn } from './objects.js';
 import { type ObjectMeta, PARTS, PART_BYTES, type PartContent, type PartRecord, type S3Owner, UPLOADS, type UploadRecord } from './records.js';
 
@@ -228,6 +229,7 @@ export class S3Multipart {
     prepared: PreparedComplete,
     blob: { blobId: string; checksums: PartRecord['checksums'] },
     conditions?: WriteConditions,
+    publication?: Publication,
   ): Promise<WriteOutcome & { discarded: PartContent[] }> {
     return this.units.run(async (unit) => {
       const at: [string, string, string] = [bucket, encodeKey(key), uploadId];
@@ -259,6 +261,7 @@ export class S3Multipart {
           owner: { ...owner },
         }),
         this.clock.now(),
+        publication,
       );
       unit.remove(UPLOADS, at);
       for (const { key: partKey } of entries) unit.remove(PARTS, partKey);

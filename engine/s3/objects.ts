@@ -10,7 +10,7 @@
 import { S3_USER_METADATA_MAX_BYTES } from '../base/limits.js';
 import type { Clock } from '../base/clock.js';
 import type { Entry, Unit, UnitKey, UnitRange, UnitStore } from '../store/index.js';
-import { type RefChanges, addDelta, adjustRefs } from './blob-refs.js';
+import { type Publication, type RefChanges, addDelta, adjustRefs } from './blob-refs.js';
 import { type S3Buckets, bucketOf } from './buckets.js';
 import { noSuchKey, preconditionFailed, s3Refusal } from './errors.js';
 import { type ListPage, type ListQuery, listObjects } from './listing.js';
@@ -88,12 +88,12 @@ export class S3Objects {
     private readonly buckets: S3Buckets,
   ) {}
 
-  /** PutObject (and the object of a completed multipart upload): the key now names `content`. */
-  async put(owner: S3Owner, bucket: string, key: string, content: ObjectContent, meta: ObjectMeta, conditions?: WriteConditions): Promise<WriteOutcome> {
+  /** PutObject: the key now names `content`; `publication`, how the writer holds its blob (blob-refs.ts). */
+  async put(owner: S3Owner, bucket: string, key: string, content: ObjectContent, meta: ObjectMeta, conditions?: WriteConditions, publication?: Publication): Promise<WriteOutcome> {
     checkKey(key);
     checkMeta(meta);
     const record = (): ObjectRecord => ({ ...contentOf(content), ...metaOf(meta), etag: bareEtag(content.etag), lastModified: this.clock.now(), owner: { ...owner } });
-    return this.write(owner.tenant, bucket, key, conditions, async () => record());
+    return this.write(owner.tenant, bucket, key, conditions, async () => record(), publication);
   }
 
   /** HeadObject, GetObject: the record, else NoSuchKey (NoSuchBucket, AccessDenied for the bucket). */
@@ -163,8 +163,8 @@ export class S3Objects {
   }
 
   /** One write of a key in a unit of its own. */
-  private write(tenant: string, bucket: string, key: string, conditions: WriteConditions | undefined, make: (unit: Unit) => Promise<ObjectRecord>): Promise<WriteOutcome> {
-    return this.units.run((unit) => writeObjectIn(unit, tenant, bucket, key, conditions, make, this.clock.now()));
+  private write(tenant: string, bucket: string, key: string, conditions: WriteConditions | undefined, make: (unit: Unit) => Promise<ObjectRecord>, publication?: Publication): Promise<WriteOutcome> {
+    return this.units.run((unit) => writeObjectIn(unit, tenant, bucket, key, conditions, make, this.clock.now(), publication));
   }
 }
 
@@ -180,6 +180,7 @@ export async function writeObjectIn(
   conditions: WriteConditions | undefined,
   make: (unit: Unit) => Promise<ObjectRecord>,
   now: number,
+  publication?: Publication,
 ): Promise<WriteOutcome> {
   await bucketOf(unit, tenant, bucket);
   const at: [string, string] = [bucket, encodeKey(key)];
@@ -189,7 +190,7 @@ export async function writeObjectIn(
   const deltas = new Map<string, number>();
   addDelta(deltas, record.blobId, 1);
   if (current) addDelta(deltas, current.blobId, -1);
-  const changes = await adjustRefs(unit, tenant, deltas, now);
+  const changes = await adjustRefs(unit, tenant, deltas, now, publication);
   unit.put(OBJECTS, at, record);
   return { record, ...changes };
 }

@@ -19,6 +19,6 @@ export class S3Index {
     this.buckets = new S3Buckets(units, clock, region);
     this.objects = new S3Objects(units, clock, this.buckets);
     this.multipart = new S3Multipart(units, clock, this.buckets);
-    this.refs = new BlobRefs(units);
+    this.refs = new BlobRefs(units, () => clock.now());
   }
 }

@@ -27,7 +27,7 @@ import type { ListPage, ListQuery } from './listing.js';
 import { checkConditions, type CopySource, type WriteConditions, type WriteOutcome } from './objects.js';
 import type { ObjectContent, ObjectMeta, ObjectRecord, S3Owner } from './records.js';
 import { S3Index } from './s3-index.js';
-import type { RefChanges } from './blob-refs.js';
+import type { Publication, RefChanges } from './blob-refs.js';
 import type { StatedObjectChecksum } from './checksum-types.js';
 import type { ChecksumAlgorithm } from './checksums.js';
 import type { CompletePart } from './multipart.js';
@@ -152,11 +152,14 @@ export class S3Service {
    * sends the body again, and its publication holds the blob anew. `tookHold`: the publication
    * made the blob the tenant's (DirectIngest.tookHold); a write refused after it (its condition
    * failed since `beforePut`: a concurrent writer) gives that hold back unless an object names it.
+   * `publishedSince`: the clock read before the publication began (ingest.end()); with it, the
+   * write is judged against a release that ended meanwhile (blob-refs.ts tombstones: 503 SlowDown).
    */
-  async putObject(caller: Principal, bucket: string, key: string, content: ObjectContent, meta: ObjectMeta, conditions?: WriteConditions, tookHold = false): Promise<ObjectRecord> {
+  async putObject(caller: Principal, bucket: string, key: string, content: ObjectContent, meta: ObjectMeta, conditions?: WriteConditions, tookHold = false, publishedSince?: number): Promise<ObjectRecord> {
     let outcome: WriteOutcome;
+    const publication: Publication | undefined = publishedSince === undefined || content.blobId === EMPTY_BLOB_ID ? undefined : { blobId: content.blobId, tookHold, since: publishedSince };
     try {
-      outcome = await this.retryReleasing(() => this.index.objects.put(ownerOf(caller), bucket, key, content, meta, conditions));
+      outcome = await this.retryReleasing(() => this.index.objects.put(ownerOf(caller), bucket, key, content, meta, conditions, publication));
     } catch (err) {
       if (tookHold && content.blobId !== EMPTY_BLOB_ID) await this.releaseOrphan(caller.tenant, content.blobId);
       throw err;
@@ -225,14 +228,14 @@ export class S3Service {
   /**
    * UploadPartCopy of an object the caller may read (`source`: getObject's, its copy conditions
    * checked), whole or `range` (416 outside it): engine/s3/part-copy.ts says what is read and
-   * what is copied.
+   * what is copied. `signal`: the client went away (the copy stops, no part recorded).
    */
-  copyPart(caller: Principal, source: ObjectRead, bucket: string, key: string, uploadId: string, partNumber: number, range?: CopyRange) {
+  copyPart(caller: Principal, source: ObjectRead, bucket: string, key: string, uploadId: string, partNumber: number, range?: CopyRange, signal?: AbortSignal) {
     const { record, manifest } = source;
     return this.multipart.copyPart(ownerOf(caller), bucket, key, uploadId, partNumber, {
       blobId: record.blobId, size: record.size, etag: record.etag, multipart: record.parts !== undefined, checksums: record.checksums,
       ...(manifest ? { manifest } : {}), ...(range ? { range } : {}),
-    });
+    }, signal);
   }
 
   /** CompleteMultipartUpload; an object it replaced releases its blob as a PutObject's would. */
@@ -294,8 +297,9 @@ export class S3Service {
     }
   }
 
-  /** Releases whose releaser died midway, or that failed. */
+  /** Releases whose releaser died midway, or that failed; then tombstones past their time (blob-refs.ts). */
   async sweepReleases(): Promise<void> {
+    await this.index.refs.pruneTombstones(this.deps.clock.now());
     for (;;) {
       const pending = await this.index.refs.pendingReleases(100);
       for (const { tenant, blobId, deleting } of pending) {

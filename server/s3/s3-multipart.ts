@@ -104,9 +104,13 @@ export async function uploadPartCopy(call: S3Call): Promise<void> {
   const source = copySourceOf(head.header('x-amz-copy-source')!);
   const partNumber = partNumberOf(call);
   const range = copySourceRangeOf(head.header('x-amz-copy-source-range'));
+  // The client going away stops the copy (a range read into a new part can be long): nothing recorded.
+  const gone = new AbortController();
+  call.ex.onAbort(() => gone.abort());
+  if (!call.ex.live) gone.abort();
   const read = await engine.s3.getObject(principal, source.bucket, source.key);
   copyChecks(call)(read.record);
-  const uploaded = await engine.s3.copyPart(principal, read, head.bucket, head.key, uploadIdOf(call), partNumber, range);
+  const uploaded = await engine.s3.copyPart(principal, read, head.bucket, head.key, uploadIdOf(call), partNumber, range, gone.signal);
   sendXml(call, copyPartXml({ etag: `"${uploaded.etag}"`, lastModified: new Date(engine.clock.now()), checksums: uploaded.checksums }));
 }
 
@@ -126,11 +130,22 @@ export async function completeMultipartUpload(call: S3Call): Promise<void> {
   });
 }
 
-/** Complete's x-amz-checksum-type and x-amz-checksum-* (one; a composite value may end in `-N`): what the object must be. */
+/**
+ * Complete's x-amz-checksum-type, x-amz-checksum-* (one; a composite value may end in `-N`) and
+ * x-amz-mp-object-size (a decimal byte count, else 400 InvalidArgument): what the object must be.
+ */
 function statedObjectChecksumOf(head: S3Call['head']): StatedObjectChecksum {
   const stated: StatedObjectChecksum = {};
   const type = head.header('x-amz-checksum-type');
   if (type !== undefined) stated.type = type;
+  const size = head.header('x-amz-mp-object-size');
+  if (size !== undefined) {
+    const trimmed = size.trim();
+    if (!/^\d{1,16}$/.test(trimmed) || !Number.isSafeInteger(Number(trimmed))) {
+      throw new S3Error('InvalidArgument', 'The x-amz-mp-object-size header value must be the object\'s size in bytes, a non-negative integer', { ArgumentName: 'x-amz-mp-object-size', ArgumentValue: size });
+    }
+    stated.objectSize = Number(trimmed);
+  }
   for (const algorithm of CHECKSUM_ALGORITHMS) {
     const value = head.header(CHECKSUM_HEADER[algorithm])?.trim();
     if (value === undefined) continue;

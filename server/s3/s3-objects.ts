@@ -32,6 +32,7 @@ export async function putObject(call: S3Call): Promise<void> {
   let measured: MeasuredBody;
   let blobId: string;
   let tookHold = false;
+  let publishedSince: number | undefined;
   if (length === 0) {
     // The store keeps no empty blobs: an empty object names the id of zero bytes (engine/s3/s3-service.ts).
     measured = await pumpBody(ex, source, checks, { push: () => { throw new S3Error('IncompleteBody', 'The body is longer than its declared length'); } }, engine.stats);
@@ -41,12 +42,13 @@ export async function putObject(call: S3Call): Promise<void> {
     const ingest = await engine.s3.ingest(call.gated ? principal : undefined, { declaredLength: length, contentType: meta.contentType }, stated);
     measured = await pumpBody(ex, source, { ...checks, digestsBySink: true }, ingest, engine.stats);
     // Every check of the edge passed; the ingest checks the digests it measured, and only then publishes the blob.
+    publishedSince = engine.clock.now();
     const result = await ingest.end();
     blobId = result.blob.id;
     tookHold = ingest.tookHold === true;
     measured = { ...measured, md5: result.md5! };
   }
-  const record = await engine.s3.putObject(principal, bucket, key, { blobId, size: measured.size, etag: measured.md5, checksums: measured.checksums }, meta, conditions, tookHold);
+  const record = await engine.s3.putObject(principal, bucket, key, { blobId, size: measured.size, etag: measured.md5, checksums: measured.checksums }, meta, conditions, tookHold, publishedSince);
   ex.send(200, { ETag: `"${record.etag}"`, 'X-Svc-Blob-Id': blobId, ...checksumHeaders(record), ...checksumTypeHeader(record) });
 }
 
@@ -199,5 +201,8 @@ export async function copyObject(call: S3Call): Promise<void> {
   if (directive !== 'COPY' && directive !== 'REPLACE') throw new S3Error('InvalidArgument', 'Unknown metadata directive.');
   const meta = directive === 'REPLACE' ? metaOf(head) : undefined;
   const record = await engine.s3.copyObject(principal, { ...source, check: copyChecks(call) }, head.bucket, head.key, meta, writeConditionsOf(head));
-  sendXml(call, copyObjectXml({ etag: `"${record.etag}"`, lastModified: new Date(record.lastModified) }), { 'X-Svc-Blob-Id': record.blobId });
+  // The copy's checksum is the source's (no byte moves), with its type, as HeadObject with checksum mode answers it.
+  sendXml(call, copyObjectXml({ etag: `"${record.etag}"`, lastModified: new Date(record.lastModified), checksums: record.checksums, checksumType: checksumTypeOf(record) }), {
+    'X-Svc-Blob-Id': record.blobId,
+  });
 }

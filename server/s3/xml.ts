@@ -241,8 +241,9 @@ export function listMultipartUploadsXml(r: {
 }
 
 /** CopyObject's body (CopyObjectResult). */
-export function copyObjectXml(r: { etag: string; lastModified: Date; checksums?: Checksums }): string {
-  return document('CopyObjectResult', { ETag: r.etag, LastModified: iso(r.lastModified), ...checksumNodes(r.checksums) });
+export function copyObjectXml(r: { etag: string; lastModified: Date; checksums?: Checksums; checksumType?: ChecksumType }): string {
+  // AWS's order: ChecksumType between LastModified and the checksums (CompleteMultipartUploadResult has it last).
+  return document('CopyObjectResult', { ETag: r.etag, LastModified: iso(r.lastModified), ...present({ ChecksumType: r.checksumType }), ...checksumNodes(r.checksums) });
 }
 
 /** UploadPartCopy's body (CopyPartResult). */
