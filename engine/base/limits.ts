@@ -216,3 +216,6 @@ export const ROUTE_HINT_MAX_EDITS = 3;
  * metadata needs more than 4 KiB. Node's own HTTP server allows 16 KiB too. Beyond it: 431.
  */
 export const HTTP_MAX_HEADER_BYTES = 16 * KiB;
+
+/** What a block PUT reads of an S3 server's error answer to name the failure (S3's error documents are a few hundred bytes; the rest is dropped). */
+export const S3_ERROR_ANSWER_MAX_BYTES = 64 * KiB;

@@ -15,12 +15,15 @@ import http from 'node:http';
 import https from 'node:https';
 import { S3ServiceException, type S3Client } from '@aws-sdk/client-s3';
 import { SignatureV4 } from '@smithy/signature-v4';
+import { XMLParser } from 'fast-xml-parser';
 import type { S3Location } from '../block-store.js';
+import { S3_ERROR_ANSWER_MAX_BYTES } from '../../base/limits.js';
 
 const MAX_ATTEMPTS = 3;
 const RETRY_BASE_MS = 100;
 const THROTTLED_BASE_MS = 500;
 const MAX_RETRY_DELAY_MS = 20_000;
+const ERROR_PARSER = new XMLParser({ parseTagValue: false, processEntities: true });
 const RETRY_STATUS = new Set([429, 500, 502, 503, 504]);
 const RETRY_CODES = new Set(['SlowDown', 'Throttling', 'ThrottlingException', 'RequestLimitExceeded', 'RequestThrottled', 'TooManyRequestsException', 'BandwidthLimitExceeded', 'RequestTimeout', 'RequestTimeoutException', 'TimeoutError']);
 const RETRY_NETWORK = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
@@ -137,9 +140,14 @@ export class BlockPuts {
           res.resume();
           res.once('end', () => resolve({ status, body: '', requestId }));
         } else {
-          // An error answer is a small XML document: read whole, to name the failure.
+          // An error answer is a small XML document: its first S3_ERROR_ANSWER_MAX_BYTES name the failure, the rest is dropped.
           const parts: Buffer[] = [];
-          res.on('data', (d: Buffer) => parts.push(d));
+          let kept = 0;
+          res.on('data', (d: Buffer) => {
+            if (kept >= S3_ERROR_ANSWER_MAX_BYTES) return;
+            parts.push(d.subarray(0, S3_ERROR_ANSWER_MAX_BYTES - kept));
+            kept += Math.min(d.length, S3_ERROR_ANSWER_MAX_BYTES - kept);
+          });
           res.once('end', () => resolve({ status, body: Buffer.concat(parts).toString('utf8'), requestId }));
         }
         res.once('error', reject);
@@ -154,7 +162,8 @@ export class BlockPuts {
 
 /** An S3 error answer as the SDK throws it: named by its Code, with the status. */
 function s3Failure(answer: Answer, attempts: number): S3ServiceException {
-  const field = (name: string) => new RegExp(`<${name}>([^<]*)</${name}>`).exec(answer.body)?.[1];
+  const error = errorFields(answer.body);
+  const field = (name: 'Code' | 'Message' | 'RequestId') => (typeof error[name] === 'string' || typeof error[name] === 'number' ? String(error[name]) : undefined);
   const name = field('Code') ?? (answer.status === 404 ? 'NotFound' : `HTTP${answer.status}`);
   return new S3ServiceException({
     name,
@@ -162,6 +171,16 @@ function s3Failure(answer: Answer, attempts: number): S3ServiceException {
     $metadata: { httpStatusCode: answer.status, requestId: answer.requestId ?? field('RequestId'), attempts },
     message: field('Message') ?? `PutObject answered HTTP ${answer.status}`,
   });
+}
+
+/** The fields of an S3 error document (`<Error><Code/><Message/>…</Error>`), none when the body is not one. */
+function errorFields(body: string): Record<string, unknown> {
+  try {
+    const parsed = ERROR_PARSER.parse(body) as { Error?: unknown };
+    return typeof parsed.Error === 'object' && parsed.Error !== null ? (parsed.Error as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
 }
 
 function wait(attempt: number, throttled: boolean): Promise<void> {
