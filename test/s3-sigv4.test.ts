@@ -117,6 +117,19 @@ describe('AWS S3 SigV4 examples (Authorization header)', () => {
     }
   });
 
+  it('an Authorization header remembered parsed (after a verified request) still has its signature, date and form checked', () => {
+    const signed = 'host;range;x-amz-content-sha256;x-amz-date';
+    const good = request('GET', '/test.txt', { ...GET_OBJECT, authorization: authorization(signed, GET_OBJECT_SIGNATURE) });
+    for (let i = 0; i < 3; i++) expect(verify(good).key.accessKeyId).toBe(AKID);
+    // Same text before the signature: another signature, a signature that is not 64 hex digits, a field after it.
+    expect(refusal(() => verify(request('GET', '/test.txt', { ...GET_OBJECT, authorization: authorization(signed, flip(GET_OBJECT_SIGNATURE)) }))).code).toBe('SignatureDoesNotMatch');
+    expect(refusal(() => verify(request('GET', '/test.txt', { ...GET_OBJECT, authorization: authorization(signed, GET_OBJECT_SIGNATURE.slice(1)) }))).code).toBe('AuthorizationHeaderMalformed');
+    expect(refusal(() => verify(request('GET', '/test.txt', { ...GET_OBJECT, authorization: `${authorization(signed, GET_OBJECT_SIGNATURE)},Extra=1` }))).code).toBe('AuthorizationHeaderMalformed');
+    // The credential's date against the request's, and the clock, are the request's own.
+    expect(refusal(() => verify(request('GET', '/test.txt', { ...GET_OBJECT, 'x-amz-date': '20130525T000000Z', authorization: authorization(signed, GET_OBJECT_SIGNATURE) }))).code).toBe('AuthorizationHeaderMalformed');
+    expect(refusal(() => verify(good, AT + 16 * 60_000)).code).toBe('RequestTimeTooSkewed');
+  });
+
   it('refuses an unknown key, a skewed clock, another region, an unsigned x-amz-* header and malformed headers', () => {
     const auth = authorization('host;range;x-amz-content-sha256;x-amz-date', GET_OBJECT_SIGNATURE);
     const unknown = refusal(() => verify(request('GET', '/test.txt', { ...GET_OBJECT, authorization: auth.replace(AKID, 'AKIDUNKNOWN') })));

@@ -135,6 +135,8 @@ export const S3_MAX_CLOCK_SKEW_MS = 15 * 60_000;
 export const S3_PRESIGN_MAX_EXPIRES_S = 7 * 24 * 3600;
 /** Signing keys (an HMAC chain of four) remembered, per access key, date, region and service. */
 export const S3_SIGNING_KEYS_CACHED = 1024;
+/** Authorization headers (all but their signature) remembered parsed: a client's requests repeat one. */
+export const S3_AUTHORIZATIONS_CACHED = 1024;
 /** Headers one signature may name: more is refused before anything is hashed. */
 export const S3_MAX_SIGNED_HEADERS = 64;
 /** Query parameters one request may carry (S3 operations use a handful). */

@@ -79,22 +79,37 @@ const RESPONSE_OVERRIDES: ReadonlyArray<[string, string]> = [
   ['response-content-encoding', 'Content-Encoding'],
 ];
 
-/** The headers of an object's answer besides the validators and the range. */
-function objectHeaders(call: S3Call, record: ObjectRecord): Record<string, string> {
+/** An object's answer besides the validators and the range: its headers, and the two serveBlob takes apart. */
+interface ObjectAnswer {
+  headers: Record<string, string>;
+  contentType: string;
+  /** null: no Cache-Control (serveBlob's default is the blob's `immutable`). */
+  cacheControl: string | null;
+}
+
+function objectAnswer(call: S3Call, record: ObjectRecord): ObjectAnswer {
+  // Built in one shape (no `delete`: an object that loses a property turns into a slow
+  // dictionary for every header written after).
   const headers: Record<string, string> = { 'X-Svc-Blob-Id': record.blobId };
+  let contentType = record.contentType ?? DEFAULT_CONTENT_TYPE;
+  let cacheControl = record.cacheControl ?? null;
   if (record.contentEncoding !== undefined) headers['Content-Encoding'] = record.contentEncoding;
   if (record.contentDisposition !== undefined) headers['Content-Disposition'] = record.contentDisposition;
   if (record.expires !== undefined) headers.Expires = record.expires;
-  if (record.cacheControl !== undefined) headers['Cache-Control'] = record.cacheControl;
-  for (const [name, value] of Object.entries(record.userMetadata)) headers[`x-amz-meta-${name}`] = value;
+  for (const name in record.userMetadata) headers[`x-amz-meta-${name}`] = record.userMetadata[name]!;
   // The whole object's checksums: not for a part of it (S3 answers none for a range either).
   const whole = call.head.header('range') === undefined && call.query.get('partNumber') === undefined;
   if (call.head.header('x-amz-checksum-mode')?.toUpperCase() === 'ENABLED' && whole) Object.assign(headers, checksumHeaders(record), checksumTypeHeader(record));
-  for (const [param, name] of RESPONSE_OVERRIDES) {
-    const value = call.query.get(param);
-    if (value !== undefined) headers[name] = value;
+  if (call.query.size > 0) {
+    for (const [param, name] of RESPONSE_OVERRIDES) {
+      const value = call.query.get(param);
+      if (value === undefined) continue;
+      if (name === 'Content-Type') contentType = value;
+      else if (name === 'Cache-Control') cacheControl = value;
+      else headers[name] = value;
+    }
   }
-  return headers;
+  return { headers, contentType, cacheControl };
 }
 
 /** GetObject and HeadObject. */
@@ -105,13 +120,9 @@ export async function getObject(call: S3Call): Promise<void> {
   const partNumber = query.get('partNumber');
   const read: ObjectRead = await engine.s3.getObject(call.principal, head.bucket, head.key);
   const { record, manifest } = read;
-  const headers = objectHeaders(call, record);
+  const { headers, contentType, cacheControl } = objectAnswer(call, record);
   if (partNumber !== undefined) Object.assign(conditions, partRange(record, partNumber, conditions.range));
   if (record.parts !== undefined) headers['x-amz-mp-parts-count'] = String(record.parts.length);
-  const contentType = headers['Content-Type'] ?? record.contentType ?? DEFAULT_CONTENT_TYPE;
-  delete headers['Content-Type'];
-  const cacheControl = headers['Cache-Control'] ?? null;
-  delete headers['Cache-Control'];
   const etag = `"${record.etag}"`;
   const refuse = (status: 412 | 416, extra: Record<string, string>) =>
     answerError(ex, head.resource, status === 412 ? preconditionFailed() : new S3Error('InvalidRange', 'The requested range is not satisfiable', { ActualObjectSize: String(record.size) }), extra);

@@ -9,7 +9,7 @@
 // RequestTimeTooSkewed, an expired presigned URL 403 AccessDenied; a malformed header or query is
 // 400 AuthorizationHeaderMalformed / AuthorizationQueryParametersError.
 
-import { S3_MAX_CLOCK_SKEW_MS, S3_MAX_SIGNED_HEADERS, S3_PRESIGN_MAX_EXPIRES_S } from '../../engine/base/limits.js';
+import { S3_AUTHORIZATIONS_CACHED, S3_MAX_CLOCK_SKEW_MS, S3_MAX_SIGNED_HEADERS, S3_PRESIGN_MAX_EXPIRES_S } from '../../engine/base/limits.js';
 import type { S3Key, S3KeyLookup } from '../../engine/s3/keys.js';
 import { S3Error } from './s3-error.js';
 import { ALGORITHM, canonicalHeaders, canonicalPath, canonicalQuery, canonicalRequest, credentialScope, parseQuery, stringToSign } from './sigv4-canonical.js';
@@ -76,7 +76,7 @@ export function verifyRequest(req: SignedRequest, options: VerifyOptions): Verif
 
 function verifyHeader(req: SignedRequest, authorization: string, query: Array<[string, string]>, options: VerifyOptions): Verified {
   const bad = (why: string) => new S3Error('AuthorizationHeaderMalformed', `The authorization header is malformed; ${why}`);
-  const auth = parseAuthorization(authorization, bad);
+  const auth = parsedAuthorization(authorization, bad);
   const dateTime = requestDateTime(req);
   checkScope(auth.credential, dateTime, options.region, bad);
   const key = findKey(options.keys, auth.credential.accessKeyId);
@@ -99,16 +99,56 @@ function verifyHeader(req: SignedRequest, authorization: string, query: Array<[s
     path: canonicalPath(req.rawPath),
     query: canonicalQuery(query),
     headers: canonicalHeaders(auth.signedHeaders, (name) => req.header(name)),
-    signedHeaders: auth.signedHeaders.join(';'),
+    signedHeaders: auth.signedList,
     payloadHash: payloadHash.trim(),
   });
   checkSignature(key, signing, dateTime, scope, canonical, auth.signature);
+  rememberAuthorization(authorization, auth);
   const payload = payloadOf(payloadHash.trim(), req, { key: signing, dateTime, scope, seed: auth.signature.toLowerCase() });
   return { key, query, presigned: false, payload };
 }
 
+interface ParsedAuthorization {
+  credential: Credential;
+  signedHeaders: string[];
+  /** SignedHeaders as sent (`a;b`): the canonical request's line. */
+  signedList: string;
+  signature: string;
+}
+
+const SIGNATURE_FIELD = 'Signature=';
+/** The longest Authorization header (before its signature) remembered parsed: SDKs send ~150-250 characters. */
+const REMEMBERED_AUTHORIZATION_CHARS = 1024;
+/**
+ * Authorization headers of verified requests, parsed, by all they say before their signature (a
+ * client's requests of one day repeat it); only those whose signature is the last field.
+ */
+const parsedBefore = new Map<string, Omit<ParsedAuthorization, 'signature'>>();
+
+/** parseAuthorization, what comes before the signature read once per client and day. */
+function parsedAuthorization(value: string, bad: (why: string) => S3Error): ParsedAuthorization {
+  const at = value.lastIndexOf(SIGNATURE_FIELD);
+  if (at > 0 && at <= REMEMBERED_AUTHORIZATION_CHARS) {
+    const known = parsedBefore.get(value.slice(0, at));
+    const signature = value.slice(at + SIGNATURE_FIELD.length);
+    // The same text with another 64-digit signature parses the same way.
+    if (known && isHexSignature(signature)) return { ...known, signature };
+  }
+  return parseAuthorization(value, bad);
+}
+
+/** Remembers a verified request's Authorization header parsed (parsedAuthorization reads it). */
+function rememberAuthorization(value: string, parsed: ParsedAuthorization): void {
+  const at = value.length - parsed.signature.length - SIGNATURE_FIELD.length;
+  if (at <= 0 || at > REMEMBERED_AUTHORIZATION_CHARS || !value.endsWith(SIGNATURE_FIELD + parsed.signature)) return;
+  const before = value.slice(0, at);
+  if (parsedBefore.has(before)) return;
+  if (parsedBefore.size >= S3_AUTHORIZATIONS_CACHED) parsedBefore.clear();
+  parsedBefore.set(before, { credential: parsed.credential, signedHeaders: parsed.signedHeaders, signedList: parsed.signedList });
+}
+
 /** `AWS4-HMAC-SHA256 Credential=<id>/<date>/<region>/s3/aws4_request, SignedHeaders=a;b, Signature=<hex>` */
-function parseAuthorization(value: string, bad: (why: string) => S3Error): { credential: Credential; signedHeaders: string[]; signature: string } {
+function parseAuthorization(value: string, bad: (why: string) => S3Error): ParsedAuthorization {
   const space = value.indexOf(' ');
   const algorithm = space < 0 ? value : value.slice(0, space);
   if (algorithm !== ALGORITHM) {
@@ -130,7 +170,7 @@ function parseAuthorization(value: string, bad: (why: string) => S3Error): { cre
     throw bad('it must hold Credential, SignedHeaders and Signature');
   }
   if (!isHexSignature(signature)) throw bad('the Signature is not 64 hexadecimal digits');
-  return { credential: parseCredential(credential, bad), signedHeaders: parseSignedHeaders(signed, bad), signature };
+  return { credential: parseCredential(credential, bad), signedHeaders: parseSignedHeaders(signed, bad), signedList: signed, signature };
 }
 
 function parseCredential(value: string, bad: (why: string) => S3Error): Credential {
