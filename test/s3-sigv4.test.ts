@@ -15,7 +15,7 @@ import { AwsChunkedDecoder, AwsChunkedStream, storedContentEncoding, type Chunke
 import { S3Error } from '../dist/server/s3/s3-error.js';
 import { canonicalPath, canonicalQuery, parseQuery, uriEncode } from '../dist/server/s3/sigv4-canonical.js';
 import { verifyRequest, type SignedRequest, type Verified } from '../dist/server/s3/sigv4.js';
-import { deriveSigningKey, hmac, signingKey } from '../dist/server/s3/signing-key.js';
+import { deriveSigningKey, hmac, hmacHex, signaturesEqual, signingKey } from '../dist/server/s3/signing-key.js';
 import { Sha256 } from './helpers/s3-client.js';
 
 // The credentials of AWS's S3 SigV4 examples.
@@ -426,11 +426,22 @@ describe('HMAC-SHA256 of a signing key (its pads made once)', () => {
     for (let round = 0; round < 2; round++) {
       for (const message of messages) {
         expect(hmac(signing, message).toString('hex')).toBe(crypto.createHmac('sha256', signing).update(message).digest('hex'));
+        expect(hmacHex(signing, message)).toBe(crypto.createHmac('sha256', signing).update(message).digest('hex'));
       }
     }
     // Keys that are no signing key of the cache (another length too), and bytes: node:crypto's own HMAC.
     const other = crypto.randomBytes(80);
     expect(hmac(other, 'abc').equals(crypto.createHmac('sha256', other).update('abc').digest())).toBe(true);
     expect(hmac(signing, Buffer.from('abc')).equals(crypto.createHmac('sha256', signing).update('abc').digest())).toBe(true);
+    expect(hmacHex(other, 'abc')).toBe(crypto.createHmac('sha256', other).update('abc').digest('hex'));
+  });
+
+  it('compares signatures as hex of either case, and nothing else', () => {
+    const expected = hmacHex(signingKey(AKID, SECRET, '20130524', 'us-east-1', 's3'), 'x');
+    expect(signaturesEqual(expected, expected)).toBe(true);
+    expect(signaturesEqual(expected.toUpperCase(), expected)).toBe(true);
+    expect(signaturesEqual(flip(expected), expected)).toBe(false);
+    expect(signaturesEqual(expected.slice(1), expected)).toBe(false);
+    expect(signaturesEqual(`${expected.slice(0, 63)}g`, expected)).toBe(false);
   });
 });

@@ -18,7 +18,7 @@ import { CHECKSUM_HEADER, isChecksumValue, type Checksum } from '../../engine/s3
 import { S3Error } from './s3-error.js';
 import { EMPTY_SHA256, sha256Hex } from './sigv4-canonical.js';
 import type { ChunkSigning } from './sigv4-payload.js';
-import { hmac, signaturesEqual } from './signing-key.js';
+import { hmacHex, signaturesEqual } from './signing-key.js';
 
 export interface ChunkedOptions {
   /** x-amz-decoded-content-length: the bytes the chunks carry together. */
@@ -165,7 +165,7 @@ export class AwsChunkedDecoder {
   }
 
   private check(signing: ChunkSigning, toSign: string, provided: string, what: string): string {
-    const expected = hmac(signing.key, toSign).toString('hex');
+    const expected = hmacHex(signing.key, toSign);
     if (!signaturesEqual(provided, expected)) {
       throw new S3Error('SignatureDoesNotMatch', `The ${what} signature we calculated does not match the signature you provided.`, { StringToSign: toSign, SignatureProvided: provided });
     }

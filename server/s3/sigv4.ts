@@ -13,7 +13,7 @@ import { S3_AUTHORIZATIONS_CACHED, S3_MAX_CLOCK_SKEW_MS, S3_MAX_SIGNED_HEADERS, 
 import type { S3Key, S3KeyLookup } from '../../engine/s3/keys.js';
 import { S3Error } from './s3-error.js';
 import { ALGORITHM, canonicalHeaders, canonicalPath, canonicalQuery, canonicalRequest, credentialScope, parseQuery, stringToSign } from './sigv4-canonical.js';
-import { hmac, isHexSignature, signaturesEqual, signingKey } from './signing-key.js';
+import { hmacHex, isHexSignature, signaturesEqual, signingKey } from './signing-key.js';
 import { parseChunkedPayload, type Payload } from './sigv4-payload.js';
 
 export type { ChunkSigning, Payload } from './sigv4-payload.js';
@@ -261,7 +261,7 @@ function checkSignedHeaders(req: SignedRequest, signed: readonly string[], presi
 
 function checkSignature(key: S3Key, signing: Buffer, dateTime: string, scope: string, canonical: string, provided: string): void {
   const toSign = stringToSign(dateTime, scope, canonical);
-  if (!signaturesEqual(provided, hmac(signing, toSign))) {
+  if (!signaturesEqual(provided, hmacHex(signing, toSign))) {
     throw new S3Error('SignatureDoesNotMatch', 'The request signature we calculated does not match the signature you provided. Check your key and signing method.', {
       AWSAccessKeyId: key.accessKeyId,
       StringToSign: toSign,
