@@ -443,5 +443,6 @@ describe('HMAC-SHA256 of a signing key (its pads made once)', () => {
     expect(signaturesEqual(flip(expected), expected)).toBe(false);
     expect(signaturesEqual(expected.slice(1), expected)).toBe(false);
     expect(signaturesEqual(`${expected.slice(0, 63)}g`, expected)).toBe(false);
+    expect(signaturesEqual(`${expected.slice(0, 63)}\u0130`, expected)).toBe(false);
   });
 });

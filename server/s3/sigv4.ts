@@ -125,26 +125,25 @@ const REMEMBERED_AUTHORIZATION_CHARS = 1024;
  */
 const parsedBefore = new Map<string, Omit<ParsedAuthorization, 'signature'>>();
 
-/** parseAuthorization, what comes before the signature read once per client and day. */
-function parsedAuthorization(value: string, bad: (why: string) => S3Error): ParsedAuthorization {
+/** parseAuthorization, what comes before the signature read once per client and day (`remembered`: so read). */
+function parsedAuthorization(value: string, bad: (why: string) => S3Error): ParsedAuthorization & { remembered?: true } {
   const at = value.lastIndexOf(SIGNATURE_FIELD);
   if (at > 0 && at <= REMEMBERED_AUTHORIZATION_CHARS) {
     const known = parsedBefore.get(value.slice(0, at));
     const signature = value.slice(at + SIGNATURE_FIELD.length);
     // The same text with another 64-digit signature parses the same way.
-    if (known && isHexSignature(signature)) return { ...known, signature };
+    if (known && isHexSignature(signature)) return { ...known, signature, remembered: true };
   }
   return parseAuthorization(value, bad);
 }
 
 /** Remembers a verified request's Authorization header parsed (parsedAuthorization reads it). */
-function rememberAuthorization(value: string, parsed: ParsedAuthorization): void {
+function rememberAuthorization(value: string, parsed: ParsedAuthorization & { remembered?: true }): void {
+  if (parsed.remembered) return;
   const at = value.length - parsed.signature.length - SIGNATURE_FIELD.length;
   if (at <= 0 || at > REMEMBERED_AUTHORIZATION_CHARS || !value.endsWith(SIGNATURE_FIELD + parsed.signature)) return;
-  const before = value.slice(0, at);
-  if (parsedBefore.has(before)) return;
   if (parsedBefore.size >= S3_AUTHORIZATIONS_CACHED) parsedBefore.clear();
-  parsedBefore.set(before, { credential: parsed.credential, signedHeaders: parsed.signedHeaders, signedList: parsed.signedList });
+  parsedBefore.set(value.slice(0, at), { credential: parsed.credential, signedHeaders: parsed.signedHeaders, signedList: parsed.signedList });
 }
 
 /** `AWS4-HMAC-SHA256 Credential=<id>/<date>/<region>/s3/aws4_request, SignedHeaders=a;b, Signature=<hex>` */
