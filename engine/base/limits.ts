@@ -199,6 +199,13 @@ export const SCHEMA_LIFECYCLE_CACHE_MS = 5_000;
 export const DOC_VERSIONS_CACHED = 2048;
 export const DOC_VERSIONS_CACHED_BYTES = 32 * 1024 * 1024;
 
+/**
+ * Uploads whose document a pg-s3 node keeps (the upload id and the document id, ~150 bytes each:
+ * ~2.5 MiB): an upload's document never changes, so the bytes' PUT and the finalize read the
+ * upload and its document in one statement (engine/documents/records.ts).
+ */
+export const DOC_UPLOADS_CACHED = 16_384;
+
 // ---- not-found answers ----
 /**
  * A 404's "did you mean" hint (server/route-hint.ts): paths longer than this get none (the work

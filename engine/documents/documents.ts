@@ -86,6 +86,7 @@ export class Documents {
       unit.put(DOCUMENTS, [principal.tenant, documentId], fresh);
       this.records.index.addDocument(unit, fresh);
       unit.put(UPLOADS, uploadId, { uploadId, tenant: principal.tenant, documentId, state: 'open' });
+      this.records.uploadCreated(unit, uploadId, documentId);
       const made = { documentId, uploadId, created: true, deprecated };
       // An Idempotency-Key's answer commits with the document (engine/idempotency).
       await keep?.(unit, made);
@@ -101,8 +102,7 @@ export class Documents {
    */
   async beginBytes(principal: Principal, uploadId: string, options: Pick<IngestOptions, 'contentType' | 'declaredLength'>): Promise<BytesUpload> {
     const meter = await this.records.storage.admitContent(principal, options.declaredLength);
-    const upload = await this.records.upload(principal, uploadId);
-    const doc = await this.records.document(principal, upload.documentId);
+    const { upload, doc } = await this.records.uploadAndDocument(principal, uploadId);
     requireRule(doc.permissions, principal, 'doc.write');
     if (upload.state === 'finalized') throw new SvcError('conflict', 'upload_finalized', 'The upload is finalized; its bytes cannot change');
     const { ingest, hash, recorded } = this.contentIngest(principal.tenant, { ...options, meter });
@@ -152,8 +152,7 @@ export class Documents {
   /** POST /v1/uploads/{id}/finalize: the document's first version (again: the same answer). */
   async finalize(principal: Principal, uploadId: string, parse: Parse<FinalizeUpload>, keep?: InUnit<Finalized>): Promise<Finalized> {
     const { records } = this;
-    const upload = await records.upload(principal, uploadId);
-    const doc = await records.document(principal, upload.documentId);
+    const { upload, doc } = await records.uploadAndDocument(principal, uploadId);
     requireRule(doc.permissions, principal, 'doc.write');
     const cmd = parse();
     return records.store.run(async (unit) => {

@@ -8,7 +8,7 @@
 
 import { LRUCache } from 'lru-cache';
 import type { Principal } from '../auth/index.js';
-import { DOC_VERSIONS_CACHED, DOC_VERSIONS_CACHED_BYTES } from '../base/limits.js';
+import { DOC_UPLOADS_CACHED, DOC_VERSIONS_CACHED, DOC_VERSIONS_CACHED_BYTES } from '../base/limits.js';
 import type { JobQueue } from '../jobs/index.js';
 import { SvcError } from '../base/errors.js';
 import type { ManifestRecord } from '../store/index.js';
@@ -93,6 +93,12 @@ export class DocumentRecords {
    * precondition on the version (the document's is the one that matters).
    */
   private readonly versions: LRUCache<string, VersionRecord> | undefined;
+  /**
+   * The document of each upload this node created or read, on a shared store only: an upload
+   * belongs to one document for ever, so the bytes' PUT and the finalize read the upload and the
+   * document in one statement (`uploadAndDocument`) instead of one after the other.
+   */
+  private readonly uploadDocuments: LRUCache<string, string> | undefined;
 
   constructor(
     readonly store: UnitStore,
@@ -107,6 +113,7 @@ export class DocumentRecords {
     this.versions = store.shared
       ? new LRUCache({ max: DOC_VERSIONS_CACHED, maxSize: DOC_VERSIONS_CACHED_BYTES, maxEntrySize: DOC_VERSIONS_CACHED_BYTES / 64, sizeCalculation: (v) => JSON.stringify(v.metadata).length + 256 })
       : undefined;
+    this.uploadDocuments = store.shared ? new LRUCache({ max: DOC_UPLOADS_CACHED }) : undefined;
   }
 
   /**
@@ -226,7 +233,34 @@ export class DocumentRecords {
     if (!isUuid(uploadId)) throw badRequest('The upload id must be a UUID');
     const upload = await this.store.get(UPLOADS, uploadId);
     if (!upload || upload.tenant !== principal.tenant) throw uploadNotFound(uploadId);
+    this.uploadDocuments?.set(uploadId, upload.documentId);
     return upload;
+  }
+
+  /** In the unit that creates upload `uploadId` of `documentId`: known to this node once committed. */
+  uploadCreated(unit: Unit, uploadId: string, documentId: string): void {
+    const known = this.uploadDocuments;
+    if (known) unit.afterCommit(() => known.set(uploadId, documentId));
+  }
+
+  /**
+   * The upload of the principal's tenant and its document (either missing or another tenant's:
+   * 404, the upload's first), as `upload` then `document`; in one read when this node knows the
+   * upload's document.
+   */
+  async uploadAndDocument(principal: Principal, uploadId: string): Promise<{ upload: UploadRecord; doc: DocumentRecord }> {
+    if (!isUuid(uploadId)) throw badRequest('The upload id must be a UUID');
+    const documentId = this.uploadDocuments?.get(uploadId);
+    if (documentId === undefined) {
+      const upload = await this.upload(principal, uploadId);
+      return { upload, doc: await this.document(principal, upload.documentId) };
+    }
+    const [upload, doc] = (await this.store.getMany([{ table: UPLOADS, key: uploadId }, { table: DOCUMENTS, key: [principal.tenant, documentId] }])) as [UploadRecord | undefined, DocumentRecord | undefined];
+    if (!upload || upload.tenant !== principal.tenant) throw uploadNotFound(uploadId);
+    // Never expected (an upload's document does not change): read as without the copy.
+    if (upload.documentId !== documentId) return { upload, doc: await this.document(principal, upload.documentId) };
+    if (!doc) throw documentNotFound(documentId);
+    return { upload, doc };
   }
 
   /** The document of the principal's tenant (another tenant's is 404). */

@@ -116,6 +116,8 @@ export interface UnitStore {
   insertIfAbsent<V, K extends UnitKey>(table: Table<V, K>, key: K, value: V, also?: ReadonlyArray<AlsoWrite>): Promise<boolean>;
   /** The latest committed record. */
   get<V, K extends UnitKey>(table: Table<V, K>, key: K): Promise<V | undefined>;
+  /** The latest committed records of several keys, in order (on PostgreSQL one statement): as `get` of each. */
+  getMany(reads: ReadonlyArray<PointKey>): Promise<unknown[]>;
   has<V, K extends UnitKey>(table: Table<V, K>, key: K): Promise<boolean>;
   /** The latest committed entries of a bounded range. */
   range<V, K extends UnitKey>(table: Table<V, K>, options?: UnitRange): Promise<Array<Entry<V, K>>>;

@@ -9,7 +9,7 @@ import { fromBufferKey } from 'ordered-binary';
 import type { Listening, PgPool } from './pool.js';
 import { type BufferedWrite, type PointRead, type RangeRead, type StoredEntry, type UnitBackend, keyBytes, runUnit, sameBytes } from '../unit-runner.js';
 import { SvcError } from '../../base/errors.js';
-import { type AlsoWrite, type Entry, type Table, type Unit, type UnitKey, type UnitRange, type UnitStore, isWatched, unwatchedTable } from '../unit-store.js';
+import { type AlsoWrite, type Entry, type PointKey, type Table, type Unit, type UnitKey, type UnitRange, type UnitStore, isWatched, unwatchedTable } from '../unit-store.js';
 import { CATALOG_SCHEMA, CATALOG_SCHEMA_KEY, catalogTooNew, tooNewWords, versionOf } from '../catalog-schema.js';
 
 export const UNITS_CHANNEL = 'svc_units';
@@ -216,6 +216,11 @@ export class PgUnitStore implements UnitStore, UnitBackend {
 
   async get<V, K extends UnitKey>(table: Table<V, K>, key: K): Promise<V | undefined> {
     return (await this.readPoint(table.name, key)).value as V | undefined;
+  }
+
+  async getMany(reads: ReadonlyArray<PointKey>): Promise<unknown[]> {
+    if (reads.length === 1) return [(await this.readPoint(reads[0]!.table.name, reads[0]!.key)).value];
+    return (await this.readPoints(reads.map((r) => ({ table: r.table.name, key: r.key })))).map((r) => r.value);
   }
 
   async has<V, K extends UnitKey>(table: Table<V, K>, key: K): Promise<boolean> {
