@@ -435,6 +435,22 @@ describe.each(backends)('UnitStore conformance: $name', (backend) => {
     expect(await a.get(out, 'k')).toBe(2);
   });
 
+  it('getMany: the latest committed records of several keys in order, absent ones undefined (one statement on PostgreSQL)', async ({ skip }) => {
+    const [a, b] = nodes(skip);
+    const t = fresh<{ v: number }, string>();
+    const u = fresh<number, [string, number]>();
+    await a.run((unit) => {
+      unit.put(t, 'present', { v: 1 });
+      unit.put(u, ['x', 2], 7);
+    });
+    const before = counted();
+    expect(await b.getMany([{ table: u, key: ['x', 2] }, { table: t, key: 'absent' }, { table: t, key: 'present' }, { table: u, key: ['x', 2] }])).toEqual([7, undefined, { v: 1 }, 7]);
+    if (before !== undefined) expect(counted()! - before).toBe(1);
+    expect(await b.getMany([])).toEqual([]);
+    await a.run((unit) => unit.remove(t, 'present'));
+    expect(await b.getMany([{ table: t, key: 'present' }])).toEqual([undefined]);
+  });
+
   it('insertIfAbsent: written with what goes with it only where the key is absent; 20 at once on two nodes write once', async ({ skip }) => {
     const [a, b] = nodes(skip);
     const t = fresh<{ by: string }, [string, string]>();

@@ -219,6 +219,7 @@ export class PgUnitStore implements UnitStore, UnitBackend {
   }
 
   async getMany(reads: ReadonlyArray<PointKey>): Promise<unknown[]> {
+    if (reads.length === 0) return [];
     if (reads.length === 1) return [(await this.readPoint(reads[0]!.table.name, reads[0]!.key)).value];
     return (await this.readPoints(reads.map((r) => ({ table: r.table.name, key: r.key })))).map((r) => r.value);
   }
