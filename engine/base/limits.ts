@@ -206,6 +206,14 @@ export const DOC_VERSIONS_CACHED_BYTES = 32 * 1024 * 1024;
  */
 export const DOC_UPLOADS_CACHED = 16_384;
 
+/**
+ * Records of remembered tables (engine/store/unit-store.ts: documents) a pg-s3 node keeps as it
+ * last read or committed them, at most this many and this many bytes (their msgpack bytes; none
+ * over 1/64 of it): a unit's first read of one is no round trip.
+ */
+export const UNIT_ROWS_REMEMBERED = 8192;
+export const UNIT_ROWS_REMEMBERED_BYTES = 16 * 1024 * 1024;
+
 // ---- not-found answers ----
 /**
  * A 404's "did you mean" hint (server/route-hint.ts): paths longer than this get none (the work

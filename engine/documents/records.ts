@@ -31,7 +31,9 @@ export interface ContentRecord {
 export const uploadNotFound = (id: string) => new SvcError('not_found', 'upload_not_found', `No upload ${id}`);
 const CURRENT = 'CURRENT';
 
-export const DOCUMENTS = table<DocumentRecord, [string, string]>('documents');
+// Remembered: a pg-s3 node's canonical write (and every unit that reads a document) takes the
+// node's copy as its read, verified by the commit (engine/store/unit-store.ts, REMEMBERED).
+export const DOCUMENTS = table<DocumentRecord, [string, string]>('documents', { remembered: true });
 export const UPLOADS = table<UploadRecord, string>('doc_uploads');
 export const VERSIONS = table<VersionRecord, [string, string, string]>('doc_versions');
 export const LABELS = table<string, [string, string, string]>('doc_labels');

@@ -29,9 +29,24 @@ export class Table<V, K extends UnitKey = UnitKey> {
   constructor(readonly name: string) {}
 }
 
-/** `watched`: commits that write the table are announced, so `watch` may follow it (else `watch` refuses it). */
-export function table<V, K extends UnitKey = UnitKey>(name: string, options: { watched?: boolean } = {}): Table<V, K> {
+/**
+ * Tables whose records a shared store's node remembers as it last read or committed them: a
+ * unit's first attempt takes that copy as its `get` without a round trip, a precondition like any
+ * read. A copy another node made stale fails the commit, and the step runs again on fresh reads;
+ * so does a step that threw, or wrote nothing, after taking a copy (nothing verified what it saw).
+ */
+const REMEMBERED = new Set<string>();
+
+/** Whether a shared store's node remembers the table's records (declared with `table(name, { remembered: true })`). */
+export const isRemembered = (tableName: string): boolean => REMEMBERED.has(tableName);
+
+/**
+ * `watched`: commits that write the table are announced, so `watch` may follow it (else `watch`
+ * refuses it). `remembered`: see REMEMBERED (for records that units read and write often).
+ */
+export function table<V, K extends UnitKey = UnitKey>(name: string, options: { watched?: boolean; remembered?: boolean } = {}): Table<V, K> {
   if (options.watched) WATCHED.add(name);
+  if (options.remembered) REMEMBERED.add(name);
   return new Table<V, K>(name);
 }
 
