@@ -34,7 +34,7 @@ const CURRENT = 'CURRENT';
 // Remembered: a pg-s3 node's canonical write (and every unit that reads a document) takes the
 // node's copy as its read, verified by the commit (engine/store/unit-store.ts, REMEMBERED).
 export const DOCUMENTS = table<DocumentRecord, [string, string]>('documents', { remembered: true });
-export const UPLOADS = table<UploadRecord, string>('doc_uploads');
+export const UPLOADS = table<UploadRecord, string>('doc_uploads', { remembered: true });
 export const VERSIONS = table<VersionRecord, [string, string, string]>('doc_versions');
 export const LABELS = table<string, [string, string, string]>('doc_labels');
 /** `b3:<hex>` → the content's manifest record, kept here: document bytes are not in the blob namespace. */
@@ -248,21 +248,25 @@ export class DocumentRecords {
   /**
    * The upload of the principal's tenant and its document (either missing or another tenant's:
    * 404, the upload's first), as `upload` then `document`; in one read when this node knows the
-   * upload's document.
+   * upload's document, and in none when it has copies of both (`copy`: then the caller's unit
+   * takes both with `getKnown(…, true)` and checks again what it checked on them).
    */
-  async uploadAndDocument(principal: Principal, uploadId: string): Promise<{ upload: UploadRecord; doc: DocumentRecord }> {
+  async uploadAndDocument(principal: Principal, uploadId: string): Promise<{ upload: UploadRecord; doc: DocumentRecord; copy: boolean }> {
     if (!isUuid(uploadId)) throw badRequest('The upload id must be a UUID');
     const documentId = this.uploadDocuments?.get(uploadId);
     if (documentId === undefined) {
       const upload = await this.upload(principal, uploadId);
-      return { upload, doc: await this.document(principal, upload.documentId) };
+      return { upload, doc: await this.document(principal, upload.documentId), copy: false };
     }
-    const [upload, doc] = (await this.store.getMany([{ table: UPLOADS, key: uploadId }, { table: DOCUMENTS, key: [principal.tenant, documentId] }])) as [UploadRecord | undefined, DocumentRecord | undefined];
+    const reads = [{ table: UPLOADS, key: uploadId }, { table: DOCUMENTS, key: [principal.tenant, documentId] }];
+    const copies = this.store.copiesOf?.(reads) as [UploadRecord, DocumentRecord] | undefined;
+    if (copies && copies[0].tenant === principal.tenant && copies[0].documentId === documentId) return { upload: copies[0], doc: copies[1], copy: true };
+    const [upload, doc] = (await this.store.getMany(reads)) as [UploadRecord | undefined, DocumentRecord | undefined];
     if (!upload || upload.tenant !== principal.tenant) throw uploadNotFound(uploadId);
     // Never expected (an upload's document does not change): read as without the copy.
-    if (upload.documentId !== documentId) return { upload, doc: await this.document(principal, upload.documentId) };
+    if (upload.documentId !== documentId) return { upload, doc: await this.document(principal, upload.documentId), copy: false };
     if (!doc) throw documentNotFound(documentId);
-    return { upload, doc };
+    return { upload, doc, copy: false };
   }
 
   /** The document of the principal's tenant (another tenant's is 404). */

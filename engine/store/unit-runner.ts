@@ -79,9 +79,10 @@ class RecordingUnit implements Unit {
     private readonly attempt: number,
   ) {}
 
-  async getKnown<V, K extends UnitKey>(table: Table<V, K>, key: K, known: V): Promise<V | undefined> {
+  async getKnown<V, K extends UnitKey>(table: Table<V, K>, key: K, known: V, copy = false): Promise<V | undefined> {
     const at = slot(table.name, key);
     if (this.attempt > 1 || !this.backend.encoded || this.writes.has(at) || this.points.has(at)) return this.get(table, key);
+    if (copy) this.guessed = true;
     this.points.set(at, { table: table.name, key, bytes: this.backend.encoded(known) });
     return known;
   }

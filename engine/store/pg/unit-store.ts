@@ -123,6 +123,16 @@ export class PgUnitStore implements UnitStore, UnitBackend {
     return bytes && { value: packr.unpack(bytes), bytes };
   }
 
+  copiesOf(reads: ReadonlyArray<PointKey>): unknown[] | undefined {
+    const values: unknown[] = [];
+    for (const r of reads) {
+      const copy = this.remembered(r.table.name, r.key);
+      if (!copy) return undefined;
+      values.push(copy.value);
+    }
+    return values;
+  }
+
   /** A row of a remembered table as read or committed (undefined: absent or unknown, forgotten). */
   private remember(tableName: string, key: Buffer, bytes: Buffer | undefined): void {
     if (!isRemembered(tableName)) return;
