@@ -39,6 +39,7 @@ const PROGRAMS = [
   'bench/pg-s3-holdings.ts',
   'bench/s3-layout.ts',
   'bench/units.ts',
+  'bench/pg-statement-cost.ts',
   'bench/job-pickup.ts',
 ];
 

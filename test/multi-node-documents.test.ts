@@ -9,7 +9,7 @@
 import fs from 'node:fs';
 import { CreateBucketCommand, type S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Api, devToken, expectRejected } from './helpers/docs-client.js';
+import { Api, devToken, expectError, expectRejected } from './helpers/docs-client.js';
 import { gcRun } from './helpers/gc.js';
 import { type PgServer, startPostgres } from './helpers/postgres.js';
 import { type S3Endpoint, s3ClientFor, startRadosgw } from './helpers/s3-servers.js';
@@ -98,6 +98,27 @@ describe('documents and jobs on three pg-s3 nodes', () => {
     // The same documentId again, on another node: the same document and upload, not a second one.
     const again = await api(b).post('/v1/documents', { documentId });
     expect([again.status, again.json.uploadId]).toEqual([200, created.json.uploadId]);
+  });
+
+  it('a node whose copies of an upload and its document went stale on another node answers as from fresh reads (issue 40)', async ({ skip }) => {
+    const reason = skipReason();
+    if (reason) return skip(reason);
+    const [a, b] = nodes as [TestServer, TestServer];
+    // A committed the upload and the document (its copies: the upload open); B receives the bytes.
+    const first = await api(a).post('/v1/documents', {});
+    expect(first.status, first.text).toBe(201);
+    expect((await api(b).putBytes(first.json.uploadId, bytesOf(1, 1000), 'application/octet-stream')).status).toBe(204);
+    // Finalized on A: its copy says "open" (no bytes), the upload holds them: 201.
+    const fin = await api(a).post(`/v1/uploads/${first.json.uploadId}/finalize`, {});
+    expect(fin.status, fin.text).toBe(201);
+    // Another one finalized on B while A's copy says "open": bytes sent to A are 409, nothing changes.
+    const second = await api(a).post('/v1/documents', {});
+    expect((await api(b).putBytes(second.json.uploadId, bytesOf(2, 1000), 'application/octet-stream')).status).toBe(204);
+    expect((await api(b).post(`/v1/uploads/${second.json.uploadId}/finalize`, {})).status).toBe(201);
+    const late = await api(a).putBytes(second.json.uploadId, bytesOf(3, 1000), 'application/octet-stream');
+    expectError(late, 409, 'upload_finalized');
+    const content = await fetch(`${a.url}/v1/documents/${second.json.documentId}/content`, { headers: { Authorization: `Bearer ${token}` } });
+    expect(Buffer.from(await content.arrayBuffer()).equals(Buffer.from(bytesOf(2, 1000)))).toBe(true);
   });
 
   it("any node's ops snapshot shows the cluster: each live node's traffic, capacity and health, and the totals", async ({ skip }) => {

@@ -435,6 +435,65 @@ describe.each(backends)('UnitStore conformance: $name', (backend) => {
     expect(await a.get(out, 'k')).toBe(2);
   });
 
+  it('getMany: the latest committed records of several keys in order, absent ones undefined (one statement on PostgreSQL)', async ({ skip }) => {
+    const [a, b] = nodes(skip);
+    const t = fresh<{ v: number }, string>();
+    const u = fresh<number, [string, number]>();
+    await a.run((unit) => {
+      unit.put(t, 'present', { v: 1 });
+      unit.put(u, ['x', 2], 7);
+    });
+    const before = counted();
+    expect(await b.getMany([{ table: u, key: ['x', 2] }, { table: t, key: 'absent' }, { table: t, key: 'present' }, { table: u, key: ['x', 2] }])).toEqual([7, undefined, { v: 1 }, 7]);
+    if (before !== undefined) expect(counted()! - before).toBe(1);
+    expect(await b.getMany([])).toEqual([]);
+    await a.run((unit) => unit.remove(t, 'present'));
+    expect(await b.getMany([{ table: t, key: 'present' }])).toEqual([undefined]);
+  });
+
+  it('remembered tables: a node\'s copy answers a unit\'s first read; a copy another node made stale never decides an answer', async ({ skip }) => {
+    const [a, b] = nodes(skip);
+    const t = table<{ v: number; open: boolean }, string>(`r-${randomUUID()}`, { remembered: true });
+    const out = fresh<number, string>();
+    await a.run((unit) => unit.put(t, 'k', { v: 1, open: true }));
+    // Node a committed it: on PostgreSQL a's next unit reads nothing before its commit.
+    const before = counted();
+    await a.run(async (unit) => {
+      const r = (await unit.get(t, 'k'))!;
+      unit.put(t, 'k', { ...r, v: r.v + 1 });
+    });
+    if (before !== undefined) expect(counted()! - before).toBe(1);
+    // b changes it: a's copy is stale. A write on it fails its commit and runs again on a fresh read.
+    await b.run(async (unit) => unit.put(t, 'k', { v: 10, open: true }));
+    const seen: number[] = [];
+    await a.run(async (unit) => {
+      const r = (await unit.get(t, 'k'))!;
+      seen.push(r.v);
+      unit.put(t, 'k', { ...r, v: r.v + 1 });
+    });
+    expect(seen.at(-1)).toBe(10);
+    expect(await b.get(t, 'k')).toEqual({ v: 11, open: true });
+    // A step that throws on a stale copy runs again on a fresh read: the answer is the fresh one's.
+    await a.get(t, 'k');
+    await b.run(async (unit) => unit.put(t, 'k', { v: 20, open: false }));
+    await expect(
+      a.run(async (unit) => {
+        const r = (await unit.get(t, 'k'))!;
+        if (r.open) throw new Error(`open at ${r.v}`);
+        unit.put(out, 'closed', r.v);
+      }),
+    ).resolves.toBeUndefined();
+    expect(await a.get(out, 'closed')).toBe(20);
+    // A step that writes nothing after taking a copy: answered from a fresh read.
+    await a.get(t, 'k');
+    await b.run(async (unit) => unit.put(t, 'k', { v: 30, open: true }));
+    expect(await a.run(async (unit) => (await unit.get(t, 'k'))!.v)).toBe(30);
+    // Removed on another node: the copy does not bring it back.
+    await a.get(t, 'k');
+    await b.run((unit) => unit.remove(t, 'k'));
+    expect(await a.run(async (unit) => (await unit.get(t, 'k')) ?? 'gone')).toBe('gone');
+  });
+
   it('insertIfAbsent: written with what goes with it only where the key is absent; 20 at once on two nodes write once', async ({ skip }) => {
     const [a, b] = nodes(skip);
     const t = fresh<{ by: string }, [string, string]>();

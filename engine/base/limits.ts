@@ -201,6 +201,21 @@ export const SCHEMA_LIFECYCLE_CACHE_MS = 5_000;
 export const DOC_VERSIONS_CACHED = 2048;
 export const DOC_VERSIONS_CACHED_BYTES = 32 * 1024 * 1024;
 
+/**
+ * Uploads whose document a pg-s3 node keeps (the upload id and the document id, ~150 bytes each:
+ * ~2.5 MiB): an upload's document never changes, so the bytes' PUT and the finalize read the
+ * upload and its document in one statement (engine/documents/records.ts).
+ */
+export const DOC_UPLOADS_CACHED = 16_384;
+
+/**
+ * Records of remembered tables (engine/store/unit-store.ts: documents) a pg-s3 node keeps as it
+ * last read or committed them, at most this many and this many bytes (their msgpack bytes; none
+ * over 1/64 of it): a unit's first read of one is no round trip.
+ */
+export const UNIT_ROWS_REMEMBERED = 8192;
+export const UNIT_ROWS_REMEMBERED_BYTES = 16 * 1024 * 1024;
+
 // ---- not-found answers ----
 /**
  * A 404's "did you mean" hint (server/route-hint.ts): paths longer than this get none (the work

@@ -16,7 +16,7 @@ import type { DocumentFilter } from './document-index.js';
 import { Blake3Stream } from './blake3-stream.js';
 import { canonicalBundle } from './canonical-bundle.js';
 import type { CreateDocument, FinalizeUpload, Parse } from './commands.js';
-import { type ContentRef, type DocumentRecord, type ExternalRef, type PlacementHint, type RequestInfo, badRequest, isUuid, newId } from './model.js';
+import { type ContentRef, type DocumentRecord, type ExternalRef, type PlacementHint, type RequestInfo, badRequest, documentNotFound, isUuid, newId } from './model.js';
 import type { Created, Finalized } from './outcomes.js';
 import { requireRule } from './permissions.js';
 import { CONTENT_KEYS, DOCUMENTS, type DocumentRecords, LABELS, UPLOADS, VERSIONS, rowsOf, summary } from './records.js';
@@ -86,6 +86,7 @@ export class Documents {
       unit.put(DOCUMENTS, [principal.tenant, documentId], fresh);
       this.records.index.addDocument(unit, fresh);
       unit.put(UPLOADS, uploadId, { uploadId, tenant: principal.tenant, documentId, state: 'open' });
+      this.records.uploadCreated(unit, uploadId, documentId);
       const made = { documentId, uploadId, created: true, deprecated };
       // An Idempotency-Key's answer commits with the document (engine/idempotency).
       await keep?.(unit, made);
@@ -101,16 +102,16 @@ export class Documents {
    */
   async beginBytes(principal: Principal, uploadId: string, options: Pick<IngestOptions, 'contentType' | 'declaredLength'>): Promise<BytesUpload> {
     const meter = await this.records.storage.admitContent(principal, options.declaredLength);
-    const upload = await this.records.upload(principal, uploadId);
-    const doc = await this.records.document(principal, upload.documentId);
+    const { upload, doc, copy } = await this.records.uploadAndDocument(principal, uploadId);
     requireRule(doc.permissions, principal, 'doc.write');
     if (upload.state === 'finalized') throw new SvcError('conflict', 'upload_finalized', 'The upload is finalized; its bytes cannot change');
     const { ingest, hash, recorded } = this.contentIngest(principal.tenant, { ...options, meter });
     const finish = async () => {
       await recorded(async (unit, content) => {
         // The record read above, taken as known (on pg-s3 no second read): if it changed since, the commit fails and this reads it.
-        const current = await unit.getKnown(UPLOADS, uploadId, upload);
+        const current = await unit.getKnown(UPLOADS, uploadId, upload, copy);
         if (!current || current.state === 'finalized') throw new SvcError('conflict', 'upload_finalized', 'The upload was finalized meanwhile');
+        if (copy) await this.checkedAgain(unit, principal, doc);
         unit.put(UPLOADS, uploadId, { ...current, state: 'received', content });
       });
     };
@@ -149,17 +150,29 @@ export class Documents {
     return { ingest, hash, recorded };
   }
 
+  /**
+   * In a unit of the bytes' PUT or the finalize whose checks ran on this node's copies (maybe
+   * stale: records.uploadAndDocument): the document is a precondition and its rule is checked
+   * again on it, so a commit verifies what the checks saw, and a step run again checks fresh reads.
+   */
+  private async checkedAgain(unit: Unit, principal: Principal, doc: DocumentRecord): Promise<DocumentRecord> {
+    const latest = await unit.getKnown(DOCUMENTS, [principal.tenant, doc.documentId], doc, true);
+    if (!latest) throw documentNotFound(doc.documentId);
+    requireRule(latest.permissions, principal, 'doc.write');
+    return latest;
+  }
+
   /** POST /v1/uploads/{id}/finalize: the document's first version (again: the same answer). */
   async finalize(principal: Principal, uploadId: string, parse: Parse<FinalizeUpload>, keep?: InUnit<Finalized>): Promise<Finalized> {
     const { records } = this;
-    const upload = await records.upload(principal, uploadId);
-    const doc = await records.document(principal, upload.documentId);
+    const { upload, doc, copy } = await records.uploadAndDocument(principal, uploadId);
     requireRule(doc.permissions, principal, 'doc.write');
     const cmd = parse();
     return records.store.run(async (unit) => {
       // The upload and the document read above, taken as known (on pg-s3 no second read): if
       // either changed since, the commit fails and the step runs again on fresh reads.
-      const current = (await unit.getKnown(UPLOADS, uploadId, upload))!;
+      const current = (await unit.getKnown(UPLOADS, uploadId, upload, copy))!;
+      const checked = copy ? await this.checkedAgain(unit, principal, doc) : undefined;
       if (current.state === 'finalized') {
         const version = await records.version(unit, doc, current.versionId!);
         const again = { documentId: current.documentId, versionId: current.versionId!, contentRef: version.contentRef, created: false };
@@ -168,7 +181,7 @@ export class Documents {
       }
       if (current.state !== 'received' || !current.content) throw new SvcError('conflict', 'upload_incomplete', 'PUT the bytes of the upload before finalizing it');
       const contentRef: ContentRef = { kind: 'blob', key: current.content.key };
-      const latest = (await unit.getKnown(DOCUMENTS, [principal.tenant, doc.documentId], doc))!;
+      const latest = checked ?? (await unit.getKnown(DOCUMENTS, [principal.tenant, doc.documentId], doc))!;
       const version = await records.addVersion(unit, latest, principal, {
         contentRef,
         contentType: current.content.mediaType,

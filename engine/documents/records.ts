@@ -8,7 +8,7 @@
 
 import { LRUCache } from 'lru-cache';
 import type { Principal } from '../auth/index.js';
-import { DOC_VERSIONS_CACHED, DOC_VERSIONS_CACHED_BYTES } from '../base/limits.js';
+import { DOC_UPLOADS_CACHED, DOC_VERSIONS_CACHED, DOC_VERSIONS_CACHED_BYTES } from '../base/limits.js';
 import type { JobQueue } from '../jobs/index.js';
 import { SvcError } from '../base/errors.js';
 import type { ManifestRecord } from '../store/index.js';
@@ -31,8 +31,10 @@ export interface ContentRecord {
 export const uploadNotFound = (id: string) => new SvcError('not_found', 'upload_not_found', `No upload ${id}`);
 const CURRENT = 'CURRENT';
 
-export const DOCUMENTS = table<DocumentRecord, [string, string]>('documents');
-export const UPLOADS = table<UploadRecord, string>('doc_uploads');
+// Remembered: a pg-s3 node's canonical write (and every unit that reads a document) takes the
+// node's copy as its read, verified by the commit (engine/store/unit-store.ts, REMEMBERED).
+export const DOCUMENTS = table<DocumentRecord, [string, string]>('documents', { remembered: true });
+export const UPLOADS = table<UploadRecord, string>('doc_uploads', { remembered: true });
 export const VERSIONS = table<VersionRecord, [string, string, string]>('doc_versions');
 export const LABELS = table<string, [string, string, string]>('doc_labels');
 /** `b3:<hex>` → the content's manifest record, kept here: document bytes are not in the blob namespace. */
@@ -93,6 +95,12 @@ export class DocumentRecords {
    * precondition on the version (the document's is the one that matters).
    */
   private readonly versions: LRUCache<string, VersionRecord> | undefined;
+  /**
+   * The document of each upload this node created or read, on a shared store only: an upload
+   * belongs to one document for ever, so the bytes' PUT and the finalize read the upload and the
+   * document in one statement (`uploadAndDocument`) instead of one after the other.
+   */
+  private readonly uploadDocuments: LRUCache<string, string> | undefined;
 
   constructor(
     readonly store: UnitStore,
@@ -107,6 +115,7 @@ export class DocumentRecords {
     this.versions = store.shared
       ? new LRUCache({ max: DOC_VERSIONS_CACHED, maxSize: DOC_VERSIONS_CACHED_BYTES, maxEntrySize: DOC_VERSIONS_CACHED_BYTES / 64, sizeCalculation: (v) => JSON.stringify(v.metadata).length + 256 })
       : undefined;
+    this.uploadDocuments = store.shared ? new LRUCache({ max: DOC_UPLOADS_CACHED }) : undefined;
   }
 
   /**
@@ -226,7 +235,38 @@ export class DocumentRecords {
     if (!isUuid(uploadId)) throw badRequest('The upload id must be a UUID');
     const upload = await this.store.get(UPLOADS, uploadId);
     if (!upload || upload.tenant !== principal.tenant) throw uploadNotFound(uploadId);
+    this.uploadDocuments?.set(uploadId, upload.documentId);
     return upload;
+  }
+
+  /** In the unit that creates upload `uploadId` of `documentId`: known to this node once committed. */
+  uploadCreated(unit: Unit, uploadId: string, documentId: string): void {
+    const known = this.uploadDocuments;
+    if (known) unit.afterCommit(() => known.set(uploadId, documentId));
+  }
+
+  /**
+   * The upload of the principal's tenant and its document (either missing or another tenant's:
+   * 404, the upload's first), as `upload` then `document`; in one read when this node knows the
+   * upload's document, and in none when it has copies of both (`copy`: then the caller's unit
+   * takes both with `getKnown(…, true)` and checks again what it checked on them).
+   */
+  async uploadAndDocument(principal: Principal, uploadId: string): Promise<{ upload: UploadRecord; doc: DocumentRecord; copy: boolean }> {
+    if (!isUuid(uploadId)) throw badRequest('The upload id must be a UUID');
+    const documentId = this.uploadDocuments?.get(uploadId);
+    if (documentId === undefined) {
+      const upload = await this.upload(principal, uploadId);
+      return { upload, doc: await this.document(principal, upload.documentId), copy: false };
+    }
+    const reads = [{ table: UPLOADS, key: uploadId }, { table: DOCUMENTS, key: [principal.tenant, documentId] }];
+    const copies = this.store.copiesOf?.(reads) as [UploadRecord, DocumentRecord] | undefined;
+    if (copies && copies[0].tenant === principal.tenant && copies[0].documentId === documentId) return { upload: copies[0], doc: copies[1], copy: true };
+    const [upload, doc] = (await this.store.getMany(reads)) as [UploadRecord | undefined, DocumentRecord | undefined];
+    if (!upload || upload.tenant !== principal.tenant) throw uploadNotFound(uploadId);
+    // Never expected (an upload's document does not change): read as without the copy.
+    if (upload.documentId !== documentId) return { upload, doc: await this.document(principal, upload.documentId), copy: false };
+    if (!doc) throw documentNotFound(documentId);
+    return { upload, doc, copy: false };
   }
 
   /** The document of the principal's tenant (another tenant's is 404). */

@@ -47,6 +47,8 @@ export interface UnitBackend {
   commit(points: PointRead[], ranges: RangeRead[], writes: BufferedWrite[]): Promise<boolean>;
   /** A record's bytes as the store keeps them, when they follow from the value alone (Unit.getKnown without a read). */
   encoded?(value: unknown): Buffer;
+  /** This node's copy of a record of a remembered table (unit-store.ts, REMEMBERED), as last read or committed; undefined: none. */
+  remembered?(table: string, key: UnitKey): { value: unknown; bytes: Buffer } | undefined;
 }
 
 export const keyBytes = (key: UnitKey): Buffer => toBufferKey(key as never);
@@ -68,6 +70,8 @@ class RecordingUnit implements Unit {
   readonly ranges: RangeRead[] = [];
   readonly writes = new Map<string, BufferedWrite>();
   readonly callbacks: Array<() => void> = [];
+  /** A `get` answered from the node's copy of a remembered record: only a commit verifies it. */
+  guessed = false;
 
   constructor(
     private readonly backend: UnitBackend,
@@ -75,9 +79,10 @@ class RecordingUnit implements Unit {
     private readonly attempt: number,
   ) {}
 
-  async getKnown<V, K extends UnitKey>(table: Table<V, K>, key: K, known: V): Promise<V | undefined> {
+  async getKnown<V, K extends UnitKey>(table: Table<V, K>, key: K, known: V, copy = false): Promise<V | undefined> {
     const at = slot(table.name, key);
     if (this.attempt > 1 || !this.backend.encoded || this.writes.has(at) || this.points.has(at)) return this.get(table, key);
+    if (copy) this.guessed = true;
     this.points.set(at, { table: table.name, key, bytes: this.backend.encoded(known) });
     return known;
   }
@@ -106,6 +111,12 @@ class RecordingUnit implements Unit {
     const written = this.writes.get(at);
     if (written) return written.value as V | undefined;
     if (this.fetched.has(at)) return this.fetched.get(at) as V | undefined;
+    const copy = this.attempt === 1 && !this.points.has(at) ? this.backend.remembered?.(table.name, key) : undefined;
+    if (copy) {
+      this.guessed = true;
+      this.points.set(at, { table: table.name, key, bytes: copy.bytes });
+      return copy.value as V;
+    }
     const read = await this.backend.readPoint(table.name, key);
     if (!this.points.has(at)) this.points.set(at, { table: table.name, key, bytes: read.bytes });
     else if (!sameBytes(this.points.get(at)!.bytes, read.bytes)) throw new UnitConflict(table.name);
@@ -165,8 +176,10 @@ const contention = () => new SvcError('unavailable', 'contention', 'The records 
  * step's result and the names of the tables it wrote (empty when it wrote nothing).
  */
 export async function runUnit<T>(backend: UnitBackend, step: (unit: Unit) => Promise<T> | T): Promise<{ result: T; written: Set<string> }> {
+  // A step run again because it took a remembered copy (not because of a conflict): no pause.
+  let unverified = false;
   for (let attempt = 1; attempt <= UNIT_ATTEMPTS; attempt++) {
-    const pause = conflictBackoff(attempt);
+    const pause = unverified ? 0 : conflictBackoff(attempt);
     if (pause > 0) await new Promise((resolve) => setTimeout(resolve, pause));
     const unit = new RecordingUnit(backend, attempt);
     let result: T;
@@ -174,9 +187,13 @@ export async function runUnit<T>(backend: UnitBackend, step: (unit: Unit) => Pro
       result = await step(unit);
     } catch (err) {
       if (err instanceof UnitConflict) continue;
+      // It may have thrown on a stale copy: the answer comes from fresh reads.
+      if ((unverified = unit.guessed)) continue;
       throw err;
     }
     const writes = [...unit.writes.values()];
+    // Nothing to commit, nothing verifies the copy it took: fresh reads answer.
+    if ((unverified = writes.length === 0 && unit.guessed)) continue;
     if (writes.length > 0 && !(await backend.commit([...unit.points.values()], unit.ranges, writes))) continue;
     for (const callback of unit.callbacks) callback();
     return { result, written: new Set(writes.map((w) => w.table)) };

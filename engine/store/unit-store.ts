@@ -29,9 +29,24 @@ export class Table<V, K extends UnitKey = UnitKey> {
   constructor(readonly name: string) {}
 }
 
-/** `watched`: commits that write the table are announced, so `watch` may follow it (else `watch` refuses it). */
-export function table<V, K extends UnitKey = UnitKey>(name: string, options: { watched?: boolean } = {}): Table<V, K> {
+/**
+ * Tables whose records a shared store's node remembers as it last read or committed them: a
+ * unit's first attempt takes that copy as its `get` without a round trip, a precondition like any
+ * read. A copy another node made stale fails the commit, and the step runs again on fresh reads;
+ * so does a step that threw, or wrote nothing, after taking a copy (nothing verified what it saw).
+ */
+const REMEMBERED = new Set<string>();
+
+/** Whether a shared store's node remembers the table's records (declared with `table(name, { remembered: true })`). */
+export const isRemembered = (tableName: string): boolean => REMEMBERED.has(tableName);
+
+/**
+ * `watched`: commits that write the table are announced, so `watch` may follow it (else `watch`
+ * refuses it). `remembered`: see REMEMBERED (for records that units read and write often).
+ */
+export function table<V, K extends UnitKey = UnitKey>(name: string, options: { watched?: boolean; remembered?: boolean } = {}): Table<V, K> {
   if (options.watched) WATCHED.add(name);
+  if (options.remembered) REMEMBERED.add(name);
   return new Table<V, K>(name);
 }
 
@@ -70,9 +85,11 @@ export interface Unit {
    * The record, taken to be `known` without reading it on the unit's first attempt (what this
    * request itself committed under the key, such as a claim): a precondition that it is still
    * exactly that value. An attempt run again reads it as `get` does. A store whose reads cost
-   * nothing (LMDB) reads it every time.
+   * nothing (LMDB) reads it every time. `copy`: `known` is a node's copy (UnitStore.copiesOf),
+   * maybe stale: a step that throws or writes nothing on it runs again on fresh reads, as on a
+   * remembered table's copy.
    */
-  getKnown<V, K extends UnitKey>(table: Table<V, K>, key: K, known: V): Promise<V | undefined>;
+  getKnown<V, K extends UnitKey>(table: Table<V, K>, key: K, known: V, copy?: boolean): Promise<V | undefined>;
   /**
    * Reads the records at once (on PostgreSQL one statement for all), each a precondition as
    * `get` makes it; the step's `get` and `has` of them then answer what was read, with no read
@@ -116,6 +133,14 @@ export interface UnitStore {
   insertIfAbsent<V, K extends UnitKey>(table: Table<V, K>, key: K, value: V, also?: ReadonlyArray<AlsoWrite>): Promise<boolean>;
   /** The latest committed record. */
   get<V, K extends UnitKey>(table: Table<V, K>, key: K): Promise<V | undefined>;
+  /** The latest committed records of several keys, in order (on PostgreSQL one statement): as `get` of each. */
+  getMany(reads: ReadonlyArray<PointKey>): Promise<unknown[]>;
+  /**
+   * This node's copies of records of remembered tables, in order, when it has one of each (none
+   * read: undefined otherwise, and always on a store without copies). Maybe stale: for checks
+   * that a unit then takes as known with `getKnown(…, copy)` and so verifies.
+   */
+  copiesOf?(reads: ReadonlyArray<PointKey>): unknown[] | undefined;
   has<V, K extends UnitKey>(table: Table<V, K>, key: K): Promise<boolean>;
   /** The latest committed entries of a bounded range. */
   range<V, K extends UnitKey>(table: Table<V, K>, options?: UnitRange): Promise<Array<Entry<V, K>>>;

@@ -1,7 +1,7 @@
 import type { Database, Key } from 'lmdb';
 import type { CatalogEnv } from './env.js';
 import { type BufferedWrite, type PointRead, type RangeRead, type StoredEntry, type UnitBackend, runUnit, sameBytes, sameEntries } from '../unit-runner.js';
-import { type AlsoWrite, type Entry, type Table, type Unit, type UnitKey, type UnitRange, type UnitStore, isWatched, unwatchedTable } from '../unit-store.js';
+import { type AlsoWrite, type Entry, type PointKey, type Table, type Unit, type UnitKey, type UnitRange, type UnitStore, isWatched, unwatchedTable } from '../unit-store.js';
 
 /** Most writes a unit may have to commit synchronously when commits are sparse (CatalogEnv.commitsAtOnce). */
 const SYNC_COMMIT_MAX_WRITES = 4;
@@ -104,6 +104,10 @@ export class LmdbUnitStore implements UnitStore, UnitBackend {
 
   async get<V, K extends UnitKey>(table: Table<V, K>, key: K): Promise<V | undefined> {
     return this.db(table.name).get(key as Key) as V | undefined;
+  }
+
+  async getMany(reads: ReadonlyArray<PointKey>): Promise<unknown[]> {
+    return reads.map((r) => this.db(r.table.name).get(r.key as Key));
   }
 
   async has<V, K extends UnitKey>(table: Table<V, K>, key: K): Promise<boolean> {

@@ -4,12 +4,14 @@
 // one call of svc_unit_commit (schema-v9-units.ts: locks, checks, writes, notifies; v11 and v12
 // overloads: announcements, counters added on the server), and every node LISTENs on `svc_units`
 // to learn which tables the others wrote.
+import { LRUCache } from 'lru-cache';
 import { Packr } from 'msgpackr';
 import { fromBufferKey } from 'ordered-binary';
 import type { Listening, PgPool } from './pool.js';
 import { type BufferedWrite, type PointRead, type RangeRead, type StoredEntry, type UnitBackend, keyBytes, runUnit, sameBytes } from '../unit-runner.js';
 import { SvcError } from '../../base/errors.js';
-import { type AlsoWrite, type Entry, type Table, type Unit, type UnitKey, type UnitRange, type UnitStore, isWatched, unwatchedTable } from '../unit-store.js';
+import { UNIT_ROWS_REMEMBERED, UNIT_ROWS_REMEMBERED_BYTES } from '../../base/limits.js';
+import { type AlsoWrite, type Entry, type PointKey, type Table, type Unit, type UnitKey, type UnitRange, type UnitStore, isRemembered, isWatched, unwatchedTable } from '../unit-store.js';
 import { CATALOG_SCHEMA, CATALOG_SCHEMA_KEY, catalogTooNew, tooNewWords, versionOf } from '../catalog-schema.js';
 
 export const UNITS_CHANNEL = 'svc_units';
@@ -44,6 +46,9 @@ function bounds(options: UnitRange): { start: Buffer; end: Buffer; reverse: bool
     limit: options.limit === undefined || !Number.isFinite(options.limit) ? null : Math.max(0, Math.floor(options.limit)),
   };
 }
+
+/** A remembered row's place in PgUnitStore's copies. */
+const copySlot = (tableName: string, key: Buffer) => `${tableName}\u0000${key.toString('latin1')}`;
 
 /** The key just after `bytes` in memcmp order: where the next forward page starts. */
 const successor = (bytes: Buffer) => Buffer.concat([bytes, Buffer.from([0])]);
@@ -88,6 +93,13 @@ export class PgUnitStore implements UnitStore, UnitBackend {
   private closed = false;
   /** The catalog's schema version this node knows, the row's bytes it pinned, and a newer version once seen. */
   private schema?: { known: number; bytes: Buffer | undefined; newer?: number };
+  /** Rows of remembered tables as this node last read or committed them (unit-store.ts, REMEMBERED), by table and key bytes. */
+  private readonly copies = new LRUCache<string, Buffer>({
+    max: UNIT_ROWS_REMEMBERED,
+    maxSize: UNIT_ROWS_REMEMBERED_BYTES,
+    maxEntrySize: UNIT_ROWS_REMEMBERED_BYTES / 64,
+    sizeCalculation: (bytes, slot) => bytes.length + slot.length,
+  });
 
   constructor(
     private readonly sql: PgPool,
@@ -99,8 +111,33 @@ export class PgUnitStore implements UnitStore, UnitBackend {
   }
 
   async readPoint(tableName: string, key: UnitKey): Promise<{ value: unknown; bytes: Buffer | undefined }> {
-    const [row] = await this.sql<Array<{ value: Buffer }>>`SELECT value FROM svc_unit_rows WHERE tbl = ${tableName} AND key = ${keyBytes(key)}`;
+    const bytes = keyBytes(key);
+    const [row] = await this.sql<Array<{ value: Buffer }>>`SELECT value FROM svc_unit_rows WHERE tbl = ${tableName} AND key = ${bytes}`;
+    this.remember(tableName, bytes, row?.value);
     return row ? { value: packr.unpack(row.value), bytes: row.value } : { value: undefined, bytes: undefined };
+  }
+
+  remembered(tableName: string, key: UnitKey): { value: unknown; bytes: Buffer } | undefined {
+    if (!isRemembered(tableName)) return undefined;
+    const bytes = this.copies.get(copySlot(tableName, keyBytes(key)));
+    return bytes && { value: packr.unpack(bytes), bytes };
+  }
+
+  copiesOf(reads: ReadonlyArray<PointKey>): unknown[] | undefined {
+    const values: unknown[] = [];
+    for (const r of reads) {
+      const copy = this.remembered(r.table.name, r.key);
+      if (!copy) return undefined;
+      values.push(copy.value);
+    }
+    return values;
+  }
+
+  /** A row of a remembered table as read or committed (undefined: absent or unknown, forgotten). */
+  private remember(tableName: string, key: Buffer, bytes: Buffer | undefined): void {
+    if (!isRemembered(tableName)) return;
+    if (bytes) this.copies.set(copySlot(tableName, key), bytes);
+    else this.copies.delete(copySlot(tableName, key));
   }
 
   /**
@@ -108,8 +145,10 @@ export class PgUnitStore implements UnitStore, UnitBackend {
    * subquery per element: never a join the planner could turn into a scan of the table).
    */
   async readPoints(reads: ReadonlyArray<{ table: string; key: UnitKey }>): Promise<Array<{ value: unknown; bytes: Buffer | undefined }>> {
+    const keys = reads.map((r) => keyBytes(r.key));
     const rows = await this.sql<Array<{ value: Buffer | null }>>`SELECT (SELECT u.value FROM svc_unit_rows u WHERE u.tbl = r.tbl AND u.key = r.key) AS value
-      FROM unnest(${reads.map((r) => r.table)}::text[], ${reads.map((r) => keyBytes(r.key))}::bytea[]) WITH ORDINALITY AS r(tbl, key, i) ORDER BY r.i`;
+      FROM unnest(${reads.map((r) => r.table)}::text[], ${keys}::bytea[]) WITH ORDINALITY AS r(tbl, key, i) ORDER BY r.i`;
+    rows.forEach((row, i) => this.remember(reads[i]!.table, keys[i]!, row.value ?? undefined));
     return rows.map((row) => (row.value ? { value: packr.unpack(row.value), bytes: row.value } : { value: undefined, bytes: undefined }));
   }
 
@@ -171,21 +210,31 @@ export class PgUnitStore implements UnitStore, UnitBackend {
     const entries = ranges.flatMap((r) => r.entries);
     const puts = writes.filter((w) => w.delta === undefined);
     const adds = writes.filter((w) => w.delta !== undefined);
+    const putKeys = puts.map((w) => keyBytes(w.key));
+    const putValues = puts.map((w) => (w.value === undefined ? null : packr.pack(w.value)));
+    let ok = false;
     try {
       const [row] = await this.sql<Array<{ ok: boolean }>>`SELECT svc_unit_commit(
         ${points.map((p) => p.table)}::text[], ${points.map((p) => keyBytes(p.key))}::bytea[], ${points.map((p) => p.bytes ?? null)}::bytea[],
         ${ranges.map((r) => r.table)}::text[], ${spans.map((s) => s.start)}::bytea[], ${spans.map((s) => s.end)}::bytea[],
         ${spans.map((s) => s.reverse)}::boolean[], ${spans.map((s) => s.limit)}::bigint[], ${ranges.map((r) => r.entries.length)}::integer[],
         ${entries.map((e) => keyBytes(e.key))}::bytea[], ${entries.map((e) => e.bytes)}::bytea[],
-        ${puts.map((w) => w.table)}::text[], ${puts.map((w) => keyBytes(w.key))}::bytea[],
-        ${puts.map((w) => (w.value === undefined ? null : packr.pack(w.value)))}::bytea[],
+        ${puts.map((w) => w.table)}::text[], ${putKeys}::bytea[], ${putValues}::bytea[],
         ${adds.map((w) => w.table)}::text[], ${adds.map((w) => keyBytes(w.key))}::bytea[], ${adds.map((w) => w.delta!)}::float8[],
         ${announced(writes.map((w) => w.table))}::text[]) AS ok`;
-      return row!.ok;
+      ok = row!.ok;
+      return ok;
     } catch (err) {
       if (retryable(err)) return false;
       if (sentThenLost(err)) throw commitUnknown(err);
       throw err;
+    } finally {
+      // Committed: the rows as written. Not (or maybe not): the copies it took may be stale, forgotten.
+      if (ok) puts.forEach((w, i) => this.remember(w.table, putKeys[i]!, putValues[i] ?? undefined));
+      else {
+        for (const p of points) this.remember(p.table, keyBytes(p.key), undefined);
+        puts.forEach((w, i) => this.remember(w.table, putKeys[i]!, undefined));
+      }
     }
   }
 
@@ -210,12 +259,22 @@ export class PgUnitStore implements UnitStore, UnitBackend {
       if (sentThenLost(err)) throw commitUnknown(err);
       throw err;
     }
+    if (written) {
+      this.remember(table.name, keyBytes(key), undefined);
+      for (const w of also) this.remember(w.table.name, keyBytes(w.key), undefined);
+    }
     if (written) for (const name of new Set([table.name, ...also.map((w) => w.table.name)])) for (const listener of this.listeners.get(name) ?? []) listener();
     return written;
   }
 
   async get<V, K extends UnitKey>(table: Table<V, K>, key: K): Promise<V | undefined> {
     return (await this.readPoint(table.name, key)).value as V | undefined;
+  }
+
+  async getMany(reads: ReadonlyArray<PointKey>): Promise<unknown[]> {
+    if (reads.length === 0) return [];
+    if (reads.length === 1) return [(await this.readPoint(reads[0]!.table.name, reads[0]!.key)).value];
+    return (await this.readPoints(reads.map((r) => ({ table: r.table.name, key: r.key })))).map((r) => r.value);
   }
 
   async has<V, K extends UnitKey>(table: Table<V, K>, key: K): Promise<boolean> {
