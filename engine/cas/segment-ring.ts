@@ -1,8 +1,6 @@
+import { INGEST_BORROW_MAX_BYTES } from '../base/limits.js';
 import { copyInto } from './shared-copy.js';
 import type { TransferMemory } from './transfer-memory.js';
-
-/** How many segments beyond its reservation an upload may borrow from idle budget. */
-const MAX_BORROWED_SEGMENTS = 4;
 
 /** Segments covering stream bytes from `first`: what a block task or the scanning thread reads. */
 export interface SegmentWindow {
@@ -25,13 +23,17 @@ export class SegmentRing {
   stored = 0;
   /** Segments held beyond the reservation, borrowed from unused budget. */
   private borrowed = 0;
+  /** The most segments it may borrow (INGEST_BORROW_MAX_BYTES). */
+  private readonly maxBorrowed: number;
 
   constructor(
     private readonly memory: TransferMemory,
     readonly segmentSize: number,
     /** Segments the reservation covers. */
     private readonly holdLimitSegments: number,
-  ) {}
+  ) {
+    this.maxBorrowed = Math.floor(INGEST_BORROW_MAX_BYTES / segmentSize);
+  }
 
   get count(): number {
     return this.segments.length;
@@ -109,10 +111,15 @@ export class SegmentRing {
     const needed = len <= free ? 0 : Math.ceil((len - free) / this.segmentSize);
     const beyond = this.segments.length + needed - (this.holdLimitSegments + 1) - this.borrowed;
     if (beyond <= 0) return true;
-    if (this.segmentSize !== this.memory.segmentBytes || this.borrowed + beyond > MAX_BORROWED_SEGMENTS) return false;
+    if (this.segmentSize !== this.memory.segmentBytes || this.borrowed + beyond > this.maxBorrowed) return false;
     if (!this.memory.borrow(beyond * this.segmentSize)) return false;
     this.borrowed += beyond;
     return true;
+  }
+
+  /** Segments held beyond the reservation now. */
+  get borrowedSegments(): number {
+    return this.borrowed;
   }
 
   /** Gives back the segments wholly before stream offset `needed`. */
