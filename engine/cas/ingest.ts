@@ -419,8 +419,7 @@ export abstract class Ingest {
       const { segment, start: segStart } = this.ring.segmentAt(this.posted);
       const segEnd = segStart + this.ring.segmentSize;
       const to = Math.min(segEnd, this.ring.stored);
-      // Paused, a part segment waits for the next turn (deferPart): a burst's chunks would post one each.
-      if (to < segEnd && !complete && (!this.paused || !this.partDue)) return void (this.paused && this.deferPart());
+      if (to < segEnd && !complete && !this.paused) return;
       const last = final && complete && to === this.ring.stored;
       scan.update(segment, this.posted - segStart, to - this.posted, last);
       this.posted = to;
@@ -430,23 +429,6 @@ export abstract class Ingest {
       if (final) scan.update(NO_BYTES, 0, 0, true);
       this.finalPosted = true;
     }
-  }
-
-  /** The turn after a burst, when a paused stream's part segment may be posted (deferPart). */
-  private partDue = false;
-  private partTurn?: NodeJS.Immediate;
-  /** Posts a paused stream's part segment on the next turn, once the burst uWS delivers after a pause is in. */
-  private deferPart(): void {
-    this.partTurn ??= setImmediate(() => {
-      this.partTurn = undefined;
-      this.partDue = true;
-      try {
-        this.pump();
-      } catch (err) {
-        this.fail(err instanceof SvcError ? err : ingestFailed());
-      }
-      this.partDue = false;
-    });
   }
 
   /** Moves the stream on after anything happened: decides the chunker, then the kind's step. */
@@ -581,7 +563,6 @@ export abstract class Ingest {
   protected release(): void {
     if (this.released || this.queue.tasksRunning) return;
     this.released = true;
-    if (this.partTurn) clearImmediate(this.partTurn);
     this.cancelAdmission();
     this.ring.release();
     this.backlog.dispose();
