@@ -188,7 +188,7 @@ describe('upload backlog', async () => {
 describe('upload segment ring', async () => {
   const { SegmentRing } = await import('../dist/engine/cas/segment-ring.js');
   const { TransferMemory } = await import('../dist/engine/cas/transfer-memory.js');
-  const { INGEST_BORROW_MAX_BYTES } = await import('../dist/engine/base/limits.js');
+  const { INGEST_BORROW_MAX_BYTES, INGEST_PART_BORROW_MAX_BYTES } = await import('../dist/engine/base/limits.js');
 
   it('borrows idle budget beyond its reservation up to INGEST_BORROW_MAX_BYTES, none while an upload waits, and gives it back', () => {
     const seg = 1024;
@@ -196,7 +196,7 @@ describe('upload segment ring', async () => {
     // A budget with room for the reservation (3 segments, hold limit 2) and far more.
     const memory = new TransferMemory((3 + borrowable + 8) * seg, seg);
     memory.reserve(3 * seg, () => {});
-    const ring = new SegmentRing(memory, seg, 2);
+    const ring = new SegmentRing(memory, seg, 2, INGEST_BORROW_MAX_BYTES);
     const chunk = new Uint8Array(seg);
     let held = 0;
     while (ring.roomFor(seg)) {
@@ -221,6 +221,21 @@ describe('upload segment ring', async () => {
     expect(memory.bufferedBytes).toBe(0);
     // What was lent is back in the budget: the waiting upload gets in.
     expect(admitted).toBe(true);
+  });
+
+  it("a resumable part's ring borrows at most INGEST_PART_BORROW_MAX_BYTES (its staged tail grows with it)", () => {
+    const seg = 1024;
+    const memory = new TransferMemory((3 + INGEST_PART_BORROW_MAX_BYTES / seg + 8) * seg, seg);
+    memory.reserve(3 * seg, () => {});
+    const ring = new SegmentRing(memory, seg, 2, INGEST_PART_BORROW_MAX_BYTES);
+    let held = 0;
+    while (ring.roomFor(seg)) {
+      ring.append(new Uint8Array(seg));
+      held++;
+    }
+    expect(held).toBe(3 + INGEST_PART_BORROW_MAX_BYTES / seg);
+    ring.release();
+    expect(memory.bufferedBytes).toBe(0);
   });
 });
 

@@ -72,6 +72,12 @@ export const TIFF_MAX_PAGES = 10_000;
  * still go to the backlog, so memory stays within the reservation plus this, and within the budget.
  */
 export const INGEST_BORROW_MAX_BYTES = 32 * MiB;
+/**
+ * The same for a resumable part (engine/uploads): a continuable part is acknowledged before its
+ * pipeline drains, with every byte after its stored blocks as the staged tail (written twice), so
+ * a deeper ring would make that tail larger; parts keep the ring of before (4 segments of 1 MiB).
+ */
+export const INGEST_PART_BORROW_MAX_BYTES = 4 * MiB;
 
 // ---- the HTTP edge ----
 /** A model request's URI with its query (a row set may ride in it). */

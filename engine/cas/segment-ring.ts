@@ -1,4 +1,3 @@
-import { INGEST_BORROW_MAX_BYTES } from '../base/limits.js';
 import { copyInto } from './shared-copy.js';
 import type { TransferMemory } from './transfer-memory.js';
 
@@ -23,7 +22,7 @@ export class SegmentRing {
   stored = 0;
   /** Segments held beyond the reservation, borrowed from unused budget. */
   private borrowed = 0;
-  /** The most segments it may borrow (INGEST_BORROW_MAX_BYTES). */
+  /** The most segments it may borrow. */
   private readonly maxBorrowed: number;
 
   constructor(
@@ -31,8 +30,10 @@ export class SegmentRing {
     readonly segmentSize: number,
     /** Segments the reservation covers. */
     private readonly holdLimitSegments: number,
+    /** Most bytes it may hold beyond the reservation (engine/base/limits.ts, INGEST_BORROW_MAX_BYTES). */
+    borrowBytes: number,
   ) {
-    this.maxBorrowed = Math.floor(INGEST_BORROW_MAX_BYTES / segmentSize);
+    this.maxBorrowed = Math.floor(borrowBytes / segmentSize);
   }
 
   get count(): number {
