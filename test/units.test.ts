@@ -185,60 +185,6 @@ describe('upload backlog', async () => {
   });
 });
 
-describe('upload segment ring', async () => {
-  const { SegmentRing } = await import('../dist/engine/cas/segment-ring.js');
-  const { TransferMemory } = await import('../dist/engine/cas/transfer-memory.js');
-  const { INGEST_BORROW_MAX_BYTES, INGEST_PART_BORROW_MAX_BYTES } = await import('../dist/engine/base/limits.js');
-
-  it('borrows idle budget beyond its reservation up to INGEST_BORROW_MAX_BYTES, none while an upload waits, and gives it back', () => {
-    const seg = 1024;
-    const borrowable = INGEST_BORROW_MAX_BYTES / seg;
-    // A budget with room for the reservation (3 segments, hold limit 2) and far more.
-    const memory = new TransferMemory((3 + borrowable + 8) * seg, seg);
-    memory.reserve(3 * seg, () => {});
-    const ring = new SegmentRing(memory, seg, 2, INGEST_BORROW_MAX_BYTES);
-    const chunk = new Uint8Array(seg);
-    let held = 0;
-    while (ring.roomFor(seg)) {
-      ring.append(chunk);
-      held++;
-    }
-    // A receive buffer's burst fits: the reservation's segments and INGEST_BORROW_MAX_BYTES more, no further.
-    expect(held).toBe(3 + borrowable);
-    expect(ring.borrowedSegments).toBe(borrowable);
-    expect(memory.bufferedBytes).toBe(held * seg);
-    // Dropping segments gives the borrowed budget back first.
-    ring.dropBefore(4 * seg);
-    expect(ring.borrowedSegments).toBe(borrowable - 4);
-    // While an upload waits for admission nothing more is lent.
-    let admitted = false;
-    memory.reserve(16 * seg, () => (admitted = true));
-    expect(admitted).toBe(false);
-    while (ring.roomFor(seg)) ring.append(chunk);
-    expect(ring.borrowedSegments).toBe(borrowable - 4);
-    ring.release();
-    expect(ring.borrowedSegments).toBe(0);
-    expect(memory.bufferedBytes).toBe(0);
-    // What was lent is back in the budget: the waiting upload gets in.
-    expect(admitted).toBe(true);
-  });
-
-  it("a resumable part's ring borrows at most INGEST_PART_BORROW_MAX_BYTES (its staged tail grows with it)", () => {
-    const seg = 1024;
-    const memory = new TransferMemory((3 + INGEST_PART_BORROW_MAX_BYTES / seg + 8) * seg, seg);
-    memory.reserve(3 * seg, () => {});
-    const ring = new SegmentRing(memory, seg, 2, INGEST_PART_BORROW_MAX_BYTES);
-    let held = 0;
-    while (ring.roomFor(seg)) {
-      ring.append(new Uint8Array(seg));
-      held++;
-    }
-    expect(held).toBe(3 + INGEST_PART_BORROW_MAX_BYTES / seg);
-    ring.release();
-    expect(memory.bufferedBytes).toBe(0);
-  });
-});
-
 describe('tail buffer pool', async () => {
   const { BufferPool } = await import('../dist/engine/uploads/buffer-pool.js');
 

@@ -61,24 +61,6 @@ export const OCR_MAX_RENDER_PIXELS = 36_000_000;
 /** Pages of a TIFF read for OCR. */
 export const TIFF_MAX_PAGES = 10_000;
 
-// ---- upload memory (engine/cas) ----
-/**
- * What one upload may hold in segments beyond its reservation, borrowed from the transfer memory's
- * idle budget (SVC_INGEST_BUFFER_BYTES; only while no upload waits for admission). uWS goes on
- * reading a paused socket while each read fills its buffer, so a resume hands over what the
- * kernel's receive buffer holds (net.ipv4.tcp_rmem's maximum: 6 MiB by default, 32 MiB on hosts
- * tuned for throughput). Room for that burst in the ring keeps it out of the backlog (a second
- * copy) and its spill file (a write and a read); beyond it, and when the budget is busy, bytes
- * still go to the backlog, so memory stays within the reservation plus this, and within the budget.
- */
-export const INGEST_BORROW_MAX_BYTES = 32 * MiB;
-/**
- * The same for a resumable part (engine/uploads): a continuable part is acknowledged before its
- * pipeline drains, with every byte after its stored blocks as the staged tail (written twice), so
- * a deeper ring would make that tail larger; parts keep the ring of before (4 segments of 1 MiB).
- */
-export const INGEST_PART_BORROW_MAX_BYTES = 4 * MiB;
-
 // ---- the HTTP edge ----
 /** A model request's URI with its query (a row set may ride in it). */
 export const MODEL_URI_MAX_BYTES = 64 * KiB;

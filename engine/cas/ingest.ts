@@ -9,7 +9,6 @@
 import { createHash, type Hash } from 'node:crypto';
 import type { Piscina } from 'piscina';
 import type { Config } from '../base/config.js';
-import { INGEST_BORROW_MAX_BYTES } from '../base/limits.js';
 import { SvcError, blockStoreUnavailable, ingestFailed, invalidBlob, isUnreachable, payloadTooLarge } from '../base/errors.js';
 import type { Logger } from '../base/log.js';
 import type { Stats } from '../ops/index.js';
@@ -75,8 +74,6 @@ interface StreamShape {
   measureMd5?: boolean;
   /** Write blocks even when present (security on: the upload's time says nothing of other tenants' data). */
   alwaysWrite?: boolean;
-  /** Most bytes the ring may borrow beyond the reservation (default INGEST_BORROW_MAX_BYTES). */
-  borrowBytes?: number;
   /**
    * Charges each chunk to the caller's byte budget as it is pushed (a body without a declared
    * length, engine/tenancy TenantGate.body): a throw (429) refuses the chunk, and the caller aborts.
@@ -235,7 +232,7 @@ export abstract class Ingest {
     // the next are scanned); what uWS still delivers beyond two more segments goes to the backlog.
     this.pauseAtSegments = Math.ceil(maxBlock / segmentSize) + 8;
     const holdLimitSegments = this.pauseAtSegments + 2;
-    this.ring = new SegmentRing(memory, segmentSize, holdLimitSegments, shape.borrowBytes ?? INGEST_BORROW_MAX_BYTES);
+    this.ring = new SegmentRing(memory, segmentSize, holdLimitSegments);
     this.queue = new StoreQueue(deps.pool, deps.blockStore, config.workers, segmentSize, {
       window: (from) => this.ring.window(from),
       settled: () => this.settled,

@@ -1,6 +1,9 @@
 import { copyInto } from './shared-copy.js';
 import type { TransferMemory } from './transfer-memory.js';
 
+/** How many segments beyond its reservation an upload may borrow from idle budget. */
+const MAX_BORROWED_SEGMENTS = 4;
+
 /** Segments covering stream bytes from `first`: what a block task or the scanning thread reads. */
 export interface SegmentWindow {
   segments: Uint8Array[];
@@ -22,19 +25,13 @@ export class SegmentRing {
   stored = 0;
   /** Segments held beyond the reservation, borrowed from unused budget. */
   private borrowed = 0;
-  /** The most segments it may borrow. */
-  private readonly maxBorrowed: number;
 
   constructor(
     private readonly memory: TransferMemory,
     readonly segmentSize: number,
     /** Segments the reservation covers. */
     private readonly holdLimitSegments: number,
-    /** Most bytes it may hold beyond the reservation (engine/base/limits.ts, INGEST_BORROW_MAX_BYTES). */
-    borrowBytes: number,
-  ) {
-    this.maxBorrowed = Math.floor(borrowBytes / segmentSize);
-  }
+  ) {}
 
   get count(): number {
     return this.segments.length;
@@ -112,15 +109,10 @@ export class SegmentRing {
     const needed = len <= free ? 0 : Math.ceil((len - free) / this.segmentSize);
     const beyond = this.segments.length + needed - (this.holdLimitSegments + 1) - this.borrowed;
     if (beyond <= 0) return true;
-    if (this.segmentSize !== this.memory.segmentBytes || this.borrowed + beyond > this.maxBorrowed) return false;
+    if (this.segmentSize !== this.memory.segmentBytes || this.borrowed + beyond > MAX_BORROWED_SEGMENTS) return false;
     if (!this.memory.borrow(beyond * this.segmentSize)) return false;
     this.borrowed += beyond;
     return true;
-  }
-
-  /** Segments held beyond the reservation now. */
-  get borrowedSegments(): number {
-    return this.borrowed;
   }
 
   /** Gives back the segments wholly before stream offset `needed`. */

@@ -8,7 +8,6 @@
 import { copyInto } from '../cas/index.js';
 import { type Decision, Ingest, type IngestDeps, moveIngest } from '../cas/index.js';
 import type { SvcError } from '../base/errors.js';
-import { INGEST_PART_BORROW_MAX_BYTES } from '../base/limits.js';
 import type { StoredBlock } from '../store/index.js';
 
 /** How a resumable upload's part continues its object. */
@@ -82,8 +81,6 @@ export class PartIngest extends Ingest {
       // A part's bytes are hashed into the object's kept hash on the scanning thread.
       mayHashHere: false,
       alwaysWrite: options.alwaysWrite,
-      // Its staged tail grows with the ring (INGEST_PART_BORROW_MAX_BYTES says why).
-      borrowBytes: INGEST_PART_BORROW_MAX_BYTES,
     });
     this.continuable = continuable;
     this.part = part;
