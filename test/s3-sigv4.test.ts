@@ -14,7 +14,8 @@ import type { S3Key } from '../dist/engine/s3/keys.js';
 import { AwsChunkedDecoder, AwsChunkedStream, storedContentEncoding, type ChunkedOptions } from '../dist/server/s3/aws-chunked.js';
 import { S3Error } from '../dist/server/s3/s3-error.js';
 import { canonicalPath, canonicalQuery, parseQuery, uriEncode } from '../dist/server/s3/sigv4-canonical.js';
-import { verifyRequest, type SignedRequest, type Verified } from '../dist/server/s3/sigv4.js';
+import { rememberedAuthorizations, verifyRequest, type SignedRequest, type Verified } from '../dist/server/s3/sigv4.js';
+import { S3_AUTHORIZATIONS_CACHED } from '../dist/engine/base/limits.js';
 import { deriveSigningKey, hmac, hmacHex, signaturesEqual, signingKey } from '../dist/server/s3/signing-key.js';
 import { Sha256 } from './helpers/s3-client.js';
 
@@ -351,6 +352,27 @@ describe('requests signed by @smithy/signature-v4', () => {
       const tampered = received({ ...signed, headers: { ...signed.headers, 'x-amz-meta-owner': 'Mallory' } });
       expect(refusal(() => verify(tampered, AT)).code).toBe('SignatureDoesNotMatch');
     }
+  });
+
+  it('remembers at most S3_AUTHORIZATIONS_CACHED Authorization headers, however many distinct ones verify', async () => {
+    const n = S3_AUTHORIZATIONS_CACHED + 40;
+    let largest = 0;
+    for (let i = 0; i < n; i++) {
+      // Each signs its own header set: a distinct Authorization before its signature.
+      const r = sdkRequest({ headers: { host: 'localhost:9000', 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD', [`x-amz-meta-n${i}`]: 'x' } });
+      const signed = (await signer.sign(r as never, { signingDate })) as unknown as SdkRequest;
+      verify(received(signed), AT);
+      largest = Math.max(largest, rememberedAuthorizations());
+    }
+    expect(largest).toBe(S3_AUTHORIZATIONS_CACHED);
+    expect(rememberedAuthorizations()).toBeLessThanOrEqual(S3_AUTHORIZATIONS_CACHED);
+    // A header too long to remember is verified and not remembered.
+    const before = rememberedAuthorizations();
+    const names = Object.fromEntries(Array.from({ length: 60 }, (_, i) => [`x-amz-meta-a-rather-long-header-name-${String(i).padStart(2, '0')}`, 'x']));
+    const long = (await signer.sign(sdkRequest({ headers: { host: 'localhost:9000', 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD', ...names } }) as never, { signingDate })) as unknown as SdkRequest;
+    expect((long.headers.authorization as string).length).toBeGreaterThan(1024);
+    verify(received(long), AT);
+    expect(rememberedAuthorizations()).toBe(before);
   });
 
   it('presigned: verified until it expires', async () => {

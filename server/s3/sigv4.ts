@@ -125,6 +125,9 @@ const REMEMBERED_AUTHORIZATION_CHARS = 1024;
  */
 const parsedBefore = new Map<string, Omit<ParsedAuthorization, 'signature'>>();
 
+/** How many Authorization headers are remembered parsed (tests: at most S3_AUTHORIZATIONS_CACHED). */
+export const rememberedAuthorizations = (): number => parsedBefore.size;
+
 /** parseAuthorization, what comes before the signature read once per client and day (`remembered`: so read). */
 function parsedAuthorization(value: string, bad: (why: string) => S3Error): ParsedAuthorization & { remembered?: true } {
   const at = value.lastIndexOf(SIGNATURE_FIELD);
