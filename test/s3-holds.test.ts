@@ -150,13 +150,19 @@ describe('the blob API\'s delete and the objects\' writes', () => {
   });
 });
 
+/** A tenant's bucket holding object `a`: `size` seeded bytes, published and written. */
+async function oneObject(tenant: string, bucket: string, size: number, seed: number) {
+  const who = caller(tenant);
+  await engine.s3.createBucket(who, bucket);
+  const bytes = seededBytes(size, seed);
+  const first = await publishBody(who, bytes);
+  await engine.s3.putObject(who, bucket, 'a', first.content, META, undefined, first.tookHold, first.since);
+  return { who, bytes, first };
+}
+
 describe('a release that ended between a publication and its object write', () => {
   test('the write meets the tombstone (503 SlowDown), not a blob whose hold went; its retry publishes anew and names a held blob', async () => {
-    const who = caller('holds-window');
-    await engine.s3.createBucket(who, 'window');
-    const bytes = seededBytes(120_000, 21);
-    const first = await publishBody(who, bytes);
-    await engine.s3.putObject(who, 'window', 'a', first.content, META, undefined, first.tookHold, first.since);
+    const { who, bytes, first } = await oneObject('holds-window', 'window', 120_000, 21);
     const blobId = first.content.blobId;
     // A PutObject of the same bytes publishes: it finds the tenant's hold (the object above keeps it).
     const late = await publishBody(who, bytes);
@@ -179,11 +185,7 @@ describe('a release that ended between a publication and its object write', () =
   });
 
   test('tombstones go after S3_RELEASE_TOMBSTONE_MS; a publication older than that is refused (its tombstone may be gone)', async () => {
-    const who = caller('holds-tombstones');
-    await engine.s3.createBucket(who, 'tombs');
-    const bytes = seededBytes(90_000, 22);
-    const first = await publishBody(who, bytes);
-    await engine.s3.putObject(who, 'tombs', 'a', first.content, META, undefined, first.tookHold, first.since);
+    const { who, bytes, first } = await oneObject('holds-tombstones', 'tombs', 90_000, 22);
     await engine.s3.deleteObject(who, 'tombs', 'a');
     const now = engine.clock.now();
     expect(await engine.s3.index.refs.pruneTombstones(now)).toBe(0);
