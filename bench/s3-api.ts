@@ -26,10 +26,16 @@
  *
  *   npm run bench:s3               1 GiB, 3 counted rounds, 4 s windows
  *   npm run bench:s3 -- --quick    256 MiB, 1 counted round, 2 s windows
+ *   … -- --only=f                  (f) alone (no radosgw): a fresh svc per round and build
+ *   … -- --only=f --before=DIR     (f) of this build and of the build in DIR (a built worktree of
+ *                                  an earlier commit), alternating, order flipped every round:
+ *                                  svc CPU-ms per GET and rate of each, round by round
+ *   … -- --profile=DIR             this build's svc runs with --cpu-prof into DIR
  *
  * Prints a Markdown report on stdout and writes bench/results/s3-api-<time>.json.
  */
 import http from 'node:http';
+import os from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { createReadStream, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -49,13 +55,21 @@ import { libStorageUpload, rangedDownload } from './s3-transfers.js';
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const ENTRY = path.join(REPO, 'dist', 'server', 'main.js');
 const args = benchArgs({
-  usage: 'usage: node dist/bench/s3-api.js [--quick]',
-  options: { quick: { type: 'boolean', help: '256 MiB, 1 counted round, 2 s windows (default: 1 GiB, 3 rounds, 4 s)' } },
+  usage: 'usage: node dist/bench/s3-api.js [--quick] [--only=f] [--rounds=N] [--before=DIR] [--profile=DIR]',
+  options: {
+    quick: { type: 'boolean', help: '256 MiB, 1 counted round, 2 s windows (default: 1 GiB, 3 rounds, 4 s)' },
+    only: { type: 'string', value: 'f', help: 'only measurement (f), without radosgw' },
+    rounds: { type: 'string', value: 'N', help: 'counted rounds (default 3, 1 with --quick)' },
+    before: { type: 'string', value: 'DIR', help: 'with --only=f: also the build of DIR, same run, alternating' },
+    profile: { type: 'string', value: 'DIR', help: "this build's svc runs with --cpu-prof into DIR (profiles written as it stops)" },
+  },
 });
 const quick = args.values.quick;
+if (args.values.only !== undefined && args.values.only !== 'f') args.fail('--only takes f');
+if (args.values.before !== undefined && args.values.only !== 'f') args.fail('--before needs --only=f');
 const MiB = 1024 * 1024;
 const LARGE = (quick ? 256 : 1024) * MiB;
-const ROUNDS = quick ? 1 : 3;
+const ROUNDS = args.number('rounds') ?? (quick ? 1 : 3);
 const WARMUP_MS = 1000;
 const WINDOW_MS = quick ? 2000 : 4000;
 const SMALL = 4096;
@@ -89,14 +103,15 @@ function sampleCpu(t: Target): Cpu {
 }
 const cpuSince = (a: Cpu, b: Cpu): Cpu => Object.fromEntries(Object.keys(b).map((k) => [k, b[k]! - (a[k] ?? 0)]));
 
-/** A fresh svc (fs, relaxed, data in SCRATCH) with the S3 listener on, security on. */
-async function startSvc(): Promise<{ server: ServerProcess; target: Target; token: string; stop(): Promise<void> }> {
+/** A fresh svc (fs, relaxed, data in SCRATCH) with the S3 listener on, security on; `entry`: another build's. */
+async function startSvc(entry = ENTRY): Promise<{ server: ServerProcess; target: Target; token: string; stop(): Promise<void> }> {
   const root = mkdtempSync(path.join(SCRATCH, 'svc-bench-s3-'));
   const keysFile = path.join(root, 'keys.json');
   writeFileSync(keysFile, JSON.stringify({ keys: [{ accessKeyId: SVC_KEY.accessKeyId, secretAccessKey: SVC_KEY.secretAccessKey, tenant: TENANT, sub: 'bench', scope: 'blob.read blob.write blob.delete' }] }));
+  const profile = args.values.profile && entry === ENTRY ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${path.resolve(args.values.profile)}` } : {};
   const server = await ServerProcess.start({
-    entry: ENTRY, fsRoot: path.join(root, 'data'), durability: 'relaxed',
-    env: { SVC_BLOB_BACKEND: 'fs', SVC_LOG_LEVEL: 'error', SVC_SECURITY_ENABLED: 'true', SVC_DEV_SHARED_SECRET: DEV_SECRET, SVC_S3_KEYS_FILE: keysFile },
+    entry, fsRoot: path.join(root, 'data'), durability: 'relaxed',
+    env: { SVC_BLOB_BACKEND: 'fs', SVC_LOG_LEVEL: 'error', SVC_SECURITY_ENABLED: 'true', SVC_DEV_SHARED_SECRET: DEV_SECRET, SVC_S3_KEYS_FILE: keysFile, ...profile },
   });
   const stop = async () => {
     await server.stop();
@@ -295,21 +310,9 @@ async function smallRound(rgw: S3Server, order: Array<'svc' | 'radosgw'>, r: Res
       const put = await loop(t, smallPuts(t, 'p/'));
       const keys = await storeSmallObjects(t, 'g/');
       const get = await loop(t, smallGets(t, keys));
-      // The blob API reads the same 4 KiB bodies (the same blobs: the S3 objects name them).
-      const ids: string[] = [];
-      const signer = new S3Signer(t.endpoint, t.key);
-      for (const key of keys.slice(0, 64)) {
-        const res = await fetch(`${t.endpoint}/${BUCKET}/${key}`, { method: 'HEAD', headers: await signedHeaders(signer, 'HEAD', `/${BUCKET}/${key}`) });
-        const id = res.headers.get('x-svc-blob-id');
-        if (res.status !== 200 || !id) throw new Error(`HeadObject ${key}: HTTP ${res.status}`);
-        ids.push(id);
-      }
-      const order2 = round % 2 ? (['blob', 's3'] as const) : (['s3', 'blob'] as const);
-      for (const api of order2) {
-        const cell = api === 's3' ? await loop(t, smallGets(t, keys.slice(0, 64))) : await loop({ ...t, port: svc.server.port }, blobGets(ids, svc.token));
-        r?.blobGet[api].push(cell);
-        log(`round ${round} svc: 4 KiB GET over ${api === 's3' ? 'S3' : 'the blob API'} ${f(cell.perSecond)}/s`);
-      }
+      const cells = await s3AgainstBlobApi(svc, keys, round, 'svc');
+      r?.blobGet.s3.push(cells.s3);
+      r?.blobGet.blob.push(cells.blob);
       log(`round ${round} svc: 4 KiB PUT ${f(put.perSecond)}/s, GET ${f(get.perSecond)}/s`);
       r?.smallPut.svc.push(put);
       r?.smallGet.svc.push(get);
@@ -317,6 +320,69 @@ async function smallRound(rgw: S3Server, order: Array<'svc' | 'radosgw'>, r: Res
       await svc.stop();
     }
   }
+}
+
+/** (f) on a svc holding `keys`: 4 KiB GetObject of 64 of them, and GET /api/v1/blobs/{id} of their blobs, in the round's order. */
+async function s3AgainstBlobApi(svc: Awaited<ReturnType<typeof startSvc>>, keys: string[], round: number, label: string): Promise<Record<'s3' | 'blob', LoopCell>> {
+  const t = svc.target;
+  // The blob API reads the same 4 KiB bodies (the same blobs: the S3 objects name them).
+  const ids: string[] = [];
+  const signer = new S3Signer(t.endpoint, t.key);
+  for (const key of keys.slice(0, 64)) {
+    const res = await fetch(`${t.endpoint}/${BUCKET}/${key}`, { method: 'HEAD', headers: await signedHeaders(signer, 'HEAD', `/${BUCKET}/${key}`) });
+    const id = res.headers.get('x-svc-blob-id');
+    if (res.status !== 200 || !id) throw new Error(`HeadObject ${key}: HTTP ${res.status}`);
+    ids.push(id);
+  }
+  const out: Partial<Record<'s3' | 'blob', LoopCell>> = {};
+  for (const api of round % 2 ? (['blob', 's3'] as const) : (['s3', 'blob'] as const)) {
+    const cell = api === 's3' ? await loop(t, smallGets(t, keys.slice(0, 64))) : await loop({ ...t, port: svc.server.port }, blobGets(ids, svc.token));
+    out[api] = cell;
+    log(`round ${round} ${label}: 4 KiB GET over ${api === 's3' ? 'S3' : 'the blob API'} ${f(cell.perSecond)}/s, svc ${f(cell.cpuMsPerOp.svc, 3)} CPU-ms`);
+  }
+  return out as Record<'s3' | 'blob', LoopCell>;
+}
+
+/** (f) alone, for this build and (--before) another, alternating: a fresh svc per round and build. */
+async function onlyF(before: string | undefined): Promise<void> {
+  const t0 = performance.now();
+  const builds: Array<[string, string]> = [['this', ENTRY], ...(before ? [['before', path.resolve(before, 'dist', 'server', 'main.js')] as [string, string]] : [])];
+  const cells = new Map<string, Array<Record<'s3' | 'blob', LoopCell>>>(builds.map(([name]) => [name, []]));
+  for (let round = 0; round <= ROUNDS; round++) {
+    for (const [name, entry] of round % 2 ? [...builds].reverse() : builds) {
+      const svc = await startSvc(entry);
+      try {
+        await createBucket(svc.target);
+        const keys = await storeSmallObjects(svc.target, 'g/');
+        const got = await s3AgainstBlobApi(svc, keys.slice(0, 64), round, name);
+        if (round > 0) cells.get(name)!.push(got);
+      } finally {
+        await svc.stop();
+      }
+    }
+  }
+  const ms = (c: LoopCell) => c.cpuMsPerOp.svc!;
+  const L = [
+    `## (f) 4 KiB GetObject / GET /api/v1/blobs/{id}${before ? `, this build and ${before}` : ''} (${new Date().toISOString()}, ${ROUNDS} rounds after one uncounted, ${CONNECTIONS} connections, ${WINDOW_MS / 1000} s windows, load average at the end ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}, ${f((performance.now() - t0) / 60000, 1)} min)`,
+    '',
+    '| Build | Round | S3 GET/s | blob GET/s | rate S3/blob | svc CPU-ms per GET, S3 | blob | CPU blob/S3 | client CPU-ms, S3 | blob |',
+    '|---|---|---|---|---|---|---|---|---|---|',
+  ];
+  for (const [name] of builds) {
+    const rows = cells.get(name)!;
+    rows.forEach((c, i) => L.push(`| ${name} | ${i + 1} | ${f(c.s3.perSecond)} | ${f(c.blob.perSecond)} | ${f(c.s3.perSecond / c.blob.perSecond, 2)}x | ${f(ms(c.s3), 3)} | ${f(ms(c.blob), 3)} | ${f(ms(c.blob) / ms(c.s3), 2)} | ${f(c.s3.cpuMsPerOp.client, 3)} | ${f(c.blob.cpuMsPerOp.client, 3)} |`));
+    const med = (g: (c: Record<'s3' | 'blob', LoopCell>) => number) => median(rows.map(g));
+    L.push(`| ${name} | median | ${f(med((c) => c.s3.perSecond))} | ${f(med((c) => c.blob.perSecond))} | ${f(med((c) => c.s3.perSecond / c.blob.perSecond), 2)}x | ${f(med((c) => ms(c.s3)), 3)} | ${f(med((c) => ms(c.blob)), 3)} | ${f(med((c) => ms(c.blob) / ms(c.s3)), 2)} | ${f(med((c) => c.s3.cpuMsPerOp.client!), 3)} | ${f(med((c) => c.blob.cpuMsPerOp.client!), 3)} |`);
+  }
+  if (before) {
+    L.push('', 'This build against the build before, same round: svc CPU-ms per S3 GET and S3 GET rate, this / before:', '');
+    const mine = cells.get('this')!;
+    const theirs = cells.get('before')!;
+    L.push(mine.map((c, i) => `round ${i + 1}: CPU ${f(ms(c.s3) / ms(theirs[i]!.s3), 2)}, rate ${f(c.s3.perSecond / theirs[i]!.s3.perSecond, 2)}`).join('; '));
+  }
+  const errors = [...cells.values()].flat().flatMap((c) => [c.s3, c.blob]).filter((x) => x.errors > 0);
+  if (errors.length > 0) L.push('', `Errors: ${errors.map((x) => `${x.errors} (${x.firstError})`).join('; ')}`);
+  process.stdout.write(`${L.join('\n')}\n`);
 }
 
 /** (c) and (d) on one side: a fresh svc, or radosgw emptied after. */
@@ -402,6 +468,7 @@ function render(r: Results, peer: string, minutes: number): string {
 }
 
 async function main(): Promise<void> {
+  if (args.values.only === 'f') return onlyF(args.values.before);
   const t0 = performance.now();
   const dataDir = mkdtempSync(path.join(SCRATCH, 'svc-bench-s3-body-'));
   let rgw: S3Server | undefined;

@@ -216,6 +216,14 @@ export const DOC_UPLOADS_CACHED = 16_384;
 export const UNIT_ROWS_REMEMBERED = 8192;
 export const UNIT_ROWS_REMEMBERED_BYTES = 16 * 1024 * 1024;
 
+/**
+ * Records of cached tables (engine/store/unit-store.ts: S3 objects and buckets) an fs or s3 node
+ * keeps decoded, most recently read last: a 4 KiB GetObject's record is no LMDB read and no
+ * msgpack decode. An object's record is at most ~4 KiB decoded (a 1 KiB key's slot, 2 KiB of
+ * user metadata), so at most ~32 MiB.
+ */
+export const UNIT_RECORDS_CACHED = 8192;
+
 // ---- not-found answers ----
 /**
  * A 404's "did you mean" hint (server/route-hint.ts): paths longer than this get none (the work

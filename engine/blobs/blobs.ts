@@ -37,9 +37,12 @@ export interface BlobsDeps {
 export class Blobs {
   constructor(private readonly deps: BlobsDeps) {}
 
-  /** The tenant's blob (another tenant's, or none: 404 blob_not_found alike). Synchronous on an embedded catalog. */
-  manifest(id: ContentId, tenant = DEFAULT_TENANT): Manifest | Promise<Manifest> {
-    const key = formatContentId(id.hex, id.size);
+  /**
+   * The tenant's blob (another tenant's, or none: 404 blob_not_found alike). Synchronous on an
+   * embedded catalog. `id` a string: an id as svc formats it (an S3 object's record names one).
+   */
+  manifest(id: ContentId | string, tenant = DEFAULT_TENANT): Manifest | Promise<Manifest> {
+    const key = typeof id === 'string' ? id : formatContentId(id.hex, id.size);
     const found = (m: Manifest | undefined): Manifest => {
       if (!m) throw blobNotFound(key);
       return m;

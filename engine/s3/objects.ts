@@ -96,13 +96,23 @@ export class S3Objects {
     return this.write(owner.tenant, bucket, key, conditions, async () => record(), publication);
   }
 
-  /** HeadObject, GetObject: the record, else NoSuchKey (NoSuchBucket, AccessDenied for the bucket). */
-  async get(tenant: string, bucket: string, key: string): Promise<ObjectRecord> {
+  /**
+   * HeadObject, GetObject: the record (frozen on LMDB: a cached table's), else NoSuchKey
+   * (NoSuchBucket, AccessDenied for the bucket). At once when the store reads synchronously.
+   */
+  get(tenant: string, bucket: string, key: string): ObjectRecord | Promise<ObjectRecord> {
     checkKey(key);
     // Plain reads, no unit (the GET path). An object lives only in a bucket of its owner's tenant,
     // and a bucket is deleted only empty: a record of the caller's tenant answers for the bucket
     // too (one read, not two). Otherwise the bucket says which refusal: NoSuchBucket, AccessDenied.
-    const record = await this.units.get(OBJECTS, [bucket, encodeKey(key)]);
+    const at: [string, string] = [bucket, encodeKey(key)];
+    const now = this.units.getNow?.(OBJECTS, at);
+    if (now?.owner.tenant === tenant) return now;
+    return this.getRead(tenant, bucket, at);
+  }
+
+  private async getRead(tenant: string, bucket: string, at: [string, string]): Promise<ObjectRecord> {
+    const record = await this.units.get(OBJECTS, at);
     if (record && record.owner.tenant === tenant) return record;
     await this.buckets.head(tenant, bucket);
     if (!record) throw noSuchKey();

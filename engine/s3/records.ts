@@ -93,10 +93,12 @@ export interface PartRecord {
   lastModified: number;
 }
 
-export const BUCKETS = table<BucketRecord, string>('s3_buckets');
+// Objects and buckets are read by every GetObject and HeadObject outside units, written far less:
+// cached on a node of its own LMDB (engine/store/unit-store.ts CACHED; never on pg-s3).
+export const BUCKETS = table<BucketRecord, string>('s3_buckets', { cached: true });
 export const TENANT_BUCKETS = table<number, [string, string]>('s3_tenant_buckets');
 export const BUCKET_COUNTS = table<number, string>('s3_bucket_counts');
-export const OBJECTS = table<ObjectRecord, [string, string]>('s3_objects');
+export const OBJECTS = table<ObjectRecord, [string, string]>('s3_objects', { cached: true });
 export const UPLOADS = table<UploadRecord, [string, string, string]>('s3_uploads');
 export const PARTS = table<PartRecord, [string, number]>('s3_parts');
 /** The bytes of a tenant's parts on record, changed in the units that write and remove parts (unit.add). */

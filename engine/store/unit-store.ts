@@ -41,12 +41,25 @@ const REMEMBERED = new Set<string>();
 export const isRemembered = (tableName: string): boolean => REMEMBERED.has(tableName);
 
 /**
+ * Tables whose records a store of one node (LMDB: nobody else writes it) keeps decoded as it last
+ * read them outside units (`get`, `getNow`), forgotten as soon as the node's own commit of them
+ * lands, so a read after a write has answered is never a stale copy. A shared store (pg-s3) keeps
+ * none: other nodes write. Such records are shared by every reader and frozen: never change one.
+ */
+const CACHED = new Set<string>();
+
+/** Whether a store of one node keeps the table's records decoded (declared with `table(name, { cached: true })`). */
+export const isCached = (tableName: string): boolean => CACHED.has(tableName);
+
+/**
  * `watched`: commits that write the table are announced, so `watch` may follow it (else `watch`
  * refuses it). `remembered`: see REMEMBERED (for records that units read and write often).
+ * `cached`: see CACHED (for records read far more often than written, outside units).
  */
-export function table<V, K extends UnitKey = UnitKey>(name: string, options: { watched?: boolean; remembered?: boolean } = {}): Table<V, K> {
+export function table<V, K extends UnitKey = UnitKey>(name: string, options: { watched?: boolean; remembered?: boolean; cached?: boolean } = {}): Table<V, K> {
   if (options.watched) WATCHED.add(name);
   if (options.remembered) REMEMBERED.add(name);
+  if (options.cached) CACHED.add(name);
   return new Table<V, K>(name);
 }
 
@@ -133,6 +146,12 @@ export interface UnitStore {
   insertIfAbsent<V, K extends UnitKey>(table: Table<V, K>, key: K, value: V, also?: ReadonlyArray<AlsoWrite>): Promise<boolean>;
   /** The latest committed record. */
   get<V, K extends UnitKey>(table: Table<V, K>, key: K): Promise<V | undefined>;
+  /**
+   * The latest committed record at once, on a store whose reads are synchronous (LMDB); absent on
+   * one that reads over the network. A cached table's record may be the node's decoded copy
+   * (CACHED: frozen, never changed by the reader).
+   */
+  getNow?<V, K extends UnitKey>(table: Table<V, K>, key: K): V | undefined;
   /** The latest committed records of several keys, in order (on PostgreSQL one statement): as `get` of each. */
   getMany(reads: ReadonlyArray<PointKey>): Promise<unknown[]>;
   /**

@@ -26,7 +26,8 @@ import { abortMultipartUpload, completeMultipartUpload, createMultipartUpload, l
 import { parseChunkedPayload } from './sigv4-payload.js';
 import { type Payload, isSigned, verifyRequest } from './sigv4.js';
 
-type Operation = { name: string; scope: 'blob.read' | 'blob.write' | 'blob.delete'; slot?: boolean; run: (call: S3Call) => Promise<void> };
+/** `run` answers at once (GetObject with its object at hand) or later; a failure either way is S3's error answer. */
+type Operation = { name: string; scope: 'blob.read' | 'blob.write' | 'blob.delete'; slot?: boolean; run: (call: S3Call) => void | Promise<void> };
 
 /** Sub-resources of S3 this listener does not serve: 501 NotImplemented. */
 const NOT_IMPLEMENTED = new Set([
@@ -140,17 +141,25 @@ export function mountS3Api(app: TemplatedApp, { engine, keys }: S3ListenerOption
       if (release instanceof Promise) {
         release.then((r) => {
           ex.onFinish(r);
-          if (ex.live) operation.run(call).catch(fail);
+          if (ex.live) run(operation, call, fail);
           else r();
         }, fail);
         return;
       }
       if (release) ex.onFinish(release);
-      operation.run(call).catch(fail);
+      run(operation, call, fail);
     } catch (err) {
       answerError(ex, head?.resource ?? req.getUrl(), err);
     }
   });
+}
+
+function run(operation: Operation, call: S3Call, fail: (err: unknown) => void): void {
+  try {
+    operation.run(call)?.catch(fail);
+  } catch (err) {
+    fail(err);
+  }
 }
 
 /** The tenant gate's request budget and, for reads and writes of bytes, one of the tenant's slots (security on). */

@@ -112,14 +112,17 @@ function objectAnswer(call: S3Call, record: ObjectRecord): ObjectAnswer {
   return { headers, contentType, cacheControl };
 }
 
-/** GetObject and HeadObject. */
-export async function getObject(call: S3Call): Promise<void> {
-  const { engine, ex, head, query } = call;
-  // Read before any await: the head is a copy, but keep the order of the blob API.
+/** GetObject and HeadObject: answered at once when the engine has the object at hand (engine/s3/s3-service.ts getObject). */
+export function getObject(call: S3Call): void | Promise<void> {
+  const read = call.engine.s3.getObject(call.principal, call.head.bucket, call.head.key);
+  if (read instanceof Promise) return read.then((r) => answerObject(call, r));
+  answerObject(call, read);
+}
+
+function answerObject(call: S3Call, { record, manifest }: ObjectRead): void {
+  const { engine, ex, head } = call;
   const conditions = readConditions({ getHeader: (name: string) => head.header(name) ?? '' } as Parameters<typeof readConditions>[0]);
-  const partNumber = query.get('partNumber');
-  const read: ObjectRead = await engine.s3.getObject(call.principal, head.bucket, head.key);
-  const { record, manifest } = read;
+  const partNumber = call.query.get('partNumber');
   const { headers, contentType, cacheControl } = objectAnswer(call, record);
   if (partNumber !== undefined) Object.assign(conditions, partRange(record, partNumber, conditions.range));
   if (record.parts !== undefined) headers['x-amz-mp-parts-count'] = String(record.parts.length);

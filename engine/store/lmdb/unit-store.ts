@@ -1,7 +1,8 @@
 import type { Database, Key } from 'lmdb';
+import { UNIT_RECORDS_CACHED } from '../../base/limits.js';
 import type { CatalogEnv } from './env.js';
 import { type BufferedWrite, type PointRead, type RangeRead, type StoredEntry, type UnitBackend, runUnit, sameBytes, sameEntries } from '../unit-runner.js';
-import { type AlsoWrite, type Entry, type PointKey, type Table, type Unit, type UnitKey, type UnitRange, type UnitStore, isWatched, unwatchedTable } from '../unit-store.js';
+import { type AlsoWrite, type Entry, type PointKey, type Table, type Unit, type UnitKey, type UnitRange, type UnitStore, isCached, isWatched, unwatchedTable } from '../unit-store.js';
 
 /** Most writes a unit may have to commit synchronously when commits are sparse (CatalogEnv.commitsAtOnce). */
 const SYNC_COMMIT_MAX_WRITES = 4;
@@ -12,6 +13,16 @@ const rangeOptions = (options: UnitRange) => ({
   ...(options.reverse ? { reverse: true } : {}),
   ...(options.limit === undefined ? {} : { limit: options.limit }),
 });
+
+/** A cached record's place: its table and key (keys of every type, told apart). */
+const recordSlot = (tableName: string, key: UnitKey) => `${tableName}\u0000${typeof key === 'string' ? key : JSON.stringify(key)}`;
+
+/** A decoded record as a cached table's readers share it: frozen through (byte arrays excepted: they cannot be). */
+function frozen<V>(value: V): V {
+  if (typeof value !== 'object' || value === null || ArrayBuffer.isView(value) || Object.isFrozen(value)) return value;
+  for (const inner of Object.values(value)) frozen(inner);
+  return Object.freeze(value);
+}
 
 /**
  * Units of work on the node's LMDB catalog (`fs`, and the embedded state of the other backends'
@@ -26,8 +37,20 @@ export class LmdbUnitStore implements UnitStore, UnitBackend {
   readonly shared = false;
   private readonly databases = new Map<string, Database<unknown, Key>>();
   private readonly listeners = new Map<string, Set<() => void>>();
+  /**
+   * Records of cached tables (unit-store.ts CACHED) as last read outside units, most recently read
+   * last, at most UNIT_RECORDS_CACHED. Only this process writes the catalog: a record is forgotten
+   * once a commit that wrote it has landed (and lmdb-js has renewed its read snapshot), before the
+   * writer's unit returns, so no read after that write answers the old record.
+   */
+  private readonly records = new Map<string, unknown>();
 
   constructor(private readonly env: CatalogEnv) {}
+
+  /** How many records of cached tables this store holds decoded (at most UNIT_RECORDS_CACHED). */
+  get cachedRecords(): number {
+    return this.records.size;
+  }
 
   private db(name: string): Database<unknown, Key> {
     let db = this.databases.get(name);
@@ -56,6 +79,11 @@ export class LmdbUnitStore implements UnitStore, UnitBackend {
     return out;
   }
 
+  /** The cached records a commit wrote, once it has landed. */
+  private forget(writes: ReadonlyArray<{ table: string; key: UnitKey }>): void {
+    for (const write of writes) if (isCached(write.table)) this.records.delete(recordSlot(write.table, write.key));
+  }
+
   commit(points: PointRead[], ranges: RangeRead[], writes: BufferedWrite[]): Promise<boolean> {
     const apply = (): boolean => {
       for (const read of points) if (!sameBytes(this.db(read.table).getBinary(read.key as Key), read.bytes)) return false;
@@ -74,14 +102,18 @@ export class LmdbUnitStore implements UnitStore, UnitBackend {
       return true;
     };
     // A small unit commits at once when commits are sparse (a lone PutObject's record: no wait for the writer thread).
+    const landed = (committed: boolean): boolean => {
+      if (committed) this.forget(writes);
+      return committed;
+    };
     if (this.env.commitsAtOnce(writes.length <= SYNC_COMMIT_MAX_WRITES && ranges.length === 0)) {
       try {
-        return Promise.resolve(this.env.root.transactionSync(apply));
+        return Promise.resolve(landed(this.env.root.transactionSync(apply)));
       } catch (err) {
         return Promise.reject(err);
       }
     }
-    return this.env.batched(() => this.env.root.transaction(apply));
+    return this.env.batched(() => this.env.root.transaction(apply)).then(landed);
   }
 
   async run<T>(step: (unit: Unit) => Promise<T> | T): Promise<T> {
@@ -98,12 +130,33 @@ export class LmdbUnitStore implements UnitStore, UnitBackend {
       for (const w of also) void this.db(w.table.name).put(w.key as Key, w.value);
       return true;
     });
-    if (written) for (const name of new Set([table.name, ...also.map((w) => w.table.name)])) for (const listener of this.listeners.get(name) ?? []) listener();
+    if (written) {
+      this.forget([{ table: table.name, key }, ...also.map((w) => ({ table: w.table.name, key: w.key }))]);
+      for (const name of new Set([table.name, ...also.map((w) => w.table.name)])) for (const listener of this.listeners.get(name) ?? []) listener();
+    }
     return written;
   }
 
   async get<V, K extends UnitKey>(table: Table<V, K>, key: K): Promise<V | undefined> {
-    return this.db(table.name).get(key as Key) as V | undefined;
+    return this.getNow(table, key);
+  }
+
+  getNow<V, K extends UnitKey>(table: Table<V, K>, key: K): V | undefined {
+    if (!isCached(table.name)) return this.db(table.name).get(key as Key) as V | undefined;
+    const slot = recordSlot(table.name, key);
+    const records = this.records;
+    let record = records.get(slot);
+    if (record !== undefined) {
+      records.delete(slot);
+    } else {
+      // Read and kept in one synchronous step: a commit landing later forgets it.
+      record = this.db(table.name).get(key as Key);
+      if (record === undefined) return undefined;
+      frozen(record);
+      if (records.size >= UNIT_RECORDS_CACHED) records.delete(records.keys().next().value!);
+    }
+    records.set(slot, record);
+    return record as V;
   }
 
   async getMany(reads: ReadonlyArray<PointKey>): Promise<unknown[]> {
