@@ -38,6 +38,7 @@ const PG_S3_SUITES = [
   'test/s3-multipart-api.test.ts',
   'test/s3-checksum-types.test.ts',
   'test/s3-cli.test.ts',
+  'test/s3-read-after-write.test.ts',
 ];
 
 /**
@@ -74,6 +75,7 @@ const S3_SUITES = [
   'test/s3-multipart-api.test.ts',
   'test/s3-checksum-types.test.ts',
   'test/s3-cli.test.ts',
+  'test/s3-read-after-write.test.ts',
 ];
 
 export default defineConfig({

@@ -2,7 +2,7 @@
 // refusal (engine/s3/errors.ts s3CodeOf), the SvcError's code otherwise, 'not refused' if none.
 import { s3CodeOf } from '../../dist/engine/s3/errors.js';
 
-export async function refusal(run: () => Promise<unknown>): Promise<string> {
+export async function refusal(run: () => unknown): Promise<string> {
   try {
     await run();
   } catch (err) {
