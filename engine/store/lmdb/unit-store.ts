@@ -14,8 +14,15 @@ const rangeOptions = (options: UnitRange) => ({
   ...(options.limit === undefined ? {} : { limit: options.limit }),
 });
 
-/** A cached record's place: its table and key (keys of every type, told apart). */
-const recordSlot = (tableName: string, key: UnitKey) => `${tableName}\u0000${typeof key === 'string' ? key : JSON.stringify(key)}`;
+/** A cached record's place: its table and key, each part with its length or type before it (no two keys meet). */
+function recordSlot(tableName: string, key: UnitKey): string {
+  if (!Array.isArray(key)) return `${tableName}\u0000${part(key)}`;
+  let slot = `${tableName}\u0000${key.length}`;
+  for (const element of key) slot += part(element);
+  return slot;
+}
+
+const part = (element: string | number) => (typeof element === 'string' ? `s${element.length}:${element}` : `n${element};`);
 
 /** A decoded record as a cached table's readers share it: frozen through (byte arrays excepted: they cannot be). */
 function frozen<V>(value: V): V {
