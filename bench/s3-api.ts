@@ -108,7 +108,7 @@ async function startSvc(entry = ENTRY): Promise<{ server: ServerProcess; target:
   const root = mkdtempSync(path.join(SCRATCH, 'svc-bench-s3-'));
   const keysFile = path.join(root, 'keys.json');
   writeFileSync(keysFile, JSON.stringify({ keys: [{ accessKeyId: SVC_KEY.accessKeyId, secretAccessKey: SVC_KEY.secretAccessKey, tenant: TENANT, sub: 'bench', scope: 'blob.read blob.write blob.delete' }] }));
-  const profile = args.values.profile && entry === ENTRY ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${path.resolve(args.values.profile)}` } : {};
+  const profile = args.values.profile && entry === ENTRY ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-interval=250 --cpu-prof-dir=${path.resolve(args.values.profile)}` } : {};
   const server = await ServerProcess.start({
     entry, fsRoot: path.join(root, 'data'), durability: 'relaxed',
     env: { SVC_BLOB_BACKEND: 'fs', SVC_LOG_LEVEL: 'error', SVC_SECURITY_ENABLED: 'true', SVC_DEV_SHARED_SECRET: DEV_SECRET, SVC_S3_KEYS_FILE: keysFile, ...profile },
