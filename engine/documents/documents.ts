@@ -139,10 +139,11 @@ export class Documents {
       const room = await this.records.ledger.room(tenant);
       const content = { key, size: result.record.size, mediaType: result.mediaType };
       await this.records.store.run(async (unit) => {
-        // The ledger's reads and the content key's in one round trip.
-        await unit.prefetch([...this.records.ledger.holdReads(tenant, key, room), { table: CONTENT_KEYS, key }]);
+        // Under a quota the ledger's reads decide (with the content key's, in one round trip);
+        // without, the commit writes both records where they are absent (no read).
+        if (room) await unit.prefetch([...this.records.ledger.holdReads(tenant, key), { table: CONTENT_KEYS, key }]);
         await this.records.ledger.hold(unit, tenant, key, content.size, room);
-        if (!(await unit.has(CONTENT_KEYS, key))) unit.put(CONTENT_KEYS, key, { blobId: result.id, record: result.record });
+        unit.putIfAbsent(CONTENT_KEYS, key, { blobId: result.id, record: result.record });
         await step(unit, content);
       });
       return content;

@@ -70,6 +70,13 @@ export interface AlsoWrite {
   value: unknown;
 }
 
+/** A counter added to only if a `Unit.putIfAbsent` writes its record. */
+export interface CountedWith<K extends UnitKey> {
+  table: Table<number, K>;
+  key: K;
+  delta: number;
+}
+
 /** What a step of a unit of work sees and does. */
 /** A record's place: its table and its key (Unit.prefetch). */
 export interface PointKey {
@@ -110,6 +117,14 @@ export interface Unit {
    * each other again. A key a unit adds to is not one it also reads or puts.
    */
   add<K extends UnitKey>(table: Table<number, K>, key: K, delta: number): void;
+  /**
+   * Writes `value` under `key` as the unit commits only if the key then holds no record, and only
+   * then adds `counted.delta` to the number `counted` names (as `add` does): no read and no
+   * precondition, so units that put the same key do not run each other again, and one writes it.
+   * A key the unit read (or wrote) already is decided on that read (a put if it was absent).
+   * The unit cannot `get` the key afterwards (what the commit will find is unknown).
+   */
+  putIfAbsent<V, K extends UnitKey, CK extends UnitKey>(table: Table<V, K>, key: K, value: V, counted?: CountedWith<CK>): void;
   /** Runs once the unit has committed (not when it is retried or fails). */
   afterCommit(callback: () => void): void;
 }

@@ -67,8 +67,13 @@ export class LmdbUnitStore implements UnitStore, UnitBackend {
       }
       for (const write of writes) {
         const db = this.db(write.table);
-        if (write.delta !== undefined) void db.put(write.key as Key, ((db.get(write.key as Key) as number | undefined) ?? 0) + write.delta);
-        else if (write.value === undefined) void db.remove(write.key as Key);
+        if (write.delta !== undefined) this.addTo(db, write.key, write.delta);
+        else if (write.ifAbsent) {
+          if (db.doesExist(write.key as Key)) continue;
+          void db.put(write.key as Key, write.value);
+          const { counted } = write.ifAbsent;
+          if (counted) this.addTo(this.db(counted.table), counted.key, counted.delta);
+        } else if (write.value === undefined) void db.remove(write.key as Key);
         else void db.put(write.key as Key, write.value);
       }
       return true;
@@ -82,6 +87,11 @@ export class LmdbUnitStore implements UnitStore, UnitBackend {
       }
     }
     return this.env.batched(() => this.env.root.transaction(apply));
+  }
+
+  /** In a write transaction: the stored number (absent: 0) plus `delta`. */
+  private addTo(db: Database<unknown, Key>, key: UnitKey, delta: number): void {
+    void db.put(key as Key, ((db.get(key as Key) as number | undefined) ?? 0) + delta);
   }
 
   async run<T>(step: (unit: Unit) => Promise<T> | T): Promise<T> {

@@ -208,20 +208,24 @@ export class PgUnitStore implements UnitStore, UnitBackend {
   private async commitChecked(points: PointRead[], ranges: RangeRead[], writes: BufferedWrite[]): Promise<boolean> {
     const spans = ranges.map((r) => bounds(r.options));
     const entries = ranges.flatMap((r) => r.entries);
-    const puts = writes.filter((w) => w.delta === undefined);
+    const puts = writes.filter((w) => w.delta === undefined && !w.ifAbsent);
     const adds = writes.filter((w) => w.delta !== undefined);
+    const absent = writes.filter((w) => w.ifAbsent);
     const putKeys = puts.map((w) => keyBytes(w.key));
     const putValues = puts.map((w) => (w.value === undefined ? null : packr.pack(w.value)));
+    const written = writes.map((w) => w.table);
     let ok = false;
     try {
-      const [row] = await this.sql<Array<{ ok: boolean }>>`SELECT svc_unit_commit(
+      const [row] = absent.length === 0
+        ? await this.sql<Array<{ ok: boolean }>>`SELECT svc_unit_commit(
         ${points.map((p) => p.table)}::text[], ${points.map((p) => keyBytes(p.key))}::bytea[], ${points.map((p) => p.bytes ?? null)}::bytea[],
         ${ranges.map((r) => r.table)}::text[], ${spans.map((s) => s.start)}::bytea[], ${spans.map((s) => s.end)}::bytea[],
         ${spans.map((s) => s.reverse)}::boolean[], ${spans.map((s) => s.limit)}::bigint[], ${ranges.map((r) => r.entries.length)}::integer[],
         ${entries.map((e) => keyBytes(e.key))}::bytea[], ${entries.map((e) => e.bytes)}::bytea[],
         ${puts.map((w) => w.table)}::text[], ${putKeys}::bytea[], ${putValues}::bytea[],
         ${adds.map((w) => w.table)}::text[], ${adds.map((w) => keyBytes(w.key))}::bytea[], ${adds.map((w) => w.delta!)}::float8[],
-        ${announced(writes.map((w) => w.table))}::text[]) AS ok`;
+        ${announced(written)}::text[]) AS ok`
+        : await this.commitWithAbsent(points, ranges, spans, entries, puts, putKeys, putValues, adds, absent);
       ok = row!.ok;
       return ok;
     } catch (err) {
@@ -235,7 +239,26 @@ export class PgUnitStore implements UnitStore, UnitBackend {
         for (const p of points) this.remember(p.table, keyBytes(p.key), undefined);
         puts.forEach((w, i) => this.remember(w.table, putKeys[i]!, undefined));
       }
+      // Put if absent: what the key holds now is not known here.
+      for (const w of writes) if (w.ifAbsent) this.remember(w.table, keyBytes(w.key), undefined);
     }
+  }
+
+  /** svc_unit_commit of schema v13: also records put where their key holds none, and the counters added to only then. */
+  private commitWithAbsent(points: PointRead[], ranges: RangeRead[], spans: Array<ReturnType<typeof bounds>>, entries: RangeRead['entries'],
+    puts: BufferedWrite[], putKeys: Buffer[], putValues: Array<Buffer | null>, adds: BufferedWrite[], absent: BufferedWrite[]): Promise<Array<{ ok: boolean }>> {
+    const counted = absent.flatMap((w, i) => (w.ifAbsent!.counted ? [{ of: i + 1, ...w.ifAbsent!.counted }] : []));
+    const written = [...puts, ...adds, ...absent].map((w) => w.table).concat(counted.map((c) => c.table));
+    return this.sql<Array<{ ok: boolean }>>`SELECT svc_unit_commit(
+      ${points.map((p) => p.table)}::text[], ${points.map((p) => keyBytes(p.key))}::bytea[], ${points.map((p) => p.bytes ?? null)}::bytea[],
+      ${ranges.map((r) => r.table)}::text[], ${spans.map((s) => s.start)}::bytea[], ${spans.map((s) => s.end)}::bytea[],
+      ${spans.map((s) => s.reverse)}::boolean[], ${spans.map((s) => s.limit)}::bigint[], ${ranges.map((r) => r.entries.length)}::integer[],
+      ${entries.map((e) => keyBytes(e.key))}::bytea[], ${entries.map((e) => e.bytes)}::bytea[],
+      ${puts.map((w) => w.table)}::text[], ${putKeys}::bytea[], ${putValues}::bytea[],
+      ${adds.map((w) => w.table)}::text[], ${adds.map((w) => keyBytes(w.key))}::bytea[], ${adds.map((w) => w.delta!)}::float8[],
+      ${absent.map((w) => w.table)}::text[], ${absent.map((w) => keyBytes(w.key))}::bytea[], ${absent.map((w) => packr.pack(w.value))}::bytea[],
+      ${counted.map((c) => c.of)}::integer[], ${counted.map((c) => c.table)}::text[], ${counted.map((c) => keyBytes(c.key))}::bytea[], ${counted.map((c) => c.delta)}::float8[],
+      ${announced(written)}::text[]) AS ok`;
   }
 
   async run<T>(step: (unit: Unit) => Promise<T> | T): Promise<T> {
