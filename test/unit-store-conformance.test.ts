@@ -19,6 +19,8 @@ interface Opened {
   cutListeners?: () => Promise<void>;
   /** Statements the nodes of a shared store have sent to PostgreSQL so far. */
   statements?: () => number;
+  /** The blob catalog's block records among `hexes` (hex → size), and its totals: where units record blocks (UnitStore.recordsBlocks). */
+  blockRecords?: (hexes: string[]) => Promise<{ records: Map<string, number>; blocks: number; storedBytes: number }>;
   close(): Promise<void>;
 }
 
@@ -77,7 +79,12 @@ const backends: Backend[] = [
         const cutListeners = async () => {
           await sql!`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = ${`svc-listen:${UNITS_CHANNEL}`}`;
         };
-        return { nodes: [stores[0]!, stores[1]!], cutListeners, statements: () => statements, close };
+        const blockRecords = async (hexes: string[]) => {
+          const rows = await sql!<Array<{ hex: string; size: number }>>`SELECT encode(key, 'hex') AS hex, size FROM blocks WHERE key = ANY(${hexes.map((h) => Buffer.from(h, 'hex'))}::bytea[])`;
+          const { blocks, storedBytes } = await catalogs[0]!.totals();
+          return { records: new Map(rows.map((r) => [r.hex, Number(r.size)])), blocks: Number(blocks), storedBytes: Number(storedBytes) };
+        };
+        return { nodes: [stores[0]!, stores[1]!], cutListeners, statements: () => statements, blockRecords, close };
       } catch (err) {
         await close();
         throw err;
@@ -635,6 +642,44 @@ describe.each(backends)('UnitStore conformance: $name', (backend) => {
         expect(runs).toBeGreaterThanOrEqual(2);
       }
     }
+  });
+
+  it('recordBlocks: the blob catalog\'s block records written by the commit, once, and only if it commits; a store whose commits cannot refuses', async ({ skip }) => {
+    const [a, b] = nodes(skip);
+    const t = fresh<string, string>();
+    const hex = (n: number) => randomUUID().replace(/-/g, '').padEnd(62, '0') + n.toString(16).padStart(2, '0');
+    const blocks = [1, 2, 3].map((n) => ({ hex: hex(n), size: 1000 * n, checksum: 0n, fresh: true }));
+    if (!a.recordsBlocks) {
+      await expect(a.run((u) => u.recordBlocks(blocks))).rejects.toThrow(/blob catalog/);
+      return;
+    }
+    const recorded = 'blockRecords' in opened ? opened.blockRecords! : skip('no block records to read');
+    const hexes = blocks.map((x) => x.hex);
+    const before = await recorded(hexes);
+    // A unit that throws records nothing.
+    await expect(a.run((u) => {
+      u.recordBlocks(blocks);
+      throw new Error('refused');
+    })).rejects.toThrow('refused');
+    expect((await recorded(hexes)).records.size).toBe(0);
+    // A unit whose read changed before its commit runs again: the blocks are recorded once, with it.
+    let runs = 0;
+    await a.run(async (u) => {
+      runs++;
+      await u.get(t, 'k');
+      if (runs === 1) await b.run((v) => v.put(t, 'k', 'changed'));
+      u.put(t, 'named', 'by the unit');
+      u.recordBlocks([blocks[0]!, blocks[1]!, blocks[0]!]);
+    });
+    expect(runs).toBe(2);
+    const once = await recorded(hexes);
+    expect([...once.records.entries()].sort()).toEqual([[blocks[0]!.hex, 1000], [blocks[1]!.hex, 2000]].sort());
+    expect([once.blocks - before.blocks, once.storedBytes - before.storedBytes]).toEqual([2, 3000]);
+    // Recorded again by other units at once (a reused block is touched, not counted again): the new one counted once.
+    await Promise.all([a, b, a, b].map((s) => s.run((u) => u.recordBlocks(blocks))));
+    const all = await recorded(hexes);
+    expect(all.records.size).toBe(3);
+    expect([all.blocks - before.blocks, all.storedBytes - before.storedBytes]).toEqual([3, 6000]);
   });
 
   it('no write skew: two units that each read two keys and write one of them cannot both commit on what they read', async ({ skip }) => {

@@ -5,6 +5,7 @@
 import { toBufferKey } from 'ordered-binary';
 import { type CountedWith, type Entry, type PointKey, type Table, type Unit, UNIT_ATTEMPTS, UnitConflict, type UnitKey, type UnitRange, conflictBackoff } from './unit-store.js';
 import { SvcError } from '../base/errors.js';
+import type { StoredBlock } from './block-store.js';
 
 // Keys travel as they are: their ordered-binary bytes (`keyBytes`, an allocation each) are made
 // only where a store needs them (PostgreSQL), never on LMDB's path.
@@ -48,8 +49,13 @@ export interface UnitBackend {
   /** Several point reads in one round trip, in order; without it, `readPoint` of each. */
   readPoints?(reads: ReadonlyArray<{ table: string; key: UnitKey }>): Promise<Array<{ value: unknown; bytes: Buffer | undefined }>>;
   readRange(table: string, options: UnitRange): Promise<StoredEntry[]>;
-  /** Atomically: if every read still holds (same bytes, same range entries), apply the writes; false when one does not. */
-  commit(points: PointRead[], ranges: RangeRead[], writes: BufferedWrite[]): Promise<boolean>;
+  /**
+   * Atomically: if every read still holds (same bytes, same range entries), apply the writes (and
+   * record `blocks` in the blob catalog, with `recordsBlocks`); false when one does not.
+   */
+  commit(points: PointRead[], ranges: RangeRead[], writes: BufferedWrite[], blocks: readonly StoredBlock[]): Promise<boolean>;
+  /** Whether `commit` records blocks in the blob catalog (Unit.recordBlocks). */
+  readonly recordsBlocks: boolean;
   /** A record's bytes as the store keeps them, when they follow from the value alone (Unit.getKnown without a read). */
   encoded?(value: unknown): Buffer;
   /** This node's copy of a record of a remembered table (unit-store.ts, REMEMBERED), as last read or committed; undefined: none. */
@@ -75,6 +81,8 @@ class RecordingUnit implements Unit {
   readonly ranges: RangeRead[] = [];
   readonly writes = new Map<string, BufferedWrite>();
   readonly callbacks: Array<() => void> = [];
+  /** Blocks the commit records in the blob catalog (Unit.recordBlocks). */
+  readonly blocks: StoredBlock[] = [];
   /** A `get` answered from the node's copy of a remembered record: only a commit verifies it. */
   guessed = false;
 
@@ -173,6 +181,11 @@ class RecordingUnit implements Unit {
     this.writes.set(at, { table: table.name, key, value, ifAbsent });
   }
 
+  recordBlocks(blocks: readonly StoredBlock[]): void {
+    if (!this.backend.recordsBlocks) throw new Error('this store\'s commits do not reach the blob catalog: record the blocks before the unit');
+    this.blocks.push(...blocks);
+  }
+
   afterCommit(callback: () => void): void {
     this.callbacks.push(callback);
   }
@@ -215,9 +228,10 @@ export async function runUnit<T>(backend: UnitBackend, step: (unit: Unit) => Pro
       throw err;
     }
     const writes = [...unit.writes.values()];
+    const commits = writes.length > 0 || unit.blocks.length > 0;
     // Nothing to commit, nothing verifies the copy it took: fresh reads answer.
-    if ((unverified = writes.length === 0 && unit.guessed)) continue;
-    if (writes.length > 0 && !(await backend.commit([...unit.points.values()], unit.ranges, writes))) continue;
+    if ((unverified = !commits && unit.guessed)) continue;
+    if (commits && !(await backend.commit([...unit.points.values()], unit.ranges, writes, unit.blocks))) continue;
     for (const callback of unit.callbacks) callback();
     const written = new Set(writes.map((w) => w.table));
     for (const w of writes) if (w.ifAbsent?.counted) written.add(w.ifAbsent.counted.table);

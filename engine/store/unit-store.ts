@@ -6,6 +6,8 @@
 // same services run on the node's LMDB (`fs`) and on PostgreSQL shared by several nodes
 // (`pg-s3`). Keys sort as LMDB's ordered-binary sorts them on both.
 
+import type { StoredBlock } from './block-store.js';
+
 /** Keys sort by type, then value; arrays element by element. */
 export type UnitKey = string | number | Array<string | number>;
 
@@ -125,6 +127,13 @@ export interface Unit {
    * The unit cannot `get` the key afterwards (what the commit will find is unknown).
    */
   putIfAbsent<V, K extends UnitKey, CK extends UnitKey>(table: Table<V, K>, key: K, value: V, counted?: CountedWith<CK>): void;
+  /**
+   * The blob catalog's records of `blocks` (a new block's made, a reused one's touched or made
+   * live again), written by this unit's commit and only if it commits: what an unlisted ingest
+   * otherwise records before the unit that names the blocks. Only on a store whose commits reach
+   * the blob catalog (`UnitStore.recordsBlocks`); elsewhere it throws.
+   */
+  recordBlocks(blocks: readonly StoredBlock[]): void;
   /** Runs once the unit has committed (not when it is retried or fails). */
   afterCommit(callback: () => void): void;
 }
@@ -132,6 +141,8 @@ export interface Unit {
 export interface UnitStore {
   /** Whether other nodes write the same tables (pg-s3): in-memory copies must follow `watch`. */
   readonly shared: boolean;
+  /** Whether a unit's commit can write the blob catalog's block records (Unit.recordBlocks): PostgreSQL, on the catalog's database. */
+  readonly recordsBlocks: boolean;
   /**
    * Runs `step` as one unit of work and returns its result once its writes are committed. A
    * step that throws commits nothing; a step whose reads changed before its commit runs again

@@ -24,6 +24,8 @@ const rangeOptions = (options: UnitRange) => ({
  */
 export class LmdbUnitStore implements UnitStore, UnitBackend {
   readonly shared = false;
+  /** The LMDB blob catalog records an ingest's blocks itself (a write of this node's, as cheap as the unit's). */
+  readonly recordsBlocks = false;
   private readonly databases = new Map<string, Database<unknown, Key>>();
   private readonly listeners = new Map<string, Set<() => void>>();
 
