@@ -217,7 +217,6 @@ export class PgUnitStore implements UnitStore, UnitBackend {
     const absent = writes.filter((w) => w.ifAbsent);
     const putKeys = puts.map((w) => keyBytes(w.key));
     const putValues = puts.map((w) => (w.value === undefined ? null : packr.pack(w.value)));
-    const written = writes.map((w) => w.table);
     let ok = false;
     try {
       const [row] = absent.length === 0 && blocks.length === 0
@@ -228,7 +227,7 @@ export class PgUnitStore implements UnitStore, UnitBackend {
         ${entries.map((e) => keyBytes(e.key))}::bytea[], ${entries.map((e) => e.bytes)}::bytea[],
         ${puts.map((w) => w.table)}::text[], ${putKeys}::bytea[], ${putValues}::bytea[],
         ${adds.map((w) => w.table)}::text[], ${adds.map((w) => keyBytes(w.key))}::bytea[], ${adds.map((w) => w.delta!)}::float8[],
-        ${announced(written)}::text[]) AS ok`
+        ${announced(writes.map((w) => w.table))}::text[]) AS ok`
         : await this.commitV13(points, ranges, spans, entries, puts, putKeys, putValues, adds, absent, blocks);
       ok = row!.ok;
       return ok;
