@@ -19,6 +19,8 @@ interface Opened {
   cutListeners?: () => Promise<void>;
   /** Statements the nodes of a shared store have sent to PostgreSQL so far. */
   statements?: () => number;
+  /** The blob catalog's block records among `hexes` (hex → size), and its totals: where units record blocks (UnitStore.recordsBlocks). */
+  blockRecords?: (hexes: string[]) => Promise<{ records: Map<string, number>; blocks: number; storedBytes: number }>;
   close(): Promise<void>;
 }
 
@@ -77,7 +79,12 @@ const backends: Backend[] = [
         const cutListeners = async () => {
           await sql!`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = ${`svc-listen:${UNITS_CHANNEL}`}`;
         };
-        return { nodes: [stores[0]!, stores[1]!], cutListeners, statements: () => statements, close };
+        const blockRecords = async (hexes: string[]) => {
+          const rows = await sql!<Array<{ hex: string; size: number }>>`SELECT encode(key, 'hex') AS hex, size FROM blocks WHERE key = ANY(${hexes.map((h) => Buffer.from(h, 'hex'))}::bytea[])`;
+          const { blocks, storedBytes } = await catalogs[0]!.totals();
+          return { records: new Map(rows.map((r) => [r.hex, Number(r.size)])), blocks: Number(blocks), storedBytes: Number(storedBytes) };
+        };
+        return { nodes: [stores[0]!, stores[1]!], cutListeners, statements: () => statements, blockRecords, close };
       } catch (err) {
         await close();
         throw err;
@@ -542,6 +549,137 @@ describe.each(backends)('UnitStore conformance: $name', (backend) => {
         expect(seen).toBeUndefined();
       }
     }
+  });
+
+  it('putIfAbsent: written where the key is absent, its counter added to only then; 40 units at once on two nodes write once, count once, each at its first attempt', async ({ skip }) => {
+    const [a, b] = nodes(skip);
+    const t = fresh<{ by: number }, [string, string]>();
+    const totals = fresh<number, string>();
+    await a.run((u) => u.put(t, ['x', 'held'], { by: -1 }));
+    await b.run((u) => u.putIfAbsent(t, ['x', 'held'], { by: 0 }, { table: totals, key: 'x', delta: 7 }));
+    expect(await a.get(t, ['x', 'held'])).toEqual({ by: -1 });
+    expect(await a.get(totals, 'x')).toBeUndefined();
+    let attempts = 0;
+    const statementsBefore = counted();
+    await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        (i % 2 ? a : b).run((u) => {
+          attempts++;
+          u.putIfAbsent(t, ['y', String(i % 4)], { by: i }, { table: totals, key: 'y', delta: 10 + (i % 4) });
+        }),
+      ),
+    );
+    const statements = statementsBefore === undefined ? undefined : counted()! - statementsBefore;
+    // Four keys, each written once (by one of its units), each counted once.
+    expect((await b.range(t, { start: ['y'], end: ['z'] })).map((e) => (e.value.by % 4))).toEqual([0, 1, 2, 3]);
+    expect(await a.get(totals, 'y')).toBe(10 + 11 + 12 + 13);
+    expect(attempts).toBe(40);
+    // On PostgreSQL one statement a unit: its commit.
+    if (statements !== undefined) expect(statements).toBe(40);
+    // Two in one unit counted to one counter, one of them present: the sum of the written one's.
+    await a.run((u) => {
+      u.putIfAbsent(t, ['y', '0'], { by: 100 }, { table: totals, key: 'y', delta: 1000 });
+      u.putIfAbsent(t, ['y', '9'], { by: 101 }, { table: totals, key: 'y', delta: 5 });
+      u.add(totals, 'y', 2);
+    });
+    expect(await b.get(t, ['y', '9'])).toEqual({ by: 101 });
+    expect(await b.get(totals, 'y')).toBe(46 + 5 + 2);
+  });
+
+  it('putIfAbsent on a key the unit read or wrote is decided on that; an unread one cannot be read after', async ({ skip }) => {
+    const [a, b] = nodes(skip);
+    const t = fresh<string, string>();
+    const totals = fresh<number, string>();
+    await a.run((u) => u.put(t, 'held', 'before'));
+    await b.run(async (u) => {
+      expect(await u.get(t, 'held')).toBe('before');
+      u.putIfAbsent(t, 'held', 'not written', { table: totals, key: 'n', delta: 1 });
+      await u.prefetch([{ table: t, key: 'free' }]);
+      u.putIfAbsent(t, 'free', 'written', { table: totals, key: 'n', delta: 2 });
+      u.remove(t, 'gone');
+      u.putIfAbsent(t, 'gone', 'back', { table: totals, key: 'n', delta: 4 });
+    });
+    expect([await a.get(t, 'held'), await a.get(t, 'free'), await a.get(t, 'gone'), await a.get(totals, 'n')]).toEqual(['before', 'written', 'back', 6]);
+    await expect(a.run(async (u) => {
+      u.putIfAbsent(t, 'unread', 'x');
+      await u.get(t, 'unread');
+    })).rejects.toThrow(/put if absent/);
+    await expect(a.run((u) => {
+      u.add(totals, 'n', 1);
+      u.putIfAbsent(totals, 'n', 1);
+    })).rejects.toThrow(/put if absent/);
+    expect([await b.has(t, 'unread'), await b.get(totals, 'n')]).toEqual([false, 6]);
+  });
+
+  it('putIfAbsent against a unit that read the key absent: the unit that commits second runs again if it read, and writes nothing if it did not', async ({ skip }) => {
+    const [a, b] = nodes(skip);
+    for (let round = 0; round < 10; round++) {
+      const t = fresh<string, string>();
+      const totals = fresh<number, string>();
+      let runs = 0;
+      let other: Promise<void> | undefined;
+      const seen = await a.run(async (u) => {
+        runs++;
+        const found = await u.get(t, 'only');
+        if (runs === 1) {
+          // Committed between the unit's read and its commit.
+          other = b.run((v) => v.putIfAbsent(t, 'only', 'absent-put', { table: totals, key: 'n', delta: 1 }));
+          if (round % 2 === 0) await other;
+        }
+        if (found === undefined) {
+          u.put(t, 'only', 'unit');
+          u.add(totals, 'n', 10);
+        }
+        return found;
+      });
+      await other;
+      const stored = await b.get(t, 'only');
+      if (seen === undefined) {
+        // The unit committed first: the put if absent found the key and counted nothing.
+        expect([stored, await b.get(totals, 'n')]).toEqual(['unit', 10]);
+      } else {
+        expect([seen, stored, await b.get(totals, 'n')]).toEqual(['absent-put', 'absent-put', 1]);
+        expect(runs).toBeGreaterThanOrEqual(2);
+      }
+    }
+  });
+
+  it('recordBlocks: the blob catalog\'s block records written by the commit, once, and only if it commits; a store whose commits cannot refuses', async ({ skip }) => {
+    const [a, b] = nodes(skip);
+    const t = fresh<string, string>();
+    const hex = (n: number) => randomUUID().replace(/-/g, '').padEnd(62, '0') + n.toString(16).padStart(2, '0');
+    const blocks = [1, 2, 3].map((n) => ({ hex: hex(n), size: 1000 * n, checksum: 0n, fresh: true }));
+    if (!a.recordsBlocks) {
+      await expect(a.run((u) => u.recordBlocks(blocks))).rejects.toThrow(/blob catalog/);
+      return;
+    }
+    const recorded = 'blockRecords' in opened ? opened.blockRecords! : skip('no block records to read');
+    const hexes = blocks.map((x) => x.hex);
+    const before = await recorded(hexes);
+    // A unit that throws records nothing.
+    await expect(a.run((u) => {
+      u.recordBlocks(blocks);
+      throw new Error('refused');
+    })).rejects.toThrow('refused');
+    expect((await recorded(hexes)).records.size).toBe(0);
+    // A unit whose read changed before its commit runs again: the blocks are recorded once, with it.
+    let runs = 0;
+    await a.run(async (u) => {
+      runs++;
+      await u.get(t, 'k');
+      if (runs === 1) await b.run((v) => v.put(t, 'k', 'changed'));
+      u.put(t, 'named', 'by the unit');
+      u.recordBlocks([blocks[0]!, blocks[1]!, blocks[0]!]);
+    });
+    expect(runs).toBe(2);
+    const once = await recorded(hexes);
+    expect([...once.records.entries()].sort()).toEqual([[blocks[0]!.hex, 1000], [blocks[1]!.hex, 2000]].sort());
+    expect([once.blocks - before.blocks, once.storedBytes - before.storedBytes]).toEqual([2, 3000]);
+    // Recorded again by other units at once (a reused block is touched, not counted again): the new one counted once.
+    await Promise.all([a, b, a, b].map((s) => s.run((u) => u.recordBlocks(blocks))));
+    const all = await recorded(hexes);
+    expect(all.records.size).toBe(3);
+    expect([all.blocks - before.blocks, all.storedBytes - before.storedBytes]).toEqual([3, 6000]);
   });
 
   it('no write skew: two units that each read two keys and write one of them cannot both commit on what they read', async ({ skip }) => {

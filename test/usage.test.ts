@@ -140,6 +140,26 @@ describe('GET /api/v1/usage', () => {
     expect(await usage(free)).toMatchObject({ retainedBytes: 60_000, objects: 1 });
   });
 
+  it('document content of a tenant without a quota is counted once however often and however concurrently it is sent, in one document or several', async () => {
+    const t = await token('u-documents');
+    const docUpload = async () => {
+      const made = await checkedFetch(`${server.url}/v1/documents`, { method: 'POST', headers: { ...bearer(t), 'Content-Type': 'application/json' }, body: '{}' });
+      expect(made.status).toBe(201);
+      return ((await made.json()) as { uploadId: string }).uploadId;
+    };
+    const send = async (uploadId: string, body: Buffer) => {
+      const r = await checkedFetch(`${server.url}/v1/uploads/${uploadId}/bytes`, { method: 'PUT', headers: { ...bearer(t), 'Content-Type': 'application/octet-stream' }, body: new Uint8Array(body) });
+      expect(r.status).toBe(204);
+    };
+    const [a, b] = [randomBytes(30_000), randomBytes(20_000)];
+    const uploads = await Promise.all(Array.from({ length: 4 }, docUpload));
+    // The same content sent at once to four uploads (two of them twice), then another content.
+    await Promise.all([...uploads, uploads[0]!, uploads[1]!].map((id) => send(id, a)));
+    expect(await usage(t)).toMatchObject({ tenant: 'u-documents', quotaBytes: null, retainedBytes: 30_000 });
+    await Promise.all([send(uploads[2]!, b), send(uploads[3]!, b), send(uploads[0]!, a)]);
+    expect(await usage(t)).toMatchObject({ retainedBytes: 50_000 });
+  });
+
   it('without limits every limit is null: no quota, no object limit, no concurrency limit, no byte budget', async () => {
     const free = await usage(await token('u-none'));
     expect(free).toEqual({

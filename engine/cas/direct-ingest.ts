@@ -1,6 +1,7 @@
 import { xxh64 } from '@node-rs/xxhash';
 import { SvcError, blobQuotaExceeded, ingestFailed, invalidBlob, tenantObjectLimit } from '../base/errors.js';
-import type { BlobSummary, ManifestRecord, StoredBlock } from '../store/index.js';
+import { formatContentId } from '../base/content-id.js';
+import { type BlobSummary, type ManifestRecord, type StoredBlock, pack } from '../store/index.js';
 import { chunkerName } from './chunkers.js';
 import { Ingest, type IngestDeps } from './ingest.js';
 import { moveIngest } from './ingest-lifecycle.js';
@@ -22,6 +23,11 @@ interface UnlistedResult {
   mediaType: string;
   /** The body's MD5 (hex), when the options asked for it. */
   md5?: string;
+  /**
+   * With `recordedByUnit`: the blocks the caller's unit records (Unit.recordBlocks), and `settle`,
+   * to call once that unit committed or gave up (until then the ingest holds GC's purge fence).
+   */
+  toRecord?: { blocks: readonly StoredBlock[]; settle(): void };
 }
 
 /** What an ingest measured of the whole body, for `verify`. */
@@ -60,6 +66,13 @@ export interface IngestOptions {
    * size is known): a throw refuses the ingest, and the blocks it wrote go back at once.
    */
   beforeRecord?: (size: number) => Promise<void>;
+  /**
+   * An unlisted ingest's blocks are recorded by its caller's unit of work, in its commit
+   * (Unit.recordBlocks, where UnitStore.recordsBlocks), not by the ingest: one statement fewer on
+   * pg-s3. The answer's `toRecord` hands them over; the ingest's end is reported to GC (whose
+   * purge fence it holds, engine/gc/ingest-fence.ts) only once the caller settles it.
+   */
+  recordedByUnit?: boolean;
   /** Also measure the body's MD5 (S3's ETag): in the results and for `verify`. */
   md5?: boolean;
   /**
@@ -125,6 +138,22 @@ export class DirectIngest extends Ingest {
     return this.end() as unknown as Promise<UnlistedResult>;
   }
 
+  /** Blocks for the caller's unit to record: the ingest's end waits for `settle` (its fence held, its blocks claimed). */
+  private handOver(blocks: readonly StoredBlock[]): { blocks: readonly StoredBlock[]; settle(): void } {
+    this.handedOver.add(blocks);
+    this.holdEnd();
+    let settled = false;
+    return {
+      blocks,
+      settle: () => {
+        if (settled) return;
+        settled = true;
+        this.giveBack(blocks);
+        this.endHeldUntilNow();
+      },
+    };
+  }
+
   protected rejectPending(err: SvcError): boolean {
     if (!this.finish) return false;
     this.finish.reject(err);
@@ -169,8 +198,13 @@ export class DirectIngest extends Ingest {
       if (this.options.unlisted) {
         await this.options.beforeRecord?.(this.received);
         await this.deps.holdRoots?.();
-        const unlisted = await this.deps.manifests.recordUnlisted(hex, this.received, this.mediaType, chunkerName(this.spec!), blocks);
-        answer = { ...unlisted, mediaType: this.mediaType, ...(md5 === undefined ? {} : { md5 }) };
+        const chunker = chunkerName(this.spec!);
+        if (this.options.recordedByUnit) {
+          answer = { ...unlistedRecord(hex, this.received, this.mediaType, chunker, blocks), mediaType: this.mediaType, ...(md5 === undefined ? {} : { md5 }), toRecord: this.handOver(blocks) };
+        } else {
+          const unlisted = await this.deps.manifests.recordUnlisted(hex, this.received, this.mediaType, chunker, blocks);
+          answer = { ...unlisted, mediaType: this.mediaType, ...(md5 === undefined ? {} : { md5 }) };
+        }
       } else {
         const { manifest, existed, newToTenant } = await this.deps.manifests.publish(hex, this.received, this.mediaType, chunkerName(this.spec!), blocks, inline, {
           tenant: this.options.tenant,
@@ -202,6 +236,12 @@ export class DirectIngest extends Ingest {
     this.release();
     (this.finish?.resolve as ((r: IngestResult | UnlistedResult) => void) | undefined)?.(answer);
   }
+}
+
+/** The record of an unlisted manifest whose blocks its caller records (the time: this node's). */
+function unlistedRecord(hex: string, size: number, mediaType: string, chunker: string, blocks: readonly StoredBlock[]): { id: string; record: ManifestRecord } {
+  const { refs, sizes } = pack(blocks);
+  return { id: formatContentId(hex, size), record: { size, mediaType, chunker, createdAt: Date.now(), seq: 0, refs, sizes } };
 }
 
 /** The body's limit: SVC_MAX_UPLOAD_BYTES, or the tenant's object limit (with its own code) when that is lower. */

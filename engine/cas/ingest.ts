@@ -193,6 +193,8 @@ export abstract class Ingest {
   private letGo = false;
   /** onEnded was called. */
   private endReported = false;
+  /** A succeeded end is reported later (holdEnd). */
+  private endHeld = false;
   /** Blocks handed to the caller that it has not freed yet: still on their way to a record. */
   protected readonly handedOver = new Set<readonly StoredBlock[]>();
 
@@ -327,10 +329,20 @@ export abstract class Ingest {
       throw err;
     }
     result.then(
-      () => this.reportEnd(),
+      () => this.endHeld || this.reportEnd(),
       () => this.reportEnd(),
     );
     return result;
+  }
+
+  /** The end's answer is not the end for GC: reported at `endHeldUntilNow` (the caller records the blocks). */
+  protected holdEnd(): void {
+    this.endHeld = true;
+  }
+
+  protected endHeldUntilNow(): void {
+    this.endHeld = false;
+    this.reportEnd();
   }
 
   private reportEnd(): void {

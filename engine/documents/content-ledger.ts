@@ -119,23 +119,24 @@ export class ContentLedger {
     if (room && !(await this.store.has(CONTENTS, [tenant, key]))) this.fits(room, await this.bytes(tenant), size);
   }
 
+  /** What `hold` reads with a `room`, for the caller's `Unit.prefetch` with its own reads (one round trip on pg-s3); without one it reads nothing. */
+  holdReads(tenant: string, key: string): PointKey[] {
+    return [{ table: CONTENTS, key: [tenant, key] }, { table: TOTALS, key: tenant }];
+  }
+
   /**
    * In the caller's unit: content `key` is the tenant's from now on, counted once. With `room`,
    * checked again here (another upload may have taken it since): 507 and nothing written.
    */
-  /** What `hold` reads, for the caller's `Unit.prefetch` with its own reads (one round trip on pg-s3). */
-  holdReads(tenant: string, key: string, room: Room | undefined): PointKey[] {
-    return room ? [{ table: CONTENTS, key: [tenant, key] }, { table: TOTALS, key: tenant }] : [{ table: CONTENTS, key: [tenant, key] }];
-  }
-
   async hold(unit: Unit, tenant: string, key: string, size: number, room: Room | undefined): Promise<void> {
-    if (await unit.has(CONTENTS, [tenant, key])) return;
-    unit.put(CONTENTS, [tenant, key], size);
     if (!room) {
-      // No quota to check: the total is only counted, so concurrent uploads do not run each other again.
-      unit.add(TOTALS, tenant, size);
+      // No quota to check: written and counted by the commit where the tenant has no such content
+      // yet (no read: concurrent uploads do not run each other again).
+      unit.putIfAbsent(CONTENTS, [tenant, key], size, { table: TOTALS, key: tenant, delta: size });
       return;
     }
+    if (await unit.has(CONTENTS, [tenant, key])) return;
+    unit.put(CONTENTS, [tenant, key], size);
     const held = (await unit.get(TOTALS, tenant)) ?? 0;
     this.fits(room, held, size);
     unit.put(TOTALS, tenant, held + size);

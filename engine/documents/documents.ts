@@ -129,23 +129,35 @@ export class Documents {
       maxObjectBytes: this.records.storage.limits(tenant).maxObjectBytes,
       unlisted: true,
       beforeRecord: async (size) => this.records.ledger.checkRoom(tenant, await contentKey(), size),
+      // pg-s3: the blocks are recorded by the unit below, in its commit (no statement of their own).
+      recordedByUnit: this.records.store.recordsBlocks,
     });
     const hash = new Blake3Stream();
     let digest: Promise<string> | undefined;
     // Asked for by the check before recording and by the record itself: the digest is taken once.
     const contentKey = () => (digest ??= hash.hex().then((hex) => `b3:${hex}`));
     const recorded = async (step: (unit: Unit, content: { key: string; size: number; mediaType: string }) => Promise<void>) => {
-      const [result, key] = await Promise.all([ingest.endUnlisted(), contentKey()]);
-      const room = await this.records.ledger.room(tenant);
-      const content = { key, size: result.record.size, mediaType: result.mediaType };
-      await this.records.store.run(async (unit) => {
-        // The ledger's reads and the content key's in one round trip.
-        await unit.prefetch([...this.records.ledger.holdReads(tenant, key, room), { table: CONTENT_KEYS, key }]);
-        await this.records.ledger.hold(unit, tenant, key, content.size, room);
-        if (!(await unit.has(CONTENT_KEYS, key))) unit.put(CONTENT_KEYS, key, { blobId: result.id, record: result.record });
-        await step(unit, content);
-      });
-      return content;
+      const ended = ingest.endUnlisted();
+      try {
+        const [result, key] = await Promise.all([ended, contentKey()]);
+        const room = await this.records.ledger.room(tenant);
+        const content = { key, size: result.record.size, mediaType: result.mediaType };
+        await this.records.store.run(async (unit) => {
+          // Under a quota the ledger's reads decide (with the content key's, in one round trip);
+          // without, the commit writes both records where they are absent (no read).
+          if (room) await unit.prefetch([...this.records.ledger.holdReads(tenant, key), { table: CONTENT_KEYS, key }]);
+          await this.records.ledger.hold(unit, tenant, key, content.size, room);
+          unit.putIfAbsent(CONTENT_KEYS, key, { blobId: result.id, record: result.record });
+          // The blocks the content key names are recorded with it, or (the unit fails) not at all:
+          // GC then finds them in the block store with no record, as a failed upload's.
+          if (result.toRecord) unit.recordBlocks(result.toRecord.blocks);
+          await step(unit, content);
+        });
+        return content;
+      } finally {
+        // Committed or given up: the ingest's end is reported to GC only now.
+        ended.then((result) => result.toRecord?.settle(), () => {});
+      }
     };
     return { ingest, hash, recorded };
   }

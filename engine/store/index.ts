@@ -19,7 +19,7 @@ export {
   type PartRecord, type SessionRecord, type SessionState, type TailStaging, type TusFacts, type UploadCatalog, packBlocks,
 } from './upload-catalog.js';
 export { FsTailStaging } from './fs/staging.js';
-export { type BlobSummary, type BlockRef, Manifest, type ManifestRecord, summarize } from './manifest.js';
+export { type BlobSummary, type BlockRef, Manifest, type ManifestRecord, pack, summarize } from './manifest.js';
 export { CatalogEnv } from './lmdb/env.js';
 export { LmdbBlobCatalog } from './lmdb/blob-catalog.js';
 export { LmdbUploadCatalog } from './lmdb/upload-catalog.js';

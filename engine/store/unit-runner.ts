@@ -3,8 +3,9 @@
 // step again. An implementation supplies the reads and an atomic compare-and-commit.
 
 import { toBufferKey } from 'ordered-binary';
-import { type Entry, type PointKey, type Table, type Unit, UNIT_ATTEMPTS, UnitConflict, type UnitKey, type UnitRange, conflictBackoff } from './unit-store.js';
+import { type CountedWith, type Entry, type PointKey, type Table, type Unit, UNIT_ATTEMPTS, UnitConflict, type UnitKey, type UnitRange, conflictBackoff } from './unit-store.js';
 import { SvcError } from '../base/errors.js';
+import type { StoredBlock } from './block-store.js';
 
 // Keys travel as they are: their ordered-binary bytes (`keyBytes`, an allocation each) are made
 // only where a store needs them (PostgreSQL), never on LMDB's path.
@@ -23,12 +24,17 @@ export interface RangeRead {
   entries: Array<{ key: UnitKey; bytes: Buffer }>;
 }
 
-/** A write: `value` undefined removes the key; with `delta`, the stored number plus it (`value` unused). */
+/**
+ * A write: `value` undefined removes the key; with `delta`, the stored number plus it (`value`
+ * unused); with `ifAbsent`, `value` only where the key holds no record, and then `counted`'s
+ * number plus its delta (Unit.putIfAbsent).
+ */
 export interface BufferedWrite {
   table: string;
   key: UnitKey;
   value: unknown;
   delta?: number;
+  ifAbsent?: { counted?: { table: string; key: UnitKey; delta: number } };
 }
 
 export interface StoredEntry {
@@ -43,8 +49,13 @@ export interface UnitBackend {
   /** Several point reads in one round trip, in order; without it, `readPoint` of each. */
   readPoints?(reads: ReadonlyArray<{ table: string; key: UnitKey }>): Promise<Array<{ value: unknown; bytes: Buffer | undefined }>>;
   readRange(table: string, options: UnitRange): Promise<StoredEntry[]>;
-  /** Atomically: if every read still holds (same bytes, same range entries), apply the writes; false when one does not. */
-  commit(points: PointRead[], ranges: RangeRead[], writes: BufferedWrite[]): Promise<boolean>;
+  /**
+   * Atomically: if every read still holds (same bytes, same range entries), apply the writes (and
+   * record `blocks` in the blob catalog, with `recordsBlocks`); false when one does not.
+   */
+  commit(points: PointRead[], ranges: RangeRead[], writes: BufferedWrite[], blocks: readonly StoredBlock[]): Promise<boolean>;
+  /** Whether `commit` records blocks in the blob catalog (Unit.recordBlocks). */
+  readonly recordsBlocks: boolean;
   /** A record's bytes as the store keeps them, when they follow from the value alone (Unit.getKnown without a read). */
   encoded?(value: unknown): Buffer;
   /** This node's copy of a record of a remembered table (unit-store.ts, REMEMBERED), as last read or committed; undefined: none. */
@@ -70,6 +81,8 @@ class RecordingUnit implements Unit {
   readonly ranges: RangeRead[] = [];
   readonly writes = new Map<string, BufferedWrite>();
   readonly callbacks: Array<() => void> = [];
+  /** Blocks the commit records in the blob catalog (Unit.recordBlocks). */
+  readonly blocks: StoredBlock[] = [];
   /** A `get` answered from the node's copy of a remembered record: only a commit verifies it. */
   guessed = false;
 
@@ -109,6 +122,7 @@ class RecordingUnit implements Unit {
   async get<V, K extends UnitKey>(table: Table<V, K>, key: K): Promise<V | undefined> {
     const at = slot(table.name, key);
     const written = this.writes.get(at);
+    if (written?.ifAbsent) throw new Error(`a unit cannot read a key of ${table.name} it put if absent without reading it first`);
     if (written) return written.value as V | undefined;
     if (this.fetched.has(at)) return this.fetched.get(at) as V | undefined;
     const copy = this.attempt === 1 && !this.points.has(at) ? this.backend.remembered?.(table.name, key) : undefined;
@@ -148,6 +162,28 @@ class RecordingUnit implements Unit {
     const earlier = this.writes.get(at);
     if (earlier && earlier.delta === undefined) throw new Error(`a unit cannot both put and add to one key of ${table.name}`);
     this.writes.set(at, { table: table.name, key, value: undefined, delta: (earlier?.delta ?? 0) + delta });
+  }
+
+  putIfAbsent<V, K extends UnitKey, CK extends UnitKey>(table: Table<V, K>, key: K, value: V, counted?: CountedWith<CK>): void {
+    if (value === undefined) throw new Error('a unit cannot put undefined; remove the key');
+    const at = slot(table.name, key);
+    const earlier = this.writes.get(at);
+    if (earlier?.delta !== undefined || earlier?.ifAbsent) throw new Error(`a unit cannot put if absent a key of ${table.name} it added to or put if absent`);
+    const read = this.points.get(at);
+    if (earlier || read) {
+      // Known to the unit: decided here, on its own write or on its read (a precondition).
+      if ((earlier ? earlier.value : read!.bytes) !== undefined) return;
+      this.put(table, key, value);
+      if (counted) this.add(counted.table, counted.key, counted.delta);
+      return;
+    }
+    const ifAbsent = counted ? { counted: { table: counted.table.name, key: counted.key, delta: counted.delta } } : {};
+    this.writes.set(at, { table: table.name, key, value, ifAbsent });
+  }
+
+  recordBlocks(blocks: readonly StoredBlock[]): void {
+    if (!this.backend.recordsBlocks) throw new Error('this store\'s commits do not reach the blob catalog: record the blocks before the unit');
+    this.blocks.push(...blocks);
   }
 
   afterCommit(callback: () => void): void {
@@ -192,11 +228,14 @@ export async function runUnit<T>(backend: UnitBackend, step: (unit: Unit) => Pro
       throw err;
     }
     const writes = [...unit.writes.values()];
+    const commits = writes.length > 0 || unit.blocks.length > 0;
     // Nothing to commit, nothing verifies the copy it took: fresh reads answer.
-    if ((unverified = writes.length === 0 && unit.guessed)) continue;
-    if (writes.length > 0 && !(await backend.commit([...unit.points.values()], unit.ranges, writes))) continue;
+    if ((unverified = !commits && unit.guessed)) continue;
+    if (commits && !(await backend.commit([...unit.points.values()], unit.ranges, writes, unit.blocks))) continue;
     for (const callback of unit.callbacks) callback();
-    return { result, written: new Set(writes.map((w) => w.table)) };
+    const written = new Set(writes.map((w) => w.table));
+    for (const w of writes) if (w.ifAbsent?.counted) written.add(w.ifAbsent.counted.table);
+    return { result, written };
   }
   throw contention();
 }

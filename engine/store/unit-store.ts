@@ -6,6 +6,8 @@
 // same services run on the node's LMDB (`fs`) and on PostgreSQL shared by several nodes
 // (`pg-s3`). Keys sort as LMDB's ordered-binary sorts them on both.
 
+import type { StoredBlock } from './block-store.js';
+
 /** Keys sort by type, then value; arrays element by element. */
 export type UnitKey = string | number | Array<string | number>;
 
@@ -83,6 +85,13 @@ export interface AlsoWrite {
   value: unknown;
 }
 
+/** A counter added to only if a `Unit.putIfAbsent` writes its record. */
+export interface CountedWith<K extends UnitKey> {
+  table: Table<number, K>;
+  key: K;
+  delta: number;
+}
+
 /** What a step of a unit of work sees and does. */
 /** A record's place: its table and its key (Unit.prefetch). */
 export interface PointKey {
@@ -123,6 +132,21 @@ export interface Unit {
    * each other again. A key a unit adds to is not one it also reads or puts.
    */
   add<K extends UnitKey>(table: Table<number, K>, key: K, delta: number): void;
+  /**
+   * Writes `value` under `key` as the unit commits only if the key then holds no record, and only
+   * then adds `counted.delta` to the number `counted` names (as `add` does): no read and no
+   * precondition, so units that put the same key do not run each other again, and one writes it.
+   * A key the unit read (or wrote) already is decided on that read (a put if it was absent).
+   * The unit cannot `get` the key afterwards (what the commit will find is unknown).
+   */
+  putIfAbsent<V, K extends UnitKey, CK extends UnitKey>(table: Table<V, K>, key: K, value: V, counted?: CountedWith<CK>): void;
+  /**
+   * The blob catalog's records of `blocks` (a new block's made, a reused one's touched or made
+   * live again), written by this unit's commit and only if it commits: what an unlisted ingest
+   * otherwise records before the unit that names the blocks. Only on a store whose commits reach
+   * the blob catalog (`UnitStore.recordsBlocks`); elsewhere it throws.
+   */
+  recordBlocks(blocks: readonly StoredBlock[]): void;
   /** Runs once the unit has committed (not when it is retried or fails). */
   afterCommit(callback: () => void): void;
 }
@@ -130,6 +154,8 @@ export interface Unit {
 export interface UnitStore {
   /** Whether other nodes write the same tables (pg-s3): in-memory copies must follow `watch`. */
   readonly shared: boolean;
+  /** Whether a unit's commit can write the blob catalog's block records (Unit.recordBlocks): PostgreSQL, on the catalog's database. */
+  readonly recordsBlocks: boolean;
   /**
    * Runs `step` as one unit of work and returns its result once its writes are committed. A
    * step that throws commits nothing; a step whose reads changed before its commit runs again

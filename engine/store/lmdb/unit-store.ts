@@ -42,6 +42,8 @@ function frozen<V>(value: V): V {
  */
 export class LmdbUnitStore implements UnitStore, UnitBackend {
   readonly shared = false;
+  /** The LMDB blob catalog records an ingest's blocks itself (a write of this node's, as cheap as the unit's). */
+  readonly recordsBlocks = false;
   private readonly databases = new Map<string, Database<unknown, Key>>();
   private readonly listeners = new Map<string, Set<() => void>>();
   /**
@@ -102,8 +104,13 @@ export class LmdbUnitStore implements UnitStore, UnitBackend {
       }
       for (const write of writes) {
         const db = this.db(write.table);
-        if (write.delta !== undefined) void db.put(write.key as Key, ((db.get(write.key as Key) as number | undefined) ?? 0) + write.delta);
-        else if (write.value === undefined) void db.remove(write.key as Key);
+        if (write.delta !== undefined) this.addTo(db, write.key, write.delta);
+        else if (write.ifAbsent) {
+          if (db.doesExist(write.key as Key)) continue;
+          void db.put(write.key as Key, write.value);
+          const { counted } = write.ifAbsent;
+          if (counted) this.addTo(this.db(counted.table), counted.key, counted.delta);
+        } else if (write.value === undefined) void db.remove(write.key as Key);
         else void db.put(write.key as Key, write.value);
       }
       return true;
@@ -121,6 +128,11 @@ export class LmdbUnitStore implements UnitStore, UnitBackend {
       }
     }
     return this.env.batched(() => this.env.root.transaction(apply)).then(landed);
+  }
+
+  /** In a write transaction: the stored number (absent: 0) plus `delta`. */
+  private addTo(db: Database<unknown, Key>, key: UnitKey, delta: number): void {
+    void db.put(key as Key, ((db.get(key as Key) as number | undefined) ?? 0) + delta);
   }
 
   async run<T>(step: (unit: Unit) => Promise<T> | T): Promise<T> {

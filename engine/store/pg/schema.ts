@@ -15,6 +15,7 @@ import { V9_UNITS } from './schema-v9-units.js';
 import { V10_NODE_SUMMARY } from './schema-v10-node-summary.js';
 import { V11_UNIT_INSERT } from './schema-v11-unit-insert.js';
 import { V12_UNIT_ADD } from './schema-v12-unit-add.js';
+import { V13_UNIT_PUT_ABSENT } from './schema-v13-unit-put-absent.js';
 
 /**
  * Applied in order; the schema's version is the number applied. Never edit one that shipped:
@@ -34,6 +35,7 @@ export const MIGRATIONS: readonly string[] = inVersionOrder([
   [10, V10_NODE_SUMMARY],
   [11, V11_UNIT_INSERT],
   [12, V12_UNIT_ADD],
+  [13, V13_UNIT_PUT_ABSENT],
 ]);
 
 function inVersionOrder(numbered: ReadonlyArray<readonly [number, string]>): string[] {

@@ -10,6 +10,8 @@ import { fromBufferKey } from 'ordered-binary';
 import type { Listening, PgPool } from './pool.js';
 import { type BufferedWrite, type PointRead, type RangeRead, type StoredEntry, type UnitBackend, keyBytes, runUnit, sameBytes } from '../unit-runner.js';
 import { SvcError } from '../../base/errors.js';
+import type { StoredBlock } from '../block-store.js';
+import { blockArrays } from './block-arrays.js';
 import { UNIT_ROWS_REMEMBERED, UNIT_ROWS_REMEMBERED_BYTES } from '../../base/limits.js';
 import { type AlsoWrite, type Entry, type PointKey, type Table, type Unit, type UnitKey, type UnitRange, type UnitStore, isRemembered, isWatched, unwatchedTable } from '../unit-store.js';
 import { CATALOG_SCHEMA, CATALOG_SCHEMA_KEY, catalogTooNew, tooNewWords, versionOf } from '../catalog-schema.js';
@@ -88,6 +90,8 @@ export interface PgUnitStoreOptions {
 
 export class PgUnitStore implements UnitStore, UnitBackend {
   readonly shared = true;
+  /** The blob catalog's tables are on the same database: a commit records blocks as svc_record_unlisted would (schema v13). */
+  readonly recordsBlocks = true;
   private readonly listeners = new Map<string, Set<() => void>>();
   private listening: Listening | undefined;
   private closed = false;
@@ -165,13 +169,13 @@ export class PgUnitStore implements UnitStore, UnitBackend {
    * on the server (schema-v12-unit-add.ts): no read of the counter, no precondition on it, so the
    * units that only count do not fail one another.
    */
-  async commit(points: PointRead[], ranges: RangeRead[], writes: BufferedWrite[]): Promise<boolean> {
+  async commit(points: PointRead[], ranges: RangeRead[], writes: BufferedWrite[], blocks: readonly StoredBlock[]): Promise<boolean> {
     const { schema } = this;
     if (schema?.newer !== undefined) throw catalogTooNew(schema.newer);
     // The pinned schema row is one more precondition: a newer node's raise of the version takes
     // that key's lock exclusively, so no commit of this node lands after it.
     if (schema) points = [...points, { table: CATALOG_SCHEMA.name, key: CATALOG_SCHEMA_KEY, bytes: schema.bytes }];
-    const ok = await this.commitChecked(points, ranges, writes);
+    const ok = await this.commitChecked(points, ranges, writes, blocks);
     if (!ok && schema) await this.catalogSchemaMoved(schema);
     return ok;
   }
@@ -205,23 +209,26 @@ export class PgUnitStore implements UnitStore, UnitBackend {
     if (schema.newer !== undefined) throw new Error(`${tooNewWords(schema.newer)}: this node writes nothing more`);
   }
 
-  private async commitChecked(points: PointRead[], ranges: RangeRead[], writes: BufferedWrite[]): Promise<boolean> {
+  private async commitChecked(points: PointRead[], ranges: RangeRead[], writes: BufferedWrite[], blocks: readonly StoredBlock[]): Promise<boolean> {
     const spans = ranges.map((r) => bounds(r.options));
     const entries = ranges.flatMap((r) => r.entries);
-    const puts = writes.filter((w) => w.delta === undefined);
+    const puts = writes.filter((w) => w.delta === undefined && !w.ifAbsent);
     const adds = writes.filter((w) => w.delta !== undefined);
+    const absent = writes.filter((w) => w.ifAbsent);
     const putKeys = puts.map((w) => keyBytes(w.key));
     const putValues = puts.map((w) => (w.value === undefined ? null : packr.pack(w.value)));
     let ok = false;
     try {
-      const [row] = await this.sql<Array<{ ok: boolean }>>`SELECT svc_unit_commit(
+      const [row] = absent.length === 0 && blocks.length === 0
+        ? await this.sql<Array<{ ok: boolean }>>`SELECT svc_unit_commit(
         ${points.map((p) => p.table)}::text[], ${points.map((p) => keyBytes(p.key))}::bytea[], ${points.map((p) => p.bytes ?? null)}::bytea[],
         ${ranges.map((r) => r.table)}::text[], ${spans.map((s) => s.start)}::bytea[], ${spans.map((s) => s.end)}::bytea[],
         ${spans.map((s) => s.reverse)}::boolean[], ${spans.map((s) => s.limit)}::bigint[], ${ranges.map((r) => r.entries.length)}::integer[],
         ${entries.map((e) => keyBytes(e.key))}::bytea[], ${entries.map((e) => e.bytes)}::bytea[],
         ${puts.map((w) => w.table)}::text[], ${putKeys}::bytea[], ${putValues}::bytea[],
         ${adds.map((w) => w.table)}::text[], ${adds.map((w) => keyBytes(w.key))}::bytea[], ${adds.map((w) => w.delta!)}::float8[],
-        ${announced(writes.map((w) => w.table))}::text[]) AS ok`;
+        ${announced(writes.map((w) => w.table))}::text[]) AS ok`
+        : await this.commitV13(points, ranges, spans, entries, puts, putKeys, putValues, adds, absent, blocks);
       ok = row!.ok;
       return ok;
     } catch (err) {
@@ -235,7 +242,28 @@ export class PgUnitStore implements UnitStore, UnitBackend {
         for (const p of points) this.remember(p.table, keyBytes(p.key), undefined);
         puts.forEach((w, i) => this.remember(w.table, putKeys[i]!, undefined));
       }
+      // Put if absent: what the key holds now is not known here.
+      for (const w of writes) if (w.ifAbsent) this.remember(w.table, keyBytes(w.key), undefined);
     }
+  }
+
+  /** svc_unit_commit of schema v13: also records put where their key holds none, the counters added to only then, and the blob catalog's block records. */
+  private commitV13(points: PointRead[], ranges: RangeRead[], spans: Array<ReturnType<typeof bounds>>, entries: RangeRead['entries'],
+    puts: BufferedWrite[], putKeys: Buffer[], putValues: Array<Buffer | null>, adds: BufferedWrite[], absent: BufferedWrite[], blocks: readonly StoredBlock[]): Promise<Array<{ ok: boolean }>> {
+    const recorded = blockArrays(blocks);
+    const counted = absent.flatMap((w, i) => (w.ifAbsent!.counted ? [{ of: i + 1, ...w.ifAbsent!.counted }] : []));
+    const written = [...puts, ...adds, ...absent].map((w) => w.table).concat(counted.map((c) => c.table));
+    return this.sql<Array<{ ok: boolean }>>`SELECT svc_unit_commit(
+      ${points.map((p) => p.table)}::text[], ${points.map((p) => keyBytes(p.key))}::bytea[], ${points.map((p) => p.bytes ?? null)}::bytea[],
+      ${ranges.map((r) => r.table)}::text[], ${spans.map((s) => s.start)}::bytea[], ${spans.map((s) => s.end)}::bytea[],
+      ${spans.map((s) => s.reverse)}::boolean[], ${spans.map((s) => s.limit)}::bigint[], ${ranges.map((r) => r.entries.length)}::integer[],
+      ${entries.map((e) => keyBytes(e.key))}::bytea[], ${entries.map((e) => e.bytes)}::bytea[],
+      ${puts.map((w) => w.table)}::text[], ${putKeys}::bytea[], ${putValues}::bytea[],
+      ${adds.map((w) => w.table)}::text[], ${adds.map((w) => keyBytes(w.key))}::bytea[], ${adds.map((w) => w.delta!)}::float8[],
+      ${absent.map((w) => w.table)}::text[], ${absent.map((w) => keyBytes(w.key))}::bytea[], ${absent.map((w) => packr.pack(w.value))}::bytea[],
+      ${counted.map((c) => c.of)}::integer[], ${counted.map((c) => c.table)}::text[], ${counted.map((c) => keyBytes(c.key))}::bytea[], ${counted.map((c) => c.delta)}::float8[],
+      ${recorded.keys}::bytea[], ${recorded.sizes}::bigint[],
+      ${announced(written)}::text[]) AS ok`;
   }
 
   async run<T>(step: (unit: Unit) => Promise<T> | T): Promise<T> {
