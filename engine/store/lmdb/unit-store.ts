@@ -90,7 +90,11 @@ export class LmdbUnitStore implements UnitStore, UnitBackend {
 
   /** The cached records a commit wrote, once it has landed. */
   private forget(writes: ReadonlyArray<{ table: string; key: UnitKey }>): void {
-    for (const write of writes) if (isCached(write.table)) this.records.delete(recordSlot(write.table, write.key));
+    for (const write of writes) {
+      if (isCached(write.table)) this.records.delete(recordSlot(write.table, write.key));
+      const counted = 'ifAbsent' in write ? (write as BufferedWrite).ifAbsent?.counted : undefined;
+      if (counted && isCached(counted.table)) this.records.delete(recordSlot(counted.table, counted.key));
+    }
   }
 
   commit(points: PointRead[], ranges: RangeRead[], writes: BufferedWrite[]): Promise<boolean> {
