@@ -16,7 +16,7 @@
  */
 import pg from 'pg';
 import { randomBytes } from 'node:crypto';
-import { binaryArray } from '../engine/store/pg/binary-array.js';
+import { boolArray, byteaArray, float8Array, int4Array, int8Array, textArray } from '../engine/store/pg/binary-array.js';
 import { openPool } from '../engine/store/pg/pool.js';
 import { benchArgs } from './args.js';
 import { requirePostgres } from './postgres-server.js';
@@ -53,7 +53,8 @@ const COMMIT_TEXT = `SELECT cardinality($1::text[]) + cardinality($2::bytea[]) +
 const points = Array.from({ length: 3 }, (_, i) => ({ table: 'docs', key: Buffer.from(`document-key-${i}`), bytes: randomBytes(300) }));
 const puts = Array.from({ length: 4 }, (_, i) => ({ table: 'docs', key: Buffer.from(`written-key-${i}`), value: randomBytes(300) }));
 const commitValues = (binary: boolean): unknown[] => {
-  const arr = (type: 'text' | 'bytea' | 'bool' | 'int8' | 'int4' | 'float8', values: unknown[]) => (binary ? binaryArray(type, values as never) : values);
+  const encoders = { text: textArray, bytea: byteaArray, bool: boolArray, int8: int8Array, int4: int4Array, float8: float8Array };
+  const arr = (type: keyof typeof encoders, values: unknown[]) => (binary ? encoders[type](values as never) : values);
   return [
     arr('text', points.map((p) => p.table)), arr('bytea', points.map((p) => p.key)), arr('bytea', points.map((p) => p.bytes)),
     arr('text', []), arr('bytea', []), arr('bytea', []), arr('bool', []), arr('int8', []), arr('int4', []), arr('bytea', []), arr('bytea', []),

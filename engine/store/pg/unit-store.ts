@@ -7,7 +7,7 @@
 import { LRUCache } from 'lru-cache';
 import { Packr } from 'msgpackr';
 import { fromBufferKey } from 'ordered-binary';
-import { binaryArray } from './binary-array.js';
+import { boolArray, byteaArray, float8Array, int4Array, int8Array, textArray } from './binary-array.js';
 import type { Listening, PgPool } from './pool.js';
 import { type BufferedWrite, type PointRead, type RangeRead, type StoredEntry, type UnitBackend, keyBytes, runUnit, sameBytes } from '../unit-runner.js';
 import { SvcError } from '../../base/errors.js';
@@ -148,7 +148,7 @@ export class PgUnitStore implements UnitStore, UnitBackend {
   async readPoints(reads: ReadonlyArray<{ table: string; key: UnitKey }>): Promise<Array<{ value: unknown; bytes: Buffer | undefined }>> {
     const keys = reads.map((r) => keyBytes(r.key));
     const rows = await this.sql<Array<{ value: Buffer | null }>>`SELECT (SELECT u.value FROM svc_unit_rows u WHERE u.tbl = r.tbl AND u.key = r.key) AS value
-      FROM unnest(${binaryArray('text', reads.map((r) => r.table))}::text[], ${binaryArray('bytea', keys)}::bytea[]) WITH ORDINALITY AS r(tbl, key, i) ORDER BY r.i`;
+      FROM unnest(${textArray(reads.map((r) => r.table))}::text[], ${byteaArray(keys)}::bytea[]) WITH ORDINALITY AS r(tbl, key, i) ORDER BY r.i`;
     rows.forEach((row, i) => this.remember(reads[i]!.table, keys[i]!, row.value ?? undefined));
     return rows.map((row) => (row.value ? { value: packr.unpack(row.value), bytes: row.value } : { value: undefined, bytes: undefined }));
   }
@@ -216,13 +216,13 @@ export class PgUnitStore implements UnitStore, UnitBackend {
     let ok = false;
     try {
       const [row] = await this.sql<Array<{ ok: boolean }>>`SELECT svc_unit_commit(
-        ${binaryArray('text', points.map((p) => p.table))}::text[], ${binaryArray('bytea', points.map((p) => keyBytes(p.key)))}::bytea[], ${binaryArray('bytea', points.map((p) => p.bytes))}::bytea[],
-        ${binaryArray('text', ranges.map((r) => r.table))}::text[], ${binaryArray('bytea', spans.map((s) => s.start))}::bytea[], ${binaryArray('bytea', spans.map((s) => s.end))}::bytea[],
-        ${binaryArray('bool', spans.map((s) => s.reverse))}::boolean[], ${binaryArray('int8', spans.map((s) => s.limit))}::bigint[], ${binaryArray('int4', ranges.map((r) => r.entries.length))}::integer[],
-        ${binaryArray('bytea', entries.map((e) => keyBytes(e.key)))}::bytea[], ${binaryArray('bytea', entries.map((e) => e.bytes))}::bytea[],
-        ${binaryArray('text', puts.map((w) => w.table))}::text[], ${binaryArray('bytea', putKeys)}::bytea[], ${binaryArray('bytea', putValues)}::bytea[],
-        ${binaryArray('text', adds.map((w) => w.table))}::text[], ${binaryArray('bytea', adds.map((w) => keyBytes(w.key)))}::bytea[], ${binaryArray('float8', adds.map((w) => w.delta!))}::float8[],
-        ${binaryArray('text', announced(writes.map((w) => w.table)))}::text[]) AS ok`;
+        ${textArray(points.map((p) => p.table))}::text[], ${byteaArray(points.map((p) => keyBytes(p.key)))}::bytea[], ${byteaArray(points.map((p) => p.bytes))}::bytea[],
+        ${textArray(ranges.map((r) => r.table))}::text[], ${byteaArray(spans.map((s) => s.start))}::bytea[], ${byteaArray(spans.map((s) => s.end))}::bytea[],
+        ${boolArray(spans.map((s) => s.reverse))}::boolean[], ${int8Array(spans.map((s) => s.limit))}::bigint[], ${int4Array(ranges.map((r) => r.entries.length))}::integer[],
+        ${byteaArray(entries.map((e) => keyBytes(e.key)))}::bytea[], ${byteaArray(entries.map((e) => e.bytes))}::bytea[],
+        ${textArray(puts.map((w) => w.table))}::text[], ${byteaArray(putKeys)}::bytea[], ${byteaArray(putValues)}::bytea[],
+        ${textArray(adds.map((w) => w.table))}::text[], ${byteaArray(adds.map((w) => keyBytes(w.key)))}::bytea[], ${float8Array(adds.map((w) => w.delta!))}::float8[],
+        ${textArray(announced(writes.map((w) => w.table)))}::text[]) AS ok`;
       ok = row!.ok;
       return ok;
     } catch (err) {
@@ -253,8 +253,8 @@ export class PgUnitStore implements UnitStore, UnitBackend {
     try {
       const [row] = await this.sql<Array<{ ok: boolean }>>`SELECT svc_unit_insert_absent(
         ${table.name}, ${keyBytes(key)}, ${packr.pack(value)},
-        ${binaryArray('text', also.map((w) => w.table.name))}::text[], ${binaryArray('bytea', also.map((w) => keyBytes(w.key)))}::bytea[], ${binaryArray('bytea', also.map((w) => packr.pack(w.value)))}::bytea[],
-        ${binaryArray('text', announced([table.name, ...also.map((w) => w.table.name)]))}::text[]) AS ok`;
+        ${textArray(also.map((w) => w.table.name))}::text[], ${byteaArray(also.map((w) => keyBytes(w.key)))}::bytea[], ${byteaArray(also.map((w) => packr.pack(w.value)))}::bytea[],
+        ${textArray(announced([table.name, ...also.map((w) => w.table.name)]))}::text[]) AS ok`;
       written = row!.ok;
     } catch (err) {
       if (sentThenLost(err)) throw commitUnknown(err);
