@@ -82,6 +82,59 @@ function commitUnknown(err: unknown): SvcError {
 /** A deadlock or serialization failure: the commit did not happen, the unit runs again. */
 const retryable = (err: unknown) => ['40P01', '40001'].includes((err as { code?: string }).code ?? '');
 
+// svc_unit_commit's parameters, each group built by a small function of its own: a commit of a
+// rarer shape (range reads are in few units) deoptimizes that function, not the commit, whose
+// optimizing compile with everything inlined took 100-230 ms (docs/performance.md, issue 40).
+
+function pointParameters(points: readonly PointRead[]) {
+  return { tables: textArray(points.map((p) => p.table)), keys: byteaArray(points.map((p) => keyBytes(p.key))), bytes: byteaArray(points.map((p) => p.bytes)) };
+}
+
+interface RangeParameters {
+  tables: Buffer;
+  starts: Buffer;
+  ends: Buffer;
+  reverse: Buffer;
+  limits: Buffer;
+  counts: Buffer;
+  entryKeys: Buffer;
+  entryBytes: Buffer;
+}
+
+function rangeParameters(ranges: readonly RangeRead[]): RangeParameters {
+  if (ranges.length === 0) return NO_RANGES;
+  const spans = ranges.map((r) => bounds(r.options));
+  const entries = ranges.flatMap((r) => r.entries);
+  return {
+    tables: textArray(ranges.map((r) => r.table)),
+    starts: byteaArray(spans.map((s) => s.start)),
+    ends: byteaArray(spans.map((s) => s.end)),
+    reverse: boolArray(spans.map((s) => s.reverse)),
+    limits: int8Array(spans.map((s) => s.limit)),
+    counts: int4Array(ranges.map((r) => r.entries.length)),
+    entryKeys: byteaArray(entries.map((e) => keyBytes(e.key))),
+    entryBytes: byteaArray(entries.map((e) => e.bytes)),
+  };
+}
+
+// Parameters are only read into the statement's message: one set of empty arrays serves every commit without range reads.
+const NO_RANGES: RangeParameters = {
+  tables: textArray([]), starts: byteaArray([]), ends: byteaArray([]), reverse: boolArray([]), limits: int8Array([]), counts: int4Array([]), entryKeys: byteaArray([]), entryBytes: byteaArray([]),
+};
+
+function writeParameters(writes: readonly BufferedWrite[]) {
+  const puts = writes.filter((w) => w.delta === undefined);
+  const adds = writes.filter((w) => w.delta !== undefined);
+  const putKeys = puts.map((w) => keyBytes(w.key));
+  const putValues = puts.map((w) => (w.value === undefined ? null : packr.pack(w.value)));
+  return {
+    puts, putKeys, putValues,
+    putTables: textArray(puts.map((w) => w.table)), putKeyArray: byteaArray(putKeys), putValueArray: byteaArray(putValues),
+    addTables: textArray(adds.map((w) => w.table)), addKeys: byteaArray(adds.map((w) => keyBytes(w.key))), addDeltas: float8Array(adds.map((w) => w.delta!)),
+    announced: textArray(announced(writes.map((w) => w.table))),
+  };
+}
+
 export interface PgUnitStoreOptions {
   /** Told of a lost LISTEN connection (the node logs it); it is reopened and every watcher called. */
   onWatchLost?: (err: Error) => void;
@@ -207,22 +260,18 @@ export class PgUnitStore implements UnitStore, UnitBackend {
   }
 
   private async commitChecked(points: PointRead[], ranges: RangeRead[], writes: BufferedWrite[]): Promise<boolean> {
-    const spans = ranges.map((r) => bounds(r.options));
-    const entries = ranges.flatMap((r) => r.entries);
-    const puts = writes.filter((w) => w.delta === undefined);
-    const adds = writes.filter((w) => w.delta !== undefined);
-    const putKeys = puts.map((w) => keyBytes(w.key));
-    const putValues = puts.map((w) => (w.value === undefined ? null : packr.pack(w.value)));
+    const point = pointParameters(points);
+    const range = rangeParameters(ranges);
+    const write = writeParameters(writes);
+    const { puts, putKeys, putValues } = write;
     let ok = false;
     try {
       const [row] = await this.sql<Array<{ ok: boolean }>>`SELECT svc_unit_commit(
-        ${textArray(points.map((p) => p.table))}::text[], ${byteaArray(points.map((p) => keyBytes(p.key)))}::bytea[], ${byteaArray(points.map((p) => p.bytes))}::bytea[],
-        ${textArray(ranges.map((r) => r.table))}::text[], ${byteaArray(spans.map((s) => s.start))}::bytea[], ${byteaArray(spans.map((s) => s.end))}::bytea[],
-        ${boolArray(spans.map((s) => s.reverse))}::boolean[], ${int8Array(spans.map((s) => s.limit))}::bigint[], ${int4Array(ranges.map((r) => r.entries.length))}::integer[],
-        ${byteaArray(entries.map((e) => keyBytes(e.key)))}::bytea[], ${byteaArray(entries.map((e) => e.bytes))}::bytea[],
-        ${textArray(puts.map((w) => w.table))}::text[], ${byteaArray(putKeys)}::bytea[], ${byteaArray(putValues)}::bytea[],
-        ${textArray(adds.map((w) => w.table))}::text[], ${byteaArray(adds.map((w) => keyBytes(w.key)))}::bytea[], ${float8Array(adds.map((w) => w.delta!))}::float8[],
-        ${textArray(announced(writes.map((w) => w.table)))}::text[]) AS ok`;
+        ${point.tables}::text[], ${point.keys}::bytea[], ${point.bytes}::bytea[],
+        ${range.tables}::text[], ${range.starts}::bytea[], ${range.ends}::bytea[], ${range.reverse}::boolean[], ${range.limits}::bigint[], ${range.counts}::integer[],
+        ${range.entryKeys}::bytea[], ${range.entryBytes}::bytea[],
+        ${write.putTables}::text[], ${write.putKeyArray}::bytea[], ${write.putValueArray}::bytea[],
+        ${write.addTables}::text[], ${write.addKeys}::bytea[], ${write.addDeltas}::float8[], ${write.announced}::text[]) AS ok`;
       ok = row!.ok;
       return ok;
     } catch (err) {
