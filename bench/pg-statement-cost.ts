@@ -16,10 +16,81 @@
  */
 import pg from 'pg';
 import { randomBytes } from 'node:crypto';
-import { boolArray, byteaArray, float8Array, int4Array, int8Array, textArray } from '../engine/store/pg/binary-array.js';
 import { openPool } from '../engine/store/pg/pool.js';
 import { benchArgs } from './args.js';
 import { requirePostgres } from './postgres-server.js';
+
+// PostgreSQL's binary array format (array_recv), one Buffer parameter: what commit/binary sends.
+type ArrayElement = 'bytea' | 'text' | 'bool' | 'int8' | 'int4' | 'float8';
+
+const OID: Record<ArrayElement, number> = { bool: 16, bytea: 17, int8: 20, int4: 23, text: 25, float8: 701 };
+const FIXED: Partial<Record<ArrayElement, number>> = { bool: 1, int8: 8, int4: 4, float8: 8 };
+
+type Value<E extends ArrayElement> = E extends 'bytea' ? Buffer : E extends 'text' ? string : E extends 'bool' ? boolean : number;
+
+/**
+ * `values` as a binary array of `element` (null: SQL NULL). int8 values are safe integers; text
+ * is UTF-8. The header: dimensions, has-nulls, element type, then length and lower bound (1).
+ */
+function binaryArray<E extends ArrayElement>(element: E, values: ReadonlyArray<Value<E> | null>): Buffer {
+  const fixed = FIXED[element];
+  let size = values.length === 0 ? 12 : 20;
+  let nulls = 0;
+  for (const v of values) {
+    if (v === null || v === undefined) nulls = 1;
+    else size += 4 + (fixed ?? (element === 'text' ? Buffer.byteLength(v as string) : (v as Buffer).length));
+    if (v === null || v === undefined) size += 4;
+  }
+  const out = Buffer.allocUnsafe(size);
+  out.writeInt32BE(values.length === 0 ? 0 : 1, 0);
+  out.writeInt32BE(nulls, 4);
+  out.writeInt32BE(OID[element], 8);
+  if (values.length === 0) return out;
+  out.writeInt32BE(values.length, 12);
+  out.writeInt32BE(1, 16);
+  let at = 20;
+  for (const v of values) {
+    if (v === null || v === undefined) {
+      out.writeInt32BE(-1, at);
+      at += 4;
+      continue;
+    }
+    switch (element) {
+      case 'bytea':
+        out.writeInt32BE((v as Buffer).length, at);
+        (v as Buffer).copy(out, at + 4);
+        at += 4 + (v as Buffer).length;
+        break;
+      case 'text': {
+        const written = out.write(v as string, at + 4, 'utf8');
+        out.writeInt32BE(written, at);
+        at += 4 + written;
+        break;
+      }
+      case 'bool':
+        out.writeInt32BE(1, at);
+        out.writeUInt8(v ? 1 : 0, at + 4);
+        at += 5;
+        break;
+      case 'int4':
+        out.writeInt32BE(4, at);
+        out.writeInt32BE(v as number, at + 4);
+        at += 8;
+        break;
+      case 'int8':
+        out.writeInt32BE(8, at);
+        out.writeBigInt64BE(BigInt(v as number), at + 4);
+        at += 12;
+        break;
+      case 'float8':
+        out.writeInt32BE(8, at);
+        out.writeDoubleBE(v as number, at + 4);
+        at += 12;
+        break;
+    }
+  }
+  return out;
+}
 
 const args = benchArgs({
   usage: 'usage: node dist/bench/pg-statement-cost.js [--quick]',
@@ -53,8 +124,7 @@ const COMMIT_TEXT = `SELECT cardinality($1::text[]) + cardinality($2::bytea[]) +
 const points = Array.from({ length: 3 }, (_, i) => ({ table: 'docs', key: Buffer.from(`document-key-${i}`), bytes: randomBytes(300) }));
 const puts = Array.from({ length: 4 }, (_, i) => ({ table: 'docs', key: Buffer.from(`written-key-${i}`), value: randomBytes(300) }));
 const commitValues = (binary: boolean): unknown[] => {
-  const encoders = { text: textArray, bytea: byteaArray, bool: boolArray, int8: int8Array, int4: int4Array, float8: float8Array };
-  const arr = (type: keyof typeof encoders, values: unknown[]) => (binary ? encoders[type](values as never) : values);
+  const arr = (type: 'text' | 'bytea' | 'bool' | 'int8' | 'int4' | 'float8', values: unknown[]) => (binary ? binaryArray(type, values as never) : values);
   return [
     arr('text', points.map((p) => p.table)), arr('bytea', points.map((p) => p.key)), arr('bytea', points.map((p) => p.bytes)),
     arr('text', []), arr('bytea', []), arr('bytea', []), arr('bool', []), arr('int8', []), arr('int4', []), arr('bytea', []), arr('bytea', []),

@@ -91,8 +91,7 @@ function statementOf(strings: TemplateStringsArray): { name: string; text: strin
 
 /**
  * Values are sent as pg prepares them: Buffers as bytea, numbers as text the server casts to the
- * parameter's type, arrays (of Buffers, of numbers) as array literals for bytea[] and int8[]. The
- * unit store's arrays are Buffers already, in the binary array format (binary-array.ts).
+ * parameter's type, arrays (of Buffers, of numbers) as array literals for bytea[] and int8[].
  */
 function sqlOn(target: pg.Pool | pg.PoolClient, queryTimeoutMs?: number): PgSql {
   // A checked-out client whose statement the client gave up on still has it in flight: it must be

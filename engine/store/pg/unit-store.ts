@@ -7,7 +7,6 @@
 import { LRUCache } from 'lru-cache';
 import { Packr } from 'msgpackr';
 import { fromBufferKey } from 'ordered-binary';
-import { boolArray, byteaArray, float8Array, int4Array, int8Array, textArray } from './binary-array.js';
 import type { Listening, PgPool } from './pool.js';
 import { type BufferedWrite, type PointRead, type RangeRead, type StoredEntry, type UnitBackend, keyBytes, runUnit, sameBytes } from '../unit-runner.js';
 import { SvcError } from '../../base/errors.js';
@@ -82,59 +81,6 @@ function commitUnknown(err: unknown): SvcError {
 /** A deadlock or serialization failure: the commit did not happen, the unit runs again. */
 const retryable = (err: unknown) => ['40P01', '40001'].includes((err as { code?: string }).code ?? '');
 
-// svc_unit_commit's parameters, each group built by a small function of its own: a commit of a
-// rarer shape (range reads are in few units) deoptimizes that function, not the commit, whose
-// optimizing compile with everything inlined took 100-230 ms (docs/performance.md, issue 40).
-
-function pointParameters(points: readonly PointRead[]) {
-  return { tables: textArray(points.map((p) => p.table)), keys: byteaArray(points.map((p) => keyBytes(p.key))), bytes: byteaArray(points.map((p) => p.bytes)) };
-}
-
-interface RangeParameters {
-  tables: Buffer;
-  starts: Buffer;
-  ends: Buffer;
-  reverse: Buffer;
-  limits: Buffer;
-  counts: Buffer;
-  entryKeys: Buffer;
-  entryBytes: Buffer;
-}
-
-function rangeParameters(ranges: readonly RangeRead[]): RangeParameters {
-  if (ranges.length === 0) return NO_RANGES;
-  const spans = ranges.map((r) => bounds(r.options));
-  const entries = ranges.flatMap((r) => r.entries);
-  return {
-    tables: textArray(ranges.map((r) => r.table)),
-    starts: byteaArray(spans.map((s) => s.start)),
-    ends: byteaArray(spans.map((s) => s.end)),
-    reverse: boolArray(spans.map((s) => s.reverse)),
-    limits: int8Array(spans.map((s) => s.limit)),
-    counts: int4Array(ranges.map((r) => r.entries.length)),
-    entryKeys: byteaArray(entries.map((e) => keyBytes(e.key))),
-    entryBytes: byteaArray(entries.map((e) => e.bytes)),
-  };
-}
-
-// Parameters are only read into the statement's message: one set of empty arrays serves every commit without range reads.
-const NO_RANGES: RangeParameters = {
-  tables: textArray([]), starts: byteaArray([]), ends: byteaArray([]), reverse: boolArray([]), limits: int8Array([]), counts: int4Array([]), entryKeys: byteaArray([]), entryBytes: byteaArray([]),
-};
-
-function writeParameters(writes: readonly BufferedWrite[]) {
-  const puts = writes.filter((w) => w.delta === undefined);
-  const adds = writes.filter((w) => w.delta !== undefined);
-  const putKeys = puts.map((w) => keyBytes(w.key));
-  const putValues = puts.map((w) => (w.value === undefined ? null : packr.pack(w.value)));
-  return {
-    puts, putKeys, putValues,
-    putTables: textArray(puts.map((w) => w.table)), putKeyArray: byteaArray(putKeys), putValueArray: byteaArray(putValues),
-    addTables: textArray(adds.map((w) => w.table)), addKeys: byteaArray(adds.map((w) => keyBytes(w.key))), addDeltas: float8Array(adds.map((w) => w.delta!)),
-    announced: textArray(announced(writes.map((w) => w.table))),
-  };
-}
-
 export interface PgUnitStoreOptions {
   /** Told of a lost LISTEN connection (the node logs it); it is reopened and every watcher called. */
   onWatchLost?: (err: Error) => void;
@@ -201,7 +147,7 @@ export class PgUnitStore implements UnitStore, UnitBackend {
   async readPoints(reads: ReadonlyArray<{ table: string; key: UnitKey }>): Promise<Array<{ value: unknown; bytes: Buffer | undefined }>> {
     const keys = reads.map((r) => keyBytes(r.key));
     const rows = await this.sql<Array<{ value: Buffer | null }>>`SELECT (SELECT u.value FROM svc_unit_rows u WHERE u.tbl = r.tbl AND u.key = r.key) AS value
-      FROM unnest(${textArray(reads.map((r) => r.table))}::text[], ${byteaArray(keys)}::bytea[]) WITH ORDINALITY AS r(tbl, key, i) ORDER BY r.i`;
+      FROM unnest(${reads.map((r) => r.table)}::text[], ${keys}::bytea[]) WITH ORDINALITY AS r(tbl, key, i) ORDER BY r.i`;
     rows.forEach((row, i) => this.remember(reads[i]!.table, keys[i]!, row.value ?? undefined));
     return rows.map((row) => (row.value ? { value: packr.unpack(row.value), bytes: row.value } : { value: undefined, bytes: undefined }));
   }
@@ -260,18 +206,22 @@ export class PgUnitStore implements UnitStore, UnitBackend {
   }
 
   private async commitChecked(points: PointRead[], ranges: RangeRead[], writes: BufferedWrite[]): Promise<boolean> {
-    const point = pointParameters(points);
-    const range = rangeParameters(ranges);
-    const write = writeParameters(writes);
-    const { puts, putKeys, putValues } = write;
+    const spans = ranges.map((r) => bounds(r.options));
+    const entries = ranges.flatMap((r) => r.entries);
+    const puts = writes.filter((w) => w.delta === undefined);
+    const adds = writes.filter((w) => w.delta !== undefined);
+    const putKeys = puts.map((w) => keyBytes(w.key));
+    const putValues = puts.map((w) => (w.value === undefined ? null : packr.pack(w.value)));
     let ok = false;
     try {
       const [row] = await this.sql<Array<{ ok: boolean }>>`SELECT svc_unit_commit(
-        ${point.tables}::text[], ${point.keys}::bytea[], ${point.bytes}::bytea[],
-        ${range.tables}::text[], ${range.starts}::bytea[], ${range.ends}::bytea[], ${range.reverse}::boolean[], ${range.limits}::bigint[], ${range.counts}::integer[],
-        ${range.entryKeys}::bytea[], ${range.entryBytes}::bytea[],
-        ${write.putTables}::text[], ${write.putKeyArray}::bytea[], ${write.putValueArray}::bytea[],
-        ${write.addTables}::text[], ${write.addKeys}::bytea[], ${write.addDeltas}::float8[], ${write.announced}::text[]) AS ok`;
+        ${points.map((p) => p.table)}::text[], ${points.map((p) => keyBytes(p.key))}::bytea[], ${points.map((p) => p.bytes ?? null)}::bytea[],
+        ${ranges.map((r) => r.table)}::text[], ${spans.map((s) => s.start)}::bytea[], ${spans.map((s) => s.end)}::bytea[],
+        ${spans.map((s) => s.reverse)}::boolean[], ${spans.map((s) => s.limit)}::bigint[], ${ranges.map((r) => r.entries.length)}::integer[],
+        ${entries.map((e) => keyBytes(e.key))}::bytea[], ${entries.map((e) => e.bytes)}::bytea[],
+        ${puts.map((w) => w.table)}::text[], ${putKeys}::bytea[], ${putValues}::bytea[],
+        ${adds.map((w) => w.table)}::text[], ${adds.map((w) => keyBytes(w.key))}::bytea[], ${adds.map((w) => w.delta!)}::float8[],
+        ${announced(writes.map((w) => w.table))}::text[]) AS ok`;
       ok = row!.ok;
       return ok;
     } catch (err) {
@@ -302,8 +252,8 @@ export class PgUnitStore implements UnitStore, UnitBackend {
     try {
       const [row] = await this.sql<Array<{ ok: boolean }>>`SELECT svc_unit_insert_absent(
         ${table.name}, ${keyBytes(key)}, ${packr.pack(value)},
-        ${textArray(also.map((w) => w.table.name))}::text[], ${byteaArray(also.map((w) => keyBytes(w.key)))}::bytea[], ${byteaArray(also.map((w) => packr.pack(w.value)))}::bytea[],
-        ${textArray(announced([table.name, ...also.map((w) => w.table.name)]))}::text[]) AS ok`;
+        ${also.map((w) => w.table.name)}::text[], ${also.map((w) => keyBytes(w.key))}::bytea[], ${also.map((w) => packr.pack(w.value))}::bytea[],
+        ${announced([table.name, ...also.map((w) => w.table.name)])}::text[]) AS ok`;
       written = row!.ok;
     } catch (err) {
       if (sentThenLost(err)) throw commitUnknown(err);
