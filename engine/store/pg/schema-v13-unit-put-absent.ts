@@ -2,16 +2,16 @@
 // engine/store/unit-store.ts), each with a counter added to only if it was written; and the blob
 // catalog's records of blocks written by a unit's commit (Unit.recordBlocks).
 //
-// svc_unit_commit gains `absent_tbls`, `absent_keys`, `absent_vals` (the records) and
-// `counted_of`, `counted_tbls`, `counted_keys`, `counted_deltas` (counters, each naming the record
-// by its place, from 1): an overload; version 12's stays for nodes of that version and for every
-// commit without such records. It takes every lock of the commit at once, in one order (each such
-// record's key and counter exclusive, their tables shared: as a write of them), then runs version
-// 12's checks and writes (whose own locks are then held already), then inserts each record where
-// its key holds none and adds the counters of those it inserted. So two units that put one key
-// both commit, one writes, and its counter is added to once; a unit that read the key absent
-// and commits after fails its check and runs again. Before, the bytes' PUT read the tenant's
-// content ledger and the content key in a statement of its own to decide these writes.
+// svc_unit_commit gains `absent_tbls`, `absent_keys`, `absent_vals` (the records) and `counted_of`,
+// `counted_tbls`, `counted_keys`, `counted_deltas` (counters, each naming the record by its place,
+// from 1): an overload; version 12's stays for nodes of that version (nodes of this one call this
+// overload for every commit, with or without such records). It takes every lock of the commit at
+// once, in one order (each such record's key and counter exclusive, their tables shared: as a write
+// of them), then runs version 12's checks and writes (whose own locks are then held already), then
+// inserts each record where its key holds none and adds the counters of those it inserted. So two
+// units that put one key both commit, one writes, and its counter is added to once; a unit that
+// read the key absent and commits after fails its check and runs again. Before, the bytes' PUT read
+// the tenant's content ledger and the content key in a statement of its own to decide these writes.
 //
 // `block_keys`, `block_sizes` (each digest once, sorted): recorded last, as svc_record_unlisted
 // records them (schema-v1-functions.ts: block rows in key order, then a slot of the totals), only

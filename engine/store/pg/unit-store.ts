@@ -1,9 +1,10 @@
 // Units of work in PostgreSQL (pg-s3, schema v9): every node of the cluster runs its units on the
 // same rows. A row is (table name, ordered-binary key bytes, msgpack value bytes); bytea sorts as
 // LMDB sorts its keys, so ranges answer exactly what LmdbUnitStore answers. A unit's commit is
-// one call of svc_unit_commit (schema-v9-units.ts: locks, checks, writes, notifies; v11 and v12
-// overloads: announcements, counters added on the server), and every node LISTENs on `svc_units`
-// to learn which tables the others wrote.
+// one call of svc_unit_commit (schema-v9-units.ts: locks, checks, writes, notifies; the v11, v12
+// and v13 overloads add announcements, counters added on the server, records put if absent and
+// blocks; this node calls v13's), and every node LISTENs on `svc_units` to learn which tables the
+// others wrote.
 import { LRUCache } from 'lru-cache';
 import { Packr } from 'msgpackr';
 import { fromBufferKey } from 'ordered-binary';
@@ -219,16 +220,7 @@ export class PgUnitStore implements UnitStore, UnitBackend {
     const putValues = puts.map((w) => (w.value === undefined ? null : packr.pack(w.value)));
     let ok = false;
     try {
-      const [row] = absent.length === 0 && blocks.length === 0
-        ? await this.sql<Array<{ ok: boolean }>>`SELECT svc_unit_commit(
-        ${points.map((p) => p.table)}::text[], ${points.map((p) => keyBytes(p.key))}::bytea[], ${points.map((p) => p.bytes ?? null)}::bytea[],
-        ${ranges.map((r) => r.table)}::text[], ${spans.map((s) => s.start)}::bytea[], ${spans.map((s) => s.end)}::bytea[],
-        ${spans.map((s) => s.reverse)}::boolean[], ${spans.map((s) => s.limit)}::bigint[], ${ranges.map((r) => r.entries.length)}::integer[],
-        ${entries.map((e) => keyBytes(e.key))}::bytea[], ${entries.map((e) => e.bytes)}::bytea[],
-        ${puts.map((w) => w.table)}::text[], ${putKeys}::bytea[], ${putValues}::bytea[],
-        ${adds.map((w) => w.table)}::text[], ${adds.map((w) => keyBytes(w.key))}::bytea[], ${adds.map((w) => w.delta!)}::float8[],
-        ${announced(writes.map((w) => w.table))}::text[]) AS ok`
-        : await this.commitV13(points, ranges, spans, entries, puts, putKeys, putValues, adds, absent, blocks);
+      const [row] = await this.commitV13(points, ranges, spans, entries, puts, putKeys, putValues, adds, absent, blocks);
       ok = row!.ok;
       return ok;
     } catch (err) {
@@ -247,7 +239,11 @@ export class PgUnitStore implements UnitStore, UnitBackend {
     }
   }
 
-  /** svc_unit_commit of schema v13: also records put where their key holds none, the counters added to only then, and the blob catalog's block records. */
+  /**
+   * svc_unit_commit of schema v13 (every node of this version migrated the catalog to it): the
+   * checks and writes of v12, and also records put where their key holds none, the counters added
+   * to only then, and the blob catalog's block records.
+   */
   private commitV13(points: PointRead[], ranges: RangeRead[], spans: Array<ReturnType<typeof bounds>>, entries: RangeRead['entries'],
     puts: BufferedWrite[], putKeys: Buffer[], putValues: Array<Buffer | null>, adds: BufferedWrite[], absent: BufferedWrite[], blocks: readonly StoredBlock[]): Promise<Array<{ ok: boolean }>> {
     const recorded = blockArrays(blocks);
