@@ -5,7 +5,9 @@
  * single-node radosgw, scripts/ceph/start.sh as bench/pg-s3.ts starts it, else s3rver, said loudly).
  * On each, the same closed loops of CLIENTS clients (bench/documents.ts's requests, one keep-alive
  * connection per client), the sides alternating within each round and the order flipping every
- * round, one uncounted round first:
+ * round. Before the rounds, each node runs each loop until it has completed the same number of
+ * items (--warmup-items; by items, not time, so that the slower pg-s3 node is as warm as fs: V8
+ * compiles a function after enough calls, not after enough seconds), then one uncounted round:
  *
  *   document         `POST /v1/documents` with an initialMetadata bundle (a schema registered here),
  *                    `PUT /v1/uploads/{id}/bytes` of 64 KiB fresh random bytes, `POST …/finalize`,
@@ -27,6 +29,8 @@
  *                                              built worktree of an earlier commit), alternating
  *                                              with this build's: same-run A/B, this / before
  *   … -- --profile=DIR                         this build's pg-s3 node under --cpu-prof
+ *   … -- --warmup-items=N                      documents per node before the rounds (default
+ *                                              1500, 200 with --quick; canonical writes 4x that)
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -208,6 +212,25 @@ async function cell(node: Node, loop: Loop, windowMs: number, db: pg.Client, s3:
   };
 }
 
+/** Runs `loop` on `node` with CLIENTS connections until `items` have completed; nothing is measured. */
+async function warmUp(node: Node, loop: Loop, items: number): Promise<void> {
+  const inner = loop === 'document' ? documentIteration(node) : writeIteration(node);
+  let started = 0;
+  const client = async (): Promise<void> => {
+    const conn = await RawConnection.connect(node.server.port);
+    try {
+      while (started < items) {
+        started++;
+        const o = await inner(conn);
+        if (!o.ok) throw new Error(`${node.label} ${loop} warm-up: ${o.step}: ${o.detail}`);
+      }
+    } finally {
+      conn.close();
+    }
+  };
+  await Promise.all(Array.from({ length: CLIENTS }, client));
+}
+
 // ---------------------------------------------------------------- report
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -244,9 +267,9 @@ function topStatements(label: string, loop: Loop, cells: Cell[]): string[] {
 
 type Cells = Map<string, Record<Loop, Cell[]>>;
 
-function render(cells: Cells, s3: S3Server, rounds: number, windowMs: number, minutes: number, before: string | undefined): string {
+function render(cells: Cells, s3: S3Server, rounds: number, windowMs: number, warmupItems: number, minutes: number, before: string | undefined): string {
   const out = [
-    `## svc per document and per canonical write, pg-s3 against fs (${new Date().toISOString()}, ${s3.kind}${s3.kind === 's3rver' ? ' -- FALLBACK, NOT radosgw: no S3 request count' : ''}, ${CLIENTS} clients, ${rounds} rounds of ${windowMs / 1000} s windows after one uncounted, ${os.cpus().length} CPUs, load average at the end ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}, ${fmt(minutes, 1)} min${before ? `; before = ${before}` : ''})`,
+    `## svc per document and per canonical write, pg-s3 against fs (${new Date().toISOString()}, ${s3.kind}${s3.kind === 's3rver' ? ' -- FALLBACK, NOT radosgw: no S3 request count' : ''}, ${CLIENTS} clients, ${rounds} rounds of ${windowMs / 1000} s windows after a warm-up of ${warmupItems} documents and ${warmupItems * 4} canonical writes per node and one uncounted round, ${os.cpus().length} CPUs, load average at the end ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}, ${fmt(minutes, 1)} min${before ? `; before = ${before}` : ''})`,
     '',
     '| Item | svc CPU-ms fs, median [rounds] | svc CPU-ms pg-s3, median [rounds] | pg-s3 / fs | items/s fs / pg-s3 | PostgreSQL statements | S3 requests | host busy % (pg-s3 windows) |',
     '|---|---|---|---|---|---|---|---|',
@@ -276,17 +299,19 @@ function render(cells: Cells, s3: S3Server, rounds: number, windowMs: number, mi
 
 async function main(): Promise<void> {
   const args = benchArgs({
-    usage: 'usage: node dist/bench/pg-s3-cost.js [--quick] [--rounds=N] [--window-ms=MS] [--before=DIR] [--profile=DIR]',
+    usage: 'usage: node dist/bench/pg-s3-cost.js [--quick] [--rounds=N] [--window-ms=MS] [--warmup-items=N] [--before=DIR] [--profile=DIR]',
     options: {
       quick: { type: 'boolean', help: '1 counted round of 2 s windows' },
       rounds: { type: 'string', value: 'N', help: 'counted rounds (default 3, 1 with --quick)' },
       'window-ms': { type: 'string', value: 'MS', help: 'each timed window (default 4000, 2000 with --quick)' },
+      'warmup-items': { type: 'string', value: 'N', help: 'documents each node completes before the rounds (default 1500, 200 with --quick), canonical writes 4x that' },
       before: { type: 'string', value: 'DIR', help: 'also the build of DIR (a built worktree of an earlier commit): an fs and a pg-s3 node of each build, same run' },
       profile: { type: 'string', value: 'DIR', help: 'the pg-s3 svc process runs with --cpu-prof into DIR (profiles written as it stops)' },
     },
   });
   const rounds = args.number('rounds') ?? (args.values.quick ? 1 : 3);
   const windowMs = args.number('window-ms', { min: 200 }) ?? (args.values.quick ? 2000 : 4000);
+  const warmupItems = args.number('warmup-items', { min: 0 }) ?? (args.values.quick ? 200 : 1500);
   const t0 = performance.now();
   let pgServer: PgServer | undefined;
   let s3: S3Server | undefined;
@@ -328,6 +353,12 @@ async function main(): Promise<void> {
         conn.close();
       }
     }
+    for (const node of nodes) {
+      const w0 = performance.now();
+      await warmUp(node, 'document', warmupItems);
+      await warmUp(node, 'canonical write', warmupItems * 4);
+      log(`${node.label}: warmed up by ${warmupItems} documents and ${warmupItems * 4} canonical writes in ${fmt((performance.now() - w0) / 1000, 1)} s`);
+    }
     const cells: Cells = new Map(nodes.map((n) => [n.label, { document: [], 'canonical write': [] }]));
     for (let round = 0; round <= rounds; round++) {
       const order = round % 2 === 0 ? nodes : [...nodes].reverse();
@@ -343,7 +374,7 @@ async function main(): Promise<void> {
       const problems = n.server.problems.filter((p) => !/NodeVersionSupportWarning|versions published after|node >=22|security updates|a\.co\/|trace-warnings|^\s*$/.test(p));
       if (problems.length > 0) log(`svc (${n.label}) logged: ${problems.slice(0, 3).join(' | ')}`);
     }
-    process.stdout.write(render(cells, s3, rounds, windowMs, (performance.now() - t0) / 60000, before));
+    process.stdout.write(render(cells, s3, rounds, windowMs, warmupItems, (performance.now() - t0) / 60000, before));
     for (const [build] of builds) await deletePrefix(c, `cost-${build}/`).catch(() => {});
   } finally {
     process.off('SIGINT', onSignal);
