@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 let clockTicks: number | undefined;
 export function ticksPerSecond(): number {
@@ -84,5 +84,71 @@ export class CpuWindow {
       otherPercent = Math.max(0, hostBusyPercent - benchPercent - (serverPercent ?? 0));
     }
     return { benchPercent, serverPercent, hostBusyPercent, otherPercent, stealPercent };
+  }
+}
+
+/** Node's default V8 platform pool (`--v8-pool-size`, 4). */
+const V8_POOL_SIZE = 4;
+
+/** A process's threads grouped as svc's CPU is read (bench/cpu.ts ThreadWindow). */
+export type ThreadGroup = 'main' | 'V8 platform' | 'workers' | 'libuv' | 'other';
+export const THREAD_GROUPS: readonly ThreadGroup[] = ['main', 'V8 platform', 'workers', 'libuv', 'other'];
+
+/** CPU ticks of each thread of `pid` now, by thread id, with its name (/proc/<pid>/task/<tid>). */
+function threadTicks(pid: number): Map<number, { comm: string; ticks: number }> {
+  const out = new Map<number, { comm: string; ticks: number }>();
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
+  }
+  for (const tid of tids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'latin1');
+      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out.set(Number(tid), { comm, ticks: Number(rest[11]) + Number(rest[12]) });
+    } catch {
+      // The thread ended meanwhile.
+    }
+  }
+  return out;
+}
+
+/**
+ * CPU seconds of a Node process over a window by group of threads: `main` (the event loop: the
+ * thread whose id is the pid), `V8 platform` (V8's background threads: TurboFan's compile jobs,
+ * concurrent marking and sweeping; Node names them as the main thread: the first
+ * V8_POOL_SIZE threads named so after its `DelayedTaskScheduler`, which Node starts just before
+ * them), `libuv` (its thread pool: fs,
+ * crypto, LMDB's async calls), `workers` (worker_threads: the rest named like the main thread) and
+ * `other`. Ticks are /proc's (1/CLK_TCK s): read totals over windows of seconds.
+ */
+export class ThreadWindow {
+  private readonly t0: Map<number, { comm: string; ticks: number }>;
+
+  constructor(private readonly pid: number) {
+    this.t0 = threadTicks(pid);
+  }
+
+  end(): Record<ThreadGroup, number> {
+    const t1 = threadTicks(this.pid);
+    const mainComm = t1.get(this.pid)?.comm;
+    const ordered = [...t1.keys()].sort((a, b) => a - b);
+    const delayed = ordered.find((tid) => t1.get(tid)!.comm.startsWith('DelayedTaskSch'));
+    const platform = new Set(delayed === undefined ? [] : ordered.filter((tid) => tid > delayed && t1.get(tid)!.comm === mainComm).slice(0, V8_POOL_SIZE));
+    const sums: Record<ThreadGroup, number> = { main: 0, 'V8 platform': 0, workers: 0, libuv: 0, other: 0 };
+    for (const tid of ordered) {
+      const { comm, ticks } = t1.get(tid)!;
+      const group: ThreadGroup =
+        tid === this.pid ? 'main'
+        : comm.startsWith('libuv-worker') ? 'libuv'
+        : platform.has(tid) ? 'V8 platform'
+        : comm === mainComm ? 'workers'
+        : 'other';
+      sums[group] += (ticks - (this.t0.get(tid)?.ticks ?? 0)) / ticksPerSecond();
+    }
+    return sums;
   }
 }

@@ -21,7 +21,9 @@
  * iteration that completed in it, so background work of the node is included) with the top
  * statements; S3 requests (radosgw's own perf counters through its admin socket: `rgw.req`, every
  * request radosgw served, and of them `rgw.put` and `rgw.get`, over the whole cell; none with s3rver). Counts do not depend on the
- * host's load; CPU-ms do, less than rates (the host's load is printed).
+ * host's load; CPU-ms do, less than rates (the host's load is printed). And svc's CPU-ms per item
+ * by group of threads (main, V8's platform threads, worker threads, libuv's pool: bench/cpu.ts
+ * ThreadWindow), to say where pg-s3's extra goes.
  *
  *   npm run bench:pg-s3-cost                   3 counted rounds of 4 s windows
  *   npm run bench:pg-s3-cost -- --quick        1 counted round of 2 s windows
@@ -44,6 +46,7 @@ import { benchArgs } from './args.js';
 import { closedLoop, describe, jsonRequest, makeDocumentIteration, type Outcome, REQUEST_TIMEOUT_MS, SCHEMA, TENANT, writeBody } from './documents.js';
 import { BUCKET, client as s3ClientOf, deletePrefix, REGION, SCRATCH, type S3Server, startS3 } from './pg-s3.js';
 import { type PgServer, requirePostgres } from './postgres-server.js';
+import { THREAD_GROUPS, type ThreadGroup, ThreadWindow } from './cpu.js';
 import { RawConnection } from './raw-http.js';
 import { ServerProcess } from './server-process.js';
 
@@ -83,6 +86,8 @@ interface Cell {
   statements: Map<string, number>;
   s3Requests?: S3Counts;
   hostBusyPercent?: number;
+  /** svc CPU-ms per item over the timed window, by group of threads (bench/cpu.ts ThreadWindow). */
+  threads?: Record<ThreadGroup, number>;
 }
 
 // ---------------------------------------------------------------- counters
@@ -194,9 +199,12 @@ async function cell(node: Node, loop: Loop, windowMs: number, db: pg.Client, s3:
   const st0 = pgSide ? await statements(db, node.database!) : new Map<string, number>();
   const rq0 = pgSide ? await s3Requests(s3) : undefined;
   let items = 0;
+  let threadWindow: ThreadWindow | undefined;
+  let threads: Record<ThreadGroup, number> | undefined;
   const inner = loop === 'document' ? documentIteration(node) : writeIteration(node);
   const r = await closedLoop({
     port: node.server.port, server: node.server, connections: CLIENTS, warmupMs: 300, durationMs: windowMs, stepNames: [],
+    window: { begin: () => (threadWindow = new ThreadWindow(node.server.pid)), end: () => (threads = threadWindow?.end()) },
     iteration: async (conn) => {
       const o = await inner(conn);
       if (o.ok) items++;
@@ -209,6 +217,7 @@ async function cell(node: Node, loop: Loop, windowMs: number, db: pg.Client, s3:
   return {
     cpuMs: r.serverCpuMsPerItem ?? NaN, perSecond: r.perSecond, items, statements: diff(st0, st1),
     s3Requests: rq0 === undefined || rq1 === undefined ? undefined : minus(rq1, rq0), hostBusyPercent: r.cpu.hostBusyPercent,
+    threads: threads && r.completed > 0 ? perItem(threads, r.completed) : undefined,
   };
 }
 
@@ -230,6 +239,9 @@ async function warmUp(node: Node, loop: Loop, items: number): Promise<void> {
   };
   await Promise.all(Array.from({ length: CLIENTS }, client));
 }
+
+const perItem = (seconds: Record<ThreadGroup, number>, items: number) =>
+  Object.fromEntries(THREAD_GROUPS.map((g) => [g, (seconds[g] * 1000) / items])) as Record<ThreadGroup, number>;
 
 // ---------------------------------------------------------------- report
 
@@ -285,6 +297,14 @@ function render(cells: Cells, s3: S3Server, rounds: number, windowMs: number, wa
       const ratios = (side: Side) => cells.get(side)![loop].map((c, i) => c.cpuMs / cells.get(`${side} (before)`)![loop][i]!.cpuMs);
       const cell = (side: Side) => `${fmt(median(ratios(side)), 3)}x [${ratios(side).map((x) => fmt(x, 3)).join(', ')}]`;
       out.push(`| ${loop} | ${cell('fs')} | ${cell('pg-s3')} |`);
+    }
+  }
+  out.push('', 'svc CPU-ms per item by thread (/proc/<pid>/task, over the timed windows; median of the rounds, each group on its own, so the groups need not add up to the total):', '',
+    `| Node, item | ${THREAD_GROUPS.join(' | ')} |`, `|---|${THREAD_GROUPS.map(() => '---').join('|')}|`);
+  for (const loop of LOOPS) {
+    for (const label of cells.keys()) {
+      const split = cells.get(label)![loop].flatMap((c) => (c.threads ? [c.threads] : []));
+      if (split.length > 0) out.push(`| ${label}, ${loop} | ${THREAD_GROUPS.map((g) => fmt(median(split.map((t) => t[g])), 3)).join(' | ')} |`);
     }
   }
   for (const loop of LOOPS) {
