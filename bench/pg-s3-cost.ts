@@ -30,7 +30,7 @@
  *   … -- --before=DIR                          also an fs and a pg-s3 node of the build in DIR (a
  *                                              built worktree of an earlier commit), alternating
  *                                              with this build's: same-run A/B, this / before
- *   … -- --profile=DIR                         this build's pg-s3 node under --cpu-prof
+ *   … -- --profile=DIR                         this build's fs and pg-s3 nodes under --cpu-prof
  *   … -- --warmup-items=N                      documents per node before the rounds (default
  *                                              1500, 200 with --quick; canonical writes 4x that)
  */
@@ -159,9 +159,10 @@ async function startNode(side: Side, build: Build, entry: string, pgServer: PgSe
       SVC_BLOB_BACKEND: 'pg-s3', SVC_PG_URL: await pgServer.createDatabase(database), SVC_S3_ENDPOINT: s3.endpoint, SVC_S3_BUCKET: BUCKET,
       SVC_S3_PREFIX: `cost-${build}/`, SVC_S3_REGION: REGION, SVC_S3_FORCE_PATH_STYLE: 'true', AWS_ACCESS_KEY_ID: s3.accessKeyId,
       AWS_SECRET_ACCESS_KEY: s3.secretAccessKey, AWS_REGION: REGION,
-      ...(profile && build === 'this' ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${path.resolve(profile)}` } : {}),
     };
   }
+  // The main thread's profile of this build's node of each side, written as it stops (fs.cpuprofile, pg-s3.cpuprofile).
+  if (profile && build === 'this') env.NODE_OPTIONS = `--cpu-prof --cpu-prof-dir=${path.resolve(profile)} --cpu-prof-name=${side}.cpuprofile`;
   const server = await ServerProcess.start({ entry, fsRoot: root, durability: 'relaxed', env, startTimeoutMs: 60_000 });
   const tokenRes = await once(server.port, jsonRequest('POST', '/dev/token', '', { org_id: TENANT, sub: 'bench', roles: ['clerk'], ttl_seconds: 7200 }), 'POST /dev/token', [200]);
   const token = (JSON.parse(tokenRes.body!.toString('utf8')) as { access_token?: string }).access_token;
@@ -326,7 +327,7 @@ async function main(): Promise<void> {
       'window-ms': { type: 'string', value: 'MS', help: 'each timed window (default 4000, 2000 with --quick)' },
       'warmup-items': { type: 'string', value: 'N', help: 'documents each node completes before the rounds (default 1500, 200 with --quick), canonical writes 4x that' },
       before: { type: 'string', value: 'DIR', help: 'also the build of DIR (a built worktree of an earlier commit): an fs and a pg-s3 node of each build, same run' },
-      profile: { type: 'string', value: 'DIR', help: 'the pg-s3 svc process runs with --cpu-prof into DIR (profiles written as it stops)' },
+      profile: { type: 'string', value: 'DIR', help: 'this build\'s fs and pg-s3 svc processes run with --cpu-prof into DIR (fs.cpuprofile, pg-s3.cpuprofile, written as they stop)' },
     },
   });
   const rounds = args.number('rounds') ?? (args.values.quick ? 1 : 3);
