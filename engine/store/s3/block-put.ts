@@ -16,6 +16,8 @@ import https from 'node:https';
 import { S3ServiceException, type S3Client } from '@aws-sdk/client-s3';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { XMLParser } from 'fast-xml-parser';
+import { Pool, type Dispatcher } from 'undici';
+import { PutSigner, type Credentials } from './put-signer.js';
 import type { S3Location } from '../block-store.js';
 import { S3_ERROR_ANSWER_MAX_BYTES } from '../../base/limits.js';
 
@@ -56,6 +58,14 @@ interface Target {
   /** The path before the key: '/' (virtual-hosted) or '/<bucket>/' (path style). */
   base: string;
   signer: SignatureV4;
+  lean: PutSigner;
+  origin: string;
+}
+
+/** Bench only (bench/block-put-cost.ts): which HTTP client and which signer. */
+export interface PutVariant {
+  transport: 'node' | 'undici-request' | 'undici-dispatch';
+  signer: 'smithy' | 'lean';
 }
 
 interface Answer {
@@ -71,7 +81,15 @@ export class BlockPuts {
     private readonly client: S3Client,
     private readonly location: S3Location,
     private readonly agents: { http: http.Agent; https: https.Agent },
+    private readonly variant: PutVariant = { transport: 'node', signer: 'smithy' },
+    private readonly connections = 64,
   ) {}
+
+  private pool?: Pool;
+
+  close(): Promise<void> {
+    return this.pool?.close() ?? Promise.resolve();
+  }
 
   /**
    * Whether this path can serve the bucket: a plain SigV4 endpoint (not S3 Express, not a
@@ -120,6 +138,8 @@ export class BlockPuts {
       ...(url.port ? { port: Number(url.port) } : {}),
       base: url.pathname.endsWith('/') ? url.pathname : `${url.pathname}/`,
       signer: new SignatureV4({ service: scheme?.signingName ?? 's3', region: scheme?.signingRegion ?? region, credentials: config.credentials, sha256: Sha256, uriEscapePath: false, applyChecksum: false }),
+      lean: new PutSigner(scheme?.signingRegion ?? region, scheme?.signingName ?? 's3', config.credentials as unknown as () => Promise<Credentials>),
+      origin: url.origin,
     };
   }
 
@@ -129,7 +149,17 @@ export class BlockPuts {
     // The block's name is its SHA-256: the signature takes it instead of hashing the bytes again,
     // and the server checks the body against it.
     const headers: Record<string, string> = { host, 'content-type': 'application/octet-stream', 'content-length': String(size), 'x-amz-content-sha256': hex, ...(ifAbsent ? { 'if-none-match': '*' } : {}) };
-    const signed = await target.signer.sign({ method: 'PUT', protocol: target.protocol, hostname: target.hostname, port: target.port, path, query: {}, headers });
+    const signed = this.variant.signer === 'lean' ? { headers: await target.lean.sign(path, headers) } : await target.signer.sign({ method: 'PUT', protocol: target.protocol, hostname: target.hostname, port: target.port, path, query: {}, headers });
+    if (this.variant.transport !== 'node') {
+      this.pool ??= new Pool(target.origin, { connections: this.connections, headersTimeout: 0, bodyTimeout: 0 });
+      const body = pieces.length === 1 ? asBuffer(pieces[0]!) : pieces.map(asBuffer);
+      try {
+        if (this.variant.transport === 'undici-request') return await requestAnswer(this.pool, path, signed.headers, body);
+        return await dispatchAnswer(this.pool, path, signed.headers, body);
+      } catch (err) {
+        throw nodeLike(err);
+      }
+    }
     const transport = target.protocol === 'https:' ? https : http;
     const agent = target.protocol === 'https:' ? this.agents.https : this.agents.http;
     return new Promise<Answer>((resolve, reject) => {
@@ -158,6 +188,63 @@ export class BlockPuts {
       req.end();
     });
   }
+}
+
+const asBuffer = (p: Uint8Array) => Buffer.from(p.buffer, p.byteOffset, p.byteLength);
+
+async function requestAnswer(pool: Pool, path: string, headers: Record<string, string>, body: Buffer | Buffer[]): Promise<Answer> {
+  const res = await pool.request({ method: 'PUT', path, headers, body: body as Uint8Array });
+  const status = res.statusCode;
+  const requestId = res.headers['x-amz-request-id'] as string | undefined;
+  if (status >= 200 && status < 300) {
+    await res.body.dump();
+    return { status, body: '', requestId };
+  }
+  const parts: Buffer[] = [];
+  let kept = 0;
+  for await (const d of res.body as AsyncIterable<Buffer>) {
+    if (kept >= S3_ERROR_ANSWER_MAX_BYTES) continue;
+    parts.push(d.subarray(0, S3_ERROR_ANSWER_MAX_BYTES - kept));
+    kept += Math.min(d.length, S3_ERROR_ANSWER_MAX_BYTES - kept);
+  }
+  return { status, body: Buffer.concat(parts).toString('utf8'), requestId };
+}
+
+function dispatchAnswer(pool: Pool, path: string, headers: Record<string, string>, body: Buffer | Buffer[]): Promise<Answer> {
+  return new Promise<Answer>((resolve, reject) => {
+    let status = 0;
+    let requestId: string | undefined;
+    const parts: Buffer[] = [];
+    let kept = 0;
+    const handler: Dispatcher.DispatchHandler = {
+      onRequestStart() {},
+      onResponseStart(_c, statusCode, h) {
+        status = statusCode;
+        requestId = h['x-amz-request-id'] as string | undefined;
+      },
+      onResponseData(_c, d) {
+        if (status >= 200 && status < 300) return;
+        if (kept >= S3_ERROR_ANSWER_MAX_BYTES) return;
+        parts.push(d.subarray(0, S3_ERROR_ANSWER_MAX_BYTES - kept));
+        kept += Math.min(d.length, S3_ERROR_ANSWER_MAX_BYTES - kept);
+      },
+      onResponseEnd() {
+        resolve({ status, body: parts.length ? Buffer.concat(parts).toString('utf8') : '', requestId });
+      },
+      onResponseError(_c, err) {
+        reject(err);
+      },
+    };
+    pool.dispatch({ method: 'PUT', path, headers, body: body as Uint8Array }, handler);
+  });
+}
+
+/** undici's own socket errors as node:http reports them. */
+function nodeLike(err: unknown): unknown {
+  const code = (err as { code?: string }).code;
+  if (code === 'UND_ERR_SOCKET') return Object.assign(new Error(`socket hang up (${(err as Error).message})`, { cause: err }), { code: 'ECONNRESET' });
+  if (code === 'UND_ERR_CONNECT_TIMEOUT') return Object.assign(new Error(`connect ETIMEDOUT (${(err as Error).message})`, { cause: err }), { code: 'ETIMEDOUT' });
+  return err;
 }
 
 /** An S3 error answer as the SDK throws it: named by its Code, with the status. */

@@ -1,0 +1,148 @@
+/**
+ * svc's own CPU per block PUT to S3 (issue 40): `BlockPuts` (engine/store/s3/block-put.ts), the
+ * request every pg-s3 block is stored by, on this thread (no worker), to a single-node radosgw
+ * (scripts/ceph/start.sh, as bench/pg-s3.ts starts it; s3rver only when Ceph cannot start, said
+ * loudly, and then the server's CPU is this process's too). N fresh blocks per cell, 8 in
+ * flight, `If-None-Match: *` as on radosgw; the cell's process CPU (process.cpuUsage) / N.
+ * Cells alternate by variant and size, the order rotated each round; medians over rounds.
+ *
+ * FIGURES: (filled in after the run)
+ */
+import os from 'node:os';
+import http from 'node:http';
+import https from 'node:https';
+import { createHash, randomBytes } from 'node:crypto';
+import { CreateBucketCommand } from '@aws-sdk/client-s3';
+import { BlockPuts, type PutVariant } from '../engine/store/s3/block-put.js';
+import { s3Client } from '../engine/store/s3/block-store.js';
+import type { S3Location } from '../engine/store/block-store.js';
+import { benchArgs } from './args.js';
+import { BUCKET, REGION, client as benchClient, deletePrefix, type S3Server, startS3 } from './pg-s3.js';
+
+const KiB = 1024;
+const MiB = 1024 * KiB;
+const IN_FLIGHT = 8;
+const WARMUP = 40;
+
+const log = (line: string) => process.stderr.write(`[bench:block-put-cost] ${line}\n`);
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const fmt = (x: number, d = 0) => x.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d });
+
+const VARIANTS: Array<{ name: string; variant: PutVariant }> = [
+  { name: 'node:http + smithy (current)', variant: { transport: 'node', signer: 'smithy' } },
+  { name: 'undici request + smithy', variant: { transport: 'undici-request', signer: 'smithy' } },
+  { name: 'undici request + lean', variant: { transport: 'undici-request', signer: 'lean' } },
+  { name: 'undici dispatch + lean', variant: { transport: 'undici-dispatch', signer: 'lean' } },
+  { name: 'node:http + lean', variant: { transport: 'node', signer: 'lean' } },
+];
+
+interface Size {
+  label: string;
+  bytes: number;
+  count: number;
+  body: Buffer;
+  hex: string;
+}
+
+/** Puts `count` blocks of `size` under `prefix`, `IN_FLIGHT` at a time; each must be written. */
+async function putAll(puts: BlockPuts, size: Size, prefix: string, count: number): Promise<void> {
+  let next = 0;
+  const lane = async () => {
+    for (let i = next++; i < count; i = next++) {
+      const outcome = await puts.put(`${prefix}${i}`, size.hex, size.bytes, [size.body], true);
+      if (outcome !== 'written') throw new Error(`${prefix}${i}: ${outcome}`);
+    }
+  };
+  await Promise.all(Array.from({ length: IN_FLIGHT }, lane));
+}
+
+async function main(): Promise<void> {
+  const args = benchArgs({
+    usage: 'usage: node dist/bench/block-put-cost.js [--rounds=N] [--small=N] [--large=N] [--only=TEXT]',
+    options: {
+      rounds: { type: 'string', value: 'N', default: '5', help: 'rounds; each runs every variant at every size once' },
+      small: { type: 'string', value: 'N', default: '2000', help: 'PUTs of 64 KiB per cell' },
+      large: { type: 'string', value: 'N', default: '400', help: 'PUTs of 1 MiB per cell' },
+      only: { type: 'string', value: 'TEXT', help: 'only the variants whose name contains TEXT' },
+    },
+  });
+  const rounds = args.number('rounds');
+  const sizes: Size[] = [
+    { label: '64 KiB', bytes: 64 * KiB, count: args.number('small') },
+    { label: '1 MiB', bytes: MiB, count: args.number('large') },
+  ].map((s) => {
+    const body = randomBytes(s.bytes);
+    return { ...s, body, hex: createHash('sha256').update(body).digest('hex') };
+  });
+  let s3: S3Server | undefined;
+  try {
+    s3 = await startS3(2 * 1024 * MiB);
+    log(`${s3.kind} at ${s3.endpoint}`);
+    const admin = benchClient(s3);
+    await admin.send(new CreateBucketCommand({ Bucket: BUCKET })).catch(() => {});
+    const location: S3Location = { kind: 's3', endpoint: s3.endpoint, region: REGION, bucket: BUCKET, prefix: '', forcePathStyle: true, conditionalPut: true };
+    const stores = VARIANTS.filter((v) => !args.values.only || v.name.includes(args.values.only)).map(({ name, variant }) => {
+      // As S3BlockStore builds them: keep-alive agents of 64 sockets shared with the SDK's client.
+      const agents = { http: new http.Agent({ keepAlive: true, maxSockets: 64 }), https: new https.Agent({ keepAlive: true, maxSockets: 64 }) };
+      const client = s3Client(location, agents);
+      return { name, client, puts: new BlockPuts(client, location, agents, variant) };
+    });
+    for (const s of stores) if (!(await s.puts.available())) throw new Error(`${s.name}: BlockPuts cannot serve ${s3.endpoint}`);
+    // One uncounted pass over every cell first: the code of every variant compiled and the sockets open.
+    for (const size of sizes) for (const [i, store] of stores.entries()) await putAll(store.puts, size, `bench/warm/${i}-${size.bytes}-`, 200);
+    await deletePrefix(admin, 'bench/warm/');
+    const results = new Map<string, number[]>();
+    const rates = new Map<string, number[]>();
+    const system = new Map<string, number[]>();
+    const cells = sizes.flatMap((size) => stores.map((store) => ({ size, store })));
+    let cellNo = 0;
+    for (let round = 0; round < rounds; round++) {
+      // Rotated each round: no variant always follows the same one.
+      const order = cells.map((_, i) => cells[(i + round * 3) % cells.length]!);
+      for (const { size, store } of order) {
+        const prefix = `bench/${cellNo++}/`;
+        await putAll(store.puts, size, `${prefix}warm-`, WARMUP);
+        const cpu0 = process.cpuUsage();
+        const t0 = performance.now();
+        await putAll(store.puts, size, prefix, size.count);
+        const seconds = (performance.now() - t0) / 1000;
+        const cpu = process.cpuUsage(cpu0);
+        const key = `${size.label}|${store.name}`;
+        const perPut = (cpu.user + cpu.system) / size.count;
+        (system.get(key) ?? system.set(key, []).get(key)!).push(cpu.system / size.count);
+        (results.get(key) ?? results.set(key, []).get(key)!).push(perPut);
+        (rates.get(key) ?? rates.set(key, []).get(key)!).push(size.count / seconds);
+        log(`round ${round + 1}/${rounds} ${size.label} ${store.name}: ${fmt(perPut)} µs CPU per PUT (${fmt(cpu.system / size.count)} system), ${fmt(size.count / seconds)} PUT/s, load ${os.loadavg()[0]!.toFixed(2)}`);
+        await deletePrefix(admin, prefix);
+      }
+      await s3.reclaim().catch((err: Error) => log(`reclaim: ${err.message}`));
+    }
+    const lines = [
+      `## svc CPU per block PUT (BlockPuts, one thread, ${IN_FLIGHT} in flight, If-None-Match: *) to ${s3.kind}${s3.kind === 's3rver' ? ' -- FALLBACK, NOT radosgw: the server\'s CPU is counted too' : ''}`,
+      `${new Date().toISOString()}, ${rounds} rounds, ${sizes.map((s) => `${s.count} × ${s.label}`).join(' and ')} per cell, ${os.cpus().length} CPUs, load average at the end ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`,
+      '',
+      `| variant | ${sizes.map((s) => `${s.label}: µs CPU per PUT (median) | of it system | ${s.label}: rounds | ${s.label}: PUT/s`).join(' | ')} |`,
+      `| --- | ${sizes.map(() => '---: | ---: | --- | ---:').join(' | ')} |`,
+    ];
+    for (const store of stores) {
+      const row = sizes.map((s) => {
+        const xs = results.get(`${s.label}|${store.name}`)!;
+        return `${fmt(median(xs))} | ${fmt(median(system.get(`${s.label}|${store.name}`)!))} | ${xs.map((x) => fmt(x)).join(', ')} | ${fmt(median(rates.get(`${s.label}|${store.name}`)!))}`;
+      });
+      lines.push(`| ${store.name} | ${row.join(' | ')} |`);
+    }
+    process.stdout.write(`${lines.join('\n')}\n`);
+    for (const s of stores) {
+      await s.puts.close();
+      s.client.destroy();
+    }
+    admin.destroy();
+  } finally {
+    await s3?.stop();
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
