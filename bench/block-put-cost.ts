@@ -22,6 +22,10 @@
  * Together the two levers take 20-40% off at 64 KiB and ~20% at 1 MiB (run 3, the quietest: 22%
  * and 21%); either alone saves 0-20% depending on the run. At 1 MiB ~40% of what is left is
  * system time (the kernel's copy of the body to the loopback socket).
+ *
+ * The final build against the one before it (`--before`, d80c7cf: node:http + smithy), 9 rounds,
+ * load average 5-11: 225 against 312 µs per 64 KiB PUT (-28%), 718 against 873 per 1 MiB (-18%);
+ * lower in every round at both sizes.
  */
 import http from 'node:http';
 import https from 'node:https';
