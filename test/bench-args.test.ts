@@ -10,7 +10,7 @@ const REPO = fileURLToPath(new URL('..', import.meta.url));
 
 /** The programs under bench/ (the bench:* scripts and the others documented to be run). */
 const ENTRIES = [
-  'bulk-migration', 'documents-cluster', 'gc-ops', 'house-ab', 'idempotency', 'job-pickup', 'legacy-import', 'metadata-search',
+  'block-put-cost', 'bulk-migration', 'documents-cluster', 'gc-ops', 'house-ab', 'idempotency', 'job-pickup', 'legacy-import', 'metadata-search',
   'node-versions', 'peers-nginx', 'pg-catalog', 'pg-s3', 'pg-s3-cost', 'pg-s3-holdings', 'pg-statement-cost', 'refused-names', 'run', 's3-api', 's3-layout',
   'security', 'tenant-accounting', 'tus-clients', 'tus-server',
 ];

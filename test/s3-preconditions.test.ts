@@ -12,8 +12,9 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3ServiceException } from '@aws-sdk/client-s3';
 import type { S3Client } from '@aws-sdk/client-s3';
+import diagnostics from 'node:diagnostics_channel';
 import http from 'node:http';
-import { afterAll, afterEach, beforeAll, describe, expect, test, vi } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { createHash, randomBytes } from 'node:crypto';
 import { S3BlockStore } from '../engine/store/s3/block-store.js';
 import { ifMatchValue, probeConditionalWrites } from '../engine/store/s3/preconditions.js';
@@ -106,16 +107,19 @@ function serverUnderTest(start: () => Promise<S3Endpoint | { skip: string }>) {
   return state;
 }
 
-const REAL_REQUEST = http.request;
-// A failed test leaves no spy on node:http behind.
+/** The store's own signed PUTs as undici creates them (its diagnostics channel), while a test records them. */
+const UNDICI_REQUESTS = diagnostics.channel('undici:request:create');
+let recordUndici: ((message: unknown) => void) | undefined;
+// A failed test leaves no recorder behind.
 afterEach(() => {
-  vi.restoreAllMocks();
+  if (recordUndici) UNDICI_REQUESTS.unsubscribe(recordUndici);
+  recordUndici = undefined;
 });
 
 /**
  * The block store on `server` (credentials from the SDK's chain, as svc's), its conditional PUTs
- * probed, and the requests it sends ("METHOD key if-none-match"), seen at node:http (the SDK's
- * and the store's own signed PUTs alike); `stop` ends the recording.
+ * probed, and the requests it sends ("METHOD key if-none-match"): the SDK's at its last step, the
+ * store's own signed PUTs at undici; `stop` ends the recording.
  */
 async function blockStoreOn(server: S3Endpoint, prefix: string): Promise<{ store: S3BlockStore; conditional: boolean; sent: string[]; stop: () => void }> {
   process.env.AWS_ACCESS_KEY_ID = server.accessKeyId;
@@ -137,13 +141,20 @@ async function blockStoreOn(server: S3Endpoint, prefix: string): Promise<{ store
     },
     { step: 'finalizeRequest', name: 'svc-test-requests' },
   );
-  // ...and the store's own signed PUTs (engine/store/s3/block-put.ts) at node:http.
-  const spy = vi.spyOn(http, 'request').mockImplementation(((...args: Parameters<typeof http.request>) => {
-    const o = args[0] as http.RequestOptions;
-    record(o.method ?? 'GET', o.path ?? '', (o.headers ?? {}) as Record<string, string>);
-    return REAL_REQUEST.apply(http, args);
-  }) as typeof http.request);
-  return { store, conditional, sent, stop: () => spy.mockRestore() };
+  // ...and the store's own signed PUTs (engine/store/s3/block-put.ts) as undici makes them (headers: name, value, name, value...).
+  const recorder = (message: unknown) => {
+    const { method, path, headers } = (message as { request: { method: string; path: string; headers: string[] } }).request;
+    const named: Record<string, string> = {};
+    for (let i = 0; i + 1 < headers.length; i += 2) named[headers[i]!.toLowerCase()] = headers[i + 1]!;
+    record(method, path, named);
+  };
+  recordUndici = recorder;
+  UNDICI_REQUESTS.subscribe(recorder);
+  const stop = () => {
+    UNDICI_REQUESTS.unsubscribe(recorder);
+    recordUndici = undefined;
+  };
+  return { store, conditional, sent, stop };
 }
 
 const blockOf = (bytes: Buffer) => ({ hex: createHash('sha256').update(bytes).digest('hex'), size: bytes.length });
@@ -187,7 +198,7 @@ describe('s3rver', () => {
     const key = `${hex.slice(0, 3)}/${hex}-${size}`;
     expect(sent.sort()).toEqual([`HEAD blocks/${key}`, `HEAD blocks/${key}`, `HEAD quarantine/${key}`, `HEAD quarantine/${key}`, `PUT blocks/${key}`].sort());
     stop();
-    store.client.destroy();
+    await store.close();
   });
 
   test('a block PUT fails as the SDK\'s PutObject does: the same error name and status; a closed port is ECONNREFUSED', async () => {
@@ -202,7 +213,7 @@ describe('s3rver', () => {
     expect(lean).toBeInstanceOf(S3ServiceException);
     expect([lean.name, lean.$metadata.httpStatusCode, lean.$fault]).toEqual([sdk.name, sdk.$metadata.httpStatusCode, sdk.$fault]);
     expect(lean.name).toBe('NoSuchBucket');
-    missing.client.destroy();
+    await missing.close();
     const closed = await new Promise<number>((resolve) => {
       const probe = http.createServer().listen(0, '127.0.0.1', () => {
         const { port } = probe.address() as { port: number };
@@ -213,7 +224,7 @@ describe('s3rver', () => {
     const refused = await gone.put(hex, size, [bytes]).catch((err: unknown) => err);
     expect((refused as { code?: string }).code).toBe('ECONNREFUSED');
     expect(isUnreachable(refused)).toBe(true);
-    gone.client.destroy();
+    await gone.close();
   });
 
   test('serves an explicit range right', async () => {
@@ -296,7 +307,7 @@ describe('radosgw (Ceph 16, single-node cluster from scripts/ceph/start.sh)', ()
     expect(await store.put(hex, size, [bytes], true)).toBe('present');
     expect(sent.sort()).toEqual([`HEAD blocks/${key}`, `HEAD quarantine/${key}`, `PUT blocks/${key}`].sort());
     stop();
-    store.client.destroy();
+    await store.close();
   });
 
   test('svc serve with a wrong secret or a missing bucket exits 2 with one line naming the variable', async ({ skip }) => {

@@ -39,6 +39,6 @@ export async function rebuildCatalog(config: Config, options: { force: boolean; 
     }, options);
     return { ...summary, unreadableSegments };
   } finally {
-    store?.client.destroy();
+    await store?.close();
   }
 }

@@ -41,7 +41,7 @@ export async function openPgS3(config: Config, log: Logger, nodeId?: string): Pr
       throw isPgConnectionFailure(err) ? new StartRefused('SVC_PG_URL', describePgFailure(err, config.pg.url)) : err;
     });
   } catch (err) {
-    blocks.client.destroy();
+    await blocks.close();
     throw err;
   }
   // Leases, retries, expiry and nodes' TTLs are judged by the database's clock: sampled now and
@@ -54,7 +54,7 @@ export async function openPgS3(config: Config, log: Logger, nodeId?: string): Pr
     await clock.start();
   } catch (err) {
     await manifests.close();
-    blocks.client.destroy();
+    await blocks.close();
     throw err;
   }
   const units = manifests.unitStore({ onWatchLost: (err) => log.warn('units: the connection that listens for other nodes\' commits was lost; reconnecting (every watcher is called once it is back)', { err: String(err) }) });
@@ -89,7 +89,7 @@ export async function openPgS3(config: Config, log: Logger, nodeId?: string): Pr
       clock.stop();
       await units.close();
       await manifests.close();
-      blocks.client.destroy();
+      await blocks.close();
     },
   };
 }

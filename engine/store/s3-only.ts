@@ -73,11 +73,11 @@ export async function openS3Only(config: Config, env: CatalogEnv, nodeId: string
       close: async () => {
         await documents.stop();
         await nodes.leave().catch(() => {});
-        blocks.client.destroy();
+        await blocks.close();
       },
     };
   } catch (err) {
-    blocks.client.destroy();
+    await blocks.close();
     throw err;
   }
 }

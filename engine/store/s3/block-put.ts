@@ -1,23 +1,24 @@
-// A block's PutObject without the AWS SDK's middleware stack: one SigV4-signed request on
-// node:http(s), over the same keep-alive agents as the store's client. A block PUT is the one
-// request the ingest makes per block (about 1,000 per GiB), and the SDK's per-request work
-// (endpoint rules, middleware, schema-driven serialization, an exception per refused condition)
-// was most of svc's own CPU per GiB on pg-s3 (docs/performance.md). Everything else the store
-// does (HEAD, GET, copy, delete, list) goes through the SDK.
+// A block's PutObject without the AWS SDK's middleware stack: one SigV4-signed request on an undici
+// Pool of its own. A block PUT is the one request the ingest makes per block (about 1,000 per GiB),
+// and the SDK's per-request work (endpoint rules, middleware, schema-driven serialization, an
+// exception per refused condition) was most of svc's own CPU per GiB on pg-s3 (docs/performance.md).
+// Everything else the store does (HEAD, GET, copy, delete, list) goes through the SDK.
+//
+// Signed by ./put-signer.ts, sent by undici's `dispatch` (no response stream): both cut svc's CPU
+// per PUT against @smithy/signature-v4 on node:http (bench/block-put-cost.ts has the figures).
 //
 // The failures are the SDK's: an S3 error answer throws an `S3ServiceException` named by its
 // `Code` with `$metadata.httpStatusCode`; a network failure throws node's error (ECONNREFUSED,
-// ECONNRESET, ...), so `isUnreachable` and `describeS3Failure` read both alike. The SDK's standard
-// retries are kept: up to 3 attempts on a network error, a 5xx, a throttling answer or a timeout
-// code, after a random wait up to 100 ms × 2^attempt (500 ms base when throttled).
-import { createHash, createHmac, type Hash, type Hmac } from 'node:crypto';
-import http from 'node:http';
-import https from 'node:https';
+// ECONNRESET, ...; undici's own socket errors are given node's codes), so `isUnreachable` and
+// `describeS3Failure` read both alike. The SDK's standard retries are kept: up to 3 attempts on a
+// network error, a 5xx, a throttling answer or a timeout code, after a random wait up to
+// 100 ms × 2^attempt (500 ms base when throttled).
 import { S3ServiceException, type S3Client } from '@aws-sdk/client-s3';
-import { SignatureV4 } from '@smithy/signature-v4';
 import { XMLParser } from 'fast-xml-parser';
+import { Pool, type Dispatcher } from 'undici';
 import type { S3Location } from '../block-store.js';
 import { S3_ERROR_ANSWER_MAX_BYTES } from '../../base/limits.js';
+import { type Credentials, PutSigner } from './put-signer.js';
 
 const MAX_ATTEMPTS = 3;
 const RETRY_BASE_MS = 100;
@@ -28,34 +29,17 @@ const RETRY_STATUS = new Set([429, 500, 502, 503, 504]);
 const RETRY_CODES = new Set(['SlowDown', 'Throttling', 'ThrottlingException', 'RequestLimitExceeded', 'RequestThrottled', 'TooManyRequestsException', 'BandwidthLimitExceeded', 'RequestTimeout', 'RequestTimeoutException', 'TimeoutError']);
 const RETRY_NETWORK = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
 
-/** SHA-256 and HMAC-SHA256 in the shape @smithy/signature-v4 asks for, on node:crypto. */
-class Sha256 {
-  private readonly hash: Hash | Hmac;
-  constructor(secret?: string | ArrayBuffer | ArrayBufferView) {
-    this.hash = secret === undefined ? createHash('sha256') : createHmac('sha256', bytes(secret));
-  }
-  update(data: string | ArrayBuffer | ArrayBufferView): void {
-    this.hash.update(bytes(data));
-  }
-  digest(): Promise<Uint8Array> {
-    return Promise.resolve(this.hash.digest());
-  }
-}
-
-const bytes = (v: string | ArrayBuffer | ArrayBufferView): Buffer =>
-  typeof v === 'string' ? Buffer.from(v, 'utf8') : ArrayBuffer.isView(v) ? Buffer.from(v.buffer, v.byteOffset, v.byteLength) : Buffer.from(v);
-
 /** A key's path segments encoded as the SDK encodes them (RFC 3986: `!'()*` too). */
 const encodeKey = (key: string) => key.split('/').map((s) => encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)).join('/');
 
 /** Where the bucket is and how requests to it are signed, as the SDK's endpoint rules say. */
 interface Target {
-  protocol: 'http:' | 'https:';
-  hostname: string;
-  port?: number;
+  /** The Host header: host[:port]. */
+  host: string;
   /** The path before the key: '/' (virtual-hosted) or '/<bucket>/' (path style). */
   base: string;
-  signer: SignatureV4;
+  signer: PutSigner;
+  pool: Pool;
 }
 
 interface Answer {
@@ -70,7 +54,8 @@ export class BlockPuts {
   constructor(
     private readonly client: S3Client,
     private readonly location: S3Location,
-    private readonly agents: { http: http.Agent; https: https.Agent },
+    /** Connections to the endpoint at most (kept alive); beyond it requests queue. */
+    private readonly connections: number,
   ) {}
 
   /**
@@ -103,11 +88,17 @@ export class BlockPuts {
     }
   }
 
+  /** Closes the connections (once the PUTs under way are answered). */
+  async close(): Promise<void> {
+    const target = await this.target;
+    if (target && !target.pool.closed) await target.pool.close();
+  }
+
   private async resolve(): Promise<Target | undefined> {
     const { bucket, region, endpoint, forcePathStyle } = this.location;
     const config = this.client.config as unknown as {
       endpointProvider: (params: Record<string, unknown>, context: object) => { url: URL; properties?: { authSchemes?: Array<{ name: string; signingName?: string; signingRegion?: string }> } };
-      credentials: ConstructorParameters<typeof SignatureV4>[0]['credentials'];
+      credentials: () => Promise<Credentials>;
     };
     const resolved = config.endpointProvider({ Bucket: bucket, Region: region, UseFIPS: false, UseDualStack: false, ForcePathStyle: forcePathStyle, Accelerate: false, ...(endpoint ? { Endpoint: endpoint } : {}) }, {});
     const scheme = resolved.properties?.authSchemes?.[0];
@@ -115,49 +106,77 @@ export class BlockPuts {
     const url = resolved.url;
     if (url.search || (url.protocol !== 'http:' && url.protocol !== 'https:')) return undefined;
     return {
-      protocol: url.protocol,
-      hostname: url.hostname,
-      ...(url.port ? { port: Number(url.port) } : {}),
+      host: url.host,
       base: url.pathname.endsWith('/') ? url.pathname : `${url.pathname}/`,
-      signer: new SignatureV4({ service: scheme?.signingName ?? 's3', region: scheme?.signingRegion ?? region, credentials: config.credentials, sha256: Sha256, uriEscapePath: false, applyChecksum: false }),
+      signer: new PutSigner(scheme?.signingRegion ?? region, scheme?.signingName ?? 's3', config.credentials),
+      // No headers or body timeout, as on node:http before: the SDK's retries and the ingest's own limits bound a PUT.
+      pool: new Pool(url.origin, { connections: this.connections, headersTimeout: 0, bodyTimeout: 0 }),
     };
   }
 
   private async send(target: Target, key: string, hex: string, size: number, pieces: readonly Uint8Array[], ifAbsent: boolean): Promise<Answer> {
-    const host = target.port ? `${target.hostname}:${target.port}` : target.hostname;
     const path = `${target.base}${encodeKey(key)}`;
     // The block's name is its SHA-256: the signature takes it instead of hashing the bytes again,
     // and the server checks the body against it.
-    const headers: Record<string, string> = { host, 'content-type': 'application/octet-stream', 'content-length': String(size), 'x-amz-content-sha256': hex, ...(ifAbsent ? { 'if-none-match': '*' } : {}) };
-    const signed = await target.signer.sign({ method: 'PUT', protocol: target.protocol, hostname: target.hostname, port: target.port, path, query: {}, headers });
-    const transport = target.protocol === 'https:' ? https : http;
-    const agent = target.protocol === 'https:' ? this.agents.https : this.agents.http;
-    return new Promise<Answer>((resolve, reject) => {
-      const req = transport.request({ method: 'PUT', hostname: target.hostname, port: target.port, path, headers: signed.headers, agent }, (res) => {
-        const status = res.statusCode ?? 0;
-        const requestId = (res.headers['x-amz-request-id'] as string | undefined) ?? undefined;
-        if (status >= 200 && status < 300) {
-          res.resume();
-          res.once('end', () => resolve({ status, body: '', requestId }));
-        } else {
-          // An error answer is a small XML document: its first S3_ERROR_ANSWER_MAX_BYTES name the failure, the rest is dropped.
-          const parts: Buffer[] = [];
-          let kept = 0;
-          res.on('data', (d: Buffer) => {
-            if (kept >= S3_ERROR_ANSWER_MAX_BYTES) return;
-            parts.push(d.subarray(0, S3_ERROR_ANSWER_MAX_BYTES - kept));
-            kept += Math.min(d.length, S3_ERROR_ANSWER_MAX_BYTES - kept);
-          });
-          res.once('end', () => resolve({ status, body: Buffer.concat(parts).toString('utf8'), requestId }));
-        }
-        res.once('error', reject);
-      });
-      req.once('error', reject);
-      // The pieces are the ingest's memory (shared segments), written in place: no copy.
-      for (const p of pieces) req.write(Buffer.from(p.buffer, p.byteOffset, p.byteLength));
-      req.end();
-    });
+    const headers: Record<string, string> = { host: target.host, 'content-type': 'application/octet-stream', 'content-length': String(size), 'x-amz-content-sha256': hex };
+    if (ifAbsent) headers['if-none-match'] = '*';
+    const signed = await target.signer.sign(path, headers);
+    // The pieces are the ingest's memory (shared segments), written in place: undici writes a
+    // Buffer, or each Buffer of an array, to the socket as it is (no copy).
+    const body = pieces.length === 1 ? asBuffer(pieces[0]!) : pieces.map(asBuffer);
+    try {
+      return await dispatch(target.pool, path, signed, body);
+    } catch (err) {
+      throw nodeError(err);
+    }
   }
+}
+
+const asBuffer = (p: Uint8Array) => Buffer.from(p.buffer, p.byteOffset, p.byteLength);
+
+/** One PUT on `pool`: the status, the request id, and of an error answer its first S3_ERROR_ANSWER_MAX_BYTES. */
+function dispatch(pool: Pool, path: string, headers: Record<string, string>, body: Buffer | Buffer[]): Promise<Answer> {
+  return new Promise<Answer>((resolve, reject) => {
+    let status = 0;
+    let requestId: string | undefined;
+    const parts: Buffer[] = [];
+    let kept = 0;
+    const handler: Dispatcher.DispatchHandler = {
+      onRequestStart() {},
+      onResponseStart(_controller, statusCode, answerHeaders) {
+        status = statusCode;
+        const id = answerHeaders['x-amz-request-id'];
+        requestId = typeof id === 'string' ? id : undefined;
+      },
+      onResponseData(_controller, chunk) {
+        // An error answer is a small XML document: its first S3_ERROR_ANSWER_MAX_BYTES name the failure, the rest is dropped.
+        if ((status >= 200 && status < 300) || kept >= S3_ERROR_ANSWER_MAX_BYTES) return;
+        const part = chunk.subarray(0, S3_ERROR_ANSWER_MAX_BYTES - kept);
+        parts.push(part);
+        kept += part.length;
+      },
+      onResponseEnd() {
+        resolve({ status, body: parts.length ? Buffer.concat(parts).toString('utf8') : '', requestId });
+      },
+      onResponseError(_controller, err) {
+        reject(err);
+      },
+    };
+    // undici's types name a Buffer body only; an array (an iterable of Buffers) is written piece by piece.
+    pool.dispatch({ method: 'PUT', path, headers, body: body as Buffer }, handler);
+  });
+}
+
+/**
+ * undici's own socket errors as node:http reports them: a connection closed under a request is
+ * ECONNRESET ("socket hang up"), a connect timeout ETIMEDOUT. node's errors (ECONNREFUSED, a
+ * reset, EPIPE...) pass as they are.
+ */
+function nodeError(err: unknown): unknown {
+  const code = (err as { code?: unknown }).code;
+  if (code === 'UND_ERR_SOCKET') return Object.assign(new Error(`socket hang up (${(err as Error).message})`, { cause: err }), { code: 'ECONNRESET' });
+  if (code === 'UND_ERR_CONNECT_TIMEOUT') return Object.assign(new Error(`connect ETIMEDOUT (${(err as Error).message})`, { cause: err }), { code: 'ETIMEDOUT' });
+  return err;
 }
 
 /** An S3 error answer as the SDK throws it: named by its Code, with the status. */

@@ -31,7 +31,7 @@ export class S3BlockStore implements MovableBlockStore {
   readonly location: S3Location;
   readonly client: S3Client;
   readonly readAhead = READ_AHEAD;
-  /** Block PUTs on a signed request of their own (./block-put.ts), the SDK where it cannot serve. */
+  /** Block PUTs on a signed request and connections of their own (./block-put.ts), the SDK where it cannot serve. */
   private readonly puts: BlockPuts;
 
   constructor(
@@ -40,9 +40,15 @@ export class S3BlockStore implements MovableBlockStore {
     readonly scratchDir = '',
   ) {
     this.location = location;
-    const agents = { http: new http.Agent({ keepAlive: true, maxSockets: MAX_SOCKETS }), https: new https.Agent({ keepAlive: true, maxSockets: MAX_SOCKETS }) };
-    this.client = s3Client(location, agents);
-    this.puts = new BlockPuts(this.client, location, agents);
+    this.client = s3Client(location);
+    // The block PUTs' connections are their own, bounded as the SDK's: MAX_SOCKETS each.
+    this.puts = new BlockPuts(this.client, location, MAX_SOCKETS);
+  }
+
+  /** Closes the SDK's client and the block PUTs' connections. */
+  async close(): Promise<void> {
+    this.client.destroy();
+    await this.puts.close();
   }
 
   key(hex: string, size: number, area: 'blocks' | 'quarantine' = 'blocks'): string {
@@ -255,7 +261,7 @@ export function isNotFound(err: unknown): boolean {
  * checked on read): the SDK's default CRC32 trailers cost CPU and are not understood by every
  * S3 server.
  */
-export function s3Client(location: S3Location, agents?: { http: http.Agent; https: https.Agent }): S3Client {
+export function s3Client(location: S3Location): S3Client {
   return new S3Client({
     ...(location.endpoint ? { endpoint: location.endpoint } : {}),
     region: location.region,
@@ -263,8 +269,8 @@ export function s3Client(location: S3Location, agents?: { http: http.Agent; http
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
     requestHandler: {
-      httpAgent: agents?.http ?? new http.Agent({ keepAlive: true, maxSockets: MAX_SOCKETS }),
-      httpsAgent: agents?.https ?? new https.Agent({ keepAlive: true, maxSockets: MAX_SOCKETS }),
+      httpAgent: new http.Agent({ keepAlive: true, maxSockets: MAX_SOCKETS }),
+      httpsAgent: new https.Agent({ keepAlive: true, maxSockets: MAX_SOCKETS }),
     },
   });
 }
