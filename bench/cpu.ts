@@ -116,23 +116,36 @@ function threadTicks(pid: number): Map<number, { comm: string; ticks: number }> 
   return out;
 }
 
+/** Times the thread `tid` of `pid` has gone to sleep (`voluntary_ctxt_switches`): each is a wake-up after it. */
+function voluntarySwitches(pid: number, tid: number): number {
+  try {
+    const m = /^voluntary_ctxt_switches:\s*(\d+)/m.exec(readFileSync(`/proc/${pid}/task/${tid}/status`, 'latin1'));
+    return m ? Number(m[1]) : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
 /**
  * CPU seconds of a Node process over a window by group of threads: `main` (the event loop: the
  * thread whose id is the pid), `V8 platform` (V8's background threads: TurboFan's compile jobs,
  * concurrent marking and sweeping; Node names them as the main thread: the first
  * V8_POOL_SIZE threads named so after its `DelayedTaskScheduler`, which Node starts just before
- * them), `libuv` (its thread pool: fs,
- * crypto, LMDB's async calls), `workers` (worker_threads: the rest named like the main thread) and
- * `other`. Ticks are /proc's (1/CLK_TCK s): read totals over windows of seconds.
+ * them), `libuv` (its thread pool: fs, crypto, LMDB's async calls), `workers` (worker_threads:
+ * the rest named like the main thread) and `other`. Ticks are /proc's (1/CLK_TCK s): read totals over windows of seconds. And the times
+ * the main thread woke up (it slept: the event loop had nothing to do), which an event loop pays
+ * for in the kernel's scheduling beside its work.
  */
 export class ThreadWindow {
   private readonly t0: Map<number, { comm: string; ticks: number }>;
+  private readonly sleeps0: number;
 
   constructor(private readonly pid: number) {
     this.t0 = threadTicks(pid);
+    this.sleeps0 = voluntarySwitches(pid, pid);
   }
 
-  end(): Record<ThreadGroup, number> {
+  end(): { seconds: Record<ThreadGroup, number>; mainWakeups: number } {
     const t1 = threadTicks(this.pid);
     const mainComm = t1.get(this.pid)?.comm;
     const ordered = [...t1.keys()].sort((a, b) => a - b);
@@ -149,6 +162,6 @@ export class ThreadWindow {
         : 'other';
       sums[group] += (ticks - (this.t0.get(tid)?.ticks ?? 0)) / ticksPerSecond();
     }
-    return sums;
+    return { seconds: sums, mainWakeups: voluntarySwitches(this.pid, this.pid) - this.sleeps0 };
   }
 }

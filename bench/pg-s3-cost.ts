@@ -88,6 +88,8 @@ interface Cell {
   hostBusyPercent?: number;
   /** svc CPU-ms per item over the timed window, by group of threads (bench/cpu.ts ThreadWindow). */
   threads?: Record<ThreadGroup, number>;
+  /** Times svc's main thread woke up per item over the timed window. */
+  wakeups?: number;
 }
 
 // ---------------------------------------------------------------- counters
@@ -201,7 +203,7 @@ async function cell(node: Node, loop: Loop, windowMs: number, db: pg.Client, s3:
   const rq0 = pgSide ? await s3Requests(s3) : undefined;
   let items = 0;
   let threadWindow: ThreadWindow | undefined;
-  let threads: Record<ThreadGroup, number> | undefined;
+  let threads: ReturnType<ThreadWindow['end']> | undefined;
   const inner = loop === 'document' ? documentIteration(node) : writeIteration(node);
   const r = await closedLoop({
     port: node.server.port, server: node.server, connections: CLIENTS, warmupMs: 300, durationMs: windowMs, stepNames: [],
@@ -218,7 +220,8 @@ async function cell(node: Node, loop: Loop, windowMs: number, db: pg.Client, s3:
   return {
     cpuMs: r.serverCpuMsPerItem ?? NaN, perSecond: r.perSecond, items, statements: diff(st0, st1),
     s3Requests: rq0 === undefined || rq1 === undefined ? undefined : minus(rq1, rq0), hostBusyPercent: r.cpu.hostBusyPercent,
-    threads: threads && r.completed > 0 ? perItem(threads, r.completed) : undefined,
+    threads: threads && r.completed > 0 ? perItem(threads.seconds, r.completed) : undefined,
+    wakeups: threads && r.completed > 0 ? threads.mainWakeups / r.completed : undefined,
   };
 }
 
@@ -300,12 +303,13 @@ function render(cells: Cells, s3: S3Server, rounds: number, windowMs: number, wa
       out.push(`| ${loop} | ${cell('fs')} | ${cell('pg-s3')} |`);
     }
   }
-  out.push('', 'svc CPU-ms per item by thread (/proc/<pid>/task, over the timed windows; median of the rounds, each group on its own, so the groups need not add up to the total):', '',
-    `| Node, item | ${THREAD_GROUPS.join(' | ')} |`, `|---|${THREAD_GROUPS.map(() => '---').join('|')}|`);
+  out.push('', 'svc CPU-ms per item by thread (/proc/<pid>/task, over the timed windows; median of the rounds, each group on its own, so the groups need not add up to the total), and the times its main thread woke up per item:', '',
+    `| Node, item | ${THREAD_GROUPS.join(' | ')} | main thread wake-ups |`, `|---|${THREAD_GROUPS.map(() => '---').join('|')}|---|`);
   for (const loop of LOOPS) {
     for (const label of cells.keys()) {
       const split = cells.get(label)![loop].flatMap((c) => (c.threads ? [c.threads] : []));
-      if (split.length > 0) out.push(`| ${label}, ${loop} | ${THREAD_GROUPS.map((g) => fmt(median(split.map((t) => t[g])), 3)).join(' | ')} |`);
+      const wakeups = cells.get(label)![loop].flatMap((c) => (c.wakeups !== undefined ? [c.wakeups] : []));
+      if (split.length > 0) out.push(`| ${label}, ${loop} | ${THREAD_GROUPS.map((g) => fmt(median(split.map((t) => t[g])), 3)).join(' | ')} | ${wakeups.length ? fmt(median(wakeups), 1) : 'n/a'} |`);
     }
   }
   for (const loop of LOOPS) {
