@@ -32,7 +32,7 @@ import { promisify } from 'node:util';
 import { CreateBucketCommand, DeleteObjectsCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import { s3Client } from '../engine/store/s3/block-store.js';
 import { benchArgs } from './args.js';
-import { ticksPerSecond } from './cpu.js';
+import { THREAD_GROUPS, type ThreadGroup, ThreadWindow, ticksPerSecond } from './cpu.js';
 import { downloadBlob, uploadFile, writeRandomFile } from './large.js';
 import { runLoad } from './load.js';
 import { type PgServer, requirePostgres } from './postgres-server.js';
@@ -364,6 +364,8 @@ interface IngestSample {
   blocks?: number;
   /** Body bytes that waited in a spill file (svc_spilled_bytes_total) during the measured ingest. */
   spilled?: number;
+  /** svc's CPU seconds during the measured ingest by group of threads (bench/cpu.ts ThreadWindow). */
+  threads?: Record<ThreadGroup, number>;
 }
 
 /** svc's svc_spilled_bytes_total (uWS's overshoot after a pause, beyond the backlog's memory). */
@@ -396,12 +398,14 @@ async function ingestOnce(ctx: Ctx, side: IngestSide, before?: string): Promise<
     const spilled0 = await spilledBytes(s.server);
     const r0 = await ctx.s3.requests();
     const c0 = ctx.meter.sample(s.server);
+    const threadWindow = new ThreadWindow(s.server.pid);
     const up = await uploadFile(s.server, ctx.file, ctx.bytes, 'application/octet-stream', 600_000);
+    const threads = threadWindow.end().seconds;
     const cpu = Meter.diff(c0, ctx.meter.sample(s.server));
     const r1 = await ctx.s3.requests();
     const spilled = (await spilledBytes(s.server)) - spilled0;
     if (up.response.blob.size !== ctx.bytes || up.response.freshBlocks === 0) throw new Error(`svc ingest (${side}): ${JSON.stringify(up.response)}`);
-    return { mbps: up.mbPerSecond, cpu, requests: r0 === undefined || r1 === undefined ? undefined : r1 - r0, blocks: up.response.blob.blockCount, spilled };
+    return { mbps: up.mbPerSecond, cpu, requests: r0 === undefined || r1 === undefined ? undefined : r1 - r0, blocks: up.response.blob.blockCount, spilled, threads };
   } finally {
     await stopSvc(ctx, s, backend);
   }
