@@ -447,6 +447,12 @@ async function ingestRounds(ctx: Ctx, rounds: number, before?: string): Promise<
     `| ingest rate, svc pg-s3 / lib-storage | ${verdictAtLeast(rate('pg-s3') / rate('lib-storage'), 0.7)} |`,
     ...(before ? [`| svc CPU per GiB, pg-s3 / pg-s3 (--before build) | ${fmt(cpuPerGiB('pg-s3') / cpuPerGiB('pg-s3-before'), 3)}x | | |`, `| svc CPU per GiB, fs / fs (--before build) | ${fmt(cpuPerGiB('fs') / cpuPerGiB('fs-before'), 3)}x | <= 1x | ${cpuPerGiB('fs') <= cpuPerGiB('fs-before') * 1.03 ? 'PASS (within 3%)' : 'FAIL'} |`, `| ingest rate, fs / fs (--before build) | ${fmt(rate('fs') / rate('fs-before'), 3)}x | >= 1x | |`] : []),
     '',
+    'svc CPU-s per GiB by thread (/proc/<pid>/task over the measured ingest; median of the rounds, each group on its own):',
+    '',
+    `| Side | ${THREAD_GROUPS.join(' | ')} |`,
+    `|---|${THREAD_GROUPS.map(() => '---').join('|')}|`,
+    ...sides.filter((side) => r[side].some((t) => t.threads)).map((side) => `| ${side} | ${THREAD_GROUPS.map((g) => fmt(median(r[side].flatMap((t) => (t.threads ? [t.threads[g] / gib] : []))), 2)).join(' | ')} |`),
+    '',
   ];
 }
 
