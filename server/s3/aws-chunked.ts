@@ -16,9 +16,9 @@ import { Transform, type TransformCallback } from 'node:stream';
 import { S3_CHUNK_LINE_MAX_BYTES, S3_MAX_TRAILERS } from '../../engine/base/limits.js';
 import { CHECKSUM_HEADER, isChecksumValue, type Checksum } from '../../engine/s3/checksums.js';
 import { S3Error } from './s3-error.js';
-import { EMPTY_SHA256, sha256Hex } from './sigv4-canonical.js';
+import { EMPTY_SHA256, hmacHex, sha256Hex } from '../../engine/s3/sigv4-primitives.js';
 import type { ChunkSigning } from './sigv4-payload.js';
-import { hmacHex, signaturesEqual } from './signing-key.js';
+import { signaturesEqual } from './signing-key.js';
 
 export interface ChunkedOptions {
   /** x-amz-decoded-content-length: the bytes the chunks carry together. */

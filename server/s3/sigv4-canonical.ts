@@ -2,15 +2,8 @@
 // Header"): the path encoded once and not normalized, the query sorted, the signed headers
 // trimmed, and the string to sign. Pure functions of the request; server/s3/sigv4.ts verifies.
 
-import crypto from 'node:crypto';
 import { S3_MAX_QUERY_PARAMS } from '../../engine/base/limits.js';
 import { S3Error } from './s3-error.js';
-
-export const ALGORITHM = 'AWS4-HMAC-SHA256';
-/** SHA-256 of no bytes: the payload hash of a request without a body. */
-export const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
-
-export const sha256Hex = (data: string | Uint8Array): string => crypto.hash('sha256', data, 'hex');
 
 /**
  * AWS's URI encoding: every byte of the UTF-8 form but the unreserved `A-Za-z0-9-._~` as `%XX`
@@ -102,9 +95,3 @@ export interface CanonicalParts {
 
 export const canonicalRequest = (p: CanonicalParts): string =>
   `${p.method}\n${p.path}\n${p.query}\n${p.headers}\n${p.signedHeaders}\n${p.payloadHash}`;
-
-/** `20130524/us-east-1/s3/aws4_request` */
-export const credentialScope = (date: string, region: string, service: string): string => `${date}/${region}/${service}/aws4_request`;
-
-export const stringToSign = (dateTime: string, scope: string, canonical: string): string =>
-  `${ALGORITHM}\n${dateTime}\n${scope}\n${sha256Hex(canonical)}`;

@@ -3,8 +3,8 @@
 // SHA-256). It signs as @smithy/signature-v4 does (test/s3-put-signer.test.ts compares the two),
 // without its general path: no header normalization and cloning, no async hashing objects, one
 // SHA-256 of the canonical request and one HMAC per request, the signing key derived once per
-// day and key.
-import { createHmac, hash } from 'node:crypto';
+// day and key. The primitives are the ones the S3 listener verifies with (engine/s3/sigv4-primitives.ts).
+import { ALGORITHM, credentialScope, deriveSigningKey, hmacHex, stringToSign } from '../../s3/sigv4-primitives.js';
 
 /** The SDK's credentials: `accessKeyId`, `secretAccessKey`, a `sessionToken` for temporary ones. */
 export interface Credentials {
@@ -12,9 +12,6 @@ export interface Credentials {
   secretAccessKey: string;
   sessionToken?: string;
 }
-
-const ALGORITHM = 'AWS4-HMAC-SHA256';
-const hmac = (key: string | Buffer, data: string) => createHmac('sha256', key).update(data).digest();
 
 export class PutSigner {
   /** The last signing key: it changes with the day (UTC) and the secret. */
@@ -48,9 +45,8 @@ export class PutSigner {
     for (const name of names) canonicalHeaders += `${name}:${signed[name]}\n`;
     const signedNames = names.join(';');
     const canonical = `PUT\n${path}\n\n${canonicalHeaders}\n${signedNames}\n${signed['x-amz-content-sha256']}`;
-    const scope = `${day}/${this.region}/${this.service}/aws4_request`;
-    const toSign = `${ALGORITHM}\n${date}\n${scope}\n${hash('sha256', canonical, 'hex')}`;
-    const signature = createHmac('sha256', this.signingKey(day, credentials.secretAccessKey)).update(toSign).digest('hex');
+    const scope = credentialScope(day, this.region, this.service);
+    const signature = hmacHex(this.signingKey(day, credentials.secretAccessKey), stringToSign(date, scope, canonical));
     signed.authorization = `${ALGORITHM} Credential=${credentials.accessKeyId}/${scope}, SignedHeaders=${signedNames}, Signature=${signature}`;
     return signed;
   }
@@ -58,7 +54,7 @@ export class PutSigner {
   private signingKey(day: string, secret: string): Buffer {
     const cached = this.cached;
     if (cached && cached.day === day && cached.secret === secret) return cached.key;
-    const key = hmac(hmac(hmac(hmac(`AWS4${secret}`, day), this.region), this.service), 'aws4_request');
+    const key = deriveSigningKey(secret, day, this.region, this.service);
     this.cached = { day, secret, key };
     return key;
   }
