@@ -35,7 +35,7 @@ import { pathToFileURL } from 'node:url';
 import { createHash, randomBytes } from 'node:crypto';
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import { BlockPuts } from '../engine/store/s3/block-put.js';
-import { s3Client } from '../engine/store/s3/block-store.js';
+import { idleTimeoutOf, s3Client } from '../engine/store/s3/block-store.js';
 import type { S3Location } from '../engine/store/block-store.js';
 import { benchArgs } from './args.js';
 import { BUCKET, REGION, client as benchClient, deletePrefix, type S3Server, startS3 } from './pg-s3.js';
@@ -74,7 +74,7 @@ async function blockPutsOf(dir: string, location: S3Location): Promise<{ client:
   const { s3Client: clientOf } = (await import(built('block-store.js'))) as { s3Client: (l: S3Location, agents?: object) => { destroy(): void } };
   if (typeof Before.prototype.close === 'function') {
     const client = clientOf(location);
-    return { client, puts: new Before(client, location, 64) };
+    return { client, puts: new Before(client, location, 64, idleTimeoutOf(location)) };
   }
   const agents = { http: new http.Agent({ keepAlive: true, maxSockets: 64 }), https: new https.Agent({ keepAlive: true, maxSockets: 64 }) };
   const client = clientOf(location, agents);
@@ -120,7 +120,7 @@ async function main(): Promise<void> {
     const location: S3Location = { kind: 's3', endpoint: s3.endpoint, region: REGION, bucket: BUCKET, prefix: '', forcePathStyle: true, conditionalPut: true };
     // As S3BlockStore makes them: svc's client (for its credentials and endpoint rules), 64 connections.
     const client = s3Client(location);
-    const stores: Array<{ name: string; client: { destroy(): void }; puts: Puts }> = [{ name: 'BlockPuts (this build)', client, puts: new BlockPuts(client, location, 64) }];
+    const stores: Array<{ name: string; client: { destroy(): void }; puts: Puts }> = [{ name: 'BlockPuts (this build)', client, puts: new BlockPuts(client, location, 64, idleTimeoutOf(location)) }];
     if (args.values.before) stores.push({ name: `BlockPuts of ${args.values.before}`, ...(await blockPutsOf(args.values.before, location)) });
     for (const s of stores) if (!(await s.puts.available())) throw new Error(`${s.name}: BlockPuts cannot serve ${s3.endpoint}`);
     // One uncounted pass over every cell first: the code of every variant compiled and the sockets open.

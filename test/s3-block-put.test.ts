@@ -2,7 +2,8 @@
 // as told: throttled answers retried, then thrown as the SDK throws them; an error answer read to
 // its first S3_ERROR_ANSWER_MAX_BYTES; a connection closed under the request retried, then thrown
 // as node:http reports it (ECONNRESET), so the ingest answers 503 (isUnreachable). That real
-// servers accept the PUT is in test/s3-preconditions.test.ts (s3rver and radosgw).
+// servers accept the PUT is in test/s3-preconditions.test.ts (s3rver and radosgw). A server that
+// goes silent (a head never sent, a body that stops) is given up after SVC_S3_TIMEOUT.
 import { createHash, randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -34,8 +35,18 @@ const xmlError = (status: number, code: string, padding = 0): Answer => (_req, r
 };
 const ok: Answer = (_req, res) => res.writeHead(200, { etag: '"x"' }).end();
 const hangUp: Answer = (req) => req.socket.destroy();
+/** Reads the request and answers nothing: a paused server. */
+const silent: Answer = () => {};
+/** Answers the head and half the body, then nothing more. */
+const stalls: Answer = (_req, res) => {
+  res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(bytes.length) });
+  res.write(bytes.subarray(0, bytes.length / 2));
+};
 
 let store: S3BlockStore;
+/** The same server with SVC_S3_TIMEOUT at IDLE_MS. */
+let impatient: S3BlockStore;
+const IDLE_MS = 300;
 const bytes = randomBytes(100_000);
 const hex = createHash('sha256').update(bytes).digest('hex');
 const pieces = [bytes.subarray(0, 30_000), bytes.subarray(30_000)];
@@ -46,9 +57,12 @@ beforeAll(async () => {
   process.env.AWS_SECRET_ACCESS_KEY = 'block-put-test-secret';
   const { port } = server.address() as AddressInfo;
   store = new S3BlockStore({ kind: 's3', endpoint: `http://127.0.0.1:${port}`, region: 'us-east-1', bucket: 'b', prefix: 'p/', forcePathStyle: true, conditionalPut: true });
+  impatient = new S3BlockStore({ kind: 's3', endpoint: `http://127.0.0.1:${port}`, region: 'us-east-1', bucket: 'b', prefix: 'p/', forcePathStyle: true, conditionalPut: true, idleTimeoutMs: IDLE_MS });
 });
 afterAll(async () => {
+  server.closeAllConnections();
   await store.close();
+  await impatient.close();
   await new Promise((resolve) => server.close(resolve));
 });
 afterEach(() => {
@@ -101,5 +115,39 @@ describe('block PUT', () => {
     expect(err.code).toBe('ECONNRESET');
     expect(isUnreachable(err)).toBe(true);
     expect(received.length).toBe(3);
+  }, 20_000);
+
+  it('a server that answers nothing is given up after SVC_S3_TIMEOUT, retried, then thrown as ETIMEDOUT (unreachable)', async () => {
+    answers = [silent, ok];
+    expect(await impatient.put(hex, bytes.length, pieces)).toBe('written');
+    expect(received.length).toBe(2);
+    received = [];
+    answers = [silent];
+    const started = performance.now();
+    const err = (await impatient.put(hex, bytes.length, pieces).catch((e: unknown) => e)) as NodeJS.ErrnoException;
+    expect(err.code).toBe('ETIMEDOUT');
+    expect(isUnreachable(err)).toBe(true);
+    expect(received.length).toBe(3);
+    // Three waits of IDLE_MS (and the retries' pauses): bounded, not forever.
+    expect(performance.now() - started).toBeGreaterThanOrEqual(3 * IDLE_MS);
+    server.closeAllConnections();
+  }, 20_000);
+
+  it('a block GET through the SDK is given up after SVC_S3_TIMEOUT: without a head (retried 3 times), or stopping mid-body', async () => {
+    answers = [silent];
+    let err = (await impatient.read(hex, bytes.length).catch((e: unknown) => e)) as Error;
+    expect(err.name).toBe('TimeoutError');
+    expect(isUnreachable(err)).toBe(true);
+    // The SDK's standard retries: 3 attempts of the live key (the quarantine copy is asked after a 404 only).
+    expect(received.length).toBe(3);
+    server.closeAllConnections();
+    received = [];
+    answers = [stalls];
+    err = (await impatient.read(hex, bytes.length).catch((e: unknown) => e)) as Error;
+    expect(err.name).toBe('TimeoutError');
+    expect(isUnreachable(err)).toBe(true);
+    // The answer had begun: the SDK handed the body over, and the read fails (the reader's caller answers 503).
+    expect(received.length).toBe(1);
+    server.closeAllConnections();
   }, 20_000);
 });

@@ -22,6 +22,7 @@ export const VARIABLES: ReadonlyArray<{ name: string; default: string; help: str
   { name: 'SVC_NODE_TTL', default: '15s', help: 'A node whose heartbeat (in the shared catalog, every 5 s or a third of this, whichever is shorter) is older than this is down: its uploads no longer hold back garbage collection (the roots of a root holder still do, until it is back or forgotten: svc nodes). With `s3` on a server that ignores conditional writes, a node refuses to start while another node\'s heartbeat is younger than this; a node stopped cleanly removes its heartbeat at once.' },
   { name: 'SVC_DOCUMENTS_LEASE_TTL', default: '30s', help: 'With `s3`: the node serving the document platform (/v1) holds it by a lease in the bucket, renewed every 5 s or a third of this, whichever is shorter; a claim not renewed for this long (its node killed or cut off; judged by the bucket\'s clock) is taken over by another node, which then serves /v1 from its own data directory (the documents of the node before it stay in that node\'s). A node stopped cleanly keeps its claim until it starts again or `svc nodes release-documents` hands it on. At least 3s.' },
   { name: 'SVC_LOCALITY', default: 'off', help: '`on`: a POST /api/v1/blobs with X-Svc-Tenant-Id and X-Svc-Upload-Session-Id is ingested by one live owner among the nodes sharing the catalog (another node forwards the body to it once, unbuffered); `off`: such a request is 503 locality_unavailable.' },
+  { name: 'SVC_S3_TIMEOUT', default: '30s', help: 'A request of svc to the S3 server of the pg-s3 and s3 backends that sends or receives nothing for this long (a paused server, a connection cut without a reset), or whose connection does not open within it, is given up and retried as a network failure; after 3 attempts the client\'s request is answered 503. Raise it for a slow or distant S3 server.' },
   { name: 'SVC_S3_FORCE_PATH_STYLE', default: '', help: '`true` to address the bucket by path (most S3-compatible servers); empty: `true` when SVC_S3_ENDPOINT is set, else `false`.' },
   { name: 'SVC_FS_ROOT', default: './data', help: 'Data directory: blocks/ (block files), catalog/ (LMDB) and svc.lock (one svc process per directory).' },
   { name: 'SVC_DURABILITY', default: 'strict', help: '`strict`: fsync blocks, directories and LMDB before answering. `relaxed`: trust the page cache.' },
@@ -113,7 +114,7 @@ export interface Config {
   /** The pg-s3 backend's PostgreSQL (url '' with fs). */
   pg: { url: string; pool: number; statementTimeoutMs: number };
   /** The pg-s3 backend's bucket (bucket '' with fs). */
-  s3: { endpoint: string; region: string; bucket: string; prefix: string; forcePathStyle: boolean };
+  s3: { endpoint: string; region: string; bucket: string; prefix: string; forcePathStyle: boolean; idleTimeoutMs: number };
   fsRoot: string;
   /** SVC_NODE_ID; '' = the one kept in the data directory. */
   nodeId: string;
@@ -441,6 +442,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       bucket: get('SVC_S3_BUCKET'),
       prefix: get('SVC_S3_PREFIX'),
       forcePathStyle: get('SVC_S3_FORCE_PATH_STYLE') === '' ? get('SVC_S3_ENDPOINT') !== '' : oneOf('SVC_S3_FORCE_PATH_STYLE', get('SVC_S3_FORCE_PATH_STYLE'), ['true', 'false'] as const) === 'true',
+      idleTimeoutMs: inRange('SVC_S3_TIMEOUT', parseDuration('SVC_S3_TIMEOUT', get('SVC_S3_TIMEOUT')), 100, 60 * 60_000),
     },
     fsRoot: path.resolve(get('SVC_FS_ROOT')),
     nodeId: get('SVC_NODE_ID'),

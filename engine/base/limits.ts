@@ -244,3 +244,8 @@ export const HTTP_MAX_HEADER_BYTES = 16 * KiB;
 
 /** What a block PUT reads of an S3 server's error answer to name the failure (S3's error documents are a few hundred bytes; the rest is dropped). */
 export const S3_ERROR_ANSWER_MAX_BYTES = 64 * KiB;
+/**
+ * The default of SVC_S3_TIMEOUT (engine/base/config.ts), for stores opened by tools and tests: a
+ * request to the S3 backend idle this long is given up, so a paused server holds no request forever.
+ */
+export const S3_DEFAULT_IDLE_TIMEOUT_MS = 30_000;

@@ -32,6 +32,12 @@ export interface S3Location {
    * first. Unset: a HEAD of the live and the quarantine key before the PUT.
    */
   conditionalPut?: boolean;
+  /**
+   * SVC_S3_TIMEOUT: a request that sends or receives nothing this long, or whose connection does
+   * not open within it, is given up (a network failure: retried, then the caller's 503).
+   * Absent: S3_DEFAULT_IDLE_TIMEOUT_MS.
+   */
+  idleTimeoutMs?: number;
 }
 
 export interface StoredBlock {

@@ -56,6 +56,8 @@ export class BlockPuts {
     private readonly location: S3Location,
     /** Connections to the endpoint at most (kept alive); beyond it requests queue. */
     private readonly connections: number,
+    /** SVC_S3_TIMEOUT. */
+    private readonly idleTimeoutMs: number,
   ) {}
 
   /**
@@ -109,8 +111,8 @@ export class BlockPuts {
       host: url.host,
       base: url.pathname.endsWith('/') ? url.pathname : `${url.pathname}/`,
       signer: new PutSigner(scheme?.signingRegion ?? region, scheme?.signingName ?? 's3', config.credentials),
-      // No headers or body timeout, as on node:http before: the SDK's retries and the ingest's own limits bound a PUT.
-      pool: new Pool(url.origin, { connections: this.connections, headersTimeout: 0, bodyTimeout: 0 }),
+      // SVC_S3_TIMEOUT bounds the connect, the wait for the answer's head and each gap in its body (a timeout is ETIMEDOUT: retried).
+      pool: new Pool(url.origin, { connections: this.connections, connectTimeout: this.idleTimeoutMs, headersTimeout: this.idleTimeoutMs, bodyTimeout: this.idleTimeoutMs }),
     };
   }
 
@@ -169,13 +171,13 @@ function dispatch(pool: Pool, path: string, headers: Record<string, string>, bod
 
 /**
  * undici's own socket errors as node:http reports them: a connection closed under a request is
- * ECONNRESET ("socket hang up"), a connect timeout ETIMEDOUT. node's errors (ECONNREFUSED, a
- * reset, EPIPE...) pass as they are.
+ * ECONNRESET ("socket hang up"), a timeout (connect, the answer's head, a gap in its body:
+ * SVC_S3_TIMEOUT) ETIMEDOUT. node's errors (ECONNREFUSED, a reset, EPIPE...) pass as they are.
  */
 function nodeError(err: unknown): unknown {
   const code = (err as { code?: unknown }).code;
   if (code === 'UND_ERR_SOCKET') return Object.assign(new Error(`socket hang up (${(err as Error).message})`, { cause: err }), { code: 'ECONNRESET' });
-  if (code === 'UND_ERR_CONNECT_TIMEOUT') return Object.assign(new Error(`connect ETIMEDOUT (${(err as Error).message})`, { cause: err }), { code: 'ETIMEDOUT' });
+  if (code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') return Object.assign(new Error(`ETIMEDOUT (${(err as Error).message})`, { cause: err }), { code: 'ETIMEDOUT' });
   return err;
 }
 

@@ -4,11 +4,15 @@ import { Readable } from 'node:stream';
 import { StartRefused, describeS3Failure, s3StartRefused } from '../dependency-failure.js';
 import { CopyObjectCommand, DeleteObjectCommand, GetObjectCommand, HeadBucketCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
 import type { ListedObject, MovableBlockStore, PutOutcome, S3Location } from '../block-store.js';
+import { S3_DEFAULT_IDLE_TIMEOUT_MS } from '../../base/limits.js';
 import { BlockPuts } from './block-put.js';
 import { probeConditionalWrites } from './preconditions.js';
 
 /** How long the bucket check at start waits for an answer. */
 const START_CHECK_MS = 20_000;
+
+/** SVC_S3_TIMEOUT of `location`, or its default. */
+export const idleTimeoutOf = (location: S3Location): number => location.idleTimeoutMs ?? S3_DEFAULT_IDLE_TIMEOUT_MS;
 
 /** Sockets per client: block tasks of every upload share them; beyond it requests queue. */
 const MAX_SOCKETS = 64;
@@ -42,7 +46,7 @@ export class S3BlockStore implements MovableBlockStore {
     this.location = location;
     this.client = s3Client(location);
     // The block PUTs' connections are their own, bounded as the SDK's: MAX_SOCKETS each.
-    this.puts = new BlockPuts(this.client, location, MAX_SOCKETS);
+    this.puts = new BlockPuts(this.client, location, MAX_SOCKETS, idleTimeoutOf(location));
   }
 
   /** Closes the SDK's client and the block PUTs' connections. */
@@ -271,6 +275,9 @@ export function s3Client(location: S3Location): S3Client {
     requestHandler: {
       httpAgent: new http.Agent({ keepAlive: true, maxSockets: MAX_SOCKETS }),
       httpsAgent: new https.Agent({ keepAlive: true, maxSockets: MAX_SOCKETS }),
+      // Idle, not total: a block's GET may take long on a slow link, but not silently (the SDK retries its TimeoutError).
+      connectionTimeout: idleTimeoutOf(location),
+      socketTimeout: idleTimeoutOf(location),
     },
   });
 }
