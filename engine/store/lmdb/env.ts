@@ -3,8 +3,12 @@ import path from 'node:path';
 import { type Database, type Key, open, type RootDatabase } from 'lmdb';
 import type { Durability } from '../../base/config.js';
 
-/** Small commits further apart than this are sparse: one then commits synchronously (relaxed only). */
-const SPARSE_COMMIT_MS = 0.1;
+/** A small commit waiting for the group it joins (CatalogEnv.grouped). */
+interface Grouped {
+  write: () => unknown;
+  resolve: (value: unknown) => void;
+  reject: (err: unknown) => void;
+}
 
 /**
  * The LMDB environment under `<root>/catalog`. This module opens it and hands each named
@@ -12,9 +16,10 @@ const SPARSE_COMMIT_MS = 0.1;
  */
 export class CatalogEnv {
   readonly root: RootDatabase;
-  /** Asynchronous commits of the catalog's and the units' not yet committed, and when the last small commit was asked for. */
+  /** Asynchronous commits of the catalog's and the units' not yet committed. */
   private asyncInFlight = 0;
-  private lastSmallCommitAt = 0;
+  /** The small commits asked for in this turn of the event loop (CatalogEnv.grouped), committed together at its end. */
+  private group: Grouped[] | undefined;
 
   private constructor(
     root: RootDatabase,
@@ -42,21 +47,65 @@ export class CatalogEnv {
   }
 
   /**
-   * Whether a small commit (a catalog publication of a few blocks, a unit of a few writes) runs
-   * synchronously on this thread now. lmdb-js's asynchronous commits batch concurrent writes on
-   * its own thread, but a lone one waits for that thread twice (its transaction begun, then
-   * committed); without fsync (relaxed) a synchronous commit takes microseconds. So a small
-   * commit runs at once when small commits are sparse and no asynchronous one is in flight (it
-   * would wait for that one's write lock), and joins the batch otherwise (committing every one
-   * synchronously loses the batching under load). One policy for the whole environment: the
-   * blob catalog's publications and the units store's commits share its one writer.
+   * Whether a small commit (a catalog publication of a few blocks, a unit of a few writes) runs on
+   * this thread in a synchronous transaction (`grouped`). lmdb-js's asynchronous commits batch
+   * concurrent writes on its own thread, but a lone one waits for that thread twice (its
+   * transaction begun, then committed); without fsync (relaxed) a synchronous commit takes
+   * microseconds. Not while an asynchronous commit is in flight: it would wait for that one's
+   * write lock. One policy for the whole environment: the blob catalog's publications and the
+   * units store's commits share its one writer.
    */
   commitsAtOnce(small: boolean): boolean {
-    if (!this.relaxed || !small) return false;
-    const now = performance.now();
-    const sparse = now - this.lastSmallCommitAt > SPARSE_COMMIT_MS;
-    this.lastSmallCommitAt = now;
-    return this.asyncInFlight === 0 && sparse;
+    return this.relaxed && small && this.asyncInFlight === 0;
+  }
+
+  /**
+   * Runs `write` in a synchronous write transaction at the end of this turn of the event loop
+   * (setImmediate), together with every other small commit asked for in the same turn: each in a
+   * child transaction of its own (one that throws is undone alone and rejects its own promise),
+   * the group committed once. Under load the requests answered in one turn share one commit
+   * (LMDB writes the shared pages and the meta page once); a lone commit waits one turn, no
+   * thread. The caller asks `commitsAtOnce` first.
+   */
+  grouped<T>(write: () => T): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      if (this.group === undefined) {
+        this.group = [];
+        setImmediate(() => this.commitGroup());
+      }
+      this.group.push({ write, resolve: resolve as (value: unknown) => void, reject });
+    });
+  }
+
+  private commitGroup(): void {
+    const group = this.group!;
+    this.group = undefined;
+    if (group.length === 1) {
+      const only = group[0]!;
+      try {
+        only.resolve(this.root.transactionSync(only.write));
+      } catch (err) {
+        only.reject(err);
+      }
+      return;
+    }
+    const outcomes: Array<{ value?: unknown; err?: unknown; failed: boolean }> = [];
+    try {
+      this.root.transactionSync(() => {
+        // Nested in a write transaction, lmdb-js's transactionSync is a child transaction.
+        for (const member of group) {
+          try {
+            outcomes.push({ value: this.root.transactionSync(member.write), failed: false });
+          } catch (err) {
+            outcomes.push({ err, failed: true });
+          }
+        }
+      });
+    } catch (err) {
+      for (const member of group) member.reject(err);
+      return;
+    }
+    group.forEach((member, i) => (outcomes[i]!.failed ? member.reject(outcomes[i]!.err) : member.resolve(outcomes[i]!.value)));
   }
 
   /** An asynchronous commit, counted while in flight (commitsAtOnce). */

@@ -4,7 +4,7 @@ import type { CatalogEnv } from './env.js';
 import { type BufferedWrite, type PointRead, type RangeRead, type StoredEntry, type UnitBackend, runUnit, sameBytes, sameEntries } from '../unit-runner.js';
 import { type AlsoWrite, type Entry, type PointKey, type Table, type Unit, type UnitKey, type UnitRange, type UnitStore, isCached, isWatched, unwatchedTable } from '../unit-store.js';
 
-/** Most writes a unit may have to commit synchronously when commits are sparse (CatalogEnv.commitsAtOnce). */
+/** Most writes a unit may have to commit synchronously, grouped (CatalogEnv.commitsAtOnce). */
 const SYNC_COMMIT_MAX_WRITES = 4;
 
 const rangeOptions = (options: UnitRange) => ({
@@ -35,8 +35,8 @@ function frozen<V>(value: V): V {
  * Units of work on the node's LMDB catalog (`fs`, and the embedded state of the other backends'
  * single node). Each table is a named database of the catalog (the names and encodings the
  * tables have always had, so existing data directories read as before). A unit's commit runs
- * in lmdb-js's batched asynchronous write transaction (or, a small one while commits are sparse
- * under relaxed durability, a synchronous one: CatalogEnv.commitsAtOnce), which checks the
+ * in lmdb-js's batched asynchronous write transaction (or, a small one under relaxed durability,
+ * a synchronous one grouped with its turn's: CatalogEnv.commitsAtOnce, grouped), which checks the
  * preconditions against the stored bytes before writing: only this process writes the catalog
  * (the data directory lock), so nothing can change between the check and the writes.
  */
@@ -119,18 +119,12 @@ export class LmdbUnitStore implements UnitStore, UnitBackend {
       }
       return true;
     };
-    // A small unit commits at once when commits are sparse (a lone PutObject's record: no wait for the writer thread).
+    // A small unit commits on this thread, grouped with this turn's other small commits (a PutObject's record: no wait for the writer thread).
     const landed = (committed: boolean): boolean => {
       if (committed) this.forget(writes);
       return committed;
     };
-    if (this.env.commitsAtOnce(writes.length <= SYNC_COMMIT_MAX_WRITES && ranges.length === 0)) {
-      try {
-        return Promise.resolve(landed(this.env.root.transactionSync(apply)));
-      } catch (err) {
-        return Promise.reject(err);
-      }
-    }
+    if (this.env.commitsAtOnce(writes.length <= SYNC_COMMIT_MAX_WRITES && ranges.length === 0)) return this.env.grouped(apply).then(landed);
     return this.env.batched(() => this.env.root.transaction(apply)).then(landed);
   }
 
