@@ -103,7 +103,7 @@ function upload(engine: Engine, ex: Exchange, req: RequestHead, principal: Princ
     const owner = forwarded ? undefined : await engine.liveNodes.localityOwner(locality.tenant, locality.session).catch((err: unknown) => {
       throw new SvcError('unavailable', 'locality_failed', `No owner could be placed: ${String((err as Error)?.message ?? err)}`);
     });
-    if (owner && !owner.self) return forwardUpload(ex, body, owner, headers, engine.nodeId);
+    if (owner && !owner.self) return forwardUpload(ex, body, owner, headers, engine.nodeId, engine.config.localityTimeoutMs);
     feed(engine, ex, body, await engine.ingests.blob(principal, command), { [SERVED_BY]: engine.nodeId });
   })();
 }

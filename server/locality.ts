@@ -1,7 +1,8 @@
 // The locality runtime's forwarding (SVC_LOCALITY=on): a session-localized upload that another
 // node owns is streamed to it once, chunk by chunk with the socket paused while the owner's
 // connection is full (never buffered whole), and the owner's answer is relayed. An owner that
-// cannot be reached or drops the stream before answering is 503 locality_failed.
+// cannot be reached, drops the stream before answering, or is silent for SVC_LOCALITY_TIMEOUT
+// (neither taking bytes nor answering: a stopped node) is 503 locality_failed.
 import http from 'node:http';
 import { SvcError } from '../engine/base/errors.js';
 import type { BodySource } from './body-sources.js';
@@ -20,7 +21,7 @@ const RELAYED = ['location', 'etag', 'retry-after', 'www-authenticate', 'x-svc-n
 
 const localityFailed = (why: string) => new SvcError('unavailable', 'locality_failed', `The owner of this upload session could not complete the stream: ${why}`);
 
-export function forwardUpload(ex: Exchange, body: BodySource, owner: { nodeId: string; address: string }, headers: Record<string, string>, selfId: string): void {
+export function forwardUpload(ex: Exchange, body: BodySource, owner: { nodeId: string; address: string }, headers: Record<string, string>, selfId: string, idleTimeoutMs: number): void {
   const [host, port] = splitAddress(owner.address);
   let answered = false;
   const fail = (why: string) => {
@@ -30,6 +31,9 @@ export function forwardUpload(ex: Exchange, body: BodySource, owner: { nodeId: s
   };
   const request = http.request({ host, port, method: 'POST', path: '/api/v1/blobs', headers: { ...headers, [FORWARDED_BY]: selfId }, agent: false });
   ex.onAbort(() => request.destroy());
+  // Idle, not total: a large body streams for as long as it flows. A client that stops sending is
+  // dropped by the listener's own idle timeout first (uWS: 10 s), so this one names the owner.
+  request.setTimeout(idleTimeoutMs, () => request.destroy(new Error(`no progress for ${idleTimeoutMs / 1000} s`)));
   request.on('error', (err) => fail(`${owner.nodeId} (${owner.address}): ${err.message}`));
   request.on('response', (res) => {
     let text = '';

@@ -1,7 +1,8 @@
 // The locality runtime on two real nodes sharing one PostgreSQL catalog and one bucket (the
 // pg-s3 project): a session-localized upload is ingested by one owner whichever node it reaches
 // (the other forwards the body once), every blob reads back from both nodes, and an owner that
-// died is 503 locality_failed until its heartbeat is older than SVC_NODE_TTL.
+// died is 503 locality_failed until its heartbeat is older than SVC_NODE_TTL, and one that is
+// stopped (SIGSTOP: its kernel still takes the connection) is 503 after SVC_LOCALITY_TIMEOUT.
 // The s3 project runs it on Ceph radosgw (scripts/ceph/start.sh), not s3rver: several S3-only
 // nodes need a server that honours conditional writes, and svc refuses to start a second node on
 // s3rver (test/s3-only-nodes.test.ts). Where Ceph cannot run it is skipped with the reason.
@@ -20,7 +21,7 @@ if (!shared) console.warn('locality test skipped: it needs a shared catalog (the
 const TENANT = randomUUID();
 // A short quarantine age: a node's ingest fence lasts min(60 s, it) after each upload, and the GC
 // case below needs another node's upload to be past it.
-const NODE = { SVC_LOCALITY: 'on', SVC_NODE_TTL: '3s', SVC_DURABILITY: 'relaxed', SVC_GC_QUARANTINE_AGE: '1s' };
+const NODE = { SVC_LOCALITY: 'on', SVC_NODE_TTL: '3s', SVC_DURABILITY: 'relaxed', SVC_GC_QUARANTINE_AGE: '1s', SVC_LOCALITY_TIMEOUT: '1500ms' };
 let a: TestServer;
 let b: TestServer;
 let radosgw: S3Endpoint | undefined;
@@ -160,6 +161,33 @@ describe.skipIf(!shared)(`locality runtime (two ${TEST_BACKEND} nodes)`, () => {
     expect([again.quarantined.count, again.purged.count]).toEqual([run.quarantined.count, 0]);
     expect(sha256(await read())).toBe(sha256(content));
   });
+
+  it('an owner that is stopped (its kernel still takes the connection) is 503 locality_failed after SVC_LOCALITY_TIMEOUT, not a request left waiting', async () => {
+    const bNode = (await snapshot(b)).placement.nodeId;
+    let session: string | undefined;
+    for (let i = 0; !session && i < 64; i++) {
+      const candidate = randomUUID();
+      if ((await post(a, seededBytes(10, 300 + i), candidate)).node === bNode) session = candidate;
+    }
+    expect(session).toBeDefined();
+    b.proc.kill('SIGSTOP');
+    try {
+      const started = performance.now();
+      const stalled = await post(a, seededBytes(5000, 3), session!);
+      const waited = performance.now() - started;
+      expect(stalled.status).toBe(503);
+      expect(stalled.json).toEqual({ error: 'locality_failed', message: expect.stringContaining(`${bNode}`) });
+      expect(stalled.json.message).toContain('no progress for 1.5 s');
+      // SVC_LOCALITY_TIMEOUT is 1.5 s (and SVC_NODE_TTL 3 s: B was still the owner when A forwarded).
+      expect(waited).toBeGreaterThanOrEqual(1400);
+      expect(waited).toBeLessThan(15_000);
+    } finally {
+      b.proc.kill('SIGCONT');
+    }
+    // B heartbeats again: both nodes live before the next case.
+    for (let i = 0; i < 100 && (await snapshot(a)).placement.nodes.length < 2; i++) await new Promise((r) => setTimeout(r, 100));
+    expect((await snapshot(a)).placement.nodes.length).toBe(2);
+  }, 60_000);
 
   it('an owner that died is 503 locality_failed until its heartbeat expires, then the living node owns its sessions', async () => {
     const bNode = (await snapshot(b)).placement.nodeId;
