@@ -106,6 +106,26 @@ describe('CatalogEnv.commitsAtOnce', () => {
     expect([db.get('d'), outer]).toEqual([4, 2]);
   });
 
+  it('a group whose turn ends while an asynchronous commit is in flight joins the batch instead of waiting for its lock', async () => {
+    const { env } = open('relaxed');
+    const db = env.database<number, string>('test_grouped');
+    const transactionSync = env.root.transactionSync.bind(env.root);
+    let synchronous = 0;
+    env.root.transactionSync = ((action: () => unknown, flags?: number) => {
+      synchronous++;
+      return transactionSync(action as () => never, flags as never);
+    }) as typeof env.root.transactionSync;
+    const grouped = [env.grouped(() => { void db.put('x', 1); return 'x'; }), env.grouped(() => { void db.put('y', 2); return 'y'; })];
+    let release!: () => void;
+    const inFlight = env.batched(() => new Promise<void>((resolve) => (release = resolve)));
+    expect(await Promise.all(grouped)).toEqual(['x', 'y']);
+    expect([db.get('x'), db.get('y')]).toEqual([1, 2]);
+    // The members' child transactions only: no top-level synchronous one.
+    expect(synchronous).toBe(2);
+    release();
+    await inFlight;
+  });
+
   it('concurrent units on one record, grouped and batched, each commit once', async () => {
     const { units } = open('relaxed');
     const increment = () =>

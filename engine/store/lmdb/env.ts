@@ -80,32 +80,36 @@ export class CatalogEnv {
   private commitGroup(): void {
     const group = this.group!;
     this.group = undefined;
-    if (group.length === 1) {
-      const only = group[0]!;
-      try {
-        only.resolve(this.root.transactionSync(only.write));
-      } catch (err) {
-        only.reject(err);
-      }
-      return;
-    }
     const outcomes: Array<{ value?: unknown; err?: unknown; failed: boolean }> = [];
-    try {
-      this.root.transactionSync(() => {
-        // Nested in a write transaction, lmdb-js's transactionSync is a child transaction.
-        for (const member of group) {
-          try {
-            outcomes.push({ value: this.root.transactionSync(member.write), failed: false });
-          } catch (err) {
-            outcomes.push({ err, failed: true });
-          }
-        }
-      });
-    } catch (err) {
+    const settle = () => group.forEach((member, i) => (outcomes[i]!.failed ? member.reject(outcomes[i]!.err) : member.resolve(outcomes[i]!.value)));
+    const failAll = (err: unknown) => {
       for (const member of group) member.reject(err);
+    };
+    const writeAll = () => {
+      outcomes.length = 0;
+      // Inside a write transaction, lmdb-js's transactionSync is a child transaction: one member that throws is undone alone.
+      for (const member of group) {
+        try {
+          outcomes.push({ value: group.length === 1 ? member.write() : this.root.transactionSync(member.write), failed: false });
+        } catch (err) {
+          if (group.length === 1) throw err;
+          outcomes.push({ err, failed: true });
+        }
+      }
+    };
+    // An asynchronous commit that began after the members asked holds the write lock: join its
+    // batch rather than wait for it on this thread.
+    if (this.asyncInFlight > 0) {
+      this.batched(() => this.root.transaction(writeAll)).then(settle, failAll);
       return;
     }
-    group.forEach((member, i) => (outcomes[i]!.failed ? member.reject(outcomes[i]!.err) : member.resolve(outcomes[i]!.value)));
+    try {
+      this.root.transactionSync(writeAll);
+    } catch (err) {
+      failAll(err);
+      return;
+    }
+    settle();
   }
 
   /** An asynchronous commit, counted while in flight (commitsAtOnce). */
