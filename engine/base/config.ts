@@ -1,5 +1,6 @@
 import os from 'node:os';
 import path from 'node:path';
+import { S3_DEFAULT_IDLE_TIMEOUT_MS } from './limits.js';
 
 /** Every SVC_* variable: name, default, meaning. `svc --help` prints this table. */
 
@@ -23,7 +24,7 @@ export const VARIABLES: ReadonlyArray<{ name: string; default: string; help: str
   { name: 'SVC_DOCUMENTS_LEASE_TTL', default: '30s', help: 'With `s3`: the node serving the document platform (/v1) holds it by a lease in the bucket, renewed every 5 s or a third of this, whichever is shorter; a claim not renewed for this long (its node killed or cut off; judged by the bucket\'s clock) is taken over by another node, which then serves /v1 from its own data directory (the documents of the node before it stay in that node\'s). A node stopped cleanly keeps its claim until it starts again or `svc nodes release-documents` hands it on. At least 3s.' },
   { name: 'SVC_LOCALITY', default: 'off', help: '`on`: a POST /api/v1/blobs with X-Svc-Tenant-Id and X-Svc-Upload-Session-Id is ingested by one live owner among the nodes sharing the catalog (another node forwards the body to it once, unbuffered); `off`: such a request is 503 locality_unavailable.' },
   { name: 'SVC_LOCALITY_TIMEOUT', default: '30s', help: 'A forwarded upload (SVC_LOCALITY) whose owner node neither takes bytes nor answers for this long (a stopped or unreachable node whose kernel still holds the connection) is given up: the client gets 503 locality_failed.' },
-  { name: 'SVC_S3_TIMEOUT', default: '30s', help: 'A request of svc to the S3 server of the pg-s3 and s3 backends that sends or receives nothing for this long (a paused server, a connection cut without a reset), or whose connection does not open within it, is given up and retried as a network failure; after 3 attempts the client\'s request is answered 503. Raise it for a slow or distant S3 server.' },
+  { name: 'SVC_S3_TIMEOUT', default: `${S3_DEFAULT_IDLE_TIMEOUT_MS / 1000}s`, help: 'A request of svc to the S3 server of the pg-s3 and s3 backends that sends or receives nothing for this long (a paused server, a connection cut without a reset), or whose connection does not open within it, is given up and retried as a network failure; after 3 attempts the client\'s request is answered 503. Raise it for a slow or distant S3 server.' },
   { name: 'SVC_S3_FORCE_PATH_STYLE', default: '', help: '`true` to address the bucket by path (most S3-compatible servers); empty: `true` when SVC_S3_ENDPOINT is set, else `false`.' },
   { name: 'SVC_FS_ROOT', default: './data', help: 'Data directory: blocks/ (block files), catalog/ (LMDB) and svc.lock (one svc process per directory).' },
   { name: 'SVC_DURABILITY', default: 'strict', help: '`strict`: fsync blocks, directories and LMDB before answering. `relaxed`: trust the page cache.' },
