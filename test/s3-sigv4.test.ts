@@ -16,7 +16,7 @@ import { S3Error } from '../dist/server/s3/s3-error.js';
 import { canonicalPath, canonicalQuery, parseQuery, uriEncode } from '../dist/server/s3/sigv4-canonical.js';
 import { rememberedAuthorizations, verifyRequest, type SignedRequest, type Verified } from '../dist/server/s3/sigv4.js';
 import { S3_AUTHORIZATIONS_CACHED } from '../dist/engine/base/limits.js';
-import { deriveSigningKey, hmac, hmacHex } from '../dist/engine/s3/sigv4-primitives.js';
+import { deriveSigningKey, hmac, hmacHex } from '../dist/engine/base/sigv4-primitives.js';
 import { signaturesEqual, signingKey } from '../dist/server/s3/signing-key.js';
 import { Sha256 } from './helpers/s3-client.js';
 

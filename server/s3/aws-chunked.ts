@@ -16,7 +16,7 @@ import { Transform, type TransformCallback } from 'node:stream';
 import { S3_CHUNK_LINE_MAX_BYTES, S3_MAX_TRAILERS } from '../../engine/base/limits.js';
 import { CHECKSUM_HEADER, isChecksumValue, type Checksum } from '../../engine/s3/checksums.js';
 import { S3Error } from './s3-error.js';
-import { EMPTY_SHA256, hmacHex, sha256Hex } from '../../engine/s3/sigv4-primitives.js';
+import { EMPTY_SHA256, hmacHex, sha256Hex } from '../../engine/base/sigv4-primitives.js';
 import type { ChunkSigning } from './sigv4-payload.js';
 import { signaturesEqual } from './signing-key.js';
 

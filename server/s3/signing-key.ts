@@ -5,7 +5,7 @@
 
 import { LRUCache } from 'lru-cache';
 import { S3_SIGNING_KEYS_CACHED } from '../../engine/base/limits.js';
-import { deriveSigningKey } from '../../engine/s3/sigv4-primitives.js';
+import { deriveSigningKey } from '../../engine/base/sigv4-primitives.js';
 
 interface Remembered {
   /** The secret the key was derived from: a reloaded keys file may change an access key's secret. */

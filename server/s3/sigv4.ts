@@ -11,7 +11,7 @@
 
 import { S3_AUTHORIZATIONS_CACHED, S3_MAX_CLOCK_SKEW_MS, S3_MAX_SIGNED_HEADERS, S3_PRESIGN_MAX_EXPIRES_S } from '../../engine/base/limits.js';
 import type { S3Key, S3KeyLookup } from '../../engine/s3/keys.js';
-import { ALGORITHM, credentialScope, hmacHex, stringToSign } from '../../engine/s3/sigv4-primitives.js';
+import { ALGORITHM, credentialScope, hmacHex, stringToSign } from '../../engine/base/sigv4-primitives.js';
 import { S3Error } from './s3-error.js';
 import { canonicalHeaders, canonicalPath, canonicalQuery, canonicalRequest, parseQuery } from './sigv4-canonical.js';
 import { isHexSignature, signaturesEqual, signingKey } from './signing-key.js';

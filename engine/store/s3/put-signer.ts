@@ -3,8 +3,8 @@
 // SHA-256). It signs as @smithy/signature-v4 does (test/s3-put-signer.test.ts compares the two),
 // without its general path: no header normalization and cloning, no async hashing objects, one
 // SHA-256 of the canonical request and one HMAC per request, the signing key derived once per
-// day and key. The primitives are the ones the S3 listener verifies with (engine/s3/sigv4-primitives.ts).
-import { ALGORITHM, credentialScope, deriveSigningKey, hmacHex, stringToSign } from '../../s3/sigv4-primitives.js';
+// day and key. The primitives are the ones the S3 listener verifies with (engine/base/sigv4-primitives.ts).
+import { ALGORITHM, credentialScope, deriveSigningKey, hmacHex, stringToSign } from '../../base/sigv4-primitives.js';
 
 /** The SDK's credentials: `accessKeyId`, `secretAccessKey`, a `sessionToken` for temporary ones. */
 export interface Credentials {
