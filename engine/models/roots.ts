@@ -12,7 +12,8 @@
 import fs from 'node:fs';
 import { realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { ConfigError, type ModelConfig, type ObjectRoot } from '../base/config.js';
+import { ConfigError, type ModelConfig } from '../base/config.js';
+import type { ObjectRoot } from '../base/model-roots.js';
 import { type ModelFailure, bundleError, forbiddenLocation } from './errors.js';
 
 export class BundleRoots {
