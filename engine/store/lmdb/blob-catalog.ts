@@ -176,8 +176,8 @@ export class LmdbBlobCatalog implements EmbeddedBlobCatalog {
       if (options.tenantBlocks) newToTenant = this.claimBlocks(tenant, blocks);
       return this.view(id, record, entry);
     };
-    // A small publication commits on this thread, grouped with this turn's other small commits (CatalogEnv.grouped; a large manifest's stays off this thread).
-    const manifest = this.env.commitsAtOnce(blocks.length <= SYNC_COMMIT_MAX_BLOCKS) ? await this.env.grouped(write) : await this.env.batched(() => this.manifests.transaction(write));
+    // A small publication commits on this thread, grouped with this turn's other small commits (CatalogEnv.commit; a large manifest's stays off this thread).
+    const manifest = await this.env.commit(write, blocks.length <= SYNC_COMMIT_MAX_BLOCKS);
     return { manifest, existed, newToTenant };
   }
 

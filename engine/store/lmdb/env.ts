@@ -100,7 +100,7 @@ export class CatalogEnv {
     // An asynchronous commit that began after the members asked holds the write lock: join its
     // batch rather than wait for it on this thread.
     if (this.asyncInFlight > 0) {
-      this.batched(() => this.root.transaction(writeAll)).then(settle, failAll);
+      this.commit(writeAll, false).then(settle, failAll);
       return;
     }
     try {
@@ -110,6 +110,15 @@ export class CatalogEnv {
       return;
     }
     settle();
+  }
+
+  /**
+   * Commits `write` (a synchronous step inside a write transaction): grouped on this thread when
+   * `small` and commitsAtOnce allows it, else in lmdb-js's batched asynchronous transaction. The
+   * one policy the catalog's publications and the units store's commits share.
+   */
+  commit<T>(write: () => T, small: boolean): Promise<T> {
+    return this.commitsAtOnce(small) ? this.grouped(write) : this.batched(() => this.root.transaction(write));
   }
 
   /** An asynchronous commit, counted while in flight (commitsAtOnce). */

@@ -4,7 +4,7 @@ import type { CatalogEnv } from './env.js';
 import { type BufferedWrite, type PointRead, type RangeRead, type StoredEntry, type UnitBackend, runUnit, sameBytes, sameEntries } from '../unit-runner.js';
 import { type AlsoWrite, type Entry, type PointKey, type Table, type Unit, type UnitKey, type UnitRange, type UnitStore, isCached, isWatched, unwatchedTable } from '../unit-store.js';
 
-/** Most writes a unit may have to commit synchronously, grouped (CatalogEnv.commitsAtOnce). */
+/** Most writes a unit may have to commit synchronously, grouped (CatalogEnv.commit). */
 const SYNC_COMMIT_MAX_WRITES = 4;
 
 const rangeOptions = (options: UnitRange) => ({
@@ -36,7 +36,7 @@ function frozen<V>(value: V): V {
  * single node). Each table is a named database of the catalog (the names and encodings the
  * tables have always had, so existing data directories read as before). A unit's commit runs
  * in lmdb-js's batched asynchronous write transaction (or, a small one under relaxed durability,
- * a synchronous one grouped with its turn's: CatalogEnv.commitsAtOnce, grouped), which checks the
+ * a synchronous one grouped with its turn's: CatalogEnv.commit), which checks the
  * preconditions against the stored bytes before writing: only this process writes the catalog
  * (the data directory lock), so nothing can change between the check and the writes.
  */
@@ -124,8 +124,7 @@ export class LmdbUnitStore implements UnitStore, UnitBackend {
       if (committed) this.forget(writes);
       return committed;
     };
-    if (this.env.commitsAtOnce(writes.length <= SYNC_COMMIT_MAX_WRITES && ranges.length === 0)) return this.env.grouped(apply).then(landed);
-    return this.env.batched(() => this.env.root.transaction(apply)).then(landed);
+    return this.env.commit(apply, writes.length <= SYNC_COMMIT_MAX_WRITES && ranges.length === 0).then(landed);
   }
 
   /** In a write transaction: the stored number (absent: 0) plus `delta`. */
