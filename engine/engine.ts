@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Piscina } from 'piscina';
-import { type IngestDeps, largestBlockBytes } from './cas/index.js';
+import { type IngestDeps, largestBlockBytes, localStores } from './cas/index.js';
 import { Ingests } from './ingests/index.js';
 
 import { BlobReader, type BlockRoots, StreamScanner, TransferMemory, loadSha256Pair, sha256PairUnavailableReason } from './cas/index.js';
@@ -290,6 +290,7 @@ export class Engine {
     const { config, pool, scanner, memory, manifests, stats, log } = this;
     return {
       config, spillDir: this.blocks.scratchDir, blockStore: this.blocks.location, pool, scanner, memory, manifests, stats, log, reclaim: (blocks) => this.gc.reclaim(blocks),
+      local: this.blocks.location.kind === 's3' ? localStores(this.blocks) : undefined,
       // An unlisted ingest's record stays in this node's data directory: with a shared catalog, a root only it can mark.
       // Unlisted content is recorded by the document platform: a root only this node can mark
       // unless the units are shared (pg-s3), where every node's GC run reads them.

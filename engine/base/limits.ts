@@ -249,3 +249,13 @@ export const S3_ERROR_ANSWER_MAX_BYTES = 64 * KiB;
  * request to the S3 backend idle this long is given up, so a paused server holds no request forever.
  */
 export const S3_DEFAULT_IDLE_TIMEOUT_MS = 30_000;
+
+/**
+ * Store tasks of a remote block store (S3) on the main thread (engine/cas/local-stores.ts): one of
+ * at most this many bytes always runs there (the hop to a worker costs more than its PUT); a
+ * larger one while the main thread's event loop was busy less than LOCAL_STORE_BUSY_FRACTION of
+ * the last LOCAL_STORE_LOAD_WINDOW_MS, else on a worker.
+ */
+export const LOCAL_STORE_TASK_MAX_BYTES = 256 * KiB;
+export const LOCAL_STORE_BUSY_FRACTION = 0.5;
+export const LOCAL_STORE_LOAD_WINDOW_MS = 200;

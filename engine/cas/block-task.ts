@@ -1,7 +1,7 @@
 // Block tasks (worker side): store consecutive blocks of an upload, verify a blob.
 import { createHash } from 'node:crypto';
 import { Xxh64, xxh64 } from '@node-rs/xxhash';
-import type { PutOutcome, StoredBlock } from '../store/block-store.js';
+import type { BlockWriter, PutOutcome, StoredBlock } from '../store/block-store.js';
 import { blockWriter } from '../store/block-writer.js';
 import type { StoreTask, StoreTaskResult, VerifyTask, VerifyTaskResult } from './protocol.js';
 import type { SegmentWindow } from './segment-ring.js';
@@ -17,11 +17,12 @@ function sha256Hex(pieces: Uint8Array[]): string {
 
 /**
  * Stores the task's blocks. An embedded store writes them one after another on this thread; a
- * remote store's writes (promises) run concurrently, each task's at once.
+ * remote store's writes (promises) run concurrently, each task's at once. On a worker thread the
+ * store is the thread's own for `task.store`; the main thread passes its `writer` (./store-queue.ts).
  */
-export async function runStoreTask(task: StoreTask): Promise<StoreTaskResult> {
+export async function runStoreTask(task: StoreTask, writer?: BlockWriter): Promise<StoreTaskResult> {
   const data = view(task);
-  const store = await blockWriter(task.store);
+  const store = writer ?? (await blockWriter(task.store));
   const count = task.bounds.length - 1;
   const stored: Array<StoredBlock | undefined> = new Array(count);
   const pending: Promise<void>[] = [];

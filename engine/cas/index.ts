@@ -8,6 +8,7 @@ export { parseLimit } from './cursors.js';
 export { DirectIngest, type IngestOptions, type MeasuredIngest } from './direct-ingest.js';
 export { type Decision, Ingest, type IngestDeps, largestBlockBytes } from './ingest.js';
 export { IllegalIngestMove, type IngestStage, moveIngest } from './ingest-lifecycle.js';
+export { localStores } from './local-stores.js';
 export type { VerifyTask, VerifyTaskResult } from './protocol.js';
 export { pushAll } from './push-all.js';
 export { BlobReader } from './reader.js';

@@ -13,6 +13,7 @@ import { SvcError, blockStoreUnavailable, ingestFailed, invalidBlob, isUnreachab
 import type { Logger } from '../base/log.js';
 import type { Stats } from '../ops/index.js';
 import type { BlobCatalog, BlockStoreLocation, StoredBlock } from '../store/index.js';
+import type { LocalStores } from './local-stores.js';
 import { Backlog } from './backlog.js';
 import { type IngestStage, moveIngest } from './ingest-lifecycle.js';
 import { type ChunkerSpec, maxBlockBytes } from './chunkers.js';
@@ -27,6 +28,11 @@ export interface IngestDeps {
   spillDir: string;
   /** Where the block tasks store blocks. */
   blockStore: BlockStoreLocation;
+  /**
+   * The same store on this (the main) thread and which store tasks it takes, for a remote store
+   * (S3): ./local-stores.ts says why. An embedded store's writes are blocking file I/O: none.
+   */
+  local?: LocalStores;
   pool: Piscina;
   scanner: StreamScanner;
   memory: TransferMemory;
@@ -241,7 +247,7 @@ export abstract class Ingest {
       taskEndedLate: () => this.release(),
       progressed: () => this.afterProgress(),
       failed: (err) => this.taskFailed(err),
-    }, shape.alwaysWrite);
+    }, shape.alwaysWrite, deps.local);
     const backlogMemory = Math.min(BACKLOG_MEMORY_BYTES, length ?? BACKLOG_MEMORY_BYTES);
     const worstCase = (holdLimitSegments + 1) * segmentSize;
     this.reservation = backlogMemory + (length === undefined ? worstCase : Math.min(worstCase, Math.ceil(length / segmentSize) * segmentSize));

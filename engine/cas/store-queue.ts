@@ -1,5 +1,7 @@
 import type { Piscina } from 'piscina';
 import type { BlockStoreLocation, StoredBlock } from '../store/index.js';
+import { runStoreTask } from './block-task.js';
+import type { LocalStores } from './local-stores.js';
 import type { StoreTask, StoreTaskResult } from './protocol.js';
 import type { SegmentWindow } from './segment-ring.js';
 
@@ -46,6 +48,8 @@ export class StoreQueue {
     private readonly host: StoreQueueHost,
     /** Write present blocks again (see StoreTask.alwaysWrite). */
     private readonly alwaysWrite = false,
+    /** The store on this thread, for the tasks it takes (IngestDeps.local): none, every task on the pool. */
+    private readonly local?: LocalStores,
   ) {}
 
   /** Queues the block [from, to); `hex` when the scanning thread already hashed it. */
@@ -127,7 +131,8 @@ export class StoreQueue {
   private run(first: number, bounds: number[], hexes?: string[]): void {
     const task: StoreTask = { ...this.host.window(bounds[0]!), end: bounds[bounds.length - 1]!, bounds, hexes, store: this.store, alwaysWrite: this.alwaysWrite || undefined };
     this.inFlight++;
-    const run = this.pool.run(task, { name: 'store' }) as Promise<StoreTaskResult>;
+    const local = this.local?.takes(task.end - bounds[0]!) ? this.local : undefined;
+    const run = (local ? runStoreTask(task, local.writer) : this.pool.run(task, { name: 'store' })) as Promise<StoreTaskResult>;
     this.tasks.add(run);
     run.then(
       ({ blocks: stored, error }) => {
