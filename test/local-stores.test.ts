@@ -31,20 +31,27 @@ const counting = (): BlockWriter & { puts: number } => ({
 describe('which store tasks the main thread takes', () => {
   it('takes every task up to LOCAL_STORE_TASK_MAX_BYTES, however busy it is', () => {
     const stores = localStores(counting(), { busy: () => 1 });
-    expect(stores.takes(1)).toBe(true);
-    expect(stores.takes(LOCAL_STORE_TASK_MAX_BYTES)).toBe(true);
-    expect(stores.takes(LOCAL_STORE_TASK_MAX_BYTES + 1)).toBe(false);
+    for (const hashed of [true, false]) {
+      expect(stores.takes(1, hashed)).toBe(true);
+      expect(stores.takes(LOCAL_STORE_TASK_MAX_BYTES, hashed)).toBe(true);
+      expect(stores.takes(LOCAL_STORE_TASK_MAX_BYTES + 1, hashed)).toBe(false);
+    }
   });
 
   it('takes a larger task only while its event loop was busy less than LOCAL_STORE_BUSY_FRACTION', () => {
     let busy = 0;
     const stores = localStores(counting(), { busy: () => busy });
     const large = 4 * LOCAL_STORE_TASK_MAX_BYTES;
-    expect(stores.takes(large)).toBe(true);
+    expect(stores.takes(large, true)).toBe(true);
     busy = LOCAL_STORE_BUSY_FRACTION - 0.01;
-    expect(stores.takes(large)).toBe(true);
+    expect(stores.takes(large, true)).toBe(true);
     busy = LOCAL_STORE_BUSY_FRACTION;
-    expect(stores.takes(large)).toBe(false);
+    expect(stores.takes(large, true)).toBe(false);
+  });
+
+  it('leaves a larger task whose blocks are not hashed yet to the workers, however idle it is', () => {
+    const stores = localStores(counting(), { busy: () => 0 });
+    expect(stores.takes(4 * LOCAL_STORE_TASK_MAX_BYTES, false)).toBe(false);
   });
 });
 

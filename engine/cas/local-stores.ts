@@ -7,7 +7,9 @@
 // 3.50 CPU-s). Workers stay for what the main thread cannot take on without delaying requests: a
 // task larger than LOCAL_STORE_TASK_MAX_BYTES while this thread's event loop was busy at least
 // LOCAL_STORE_BUSY_FRACTION of the last LOCAL_STORE_LOAD_WINDOW_MS (many uploads at once spread
-// their PUTs, and the kernel's copy of their bytes, over the workers' cores).
+// their PUTs, and the kernel's copy of their bytes, over the workers' cores), and a larger task
+// whose blocks the scanning thread did not hash (no native SHA-256 pair): hashing megabytes here
+// would hold up every request for milliseconds.
 import { performance } from 'node:perf_hooks';
 import type { BlockWriter } from '../store/index.js';
 import { LOCAL_STORE_BUSY_FRACTION, LOCAL_STORE_LOAD_WINDOW_MS, LOCAL_STORE_TASK_MAX_BYTES } from '../base/limits.js';
@@ -15,8 +17,8 @@ import { LOCAL_STORE_BUSY_FRACTION, LOCAL_STORE_LOAD_WINDOW_MS, LOCAL_STORE_TASK
 /** A store on this thread and the rule for which tasks it takes (./store-queue.ts). */
 export interface LocalStores {
   writer: BlockWriter;
-  /** Whether a task of `bytes` runs here. */
-  takes(bytes: number): boolean;
+  /** Whether a task of `bytes` runs here; `hashed`: its blocks' SHA-256 are known (StoreTask.hexes). */
+  takes(bytes: number, hashed: boolean): boolean;
 }
 
 /**
@@ -44,5 +46,5 @@ export class EventLoopLoad {
 
 /** The main thread's rule for `writer` (a remote store's). */
 export function localStores(writer: BlockWriter, load: { busy(): number } = new EventLoopLoad(LOCAL_STORE_LOAD_WINDOW_MS)): LocalStores {
-  return { writer, takes: (bytes) => bytes <= LOCAL_STORE_TASK_MAX_BYTES || load.busy() < LOCAL_STORE_BUSY_FRACTION };
+  return { writer, takes: (bytes, hashed) => bytes <= LOCAL_STORE_TASK_MAX_BYTES || (hashed && load.busy() < LOCAL_STORE_BUSY_FRACTION) };
 }

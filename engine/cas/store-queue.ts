@@ -131,7 +131,7 @@ export class StoreQueue {
   private run(first: number, bounds: number[], hexes?: string[]): void {
     const task: StoreTask = { ...this.host.window(bounds[0]!), end: bounds[bounds.length - 1]!, bounds, hexes, store: this.store, alwaysWrite: this.alwaysWrite || undefined };
     this.inFlight++;
-    const local = this.local?.takes(task.end - bounds[0]!) ? this.local : undefined;
+    const local = this.local?.takes(task.end - bounds[0]!, hexes !== undefined) ? this.local : undefined;
     const run = (local ? runStoreTask(task, local.writer) : this.pool.run(task, { name: 'store' })) as Promise<StoreTaskResult>;
     this.tasks.add(run);
     run.then(
