@@ -16,7 +16,8 @@
  *                    round-robin over a pool of documents made first.
  *
  * Per item it reports: the svc process's CPU-ms (all its threads, /proc, over the timed window) and
- * the ratio pg-s3 / fs (target <= 1.5x per document); PostgreSQL statements (pg_stat_statements of
+ * the ratio pg-s3 / fs (target <= 1.5x per document), of the two sides' medians and as the median
+ * of each round's pair (measured back to back, so less moved by the host's drift between rounds); PostgreSQL statements (pg_stat_statements of
  * svc's database, every call: BEGIN and COMMIT count; over the whole cell divided by every
  * iteration that completed in it, so background work of the node is included) with the top
  * statements; S3 requests (radosgw's own perf counters through its admin socket: `rgw.req`, every
@@ -270,7 +271,9 @@ function row(loop: Loop, f: Cell[], p: Cell[], build: string): string {
   const pm = median(p.map((c) => c.cpuMs));
   const m = merged(p);
   const target = loop === 'document' ? ` (target <= 1.5x: ${pm / fm <= 1.5 ? 'PASS' : 'FAIL'})` : '';
-  return `| ${loop}${build} | ${fmt(fm, 3)} [${f.map((c) => fmt(c.cpuMs, 3)).join(', ')}] | ${fmt(pm, 3)} [${p.map((c) => fmt(c.cpuMs, 3)).join(', ')}] | ${fmt(pm / fm, 2)}x${target} | ${fmt(median(f.map((c) => c.perSecond)), 0)} / ${fmt(median(p.map((c) => c.perSecond)), 0)} | ${fmt(sum(m.statements) / m.items, 2)} | ${s3Cell(m.s3, m.items)} | ${p.map((c) => fmt(c.hostBusyPercent ?? NaN, 0)).join(', ')} |`;
+  // Each round's pair (the two sides measured back to back): less moved by the host's drift between rounds.
+  const paired = p.map((c, i) => c.cpuMs / f[i]!.cpuMs);
+  return `| ${loop}${build} | ${fmt(fm, 3)} [${f.map((c) => fmt(c.cpuMs, 3)).join(', ')}] | ${fmt(pm, 3)} [${p.map((c) => fmt(c.cpuMs, 3)).join(', ')}] | ${fmt(pm / fm, 2)}x${target} | ${fmt(median(paired), 2)}x [${paired.map((x) => fmt(x, 2)).join(', ')}] | ${fmt(median(f.map((c) => c.perSecond)), 0)} / ${fmt(median(p.map((c) => c.perSecond)), 0)} | ${fmt(sum(m.statements) / m.items, 2)} | ${s3Cell(m.s3, m.items)} | ${p.map((c) => fmt(c.hostBusyPercent ?? NaN, 0)).join(', ')} |`;
 }
 
 function topStatements(label: string, loop: Loop, cells: Cell[]): string[] {
@@ -287,8 +290,8 @@ function render(cells: Cells, s3: S3Server, rounds: number, windowMs: number, wa
   const out = [
     `## svc per document and per canonical write, pg-s3 against fs (${new Date().toISOString()}, ${s3.kind}${s3.kind === 's3rver' ? ' -- FALLBACK, NOT radosgw: no S3 request count' : ''}, ${CLIENTS} clients, ${rounds} rounds of ${windowMs / 1000} s windows after a warm-up of ${warmupItems} documents and ${warmupItems * 4} canonical writes per node and one uncounted round, ${os.cpus().length} CPUs, load average at the end ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}, ${fmt(minutes, 1)} min${before ? `; before = ${before}` : ''})`,
     '',
-    '| Item | svc CPU-ms fs, median [rounds] | svc CPU-ms pg-s3, median [rounds] | pg-s3 / fs | items/s fs / pg-s3 | PostgreSQL statements | S3 requests | host busy % (pg-s3 windows) |',
-    '|---|---|---|---|---|---|---|---|',
+    '| Item | svc CPU-ms fs, median [rounds] | svc CPU-ms pg-s3, median [rounds] | pg-s3 / fs (of the medians) | pg-s3 / fs per round, median [rounds] | items/s fs / pg-s3 | PostgreSQL statements | S3 requests | host busy % (pg-s3 windows) |',
+    '|---|---|---|---|---|---|---|---|---|',
   ];
   for (const loop of LOOPS) {
     out.push(row(loop, cells.get('fs')![loop], cells.get('pg-s3')![loop], ''));
