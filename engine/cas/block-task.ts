@@ -1,4 +1,5 @@
-// Block tasks (worker side): store consecutive blocks of an upload, verify a blob.
+// Block tasks: store consecutive blocks of an upload, verify a blob. Worker threads run them; the
+// main thread runs the store tasks of an S3 store it takes itself (./local-stores.ts).
 import { createHash } from 'node:crypto';
 import { Xxh64, xxh64 } from '@node-rs/xxhash';
 import type { BlockWriter, PutOutcome, StoredBlock } from '../store/block-store.js';
