@@ -5,7 +5,7 @@
 // `s3` (s3rver alone, a bucket per data directory).
 // vitest.config.ts runs the blob suites once per backend.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -52,6 +52,8 @@ export function startS3rverProcess(directory: string): Promise<S3rverProcess> {
 interface SharedServers {
   pg?: PgServer;
   s3: S3rverProcess;
+  /** s3rver's files (every object the file's servers stored): removed with it. */
+  s3Dir: string;
   endpoint: string;
   client: S3Client;
 }
@@ -62,10 +64,11 @@ let made = 0;
 
 async function startShared(): Promise<SharedServers> {
   const pg = TEST_BACKEND === 'pg-s3' ? await requirePostgres() : undefined;
-  const s3 = await startS3rverProcess(join(mkdtempSync(join(os.tmpdir(), 'svc-test-s3-')), 's3'));
+  const s3Dir = mkdtempSync(join(os.tmpdir(), 'svc-test-s3-'));
+  const s3 = await startS3rverProcess(join(s3Dir, 's3'));
   const endpoint = `http://127.0.0.1:${s3.port}`;
   const client = new S3Client({ endpoint, forcePathStyle: true, region: 'us-east-1', credentials: S3_CREDENTIALS });
-  return { pg, s3, endpoint, client };
+  return { pg, s3, s3Dir, endpoint, client };
 }
 
 // After the test file's own afterAll hooks (they stop its svc servers; hooks run in reverse
@@ -73,11 +76,12 @@ async function startShared(): Promise<SharedServers> {
 // ended with a signal, so a process exit hook would not run and the cluster would be orphaned.
 afterAll(async () => {
   if (!shared) return;
-  const { pg, s3, client } = await shared;
+  const { pg, s3, s3Dir, client } = await shared;
   shared = undefined;
   byRoot.clear();
   client.destroy();
   await s3.close();
+  rmSync(s3Dir, { recursive: true, force: true });
   await pg?.stop();
 });
 
