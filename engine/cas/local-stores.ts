@@ -2,9 +2,9 @@
 //
 // A block PUT is a request the event loop waits on, not work that blocks it. Handed to a worker
 // it costs the node more CPU than where it was asked for: the task's hop and the worker's own
-// event loop around one request (measured on pg-s3, docs/performance.md issue 40: ~0.86 ms of
-// worker CPU per 64 KiB document block, ~0.4 ms on the main thread; a GiB of ingest 2.77 against
-// 3.12 CPU-s). Workers stay for what the main thread cannot take on without delaying requests: a
+// event loop around one request (measured on pg-s3, docs/performance.md issue 40: 0.71-0.86 ms of
+// worker CPU per 64 KiB document block, 0.09-0.56 ms more on the main thread; a GiB of ingest 2.77
+// against 3.12 CPU-s). Workers stay for what the main thread cannot take on without delaying requests: a
 // task larger than LOCAL_STORE_TASK_MAX_BYTES while this thread's event loop was busy at least
 // LOCAL_STORE_BUSY_FRACTION of the last LOCAL_STORE_LOAD_WINDOW_MS (many uploads at once spread
 // their PUTs, and the kernel's copy of their bytes, over the workers' cores), and a larger task
